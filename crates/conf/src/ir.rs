@@ -1,0 +1,275 @@
+//! The validated intermediate representation that `conf` hands to the engine.
+//!
+//! Everything here is resolved: macros expanded, lists expanded into one rule
+//! per combination, percentages turned into absolute rates, defaults filled in,
+//! names checked. The engine builds runtime objects from this and nothing else;
+//! `conf` knows nothing of the schedulers that will implement it.
+
+use sluice_time::{Duration, Rate};
+use std::net::IpAddr;
+
+/// A whole configuration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    /// One entry per interface that has queueing (ALTQ `altq on`, OpenBSD 5.5+
+    /// root `queue … on IF`, or dummynet `pipe … on IF`).
+    pub interfaces: Vec<IfaceQueueing>,
+    /// Filter rules after list expansion, in file order.
+    pub rules: Vec<Rule>,
+    pub tables: Vec<Table>,
+    pub options: Options,
+}
+
+/// `set …` options that matter to sluice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// `set limit states N`.
+    pub state_limit: u32,
+    /// Link-layer overhead per interface name (`set overhead on IF …`, an
+    /// sluice extension); interfaces not listed use none.
+    pub overhead: Vec<(String, sluice_time::Overhead)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            state_limit: 100_000,
+            overhead: Vec::new(),
+        }
+    }
+}
+
+/// Which scheduler runs an interface's queue tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedKind {
+    Priq,
+    Cbq,
+    Hfsc,
+    /// A dummynet pipe whose own scheduler is given in [`Pipe`].
+    Pipe,
+}
+
+/// The queueing of one interface.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IfaceQueueing {
+    pub ifname: String,
+    pub sched: SchedKind,
+    /// Interface bandwidth (root rate).
+    pub bandwidth: Rate,
+    /// `tbrsize` in bytes, if given.
+    pub tbrsize: Option<u32>,
+    /// The queue tree, parents before children; `Queue::parent` indexes this
+    /// vector. For PRIQ all queues are children of an implicit root (parent None).
+    pub queues: Vec<Queue>,
+    /// Index into `queues` of the default queue (there is exactly one).
+    pub default_queue: usize,
+    /// Set when `sched` is `Pipe`.
+    pub pipe: Option<Pipe>,
+    /// Line of the defining statement, for messages.
+    pub line: u32,
+}
+
+/// A queue (ALTQ class, 5.5+ queue, or dummynet queue under a pipe).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Queue {
+    pub name: String,
+    pub parent: Option<usize>,
+    /// Absolute bandwidth (percentages resolved against the parent).
+    pub bandwidth: Option<Rate>,
+    /// PRIQ 0..15, CBQ/HFSC 0..7.
+    pub priority: u8,
+    /// Packets; pf's default is 50.
+    pub qlimit: u32,
+    /// Optional byte limit (sluice extension `qlimit 64KB` style is not pf; kept
+    /// for dummynet `queue 64KB`).
+    pub qlimit_bytes: Option<u64>,
+    pub default: bool,
+    pub red: bool,
+    pub rio: bool,
+    pub ecn: bool,
+    /// CBQ `borrow`.
+    pub borrow: bool,
+    /// HFSC curves; for OpenBSD 5.5+ `min` is realtime, `max` upperlimit and
+    /// `bandwidth` linkshare.
+    pub realtime: Option<ServiceCurve>,
+    pub linkshare: Option<ServiceCurve>,
+    pub upperlimit: Option<ServiceCurve>,
+    /// OpenBSD 5.5+ `flows N`: this leaf is FQ-CoDel with N flows.
+    pub flows: Option<u32>,
+    /// `quantum N` bytes (FQ-CoDel / DRR).
+    pub quantum: Option<u32>,
+    /// dummynet weight 1..100 within its pipe.
+    pub weight: Option<u32>,
+    /// Index of child queues (derivable from `parent`, kept for printing order).
+    pub children: Vec<usize>,
+    pub line: u32,
+}
+
+/// A service curve: `m1` for the first `d`, then `m2` (HFSC paper §2). A linear
+/// curve has `d = 0` and `m1 = m2`... written simply as `m2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServiceCurve {
+    pub m1: Rate,
+    pub d: Duration,
+    pub m2: Rate,
+}
+
+impl ServiceCurve {
+    pub fn linear(r: Rate) -> Self {
+        ServiceCurve {
+            m1: Rate::ZERO,
+            d: Duration::ZERO,
+            m2: r,
+        }
+    }
+}
+
+/// The link part of a dummynet pipe.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipe {
+    pub name: String,
+    pub delay: Duration,
+    /// Packet loss probability in parts per million.
+    pub loss_ppm: u32,
+    /// Queue size in packets for FIFO-like schedulers.
+    pub qlimit: u32,
+    pub sched: PipeSched,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum PipeSched {
+    Fifo,
+    Drr,
+    Wf2q,
+    FqCodel(FqCodelParams),
+}
+
+/// FQ-CoDel parameters (RFC 8290 §5.1 names), with Linux/dummynet defaults.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FqCodelParams {
+    pub target: Duration,
+    pub interval: Duration,
+    pub quantum: u32,
+    /// Total packet limit across flows.
+    pub limit: u32,
+    pub flows: u32,
+    pub ecn: bool,
+}
+
+impl Default for FqCodelParams {
+    fn default() -> Self {
+        FqCodelParams {
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+            quantum: 1514,
+            limit: 10_240,
+            flows: 1024,
+            ecn: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub name: String,
+    /// Entries; `bool` is negation (`!10.0.0.1`).
+    pub entries: Vec<(IpNet, bool)>,
+}
+
+/// An address with prefix length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IpNet {
+    pub addr: IpAddr,
+    pub prefix: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Pass,
+    Block,
+    Match,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    In,
+    Out,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddrFamily {
+    Inet,
+    Inet6,
+}
+
+/// One side of `from … to …` after expansion.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Endpoint {
+    pub addr: AddrMatch,
+    pub negated: bool,
+    pub port: Option<PortOp>,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum AddrMatch {
+    #[default]
+    Any,
+    Net(IpNet),
+    /// `<name>`.
+    Table(String),
+    /// An interface name: the interface's own addresses (`$ext_if`, `egress`).
+    Iface(String),
+    /// `(IF:network)`-style or `IF:network`: the networks of the interface.
+    IfaceNetwork(String),
+}
+
+/// Port comparisons of pf.conf(5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortOp {
+    Eq(u16),
+    Ne(u16),
+    Lt(u16),
+    Le(u16),
+    Gt(u16),
+    Ge(u16),
+    /// `a:b` inclusive range.
+    Range(u16, u16),
+    /// `a >< b`: strictly between.
+    Between(u16, u16),
+    /// `a <> b`: outside.
+    Outside(u16, u16),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatePolicy {
+    Keep,
+    No,
+    /// `modulate state` / `synproxy state`: treated as keep.
+    Modulate,
+}
+
+/// One filter rule after expansion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    pub action: Action,
+    pub direction: Option<Direction>,
+    pub quick: bool,
+    pub log: bool,
+    /// `on IF` / `on !IF`.
+    pub iface: Option<(String, bool)>,
+    pub af: Option<AddrFamily>,
+    pub proto: Option<u8>,
+    pub from: Endpoint,
+    pub to: Endpoint,
+    /// `flags X/Y`: (set, mask). `flags any` is None.
+    pub flags: Option<(u8, u8)>,
+    pub tos: Option<u8>,
+    /// pf's default for pass rules is keep state (OpenBSD 4.1+).
+    pub state: StatePolicy,
+    /// `queue q` or `queue (q, q_pri)`.
+    pub queue: Option<(String, Option<String>)>,
+    /// `set prio p` or `(p, p_pri)`.
+    pub prio: Option<(u8, Option<u8>)>,
+    /// Source line, for `sluice show rules`.
+    pub line: u32,
+}

@@ -1,0 +1,35 @@
+//! Every queueing discipline of sluice, behind one object-safe trait.
+//!
+//! Owns: the [`Packet`] as schedulers see it (an opaque frame plus the metadata
+//! they need), the [`Qdisc`] trait, drop reasons, per-queue statistics, and the
+//! disciplines: FIFO, PRIQ, CBQ, HFSC, RED/RIO, CoDel, FQ-CoDel, DRR, WF2Q+, the
+//! token-bucket regulator and the dummynet-style pipe. Depends only on
+//! `sluice-time`. Sans-IO: every time-dependent call takes `now`; nothing here
+//! reads a clock or makes a syscall. Disciplines never touch packet bytes: ECN
+//! marking sets [`Packet::ecn`] and the caller rewrites the header on the way out.
+//!
+//! The op-sequence model checker in [`testing`] asserts the invariants of the
+//! trait after every step; every discipline runs through it.
+
+mod packet;
+mod qdisc;
+mod stats;
+pub mod testing;
+
+pub mod codel;
+pub mod fifo;
+pub mod fq_codel;
+pub mod priq;
+pub mod red;
+
+pub mod hfsc;
+
+pub mod cbq;
+pub mod drr;
+pub mod pipe;
+pub mod tbr;
+pub mod wf2q;
+
+pub use packet::{ClassId, Ecn, Packet};
+pub use qdisc::{DropReason, Dropped, Drops, Enqueue, Qdisc};
+pub use stats::QueueStats;

@@ -1,0 +1,92 @@
+//! The packet as a scheduler sees it.
+
+use sluice_time::Instant;
+
+/// Identifies a class (queue) inside a classful discipline. Assigned by whoever
+/// builds the tree (the engine); `ClassId::ROOT` for single-queue disciplines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClassId(pub u32);
+
+impl ClassId {
+    pub const ROOT: ClassId = ClassId(0);
+}
+
+/// The ECN field of the IP header (RFC 3168).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ecn {
+    #[default]
+    NotEct,
+    Ect1,
+    Ect0,
+    Ce,
+}
+
+impl Ecn {
+    /// From the two low bits of the IPv4 ToS / IPv6 traffic class.
+    pub fn from_bits(b: u8) -> Ecn {
+        match b & 3 {
+            0 => Ecn::NotEct,
+            1 => Ecn::Ect1,
+            2 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+    pub fn bits(self) -> u8 {
+        match self {
+            Ecn::NotEct => 0,
+            Ecn::Ect1 => 1,
+            Ecn::Ect0 => 2,
+            Ecn::Ce => 3,
+        }
+    }
+}
+
+/// A packet waiting in a discipline. The frame bytes travel with it untouched.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Packet {
+    /// The frame as it will be transmitted. Schedulers never read it.
+    pub data: Vec<u8>,
+    /// Wire length in bytes (what qlimit-in-bytes and backlog count).
+    pub len: u32,
+    /// `len` plus link overhead (see `sluice_time::Overhead`); all rate
+    /// arithmetic uses this. Computed once by the caller.
+    pub cost: u32,
+    /// Keyed hash of the flow (5-tuple); flow-queueing disciplines bucket by it.
+    pub flow: u64,
+    /// Leaf class chosen by the classifier; classful disciplines route by it.
+    pub class: ClassId,
+    /// ECN codepoint; an AQM that marks instead of dropping sets `Ecn::Ce`.
+    pub ecn: Ecn,
+    /// Set by the discipline that holds the packet, for sojourn time.
+    pub enqueued_at: Instant,
+    /// Caller's sequence number; carried, never interpreted.
+    pub id: u64,
+}
+
+impl Packet {
+    /// A metadata-only packet, for tests and benchmarks.
+    pub fn synthetic(id: u64, len: u32, flow: u64, class: ClassId) -> Packet {
+        Packet {
+            data: Vec::new(),
+            len,
+            cost: len,
+            flow,
+            class,
+            ecn: Ecn::NotEct,
+            enqueued_at: Instant::ZERO,
+            id,
+        }
+    }
+
+    /// Marks Congestion Experienced if the packet is ECN-capable. Returns whether
+    /// it did; a non-ECT packet must be dropped instead.
+    pub fn mark_ce(&mut self) -> bool {
+        match self.ecn {
+            Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce => {
+                self.ecn = Ecn::Ce;
+                true
+            }
+            Ecn::NotEct => false,
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The one trait every discipline implements.
+
+use crate::{ClassId, Packet, QueueStats};
+use sluice_time::Instant;
+
+/// Why a packet was not forwarded. Nothing is freed silently: every packet a
+/// discipline gives up goes back to the caller in [`Drops`] with one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The queue was at its limit (qlimit in packets or bytes, FQ-CoDel memory).
+    QueueFull,
+    /// An active queue manager (CoDel, RED) chose to drop it.
+    Aqm,
+    /// A pipe's configured random loss.
+    Loss,
+    /// A classful discipline had no class for it and no default class.
+    NoClass,
+    /// Removed by `purge` (reconfiguration, shutdown).
+    Purge,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 5] = [
+        DropReason::QueueFull,
+        DropReason::Aqm,
+        DropReason::Loss,
+        DropReason::NoClass,
+        DropReason::Purge,
+    ];
+    pub fn index(self) -> usize {
+        self as usize
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue-full",
+            DropReason::Aqm => "aqm",
+            DropReason::Loss => "loss",
+            DropReason::NoClass => "no-class",
+            DropReason::Purge => "purge",
+        }
+    }
+}
+
+/// A packet given back by a discipline.
+#[derive(Debug)]
+pub struct Dropped {
+    pub pkt: Packet,
+    pub reason: DropReason,
+}
+
+/// Out-parameter for dropped packets. A `Vec` the caller reuses, so the hot path
+/// does not allocate once it has warmed up.
+pub type Drops = Vec<Dropped>;
+
+/// Outcome of [`Qdisc::enqueue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enqueue {
+    /// The packet is queued; nothing was dropped.
+    Queued,
+    /// The packet is queued, and to make room other packets were pushed to `drops`.
+    QueuedDroppedOthers,
+    /// The packet itself was refused; it is in `drops` with the reason.
+    Rejected,
+}
+
+/// A queueing discipline. Object safe; classful disciplines hold children as
+/// `Box<dyn Qdisc>` and route by [`Packet::class`].
+///
+/// Contract (checked by [`crate::testing`] after every operation):
+/// - packets enqueued = dequeued + dropped + resident (`len()`);
+/// - `backlog_bytes()` = sum of `len` of resident packets;
+/// - packets of one flow in one class leave in the order they came;
+/// - `next_wakeup()` is `None` when empty, and `Some` whenever the discipline
+///   is non-empty but `dequeue` returned nothing (throttled);
+/// - a `now` earlier than one seen before is treated as the latest one seen;
+/// - no operation panics, whatever the sequence.
+pub trait Qdisc: Send {
+    /// Offers a packet. A refused packet is pushed to `drops`.
+    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue;
+
+    /// The next packet to send now, or `None` if empty or throttled. May drop
+    /// packets (AQM) into `drops` on the way.
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet>;
+
+    /// Cost of the packet `dequeue(now)` would return, ignoring any throttling
+    /// of this discipline itself (a parent such as HFSC decides when to send).
+    /// May run the AQM and hold the chosen packet so the next `dequeue` returns
+    /// exactly it.
+    fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32>;
+
+    /// Earliest time a throttled, non-empty discipline can send; `None` when
+    /// empty or when it can send now.
+    fn next_wakeup(&self) -> Option<Instant>;
+
+    /// Resident packets.
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sum of `len` of resident packets.
+    fn backlog_bytes(&self) -> u64;
+
+    /// Gives every resident packet back with [`DropReason::Purge`].
+    fn purge(&mut self, drops: &mut Drops);
+
+    /// Calls `f` with the statistics of every class, parents before children.
+    /// A single-queue discipline reports itself as [`ClassId::ROOT`].
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats));
+}

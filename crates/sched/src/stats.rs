@@ -1,0 +1,61 @@
+//! Plain per-queue counters, the material of `sluice show queues`.
+
+use crate::{DropReason, Packet};
+use sluice_time::{Histogram, Instant};
+
+/// Counters of one queue or class. Disciplines update them; nobody resets them
+/// behind the user's back.
+#[derive(Clone, Debug, Default)]
+pub struct QueueStats {
+    pub enq_packets: u64,
+    pub enq_bytes: u64,
+    pub deq_packets: u64,
+    pub deq_bytes: u64,
+    /// Drops by [`DropReason::index`].
+    pub drop_packets: [u64; DropReason::ALL.len()],
+    pub drop_bytes: [u64; DropReason::ALL.len()],
+    pub ecn_marks: u64,
+    /// CBQ: times a class borrowed from its parent.
+    pub borrows: u64,
+    /// CBQ/HFSC/shapers: times a class was held back by its rate limit.
+    pub overlimits: u64,
+    /// Current length, packets and bytes (kept by the discipline).
+    pub qlen: u64,
+    pub backlog_bytes: u64,
+    /// Time from enqueue to dequeue of forwarded packets.
+    pub sojourn: Histogram,
+}
+
+impl QueueStats {
+    pub fn on_enqueue(&mut self, pkt: &Packet) {
+        self.enq_packets += 1;
+        self.enq_bytes += pkt.len as u64;
+        self.qlen += 1;
+        self.backlog_bytes += pkt.len as u64;
+    }
+
+    pub fn on_dequeue(&mut self, pkt: &Packet, now: Instant) {
+        self.deq_packets += 1;
+        self.deq_bytes += pkt.len as u64;
+        self.qlen = self.qlen.saturating_sub(1);
+        self.backlog_bytes = self.backlog_bytes.saturating_sub(pkt.len as u64);
+        self.sojourn.record(now.saturating_since(pkt.enqueued_at));
+    }
+
+    /// A packet that was counted in by `on_enqueue` and leaves as a drop.
+    pub fn on_drop_resident(&mut self, pkt: &Packet, reason: DropReason) {
+        self.qlen = self.qlen.saturating_sub(1);
+        self.backlog_bytes = self.backlog_bytes.saturating_sub(pkt.len as u64);
+        self.on_drop(pkt, reason);
+    }
+
+    /// A packet refused at the door (never counted by `on_enqueue`).
+    pub fn on_drop(&mut self, pkt: &Packet, reason: DropReason) {
+        self.drop_packets[reason.index()] += 1;
+        self.drop_bytes[reason.index()] += pkt.len as u64;
+    }
+
+    pub fn total_drops(&self) -> u64 {
+        self.drop_packets.iter().sum()
+    }
+}

@@ -1,0 +1,331 @@
+//! Op-sequence model checking for any [`Qdisc`].
+//!
+//! A random sequence of operations (enqueue, dequeue, peek, advance time, step
+//! time backwards, purge) is applied to a discipline while a simple model keeps
+//! the set of resident packets. After every step the contract of [`Qdisc`] is
+//! asserted. Runs as a unit/property test (seeded, deterministic) and can be
+//! driven from a fuzz target with raw bytes via [`check_bytes`].
+
+use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc};
+use sluice_time::{Duration, Instant};
+use std::collections::{HashMap, HashSet};
+
+/// What the generator may produce; tune per discipline.
+#[derive(Clone, Debug)]
+pub struct OpSpace {
+    /// Classes packets may be sent to (a flow always maps to one class).
+    pub classes: Vec<ClassId>,
+    pub flows: u64,
+    pub min_len: u32,
+    pub max_len: u32,
+    /// Largest forward time step.
+    pub max_advance: Duration,
+}
+
+impl Default for OpSpace {
+    fn default() -> Self {
+        OpSpace {
+            classes: vec![ClassId::ROOT],
+            flows: 8,
+            min_len: 40,
+            max_len: 1514,
+            max_advance: Duration::from_millis(50),
+        }
+    }
+}
+
+/// One operation of a sequence.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Enqueue { flow: u64, len: u32, ect: bool },
+    Dequeue,
+    Peek,
+    Advance(Duration),
+    /// Offer a time earlier than the latest; the discipline must clamp.
+    Backwards(Duration),
+    Purge,
+}
+
+/// Small deterministic generator (xorshift64*), so failures replay from a seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+}
+
+/// Generates a random op sequence. Weighted towards enqueue/dequeue so queues
+/// both fill and drain.
+pub fn gen_ops(rng: &mut Rng, space: &OpSpace, n: usize) -> Vec<Op> {
+    (0..n)
+        .map(|_| match rng.below(100) {
+            0..=44 => Op::Enqueue {
+                flow: rng.below(space.flows.max(1)),
+                len: space.min_len
+                    + rng.below((space.max_len - space.min_len) as u64 + 1) as u32,
+                ect: rng.below(2) == 0,
+            },
+            45..=79 => Op::Dequeue,
+            80..=84 => Op::Peek,
+            85..=96 => Op::Advance(Duration(rng.below(space.max_advance.0 + 1))),
+            97..=98 => Op::Backwards(Duration(rng.below(space.max_advance.0 + 1))),
+            _ => Op::Purge,
+        })
+        .collect()
+}
+
+/// Decodes ops from fuzzer bytes (4 bytes per op).
+pub fn ops_from_bytes(bytes: &[u8], space: &OpSpace) -> Vec<Op> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| {
+            let arg = u16::from_le_bytes([c[1], c[2]]) as u64;
+            match c[0] % 8 {
+                0..=2 => Op::Enqueue {
+                    flow: c[3] as u64 % space.flows.max(1),
+                    len: space.min_len + (arg as u32 % (space.max_len - space.min_len + 1)),
+                    ect: c[3] & 0x80 != 0,
+                },
+                3 | 4 => Op::Dequeue,
+                5 => Op::Peek,
+                6 => Op::Advance(Duration(arg * 10_000)),
+                _ => {
+                    if c[3] & 1 == 0 {
+                        Op::Backwards(Duration(arg * 1_000))
+                    } else {
+                        Op::Purge
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+/// Outcome counters, so tests can also check that a run exercised something.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub enqueued: u64,
+    pub dequeued: u64,
+    pub dropped: u64,
+    pub throttled: u64,
+    pub marks: u64,
+}
+
+struct Model {
+    resident: HashMap<u64, (u64, ClassId, u32)>, // id -> (flow, class, len)
+    last_out: HashMap<(u64, ClassId), u64>,
+    gone: HashSet<u64>,
+    report: Report,
+}
+
+impl Model {
+    fn take(&mut self, id: u64, what: &str) -> (u64, ClassId, u32) {
+        match self.resident.remove(&id) {
+            Some(v) => {
+                self.gone.insert(id);
+                v
+            }
+            None if self.gone.contains(&id) => panic!("{what}: packet {id} left twice"),
+            None => panic!("{what}: packet {id} was never enqueued"),
+        }
+    }
+
+    fn absorb_drops(&mut self, drops: &mut Drops, fresh: Option<u64>) {
+        for d in drops.drain(..) {
+            if Some(d.pkt.id) == fresh && !self.resident.contains_key(&d.pkt.id) {
+                // The packet just offered, refused at the door.
+                self.gone.insert(d.pkt.id);
+            } else {
+                self.take(d.pkt.id, "drop");
+            }
+            self.report.dropped += 1;
+        }
+    }
+}
+
+/// Applies `ops` to `q`, asserting the [`Qdisc`] contract after every step.
+/// `class_of(flow)` picks the class of a flow from `space.classes`.
+pub fn check_ops(q: &mut dyn Qdisc, space: &OpSpace, ops: &[Op]) -> Report {
+    let mut m = Model {
+        resident: HashMap::new(),
+        last_out: HashMap::new(),
+        gone: HashSet::new(),
+        report: Report::default(),
+    };
+    let mut drops: Drops = Vec::new();
+    let mut now = Instant(1_000_000_000);
+    let mut next_id = 1u64;
+    let class_of = |flow: u64| space.classes[(flow % space.classes.len() as u64) as usize];
+
+    for (step, op) in ops.iter().enumerate() {
+        let mut offered_now = now;
+        match *op {
+            Op::Enqueue { flow, len, ect } => {
+                let id = next_id;
+                next_id += 1;
+                let mut p = Packet::synthetic(id, len, flow, class_of(flow));
+                if ect {
+                    p.ecn = crate::Ecn::Ect0;
+                }
+                m.resident.insert(id, (flow, p.class, len));
+                let r = q.enqueue(p, now, &mut drops);
+                m.report.enqueued += 1;
+                let refused = drops.iter().any(|d| d.pkt.id == id);
+                match r {
+                    Enqueue::Rejected => {
+                        assert!(refused, "step {step}: Rejected but packet not in drops");
+                        m.resident.remove(&id);
+                    }
+                    Enqueue::Queued => {
+                        assert!(drops.is_empty(), "step {step}: Queued but drops given");
+                    }
+                    Enqueue::QueuedDroppedOthers => {
+                        assert!(!drops.is_empty(), "step {step}: claimed drops, gave none");
+                    }
+                }
+                if refused && r != Enqueue::Rejected {
+                    // Dropped the newcomer as part of making room: allowed
+                    // (e.g. FQ-CoDel's fattest flow was its own).
+                    m.resident.remove(&id);
+                }
+                m.absorb_drops(&mut drops, Some(id));
+            }
+            Op::Dequeue => {
+                let before = q.len();
+                match q.dequeue(now, &mut drops) {
+                    Some(p) => {
+                        if p.ecn == crate::Ecn::Ce {
+                            m.report.marks += 1;
+                        }
+                        let (flow, class, len) = m.take(p.id, "dequeue");
+                        assert_eq!(p.len, len, "step {step}: length changed");
+                        let key = (flow, class);
+                        if let Some(&last) = m.last_out.get(&key) {
+                            assert!(p.id > last, "step {step}: flow {flow} reordered ({} after {last})", p.id);
+                        }
+                        m.last_out.insert(key, p.id);
+                        m.report.dequeued += 1;
+                    }
+                    None => {
+                        m.absorb_drops(&mut drops, None);
+                        if q.len() > 0 {
+                            m.report.throttled += 1;
+                            assert!(
+                                q.next_wakeup().is_some(),
+                                "step {step}: non-empty ({} of {before}), dequeue gave nothing, no wakeup",
+                                q.len()
+                            );
+                        }
+                    }
+                }
+                m.absorb_drops(&mut drops, None);
+            }
+            Op::Peek => {
+                let _ = q.peek_len(now, &mut drops);
+                m.absorb_drops(&mut drops, None);
+            }
+            Op::Advance(d) => now += d,
+            Op::Backwards(d) => offered_now = now - d,
+            Op::Purge => {
+                q.purge(&mut drops);
+                for d in &drops {
+                    assert_eq!(d.reason, DropReason::Purge, "step {step}: purge reason");
+                }
+                m.absorb_drops(&mut drops, None);
+                assert_eq!(q.len(), 0, "step {step}: purge left packets");
+            }
+        }
+        if let Op::Backwards(_) = op {
+            // Exercise clamping: a dequeue at an earlier time must not panic or
+            // lose packets.
+            if let Some(p) = q.dequeue(offered_now, &mut drops) {
+                let (flow, class, _) = m.take(p.id, "dequeue(backwards)");
+                if let Some(&last) = m.last_out.get(&(flow, class)) {
+                    assert!(p.id > last, "step {step}: reordered after backwards time");
+                }
+                m.last_out.insert((flow, class), p.id);
+                m.report.dequeued += 1;
+            }
+            m.absorb_drops(&mut drops, None);
+        }
+        // Invariants.
+        assert_eq!(q.len(), m.resident.len(), "step {step} ({op:?}): len() disagrees with model");
+        let bytes: u64 = m.resident.values().map(|v| v.2 as u64).sum();
+        assert_eq!(q.backlog_bytes(), bytes, "step {step} ({op:?}): backlog_bytes disagrees");
+        if q.len() == 0 {
+            assert!(q.next_wakeup().is_none(), "step {step}: empty but next_wakeup is set");
+        }
+        assert_eq!(
+            m.report.enqueued,
+            m.report.dequeued + m.report.dropped + m.resident.len() as u64,
+            "step {step}: conservation"
+        );
+    }
+    // Drain: everything resident must come out (or be dropped) given time.
+    let mut guard = 0u32; // bounded so a stuck discipline fails instead of hanging
+    while q.len() > 0 && guard < 1_000_000 {
+        guard += 1;
+        match q.dequeue(now, &mut drops) {
+            Some(p) => {
+                m.take(p.id, "drain");
+                m.report.dequeued += 1;
+            }
+            None => {
+                m.absorb_drops(&mut drops, None);
+                if q.len() == 0 {
+                    break;
+                }
+                let w = q.next_wakeup().expect("drain: throttled without wakeup");
+                now = if w > now { w } else { now + Duration(1) };
+            }
+        }
+        m.absorb_drops(&mut drops, None);
+    }
+    assert_eq!(q.len(), 0, "drain did not finish");
+    assert!(m.resident.is_empty(), "drain: model still holds packets");
+    m.report
+}
+
+/// Runs `cases` seeded random sequences of `n` ops against fresh disciplines.
+pub fn check_random(
+    mut make: impl FnMut() -> Box<dyn Qdisc>,
+    space: &OpSpace,
+    cases: u64,
+    n: usize,
+) -> Report {
+    let mut total = Report::default();
+    for seed in 0..cases {
+        let mut rng = Rng::new(seed + 1);
+        let ops = gen_ops(&mut rng, space, n);
+        let mut q = make();
+        let r = check_ops(q.as_mut(), space, &ops);
+        total.enqueued += r.enqueued;
+        total.dequeued += r.dequeued;
+        total.dropped += r.dropped;
+        total.throttled += r.throttled;
+        total.marks += r.marks;
+    }
+    total
+}
+
+/// Entry point for fuzz targets: raw bytes to ops, then [`check_ops`].
+pub fn check_bytes(q: &mut dyn Qdisc, space: &OpSpace, bytes: &[u8]) -> Report {
+    let ops = ops_from_bytes(bytes, space);
+    check_ops(q, space, &ops)
+}

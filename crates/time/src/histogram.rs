@@ -1,0 +1,137 @@
+//! A fixed-size log-linear histogram of durations for sojourn percentiles.
+//! Recording is O(1) with no allocation, so it can sit on the packet path.
+//! Buckets: 8 linear sub-buckets per power of two of microseconds, so any
+//! reported percentile is within 12.5 % of the true value.
+
+use crate::Duration;
+
+const SUB: usize = 8;
+const OCTAVES: usize = 28; // 2^28 us ~ 268 s: anything longer lands in the last bucket
+const BUCKETS: usize = SUB * OCTAVES;
+
+/// Sojourn-time histogram with microsecond resolution.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: Box<[u64; BUCKETS]>,
+    total: u64,
+    max_ns: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn bucket_of(us: u64) -> usize {
+    if us < SUB as u64 {
+        return us as usize;
+    }
+    let octave = 63 - us.leading_zeros() as usize; // >= 3
+    let shift = octave - 3;
+    let sub = ((us >> shift) as usize) & (SUB - 1);
+    let idx = (octave - 2) * SUB + sub;
+    idx.min(BUCKETS - 1)
+}
+
+/// Upper edge (exclusive) of a bucket in microseconds.
+fn bucket_upper_us(idx: usize) -> u64 {
+    if idx < SUB {
+        return idx as u64 + 1;
+    }
+    let octave = idx / SUB + 2;
+    let sub = (idx % SUB) as u64;
+    let shift = octave - 3;
+    ((SUB as u64 + sub) + 1) << shift
+}
+
+impl Histogram {
+    pub fn new() -> Self {
+        Histogram {
+            counts: Box::new([0; BUCKETS]),
+            total: 0,
+            max_ns: 0,
+        }
+    }
+
+    pub fn record(&mut self, d: Duration) {
+        let us = d.0 / 1_000;
+        self.counts[bucket_of(us)] += 1;
+        self.total += 1;
+        self.max_ns = self.max_ns.max(d.0);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    pub fn max(&self) -> Duration {
+        Duration(self.max_ns)
+    }
+
+    /// The `q`-quantile (0.0..=1.0), reported as the upper edge of its bucket,
+    /// capped by the largest value seen. `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<Duration> {
+        if self.total == 0 {
+            return None;
+        }
+        let q = q.clamp(0.0, 1.0);
+        let rank = ((q * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let ns = bucket_upper_us(i).saturating_mul(1_000);
+                return Some(Duration(ns.min(self.max_ns)));
+            }
+        }
+        Some(Duration(self.max_ns))
+    }
+
+    pub fn clear(&mut self) {
+        self.counts.fill(0);
+        self.total = 0;
+        self.max_ns = 0;
+    }
+
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.total += other.total;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn empty_has_no_quantile() {
+        assert_eq!(Histogram::new().quantile(0.5), None);
+    }
+
+    #[test]
+    fn percentiles_of_uniform_ms() {
+        let mut h = Histogram::new();
+        for ms in 1..=100 {
+            h.record(Duration::from_millis(ms));
+        }
+        let p50 = h.quantile(0.5).unwrap().as_millis_f64();
+        let p99 = h.quantile(0.99).unwrap().as_millis_f64();
+        assert!((50.0..=50.0 * 1.125).contains(&p50), "p50 {p50}");
+        assert!((99.0..=100.0).contains(&p99), "p99 {p99}");
+        assert_eq!(h.max(), Duration::from_millis(100));
+    }
+
+    proptest! {
+        #[test]
+        fn bucket_bounds_hold(us in 0u64..(1u64 << 27)) {
+            let b = bucket_of(us);
+            prop_assert!(us < bucket_upper_us(b));
+            prop_assert!(bucket_upper_us(b) as f64 <= (us as f64 + 1.0) * 1.125 + 1.0);
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! Units shared by every sluice crate.
+//!
+//! Owns: `Instant` and `Duration` (nanoseconds, monotonic, supplied by the caller),
+//! `Rate` (bit/s, 64-bit so 10 Gbit/s and beyond never wrap), the per-packet
+//! link-layer `Overhead` (fixed bytes or ATM cell framing) and a small log-bucket
+//! `Histogram` for sojourn percentiles. Depends on nothing. No clock is read here:
+//! time is always an argument.
+
+mod histogram;
+mod overhead;
+mod rate;
+mod time;
+
+pub use histogram::Histogram;
+pub use overhead::{Framing, Overhead};
+pub use rate::Rate;
+pub use time::{Duration, Instant};
