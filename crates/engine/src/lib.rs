@@ -1,1 +1,20 @@
-//! placeholder
+//! The engine: one pipeline per interface, built from the config IR and
+//! driven entirely by the caller's clock.
+//!
+//! Owns: building queue trees from `sluice_conf::ir` ([`build`]), the per-packet
+//! path (parse → classify in and out, as pf does on a router → resolve the
+//! queue on the egress interface → enqueue), transmission (`poll_tx`), the
+//! next deadline (`poll_timeout`), atomic reload, and statistics. Depends on
+//! time, wire, conf (IR only), classify and sched. Sans-IO: no clock, no
+//! syscall; the I/O crate calls `handle_rx(now, …)`, `poll_tx(now, …)` and
+//! arms one timer from `poll_timeout()`, as quinn-proto's connection does.
+//!
+//! Every frame that is not forwarded is counted with its cause and handed back
+//! through [`Engine::poll_dropped`]; nothing disappears silently.
+
+pub mod build;
+mod engine;
+mod report;
+
+pub use engine::{DropCause, DroppedFrame, Engine, IfaceCounters, Options, ReloadReport, Rx};
+pub use report::{ClassReport, IfaceReport};

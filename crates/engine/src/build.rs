@@ -1,0 +1,259 @@
+//! IR → runtime queue trees. The one place that knows both the config's
+//! vocabulary and the schedulers' constructors.
+//!
+//! Mapping (pf and dummynet semantics; see docs/engine.md):
+//! - every shaped interface gets ALTQ's token-bucket regulator at its
+//!   `bandwidth` as the root, so PRIQ/CBQ/HFSC never send faster than the link;
+//!   a dummynet pipe paces itself and needs none;
+//! - a leaf's queue is FIFO with `qlimit` packets, RED/RIO with `red`/`rio`,
+//!   FQ-CoDel with `flows N` (OpenBSD 5.5+), always ECN-capable there;
+//! - HFSC: `bandwidth` alone means a linear link-sharing curve (ALTQ does the
+//!   same); 5.5+ `min`/`max` arrive as realtime/upperlimit;
+//! - a pipe's queues share it by weight (DRR or WF2Q+); with `sched fq_codel`
+//!   each weighted queue is an FQ-CoDel of its own under DRR, and a pipe with
+//!   one queue is a plain FQ-CoDel.
+
+use sluice_conf::ir::{self, IfaceQueueing, PipeSched, SchedKind};
+use sluice_sched::{
+    cbq, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, ClassId, Qdisc,
+};
+use sluice_time::Rate;
+use std::fmt;
+
+/// A class of a built tree, for statistics and queue-name resolution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassInfo {
+    pub id: ClassId,
+    pub name: String,
+    pub parent: Option<String>,
+    pub leaf: bool,
+    pub bandwidth: Option<Rate>,
+    pub priority: u8,
+    pub qlimit: u32,
+}
+
+/// A built queue tree of one interface.
+pub struct Tree {
+    pub root: Box<dyn Qdisc>,
+    pub classes: Vec<ClassInfo>,
+    pub default: ClassId,
+    pub kind: SchedKind,
+    pub bandwidth: Rate,
+}
+
+/// Why a tree could not be built (the config checker should have caught it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildError {
+    pub iface: String,
+    pub message: String,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "interface {}: {}", self.iface, self.message)
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Class ids are the queue's index in the IR plus one; 0 is the root.
+fn class_id(idx: usize) -> ClassId {
+    ClassId(idx as u32 + 1)
+}
+
+fn err(q: &IfaceQueueing, e: impl fmt::Debug) -> BuildError {
+    BuildError {
+        iface: q.ifname.clone(),
+        message: format!("{e:?}"),
+    }
+}
+
+/// The queue a leaf class holds its packets in.
+fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
+    if let Some(flows) = q.flows {
+        let mut p = fq_codel::Params::default();
+        p.flows = flows.clamp(1, 65_536);
+        if let Some(quantum) = q.quantum {
+            p.quantum_bytes = quantum;
+        }
+        p.limit_packets = q.qlimit.max(1);
+        p.ecn = true;
+        return Box::new(fq_codel::FqCodel::new(p));
+    }
+    if q.red || q.rio {
+        let p = red::Params::for_queue(q.qlimit.max(1), rate, q.ecn);
+        if q.rio {
+            return Box::new(red::Rio::new(red::RioParams::from_red(p)));
+        }
+        return Box::new(red::Red::new(p));
+    }
+    Box::new(fifo::Fifo::new(fifo::Params {
+        limit_packets: q.qlimit.max(1),
+        limit_bytes: q.qlimit_bytes,
+    }))
+}
+
+fn curve(c: &ir::ServiceCurve) -> hfsc::ServiceCurve {
+    hfsc::ServiceCurve {
+        m1: c.m1,
+        d: c.d,
+        m2: c.m2,
+    }
+}
+
+/// Builds the tree of one interface.
+pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
+    let bw = q.bandwidth;
+    let classes: Vec<ClassInfo> = q
+        .queues
+        .iter()
+        .enumerate()
+        .map(|(i, qu)| ClassInfo {
+            id: class_id(i),
+            name: qu.name.clone(),
+            parent: qu.parent.map(|p| q.queues[p].name.clone()),
+            leaf: qu.children.is_empty(),
+            bandwidth: qu.bandwidth,
+            priority: qu.priority,
+            qlimit: qu.qlimit,
+        })
+        .collect();
+    let default = class_id(q.default_queue);
+    let rate_of = |qu: &ir::Queue| qu.bandwidth.unwrap_or(bw);
+
+    let inner: Box<dyn Qdisc> = match q.sched {
+        SchedKind::Priq => {
+            let mut s = priq::Priq::new();
+            for (i, qu) in q.queues.iter().enumerate() {
+                s.add_class(class_id(i), qu.priority, leaf(qu, rate_of(qu)))
+                    .map_err(|e| err(q, e))?;
+            }
+            s.set_default(default).map_err(|e| err(q, e))?;
+            Box::new(s)
+        }
+        SchedKind::Hfsc => {
+            let mut s = hfsc::Hfsc::new(bw);
+            for (i, qu) in q.queues.iter().enumerate() {
+                let ls = qu
+                    .linkshare
+                    .map(|c| curve(&c))
+                    .or_else(|| qu.bandwidth.map(hfsc::ServiceCurve::linear));
+                let params = hfsc::ClassParams {
+                    rt: qu.realtime.map(|c| curve(&c)),
+                    ls,
+                    ul: qu.upperlimit.map(|c| curve(&c)),
+                };
+                let l = qu.children.is_empty().then(|| leaf(qu, rate_of(qu)));
+                s.add_class(class_id(i), qu.parent.map(class_id), params, l)
+                    .map_err(|e| err(q, e))?;
+            }
+            s.set_default(default).map_err(|e| err(q, e))?;
+            Box::new(s)
+        }
+        SchedKind::Cbq => {
+            let mut s = cbq::Cbq::new(bw);
+            for (i, qu) in q.queues.iter().enumerate() {
+                let params = cbq::ClassParams {
+                    rate: rate_of(qu),
+                    priority: qu.priority,
+                    borrow: qu.borrow,
+                };
+                let l = qu.children.is_empty().then(|| leaf(qu, rate_of(qu)));
+                s.add_class(class_id(i), qu.parent.map(class_id), params, l)
+                    .map_err(|e| err(q, e))?;
+            }
+            s.set_default(default).map_err(|e| err(q, e))?;
+            Box::new(s)
+        }
+        SchedKind::Pipe => {
+            let p = q.pipe.as_ref().ok_or_else(|| err(q, "pipe without parameters"))?;
+            let sched = pipe_sched(q, p)?;
+            let params = pipe::Params {
+                rate: bw,
+                burst_bytes: 0,
+                delay: p.delay,
+                loss_ppm: p.loss_ppm,
+                seed: 0x5eed_0000 ^ q.line as u64,
+                queue_limit_packets: p.qlimit.max(1),
+            };
+            // The pipe paces itself: no token bucket above it.
+            return Ok(Tree {
+                root: Box::new(pipe::Pipe::new(params, sched)),
+                classes,
+                default,
+                kind: q.sched,
+                bandwidth: bw,
+            });
+        }
+    };
+    let mut t = tbr::Params::for_rate(bw);
+    if let Some(size) = q.tbrsize {
+        t.bucket_bytes = size;
+    }
+    Ok(Tree {
+        root: Box::new(tbr::Tbr::new(t, inner)),
+        classes,
+        default,
+        kind: q.sched,
+        bandwidth: bw,
+    })
+}
+
+fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildError> {
+    let weight = |qu: &ir::Queue| qu.weight.unwrap_or(1).clamp(1, 100);
+    let fifo_of = |qu: &ir::Queue| -> Box<dyn Qdisc> {
+        Box::new(fifo::Fifo::new(fifo::Params {
+            limit_packets: qu.qlimit.max(1),
+            limit_bytes: qu.qlimit_bytes,
+        }))
+    };
+    let default = class_id(q.default_queue);
+    Ok(match &p.sched {
+        PipeSched::Fifo => Box::new(fifo::Fifo::new(fifo::Params {
+            limit_packets: p.qlimit.max(1),
+            limit_bytes: None,
+        })),
+        PipeSched::Drr => {
+            let mut s = drr::Drr::new(1514);
+            for (i, qu) in q.queues.iter().enumerate() {
+                s.add_class(class_id(i), weight(qu), fifo_of(qu))
+                    .map_err(|e| err(q, e))?;
+            }
+            s.set_default(default).map_err(|e| err(q, e))?;
+            Box::new(s)
+        }
+        PipeSched::Wf2q => {
+            let mut s = wf2q::Wf2q::new();
+            for (i, qu) in q.queues.iter().enumerate() {
+                s.add_class(class_id(i), weight(qu), fifo_of(qu))
+                    .map_err(|e| err(q, e))?;
+            }
+            s.set_default(default).map_err(|e| err(q, e))?;
+            Box::new(s)
+        }
+        PipeSched::FqCodel(fp) => {
+            let make = || -> Box<dyn Qdisc> {
+                let mut c = fq_codel::Params::default();
+                c.flows = fp.flows.clamp(1, 65_536);
+                c.quantum_bytes = fp.quantum;
+                c.limit_packets = fp.limit.max(1);
+                c.target = fp.target;
+                c.interval = fp.interval;
+                c.ecn = fp.ecn;
+                Box::new(fq_codel::FqCodel::new(c))
+            };
+            if q.queues.len() <= 1 {
+                make()
+            } else {
+                let mut s = drr::Drr::new(fp.quantum.max(256));
+                for (i, qu) in q.queues.iter().enumerate() {
+                    s.add_class(class_id(i), weight(qu), make())
+                        .map_err(|e| err(q, e))?;
+                }
+                s.set_default(default).map_err(|e| err(q, e))?;
+                Box::new(s)
+            }
+        }
+    })
+}
+

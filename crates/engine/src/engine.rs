@@ -1,0 +1,510 @@
+//! The per-packet path and its bookkeeping.
+
+use crate::build::{build_tree, BuildError, Tree};
+use crate::report::{ClassReport, IfaceReport};
+use sluice_classify::{Classifier, QueueName};
+use sluice_conf::ir::{self, Direction};
+use sluice_sched::{ClassId, DropReason, Drops, Ecn, Packet, Qdisc};
+use sluice_time::{Duration, Instant, Overhead};
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+
+/// Frames kept for `poll_dropped` when the caller does not collect them;
+/// beyond this they are still counted, only their bytes are released.
+const DROPPED_BACKLOG_CAP: usize = 4096;
+/// Egress queue of an interface without a queue tree: enough to ride out a
+/// full TX ring, small enough never to become a bloated buffer of its own.
+const PASSTHROUGH_LIMIT: usize = 1024;
+/// States examined per housekeeping pass, so expiry never stalls the path.
+const EXPIRE_BUDGET: usize = 1024;
+const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
+
+/// Why the engine did not forward a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DropCause {
+    /// A discipline dropped it (queue full, AQM, pipe loss, purge).
+    Sched(DropReason),
+    /// The frame could not be parsed (truncated, bad header lengths …).
+    Malformed,
+    /// A `block` rule matched.
+    Blocked,
+    /// It would have created a state, and the state table is full.
+    StateLimit,
+    /// It arrived on an interface with no peer to forward to.
+    NoRoute,
+    /// Its queue disappeared in a reload.
+    Reload,
+}
+
+impl DropCause {
+    pub fn name(self) -> &'static str {
+        match self {
+            DropCause::Sched(r) => r.name(),
+            DropCause::Malformed => "malformed",
+            DropCause::Blocked => "blocked",
+            DropCause::StateLimit => "state-limit",
+            DropCause::NoRoute => "no-route",
+            DropCause::Reload => "reload",
+        }
+    }
+}
+
+/// A frame handed back to the caller.
+#[derive(Debug)]
+pub struct DroppedFrame {
+    pub iface: usize,
+    pub frame: Vec<u8>,
+    pub cause: DropCause,
+}
+
+/// Outcome of [`Engine::handle_rx`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rx {
+    /// Queued for transmission on this interface.
+    Queued { egress: usize },
+    Dropped(DropCause),
+}
+
+/// Counters of one interface.
+#[derive(Clone, Debug, Default)]
+pub struct IfaceCounters {
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    /// Non-IP frames forwarded (ARP, ND is IP, LLDP …).
+    pub non_ip: u64,
+    pub malformed: u64,
+    pub blocked: u64,
+    pub state_limit: u64,
+    pub no_route: u64,
+    /// Drops by the egress queue tree, all reasons.
+    pub queue_drops: u64,
+    pub reload_drops: u64,
+    pub ecn_marked: u64,
+}
+
+/// How the engine is set up besides the config.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Interface names; the engine refers to them by index in this list.
+    pub ifaces: Vec<String>,
+    /// Bridge pairs by index: a frame received on one leaves through the other.
+    pub bridge: Vec<(usize, usize)>,
+    /// Key of the classifier's hash; the caller supplies randomness.
+    pub hash_key: [u8; 16],
+    /// Fixed addresses per interface index (what `$ext_if` means in rules).
+    /// Interfaces without any learn them from the bridge (see `handle_rx`).
+    pub iface_addrs: Vec<(usize, Vec<ir::IpNet>)>,
+}
+
+/// What a reload did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Packets moved into a queue of the same name in the new tree.
+    pub kept: u64,
+    /// Packets whose queue no longer exists (counted as reload drops).
+    pub dropped: u64,
+}
+
+struct Iface {
+    name: String,
+    cid: sluice_classify::IfaceId,
+    tree: Option<Tree>,
+    /// Queue name → class on this interface's tree.
+    classes: HashMap<QueueName, ClassId>,
+    passthrough: VecDeque<Packet>,
+    overhead: Overhead,
+    learn_addrs: bool,
+    counters: IfaceCounters,
+}
+
+/// The sans-IO engine. See the crate docs.
+pub struct Engine {
+    ifaces: Vec<Iface>,
+    peer: Vec<Option<usize>>,
+    classifier: Classifier,
+    drops: Drops,
+    dropped: VecDeque<DroppedFrame>,
+    last_now: Instant,
+    next_housekeeping: Instant,
+    next_id: u64,
+}
+
+fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
+    if d.pass {
+        None
+    } else if d.block_reason == Some(sluice_classify::BlockReason::StateLimit) {
+        Some(DropCause::StateLimit)
+    } else {
+        Some(DropCause::Blocked)
+    }
+}
+
+impl Engine {
+    /// Builds the engine. Fails without side effects if any tree cannot be built.
+    pub fn new(cfg: &ir::Config, opts: Options) -> Result<Engine, BuildError> {
+        let mut classifier = Classifier::new(
+            cfg,
+            sluice_classify::Options {
+                hash_key: opts.hash_key,
+                state_limit: None,
+            },
+        );
+        let mut ifaces = Vec::with_capacity(opts.ifaces.len());
+        for name in &opts.ifaces {
+            let cid = classifier.iface(name);
+            ifaces.push(Iface {
+                name: name.clone(),
+                cid,
+                tree: None,
+                classes: HashMap::new(),
+                passthrough: VecDeque::new(),
+                overhead: Overhead::NONE,
+                learn_addrs: true,
+                counters: IfaceCounters::default(),
+            });
+        }
+        for (idx, nets) in &opts.iface_addrs {
+            if let Some(i) = ifaces.get_mut(*idx) {
+                classifier.set_iface_addrs(i.cid, nets);
+                i.learn_addrs = false;
+            }
+        }
+        let mut peer = vec![None; ifaces.len()];
+        for &(a, b) in &opts.bridge {
+            if a < peer.len() && b < peer.len() {
+                peer[a] = Some(b);
+                peer[b] = Some(a);
+            }
+        }
+        let mut e = Engine {
+            ifaces,
+            peer,
+            classifier,
+            drops: Vec::new(),
+            dropped: VecDeque::new(),
+            last_now: Instant::ZERO,
+            next_housekeeping: Instant::ZERO,
+            next_id: 0,
+        };
+        let trees = e.build_trees(cfg)?;
+        e.install(cfg, trees);
+        Ok(e)
+    }
+
+    fn build_trees(&self, cfg: &ir::Config) -> Result<Vec<Option<Tree>>, BuildError> {
+        let mut trees: Vec<Option<Tree>> = self.ifaces.iter().map(|_| None).collect();
+        for q in &cfg.interfaces {
+            if let Some(i) = self.ifaces.iter().position(|f| f.name == q.ifname) {
+                trees[i] = Some(build_tree(q)?);
+            }
+            // A config may name interfaces this engine does not run; pf
+            // likewise loads altq for absent interfaces without complaint.
+        }
+        Ok(trees)
+    }
+
+    fn install(&mut self, cfg: &ir::Config, trees: Vec<Option<Tree>>) {
+        for (iface, tree) in self.ifaces.iter_mut().zip(trees) {
+            iface.classes.clear();
+            if let Some(t) = &tree {
+                for c in &t.classes {
+                    let q = self.classifier.queue_lookup(&c.name);
+                    if let Some(q) = q {
+                        iface.classes.insert(q, c.id);
+                    }
+                }
+            }
+            iface.tree = tree;
+            iface.overhead = cfg
+                .options
+                .overhead
+                .iter()
+                .find(|(n, _)| *n == iface.name)
+                .map(|(_, o)| *o)
+                .unwrap_or(Overhead::NONE);
+        }
+    }
+
+    /// Index of an interface by name.
+    pub fn iface_index(&self, name: &str) -> Option<usize> {
+        self.ifaces.iter().position(|i| i.name == name)
+    }
+
+    pub fn iface_name(&self, idx: usize) -> Option<&str> {
+        self.ifaces.get(idx).map(|i| i.name.as_str())
+    }
+
+    pub fn iface_count(&self) -> usize {
+        self.ifaces.len()
+    }
+
+    fn clamp(&mut self, now: Instant) -> Instant {
+        if now > self.last_now {
+            self.last_now = now;
+        }
+        self.last_now
+    }
+
+    fn give_back(&mut self, iface: usize, frame: Vec<u8>, cause: DropCause) {
+        if self.dropped.len() >= DROPPED_BACKLOG_CAP {
+            self.dropped.pop_front();
+        }
+        self.dropped.push_back(DroppedFrame {
+            iface,
+            frame,
+            cause,
+        });
+    }
+
+    /// Moves scheduler drops of interface `iface` into the dropped backlog.
+    fn absorb_drops(&mut self, iface: usize) {
+        let mut drops = std::mem::take(&mut self.drops);
+        for d in drops.drain(..) {
+            self.ifaces[iface].counters.queue_drops += 1;
+            self.give_back(iface, d.pkt.data, DropCause::Sched(d.reason));
+        }
+        self.drops = drops;
+    }
+
+    fn housekeeping(&mut self, now: Instant) {
+        if now >= self.next_housekeeping {
+            self.classifier.expire(now, EXPIRE_BUDGET);
+            self.next_housekeeping = now + HOUSEKEEPING_PERIOD;
+        }
+    }
+
+    /// Takes a frame received on interface `iface` at `now`.
+    pub fn handle_rx(&mut self, now: Instant, iface: usize, frame: Vec<u8>) -> Rx {
+        let now = self.clamp(now);
+        self.housekeeping(now);
+        let Some(ing) = self.ifaces.get_mut(iface) else {
+            return Rx::Dropped(DropCause::NoRoute);
+        };
+        ing.counters.rx_frames += 1;
+        ing.counters.rx_bytes += frame.len() as u64;
+        let Some(egress) = self.peer[iface] else {
+            self.ifaces[iface].counters.no_route += 1;
+            self.give_back(iface, frame, DropCause::NoRoute);
+            return Rx::Dropped(DropCause::NoRoute);
+        };
+        let info = match sluice_wire::parse(&frame) {
+            Ok(info) => info,
+            Err(_) => {
+                self.ifaces[iface].counters.malformed += 1;
+                self.give_back(iface, frame, DropCause::Malformed);
+                return Rx::Dropped(DropCause::Malformed);
+            }
+        };
+        let (class, flow, ecn) = match &info.ip {
+            None => {
+                self.ifaces[iface].counters.non_ip += 1;
+                (None, 0, Ecn::NotEct)
+            }
+            Some(ip) => {
+                if self.ifaces[iface].learn_addrs || self.ifaces[egress].learn_addrs {
+                    self.learn(iface, egress, ip.src);
+                }
+                let (icid, ecid) = (self.ifaces[iface].cid, self.ifaces[egress].cid);
+                let din = self.classifier.classify(now, icid, Direction::In, ip);
+                if let Some(cause) = direction_pass(&din) {
+                    return self.refuse(iface, frame, cause);
+                }
+                let dout = self.classifier.classify(now, ecid, Direction::Out, ip);
+                if let Some(cause) = direction_pass(&dout) {
+                    return self.refuse(iface, frame, cause);
+                }
+                // pf: the outbound pass may override the inbound assignment.
+                let queue = dout.queue.or(din.queue);
+                let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
+                (class, dout.flow_hash, Ecn::from_bits(ip.tos))
+            }
+        };
+        let eg = &mut self.ifaces[egress];
+        let len = frame.len() as u32;
+        let class = class.unwrap_or_else(|| eg.tree.as_ref().map(|t| t.default).unwrap_or(ClassId::ROOT));
+        let pkt = Packet {
+            data: frame,
+            len,
+            cost: eg.overhead.cost(len),
+            flow,
+            class,
+            ecn,
+            enqueued_at: now,
+            id: self.next_id,
+        };
+        self.next_id += 1;
+        match eg.tree.as_mut() {
+            Some(t) => {
+                t.root.enqueue(pkt, now, &mut self.drops);
+            }
+            None => {
+                if eg.passthrough.len() >= PASSTHROUGH_LIMIT {
+                    eg.counters.queue_drops += 1;
+                    self.give_back(egress, pkt.data, DropCause::Sched(DropReason::QueueFull));
+                    return Rx::Dropped(DropCause::Sched(DropReason::QueueFull));
+                }
+                eg.passthrough.push_back(pkt);
+            }
+        }
+        let refused = self.drops.iter().any(|d| d.pkt.id == self.next_id - 1);
+        let cause = self.drops.iter().find(|d| d.pkt.id == self.next_id - 1).map(|d| d.reason);
+        self.absorb_drops(egress);
+        match (refused, cause) {
+            (true, Some(r)) => Rx::Dropped(DropCause::Sched(r)),
+            _ => Rx::Queued { egress },
+        }
+    }
+
+    fn refuse(&mut self, iface: usize, frame: Vec<u8>, cause: DropCause) -> Rx {
+        let c = &mut self.ifaces[iface].counters;
+        match cause {
+            DropCause::StateLimit => c.state_limit += 1,
+            _ => c.blocked += 1,
+        }
+        self.give_back(iface, frame, cause);
+        Rx::Dropped(cause)
+    }
+
+    /// Bridge mode: a LAN-side host's address is what pf on that host would
+    /// call the address of either interface (`from $ext_if`), so sources seen
+    /// arriving on one side are learned for both interfaces of the pair.
+    fn learn(&mut self, ingress: usize, egress: usize, src: IpAddr) {
+        // Learn only from the side whose peer is the WAN, i.e. only sources
+        // heading out; the classifier caps how many it keeps.
+        for i in [ingress, egress] {
+            if self.ifaces[i].learn_addrs {
+                let cid = self.ifaces[i].cid;
+                self.classifier.learn_iface_addr(cid, src);
+            }
+        }
+    }
+
+    /// The next frame to transmit on `iface` now, if any; ECN marks applied.
+    pub fn poll_tx(&mut self, now: Instant, iface: usize) -> Option<Vec<u8>> {
+        let now = self.clamp(now);
+        let eg = self.ifaces.get_mut(iface)?;
+        let pkt = match eg.tree.as_mut() {
+            Some(t) => t.root.dequeue(now, &mut self.drops),
+            None => eg.passthrough.pop_front(),
+        };
+        if !self.drops.is_empty() {
+            self.absorb_drops(iface);
+        }
+        let mut pkt = pkt?;
+        if pkt.ecn == Ecn::Ce {
+            if let Ok(info) = sluice_wire::parse(&pkt.data) {
+                let already = info.ip.as_ref().map(|ip| ip.tos & 3 == 3).unwrap_or(true);
+                if !already && sluice_wire::set_ecn(&mut pkt.data, &info, Ecn::Ce.bits()).is_ok() {
+                    self.ifaces[iface].counters.ecn_marked += 1;
+                }
+            }
+        }
+        let c = &mut self.ifaces[iface].counters;
+        c.tx_frames += 1;
+        c.tx_bytes += pkt.data.len() as u64;
+        Some(pkt.data)
+    }
+
+    /// When the engine next needs `poll_tx`/housekeeping without new input.
+    /// `None`: nothing pending. A time at or before the last `now` means "now".
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t: Option<Instant> = None;
+        let mut at = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
+        for i in &self.ifaces {
+            if !i.passthrough.is_empty() {
+                at(self.last_now);
+            }
+            if let Some(tree) = &i.tree {
+                if !tree.root.is_empty() {
+                    at(tree.root.next_wakeup().unwrap_or(self.last_now));
+                }
+            }
+        }
+        if self.classifier.stats().states > 0 {
+            at(self.next_housekeeping);
+        }
+        t
+    }
+
+    /// Frames the engine did not forward, with their cause.
+    pub fn poll_dropped(&mut self) -> Option<DroppedFrame> {
+        self.dropped.pop_front()
+    }
+
+    pub fn counters(&self, iface: usize) -> Option<&IfaceCounters> {
+        self.ifaces.get(iface).map(|i| &i.counters)
+    }
+
+    pub fn classifier(&self) -> &Classifier {
+        &self.classifier
+    }
+
+    /// Swaps in a new configuration. Every tree is built first; on any error
+    /// nothing changes. Queues that keep their name keep their packets.
+    pub fn reload(&mut self, cfg: &ir::Config) -> Result<ReloadReport, BuildError> {
+        let mut trees = self.build_trees(cfg)?;
+        let now = self.last_now;
+        let mut report = ReloadReport::default();
+        self.classifier.reload_rules(cfg);
+        for idx in 0..self.ifaces.len() {
+            let mut old: Vec<Packet> = Vec::new();
+            let mut old_names: HashMap<ClassId, String> = HashMap::new();
+            if let Some(t) = self.ifaces[idx].tree.as_mut() {
+                t.root.purge(&mut self.drops);
+                old.extend(self.drops.drain(..).map(|d| d.pkt));
+                old_names = t.classes.iter().map(|c| (c.id, c.name.clone())).collect();
+            }
+            let new = trees[idx].as_mut();
+            for mut pkt in old {
+                let target = new.as_ref().and_then(|t| {
+                    let name = old_names.get(&pkt.class)?;
+                    t.classes.iter().find(|c| &c.name == name).map(|c| c.id)
+                });
+                match (target, trees[idx].as_mut()) {
+                    (Some(class), Some(t)) => {
+                        pkt.class = class;
+                        t.root.enqueue(pkt, now, &mut self.drops);
+                        report.kept += 1;
+                    }
+                    _ => {
+                        report.dropped += 1;
+                        self.ifaces[idx].counters.reload_drops += 1;
+                        self.give_back(idx, pkt.data, DropCause::Reload);
+                    }
+                }
+            }
+            // Moving may overflow a smaller new queue: those count as drops.
+            let overflow = self.drops.len() as u64;
+            report.kept -= overflow.min(report.kept);
+            report.dropped += overflow;
+            self.absorb_drops(idx);
+        }
+        self.install(cfg, trees);
+        Ok(report)
+    }
+
+    /// Per-interface, per-class statistics (`sluice show queues`).
+    pub fn report(&self) -> Vec<IfaceReport> {
+        self.ifaces
+            .iter()
+            .map(|i| {
+                let mut classes = Vec::new();
+                if let Some(t) = &i.tree {
+                    t.root.visit_stats(&mut |id, st| {
+                        let info = t.classes.iter().find(|c| c.id == id);
+                        classes.push(ClassReport::new(id, info, st));
+                    });
+                }
+                IfaceReport {
+                    name: i.name.clone(),
+                    sched: i.tree.as_ref().map(|t| t.kind),
+                    bandwidth: i.tree.as_ref().map(|t| t.bandwidth),
+                    counters: i.counters.clone(),
+                    classes,
+                }
+            })
+            .collect()
+    }
+}

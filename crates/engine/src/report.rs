@@ -1,0 +1,82 @@
+//! Statistics snapshots, the material of `sluice show queues`.
+
+use crate::build::ClassInfo;
+use crate::IfaceCounters;
+use sluice_conf::ir::SchedKind;
+use sluice_sched::{ClassId, DropReason, QueueStats};
+use sluice_time::{Duration, Rate};
+
+/// One class (queue) of an interface tree.
+#[derive(Clone, Debug)]
+pub struct ClassReport {
+    pub id: ClassId,
+    /// Queue name; `None` for the interface root (and internal nodes the
+    /// discipline reports without a name).
+    pub name: Option<String>,
+    pub parent: Option<String>,
+    pub bandwidth: Option<Rate>,
+    pub priority: Option<u8>,
+    pub qlimit: Option<u32>,
+    pub passed_packets: u64,
+    pub passed_bytes: u64,
+    /// (reason, packets, bytes) for every reason with drops.
+    pub drops: Vec<(DropReason, u64, u64)>,
+    pub ecn_marks: u64,
+    pub borrows: u64,
+    pub overlimits: u64,
+    pub qlen: u64,
+    pub backlog_bytes: u64,
+    pub sojourn_p50: Option<Duration>,
+    pub sojourn_p99: Option<Duration>,
+    pub sojourn_max: Option<Duration>,
+}
+
+impl ClassReport {
+    pub fn new(id: ClassId, info: Option<&ClassInfo>, st: &QueueStats) -> ClassReport {
+        let drops = DropReason::ALL
+            .iter()
+            .filter(|r| st.drop_packets[r.index()] > 0)
+            .map(|r| (*r, st.drop_packets[r.index()], st.drop_bytes[r.index()]))
+            .collect();
+        let has = st.sojourn.count() > 0;
+        ClassReport {
+            id,
+            name: info.map(|i| i.name.clone()),
+            parent: info.and_then(|i| i.parent.clone()),
+            bandwidth: info.and_then(|i| i.bandwidth),
+            priority: info.map(|i| i.priority),
+            qlimit: info.map(|i| i.qlimit),
+            passed_packets: st.deq_packets,
+            passed_bytes: st.deq_bytes,
+            drops,
+            ecn_marks: st.ecn_marks,
+            borrows: st.borrows,
+            overlimits: st.overlimits,
+            qlen: st.qlen,
+            backlog_bytes: st.backlog_bytes,
+            sojourn_p50: st.sojourn.quantile(0.5),
+            sojourn_p99: st.sojourn.quantile(0.99),
+            sojourn_max: has.then(|| st.sojourn.max()),
+        }
+    }
+
+    pub fn dropped_packets(&self) -> u64 {
+        self.drops.iter().map(|d| d.1).sum()
+    }
+}
+
+/// One interface.
+#[derive(Clone, Debug)]
+pub struct IfaceReport {
+    pub name: String,
+    pub sched: Option<SchedKind>,
+    pub bandwidth: Option<Rate>,
+    pub counters: IfaceCounters,
+    pub classes: Vec<ClassReport>,
+}
+
+impl IfaceReport {
+    pub fn class(&self, name: &str) -> Option<&ClassReport> {
+        self.classes.iter().find(|c| c.name.as_deref() == Some(name))
+    }
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what sluice needs on a Debian machine (run as root). Idempotent:
+# packages already present are not reinstalled, so a warm machine is quick.
+set -euo pipefail
+
+# Tools the lab and the end-to-end tests drive: iproute2 (ip netns, tc),
+# ethtool (offloads), iperf3 and irtt (traffic), iputils-ping (ICMP RTT),
+# pkg-config and a C toolchain for crates with build scripts.
+PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps)
+
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: need root to install: ${missing[*]}" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    # rustup's installer downloads a toolchain, which a closed network refuses;
+    # Debian's own cargo is the fallback (it may be older than rust-version).
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+        export PATH="$HOME/.cargo/bin:$PATH"
+    else
+        apt-get install -y -qq --no-install-recommends cargo rustc >/dev/null
+    fi
+fi
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+echo "setup: ok ($(cargo --version))"
