@@ -1,1 +1,560 @@
-//! placeholder
+//! pf-style classification: rules, tables, the state table, queue selection.
+//!
+//! Owns: rule evaluation (last match wins, `quick`, `match` rules), address
+//! tables, interface addresses, the bounded keyed-hash state table with pf's
+//! TCP/UDP/ICMP tracking and timeouts, and the choice between the two queues
+//! (or priorities) of a pair. Depends on `sluice-time`, `sluice-conf` (IR
+//! types only), `sluice-wire` (the parsed [`IpInfo`]) and `siphasher`.
+//!
+//! # Principles
+//!
+//! - **Sans-IO.** Time is an argument; the hash key is supplied by the caller.
+//!   No clock, no syscall, no thread, no `unsafe`.
+//! - **pf semantics** (pf.conf(5) "PACKET FILTERING", "STATEFUL FILTERING",
+//!   "QUEUEING"; DESIGN.md §4):
+//!   - Rules are evaluated in order; the last matching `pass`/`block` wins; a
+//!     matching `quick` rule (of any action) ends evaluation. `match` rules
+//!     contribute `queue`/`prio`; the winning rule overrides only what it sets.
+//!     No matching pass/block rule: pass without state.
+//!   - `pass` with keep state (the IR default) creates a state. Every packet
+//!     first looks for a state and, if one matches, skips the rules and takes
+//!     the state's queue pair and priority. A state created at direction D for
+//!     A→B matches A→B at D and B→A at the other direction; states float (not
+//!     bound to an interface). A router evaluates each forwarded packet twice
+//!     (`In` on ingress, `Out` on egress); each half finds its own state.
+//!   - Queue pair `(q, q_pri)`: `q_pri` for packets with the lowdelay ToS bit
+//!     (0x10) and for TCP packets with ACK and no payload; `q` otherwise. The
+//!     same for `set prio (a, b)`.
+//! - **Bounded.** The state table never exceeds its limit (a packet that would
+//!   create one more is blocked with [`BlockReason::StateLimit`]); learned
+//!   interface addresses are capped; `expire` does at most `budget` work;
+//!   per packet, work is one hash lookup plus at most one pass over the rules.
+//! - **Expired never matches**, whether or not `expire` has removed it yet.
+//! - Later IP fragments (no ports) neither create nor match states; they are
+//!   classified by the rules alone (pf would reassemble them first).
+
+mod addr;
+mod hash;
+mod rules;
+mod state;
+mod track;
+
+pub use addr::MAX_LEARNED_ADDRS;
+pub use state::{TableCounters, RECLAIM_SCAN_SLOTS};
+pub use track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind, Timeouts};
+
+use addr::{AddrTable, Iface};
+use hash::KeyedSip;
+use rules::{CRule, MatchCtx, Resolve};
+use sluice_conf::ir::{self, Action, Direction, IpNet};
+use sluice_time::Instant;
+use sluice_wire::{tcp_flags, IpInfo, L4};
+use state::{State, StateKey, StateTable};
+use std::net::IpAddr;
+
+/// ToS "lowdelay" (RFC 1349 §4): such packets take the second queue of a pair.
+pub const IPTOS_LOWDELAY: u8 = 0x10;
+
+/// An interned interface name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IfaceId(pub u32);
+
+/// An interned queue name; the engine resolves it per egress interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueName(pub u32);
+
+/// Construction options.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Secret key of the state-table hash and `flow_hash`. The caller must
+    /// fill it with random bytes; an all-zero key works but is guessable.
+    pub hash_key: [u8; 16],
+    /// Overrides the config's `set limit states`.
+    pub state_limit: Option<u32>,
+    /// pf's `set timeout` values (pf defaults).
+    pub timeouts: Timeouts,
+}
+
+/// Why a packet is blocked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockReason {
+    /// A `block` rule won.
+    Rule,
+    /// A `pass … keep state` rule won but the state table is full.
+    StateLimit,
+}
+
+/// How the packet related to the state table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateHit {
+    None,
+    Created,
+    Matched,
+}
+
+/// The verdict for one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub pass: bool,
+    pub block_reason: Option<BlockReason>,
+    /// The queue chosen from the pair (None: the interface's default queue).
+    pub queue: Option<QueueName>,
+    /// The priority chosen from `set prio` (None: unchanged).
+    pub prio: Option<u8>,
+    /// Index in `Config::rules` of the deciding rule (for a state match: the
+    /// rule that created the state); None for pf's implicit pass.
+    pub rule: Option<u32>,
+    pub state: StateHit,
+    /// Keyed hash of the directional 5-tuple, or of (src, dst, proto).
+    pub flow_hash: u64,
+}
+
+/// Per-rule counters (`pfctl -vsr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuleStats {
+    /// Source line of the rule.
+    pub line: u32,
+    /// Packets the rule was evaluated against.
+    pub evaluations: u64,
+    /// Evaluations whose criteria all matched.
+    pub matches: u64,
+    /// Packets decided by this rule or by its states.
+    pub packets: u64,
+    /// IP bytes of those packets.
+    pub bytes: u64,
+    pub states_created: u64,
+}
+
+/// Classifier-wide counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassifierStats {
+    pub states: usize,
+    pub state_limit: usize,
+    pub inserts: u64,
+    pub removals: u64,
+    /// Removals of expired states (part of `removals`).
+    pub expired: u64,
+    pub state_limit_hits: u64,
+    pub lookups: u64,
+    pub hits: u64,
+}
+
+/// A read-only view of one state, for `sluice show states`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateView<'a> {
+    pub proto: u8,
+    /// Initiator address and port (ICMP: echo id; others: 0).
+    pub src: (IpAddr, u16),
+    /// Responder.
+    pub dst: (IpAddr, u16),
+    /// Direction at which the initiator's packets are evaluated.
+    pub direction: Direction,
+    pub proto_state: ProtoState,
+    pub queue: Option<&'a str>,
+    pub queue_pri: Option<&'a str>,
+    pub prio: Option<(u8, Option<u8>)>,
+    pub rule: u32,
+    /// [initiator→responder, responder→initiator].
+    pub packets: [u64; 2],
+    pub bytes: [u64; 2],
+    pub created: Instant,
+    pub last: Instant,
+    /// The state no longer matches at or after this instant.
+    pub expires: Instant,
+}
+
+/// The classifier built from a configuration.
+pub struct Classifier {
+    rules: Vec<CRule>,
+    rule_stats: Vec<RuleStats>,
+    tables: Vec<AddrTable>,
+    table_names: Vec<String>,
+    ifaces: Vec<Iface>,
+    queues: Vec<String>,
+    table: StateTable,
+    hasher: KeyedSip,
+    timeouts: Timeouts,
+    lookups: u64,
+    hits: u64,
+}
+
+impl Resolve for Classifier {
+    fn iface_id(&mut self, name: &str) -> IfaceId {
+        self.iface(name)
+    }
+    fn queue_id(&mut self, name: &str) -> QueueName {
+        self.intern_queue(name)
+    }
+    fn table_id(&mut self, name: &str) -> usize {
+        if let Some(i) = self.table_names.iter().position(|t| t == name) {
+            return i;
+        }
+        self.table_names.push(name.to_string());
+        self.tables.push(AddrTable::default());
+        self.tables.len() - 1
+    }
+}
+
+/// The first or second member of a pair.
+fn pick<T: Copy>(pair: Option<(T, Option<T>)>, second: bool) -> Option<T> {
+    pair.map(|(a, b)| if second { b.unwrap_or(a) } else { a })
+}
+
+/// Ports (or ICMP id) that key a state; None when the packet cannot have a
+/// state (a later fragment of TCP/UDP/ICMP).
+fn state_ports(pkt: &IpInfo) -> Option<(u16, u16)> {
+    use sluice_wire::proto::*;
+    match pkt.l4 {
+        L4::Tcp { sport, dport, .. } | L4::Udp { sport, dport, .. } => Some((sport, dport)),
+        L4::Icmp { id, .. } => Some((id, id)),
+        L4::None => match pkt.proto {
+            TCP | UDP | ICMP | ICMPV6 => None,
+            _ => Some((0, 0)),
+        },
+    }
+}
+
+impl Classifier {
+    pub fn new(cfg: &ir::Config, opts: Options) -> Classifier {
+        let hasher = KeyedSip::new(&opts.hash_key);
+        let limit = opts.state_limit.unwrap_or(cfg.options.state_limit);
+        let mut c = Classifier {
+            rules: Vec::new(),
+            rule_stats: Vec::new(),
+            tables: cfg
+                .tables
+                .iter()
+                .map(|t| AddrTable::new(&t.entries))
+                .collect(),
+            table_names: cfg.tables.iter().map(|t| t.name.clone()).collect(),
+            ifaces: Vec::new(),
+            queues: Vec::new(),
+            table: StateTable::new(limit, hasher),
+            hasher,
+            timeouts: opts.timeouts,
+            lookups: 0,
+            hits: 0,
+        };
+        for ifq in &cfg.interfaces {
+            c.iface(&ifq.ifname);
+            for q in &ifq.queues {
+                c.intern_queue(&q.name);
+            }
+        }
+        let compiled: Vec<CRule> = cfg
+            .rules
+            .iter()
+            .map(|r| rules::compile(r, &mut c))
+            .collect();
+        c.rule_stats = cfg
+            .rules
+            .iter()
+            .map(|r| RuleStats {
+                line: r.line,
+                ..RuleStats::default()
+            })
+            .collect();
+        c.rules = compiled;
+        c
+    }
+
+    /// Intern an interface name.
+    pub fn iface(&mut self, name: &str) -> IfaceId {
+        if let Some(i) = self.ifaces.iter().position(|i| i.name == name) {
+            return IfaceId(i as u32);
+        }
+        self.ifaces.push(Iface::new(name));
+        IfaceId((self.ifaces.len() - 1) as u32)
+    }
+
+    /// The name of an interned interface.
+    pub fn iface_name(&self, ifc: IfaceId) -> &str {
+        self.ifaces
+            .get(ifc.0 as usize)
+            .map_or("", |i| i.name.as_str())
+    }
+
+    fn intern_queue(&mut self, name: &str) -> QueueName {
+        if let Some(i) = self.queues.iter().position(|q| q == name) {
+            return QueueName(i as u32);
+        }
+        self.queues.push(name.to_string());
+        QueueName((self.queues.len() - 1) as u32)
+    }
+
+    /// Set what `IF` (its addresses) and `IF:network` (its networks) mean.
+    pub fn set_iface_addrs(&mut self, ifc: IfaceId, nets: &[IpNet]) {
+        if let Some(i) = self.ifaces.get_mut(ifc.0 as usize) {
+            i.set_addrs(nets);
+        }
+    }
+
+    /// Bridge mode: add an address seen on `ifc`; false if already known,
+    /// the interface is unknown, or [`MAX_LEARNED_ADDRS`] is reached.
+    pub fn learn_iface_addr(&mut self, ifc: IfaceId, addr: IpAddr) -> bool {
+        self.ifaces
+            .get_mut(ifc.0 as usize)
+            .is_some_and(|i| i.learn(addr))
+    }
+
+    pub fn queue_name(&self, q: QueueName) -> &str {
+        self.queues.get(q.0 as usize).map_or("", String::as_str)
+    }
+
+    pub fn queue_lookup(&self, name: &str) -> Option<QueueName> {
+        self.queues
+            .iter()
+            .position(|q| q == name)
+            .map(|i| QueueName(i as u32))
+    }
+
+    /// Every interned queue name (from the queue trees and the rules).
+    pub fn queue_names(&self) -> impl Iterator<Item = (QueueName, &str)> {
+        self.queues
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (QueueName(i as u32), q.as_str()))
+    }
+
+    /// Classify one packet seen on `ifc` at direction `dir`.
+    pub fn classify(
+        &mut self,
+        now: Instant,
+        ifc: IfaceId,
+        dir: Direction,
+        pkt: &IpInfo,
+    ) -> Decision {
+        let flow_hash = hash::flow_hash(&self.hasher, pkt.src, pkt.dst, pkt.proto, pkt.ports());
+        let flags = match pkt.l4 {
+            L4::Tcp { flags, .. } => flags,
+            _ => 0,
+        };
+        let second = pkt.tos & IPTOS_LOWDELAY != 0
+            || matches!(pkt.l4, L4::Tcp { flags, payload_len: 0, .. } if flags & tcp_flags::ACK != 0);
+        let bytes = u64::from(pkt.ip_len);
+        let key = state_ports(pkt).map(|(sp, dp)| {
+            StateKey::of(
+                pkt.proto,
+                (pkt.src, sp),
+                (pkt.dst, dp),
+                dir == Direction::Out,
+            )
+        });
+
+        if let Some((key, lo_to_hi)) = key {
+            self.lookups += 1;
+            let mut reuse = false;
+            if let Some(st) = self.table.lookup(&key, now) {
+                if st.proto.tcp_closed()
+                    && flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN
+                {
+                    // A new connection on a finished 4-tuple: drop the old state, evaluate rules.
+                    reuse = true;
+                } else {
+                    let side = st.side(lo_to_hi);
+                    let tk = st.proto.update(side, flags);
+                    st.timeout = tk;
+                    st.last = now;
+                    st.expires = now + self.timeouts.get(tk);
+                    st.packets[side] += 1;
+                    st.bytes[side] += bytes;
+                    self.hits += 1;
+                    if let Some(rs) = self.rule_stats.get_mut(st.rule as usize) {
+                        rs.packets += 1;
+                        rs.bytes += bytes;
+                    }
+                    return Decision {
+                        pass: true,
+                        block_reason: None,
+                        queue: pick(st.queue, second),
+                        prio: pick(st.prio, second),
+                        rule: Some(st.rule),
+                        state: StateHit::Matched,
+                        flow_hash,
+                    };
+                }
+            }
+            if reuse {
+                self.table.remove(&key);
+            }
+        }
+
+        let (winner, mut queue, mut prio) = self.evaluate(ifc, dir, pkt);
+        let mut d = Decision {
+            pass: true,
+            block_reason: None,
+            queue: None,
+            prio: None,
+            rule: winner.map(|w| w as u32),
+            state: StateHit::None,
+            flow_hash,
+        };
+        let Some(w) = winner else {
+            d.queue = pick(queue, second);
+            d.prio = pick(prio, second);
+            return d;
+        };
+        let Some(rule) = self.rules.get(w) else {
+            return d;
+        };
+        if rule.queue.is_some() {
+            queue = rule.queue;
+        }
+        if rule.prio.is_some() {
+            prio = rule.prio;
+        }
+        let (action, keep_state) = (rule.action, rule.keep_state);
+        if action == Action::Block {
+            d.pass = false;
+            d.block_reason = Some(BlockReason::Rule);
+        } else if let (true, Some((key, lo_to_hi))) = (keep_state, key) {
+            let (proto, tk) = ProtoState::new(pkt.proto);
+            let st = State {
+                key,
+                init_is_lo: lo_to_hi,
+                rule: w as u32,
+                queue,
+                prio,
+                proto,
+                timeout: tk,
+                created: now,
+                last: now,
+                expires: now + self.timeouts.get(tk),
+                packets: [1, 0],
+                bytes: [bytes, 0],
+            };
+            match self.table.insert(st, now) {
+                Ok(()) => {
+                    d.state = StateHit::Created;
+                    if let Some(rs) = self.rule_stats.get_mut(w) {
+                        rs.states_created += 1;
+                    }
+                }
+                Err(state::InsertError::Full) => {
+                    d.pass = false;
+                    d.block_reason = Some(BlockReason::StateLimit);
+                }
+            }
+        }
+        if d.pass {
+            d.queue = pick(queue, second);
+            d.prio = pick(prio, second);
+        }
+        if let Some(rs) = self.rule_stats.get_mut(w) {
+            rs.packets += 1;
+            rs.bytes += bytes;
+        }
+        d
+    }
+
+    /// Walk the rules: (winning pass/block rule, queue and prio from `match` rules).
+    #[allow(clippy::type_complexity)]
+    fn evaluate(
+        &mut self,
+        ifc: IfaceId,
+        dir: Direction,
+        pkt: &IpInfo,
+    ) -> (
+        Option<usize>,
+        Option<(QueueName, Option<QueueName>)>,
+        Option<(u8, Option<u8>)>,
+    ) {
+        let ctx = MatchCtx {
+            tables: &self.tables,
+            ifaces: &self.ifaces,
+        };
+        let mut winner = None;
+        let mut queue = None;
+        let mut prio = None;
+        // Bounded by the number of rules: one pass, no backtracking.
+        for (i, (r, st)) in self
+            .rules
+            .iter()
+            .zip(self.rule_stats.iter_mut())
+            .enumerate()
+        {
+            st.evaluations += 1;
+            if !ctx.matches(r, ifc, dir, pkt) {
+                continue;
+            }
+            st.matches += 1;
+            if r.action == Action::Match {
+                if r.queue.is_some() {
+                    queue = r.queue;
+                }
+                if r.prio.is_some() {
+                    prio = r.prio;
+                }
+            } else {
+                winner = Some(i);
+            }
+            if r.quick {
+                break;
+            }
+        }
+        (winner, queue, prio)
+    }
+
+    /// Remove expired states, examining at most `budget` slots; returns how
+    /// many were removed. A full sweep takes `ceil(limit / budget)` calls.
+    pub fn expire(&mut self, now: Instant, budget: usize) -> usize {
+        self.table.expire(now, budget)
+    }
+
+    pub fn rule_stats(&self) -> &[RuleStats] {
+        &self.rule_stats
+    }
+
+    /// Resident states, including expired ones not yet purged (compare
+    /// `expires` with the current time to tell them apart).
+    pub fn states(&self) -> impl Iterator<Item = StateView<'_>> {
+        self.table.iter().map(move |s| {
+            let (init, resp) = if s.init_is_lo {
+                (s.key.lo, s.key.hi)
+            } else {
+                (s.key.hi, s.key.lo)
+            };
+            // lo→hi packets travel Out iff lo_out; the initiator sends lo→hi iff init_is_lo.
+            let init_out = s.key.lo_out == s.init_is_lo;
+            StateView {
+                proto: s.key.proto,
+                src: init,
+                dst: resp,
+                direction: if init_out {
+                    Direction::Out
+                } else {
+                    Direction::In
+                },
+                proto_state: s.proto,
+                queue: s.queue.map(|(q, _)| self.queue_name(q)),
+                queue_pri: s.queue.and_then(|(_, p)| p).map(|p| self.queue_name(p)),
+                prio: s.prio,
+                rule: s.rule,
+                packets: s.packets,
+                bytes: s.bytes,
+                created: s.created,
+                last: s.last,
+                expires: s.expires,
+            }
+        })
+    }
+
+    pub fn stats(&self) -> ClassifierStats {
+        let c = self.table.counters;
+        ClassifierStats {
+            states: self.table.len(),
+            state_limit: self.table.limit(),
+            inserts: c.inserts,
+            removals: c.removals,
+            expired: c.expired,
+            state_limit_hits: c.limit_hits,
+            lookups: self.lookups,
+            hits: self.hits,
+        }
+    }
+
+    /// Slab slots the state table has allocated; never above the limit.
+    pub fn state_slots_allocated(&self) -> usize {
+        self.table.slots_allocated()
+    }
+}

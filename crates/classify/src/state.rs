@@ -1,0 +1,295 @@
+//! The state table: a bounded, keyed-hash map of connections.
+//!
+//! # Principles
+//!
+//! - **Bounded memory.** At most `limit` states exist; an insert into a full
+//!   table fails (the caller blocks the packet, as pf does with
+//!   `PFRES_MAXSTATES`) after a bounded attempt ([`RECLAIM_SCAN_SLOTS`]) to
+//!   reclaim an already-expired slot. Storage is a slab (`Vec<Option<State>>`
+//!   with a free list, never longer than `limit`) plus a hash index.
+//! - **Keyed hash.** The index hashes keys with SipHash-1-3 under the
+//!   caller's 128-bit key, so a sender who does not know the key cannot aim
+//!   a flood of 5-tuples at one bucket.
+//! - **One key for both directions.** A state created at direction D for a
+//!   packet A→B must match A→B at D and B→A at the opposite direction, and
+//!   nothing else. The key orders the two endpoints (lower `(addr, port)`
+//!   first) and records the direction at which lower→higher packets travel,
+//!   so both cases give the same key with one lookup, while A→B at the
+//!   opposite direction (the other half of a routed packet's double
+//!   evaluation) gives a different key.
+//! - **Expired never matches.** `lookup` checks `expires` against `now` and
+//!   removes an expired state it finds; `expire` sweeps the slab with a
+//!   cursor and a caller-given budget, so purging never stalls the data path.
+
+use crate::hash::KeyedSip;
+use crate::track::{ProtoState, TimeoutKind};
+use crate::QueueName;
+use sluice_time::Instant;
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// Slots examined to find an expired state before refusing an insert into a
+/// full table: enough to recover from a burst of dead states between two
+/// `expire` calls, small enough to keep a flood's per-packet cost constant.
+pub const RECLAIM_SCAN_SLOTS: usize = 32;
+
+/// The lookup key of a state (see the module doc for its orientation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct StateKey {
+    pub proto: u8,
+    pub lo: (IpAddr, u16),
+    pub hi: (IpAddr, u16),
+    /// lower→higher packets are evaluated at direction Out.
+    pub lo_out: bool,
+}
+
+impl StateKey {
+    /// The key a packet src→dst evaluated at `out` (true = Out) looks up,
+    /// and whether the packet travels lower→higher.
+    pub(crate) fn of(
+        proto: u8,
+        src: (IpAddr, u16),
+        dst: (IpAddr, u16),
+        out: bool,
+    ) -> (StateKey, bool) {
+        if src <= dst {
+            (
+                StateKey {
+                    proto,
+                    lo: src,
+                    hi: dst,
+                    lo_out: out,
+                },
+                true,
+            )
+        } else {
+            (
+                StateKey {
+                    proto,
+                    lo: dst,
+                    hi: src,
+                    lo_out: !out,
+                },
+                false,
+            )
+        }
+    }
+}
+
+/// One connection.
+#[derive(Clone, Debug)]
+pub(crate) struct State {
+    pub key: StateKey,
+    /// The initiator is the `lo` endpoint.
+    pub init_is_lo: bool,
+    /// Index of the rule that created it.
+    pub rule: u32,
+    pub queue: Option<(QueueName, Option<QueueName>)>,
+    pub prio: Option<(u8, Option<u8>)>,
+    pub proto: ProtoState,
+    pub timeout: TimeoutKind,
+    pub created: Instant,
+    pub last: Instant,
+    pub expires: Instant,
+    /// [initiator→responder, responder→initiator].
+    pub packets: [u64; 2],
+    pub bytes: [u64; 2],
+}
+
+impl State {
+    /// 0 if a packet travelling lower→higher (`fwd_lo`) comes from the
+    /// initiator, else 1.
+    pub(crate) fn side(&self, lo_to_hi: bool) -> usize {
+        if lo_to_hi == self.init_is_lo {
+            0
+        } else {
+            1
+        }
+    }
+}
+
+/// Counters of the table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableCounters {
+    pub inserts: u64,
+    pub removals: u64,
+    /// Removals of states found expired (by lookup, sweep or reclaim).
+    pub expired: u64,
+    pub limit_hits: u64,
+}
+
+pub(crate) struct StateTable {
+    index: HashMap<StateKey, u32, KeyedSip>,
+    slots: Vec<Option<State>>,
+    free: Vec<u32>,
+    limit: usize,
+    cursor: usize,
+    pub counters: TableCounters,
+}
+
+/// Why an insert failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InsertError {
+    Full,
+}
+
+impl StateTable {
+    pub(crate) fn new(limit: u32, hasher: KeyedSip) -> StateTable {
+        StateTable {
+            index: HashMap::with_hasher(hasher),
+            slots: Vec::new(),
+            free: Vec::new(),
+            limit: limit as usize,
+            cursor: 0,
+            counters: TableCounters::default(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The live state under `key`, or None; an expired one is removed.
+    pub(crate) fn lookup(&mut self, key: &StateKey, now: Instant) -> Option<&mut State> {
+        let idx = *self.index.get(key)?;
+        let expired = match self.slots.get(idx as usize) {
+            Some(Some(s)) => now >= s.expires,
+            _ => return None,
+        };
+        if expired {
+            self.counters.expired += 1;
+            self.remove_slot(idx as usize);
+            return None;
+        }
+        self.slots.get_mut(idx as usize).and_then(|s| s.as_mut())
+    }
+
+    /// Remove the state under `key` (e.g. a closed TCP state whose 4-tuple
+    /// is reused by a new SYN).
+    pub(crate) fn remove(&mut self, key: &StateKey) -> bool {
+        match self.index.get(key) {
+            Some(&idx) => {
+                self.remove_slot(idx as usize);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Insert a new state (its key must not be present).
+    pub(crate) fn insert(&mut self, state: State, now: Instant) -> Result<(), InsertError> {
+        if self.index.len() >= self.limit {
+            self.reclaim(now);
+            if self.index.len() >= self.limit {
+                self.counters.limit_hits += 1;
+                return Err(InsertError::Full);
+            }
+        }
+        let key = state.key;
+        let idx = match self.free.pop() {
+            Some(i) => {
+                if let Some(slot) = self.slots.get_mut(i as usize) {
+                    *slot = Some(state);
+                }
+                i
+            }
+            None => {
+                self.slots.push(Some(state));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if let Some(old) = self.index.insert(key, idx) {
+            // Callers look up first; a duplicate would leak the old slot, so free it.
+            if old != idx {
+                self.release(old as usize);
+            }
+        }
+        self.counters.inserts += 1;
+        Ok(())
+    }
+
+    /// Sweep at most `budget` slots from the cursor, removing expired
+    /// states; returns how many were removed.
+    pub(crate) fn expire(&mut self, now: Instant, budget: usize) -> usize {
+        let n = self.slots.len();
+        if n == 0 {
+            return 0;
+        }
+        let mut removed = 0;
+        // Bounded by `budget` and by one full turn of the slab.
+        for _ in 0..budget.min(n) {
+            if self.cursor >= n {
+                self.cursor = 0;
+            }
+            let i = self.cursor;
+            self.cursor += 1;
+            if matches!(self.slots.get(i), Some(Some(s)) if now >= s.expires) {
+                self.counters.expired += 1;
+                self.remove_slot(i);
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    fn reclaim(&mut self, now: Instant) {
+        self.expire(now, RECLAIM_SCAN_SLOTS);
+    }
+
+    fn remove_slot(&mut self, i: usize) {
+        if let Some(slot) = self.slots.get_mut(i) {
+            if let Some(s) = slot.take() {
+                self.index.remove(&s.key);
+                self.free.push(i as u32);
+                self.counters.removals += 1;
+            }
+        }
+    }
+
+    fn release(&mut self, i: usize) {
+        if let Some(slot) = self.slots.get_mut(i) {
+            if slot.take().is_some() {
+                self.free.push(i as u32);
+                self.counters.removals += 1;
+            }
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &State> {
+        self.slots.iter().filter_map(|s| s.as_ref())
+    }
+
+    /// Slab slots allocated (≤ limit): the memory bound made observable.
+    pub(crate) fn slots_allocated(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_orientation() {
+        let a = ("10.0.0.1".parse().unwrap(), 1000);
+        let b = ("10.0.0.2".parse().unwrap(), 80);
+        let (k_fwd, lo1) = StateKey::of(6, a, b, true);
+        let (k_rev, lo2) = StateKey::of(6, b, a, false);
+        assert_eq!(
+            k_fwd, k_rev,
+            "reply at the opposite direction finds the state"
+        );
+        assert!(lo1 && !lo2);
+        let (k_same_dir_rev, _) = StateKey::of(6, b, a, true);
+        assert_ne!(k_fwd, k_same_dir_rev);
+        let (k_other_dir, _) = StateKey::of(6, a, b, false);
+        assert_ne!(
+            k_fwd, k_other_dir,
+            "the ingress half of a routed packet is another key"
+        );
+    }
+}

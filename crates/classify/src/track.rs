@@ -1,0 +1,347 @@
+//! Per-state protocol tracking and pf's timeouts.
+//!
+//! # Principles
+//!
+//! - TCP follows pf's coarse peer tracking (OpenBSD `pf_tcp_track_full`, the
+//!   state part only — no sequence-window checks): each peer moves forward
+//!   only, `Closed < SynSent < Established < Closing < FinWait2 < TimeWait`.
+//!   A SYN from a peer makes it `SynSent`, a FIN `Closing`; an ACK moves the
+//!   *other* peer from `SynSent` to `Established` or from `Closing` to
+//!   `FinWait2`; a RST puts both in `TimeWait`.
+//! - The timeout is chosen from the pair, in pf's order: both ≥ FinWait2 →
+//!   `tcp.closed`; both ≥ Closing → `tcp.finwait`; either < Established →
+//!   `tcp.opening`; either ≥ Closing → `tcp.closing`; else `tcp.established`.
+//!   A new state starts with `tcp.first`.
+//! - UDP and other protocols get pf's pseudo-states (NoTraffic, Single,
+//!   Multiple): `*.multiple` once both sides have spoken twice, else
+//!   `*.single`; a new state starts with `*.first`.
+//! - ICMP: `icmp.first` for a new state, `icmp.error` after any later packet
+//!   (pf's "error reply" timeout applies to echo replies as well).
+//! - A state expires `timeout` after its last packet; the defaults are pf's
+//!   (pf.conf(5) "OPTIONS", `set timeout`).
+
+use sluice_time::Duration;
+use sluice_wire::tcp_flags;
+use std::fmt;
+
+/// pf's `set timeout` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub tcp_first: Duration,
+    pub tcp_opening: Duration,
+    pub tcp_established: Duration,
+    pub tcp_closing: Duration,
+    pub tcp_finwait: Duration,
+    pub tcp_closed: Duration,
+    pub udp_first: Duration,
+    pub udp_single: Duration,
+    pub udp_multiple: Duration,
+    pub icmp_first: Duration,
+    pub icmp_error: Duration,
+    pub other_first: Duration,
+    pub other_single: Duration,
+    pub other_multiple: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        let s = Duration::from_secs;
+        Timeouts {
+            tcp_first: s(120),
+            tcp_opening: s(30),
+            tcp_established: s(86_400),
+            tcp_closing: s(900),
+            tcp_finwait: s(45),
+            tcp_closed: s(90),
+            udp_first: s(60),
+            udp_single: s(30),
+            udp_multiple: s(60),
+            icmp_first: s(20),
+            icmp_error: s(10),
+            other_first: s(60),
+            other_single: s(30),
+            other_multiple: s(60),
+        }
+    }
+}
+
+/// Which timeout currently applies to a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutKind {
+    TcpFirst,
+    TcpOpening,
+    TcpEstablished,
+    TcpClosing,
+    TcpFinWait,
+    TcpClosed,
+    UdpFirst,
+    UdpSingle,
+    UdpMultiple,
+    IcmpFirst,
+    IcmpError,
+    OtherFirst,
+    OtherSingle,
+    OtherMultiple,
+}
+
+impl Timeouts {
+    pub fn get(&self, k: TimeoutKind) -> Duration {
+        use TimeoutKind::*;
+        match k {
+            TcpFirst => self.tcp_first,
+            TcpOpening => self.tcp_opening,
+            TcpEstablished => self.tcp_established,
+            TcpClosing => self.tcp_closing,
+            TcpFinWait => self.tcp_finwait,
+            TcpClosed => self.tcp_closed,
+            UdpFirst => self.udp_first,
+            UdpSingle => self.udp_single,
+            UdpMultiple => self.udp_multiple,
+            IcmpFirst => self.icmp_first,
+            IcmpError => self.icmp_error,
+            OtherFirst => self.other_first,
+            OtherSingle => self.other_single,
+            OtherMultiple => self.other_multiple,
+        }
+    }
+}
+
+/// One TCP peer's state, ordered: it only ever moves forward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TcpPeer {
+    Closed,
+    SynSent,
+    Established,
+    Closing,
+    FinWait2,
+    TimeWait,
+}
+
+/// One side of a UDP / other-protocol pseudo-state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PseudoPeer {
+    NoTraffic,
+    Single,
+    Multiple,
+}
+
+/// Protocol state of a connection; index 0 is the initiator, 1 the responder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtoState {
+    Tcp([TcpPeer; 2]),
+    Udp([PseudoPeer; 2]),
+    Icmp,
+    Other([PseudoPeer; 2]),
+}
+
+impl ProtoState {
+    /// The state for a connection whose first packet has protocol `proto`.
+    pub fn new(proto: u8) -> (ProtoState, TimeoutKind) {
+        use sluice_wire::proto::*;
+        match proto {
+            TCP => (
+                ProtoState::Tcp([TcpPeer::SynSent, TcpPeer::Closed]),
+                TimeoutKind::TcpFirst,
+            ),
+            UDP => (
+                ProtoState::Udp([PseudoPeer::Single, PseudoPeer::NoTraffic]),
+                TimeoutKind::UdpFirst,
+            ),
+            ICMP | ICMPV6 => (ProtoState::Icmp, TimeoutKind::IcmpFirst),
+            _ => (
+                ProtoState::Other([PseudoPeer::Single, PseudoPeer::NoTraffic]),
+                TimeoutKind::OtherFirst,
+            ),
+        }
+    }
+
+    /// Account a later packet sent by peer `from` (0 initiator, 1 responder)
+    /// with TCP flags `flags` (ignored for other protocols); returns the
+    /// timeout that now applies.
+    pub fn update(&mut self, from: usize, flags: u8) -> TimeoutKind {
+        let (s, d) = if from == 0 { (0, 1) } else { (1, 0) };
+        match self {
+            ProtoState::Tcp(p) => {
+                if flags & tcp_flags::SYN != 0 && p[s] < TcpPeer::SynSent {
+                    p[s] = TcpPeer::SynSent;
+                }
+                if flags & tcp_flags::FIN != 0 && p[s] < TcpPeer::Closing {
+                    p[s] = TcpPeer::Closing;
+                }
+                if flags & tcp_flags::ACK != 0 {
+                    if p[d] == TcpPeer::SynSent {
+                        p[d] = TcpPeer::Established;
+                    } else if p[d] == TcpPeer::Closing {
+                        p[d] = TcpPeer::FinWait2;
+                    }
+                }
+                if flags & tcp_flags::RST != 0 {
+                    p[s] = TcpPeer::TimeWait;
+                    p[d] = TcpPeer::TimeWait;
+                }
+                tcp_timeout(p)
+            }
+            ProtoState::Udp(p) => {
+                pseudo_update(p, s, d);
+                if p[0] == PseudoPeer::Multiple && p[1] == PseudoPeer::Multiple {
+                    TimeoutKind::UdpMultiple
+                } else {
+                    TimeoutKind::UdpSingle
+                }
+            }
+            ProtoState::Other(p) => {
+                pseudo_update(p, s, d);
+                if p[0] == PseudoPeer::Multiple && p[1] == PseudoPeer::Multiple {
+                    TimeoutKind::OtherMultiple
+                } else {
+                    TimeoutKind::OtherSingle
+                }
+            }
+            ProtoState::Icmp => TimeoutKind::IcmpError,
+        }
+    }
+
+    /// Both TCP peers are done (≥ FinWait2): a new SYN on the same 4-tuple is
+    /// a new connection (port reuse), not part of this one.
+    pub fn tcp_closed(&self) -> bool {
+        matches!(self, ProtoState::Tcp(p) if p[0] >= TcpPeer::FinWait2 && p[1] >= TcpPeer::FinWait2)
+    }
+}
+
+fn pseudo_update(p: &mut [PseudoPeer; 2], s: usize, d: usize) {
+    if p[s] < PseudoPeer::Single {
+        p[s] = PseudoPeer::Single;
+    }
+    if p[d] == PseudoPeer::Single {
+        p[d] = PseudoPeer::Multiple;
+    }
+}
+
+fn tcp_timeout(p: &[TcpPeer; 2]) -> TimeoutKind {
+    let (a, b) = (p[0], p[1]);
+    if a >= TcpPeer::FinWait2 && b >= TcpPeer::FinWait2 {
+        TimeoutKind::TcpClosed
+    } else if a >= TcpPeer::Closing && b >= TcpPeer::Closing {
+        TimeoutKind::TcpFinWait
+    } else if a < TcpPeer::Established || b < TcpPeer::Established {
+        TimeoutKind::TcpOpening
+    } else if a >= TcpPeer::Closing || b >= TcpPeer::Closing {
+        TimeoutKind::TcpClosing
+    } else {
+        TimeoutKind::TcpEstablished
+    }
+}
+
+impl fmt::Display for TcpPeer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TcpPeer::Closed => "CLOSED",
+            TcpPeer::SynSent => "SYN_SENT",
+            TcpPeer::Established => "ESTABLISHED",
+            TcpPeer::Closing => "CLOSING",
+            TcpPeer::FinWait2 => "FIN_WAIT_2",
+            TcpPeer::TimeWait => "TIME_WAIT",
+        })
+    }
+}
+
+impl fmt::Display for PseudoPeer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PseudoPeer::NoTraffic => "NO_TRAFFIC",
+            PseudoPeer::Single => "SINGLE",
+            PseudoPeer::Multiple => "MULTIPLE",
+        })
+    }
+}
+
+/// `pfctl -ss` style: `ESTABLISHED:ESTABLISHED`, `MULTIPLE:SINGLE`, `0:0`.
+impl fmt::Display for ProtoState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtoState::Tcp([a, b]) => write!(f, "{a}:{b}"),
+            ProtoState::Udp([a, b]) | ProtoState::Other([a, b]) => write!(f, "{a}:{b}"),
+            ProtoState::Icmp => f.write_str("0:0"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_wire::tcp_flags::*;
+    use TcpPeer::*;
+
+    #[test]
+    fn tcp_handshake_data_and_close() {
+        let (mut s, k) = ProtoState::new(6);
+        assert_eq!(
+            (s, k),
+            (ProtoState::Tcp([SynSent, Closed]), TimeoutKind::TcpFirst)
+        );
+        assert_eq!(s.update(1, SYN | ACK), TimeoutKind::TcpOpening);
+        assert_eq!(s, ProtoState::Tcp([Established, SynSent]));
+        assert_eq!(s.update(0, ACK), TimeoutKind::TcpEstablished);
+        assert_eq!(s.to_string(), "ESTABLISHED:ESTABLISHED");
+        assert_eq!(s.update(1, ACK | PSH), TimeoutKind::TcpEstablished);
+        assert_eq!(s.update(0, FIN | ACK), TimeoutKind::TcpClosing);
+        assert_eq!(s.update(1, ACK), TimeoutKind::TcpClosing);
+        assert_eq!(s, ProtoState::Tcp([FinWait2, Established]));
+        assert_eq!(s.update(1, FIN | ACK), TimeoutKind::TcpFinWait);
+        assert!(!s.tcp_closed());
+        assert_eq!(s.update(0, ACK), TimeoutKind::TcpClosed);
+        assert_eq!(s.to_string(), "FIN_WAIT_2:FIN_WAIT_2");
+        assert!(s.tcp_closed());
+    }
+
+    #[test]
+    fn tcp_rst_closes_both_and_states_never_regress() {
+        let (mut s, _) = ProtoState::new(6);
+        s.update(1, SYN | ACK);
+        s.update(0, ACK);
+        assert_eq!(s.update(1, RST), TimeoutKind::TcpClosed);
+        assert_eq!(s, ProtoState::Tcp([TimeWait, TimeWait]));
+        assert_eq!(
+            s.update(0, SYN),
+            TimeoutKind::TcpClosed,
+            "no regress after RST"
+        );
+        assert_eq!(s, ProtoState::Tcp([TimeWait, TimeWait]));
+    }
+
+    #[test]
+    fn tcp_unanswered_syn_stays_opening() {
+        let (mut s, _) = ProtoState::new(6);
+        assert_eq!(s.update(0, SYN), TimeoutKind::TcpOpening);
+        assert_eq!(s.update(0, SYN), TimeoutKind::TcpOpening);
+    }
+
+    #[test]
+    fn udp_single_then_multiple() {
+        let (mut s, k) = ProtoState::new(17);
+        assert_eq!(k, TimeoutKind::UdpFirst);
+        assert_eq!(s.update(0, 0), TimeoutKind::UdpSingle);
+        assert_eq!(s.update(1, 0), TimeoutKind::UdpSingle);
+        assert_eq!(s.to_string(), "MULTIPLE:SINGLE");
+        assert_eq!(s.update(0, 0), TimeoutKind::UdpMultiple);
+        let (mut o, k) = ProtoState::new(47);
+        assert_eq!(k, TimeoutKind::OtherFirst);
+        o.update(1, 0);
+        assert_eq!(o.update(0, 0), TimeoutKind::OtherMultiple);
+        let (mut i, k) = ProtoState::new(1);
+        assert_eq!(k, TimeoutKind::IcmpFirst);
+        assert_eq!(i.update(1, 0), TimeoutKind::IcmpError);
+    }
+
+    #[test]
+    fn default_timeouts_are_pfs() {
+        let t = Timeouts::default();
+        assert_eq!(
+            t.get(TimeoutKind::TcpEstablished),
+            Duration::from_secs(86_400)
+        );
+        assert_eq!(t.get(TimeoutKind::TcpClosed), Duration::from_secs(90));
+        assert_eq!(t.get(TimeoutKind::IcmpError), Duration::from_secs(10));
+        assert_eq!(t.get(TimeoutKind::OtherMultiple), Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,144 @@
+//! Hand-built IR and packets for the classifier tests.
+#![allow(dead_code)]
+
+use sluice_classify::{Classifier, Options};
+use sluice_conf::ir::*;
+use sluice_time::{Instant, Rate};
+use sluice_wire::{build, parse, IpInfo};
+use std::net::IpAddr;
+
+pub fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+pub fn net(s: &str, prefix: u8) -> IpNet {
+    IpNet {
+        addr: ip(s),
+        prefix,
+    }
+}
+
+pub fn secs(s: u64) -> Instant {
+    Instant::from_nanos(s * 1_000_000_000)
+}
+
+/// A rule with every criterion "any"; pass rules keep state (pf's default).
+pub fn rule(action: Action) -> Rule {
+    Rule {
+        action,
+        direction: None,
+        quick: false,
+        log: false,
+        iface: None,
+        af: None,
+        proto: None,
+        from: Endpoint::default(),
+        to: Endpoint::default(),
+        flags: None,
+        tos: None,
+        state: if action == Action::Pass {
+            StatePolicy::Keep
+        } else {
+            StatePolicy::No
+        },
+        queue: None,
+        prio: None,
+        line: 0,
+    }
+}
+
+pub fn pass() -> Rule {
+    rule(Action::Pass)
+}
+pub fn block() -> Rule {
+    rule(Action::Block)
+}
+pub fn matchr() -> Rule {
+    rule(Action::Match)
+}
+
+pub fn ep(addr: AddrMatch) -> Endpoint {
+    Endpoint {
+        addr,
+        negated: false,
+        port: None,
+    }
+}
+
+pub fn queue_pair(q: &str, p: Option<&str>) -> Option<(String, Option<String>)> {
+    Some((q.to_string(), p.map(str::to_string)))
+}
+
+pub fn queue(name: &str) -> Queue {
+    Queue {
+        name: name.to_string(),
+        parent: None,
+        bandwidth: None,
+        priority: 1,
+        qlimit: 50,
+        qlimit_bytes: None,
+        default: false,
+        red: false,
+        rio: false,
+        ecn: false,
+        borrow: false,
+        realtime: None,
+        linkshare: None,
+        upperlimit: None,
+        flows: None,
+        quantum: None,
+        weight: None,
+        children: Vec::new(),
+        line: 0,
+    }
+}
+
+pub fn iface_queueing(ifname: &str, sched: SchedKind, queues: Vec<Queue>) -> IfaceQueueing {
+    IfaceQueueing {
+        ifname: ifname.to_string(),
+        sched,
+        bandwidth: Rate::kbps(128),
+        tbrsize: None,
+        queues,
+        default_queue: 0,
+        pipe: None,
+        line: 0,
+    }
+}
+
+pub fn config(rules: Vec<Rule>) -> Config {
+    let rules = rules
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            r.line = i as u32 + 1;
+            r
+        })
+        .collect();
+    Config {
+        rules,
+        ..Config::default()
+    }
+}
+
+pub fn classifier(cfg: &Config) -> Classifier {
+    Classifier::new(
+        cfg,
+        Options {
+            hash_key: *b"sluice-test-key!",
+            ..Options::default()
+        },
+    )
+}
+
+pub fn info(frame: &[u8]) -> IpInfo {
+    parse(frame).unwrap().ip.unwrap()
+}
+
+pub fn tcp(src: &str, dst: &str, sport: u16, dport: u16, flags: u8, payload: usize) -> IpInfo {
+    info(&build::tcp(ip(src), ip(dst), sport, dport, flags, payload))
+}
+
+pub fn udp(src: &str, dst: &str, sport: u16, dport: u16) -> IpInfo {
+    info(&build::udp(ip(src), ip(dst), sport, dport, 20))
+}

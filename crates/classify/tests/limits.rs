@@ -1,0 +1,283 @@
+//! The state limit under a flood, and the model-checked state table.
+
+mod common;
+use common::*;
+use proptest::prelude::*;
+use sluice_classify::{BlockReason, Classifier, Options, StateHit, Timeouts};
+use sluice_conf::ir::Direction;
+use sluice_time::{Duration, Instant};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// xorshift64*: a seeded generator for the flood (no OS randomness in tests).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+#[test]
+fn flood_beyond_the_limit() {
+    const LIMIT: u32 = 1000;
+    const FLOOD: usize = 20_000;
+    let cfg = config(vec![pass()]);
+    let mut c = Classifier::new(
+        &cfg,
+        Options {
+            hash_key: [7; 16],
+            state_limit: Some(LIMIT),
+            ..Options::default()
+        },
+    );
+    let e = c.iface("ext");
+    let t0 = secs(1);
+    // Ten established flows before the flood.
+    let flows: Vec<_> = (0..10u16)
+        .map(|i| udp("192.168.1.2", "9.9.9.9", 4000 + i, 53))
+        .collect();
+    for f in &flows {
+        assert_eq!(
+            c.classify(t0, e, Direction::Out, f).state,
+            StateHit::Created
+        );
+    }
+    let mut rng = Rng(0x5eed);
+    let mut blocked = 0u64;
+    for i in 0..FLOOD {
+        let r = rng.next();
+        let src = IpAddr::V4(Ipv4Addr::from(r as u32));
+        let p = common::info(&sluice_wire::build::udp(
+            src,
+            ip("192.168.1.2"),
+            (r >> 32) as u16,
+            (r >> 48) as u16,
+            0,
+        ));
+        let d = c.classify(t0, e, Direction::In, &p);
+        if d.block_reason == Some(BlockReason::StateLimit) {
+            assert!(!d.pass);
+            blocked += 1;
+        }
+        let s = c.stats();
+        assert!(s.states <= LIMIT as usize, "step {i}: {} states", s.states);
+        assert!(c.state_slots_allocated() <= LIMIT as usize);
+    }
+    let s = c.stats();
+    assert_eq!(s.states, LIMIT as usize);
+    assert_eq!(s.state_limit_hits, blocked);
+    assert!(
+        blocked >= (FLOOD as u64) - u64::from(LIMIT),
+        "blocked {blocked}"
+    );
+    // Existing flows keep working, both ways.
+    for (i, f) in flows.iter().enumerate() {
+        assert_eq!(
+            c.classify(t0, e, Direction::Out, f).state,
+            StateHit::Matched
+        );
+        let reply = udp("9.9.9.9", "192.168.1.2", 53, 4000 + i as u16);
+        assert_eq!(
+            c.classify(t0, e, Direction::In, &reply).state,
+            StateHit::Matched
+        );
+    }
+    // Once the flood's states expire (udp.first = 60 s) and are purged, new ones fit.
+    let later = t0 + Duration::from_secs(61);
+    assert_eq!(c.expire(later, LIMIT as usize), LIMIT as usize);
+    let d = c.classify(
+        later,
+        e,
+        Direction::Out,
+        &udp("192.168.1.3", "9.9.9.9", 1, 53),
+    );
+    assert_eq!(d.state, StateHit::Created);
+}
+
+#[test]
+fn full_table_reclaims_expired_slots_before_refusing() {
+    let cfg = config(vec![pass()]);
+    let mut c = Classifier::new(
+        &cfg,
+        Options {
+            state_limit: Some(4),
+            ..Options::default()
+        },
+    );
+    let e = c.iface("ext");
+    for i in 0..4 {
+        c.classify(
+            secs(0),
+            e,
+            Direction::Out,
+            &udp("10.0.0.1", "10.0.0.2", i, 53),
+        );
+    }
+    let d = c.classify(
+        secs(1),
+        e,
+        Direction::Out,
+        &udp("10.0.0.1", "10.0.0.2", 99, 53),
+    );
+    assert_eq!(d.block_reason, Some(BlockReason::StateLimit));
+    // All four expired (udp.first 60 s) but nobody called expire(): the insert reclaims.
+    let d = c.classify(
+        secs(61),
+        e,
+        Direction::Out,
+        &udp("10.0.0.1", "10.0.0.2", 99, 53),
+    );
+    assert_eq!(d.state, StateHit::Created);
+    assert!(c.stats().states <= 4);
+}
+
+// ---- model-checked op sequences -------------------------------------------------
+
+const POOL: usize = 24;
+const LIMIT: usize = 8;
+const TIMEOUT_S: u64 = 30;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Packet of flow `flow`; `reply` = sent by the server; `out` = evaluated at Out.
+    Packet {
+        flow: usize,
+        reply: bool,
+        out: bool,
+    },
+    Advance {
+        ms: u64,
+    },
+    Expire {
+        budget: usize,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0..POOL, any::<bool>(), any::<bool>()).prop_map(|(flow, reply, out)| Op::Packet { flow, reply, out }),
+        2 => (0u64..20_000).prop_map(|ms| Op::Advance { ms }),
+        1 => (0usize..12).prop_map(|budget| Op::Expire { budget }),
+    ]
+}
+
+fn endpoints(flow: usize) -> ((IpAddr, u16), (IpAddr, u16)) {
+    let client = IpAddr::V4(Ipv4Addr::new(10, 0, 0, (flow % 5) as u8 + 1));
+    ((client, 1000 + flow as u16), (ip("10.9.9.9"), 53))
+}
+
+/// Model key: (flow, whether client→server packets are evaluated at Out).
+type MKey = (usize, bool);
+
+fn model_key_of_view(v: &sluice_classify::StateView<'_>) -> MKey {
+    let flow = (0..POOL)
+        .find(|&f| {
+            let (a, b) = endpoints(f);
+            (v.src == a && v.dst == b) || (v.src == b && v.dst == a)
+        })
+        .expect("state of a pool flow");
+    let (client, _) = endpoints(flow);
+    let init_out = v.direction == Direction::Out;
+    (flow, if v.src == client { init_out } else { !init_out })
+}
+
+fn run_model(ops: &[Op]) {
+    let cfg = config(vec![pass()]);
+    let t = Duration::from_secs(TIMEOUT_S);
+    let timeouts = Timeouts {
+        udp_first: t,
+        udp_single: t,
+        udp_multiple: t,
+        ..Timeouts::default()
+    };
+    let mut c = Classifier::new(
+        &cfg,
+        Options {
+            hash_key: [3; 16],
+            state_limit: Some(LIMIT as u32),
+            timeouts,
+        },
+    );
+    let e = c.iface("ext");
+    let mut now = Instant::from_nanos(1);
+    // The model: key → expiry instant, for every state resident in the real table.
+    let mut model: HashMap<MKey, Instant> = HashMap::new();
+    for (step, o) in ops.iter().enumerate() {
+        match *o {
+            Op::Packet { flow, reply, out } => {
+                let (a, b) = endpoints(flow);
+                let (s, d) = if reply { (b, a) } else { (a, b) };
+                let p = common::info(&sluice_wire::build::udp(s.0, d.0, s.1, d.1, 4));
+                let dir = if out { Direction::Out } else { Direction::In };
+                let key = (flow, if reply { !out } else { out });
+                let live = model.get(&key).is_some_and(|&x| now < x);
+                let resident_before = c.stats().states;
+                let dec = c.classify(now, e, dir, &p);
+                if live {
+                    assert_eq!(
+                        dec.state,
+                        StateHit::Matched,
+                        "step {step}: live state must match"
+                    );
+                    model.insert(key, now + t);
+                } else {
+                    assert_ne!(
+                        dec.state,
+                        StateHit::Matched,
+                        "step {step}: expired/absent state matched"
+                    );
+                    model.remove(&key);
+                    match dec.state {
+                        StateHit::Created => {
+                            model.insert(key, now + t);
+                        }
+                        _ => {
+                            assert_eq!(dec.block_reason, Some(BlockReason::StateLimit));
+                            assert_eq!(
+                                resident_before, LIMIT,
+                                "step {step}: refused below the limit"
+                            );
+                            assert_eq!(
+                                c.stats().states,
+                                LIMIT,
+                                "step {step}: refused while not full"
+                            );
+                        }
+                    }
+                }
+            }
+            Op::Advance { ms } => now += Duration::from_millis(ms),
+            Op::Expire { budget } => {
+                let n = c.expire(now, budget);
+                assert!(n <= budget);
+            }
+        }
+        // Sync: whatever the real table dropped must have been expired in the model.
+        let real: HashMap<MKey, Instant> = c
+            .states()
+            .map(|v| (model_key_of_view(&v), v.expires))
+            .collect();
+        for (k, exp) in &model {
+            if !real.contains_key(k) {
+                assert!(*exp <= now, "step {step}: live state {k:?} vanished");
+            }
+        }
+        model.retain(|k, _| real.contains_key(k));
+        assert_eq!(real, model, "step {step}: table and model disagree");
+        assert!(c.stats().states <= LIMIT && c.state_slots_allocated() <= LIMIT);
+    }
+    // A full sweep leaves no expired state behind.
+    c.expire(now, LIMIT);
+    assert!(c.states().all(|v| now < v.expires));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+    #[test]
+    fn state_table_agrees_with_model(ops in proptest::collection::vec(op(), 1..200)) {
+        run_model(&ops);
+    }
+}
