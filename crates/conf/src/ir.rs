@@ -221,6 +221,12 @@ pub enum AddrMatch {
     Iface(String),
     /// `(IF:network)`-style or `IF:network`: the networks of the interface.
     IfaceNetwork(String),
+    /// `self`: every address of every local interface.
+    SelfAddr,
+    /// `no-route`: addresses with no route in the routing table.
+    NoRoute,
+    /// `urpf-failed`: packets failing the unicast reverse-path check.
+    UrpfFailed,
 }
 
 /// Port comparisons of pf.conf(5).

@@ -3,5 +3,119 @@
 //! Owns: lexer, parser, macro/list/table expansion, the AST with spans,
 //! semantic checks, diagnostics, the canonical printer, and the IR in [`ir`].
 //! Depends only on `sluice-time` (for units). Knows nothing of schedulers.
+//!
+//! # Principles
+//! - Text → tokens with spans ([`lex`]) → statements with macros expanded
+//!   (`expand`) → AST (`parse`) → validated IR (`sema`); nothing skips a step.
+//! - Never panics on any input (proptest and [`fuzz_entry`] hold us to it);
+//!   every problem is a [`Diagnostic`] pointing at the offending token.
+//! - pf.conf files people have run for years are accepted unchanged; what
+//!   sluice does not act on is parsed and left out of the IR (docs/config.md).
 
+mod ast;
+mod diag;
+mod expand;
 pub mod ir;
+mod lex;
+mod parse;
+mod print;
+mod sema;
+mod units;
+
+pub use diag::{Diagnostic, Severity, Span};
+pub use print::print;
+
+/// A configuration that passed every check, and the warnings about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checked {
+    pub config: ir::Config,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Parse and check a pf.conf file. `defines` are `-D name=value` macros and
+/// win over the file's definitions. On failure every diagnostic (errors and
+/// warnings) is returned in file order.
+pub fn check(
+    file_name: &str,
+    text: &str,
+    defines: &[(String, String)],
+) -> Result<Checked, Vec<Diagnostic>> {
+    let _ = file_name; // Spans are byte offsets; the name is only needed to render.
+    let (stmts, mut diags) = expand::statements(text, defines);
+    let mut ast = Vec::with_capacity(stmts.len());
+    for s in &stmts {
+        match parse::statement(s) {
+            Ok(st) => ast.push(st),
+            Err(d) => diags.push(d),
+        }
+    }
+    // Checking a file with broken statements mostly reports their echoes
+    // (a queue that failed to parse is "unknown" everywhere): stop at syntax.
+    if diags.is_empty() {
+        let (cfg, more) = sema::build(text, ast);
+        diags.extend(more);
+        if !diags.iter().any(|d| d.severity == Severity::Error) {
+            return Ok(Checked {
+                config: cfg,
+                warnings: diags,
+            });
+        }
+    }
+    diags.sort_by_key(|d| (d.span.start, d.severity == Severity::Warning));
+    Err(diags)
+}
+
+/// cake's overhead keywords (tc-cake(8)): `ethernet` 38, `docsis` 18,
+/// `pppoe-vcmux` 32 atm, … `raw` 0.
+pub fn overhead_preset(name: &str) -> Option<sluice_time::Overhead> {
+    units::overhead_preset(name)
+}
+
+/// Entry point for a cargo-fuzz target: any bytes must neither panic here
+/// nor break the printer's fixed point.
+pub fn fuzz_entry(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    match check("fuzz.conf", &text, &[]) {
+        Ok(c) => {
+            for w in &c.warnings {
+                let _ = w.render("fuzz.conf", &text);
+            }
+            let printed = print(&c.config);
+            match check("printed.conf", &printed, &[]) {
+                Ok(again) => {
+                    assert_eq!(
+                        strip_lines(&again.config),
+                        strip_lines(&c.config),
+                        "printer round trip changed the config:\n{printed}"
+                    );
+                    assert_eq!(
+                        print(&again.config),
+                        printed,
+                        "printer is not a fixed point"
+                    );
+                }
+                Err(d) => panic!("printed config does not check: {d:?}\n{printed}"),
+            }
+        }
+        Err(diags) => {
+            for d in &diags {
+                let _ = d.render("fuzz.conf", &text);
+            }
+        }
+    }
+}
+
+/// The config with every `line` zeroed, for comparisons across printing.
+pub fn strip_lines(c: &ir::Config) -> ir::Config {
+    let mut c = c.clone();
+    for i in &mut c.interfaces {
+        i.line = 0;
+        for q in &mut i.queues {
+            q.line = 0;
+        }
+    }
+    for r in &mut c.rules {
+        r.line = 0;
+    }
+    c
+}

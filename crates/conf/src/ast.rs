@@ -1,0 +1,141 @@
+//! The syntax tree: what the user wrote, with spans, before any checking.
+//! Lists are kept as lists here; `sema` expands them into IR rules.
+
+use crate::diag::Span;
+use crate::ir::{
+    Action, AddrFamily, AddrMatch, Direction, PipeSched, PortOp, SchedKind, StatePolicy,
+};
+use crate::units::Bw;
+use sluice_time::{Duration, Overhead};
+
+/// A value and where it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sp<T> {
+    pub v: T,
+    pub span: Span,
+}
+
+impl<T> Sp<T> {
+    pub fn new(v: T, span: Span) -> Sp<T> {
+        Sp { v, span }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    Altq(AltqDecl),
+    Queue(Box<QueueDecl>),
+    Pipe(PipeDecl),
+    Overhead(Sp<String>, Overhead),
+    StateLimit(Sp<u64>),
+    Table(TableDecl),
+    Rule(Box<RuleAst>),
+    /// A statement sluice accepts and does not act on (`scrub`, `nat`, `set skip`, …).
+    Ignored,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AltqDecl {
+    pub iface: Sp<String>,
+    pub sched: Option<Sp<SchedKind>>,
+    pub bandwidth: Option<Sp<Bw>>,
+    pub qlimit: Option<Sp<u64>>,
+    pub tbrsize: Option<Sp<u64>>,
+    pub children: Vec<Sp<String>>,
+    pub span: Span,
+}
+
+/// A service curve as written: `BW` or `(m1 d m2)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CurveAst {
+    pub m1: Option<Bw>,
+    pub d: Duration,
+    pub m2: Bw,
+}
+
+/// Every form of `queue`: ALTQ, OpenBSD 5.5+, and dummynet (`pipe P`).
+/// Which one it is gets decided in `sema` from the keywords present.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct QueueDecl {
+    pub name: Sp<String>,
+    pub on: Option<Sp<String>>,
+    pub bandwidth: Option<Sp<CurveAst>>,
+    pub min: Option<Sp<CurveAst>>,
+    pub max: Option<Sp<CurveAst>>,
+    pub priority: Option<Sp<u64>>,
+    pub qlimit: Option<Sp<u64>>,
+    /// `priq(…)`, `cbq(…)`, `hfsc(…)` as written.
+    pub sched: Option<Sp<SchedKind>>,
+    pub default: Option<Span>,
+    pub red: bool,
+    pub rio: bool,
+    pub ecn: bool,
+    pub borrow: bool,
+    pub realtime: Option<Sp<CurveAst>>,
+    pub linkshare: Option<Sp<CurveAst>>,
+    pub upperlimit: Option<Sp<CurveAst>>,
+    pub children: Vec<Sp<String>>,
+    pub parent: Option<Sp<String>>,
+    pub flows: Option<Sp<u64>>,
+    pub quantum: Option<Sp<u64>>,
+    pub pipe: Option<Sp<String>>,
+    pub weight: Option<Sp<u64>>,
+    /// First keyword only OpenBSD 5.5+ has (parent, min, max, burst, flows, quantum, bare `default`).
+    pub new_style: Option<Sp<&'static str>>,
+    /// First keyword only ALTQ has (priority, `priq(…)`/`cbq(…)`/`hfsc(…)`, `{ children }`).
+    pub old_style: Option<Sp<&'static str>>,
+    pub span: Span,
+}
+
+impl Default for Sp<String> {
+    fn default() -> Self {
+        Sp::new(String::new(), Span::default())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipeDecl {
+    pub name: Sp<String>,
+    pub iface: Option<Sp<String>>,
+    pub bandwidth: Option<Sp<Bw>>,
+    pub delay: Duration,
+    pub loss_ppm: u32,
+    pub qlimit: Option<Sp<u64>>,
+    pub sched: PipeSched,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableDecl {
+    pub name: Sp<String>,
+    pub entries: Vec<(crate::ir::IpNet, bool)>,
+}
+
+/// One address element of `from`/`to`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostAst {
+    pub addr: AddrMatch,
+    pub negated: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleAst {
+    pub action: Action,
+    pub span: Span,
+    pub direction: Option<Direction>,
+    pub quick: bool,
+    pub log: bool,
+    /// Empty: any interface. `(name, negated)`.
+    pub ifaces: Vec<Sp<(String, bool)>>,
+    pub af: Option<AddrFamily>,
+    pub protos: Vec<Sp<u8>>,
+    pub from_hosts: Vec<Sp<HostAst>>,
+    pub from_ports: Vec<Sp<PortOp>>,
+    pub to_hosts: Vec<Sp<HostAst>>,
+    pub to_ports: Vec<Sp<PortOp>>,
+    pub flags: Option<Sp<Option<(u8, u8)>>>,
+    pub tos: Option<u8>,
+    pub state: Option<StatePolicy>,
+    pub queue: Option<(Sp<String>, Option<Sp<String>>)>,
+    pub prio: Option<(u8, Option<u8>)>,
+}

@@ -1,0 +1,236 @@
+//! Statement splitting and macro expansion (pf.conf(5) "MACROS").
+//!
+//! # Principles
+//! - pf expands macros in the lexer: a use `$name` is replaced by the tokens
+//!   of the macro's value. We do the same, and give every token of the
+//!   expansion the span of the `$name` it came from, so errors point at what
+//!   the user wrote.
+//! - `-D name=value` definitions win over the file's (pfctl marks them
+//!   persistent).
+//! - Expansion depth is capped ([`MAX_DEPTH`]) so `a = "$b"`, `b = "$a"` ends
+//!   with an error instead of looping.
+
+use crate::diag::{Diagnostic, Span};
+use crate::lex::{lex, Tok, Token};
+use std::collections::HashMap;
+
+/// Nested macro uses deeper than this are a cycle in practice.
+const MAX_DEPTH: u32 = 16;
+/// No single statement may expand beyond this many tokens (a macro bomb guard).
+const MAX_STMT_TOKENS: usize = 100_000;
+
+struct Macros {
+    values: HashMap<String, String>,
+    from_cmdline: HashMap<String, ()>,
+}
+
+/// Split `text` into statements (token lists, never empty) with macros expanded.
+pub fn statements(text: &str, defines: &[(String, String)]) -> (Vec<Vec<Token>>, Vec<Diagnostic>) {
+    let mut m = Macros {
+        values: HashMap::new(),
+        from_cmdline: HashMap::new(),
+    };
+    for (k, v) in defines {
+        m.values.insert(k.clone(), v.clone());
+        m.from_cmdline.insert(k.clone(), ());
+    }
+    let mut diags = Vec::new();
+    let mut out = Vec::new();
+    let toks = lex(text, None);
+    for raw in toks.split(|t| t.tok == Tok::Newline) {
+        if raw.is_empty() {
+            continue;
+        }
+        if let (Some(Tok::Word(name)), Some(Tok::Eq)) =
+            (raw.first().map(|t| &t.tok), raw.get(1).map(|t| &t.tok))
+        {
+            if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                define(&mut m, name, &raw[2..], raw[0].span, &mut diags);
+                continue;
+            }
+        }
+        let mut stmt = Vec::new();
+        match expand_into(&m, raw, 0, &mut stmt) {
+            Ok(()) if !stmt.is_empty() => out.push(stmt),
+            Ok(()) => {}
+            Err(d) => diags.push(d),
+        }
+    }
+    (out, diags)
+}
+
+fn define(
+    m: &mut Macros,
+    name: &str,
+    value: &[Token],
+    name_span: Span,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let mut parts: Vec<String> = Vec::new();
+    for t in value {
+        match &t.tok {
+            Tok::Str(s) | Tok::Word(s) => parts.push(s.clone()),
+            Tok::Macro(n) => match m.values.get(n) {
+                Some(v) => parts.push(v.clone()),
+                None => {
+                    diags.push(undefined(n, t.span));
+                    return;
+                }
+            },
+            _ => {
+                diags.push(
+                    Diagnostic::error(format!("invalid value for macro `{name}`"), t.span)
+                        .label("expected a quoted string")
+                        .hint(format!(
+                            "write {name} = \"…\"; lists go inside the quotes: \"{{ a b }}\""
+                        )),
+                );
+                return;
+            }
+        }
+    }
+    if value.is_empty() {
+        diags.push(
+            Diagnostic::error(format!("macro `{name}` has no value"), name_span)
+                .hint("write name = \"value\""),
+        );
+        return;
+    }
+    if m.from_cmdline.contains_key(name) {
+        return;
+    }
+    m.values.insert(name.to_string(), parts.join(" "));
+}
+
+fn undefined(name: &str, span: Span) -> Diagnostic {
+    Diagnostic::error(format!("undefined macro `${name}`"), span)
+        .label("not defined above this line")
+        .hint(format!(
+            "define it first (`{name} = \"…\"`) or on the command line with -D {name}=…"
+        ))
+}
+
+fn expand_into(
+    m: &Macros,
+    toks: &[Token],
+    depth: u32,
+    out: &mut Vec<Token>,
+) -> Result<(), Diagnostic> {
+    let mut prev_end: Option<usize> = None;
+    for t in toks {
+        if out.len() > MAX_STMT_TOKENS {
+            return Err(
+                Diagnostic::error("statement too long after macro expansion", t.span)
+                    .label(format!("more than {MAX_STMT_TOKENS} tokens")),
+            );
+        }
+        // pf substitutes macros as text, so `$if:network` and `10.0.$net` glue
+        // the value to the word written right next to it. (Only in the
+        // user's text: tokens of one expansion all share one span.)
+        let glued = depth == 0 && prev_end == Some(t.span.start);
+        prev_end = Some(t.span.end);
+        let before = out.len();
+        match &t.tok {
+            Tok::Macro(n) => {
+                let Some(v) = m.values.get(n) else {
+                    return Err(undefined(n, t.span));
+                };
+                if depth >= MAX_DEPTH {
+                    return Err(Diagnostic::error(
+                        format!("macro `${n}` nests too deeply"),
+                        t.span,
+                    )
+                    .label(format!("more than {MAX_DEPTH} levels"))
+                    .hint("a macro probably refers to itself"));
+                }
+                let inner: Vec<Token> = lex(v, Some(t.span))
+                    .into_iter()
+                    .filter(|t| t.tok != Tok::Newline)
+                    .collect();
+                expand_into(m, &inner, depth + 1, out)?;
+            }
+            _ => out.push(t.clone()),
+        }
+        if glued && before > 0 && before < out.len() {
+            if let (Tok::Word(a), Tok::Word(b)) = (&out[before - 1].tok, &out[before].tok) {
+                let word = format!("{a}{b}");
+                let span = out[before - 1].span.to(out[before].span);
+                out[before - 1] = Token {
+                    tok: Tok::Word(word),
+                    span,
+                };
+                out.remove(before);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str, d: &[(String, String)]) -> Vec<String> {
+        let (s, diags) = statements(text, d);
+        assert!(diags.is_empty(), "{diags:?}");
+        s.iter()
+            .map(|st| {
+                st.iter()
+                    .map(|t| match &t.tok {
+                        Tok::Word(w) => w.clone(),
+                        Tok::LBrace => "{".into(),
+                        Tok::RBrace => "}".into(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nested_macros_and_lists() {
+        let t = "a = \"em0\"\nb = \"{ $a em1 }\"\nc = \"$b\"\npass on $c\n";
+        assert_eq!(words(t, &[]), vec!["pass on { em0 em1 }"]);
+    }
+
+    #[test]
+    fn cmdline_defines_win() {
+        let t = "ext_if = \"em0\"\npass on $ext_if\n";
+        assert_eq!(
+            words(t, &[("ext_if".into(), "kue0".into())]),
+            vec!["pass on kue0"]
+        );
+    }
+
+    #[test]
+    fn undefined_and_cyclic_macros_are_errors() {
+        let (_, d) = statements("pass on $nope\n", &[]);
+        assert_eq!(d.len(), 1);
+        assert!(d[0].message.contains("$nope"));
+        assert_eq!(d[0].span, Span::new(8, 13));
+        let (_, d) = statements("a = \"x\"\nb = $c\n", &[]);
+        assert_eq!(d.len(), 1);
+        let (_, d) = statements("pass on $a\n", &[("a".into(), "$a".into())]);
+        assert!(d[0].message.contains("nests too deeply"));
+    }
+
+    #[test]
+    fn macros_glue_to_adjacent_words() {
+        let d = [("i".to_string(), "em0".to_string())];
+        assert_eq!(
+            words("pass from $i:network to 10.0.$i\n", &d),
+            vec!["pass from em0:network to 10.0.em0"]
+        );
+        assert_eq!(
+            words("pass from $i :network\n", &d),
+            vec!["pass from em0 :network"]
+        );
+    }
+
+    #[test]
+    fn macro_tokens_carry_the_use_span() {
+        let (s, _) = statements("pass on $x\n", &[("x".into(), "{ a b }".into())]);
+        assert!(s[0][2..].iter().all(|t| t.span == Span::new(8, 10)));
+    }
+}

@@ -1,0 +1,297 @@
+//! Hand-written lexer for pf.conf text.
+//!
+//! # Principles
+//! - Exact byte spans on every token, so diagnostics point at the token.
+//! - Never fails and never panics: a character pf would reject becomes an
+//!   [`Tok::Other`] token and the parser reports it where it matters (lines
+//!   that sluice skips, like `nat … -> …`, may contain anything).
+//! - Statements end at a newline, except inside `{ }` and `( )` (pf allows
+//!   lists to span lines) and after a `\` continuation.
+//! - Macro uses stay `$name` tokens here; expansion (with a depth cap) is the
+//!   statement splitter's job in `expand`.
+
+use crate::diag::Span;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tok {
+    /// Identifier, number, address, `S/SA`, `100Kb`, `em0:network`, …
+    Word(String),
+    /// `"…"` contents.
+    Str(String),
+    /// `$name`.
+    Macro(String),
+    /// `<name>`.
+    Table(String),
+    LBrace,
+    RBrace,
+    LParen,
+    RParen,
+    Comma,
+    Eq,
+    Bang,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// `><`
+    Between,
+    /// `<>`
+    Outside,
+    Newline,
+    /// A character with no meaning in pf.conf (or an unterminated string).
+    Other(char),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    pub tok: Tok,
+    pub span: Span,
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-' | '%' | '+' | '*')
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Lex `text`. When `fixed_span` is given (macro expansion), every token gets
+/// that span: the place where the user wrote `$name`.
+pub fn lex(text: &str, fixed_span: Option<Span>) -> Vec<Token> {
+    let mut out = Vec::new();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let len = text.len();
+    let at = |i: usize| chars.get(i).map(|&(_, c)| c);
+    let off = |i: usize| chars.get(i).map_or(len, |&(o, _)| o);
+    // Newlines inside braces/parens do not end a statement; depth saturates so
+    // stray closers cannot underflow.
+    let mut depth: u32 = 0;
+    let mut i = 0;
+    // Every iteration consumes at least one char, so the loop is bounded by the text length.
+    while let Some(c) = at(i) {
+        let start = i;
+        let tok = match c {
+            ' ' | '\t' | '\r' => {
+                i += 1;
+                continue;
+            }
+            '#' => {
+                while at(i).is_some_and(|c| c != '\n') {
+                    i += 1;
+                }
+                continue;
+            }
+            '\\' => {
+                // Continuation: backslash, optional blanks, newline.
+                let mut j = i + 1;
+                while at(j).is_some_and(|c| c == ' ' || c == '\t' || c == '\r') {
+                    j += 1;
+                }
+                if at(j) == Some('\n') || at(j).is_none() {
+                    i = j + 1;
+                    continue;
+                }
+                i += 1;
+                Tok::Other('\\')
+            }
+            '\n' => {
+                i += 1;
+                if depth > 0 {
+                    continue;
+                }
+                Tok::Newline
+            }
+            '"' => {
+                let mut s = String::new();
+                let mut j = i + 1;
+                let mut closed = false;
+                while let Some(c) = at(j) {
+                    if c == '"' {
+                        closed = true;
+                        j += 1;
+                        break;
+                    }
+                    if c == '\n' {
+                        break;
+                    }
+                    if c == '\\' && at(j + 1) == Some('"') {
+                        s.push('"');
+                        j += 2;
+                        continue;
+                    }
+                    s.push(c);
+                    j += 1;
+                }
+                i = j;
+                if closed {
+                    Tok::Str(s)
+                } else {
+                    Tok::Other('"')
+                }
+            }
+            '$' => {
+                let mut j = i + 1;
+                while at(j).is_some_and(is_ident_char) {
+                    j += 1;
+                }
+                let name: String = chars[i + 1..j].iter().map(|&(_, c)| c).collect();
+                i = j;
+                if name.is_empty() {
+                    Tok::Other('$')
+                } else {
+                    Tok::Macro(name)
+                }
+            }
+            '{' | '(' => {
+                depth = depth.saturating_add(1);
+                i += 1;
+                if c == '{' {
+                    Tok::LBrace
+                } else {
+                    Tok::LParen
+                }
+            }
+            '}' | ')' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+                if c == '}' {
+                    Tok::RBrace
+                } else {
+                    Tok::RParen
+                }
+            }
+            ',' => {
+                i += 1;
+                Tok::Comma
+            }
+            '=' => {
+                i += 1;
+                Tok::Eq
+            }
+            '!' => {
+                i += 1;
+                if at(i) == Some('=') {
+                    i += 1;
+                    Tok::Ne
+                } else {
+                    Tok::Bang
+                }
+            }
+            '<' => {
+                // `<name>` is a table; otherwise a comparison.
+                let mut j = i + 1;
+                if at(j).is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
+                    while at(j).is_some_and(|c| is_ident_char(c) || c == '-' || c == '.') {
+                        j += 1;
+                    }
+                    if at(j) == Some('>') {
+                        let name: String = chars[i + 1..j].iter().map(|&(_, c)| c).collect();
+                        i = j + 1;
+                        push(&mut out, Tok::Table(name), off(start), off(i), fixed_span);
+                        continue;
+                    }
+                }
+                i += 1;
+                match at(i) {
+                    Some('=') => {
+                        i += 1;
+                        Tok::Le
+                    }
+                    Some('>') => {
+                        i += 1;
+                        Tok::Outside
+                    }
+                    _ => Tok::Lt,
+                }
+            }
+            '>' => {
+                i += 1;
+                match at(i) {
+                    Some('=') => {
+                        i += 1;
+                        Tok::Ge
+                    }
+                    Some('<') => {
+                        i += 1;
+                        Tok::Between
+                    }
+                    _ => Tok::Gt,
+                }
+            }
+            c if is_word_char(c) => {
+                let mut j = i;
+                while at(j).is_some_and(is_word_char) {
+                    j += 1;
+                }
+                let w: String = chars[i..j].iter().map(|&(_, c)| c).collect();
+                i = j;
+                Tok::Word(w)
+            }
+            other => {
+                i += 1;
+                Tok::Other(other)
+            }
+        };
+        push(&mut out, tok, off(start), off(i), fixed_span);
+    }
+    out
+}
+
+fn push(out: &mut Vec<Token>, tok: Tok, start: usize, end: usize, fixed: Option<Span>) {
+    let span = fixed.unwrap_or(Span::new(start, end));
+    out.push(Token { tok, span });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<Tok> {
+        lex(s, None).into_iter().map(|t| t.tok).collect()
+    }
+
+    #[test]
+    fn words_tables_ops() {
+        use Tok::*;
+        assert_eq!(
+            toks("pass from <bad> port >< 10 flags S/SA # x\n"),
+            vec![
+                Word("pass".into()),
+                Word("from".into()),
+                Table("bad".into()),
+                Word("port".into()),
+                Between,
+                Word("10".into()),
+                Word("flags".into()),
+                Word("S/SA".into()),
+                Newline
+            ]
+        );
+        assert_eq!(toks("a <> b != c <= d"), {
+            vec![
+                Word("a".into()),
+                Outside,
+                Word("b".into()),
+                Ne,
+                Word("c".into()),
+                Le,
+                Word("d".into()),
+            ]
+        });
+    }
+
+    #[test]
+    fn continuation_and_braces_join_lines() {
+        let t = toks("pass \\\n out { a,\n b }\nx");
+        assert_eq!(t.iter().filter(|t| **t == Tok::Newline).count(), 1);
+    }
+
+    #[test]
+    fn spans_are_byte_exact() {
+        let t = lex("a = \"em0\"", None);
+        assert_eq!(t[2].span, Span::new(4, 9));
+        assert_eq!(t[2].tok, Tok::Str("em0".into()));
+    }
+}

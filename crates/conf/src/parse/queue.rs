@@ -1,0 +1,368 @@
+//! `altq on …`, `queue …` (ALTQ, OpenBSD 5.5+ and dummynet forms) and `pipe …`.
+
+use super::{PResult, P};
+use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{FqCodelParams, PipeSched, SchedKind};
+use crate::lex::Tok;
+use crate::units::{self, Bw};
+use sluice_time::Duration;
+
+const MS: u64 = 1_000_000;
+
+pub fn bandwidth(p: &mut P) -> PResult<Sp<Bw>> {
+    let w = p.word("a bandwidth")?;
+    units::bandwidth(&w.v)
+        .map(|b| Sp::new(b, w.span))
+        .ok_or_else(|| {
+            Diagnostic::error(format!("invalid bandwidth `{}`", w.v), w.span)
+                .label("expected a number with b, Kb, Mb, Gb, or a percentage")
+                .hint("e.g. 970Kb, 20Mb, 1.5Gb, 25%")
+        })
+}
+
+fn duration(p: &mut P, default_unit_ns: u64) -> PResult<Duration> {
+    let w = p.word("a duration")?;
+    let d = units::duration(&w.v, default_unit_ns).ok_or_else(|| {
+        Diagnostic::error(format!("invalid duration `{}`", w.v), w.span)
+            .label("expected e.g. 20ms, 1s, 500us")
+    })?;
+    // pf writes `for 100 ms` as well as `for 100ms`.
+    p.eat_word("ms");
+    Ok(d)
+}
+
+fn sched_kind(w: &str) -> Option<SchedKind> {
+    match w {
+        "priq" => Some(SchedKind::Priq),
+        "cbq" => Some(SchedKind::Cbq),
+        "hfsc" => Some(SchedKind::Hfsc),
+        _ => None,
+    }
+}
+
+fn unsupported_sched(w: &Sp<String>) -> Option<Diagnostic> {
+    matches!(w.v.as_str(), "fairq" | "codel").then(|| {
+        Diagnostic::error(format!("scheduler `{}` is not supported", w.v), w.span)
+            .label("sluice has priq, cbq and hfsc under altq")
+            .hint("for FQ-CoDel use an OpenBSD 5.5+ queue with `flows N`, or a pipe with `sched fq_codel`")
+    })
+}
+
+pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
+    if !p.eat_word("on") {
+        return Err(p.unexpected("`on`"));
+    }
+    let iface = p.word("an interface")?;
+    let mut a = AltqDecl {
+        iface,
+        sched: None,
+        bandwidth: None,
+        qlimit: None,
+        tbrsize: None,
+        children: Vec::new(),
+        span: start,
+    };
+    // Each iteration consumes at least one token or returns.
+    while !p.at_end() {
+        let w = p.word("bandwidth, qlimit, tbrsize, queue or a scheduler")?;
+        match w.v.as_str() {
+            "bandwidth" => a.bandwidth = Some(bandwidth(p)?),
+            "qlimit" => a.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
+            "tbrsize" => a.tbrsize = Some(p.number("tbrsize", 1, u64::from(u32::MAX))?),
+            "queue" => a.children = p.list(&mut |p: &mut P| p.word("a queue name"))?,
+            s => match sched_kind(s) {
+                Some(k) => a.sched = Some(Sp::new(k, w.span)),
+                None => {
+                    return Err(unsupported_sched(&w).unwrap_or_else(|| {
+                        Diagnostic::error(format!("unexpected `{s}` in altq"), w.span)
+                            .label("expected priq, cbq, hfsc, bandwidth, qlimit, tbrsize or queue")
+                    }))
+                }
+            },
+        }
+    }
+    a.span = start.to(p.prev_span());
+    Ok(a)
+}
+
+/// `BW` or `(m1 d m2)`.
+fn curve(p: &mut P) -> PResult<Sp<CurveAst>> {
+    let start = p.here();
+    if p.eat(&Tok::LParen) {
+        let m1 = bandwidth(p)?.v;
+        let d = duration(p, MS)?;
+        let m2 = bandwidth(p)?.v;
+        p.expect(Tok::RParen, "`)`")?;
+        return Ok(Sp::new(
+            CurveAst {
+                m1: Some(m1),
+                d,
+                m2,
+            },
+            start.to(p.prev_span()),
+        ));
+    }
+    let b = bandwidth(p)?;
+    Ok(Sp::new(
+        CurveAst {
+            m1: None,
+            d: Duration::ZERO,
+            m2: b.v,
+        },
+        b.span,
+    ))
+}
+
+/// OpenBSD 5.5+: `BW [burst BW for N ms]`.
+fn curve55(p: &mut P, q: &mut QueueDecl) -> PResult<Sp<CurveAst>> {
+    let b = bandwidth(p)?;
+    let mut c = CurveAst {
+        m1: None,
+        d: Duration::ZERO,
+        m2: b.v,
+    };
+    if p.peek_word() == Some("burst") {
+        let kw = p.here();
+        p.next();
+        mark(&mut q.new_style, "burst", kw);
+        c.m1 = Some(bandwidth(p)?.v);
+        if !p.eat_word("for") {
+            return Err(p.unexpected("`for`"));
+        }
+        c.d = duration(p, MS)?;
+    }
+    Ok(Sp::new(c, b.span.to(p.prev_span())))
+}
+
+fn mark(slot: &mut Option<Sp<&'static str>>, what: &'static str, at: Span) {
+    if slot.is_none() {
+        *slot = Some(Sp::new(what, at));
+    }
+}
+
+pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
+    let name = p.word("a queue name")?;
+    let mut q = QueueDecl {
+        name,
+        span: start,
+        ..QueueDecl::default()
+    };
+    // Each iteration consumes at least one token or returns.
+    while !p.at_end() {
+        if p.peek() == Some(&Tok::LBrace) {
+            mark(&mut q.old_style, "{ children }", p.here());
+            q.children = p.list(&mut |p: &mut P| p.word("a queue name"))?;
+            continue;
+        }
+        let w = p.word("a queue option")?;
+        match w.v.as_str() {
+            "on" => q.on = Some(p.word("an interface")?),
+            "bandwidth" => q.bandwidth = Some(curve55(p, &mut q)?),
+            "min" => {
+                mark(&mut q.new_style, "min", w.span);
+                q.min = Some(curve55(p, &mut q)?);
+            }
+            "max" => {
+                mark(&mut q.new_style, "max", w.span);
+                q.max = Some(curve55(p, &mut q)?);
+            }
+            "priority" => {
+                mark(&mut q.old_style, "priority", w.span);
+                q.priority = Some(p.number("priority", 0, 255)?);
+            }
+            "qlimit" => q.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
+            "parent" => {
+                mark(&mut q.new_style, "parent", w.span);
+                q.parent = Some(p.word("a parent queue name")?);
+            }
+            "flows" => {
+                mark(&mut q.new_style, "flows", w.span);
+                q.flows = Some(p.number("flows", 1, 32_768)?);
+            }
+            "quantum" => {
+                mark(&mut q.new_style, "quantum", w.span);
+                q.quantum = Some(p.number("quantum", 1, 65_535)?);
+            }
+            "default" => {
+                mark(&mut q.new_style, "default", w.span);
+                q.default = Some(w.span);
+            }
+            "pipe" => q.pipe = Some(p.word("a pipe name")?),
+            "weight" => q.weight = Some(p.number("weight", 0, u64::MAX)?),
+            s => match sched_kind(s) {
+                Some(k) => {
+                    mark(&mut q.old_style, crate::sema::sched_opts_name(k), w.span);
+                    q.sched = Some(Sp::new(k, w.span));
+                    if p.peek() == Some(&Tok::LParen) {
+                        sched_opts(p, &mut q, k)?;
+                    }
+                }
+                None => {
+                    return Err(unsupported_sched(&w).unwrap_or_else(|| {
+                        Diagnostic::error(format!("unexpected `{s}` in queue"), w.span).label("not a queue option").hint(
+                            "ALTQ: on bandwidth priority qlimit priq(…) cbq(…) hfsc(…) { children }; \
+                             5.5+: on bandwidth min max burst parent qlimit flows quantum default; pipes: pipe weight qlimit default",
+                        )
+                    }))
+                }
+            },
+        }
+    }
+    q.span = start.to(p.prev_span());
+    Ok(q)
+}
+
+fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
+    p.expect(Tok::LParen, "`(`")?;
+    // Each iteration consumes at least one token or returns.
+    loop {
+        if p.eat(&Tok::RParen) {
+            return Ok(());
+        }
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
+        let w = p.word("a scheduler option")?;
+        let ok = match (w.v.as_str(), k) {
+            ("default", _) => {
+                q.default = Some(w.span);
+                true
+            }
+            ("red", _) => {
+                q.red = true;
+                true
+            }
+            ("ecn", _) => {
+                q.ecn = true;
+                true
+            }
+            ("rio", SchedKind::Cbq | SchedKind::Hfsc) => {
+                q.rio = true;
+                true
+            }
+            ("borrow", SchedKind::Cbq) => {
+                q.borrow = true;
+                true
+            }
+            ("cleardscp", _) => true,
+            ("realtime", SchedKind::Hfsc) => {
+                q.realtime = Some(curve(p)?);
+                true
+            }
+            ("linkshare", SchedKind::Hfsc) => {
+                q.linkshare = Some(curve(p)?);
+                true
+            }
+            ("upperlimit", SchedKind::Hfsc) => {
+                q.upperlimit = Some(curve(p)?);
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            let allowed = match k {
+                SchedKind::Priq => "default red ecn",
+                SchedKind::Cbq => "default borrow red ecn rio",
+                _ => "default red ecn rio realtime linkshare upperlimit",
+            };
+            return Err(Diagnostic::error(
+                format!("unknown option `{}` for this scheduler", w.v),
+                w.span,
+            )
+            .label(format!("allowed: {allowed}")));
+        }
+    }
+}
+
+pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
+    let name = p.word("a pipe name")?;
+    let mut d = PipeDecl {
+        name,
+        iface: None,
+        bandwidth: None,
+        delay: Duration::ZERO,
+        loss_ppm: 0,
+        qlimit: None,
+        sched: PipeSched::Fifo,
+        span: start,
+    };
+    // Each iteration consumes at least one token or returns.
+    while !p.at_end() {
+        let w = p.word("a pipe option")?;
+        match w.v.as_str() {
+            "on" => d.iface = Some(p.word("an interface")?),
+            "bandwidth" => d.bandwidth = Some(bandwidth(p)?),
+            "delay" => d.delay = duration(p, MS)?,
+            "plr" => {
+                let v = p.word("a loss probability")?;
+                d.loss_ppm = units::probability_ppm(&v.v).ok_or_else(|| {
+                    Diagnostic::error(format!("invalid plr `{}`", v.v), v.span)
+                        .label("expected a probability 0..1, e.g. 0.01")
+                })?;
+            }
+            "qlimit" => d.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
+            "sched" => {
+                let s = p.word("a pipe scheduler")?;
+                d.sched = match s.v.as_str() {
+                    "fifo" => PipeSched::Fifo,
+                    "drr" => PipeSched::Drr,
+                    "wf2q" | "wf2q+" => PipeSched::Wf2q,
+                    "fq_codel" => PipeSched::FqCodel(fq_codel(p)?),
+                    o => {
+                        return Err(Diagnostic::error(
+                            format!("unknown pipe scheduler `{o}`"),
+                            s.span,
+                        )
+                        .label("allowed: fifo drr wf2q fq_codel"))
+                    }
+                };
+            }
+            o => {
+                return Err(
+                    Diagnostic::error(format!("unexpected `{o}` in pipe"), w.span)
+                        .label("expected on, bandwidth, delay, plr, qlimit or sched"),
+                )
+            }
+        }
+    }
+    d.span = start.to(p.prev_span());
+    Ok(d)
+}
+
+/// `fq_codel [(target 5ms, interval 100ms, quantum 1514, limit 10240, flows 1024, ecn)]`.
+/// ECN is off unless asked for, as in dummynet's fq_codel.
+fn fq_codel(p: &mut P) -> PResult<FqCodelParams> {
+    let mut f = FqCodelParams {
+        ecn: false,
+        ..FqCodelParams::default()
+    };
+    if !p.eat(&Tok::LParen) {
+        return Ok(f);
+    }
+    // Each iteration consumes at least one token or returns.
+    loop {
+        if p.eat(&Tok::RParen) {
+            return Ok(f);
+        }
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
+        let w = p.word("an fq_codel option")?;
+        match w.v.as_str() {
+            "target" => f.target = duration(p, MS)?,
+            "interval" => f.interval = duration(p, MS)?,
+            "quantum" => f.quantum = p.number("quantum", 64, 65_535)?.v as u32,
+            "limit" => f.limit = p.number("limit", 1, 1_000_000)?.v as u32,
+            "flows" => f.flows = p.number("flows", 1, 65_536)?.v as u32,
+            "ecn" => f.ecn = true,
+            "noecn" => f.ecn = false,
+            o => {
+                return Err(
+                    Diagnostic::error(format!("unknown fq_codel option `{o}`"), w.span)
+                        .label("allowed: target interval quantum limit flows ecn noecn"),
+                )
+            }
+        }
+    }
+}

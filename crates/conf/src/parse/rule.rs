@@ -1,0 +1,422 @@
+//! `pass`, `block` and `match` rules (pf.conf(5) "PACKET FILTERING").
+//!
+//! The options sluice does not act on (label, tag, user, icmp-type, nat-to,
+//! route-to, …) are parsed for shape and dropped; docs/config.md lists them.
+
+use super::{PResult, P};
+use crate::ast::{HostAst, RuleAst, Sp};
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{Action, AddrFamily, AddrMatch, Direction, IpNet, PortOp, StatePolicy};
+use crate::lex::Tok;
+use crate::units;
+use std::net::IpAddr;
+
+/// `10.0.0.0/8`, `192.0.2.1`, `2001:db8::/32`.
+pub fn ipnet(s: &str) -> Option<IpNet> {
+    let (a, pfx) = match s.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (s, None),
+    };
+    let addr: IpAddr = a.parse().ok()?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let prefix = match pfx {
+        Some(p) => {
+            let n: u8 = p.parse().ok()?;
+            if n > max {
+                return None;
+            }
+            n
+        }
+        None => max,
+    };
+    Some(IpNet { addr, prefix })
+}
+
+fn iface_addr(w: &str) -> AddrMatch {
+    match w.split_once(':') {
+        Some((i, "network")) => AddrMatch::IfaceNetwork(i.to_string()),
+        // `:broadcast`, `:peer`, `:0`: still the interface's addresses to sluice.
+        Some((i, _)) => AddrMatch::Iface(i.to_string()),
+        None => AddrMatch::Iface(w.to_string()),
+    }
+}
+
+fn host(p: &mut P) -> PResult<Sp<HostAst>> {
+    let start = p.here();
+    let negated = p.eat(&Tok::Bang);
+    let addr = match p.next().map(|t| (&t.tok, t.span)) {
+        Some((Tok::Table(t), _)) => AddrMatch::Table(t.clone()),
+        Some((Tok::LParen, _)) => {
+            let w = p.word("an interface")?;
+            // `(if)` modifiers like `(if:0)` or `(if round-robin)`: skip to `)`.
+            while !p.at_end() && p.peek() != Some(&Tok::RParen) {
+                p.next();
+            }
+            p.expect(Tok::RParen, "`)`")?;
+            iface_addr(&w.v)
+        }
+        Some((Tok::Word(w) | Tok::Str(w), span)) => match w.as_str() {
+            "any" => AddrMatch::Any,
+            "self" => AddrMatch::SelfAddr,
+            "no-route" => AddrMatch::NoRoute,
+            "urpf-failed" => AddrMatch::UrpfFailed,
+            _ => {
+                if let Some(n) = ipnet(w) {
+                    n.into()
+                } else if w.contains('/')
+                    || w.parse::<IpAddr>().is_ok()
+                    || w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                {
+                    return Err(Diagnostic::error(format!("invalid address `{w}`"), span)
+                        .label("expected an address, address/prefix, table, or interface"));
+                } else if w.contains('.') {
+                    return Err(Diagnostic::error(
+                        format!("host name `{w}` is not resolved"),
+                        span,
+                    )
+                    .label("sluice does not look up names")
+                    .hint("write the address, or put the addresses in a table <name> { … }"));
+                } else {
+                    iface_addr(w)
+                }
+            }
+        },
+        _ => {
+            p.pos = p.pos.saturating_sub(1);
+            return Err(p.unexpected("an address"));
+        }
+    };
+    Ok(Sp::new(HostAst { addr, negated }, start.to(p.prev_span())))
+}
+
+impl From<IpNet> for AddrMatch {
+    fn from(n: IpNet) -> AddrMatch {
+        AddrMatch::Net(n)
+    }
+}
+
+fn port_num(p: &mut P) -> PResult<(u16, Span)> {
+    let w = p.word("a port")?;
+    units::port(&w.v).map(|n| (n, w.span)).ok_or_else(|| {
+        Diagnostic::error(format!("unknown port `{}`", w.v), w.span)
+            .label("expected 0..65535 or a service name")
+            .hint("known names include ssh domain http www https smtp ntp imap imaps pop3 submission; otherwise write the number")
+    })
+}
+
+fn port(p: &mut P) -> PResult<Sp<PortOp>> {
+    let start = p.here();
+    let op: Option<fn(u16) -> PortOp> = match p.peek() {
+        Some(Tok::Eq) => Some(PortOp::Eq),
+        Some(Tok::Ne) => Some(PortOp::Ne),
+        Some(Tok::Lt) => Some(PortOp::Lt),
+        Some(Tok::Le) => Some(PortOp::Le),
+        Some(Tok::Gt) => Some(PortOp::Gt),
+        Some(Tok::Ge) => Some(PortOp::Ge),
+        _ => None,
+    };
+    if let Some(op) = op {
+        p.next();
+        let (n, _) = port_num(p)?;
+        return Ok(Sp::new(op(n), start.to(p.prev_span())));
+    }
+    if let Some(w) = p.peek_word() {
+        if let Some((a, b)) = w.split_once(':') {
+            let span = p.here();
+            p.next();
+            let (Some(a), Some(b)) = (units::port(a), units::port(b)) else {
+                return Err(Diagnostic::error(format!("invalid port range `{w}`"), span)
+                    .label("expected LOW:HIGH"));
+            };
+            return Ok(Sp::new(PortOp::Range(a.min(b), a.max(b)), span));
+        }
+    }
+    let (a, _) = port_num(p)?;
+    let op = if p.eat(&Tok::Between) {
+        PortOp::Between(a, port_num(p)?.0)
+    } else if p.eat(&Tok::Outside) {
+        PortOp::Outside(a, port_num(p)?.0)
+    } else {
+        PortOp::Eq(a)
+    };
+    Ok(Sp::new(op, start.to(p.prev_span())))
+}
+
+/// `from …` / `to …`: hosts (default any) and optional ports.
+type Hosts = Vec<Sp<HostAst>>;
+type Ports = Vec<Sp<PortOp>>;
+
+fn endpoint(p: &mut P) -> PResult<(Hosts, Ports)> {
+    let mut hosts = Vec::new();
+    if p.peek_word() != Some("port") {
+        hosts = p.list(&mut host)?;
+    }
+    let mut ports = Vec::new();
+    if p.eat_word("port") {
+        ports = p.list(&mut port)?;
+    }
+    Ok((hosts, ports))
+}
+
+fn queue_pair(p: &mut P) -> PResult<(Sp<String>, Option<Sp<String>>)> {
+    if p.eat(&Tok::LParen) {
+        let a = p.word("a queue name")?;
+        let b = if p.eat(&Tok::Comma) {
+            Some(p.word("a queue name")?)
+        } else {
+            None
+        };
+        p.expect(Tok::RParen, "`)`")?;
+        Ok((a, b))
+    } else {
+        Ok((p.word("a queue name")?, None))
+    }
+}
+
+fn prio_pair(p: &mut P) -> PResult<(u8, Option<u8>)> {
+    if p.eat(&Tok::LParen) {
+        let a = p.number("prio", 0, 7)?.v as u8;
+        let b = if p.eat(&Tok::Comma) {
+            Some(p.number("prio", 0, 7)?.v as u8)
+        } else {
+            None
+        };
+        p.expect(Tok::RParen, "`)`")?;
+        Ok((a, b))
+    } else {
+        Ok((p.number("prio", 0, 7)?.v as u8, None))
+    }
+}
+
+/// Pool and port options after nat-to / rdr-to / route-to targets.
+fn skip_pool_opts(p: &mut P) -> PResult<()> {
+    // Each iteration consumes a token or stops.
+    loop {
+        match p.peek_word() {
+            Some("port") => {
+                p.next();
+                p.list(&mut port)?;
+            }
+            Some(
+                "static-port" | "round-robin" | "random" | "bitmask" | "least-states"
+                | "sticky-address",
+            ) => {
+                p.next();
+            }
+            Some("source-hash") => {
+                p.next();
+                if p.peek_word().is_some_and(|w| w.starts_with("0x"))
+                    || matches!(p.peek(), Some(Tok::Str(_)))
+                {
+                    p.next();
+                }
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// `user`/`group` values: `1000`, `= joe`, `{ a b }`, `1000 >< 2000`.
+fn skip_id(p: &mut P) -> PResult<()> {
+    let mut item = |p: &mut P| -> PResult<()> {
+        if matches!(
+            p.peek(),
+            Some(Tok::Eq | Tok::Ne | Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge)
+        ) {
+            p.next();
+        }
+        p.word("a user or group")?;
+        if p.eat(&Tok::Between) || p.eat(&Tok::Outside) {
+            p.word("a user or group")?;
+        }
+        Ok(())
+    };
+    p.list(&mut item).map(|_| ())
+}
+
+pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
+    let action = match first.v.as_str() {
+        "pass" => Action::Pass,
+        "block" => Action::Block,
+        _ => Action::Match,
+    };
+    let mut r = RuleAst {
+        action,
+        span: first.span,
+        direction: None,
+        quick: false,
+        log: false,
+        ifaces: Vec::new(),
+        af: None,
+        protos: Vec::new(),
+        from_hosts: Vec::new(),
+        from_ports: Vec::new(),
+        to_hosts: Vec::new(),
+        to_ports: Vec::new(),
+        flags: None,
+        tos: None,
+        state: None,
+        queue: None,
+        prio: None,
+    };
+    // Each iteration consumes at least one token or returns.
+    while !p.at_end() {
+        if p.peek() == Some(&Tok::Bang)
+            && matches!(p.peek_at(1), Some(Tok::Word(w)) if w == "tagged" || w == "received-on")
+        {
+            p.next();
+        }
+        let w = p.word("a rule option")?;
+        match w.v.as_str() {
+            "in" => r.direction = Some(Direction::In),
+            "out" => r.direction = Some(Direction::Out),
+            "quick" => r.quick = true,
+            "log" => {
+                r.log = true;
+                if p.peek() == Some(&Tok::LParen) {
+                    p.skip_group()?;
+                }
+            }
+            "drop" if action == Action::Block => {}
+            "return" | "return-rst" | "return-icmp" | "return-icmp6" if action == Action::Block => {
+                if p.peek() == Some(&Tok::LParen) {
+                    p.skip_group()?;
+                }
+            }
+            "on" => {
+                if p.eat_word("rdomain") {
+                    p.word("an rdomain number")?;
+                    continue;
+                }
+                let mut item = |p: &mut P| -> PResult<Sp<(String, bool)>> {
+                    let start = p.here();
+                    let neg = p.eat(&Tok::Bang);
+                    let n = p.word("an interface")?;
+                    Ok(Sp::new((n.v, neg), start.to(n.span)))
+                };
+                r.ifaces = p.list(&mut item)?;
+            }
+            "inet" => r.af = Some(AddrFamily::Inet),
+            "inet6" => r.af = Some(AddrFamily::Inet6),
+            "proto" => {
+                let mut item = |p: &mut P| -> PResult<Sp<u8>> {
+                    let w = p.word("a protocol")?;
+                    units::proto(&w.v)
+                        .map(|n| Sp::new(n, w.span))
+                        .ok_or_else(|| {
+                            Diagnostic::error(format!("unknown protocol `{}`", w.v), w.span).label(
+                                "expected a name (tcp udp icmp icmp6 gre esp ah ipv6 …) or 0..255",
+                            )
+                        })
+                };
+                r.protos = p.list(&mut item)?;
+            }
+            "all" => {}
+            "from" => (r.from_hosts, r.from_ports) = endpoint(p)?,
+            "to" => (r.to_hosts, r.to_ports) = endpoint(p)?,
+            "flags" => {
+                let f = p.word("flags X/Y or `any`")?;
+                let v = if f.v == "any" {
+                    None
+                } else {
+                    let (set, mask) = f.v.split_once('/').unwrap_or((f.v.as_str(), "FSRPAUEW"));
+                    match (units::tcp_flags(set), units::tcp_flags(mask)) {
+                        (Some(s), Some(m)) if s & !m == 0 => Some((s, m)),
+                        _ => {
+                            return Err(Diagnostic::error(
+                                format!("invalid flags `{}`", f.v),
+                                f.span,
+                            )
+                            .label("expected SET/MASK from F S R P A U E W, e.g. S/SA")
+                            .hint("every flag in SET must also be in MASK"))
+                        }
+                    }
+                };
+                r.flags = Some(Sp::new(v, f.span));
+            }
+            "tos" => {
+                let t = p.word("a tos value")?;
+                r.tos = Some(match t.v.as_str() {
+                    "lowdelay" => 0x10,
+                    "throughput" => 0x08,
+                    "reliability" => 0x04,
+                    v => match units::number(v).and_then(|n| u8::try_from(n).ok()) {
+                        Some(n) => n,
+                        None => {
+                            return Err(Diagnostic::error(format!("invalid tos `{v}`"), t.span)
+                                .label("expected 0..255 or lowdelay, throughput, reliability"))
+                        }
+                    },
+                });
+            }
+            "keep" | "modulate" | "synproxy" | "no" => {
+                if !p.eat_word("state") {
+                    return Err(p.unexpected("`state`"));
+                }
+                r.state = Some(match w.v.as_str() {
+                    "keep" => StatePolicy::Keep,
+                    "no" => StatePolicy::No,
+                    _ => StatePolicy::Modulate,
+                });
+                if p.peek() == Some(&Tok::LParen) {
+                    p.skip_group()?;
+                }
+            }
+            "queue" => r.queue = Some(queue_pair(p)?),
+            "set" => {
+                let what = p.word("queue, prio, tos or delay")?;
+                match what.v.as_str() {
+                    "queue" => r.queue = Some(queue_pair(p)?),
+                    "prio" => r.prio = Some(prio_pair(p)?),
+                    "tos" | "delay" => p.skip_value("a value")?,
+                    o => {
+                        return Err(Diagnostic::error(
+                            format!("unknown `set {o}` in rule"),
+                            what.span,
+                        )
+                        .label("expected queue, prio, tos or delay"))
+                    }
+                }
+            }
+            "label" | "tag" | "os" | "probability" | "max-mss" | "rtable" | "min-ttl"
+            | "max-pkt-rate" | "prio" | "received-on" | "scrub" => p.skip_value("a value")?,
+            "tagged" => p.skip_value("a tag")?,
+            "user" | "group" => skip_id(p)?,
+            "icmp-type" | "icmp6-type" => {
+                p.skip_value("an icmp type")?;
+                if p.eat_word("code") {
+                    p.skip_value("an icmp code")?;
+                }
+            }
+            "route-to" | "reply-to" | "dup-to" | "rdr-to" | "nat-to" | "binat-to" | "divert-to" => {
+                p.skip_value("an address")?;
+                skip_pool_opts(p)?;
+            }
+            "af-to" => {
+                p.word("inet or inet6")?;
+                if p.eat_word("from") {
+                    p.skip_value("an address")?;
+                }
+                if p.eat_word("to") {
+                    p.skip_value("an address")?;
+                }
+            }
+            "divert-packet" => {
+                if p.eat_word("port") {
+                    p.word("a port")?;
+                }
+            }
+            "divert-reply" | "once" | "allow-opts" | "fragment" | "no-df" | "fastroute"
+            | "random-id" => {}
+            o => {
+                return Err(
+                    Diagnostic::error(format!("unexpected `{o}` in rule"), w.span)
+                        .label("not a rule option sluice knows")
+                        .hint("see docs/config.md for the accepted pf rule options"),
+                )
+            }
+        }
+    }
+    r.span = first.span.to(p.prev_span());
+    Ok(r)
+}

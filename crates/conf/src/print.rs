@@ -1,0 +1,345 @@
+//! The canonical printer: IR → pf.conf text in sluice's dialect.
+//!
+//! # Principles
+//! - Fixed point: `check(print(c))` yields `c` again (modulo line numbers),
+//!   and printing that yields the same text. Golden tests hold us to it.
+//! - Everything resolved is written out: percentages as rates, defaults
+//!   (qlimit, priority) explicitly, lists expanded one rule per line.
+//! - ALTQ syntax unless a tree uses what only OpenBSD 5.5+ queues can say
+//!   (`flows`, `quantum`); pipes in the dummynet dialect.
+
+use crate::ir::*;
+use crate::sema::sched_name;
+use crate::units::{proto_name, tcp_flags_str};
+use std::fmt::Write as _;
+
+pub fn print(cfg: &Config) -> String {
+    let mut o = String::new();
+    if cfg.options.state_limit != Options::default().state_limit {
+        let _ = writeln!(o, "set limit states {}", cfg.options.state_limit);
+    }
+    for (i, ov) in &cfg.options.overhead {
+        let atm = if ov.framing == sluice_time::Framing::Atm {
+            " atm"
+        } else {
+            ""
+        };
+        let _ = writeln!(o, "set overhead on {i} {}{atm}", ov.bytes);
+    }
+    for t in &cfg.tables {
+        let e: Vec<String> = t
+            .entries
+            .iter()
+            .map(|(n, neg)| format!("{}{}", if *neg { "!" } else { "" }, net(n)))
+            .collect();
+        let _ = writeln!(o, "table <{}> {{ {} }}", t.name, e.join(", "));
+    }
+    for iq in &cfg.interfaces {
+        if !o.is_empty() {
+            o.push('\n');
+        }
+        match iq.sched {
+            SchedKind::Pipe => pipe(&mut o, iq),
+            SchedKind::Hfsc
+                if iq
+                    .queues
+                    .iter()
+                    .any(|q| q.flows.is_some() || q.quantum.is_some()) =>
+            {
+                new_style(&mut o, iq)
+            }
+            _ => altq(&mut o, iq),
+        }
+    }
+    if !cfg.rules.is_empty() && !o.is_empty() {
+        o.push('\n');
+    }
+    for r in &cfg.rules {
+        rule(&mut o, r);
+    }
+    o
+}
+
+fn net(n: &IpNet) -> String {
+    let full = if n.addr.is_ipv4() { 32 } else { 128 };
+    if n.prefix == full {
+        n.addr.to_string()
+    } else {
+        format!("{}/{}", n.addr, n.prefix)
+    }
+}
+
+fn curve(c: &ServiceCurve) -> String {
+    if c.m1.0 == 0 && c.d.0 == 0 {
+        c.m2.to_string()
+    } else {
+        format!("({} {} {})", c.m1, c.d, c.m2)
+    }
+}
+
+fn altq(o: &mut String, iq: &IfaceQueueing) {
+    let top: Vec<&str> = iq
+        .queues
+        .iter()
+        .filter(|q| q.parent.is_none())
+        .map(|q| q.name.as_str())
+        .collect();
+    let _ = write!(
+        o,
+        "altq on {} {} bandwidth {}",
+        iq.ifname,
+        sched_name(iq.sched),
+        iq.bandwidth
+    );
+    if let Some(t) = iq.tbrsize {
+        let _ = write!(o, " tbrsize {t}");
+    }
+    let _ = writeln!(o, " queue {{ {} }}", top.join(", "));
+    for q in &iq.queues {
+        let _ = write!(o, "queue {} on {}", q.name, iq.ifname);
+        if let Some(b) = q.bandwidth {
+            let _ = write!(o, " bandwidth {b}");
+        }
+        let _ = write!(o, " priority {} qlimit {}", q.priority, q.qlimit);
+        let mut opts: Vec<String> = Vec::new();
+        for (on, name) in [
+            (q.default, "default"),
+            (q.borrow, "borrow"),
+            (q.red, "red"),
+            (q.ecn, "ecn"),
+            (q.rio, "rio"),
+        ] {
+            if on {
+                opts.push(name.into());
+            }
+        }
+        if let Some(c) = &q.realtime {
+            opts.push(format!("realtime {}", curve(c)));
+        }
+        if let Some(c) = &q.linkshare {
+            if Some(*c) != q.bandwidth.map(ServiceCurve::linear) {
+                opts.push(format!("linkshare {}", curve(c)));
+            }
+        }
+        if let Some(c) = &q.upperlimit {
+            opts.push(format!("upperlimit {}", curve(c)));
+        }
+        if !opts.is_empty() {
+            let _ = write!(o, " {}({})", sched_name(iq.sched), opts.join(" "));
+        }
+        if !q.children.is_empty() {
+            let kids: Vec<&str> = q
+                .children
+                .iter()
+                .filter_map(|&c| iq.queues.get(c))
+                .map(|c| c.name.as_str())
+                .collect();
+            let _ = write!(o, " {{ {} }}", kids.join(", "));
+        }
+        o.push('\n');
+    }
+}
+
+fn curve55(c: &ServiceCurve) -> String {
+    if c.m1.0 == 0 && c.d.0 == 0 {
+        c.m2.to_string()
+    } else {
+        format!("{} burst {} for {}", c.m2, c.m1, c.d)
+    }
+}
+
+fn new_style(o: &mut String, iq: &IfaceQueueing) {
+    for q in &iq.queues {
+        let _ = write!(o, "queue {} on {}", q.name, iq.ifname);
+        if let Some(p) = q.parent.and_then(|p| iq.queues.get(p)) {
+            let _ = write!(o, " parent {}", p.name);
+        }
+        if let Some(c) = &q.linkshare {
+            let _ = write!(o, " bandwidth {}", curve55(c));
+        }
+        if let Some(c) = &q.realtime {
+            let _ = write!(o, " min {}", curve55(c));
+        }
+        if let Some(c) = &q.upperlimit {
+            let _ = write!(o, " max {}", curve55(c));
+        }
+        let _ = write!(o, " qlimit {}", q.qlimit);
+        if let Some(f) = q.flows {
+            let _ = write!(o, " flows {f}");
+        }
+        if let Some(f) = q.quantum {
+            let _ = write!(o, " quantum {f}");
+        }
+        if q.default {
+            o.push_str(" default");
+        }
+        o.push('\n');
+    }
+}
+
+fn ppm(p: u32) -> String {
+    let s = format!("{}.{:06}", p / 1_000_000, p % 1_000_000);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn pipe(o: &mut String, iq: &IfaceQueueing) {
+    let Some(p) = &iq.pipe else { return };
+    let _ = write!(
+        o,
+        "pipe {} on {} bandwidth {}",
+        p.name, iq.ifname, iq.bandwidth
+    );
+    if p.delay.0 != 0 {
+        let _ = write!(o, " delay {}", p.delay);
+    }
+    if p.loss_ppm != 0 {
+        let _ = write!(o, " plr {}", ppm(p.loss_ppm));
+    }
+    let _ = write!(o, " qlimit {} sched ", p.qlimit);
+    match &p.sched {
+        PipeSched::Fifo => o.push_str("fifo"),
+        PipeSched::Drr => o.push_str("drr"),
+        PipeSched::Wf2q => o.push_str("wf2q"),
+        PipeSched::FqCodel(f) => {
+            let _ = write!(
+                o,
+                "fq_codel (target {}, interval {}, quantum {}, limit {}, flows {}, {})",
+                f.target,
+                f.interval,
+                f.quantum,
+                f.limit,
+                f.flows,
+                if f.ecn { "ecn" } else { "noecn" }
+            );
+        }
+    }
+    o.push('\n');
+    for q in &iq.queues {
+        let _ = write!(
+            o,
+            "queue {} pipe {} weight {} qlimit {}",
+            q.name,
+            p.name,
+            q.weight.unwrap_or(1),
+            q.qlimit
+        );
+        if q.default {
+            o.push_str(" default");
+        }
+        o.push('\n');
+    }
+}
+
+fn addr(a: &AddrMatch) -> String {
+    match a {
+        AddrMatch::Any => "any".into(),
+        AddrMatch::Net(n) => net(n),
+        AddrMatch::Table(t) => format!("<{t}>"),
+        AddrMatch::Iface(i) => i.clone(),
+        AddrMatch::IfaceNetwork(i) => format!("{i}:network"),
+        AddrMatch::SelfAddr => "self".into(),
+        AddrMatch::NoRoute => "no-route".into(),
+        AddrMatch::UrpfFailed => "urpf-failed".into(),
+    }
+}
+
+fn port(p: &PortOp) -> String {
+    match *p {
+        PortOp::Eq(a) => format!("{a}"),
+        PortOp::Ne(a) => format!("!= {a}"),
+        PortOp::Lt(a) => format!("< {a}"),
+        PortOp::Le(a) => format!("<= {a}"),
+        PortOp::Gt(a) => format!("> {a}"),
+        PortOp::Ge(a) => format!(">= {a}"),
+        PortOp::Range(a, b) => format!("{a}:{b}"),
+        PortOp::Between(a, b) => format!("{a} >< {b}"),
+        PortOp::Outside(a, b) => format!("{a} <> {b}"),
+    }
+}
+
+fn endpoint(o: &mut String, kw: &str, e: &Endpoint) {
+    let _ = write!(
+        o,
+        " {kw} {}{}",
+        if e.negated { "!" } else { "" },
+        addr(&e.addr)
+    );
+    if let Some(p) = &e.port {
+        let _ = write!(o, " port {}", port(p));
+    }
+}
+
+fn rule(o: &mut String, r: &Rule) {
+    o.push_str(match r.action {
+        Action::Pass => "pass",
+        Action::Block => "block",
+        Action::Match => "match",
+    });
+    match r.direction {
+        Some(Direction::In) => o.push_str(" in"),
+        Some(Direction::Out) => o.push_str(" out"),
+        None => {}
+    }
+    if r.log {
+        o.push_str(" log");
+    }
+    if r.quick {
+        o.push_str(" quick");
+    }
+    if let Some((i, neg)) = &r.iface {
+        let _ = write!(o, " on {}{i}", if *neg { "!" } else { "" });
+    }
+    match r.af {
+        Some(AddrFamily::Inet) => o.push_str(" inet"),
+        Some(AddrFamily::Inet6) => o.push_str(" inet6"),
+        None => {}
+    }
+    if let Some(p) = r.proto {
+        match proto_name(p) {
+            Some(n) => {
+                let _ = write!(o, " proto {n}");
+            }
+            None => {
+                let _ = write!(o, " proto {p}");
+            }
+        }
+    }
+    if r.from == Endpoint::default() && r.to == Endpoint::default() {
+        o.push_str(" all");
+    } else {
+        endpoint(o, "from", &r.from);
+        endpoint(o, "to", &r.to);
+    }
+    if let Some((s, m)) = r.flags {
+        let _ = write!(o, " flags {}/{}", tcp_flags_str(s), tcp_flags_str(m));
+    }
+    if let Some(t) = r.tos {
+        let _ = write!(o, " tos 0x{t:02x}");
+    }
+    if r.action == Action::Pass {
+        match r.state {
+            StatePolicy::Keep => {}
+            StatePolicy::No => o.push_str(" no state"),
+            StatePolicy::Modulate => o.push_str(" modulate state"),
+        }
+    }
+    match &r.queue {
+        Some((a, Some(b))) => {
+            let _ = write!(o, " queue ({a}, {b})");
+        }
+        Some((a, None)) => {
+            let _ = write!(o, " queue {a}");
+        }
+        None => {}
+    }
+    match r.prio {
+        Some((a, Some(b))) => {
+            let _ = write!(o, " set prio ({a}, {b})");
+        }
+        Some((a, None)) => {
+            let _ = write!(o, " set prio {a}");
+        }
+        None => {}
+    }
+    o.push('\n');
+}

@@ -1,0 +1,284 @@
+//! Semantic checks: AST → validated IR, plus warnings.
+//!
+//! # Principles
+//! - Everything the engine needs is resolved here: percentages become rates,
+//!   defaults are filled in (qlimit 50, priority 1, HFSC linkshare = bandwidth),
+//!   names are checked, lists are expanded into one rule per combination (pf's
+//!   cross product, pf.conf(5) "LISTS").
+//! - Each error points at the offending token; duplicates point at both.
+//! - Warnings never change the IR: the config the user wrote is the config run.
+
+mod queues;
+pub use queues::{sched_name, sched_opts_name};
+
+use crate::ast::{RuleAst, Stmt};
+use crate::diag::{line_col, Diagnostic, Span};
+use crate::ir::{self, Config, Endpoint, Rule, StatePolicy};
+
+/// One rule may expand to at most this many IR rules (pf has no cap, but a
+/// 5-way cross product of big lists is a typo in practice).
+const MAX_EXPANSION: usize = 10_000;
+
+pub struct Ctx<'t> {
+    pub text: &'t str,
+    pub diags: Vec<Diagnostic>,
+}
+
+impl Ctx<'_> {
+    pub fn line(&self, span: Span) -> u32 {
+        u32::try_from(line_col(self.text, span.start).0).unwrap_or(u32::MAX)
+    }
+    pub fn err(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+}
+
+pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
+    let mut cx = Ctx {
+        text,
+        diags: Vec::new(),
+    };
+    let mut cfg = Config::default();
+    let mut altqs = Vec::new();
+    let mut qdecls = Vec::new();
+    let mut pipes = Vec::new();
+    let mut rules = Vec::new();
+    for s in stmts {
+        match s {
+            Stmt::Altq(a) => altqs.push(a),
+            Stmt::Queue(q) => qdecls.push(*q),
+            Stmt::Pipe(p) => pipes.push(p),
+            Stmt::Rule(r) => rules.push(*r),
+            Stmt::Overhead(i, o) => {
+                cfg.options.overhead.retain(|(n, _)| *n != i.v);
+                cfg.options.overhead.push((i.v, o));
+            }
+            Stmt::StateLimit(n) => match u32::try_from(n.v) {
+                Ok(v) if v > 0 => cfg.options.state_limit = v,
+                _ => cx.err(
+                    Diagnostic::error(format!("state limit out of range: {}", n.v), n.span)
+                        .label("allowed 1..4294967295"),
+                ),
+            },
+            Stmt::Table(t) => {
+                if let Some(prev) = cfg.tables.iter_mut().find(|x| x.name == t.name.v) {
+                    prev.entries.extend(t.entries);
+                } else {
+                    cfg.tables.push(ir::Table {
+                        name: t.name.v,
+                        entries: t.entries,
+                    });
+                }
+            }
+            Stmt::Ignored => {}
+        }
+    }
+    cfg.interfaces = queues::build(&mut cx, &altqs, &qdecls, &pipes);
+    let mut out_rules = Vec::new();
+    for r in &rules {
+        expand_rule(&mut cx, &cfg, r, &mut out_rules);
+    }
+    cfg.rules = out_rules;
+    (cfg, cx.diags)
+}
+
+fn all_queue_names(cfg: &Config) -> Vec<&str> {
+    let mut v: Vec<&str> = cfg
+        .interfaces
+        .iter()
+        .flat_map(|i| i.queues.iter().map(|q| q.name.as_str()))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn check_queue_name(cx: &mut Ctx, cfg: &Config, name: &crate::ast::Sp<String>) {
+    let names = all_queue_names(cfg);
+    if names.contains(&name.v.as_str()) {
+        let leaf_somewhere = cfg
+            .interfaces
+            .iter()
+            .flat_map(|i| i.queues.iter())
+            .any(|q| q.name == name.v && q.children.is_empty());
+        if !leaf_somewhere {
+            cx.err(
+                Diagnostic::error(format!("queue `{}` has child queues", name.v), name.span)
+                    .label("packets can only wait in leaf queues")
+                    .hint("name one of its children instead"),
+            );
+        }
+        return;
+    }
+    let hint = if names.is_empty() {
+        "no queues are defined; add `altq on IF … queue { … }`, `queue NAME on IF …` or a pipe"
+            .to_string()
+    } else {
+        format!("queues defined: {}", names.join(", "))
+    };
+    cx.err(
+        Diagnostic::error(format!("unknown queue `{}`", name.v), name.span)
+            .label("no queue of this name")
+            .hint(hint),
+    );
+}
+
+/// Is queue `name` served ahead of its interface's default queue somewhere?
+fn is_high_priority(cfg: &Config, name: &str) -> bool {
+    cfg.interfaces.iter().any(|i| {
+        let Some(q) = i.queues.iter().find(|q| q.name == name) else {
+            return false;
+        };
+        let Some(d) = i.queues.get(i.default_queue) else {
+            return false;
+        };
+        q.priority > d.priority
+            || q.weight.unwrap_or(0) > d.weight.unwrap_or(0)
+            || (q.realtime.is_some() && d.realtime.is_none())
+    })
+}
+
+fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
+    if let Some((a, b)) = &r.queue {
+        check_queue_name(cx, cfg, a);
+        if let Some(b) = b {
+            check_queue_name(cx, cfg, b);
+        }
+        // The classic trap: an "ACK queue" that matches every established segment.
+        if let (Some(f), None) = (&r.flags, b) {
+            if let Some((set, _)) = f.v {
+                if set & 0x10 != 0 && set & 0x02 == 0 && is_high_priority(cfg, &a.v) {
+                    cx.err(
+                        Diagnostic::warning(format!("this rule sends every established TCP segment to high-priority queue `{}`", a.v), f.span)
+                            .label("matches data segments too, not just ACKs")
+                            .hint(format!(
+                                "every TCP segment after the handshake has ACK set; use queue (bulk, {}) to prioritise only empty ACKs",
+                                a.v
+                            )),
+                    );
+                }
+            }
+        }
+    }
+    let ifaces: Vec<Option<(String, bool)>> = if r.ifaces.is_empty() {
+        vec![None]
+    } else {
+        r.ifaces.iter().map(|i| Some(i.v.clone())).collect()
+    };
+    let protos: Vec<Option<u8>> = if r.protos.is_empty() {
+        vec![None]
+    } else {
+        r.protos.iter().map(|p| Some(p.v)).collect()
+    };
+    let hosts = |h: &[crate::ast::Sp<crate::ast::HostAst>]| -> Vec<(ir::AddrMatch, bool)> {
+        if h.is_empty() {
+            vec![(ir::AddrMatch::Any, false)]
+        } else {
+            h.iter().map(|h| (h.v.addr.clone(), h.v.negated)).collect()
+        }
+    };
+    let ports = |p: &[crate::ast::Sp<ir::PortOp>]| -> Vec<Option<ir::PortOp>> {
+        if p.is_empty() {
+            vec![None]
+        } else {
+            p.iter().map(|p| Some(p.v)).collect()
+        }
+    };
+    let (fh, fp, th, tp) = (
+        hosts(&r.from_hosts),
+        ports(&r.from_ports),
+        hosts(&r.to_hosts),
+        ports(&r.to_ports),
+    );
+    let total = [
+        ifaces.len(),
+        protos.len(),
+        fh.len(),
+        fp.len(),
+        th.len(),
+        tp.len(),
+    ]
+    .iter()
+    .try_fold(1usize, |a, &n| a.checked_mul(n))
+    .unwrap_or(usize::MAX);
+    if total > MAX_EXPANSION {
+        cx.err(
+            Diagnostic::error(format!("rule expands to {total} rules"), r.span)
+                .label(format!("at most {MAX_EXPANSION}"))
+                .hint("use a table <name> { … } for long address lists"),
+        );
+        return;
+    }
+    if r.queue.is_some() && r.action == ir::Action::Block {
+        cx.err(
+            Diagnostic::warning("a queue on a block rule has no effect", r.span)
+                .hint("blocked packets are never queued"),
+        );
+    }
+    let line = cx.line(r.span);
+    let state = match r.action {
+        ir::Action::Pass => r.state.unwrap_or(StatePolicy::Keep),
+        _ => StatePolicy::No,
+    };
+    let fam = |a: &ir::AddrMatch| match a {
+        ir::AddrMatch::Net(n) => Some(if n.addr.is_ipv4() {
+            ir::AddrFamily::Inet
+        } else {
+            ir::AddrFamily::Inet6
+        }),
+        _ => None,
+    };
+    // Bounded by MAX_EXPANSION, checked above.
+    for i in &ifaces {
+        for p in &protos {
+            for (fa, fneg) in &fh {
+                for fport in &fp {
+                    for (ta, tneg) in &th {
+                        for tport in &tp {
+                            // pf drops combinations whose address families cannot match.
+                            let (ff, tf) = (fam(fa), fam(ta));
+                            if let (Some(x), Some(y)) = (ff, tf) {
+                                if x != y {
+                                    continue;
+                                }
+                            }
+                            if let Some(af) = r.af {
+                                if ff.is_some_and(|f| f != af) || tf.is_some_and(|f| f != af) {
+                                    continue;
+                                }
+                            }
+                            out.push(Rule {
+                                action: r.action,
+                                direction: r.direction,
+                                quick: r.quick,
+                                log: r.log,
+                                iface: i.clone(),
+                                af: r.af.or(ff).or(tf),
+                                proto: *p,
+                                from: Endpoint {
+                                    addr: fa.clone(),
+                                    negated: *fneg,
+                                    port: *fport,
+                                },
+                                to: Endpoint {
+                                    addr: ta.clone(),
+                                    negated: *tneg,
+                                    port: *tport,
+                                },
+                                flags: r.flags.as_ref().and_then(|f| f.v),
+                                tos: r.tos,
+                                state,
+                                queue: r
+                                    .queue
+                                    .as_ref()
+                                    .map(|(a, b)| (a.v.clone(), b.as_ref().map(|b| b.v.clone()))),
+                                prio: r.prio,
+                                line,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

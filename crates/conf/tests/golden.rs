@@ -1,0 +1,122 @@
+//! Golden tests: `valid/*.conf` → `*.out` (canonical print) and `*.warn`
+//! (rendered warnings, absent when none), printed form is a fixed point;
+//! `invalid/*.conf` → `*.err` (exact rendered diagnostics).
+//! `UPDATE_GOLDEN=1 cargo test -p sluice-conf --test golden` rewrites them.
+//! A `#-D name=value` line in a .conf passes a command-line define.
+
+use sluice_conf::{check, print, strip_lines};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn files(dir: &str) -> Vec<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(dir);
+    let mut v: Vec<PathBuf> = fs::read_dir(&d)
+        .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no golden files in {}", d.display());
+    v
+}
+
+fn defines(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("#-D "))
+        .filter_map(|d| d.trim().split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn update() -> bool {
+    std::env::var_os("UPDATE_GOLDEN").is_some()
+}
+
+/// Compare with the expectation file, or write it under UPDATE_GOLDEN.
+/// An absent file expects empty output.
+fn expect(path: &Path, got: &str, failures: &mut Vec<String>) {
+    if update() {
+        if got.is_empty() {
+            let _ = fs::remove_file(path);
+        } else {
+            fs::write(path, got).unwrap();
+        }
+        return;
+    }
+    let want = fs::read_to_string(path).unwrap_or_default();
+    if want != got {
+        failures.push(format!(
+            "{}:\n--- want\n{want}--- got\n{got}",
+            path.display()
+        ));
+    }
+}
+
+#[test]
+fn valid_files_print_canonically_and_reach_a_fixed_point() {
+    let mut failures = Vec::new();
+    for f in files("valid") {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let text = fs::read_to_string(&f).unwrap();
+        let c = match check(&name, &text, &defines(&text)) {
+            Ok(c) => c,
+            Err(d) => {
+                let r: String = d.iter().map(|d| d.render(&name, &text)).collect();
+                failures.push(format!("{name} should be valid:\n{r}"));
+                continue;
+            }
+        };
+        let printed = print(&c.config);
+        expect(&f.with_extension("out"), &printed, &mut failures);
+        let warns: String = c.warnings.iter().map(|w| w.render(&name, &text)).collect();
+        expect(&f.with_extension("warn"), &warns, &mut failures);
+        match check("printed.conf", &printed, &[]) {
+            Ok(again) => {
+                if strip_lines(&again.config) != strip_lines(&c.config) {
+                    failures.push(format!(
+                        "{name}: reparsing the printed form changed the config"
+                    ));
+                }
+                let twice = print(&again.config);
+                if twice != printed {
+                    failures.push(format!(
+                        "{name}: printed form is not a fixed point:\n{twice}"
+                    ));
+                }
+            }
+            Err(d) => {
+                let r: String = d
+                    .iter()
+                    .map(|d| d.render("printed.conf", &printed))
+                    .collect();
+                failures.push(format!(
+                    "{name}: printed form does not check:\n{r}\n{printed}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn invalid_files_give_exact_diagnostics() {
+    let mut failures = Vec::new();
+    for f in files("invalid") {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let text = fs::read_to_string(&f).unwrap();
+        match check(&name, &text, &defines(&text)) {
+            Ok(_) => failures.push(format!("{name} should be invalid")),
+            Err(d) => {
+                assert!(
+                    d.iter().any(|d| d.severity == sluice_conf::Severity::Error),
+                    "{name}: Err without an error"
+                );
+                let r: String = d.iter().map(|d| d.render(&name, &text)).collect();
+                expect(&f.with_extension("err"), &r, &mut failures);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
