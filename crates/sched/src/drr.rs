@@ -1,1 +1,3 @@
 //! (to be written)
+#[cfg(test)]
+pub(crate) mod test_fifo;
