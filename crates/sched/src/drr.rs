@@ -43,8 +43,11 @@ pub enum ClassError {
     Weight(u32),
     /// Priority outside 0..=7 (CBQ).
     Priority(u8),
-    /// A class with children cannot hold packets and vice versa (CBQ).
+    /// The class has no queue of its own (an interior CBQ class): it cannot
+    /// be the default or receive packets.
     NotALeaf(ClassId),
+    /// The class has a queue of its own, so it cannot be a parent (CBQ).
+    HasQueue(ClassId),
 }
 
 impl std::fmt::Display for ClassError {
@@ -55,6 +58,9 @@ impl std::fmt::Display for ClassError {
             ClassError::Weight(w) => write!(f, "weight {w} out of range: 1..=100"),
             ClassError::Priority(p) => write!(f, "priority {p} out of range: 0..=7"),
             ClassError::NotALeaf(c) => write!(f, "class {} has no queue of its own", c.0),
+            ClassError::HasQueue(c) => {
+                write!(f, "class {} has a queue, it cannot have children", c.0)
+            }
         }
     }
 }
