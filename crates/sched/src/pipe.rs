@@ -1,1 +1,349 @@
-//! (to be written)
+//! # Principles
+//!
+//! A dummynet pipe (Rizzo, "Dummynet: a simple approach to the evaluation of
+//! network protocols", CCR 1997; FreeBSD `ip_dn_io.c`): a link with a rate, a
+//! propagation delay and a random loss rate, in front of which a scheduler
+//! (FIFO, DRR, WF2Q+, FQ-CoDel — any [`Qdisc`]) decides the order. The link is
+//! kept apart from the policy, as in dummynet.
+//!
+//! Path of a packet: random loss on arrival (dummynet's `plr` is applied on
+//! input, so a lost packet never takes a queue slot) → queue limit → the
+//! scheduler → serialisation at `rate`, one packet at a time → the delay line
+//! for `delay` → out. A packet is dequeueable at its serialisation end +
+//! `delay`, exactly.
+//!
+//! Guarantees:
+//! - **Rate.** Serialisations never overlap: packet *k* starts at
+//!   `max(end of k−1, its arrival)` and lasts `rate.tx_time(cost)` (rounded up
+//!   to the ns, so the pipe never exceeds its rate). After the link has been
+//!   idle, up to `burst_bytes` (earned at `rate` while idle, dummynet's
+//!   `burst`) pass without serialisation time.
+//! - **Delay.** Exit time = serialisation end + `delay`; the delay line is FIFO
+//!   (ends are non-decreasing), so the scheduler's order is kept.
+//! - **Loss.** Each arrival is lost with probability `loss_ppm / 10⁶`, drawn
+//!   from a SplitMix64 stream seeded by `seed`: the same seed and the same
+//!   arrivals give the same losses.
+//! - **Lazy but exact.** Serialisation is computed when we are called (every
+//!   enqueue first catches up to `now`), so results do not depend on how often
+//!   the caller polls: a packet's start, end and exit are the same whether the
+//!   pipe is polled every microsecond or once.
+//!
+//! Counting: packets in the delay line are resident (`len`, `backlog_bytes`).
+//! The scheduler is assumed work-conserving; if it holds packets back, the
+//! link idles until the scheduler's own wake-up.
+
+use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use sluice_time::{Duration, Instant, Rate};
+use std::collections::VecDeque;
+
+/// Parameters of a pipe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Link rate; `Rate(0)` = unlimited (no serialisation time).
+    pub rate: Rate,
+    /// Bytes that may pass at full speed after the link was idle.
+    pub burst_bytes: u32,
+    /// Propagation delay added after serialisation.
+    pub delay: Duration,
+    /// Random loss on arrival, in parts per million (0..=1 000 000).
+    pub loss_ppm: u32,
+    /// Seed of the loss stream.
+    pub seed: u64,
+    /// Packets waiting for the link (in the scheduler); 0 = only the
+    /// scheduler's own limits apply. The delay line is not limited (it holds
+    /// at most `rate × delay` worth of bytes).
+    pub queue_limit_packets: u32,
+}
+
+impl Default for Params {
+    /// dummynet's defaults: unlimited rate, no delay, no loss, 50 slots.
+    fn default() -> Params {
+        Params {
+            rate: Rate::ZERO,
+            burst_bytes: 0,
+            delay: Duration::ZERO,
+            loss_ppm: 0,
+            seed: 0,
+            queue_limit_packets: 50,
+        }
+    }
+}
+
+pub const PPM: u32 = 1_000_000;
+
+/// SplitMix64 (Steele, Lea & Flood 2014): tiny, fast, and every seed —
+/// including 0 — gives a full-period stream.
+#[derive(Clone, Debug)]
+struct LossRng(u64);
+
+impl LossRng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// True with probability `ppm / 10⁶` (multiply-shift: no modulo bias).
+    fn lose(&mut self, ppm: u32) -> bool {
+        if ppm == 0 {
+            return false;
+        }
+        let draw = ((self.next_u64() >> 32) * PPM as u64) >> 32;
+        draw < ppm as u64
+    }
+}
+
+/// A dummynet-style link: scheduler → serialiser → delay line.
+pub struct Pipe {
+    params: Params,
+    sched: Box<dyn Qdisc>,
+    /// End of the last serialisation.
+    link_free_at: Instant,
+    /// Burst bytes available (earned while idle, up to `burst_bytes`).
+    burst_credit_bytes: u64,
+    /// Serialised packets with their exit time, in exit order.
+    line: VecDeque<(Instant, Packet)>,
+    line_bytes: u64,
+    rng: LossRng,
+    last: Instant,
+    stats: QueueStats,
+}
+
+impl Pipe {
+    pub fn new(params: Params, sched: Box<dyn Qdisc>) -> Pipe {
+        Pipe {
+            params,
+            sched,
+            link_free_at: Instant::ZERO,
+            burst_credit_bytes: params.burst_bytes as u64,
+            line: VecDeque::new(),
+            line_bytes: 0,
+            rng: LossRng(params.seed),
+            last: Instant::ZERO,
+            stats: QueueStats::default(),
+        }
+    }
+
+    pub fn params(&self) -> Params {
+        self.params
+    }
+
+    /// Changes the link. Packets already serialised keep their exit times; a
+    /// new seed restarts the loss stream.
+    pub fn set_params(&mut self, params: Params) {
+        if params.seed != self.params.seed {
+            self.rng = LossRng(params.seed);
+        }
+        self.burst_credit_bytes = self.burst_credit_bytes.min(params.burst_bytes as u64);
+        self.params = params;
+    }
+
+    pub fn sched(&self) -> &dyn Qdisc {
+        self.sched.as_ref()
+    }
+
+    pub fn sched_mut(&mut self) -> &mut dyn Qdisc {
+        self.sched.as_mut()
+    }
+
+    /// Packets serialised and still in the delay line.
+    pub fn in_flight(&self) -> usize {
+        self.line.len()
+    }
+
+    fn clamp(&mut self, now: Instant) -> Instant {
+        if now > self.last {
+            self.last = now;
+        }
+        self.last
+    }
+
+    /// Counts drops the scheduler pushed at `drops[start..]` (all resident).
+    fn count_sched_drops(&mut self, drops: &Drops, start: usize) {
+        for d in drops.iter().skip(start) {
+            self.stats.on_drop_resident(&d.pkt, d.reason);
+        }
+    }
+
+    /// Serialises every packet whose turn on the link comes at or before
+    /// `now`, moving it to the delay line.
+    fn advance(&mut self, now: Instant, drops: &mut Drops) {
+        // Bound: each iteration moves one packet out of the scheduler, so at
+        // most its length (plus one failed attempt).
+        for _ in 0..=self.sched.len() {
+            if self.link_free_at > now || self.sched.is_empty() {
+                return;
+            }
+            let start_drops = drops.len();
+            // Ask the scheduler at the instant the link freed (it clamps to
+            // the latest time it has seen, so this is never in its past).
+            let pkt = self.sched.dequeue(self.link_free_at, drops);
+            self.count_sched_drops(drops, start_drops);
+            let Some(pkt) = pkt else { return };
+            let start = self.link_free_at.max(pkt.enqueued_at);
+            let tx = self.serialisation_time(start, pkt.cost);
+            let end = start + tx;
+            self.link_free_at = end;
+            self.line_bytes += pkt.len as u64;
+            self.line.push_back((end + self.params.delay, pkt));
+        }
+    }
+
+    /// Time the link is busy with `cost` bytes starting at `start`, after
+    /// spending burst credit earned while it was idle.
+    fn serialisation_time(&mut self, start: Instant, cost: u32) -> Duration {
+        let rate = self.params.rate;
+        if rate.as_bps() == 0 {
+            return Duration::ZERO;
+        }
+        let burst = self.params.burst_bytes as u64;
+        if burst > 0 {
+            let idle = start - self.link_free_at;
+            let earned = rate.bytes_in(idle);
+            self.burst_credit_bytes = self.burst_credit_bytes.saturating_add(earned).min(burst);
+            if self.burst_credit_bytes >= cost as u64 {
+                self.burst_credit_bytes -= cost as u64;
+                return Duration::ZERO;
+            }
+        }
+        rate.tx_time(cost as u64)
+    }
+}
+
+impl Qdisc for Pipe {
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        let now = self.clamp(now);
+        let first = drops.len();
+        self.advance(now, drops);
+        if self.rng.lose(self.params.loss_ppm) {
+            self.stats.on_drop(&pkt, DropReason::Loss);
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::Loss,
+            });
+            return Enqueue::Rejected;
+        }
+        let limit = self.params.queue_limit_packets as usize;
+        if limit > 0 && self.sched.len() >= limit {
+            self.stats.on_drop(&pkt, DropReason::QueueFull);
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
+            return Enqueue::Rejected;
+        }
+        pkt.enqueued_at = now;
+        let id = pkt.id;
+        self.stats.on_enqueue(&pkt);
+        let start = drops.len();
+        let r = self.sched.enqueue(pkt, now, drops);
+        for d in drops.iter().skip(start) {
+            if d.pkt.id == id && r == Enqueue::Rejected {
+                // Refused at the door: undo the count-in.
+                let len = d.pkt.len as u64;
+                self.stats.enq_packets -= 1;
+                self.stats.enq_bytes -= len;
+                self.stats.qlen = self.stats.qlen.saturating_sub(1);
+                self.stats.backlog_bytes = self.stats.backlog_bytes.saturating_sub(len);
+                self.stats.on_drop(&d.pkt, d.reason);
+            } else {
+                self.stats.on_drop_resident(&d.pkt, d.reason);
+            }
+        }
+        self.advance(now, drops);
+        match r {
+            Enqueue::Queued if drops.len() > first => Enqueue::QueuedDroppedOthers,
+            r => r,
+        }
+    }
+
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let now = self.clamp(now);
+        self.advance(now, drops);
+        match self.line.front() {
+            Some((exit, _)) if *exit <= now => {}
+            _ => return None,
+        }
+        let (_, pkt) = self.line.pop_front()?;
+        self.line_bytes -= pkt.len as u64;
+        self.stats.on_dequeue(&pkt, now);
+        Some(pkt)
+    }
+
+    fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
+        let now = self.clamp(now);
+        self.advance(now, drops);
+        match self.line.front() {
+            Some((_, p)) => Some(p.cost),
+            None => {
+                let start = drops.len();
+                let c = self.sched.peek_len(now, drops);
+                self.count_sched_drops(drops, start);
+                c
+            }
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        if self.is_empty() {
+            return None;
+        }
+        let line = self.line.front().map(|(exit, _)| *exit);
+        let link = if self.sched.is_empty() {
+            None
+        } else if self.link_free_at > self.last {
+            Some(self.link_free_at)
+        } else {
+            // The link is free: only a scheduler holding packets back waits.
+            self.sched.next_wakeup().or(Some(self.last))
+        };
+        let w = match (line, link) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        if w <= self.last && line.is_some_and(|l| l <= self.last) {
+            None // a packet is ready: no need to wait
+        } else {
+            Some(w)
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.sched.len() + self.line.len()
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.sched.backlog_bytes() + self.line_bytes
+    }
+
+    fn purge(&mut self, drops: &mut Drops) {
+        let start = drops.len();
+        self.sched.purge(drops);
+        self.count_sched_drops(drops, start);
+        for (_, pkt) in self.line.drain(..) {
+            self.stats.on_drop_resident(&pkt, DropReason::Purge);
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::Purge,
+            });
+        }
+        self.line_bytes = 0;
+    }
+
+    /// The pipe as a whole as [`ClassId::ROOT`], then the scheduler's classes
+    /// (a single-queue scheduler's own ROOT entry is the pipe's and is not
+    /// repeated).
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        f(ClassId::ROOT, &self.stats);
+        self.sched.visit_stats(&mut |id, s| {
+            if id != ClassId::ROOT {
+                f(id, s)
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,375 @@
+use super::*;
+use crate::drr::test_fifo::Fifo;
+use crate::testing::{check_random, OpSpace};
+
+const LINK: Rate = Rate::mbps(10);
+const SIZES: [u32; 5] = [1500, 64, 576, 1200, 40];
+
+fn params(rate: Rate, priority: u8, borrow: bool) -> ClassParams {
+    ClassParams {
+        rate,
+        priority,
+        borrow,
+    }
+}
+
+/// root (link) → leaves given as (id, rate, priority, borrow).
+fn tree(leaves: &[(u32, Rate, u8, bool)]) -> Cbq {
+    let mut q = Cbq::new(LINK);
+    q.add_class(ClassId(1), None, params(LINK, 0, false), None)
+        .unwrap();
+    for &(id, rate, prio, borrow) in leaves {
+        q.add_class(
+            ClassId(id),
+            Some(ClassId(1)),
+            params(rate, prio, borrow),
+            Some(Fifo::boxed(1_000_000)),
+        )
+        .unwrap();
+    }
+    q
+}
+
+/// Keeps `classes` backlogged and serves CBQ behind a link of rate `LINK`
+/// (each packet occupies the link for its serialisation time; when CBQ
+/// holds back, time jumps to its wake-up) for `span`. Returns bytes per class.
+fn run(q: &mut Cbq, classes: &[u32], span: Duration) -> HashMap<u32, u64> {
+    let mut drops = Vec::new();
+    let t0 = Instant(1_000_000_000);
+    let mut id = 0u64;
+    for &c in classes {
+        for k in 0..20_000u64 {
+            id += 1;
+            let len = SIZES[(k % SIZES.len() as u64) as usize];
+            q.enqueue(
+                Packet::synthetic(id, len, c as u64, ClassId(c)),
+                t0,
+                &mut drops,
+            );
+        }
+    }
+    let mut bytes: HashMap<u32, u64> = HashMap::new();
+    let mut now = t0;
+    let end = t0 + span;
+    // Bound: each iteration sends one packet or jumps to a wake-up that lies
+    // in the future; 10 s at 10 Mbit/s is < 400 000 packets of ≥ 40 bytes.
+    for _ in 0..1_000_000 {
+        if now >= end {
+            break;
+        }
+        match q.dequeue(now, &mut drops) {
+            Some(p) => {
+                *bytes.entry(p.class.0).or_default() += p.cost as u64;
+                now += LINK.tx_time(p.cost as u64);
+            }
+            None => {
+                let w = q.next_wakeup().expect("backlogged but no wake-up");
+                assert!(w > now, "wake-up {w:?} not after {now:?}");
+                now = w;
+            }
+        }
+    }
+    for &c in classes {
+        assert!(!q.leaf(ClassId(c)).unwrap().is_empty(), "class {c} ran dry");
+    }
+    bytes
+}
+
+fn rate_of(bytes: u64, span: Duration) -> f64 {
+    bytes as f64 * 8.0 / span.as_secs_f64()
+}
+
+fn assert_near(got: f64, want: Rate, tol: f64, what: &str) {
+    let want = want.as_bps() as f64;
+    assert!(
+        (got - want).abs() <= tol * want,
+        "{what}: {got:.0} bit/s, want {want:.0} ± {:.0} %",
+        tol * 100.0
+    );
+}
+
+#[test]
+fn thirty_seventy_without_borrow_keep_their_rates() {
+    let mut q = tree(&[
+        (10, LINK.percent(30), 1, false),
+        (11, LINK.percent(70), 1, false),
+    ]);
+    let span = Duration::from_secs(10);
+    let b = run(&mut q, &[10, 11], span);
+    assert_near(rate_of(b[&10], span), LINK.percent(30), 0.05, "30 % class");
+    assert_near(rate_of(b[&11], span), LINK.percent(70), 0.05, "70 % class");
+}
+
+#[test]
+fn rates_are_enforced_when_the_link_has_room() {
+    // 30 % + 20 % of the link, no borrowing: each is held to its own rate and
+    // the link idles half the time.
+    let mut q = tree(&[
+        (10, LINK.percent(30), 1, false),
+        (11, LINK.percent(20), 1, false),
+    ]);
+    let span = Duration::from_secs(10);
+    let b = run(&mut q, &[10, 11], span);
+    assert_near(rate_of(b[&10], span), LINK.percent(30), 0.05, "30 % class");
+    assert_near(rate_of(b[&11], span), LINK.percent(20), 0.05, "20 % class");
+    let mut overlimits = 0;
+    q.visit_stats(&mut |_, s| overlimits += s.overlimits);
+    assert!(overlimits > 0, "held-back classes must count overlimits");
+}
+
+#[test]
+fn a_lone_borrowing_class_uses_the_idle_bandwidth() {
+    let mut q = tree(&[
+        (10, LINK.percent(30), 1, true),
+        (11, LINK.percent(70), 1, false),
+    ]);
+    let span = Duration::from_secs(5);
+    let b = run(&mut q, &[10], span);
+    let got = rate_of(b[&10], span);
+    assert!(
+        got >= 0.95 * LINK.as_bps() as f64,
+        "borrowing class got {got:.0} bit/s"
+    );
+    let mut borrows = 0;
+    q.visit_stats(&mut |id, s| {
+        if id == ClassId(10) {
+            borrows = s.borrows;
+        }
+    });
+    assert!(borrows > 0);
+}
+
+#[test]
+fn a_lone_class_without_borrow_stays_at_its_rate() {
+    let mut q = tree(&[
+        (10, LINK.percent(30), 1, false),
+        (11, LINK.percent(70), 1, false),
+    ]);
+    let span = Duration::from_secs(5);
+    let b = run(&mut q, &[10], span);
+    assert_near(
+        rate_of(b[&10], span),
+        LINK.percent(30),
+        0.05,
+        "lone 30 % class",
+    );
+}
+
+#[test]
+fn borrowing_follows_the_chain_only_through_borrowing_classes() {
+    // root → agency (40 %, no borrow) → leaf (10 %, borrow). The leaf may
+    // borrow up to its agency's 40 %, not the root's 100 %.
+    let mut q = Cbq::new(LINK);
+    q.add_class(ClassId(1), None, params(LINK, 0, false), None)
+        .unwrap();
+    q.add_class(
+        ClassId(2),
+        Some(ClassId(1)),
+        params(LINK.percent(40), 0, false),
+        None,
+    )
+    .unwrap();
+    q.add_class(
+        ClassId(3),
+        Some(ClassId(2)),
+        params(LINK.percent(10), 3, true),
+        Some(Fifo::boxed(1_000_000)),
+    )
+    .unwrap();
+    let span = Duration::from_secs(5);
+    let b = run(&mut q, &[3], span);
+    assert_near(
+        rate_of(b[&3], span),
+        LINK.percent(40),
+        0.05,
+        "leaf borrowing from agency",
+    );
+}
+
+#[test]
+fn higher_priority_goes_first_among_underlimit_classes() {
+    // Both classes may use the whole link; priority 5 empties before
+    // priority 2 sends anything.
+    let mut q = tree(&[(10, LINK, 2, false), (11, LINK, 5, false)]);
+    let mut drops = Vec::new();
+    for k in 0..10u64 {
+        q.enqueue(
+            Packet::synthetic(k, 100, 0, ClassId(10)),
+            Instant(0),
+            &mut drops,
+        );
+        q.enqueue(
+            Packet::synthetic(100 + k, 100, 1, ClassId(11)),
+            Instant(0),
+            &mut drops,
+        );
+    }
+    let order: Vec<u32> = std::iter::from_fn(|| q.dequeue(Instant(0), &mut drops))
+        .map(|p| p.class.0)
+        .collect();
+    assert_eq!(order, [[11; 10], [10; 10]].concat());
+}
+
+#[test]
+fn a_borrowing_high_priority_class_does_not_starve_an_underlimit_one() {
+    // Priority 7 at 30 % with borrow, priority 0 at 70 %: the low-priority
+    // class is underlimit and goes before any borrowing.
+    let mut q = tree(&[
+        (10, LINK.percent(30), 7, true),
+        (11, LINK.percent(70), 0, false),
+    ]);
+    let span = Duration::from_secs(10);
+    let b = run(&mut q, &[10, 11], span);
+    assert_near(
+        rate_of(b[&11], span),
+        LINK.percent(70),
+        0.05,
+        "underlimit low priority",
+    );
+    assert_near(
+        rate_of(b[&10], span),
+        LINK.percent(30),
+        0.05,
+        "borrowing high priority",
+    );
+}
+
+#[test]
+fn next_wakeup_is_when_tokens_return() {
+    // 1 Mbit/s class: 1 byte = 8 us; bucket = 2 × 1514 B (10 ms at 1 Mbit/s
+    // is only 1250 B). Spend it, then the wake-up is exactly when the debt is
+    // repaid.
+    let mut q = Cbq::new(LINK);
+    q.add_class(
+        ClassId(5),
+        None,
+        params(Rate::mbps(1), 0, false),
+        Some(Fifo::boxed(100)),
+    )
+    .unwrap();
+    let mut drops = Vec::new();
+    let t0 = Instant(1_000_000);
+    for k in 0..5 {
+        q.enqueue(Packet::synthetic(k, 1000, 0, ClassId(5)), t0, &mut drops);
+    }
+    // Tokens 3028 > 0 → send (2028), → send (1028), → send (28), → send (-972).
+    for _ in 0..4 {
+        assert!(q.dequeue(t0, &mut drops).is_some());
+    }
+    assert!(q.dequeue(t0, &mut drops).is_none());
+    // -972 B → +1 unit: 972 × 8 us + 1 ns (rounded up).
+    let w = q.next_wakeup().unwrap();
+    assert_eq!(w, t0 + Duration::from_micros(972 * 8) + Duration(1));
+    assert!(q.dequeue(w - Duration(1), &mut drops).is_none());
+    assert!(q.dequeue(w, &mut drops).is_some());
+    assert_eq!(q.next_wakeup(), None);
+}
+
+#[test]
+fn stats_are_visited_parents_first_and_count_interior_traffic() {
+    let mut q = tree(&[(10, LINK, 1, false)]);
+    let mut drops = Vec::new();
+    q.enqueue(
+        Packet::synthetic(1, 500, 0, ClassId(10)),
+        Instant(0),
+        &mut drops,
+    );
+    q.dequeue(Instant(0), &mut drops).unwrap();
+    let mut seen = Vec::new();
+    q.visit_stats(&mut |id, s| seen.push((id.0, s.deq_packets, s.deq_bytes)));
+    assert_eq!(seen, vec![(1, 1, 500), (10, 1, 500)]);
+}
+
+#[test]
+fn configuration_errors_are_reported() {
+    let mut q = tree(&[(10, LINK, 1, false)]);
+    let p = params(LINK, 1, false);
+    assert_eq!(
+        q.add_class(ClassId(20), None, params(LINK, 8, false), None),
+        Err(ClassError::Priority(8))
+    );
+    assert_eq!(
+        q.add_class(ClassId(10), None, p, None),
+        Err(ClassError::Duplicate(ClassId(10)))
+    );
+    assert_eq!(
+        q.add_class(ClassId(20), Some(ClassId(99)), p, None),
+        Err(ClassError::Unknown(ClassId(99)))
+    );
+    assert_eq!(
+        q.add_class(ClassId(20), Some(ClassId(10)), p, None),
+        Err(ClassError::HasQueue(ClassId(10)))
+    );
+    assert_eq!(
+        q.set_default(ClassId(1)),
+        Err(ClassError::NotALeaf(ClassId(1)))
+    );
+    assert_eq!(
+        q.set_default(ClassId(42)),
+        Err(ClassError::Unknown(ClassId(42)))
+    );
+}
+
+#[test]
+fn packets_for_interior_or_unknown_classes_go_to_default() {
+    let mut q = tree(&[(10, LINK, 1, false)]);
+    let mut drops = Vec::new();
+    let r = q.enqueue(
+        Packet::synthetic(1, 100, 0, ClassId(1)),
+        Instant(0),
+        &mut drops,
+    );
+    assert_eq!(r, Enqueue::Rejected);
+    assert_eq!(drops.pop().unwrap().reason, DropReason::NoClass);
+    q.set_default(ClassId(10)).unwrap();
+    for (id, class) in [(2, 1), (3, 77)] {
+        let r = q.enqueue(
+            Packet::synthetic(id, 100, 0, ClassId(class)),
+            Instant(0),
+            &mut drops,
+        );
+        assert_eq!(r, Enqueue::Queued);
+    }
+    assert_eq!(q.leaf(ClassId(10)).unwrap().len(), 2);
+}
+
+fn hierarchy() -> Box<dyn Qdisc> {
+    let link = Rate::mbps(4);
+    let mut q = Cbq::new(link);
+    let add = |q: &mut Cbq, id, parent: Option<u32>, pct, prio, borrow, leaf: bool| {
+        q.add_class(
+            ClassId(id),
+            parent.map(ClassId),
+            params(link.percent(pct), prio, borrow),
+            leaf.then(|| Fifo::boxed(12)),
+        )
+        .unwrap();
+    };
+    add(&mut q, 1, None, 100, 0, false, false);
+    add(&mut q, 2, Some(1), 60, 0, true, false);
+    add(&mut q, 3, Some(1), 40, 0, false, false);
+    add(&mut q, 10, Some(2), 20, 7, true, true);
+    add(&mut q, 11, Some(2), 30, 3, false, true);
+    add(&mut q, 12, Some(3), 5, 3, true, true);
+    add(&mut q, 13, Some(3), 10, 0, false, true);
+    q.set_default(ClassId(13)).unwrap();
+    Box::new(q)
+}
+
+#[test]
+fn model_checker_hierarchy_with_borrowing() {
+    let space = OpSpace {
+        classes: vec![
+            ClassId(10),
+            ClassId(11),
+            ClassId(12),
+            ClassId(13),
+            ClassId(2),
+            ClassId(50),
+        ],
+        max_advance: Duration::from_millis(5),
+        ..OpSpace::default()
+    };
+    let r = check_random(hierarchy, &space, 64, 400);
+    assert!(r.throttled > 0 && r.dropped > 0 && r.dequeued > 1000);
+}
