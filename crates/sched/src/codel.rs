@@ -1,1 +1,465 @@
-//! (to be written)
+//! CoDel, "Controlled Delay" active queue management (RFC 8289), written once.
+//!
+//! # Principles
+//! - Three pieces, as the RFC's reference code and Linux keep them: immutable
+//!   [`Params`], small per-queue [`Vars`], plain [`Stats`]. The control step
+//!   ([`dequeue`]) works on any packet [`Source`], so FQ-CoDel runs it per flow
+//!   and [`Codel`] runs it over one FIFO.
+//! - Sojourn time is measured at dequeue (`now - pkt.enqueued_at`), RFC 8289 §5.
+//! - A queue enters the dropping state only after sojourn has stayed at or
+//!   above `target` for a full `interval` (§5.3, `first_above_time`), and never
+//!   while at most one MTU (`mtu_bytes`) remains queued behind the packet (§5.4:
+//!   a single packet cannot be a standing queue).
+//! - In the dropping state, the k-th next drop is scheduled `interval /
+//!   sqrt(count)` after the previous one (§5.5, the control law). On
+//!   re-entering the dropping state within 16 intervals of the last drop
+//!   schedule, `count` restarts from the number of drops of the last episode
+//!   (`count - last_count`) instead of 1, so a persistent queue is met with the
+//!   drop rate that last controlled it.
+//! - Leaving the dropping state happens at the first dequeue whose sojourn is
+//!   below target (or when the backlog is at most one MTU).
+//! - ECN (RFC 3168): with `ecn`, an ECT packet the control law picks is marked
+//!   CE and delivered instead of dropped; not-ECT packets are still dropped.
+//!   With `ce_threshold`, ECT packets whose sojourn exceeds it are marked
+//!   (DCTCP-style shallow marking), independent of the control law.
+//!
+//! ## Fixed point
+//! `rec_inv_sqrt` holds `1/sqrt(count)` in **Q0.32**: the real value is
+//! `rec_inv_sqrt / 2^32` (1.0 is represented by `u32::MAX`, an error of
+//! 2^-32). After each increment of `count` one Newton–Raphson step refines it:
+//! `x' = x * (3 - count * x²) / 2`, computed in u128 so no product overflows.
+//! Newton's first steps from a poor guess are coarse (from count 1 to 2 it
+//! gives 0.5 instead of 0.707), so counts below [`EXACT_COUNTS`] and every
+//! re-entry into the dropping state (a jump of `count`) take the exact value
+//! `isqrt(2^64 / count)` instead. The control law is then `t + interval *
+//! rec_inv_sqrt >> 32`.
+
+use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use sluice_time::{Duration, Instant};
+use std::collections::VecDeque;
+
+/// Counts below this use the exact reciprocal square root (table).
+pub const EXACT_COUNTS: u32 = 16;
+
+/// Caps the drops of one `dequeue` call, so a single call's work is bounded
+/// even with a huge backlog; the remaining overdue drops happen on the next
+/// calls (`drop_next` stays in the past).
+pub const MAX_DROPS_PER_DEQUEUE: u32 = 64;
+
+/// Q0.32 value of 1.0, saturated.
+const ONE_Q32: u32 = u32::MAX;
+
+/// `1/sqrt(n)` in Q0.32, exact to the last bit (n ≥ 1).
+const fn exact_inv_sqrt(n: u32) -> u32 {
+    if n <= 1 {
+        return ONE_Q32;
+    }
+    let v = ((1u128 << 64) / n as u128).isqrt();
+    if v > u32::MAX as u128 {
+        ONE_Q32
+    } else {
+        v as u32
+    }
+}
+
+const INV_SQRT_TABLE: [u32; EXACT_COUNTS as usize] = {
+    let mut t = [0u32; EXACT_COUNTS as usize];
+    let mut i = 0;
+    while i < EXACT_COUNTS as usize {
+        t[i] = exact_inv_sqrt(i as u32);
+        i += 1;
+    }
+    t
+};
+
+/// CoDel's configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Acceptable standing queue delay (RFC default 5 ms).
+    pub target: Duration,
+    /// Sliding window over which sojourn must stay above target before
+    /// dropping starts; on the order of a worst-case RTT (default 100 ms).
+    pub interval: Duration,
+    /// Mark ECT packets CE instead of dropping them.
+    pub ecn: bool,
+    /// Mark ECT packets whose sojourn exceeds this, regardless of state.
+    pub ce_threshold: Option<Duration>,
+    /// Backlog at or below which CoDel never drops (one maximum packet).
+    pub mtu_bytes: u32,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+            ecn: false,
+            ce_threshold: None,
+            mtu_bytes: 1514,
+        }
+    }
+}
+
+/// Per-queue CoDel state. Kept small (32 bytes) because FQ-CoDel has one per flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Vars {
+    /// When sojourn will have been above target for an interval; ZERO = not above.
+    first_above_time: Instant,
+    /// When the next drop is due (dropping state), or when the last one was.
+    drop_next: Instant,
+    /// Drops since entering the dropping state (plus the reused count).
+    count: u32,
+    /// `count` when the dropping state was last entered.
+    last_count: u32,
+    /// 1/sqrt(count), Q0.32 (see module doc).
+    rec_inv_sqrt: u32,
+    dropping: bool,
+}
+
+impl Vars {
+    pub fn new() -> Vars {
+        Vars::default()
+    }
+    pub fn dropping(&self) -> bool {
+        self.dropping
+    }
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+    pub fn drop_next(&self) -> Instant {
+        self.drop_next
+    }
+    /// 1/sqrt(count) as Q0.32.
+    pub fn rec_inv_sqrt_q32(&self) -> u32 {
+        self.rec_inv_sqrt
+    }
+    /// Forgets the state (queue emptied by purge or reconfiguration).
+    pub fn reset(&mut self) {
+        *self = Vars::default();
+    }
+
+    /// One Newton step towards 1/sqrt(count) after `count` grew by one.
+    fn newton_step(&mut self) {
+        if self.count < EXACT_COUNTS {
+            self.rec_inv_sqrt = INV_SQRT_TABLE[self.count as usize];
+            return;
+        }
+        let x = self.rec_inv_sqrt as u128;
+        let x2 = (x * x) >> 32; // Q0.32
+        let three = 3u128 << 32;
+        let val = three.saturating_sub(self.count as u128 * x2); // Q2.32
+        let next = (x * val) >> 33; // Q0.32, halved
+        self.rec_inv_sqrt = next.min(ONE_Q32 as u128) as u32;
+    }
+
+    /// `t + interval / sqrt(count)`.
+    fn control_law(&self, t: Instant, interval: Duration) -> Instant {
+        let step = (interval.as_nanos() as u128 * self.rec_inv_sqrt as u128) >> 32;
+        t + Duration(step.min(u64::MAX as u128) as u64)
+    }
+}
+
+/// CoDel's counters (beyond the queue's own [`QueueStats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Packets dropped by the control law.
+    pub drops: u64,
+    /// Packets marked CE by the control law.
+    pub ecn_marks: u64,
+    /// Packets marked CE because sojourn exceeded `ce_threshold`.
+    pub ce_threshold_marks: u64,
+    /// Sojourn of the last packet dequeued.
+    pub last_sojourn: Duration,
+}
+
+/// What the control step pulls packets from.
+pub trait Source {
+    /// Removes the head packet, updating the source's own accounting.
+    fn pop(&mut self) -> Option<Packet>;
+    /// Bytes still queued (after the last `pop`).
+    fn backlog_bytes(&self) -> u64;
+}
+
+/// RFC 8289 `dodequeue`: pops one packet and says whether the standing-queue
+/// condition has held for an interval (`ok_to_drop`).
+fn pop_checked<S: Source + ?Sized>(
+    p: &Params,
+    v: &mut Vars,
+    st: &mut Stats,
+    src: &mut S,
+    now: Instant,
+) -> (Option<Packet>, bool) {
+    let Some(pkt) = src.pop() else {
+        v.first_above_time = Instant::ZERO;
+        return (None, false);
+    };
+    let sojourn = now.saturating_since(pkt.enqueued_at);
+    st.last_sojourn = sojourn;
+    if sojourn < p.target || src.backlog_bytes() <= p.mtu_bytes as u64 {
+        v.first_above_time = Instant::ZERO;
+        return (Some(pkt), false);
+    }
+    if v.first_above_time == Instant::ZERO {
+        // ZERO is the "not above" sentinel; never store it as a deadline.
+        v.first_above_time = Instant((now + p.interval).0.max(1));
+        (Some(pkt), false)
+    } else {
+        (Some(pkt), now >= v.first_above_time)
+    }
+}
+
+/// Drops or marks `pkt` by the control law. Returns the packet back if it was
+/// marked (and must be delivered), `None` if it was dropped into `drops`.
+fn punish(p: &Params, st: &mut Stats, mut pkt: Packet, drops: &mut Drops) -> Option<Packet> {
+    if p.ecn && pkt.mark_ce() {
+        st.ecn_marks += 1;
+        return Some(pkt);
+    }
+    st.drops += 1;
+    drops.push(Dropped {
+        pkt,
+        reason: DropReason::Aqm,
+    });
+    None
+}
+
+/// The CoDel dequeue step (RFC 8289 §5.5 `dequeue`): returns the packet to
+/// send, or `None` if the source ran dry. Packets dropped by the control law
+/// are pushed to `drops` with [`DropReason::Aqm`]; the caller accounts them
+/// (they were already popped from `src`). A returned packet with
+/// `ecn == Ce` that was not CE on entry was marked here (see `Stats`).
+pub fn dequeue<S: Source + ?Sized>(
+    p: &Params,
+    v: &mut Vars,
+    st: &mut Stats,
+    src: &mut S,
+    now: Instant,
+    drops: &mut Drops,
+) -> Option<Packet> {
+    let (mut pkt, mut ok_to_drop) = pop_checked(p, v, st, src, now);
+    if v.dropping {
+        if !ok_to_drop {
+            v.dropping = false;
+        }
+        let mut budget = MAX_DROPS_PER_DEQUEUE;
+        while v.dropping && now >= v.drop_next && budget > 0 {
+            budget -= 1;
+            let Some(head) = pkt.take() else { break };
+            v.count = v.count.saturating_add(1);
+            v.newton_step();
+            if let Some(marked) = punish(p, st, head, drops) {
+                // Marked, not dropped: deliver it and schedule the next
+                // signal (Linux does the same; the queue does not shrink).
+                v.drop_next = v.control_law(v.drop_next, p.interval);
+                return finish(p, st, Some(marked), now);
+            }
+            (pkt, ok_to_drop) = pop_checked(p, v, st, src, now);
+            if !ok_to_drop {
+                v.dropping = false;
+            } else {
+                v.drop_next = v.control_law(v.drop_next, p.interval);
+            }
+        }
+    } else if ok_to_drop {
+        if let Some(head) = pkt.take() {
+            let marked = punish(p, st, head, drops);
+            if marked.is_some() {
+                pkt = marked;
+            } else {
+                (pkt, _) = pop_checked(p, v, st, src, now);
+            }
+            v.dropping = true;
+            // Reuse the count of the last episode if it ended recently: the
+            // drop rate that controlled the queue then is the best guess now.
+            let delta = v.count.wrapping_sub(v.last_count);
+            let recent =
+                now.saturating_since(v.drop_next) < Duration(p.interval.0.saturating_mul(16));
+            if delta > 1 && delta < u32::MAX / 2 && recent {
+                v.count = delta;
+                v.rec_inv_sqrt = exact_inv_sqrt(delta);
+            } else {
+                v.count = 1;
+                v.rec_inv_sqrt = ONE_Q32;
+            }
+            v.last_count = v.count;
+            v.drop_next = v.control_law(now, p.interval);
+        }
+    }
+    finish(p, st, pkt, now)
+}
+
+/// Shallow ECN marking by `ce_threshold` on the packet actually sent.
+fn finish(p: &Params, st: &mut Stats, pkt: Option<Packet>, now: Instant) -> Option<Packet> {
+    let mut pkt = pkt?;
+    if let Some(th) = p.ce_threshold {
+        if pkt.ecn != crate::Ecn::Ce && now.saturating_since(pkt.enqueued_at) > th && pkt.mark_ce()
+        {
+            st.ce_threshold_marks += 1;
+        }
+    }
+    Some(pkt)
+}
+
+/// A FIFO as a CoDel [`Source`].
+struct FifoSource<'a> {
+    queue: &'a mut VecDeque<Packet>,
+    backlog_bytes: &'a mut u64,
+}
+
+impl Source for FifoSource<'_> {
+    fn pop(&mut self) -> Option<Packet> {
+        let p = self.queue.pop_front()?;
+        *self.backlog_bytes -= p.len as u64;
+        Some(p)
+    }
+    fn backlog_bytes(&self) -> u64 {
+        *self.backlog_bytes
+    }
+}
+
+/// Leaf discipline: one FIFO managed by CoDel, with a limit in packets (the
+/// newcomer is refused at the limit, [`DropReason::QueueFull`]).
+#[derive(Debug)]
+pub struct Codel {
+    params: Params,
+    limit_packets: u32,
+    queue: VecDeque<Packet>,
+    /// Bytes in `queue` (not counting `held`).
+    queue_bytes: u64,
+    /// Packet chosen by `peek_len`, returned by the next `dequeue`.
+    held: Option<Packet>,
+    vars: Vars,
+    codel_stats: Stats,
+    stats: QueueStats,
+    last_now: Instant,
+}
+
+impl Codel {
+    /// Linux's default limit for sch_codel.
+    pub const DEFAULT_LIMIT_PACKETS: u32 = 1000;
+
+    pub fn new(params: Params, limit_packets: u32) -> Codel {
+        let limit_packets = limit_packets.max(1);
+        Codel {
+            params,
+            limit_packets,
+            queue: VecDeque::with_capacity((limit_packets as usize).min(1024)),
+            queue_bytes: 0,
+            held: None,
+            vars: Vars::new(),
+            codel_stats: Stats::default(),
+            stats: QueueStats::default(),
+            last_now: Instant::ZERO,
+        }
+    }
+
+    pub fn vars(&self) -> &Vars {
+        &self.vars
+    }
+    pub fn codel_stats(&self) -> &Stats {
+        &self.codel_stats
+    }
+    pub fn stats(&self) -> &QueueStats {
+        &self.stats
+    }
+
+    fn clamp(&mut self, now: Instant) -> Instant {
+        if now > self.last_now {
+            self.last_now = now;
+        }
+        self.last_now
+    }
+
+    /// Runs the control step and accounts its drops and marks.
+    fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let from = drops.len();
+        let marks_before = self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks;
+        let mut src = FifoSource {
+            queue: &mut self.queue,
+            backlog_bytes: &mut self.queue_bytes,
+        };
+        let pkt = dequeue(
+            &self.params,
+            &mut self.vars,
+            &mut self.codel_stats,
+            &mut src,
+            now,
+            drops,
+        );
+        for d in &drops[from..] {
+            self.stats.on_drop_resident(&d.pkt, d.reason);
+        }
+        self.stats.ecn_marks +=
+            self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks - marks_before;
+        pkt
+    }
+}
+
+impl Qdisc for Codel {
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        let now = self.clamp(now);
+        if self.len() >= self.limit_packets as usize {
+            self.stats.on_drop(&pkt, DropReason::QueueFull);
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
+            return Enqueue::Rejected;
+        }
+        pkt.enqueued_at = now;
+        self.stats.on_enqueue(&pkt);
+        self.queue_bytes += pkt.len as u64;
+        self.queue.push_back(pkt);
+        Enqueue::Queued
+    }
+
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let now = self.clamp(now);
+        let pkt = match self.held.take() {
+            Some(p) => Some(p),
+            None => self.pull(now, drops),
+        }?;
+        self.stats.on_dequeue(&pkt, now);
+        Some(pkt)
+    }
+
+    fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
+        let now = self.clamp(now);
+        if self.held.is_none() {
+            self.held = self.pull(now, drops);
+        }
+        self.held.as_ref().map(|p| p.cost)
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len() + usize::from(self.held.is_some())
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.queue_bytes + self.held.as_ref().map_or(0, |p| p.len as u64)
+    }
+
+    fn purge(&mut self, drops: &mut Drops) {
+        // Bounded by the resident count (≤ limit_packets + 1).
+        for pkt in self.held.take().into_iter().chain(self.queue.drain(..)) {
+            self.stats.on_drop_resident(&pkt, DropReason::Purge);
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::Purge,
+            });
+        }
+        self.queue_bytes = 0;
+        self.vars.reset();
+    }
+
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        f(ClassId::ROOT, &self.stats);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,292 @@
-//! (to be written)
+//! Drop-tail FIFO, ALTQ's default leaf queue.
+//!
+//! # Principles
+//! - Packets leave in exactly the order they arrived (one queue, no reordering).
+//! - The queue never holds more than `limit_packets` packets nor, when set, more
+//!   than `limit_bytes` bytes of `len`. A packet that would exceed either limit
+//!   is the one refused (drop-tail, [`DropReason::QueueFull`]); resident packets
+//!   are never pushed out.
+//! - Never throttles: `next_wakeup` is always `None`.
+//! - A limit of 0 packets is treated as 1 so the queue can always carry traffic
+//!   (ALTQ's `qlimit 0` means "default"; the config layer maps it, but a bare 0
+//!   here must not black-hole).
+
+use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use sluice_time::Instant;
+use std::collections::VecDeque;
+
+/// ALTQ's default `qlimit`, in packets.
+pub const DEFAULT_LIMIT_PACKETS: u32 = 50;
+
+/// Configuration of a [`Fifo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Maximum resident packets (`qlimit`).
+    pub limit_packets: u32,
+    /// Optional maximum resident bytes (sum of `len`).
+    pub limit_bytes: Option<u64>,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            limit_packets: DEFAULT_LIMIT_PACKETS,
+            limit_bytes: None,
+        }
+    }
+}
+
+/// A drop-tail FIFO queue.
+#[derive(Debug)]
+pub struct Fifo {
+    params: Params,
+    queue: VecDeque<Packet>,
+    backlog_bytes: u64,
+    last_now: Instant,
+    stats: QueueStats,
+}
+
+impl Fifo {
+    pub fn new(params: Params) -> Fifo {
+        let params = Params {
+            limit_packets: params.limit_packets.max(1),
+            ..params
+        };
+        // Preallocate up to a modest bound so small queues never reallocate on
+        // the hot path; huge limits grow on demand instead of reserving memory.
+        let cap = (params.limit_packets as usize).min(1024);
+        Fifo {
+            params,
+            queue: VecDeque::with_capacity(cap),
+            backlog_bytes: 0,
+            last_now: Instant::ZERO,
+            stats: QueueStats::default(),
+        }
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    pub fn stats(&self) -> &QueueStats {
+        &self.stats
+    }
+
+    /// Whether `pkt` would fit without exceeding either limit.
+    fn fits(&self, pkt: &Packet) -> bool {
+        if self.queue.len() >= self.params.limit_packets as usize {
+            return false;
+        }
+        match self.params.limit_bytes {
+            Some(max) => self.backlog_bytes.saturating_add(pkt.len as u64) <= max,
+            None => true,
+        }
+    }
+
+    fn clamp(&mut self, now: Instant) -> Instant {
+        if now > self.last_now {
+            self.last_now = now;
+        }
+        self.last_now
+    }
+}
+
+impl Qdisc for Fifo {
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        let now = self.clamp(now);
+        if !self.fits(&pkt) {
+            self.stats.on_drop(&pkt, DropReason::QueueFull);
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
+            return Enqueue::Rejected;
+        }
+        pkt.enqueued_at = now;
+        self.stats.on_enqueue(&pkt);
+        self.backlog_bytes += pkt.len as u64;
+        self.queue.push_back(pkt);
+        Enqueue::Queued
+    }
+
+    fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
+        let now = self.clamp(now);
+        let pkt = self.queue.pop_front()?;
+        self.backlog_bytes -= pkt.len as u64;
+        self.stats.on_dequeue(&pkt, now);
+        Some(pkt)
+    }
+
+    fn peek_len(&mut self, now: Instant, _drops: &mut Drops) -> Option<u32> {
+        self.clamp(now);
+        self.queue.front().map(|p| p.cost)
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.backlog_bytes
+    }
+
+    fn purge(&mut self, drops: &mut Drops) {
+        // Bounded by the resident count, itself bounded by `limit_packets`.
+        for pkt in self.queue.drain(..) {
+            self.stats.on_drop_resident(&pkt, DropReason::Purge);
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::Purge,
+            });
+        }
+        self.backlog_bytes = 0;
+    }
+
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        f(ClassId::ROOT, &self.stats);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{check_random, OpSpace};
+
+    fn pkt(id: u64, len: u32) -> Packet {
+        Packet::synthetic(id, len, 0, ClassId::ROOT)
+    }
+
+    #[test]
+    fn limit_in_packets_rejects_newcomer() {
+        let mut q = Fifo::new(Params {
+            limit_packets: 3,
+            limit_bytes: None,
+        });
+        let mut drops = Vec::new();
+        for id in 0..3 {
+            assert_eq!(
+                q.enqueue(pkt(id, 100), Instant(0), &mut drops),
+                Enqueue::Queued
+            );
+        }
+        assert_eq!(
+            q.enqueue(pkt(3, 100), Instant(0), &mut drops),
+            Enqueue::Rejected
+        );
+        assert_eq!(drops.len(), 1);
+        assert_eq!(drops[0].pkt.id, 3, "the newcomer is the one dropped");
+        assert_eq!(drops[0].reason, DropReason::QueueFull);
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.stats().drop_packets[DropReason::QueueFull.index()], 1);
+        assert_eq!(q.stats().drop_bytes[DropReason::QueueFull.index()], 100);
+    }
+
+    #[test]
+    fn limit_in_bytes_rejects_newcomer() {
+        let mut q = Fifo::new(Params {
+            limit_packets: 100,
+            limit_bytes: Some(1000),
+        });
+        let mut drops = Vec::new();
+        assert_eq!(
+            q.enqueue(pkt(0, 600), Instant(0), &mut drops),
+            Enqueue::Queued
+        );
+        assert_eq!(
+            q.enqueue(pkt(1, 400), Instant(0), &mut drops),
+            Enqueue::Queued
+        );
+        assert_eq!(
+            q.backlog_bytes(),
+            1000,
+            "exactly at the byte limit is allowed"
+        );
+        assert_eq!(
+            q.enqueue(pkt(2, 1), Instant(0), &mut drops),
+            Enqueue::Rejected
+        );
+        assert_eq!(drops[0].pkt.id, 2);
+        // After room is made, the same size fits again.
+        assert!(q.dequeue(Instant(1), &mut drops).is_some());
+        assert_eq!(
+            q.enqueue(pkt(3, 600), Instant(1), &mut drops),
+            Enqueue::Queued
+        );
+        assert_eq!(q.backlog_bytes(), 1000);
+    }
+
+    #[test]
+    fn zero_limit_still_carries_one_packet() {
+        let mut q = Fifo::new(Params {
+            limit_packets: 0,
+            limit_bytes: None,
+        });
+        let mut drops = Vec::new();
+        assert_eq!(
+            q.enqueue(pkt(0, 60), Instant(0), &mut drops),
+            Enqueue::Queued
+        );
+        assert_eq!(
+            q.enqueue(pkt(1, 60), Instant(0), &mut drops),
+            Enqueue::Rejected
+        );
+    }
+
+    #[test]
+    fn order_and_sojourn_stamp() {
+        let mut q = Fifo::new(Params::default());
+        let mut drops = Vec::new();
+        for id in 0..10u64 {
+            q.enqueue(pkt(id, 64 + id as u32), Instant(id * 10), &mut drops);
+        }
+        assert_eq!(q.peek_len(Instant(100), &mut drops), Some(64));
+        for id in 0..10u64 {
+            let p = q.dequeue(Instant(100), &mut drops).expect("resident");
+            assert_eq!(p.id, id);
+            assert_eq!(p.enqueued_at, Instant(id * 10));
+        }
+        assert!(q.dequeue(Instant(100), &mut drops).is_none());
+        assert_eq!(q.stats().deq_packets, 10);
+        assert_eq!(q.stats().sojourn.count(), 10);
+        assert!(drops.is_empty());
+    }
+
+    #[test]
+    fn backwards_time_is_clamped_for_stamps() {
+        let mut q = Fifo::new(Params::default());
+        let mut drops = Vec::new();
+        q.enqueue(pkt(0, 60), Instant(1000), &mut drops);
+        q.enqueue(pkt(1, 60), Instant(10), &mut drops);
+        q.dequeue(Instant(0), &mut drops);
+        let p = q.dequeue(Instant(0), &mut drops).expect("resident");
+        assert_eq!(
+            p.enqueued_at,
+            Instant(1000),
+            "earlier now clamped to the latest"
+        );
+    }
+
+    #[test]
+    fn model_check() {
+        let space = OpSpace {
+            flows: 16,
+            ..OpSpace::default()
+        };
+        let r = check_random(
+            || {
+                Box::new(Fifo::new(Params {
+                    limit_packets: 20,
+                    limit_bytes: Some(12_000),
+                }))
+            },
+            &space,
+            300,
+            300,
+        );
+        assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
+    }
+}
