@@ -17,7 +17,19 @@ pub fn ipnet(s: &str) -> Option<IpNet> {
         Some((a, p)) => (a, Some(p)),
         None => (s, None),
     };
-    let addr: IpAddr = a.parse().ok()?;
+    let addr: IpAddr = match a.parse() {
+        Ok(a) => a,
+        // pf's shorthand `10/8`, `192.168/16`: missing IPv4 octets are zero.
+        Err(_) if pfx.is_some() && a.split('.').count() < 4 => {
+            let parts: Vec<&str> = a.split('.').collect();
+            let mut full = parts.join(".");
+            for _ in parts.len()..4 {
+                full.push_str(".0");
+            }
+            full.parse().ok()?
+        }
+        Err(_) => return None,
+    };
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let prefix = match pfx {
         Some(p) => {
@@ -392,6 +404,9 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                     }
                 }
             }
+            // pfSense writes `tracker N`, `ridentifier N` and its own dummynet
+            // hooks `dnpipe (1, 2)` / `dnqueue (3, 4)` (numbered pipes we cannot name).
+            "tracker" | "ridentifier" | "dnpipe" | "dnqueue" => p.skip_value("a value")?,
             "label" | "tag" | "os" | "probability" | "max-mss" | "rtable" | "min-ttl"
             | "max-pkt-rate" | "prio" | "received-on" | "scrub" => p.skip_value("a value")?,
             "tagged" => p.skip_value("a tag")?,
