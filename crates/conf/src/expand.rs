@@ -16,6 +16,9 @@ use std::collections::HashMap;
 
 /// Nested macro uses deeper than this are a cycle in practice.
 const MAX_DEPTH: u32 = 16;
+/// A macro value may not exceed this (definitions that paste other macros
+/// several times each would otherwise grow exponentially).
+const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// No single statement may expand beyond this many tokens (a macro bomb guard).
 const MAX_STMT_TOKENS: usize = 100_000;
 
@@ -50,7 +53,7 @@ pub fn statements(text: &str, defines: &[(String, String)]) -> (Vec<Vec<Token>>,
             }
         }
         let mut stmt = Vec::new();
-        match expand_into(&m, raw, 0, &mut stmt) {
+        match expand_into(&m, raw, 0, &mut stmt, &mut (MAX_STMT_TOKENS * 4)) {
             Ok(()) if !stmt.is_empty() => out.push(stmt),
             Ok(()) => {}
             Err(d) => diags.push(d),
@@ -99,7 +102,15 @@ fn define(
     if m.from_cmdline.contains_key(name) {
         return;
     }
-    m.values.insert(name.to_string(), parts.join(" "));
+    let value = parts.join(" ");
+    if value.len() > MAX_VALUE_BYTES {
+        diags.push(
+            Diagnostic::error(format!("macro `{name}` is too long"), name_span)
+                .label(format!("more than {MAX_VALUE_BYTES} bytes after expansion")),
+        );
+        return;
+    }
+    m.values.insert(name.to_string(), value);
 }
 
 fn undefined(name: &str, span: Span) -> Diagnostic {
@@ -115,10 +126,14 @@ fn expand_into(
     toks: &[Token],
     depth: u32,
     out: &mut Vec<Token>,
+    budget: &mut usize,
 ) -> Result<(), Diagnostic> {
     let mut prev_end: Option<usize> = None;
     for t in toks {
-        if out.len() > MAX_STMT_TOKENS {
+        // Every token visited costs one unit, so empty macros nested many
+        // times over cannot spin without producing output.
+        *budget = budget.saturating_sub(1);
+        if out.len() > MAX_STMT_TOKENS || *budget == 0 {
             return Err(
                 Diagnostic::error("statement too long after macro expansion", t.span)
                     .label(format!("more than {MAX_STMT_TOKENS} tokens")),
@@ -147,7 +162,7 @@ fn expand_into(
                     .into_iter()
                     .filter(|t| t.tok != Tok::Newline)
                     .collect();
-                expand_into(m, &inner, depth + 1, out)?;
+                expand_into(m, &inner, depth + 1, out, budget)?;
             }
             _ => out.push(t.clone()),
         }
@@ -226,6 +241,25 @@ mod tests {
             words("pass from $i :network\n", &d),
             vec!["pass from em0 :network"]
         );
+    }
+
+    #[test]
+    fn macro_bombs_are_bounded() {
+        let mut t = String::from("a0 = \"\"\n");
+        for i in 1..30 {
+            let p = i - 1;
+            t.push_str(&format!("a{i} = \"$a{p} $a{p} $a{p} $a{p}\"\n"));
+        }
+        t.push_str("pass on $a15\n");
+        let (_, d) = statements(&t, &[]);
+        assert!(!d.is_empty());
+        let mut t = String::from("b0 = x\n");
+        for i in 1..40 {
+            let p = i - 1;
+            t.push_str(&format!("b{i} = $b{p} $b{p}\n"));
+        }
+        let (_, d) = statements(&t, &[]);
+        assert!(d.iter().any(|d| d.message.contains("too long")));
     }
 
     #[test]

@@ -235,8 +235,10 @@ fn addr(a: &AddrMatch) -> String {
         AddrMatch::Any => "any".into(),
         AddrMatch::Net(n) => net(n),
         AddrMatch::Table(t) => format!("<{t}>"),
-        AddrMatch::Iface(i) => i.clone(),
-        AddrMatch::IfaceNetwork(i) => format!("{i}:network"),
+        // Parenthesised so that any name reads back as an interface, even one
+        // that looks like a keyword (`(any)`) or starts with a digit.
+        AddrMatch::Iface(i) => format!("({i})"),
+        AddrMatch::IfaceNetwork(i) => format!("({i}:network)"),
         AddrMatch::SelfAddr => "self".into(),
         AddrMatch::NoRoute => "no-route".into(),
         AddrMatch::UrpfFailed => "urpf-failed".into(),

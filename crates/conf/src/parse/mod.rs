@@ -99,6 +99,23 @@ impl<'a> P<'a> {
             _ => Err(self.unexpected(what)),
         }
     }
+    /// A name (queue, pipe, interface): letters, digits, `_ - .` only, so
+    /// that it prints back as one word.
+    pub fn name(&mut self, what: &str) -> PResult<Sp<String>> {
+        let w = self.word(what)?;
+        let ok = !w.v.is_empty()
+            && w.v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if ok {
+            Ok(w)
+        } else {
+            Err(
+                Diagnostic::error(format!("invalid {what} `{}`", w.v), w.span)
+                    .label("letters, digits, `_`, `-` and `.` only"),
+            )
+        }
+    }
     pub fn expect(&mut self, t: Tok, what: &str) -> PResult<Span> {
         if self.peek() == Some(&t) {
             Ok(self.next().map_or(self.here(), |t| t.span))
@@ -317,7 +334,7 @@ fn set(p: &mut P) -> PResult<Stmt> {
             if !p.eat_word("on") {
                 return Err(p.unexpected("`on`"));
             }
-            let iface = p.word("an interface")?;
+            let iface = p.name("interface name")?;
             let v = p.word("overhead bytes or a preset")?;
             let ov = if let Some(pre) = units::overhead_preset(&v.v) {
                 pre

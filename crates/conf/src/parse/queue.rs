@@ -53,7 +53,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
     if !p.eat_word("on") {
         return Err(p.unexpected("`on`"));
     }
-    let iface = p.word("an interface")?;
+    let iface = p.name("interface name")?;
     let mut a = AltqDecl {
         iface,
         sched: None,
@@ -70,7 +70,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
             "bandwidth" => a.bandwidth = Some(bandwidth(p)?),
             "qlimit" => a.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
             "tbrsize" => a.tbrsize = Some(p.number("tbrsize", 1, u64::from(u32::MAX))?),
-            "queue" => a.children = p.list(&mut |p: &mut P| p.word("a queue name"))?,
+            "queue" => a.children = p.list(&mut |p: &mut P| p.name("queue name"))?,
             s => match sched_kind(s) {
                 Some(k) => a.sched = Some(Sp::new(k, w.span)),
                 None => {
@@ -142,7 +142,7 @@ fn mark(slot: &mut Option<Sp<&'static str>>, what: &'static str, at: Span) {
 }
 
 pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
-    let name = p.word("a queue name")?;
+    let name = p.name("queue name")?;
     let mut q = QueueDecl {
         name,
         span: start,
@@ -152,12 +152,12 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
     while !p.at_end() {
         if p.peek() == Some(&Tok::LBrace) {
             mark(&mut q.old_style, "{ children }", p.here());
-            q.children = p.list(&mut |p: &mut P| p.word("a queue name"))?;
+            q.children = p.list(&mut |p: &mut P| p.name("queue name"))?;
             continue;
         }
         let w = p.word("a queue option")?;
         match w.v.as_str() {
-            "on" => q.on = Some(p.word("an interface")?),
+            "on" => q.on = Some(p.name("interface name")?),
             "bandwidth" => q.bandwidth = Some(curve55(p, &mut q)?),
             "min" => {
                 mark(&mut q.new_style, "min", w.span);
@@ -174,7 +174,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             "qlimit" => q.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
             "parent" => {
                 mark(&mut q.new_style, "parent", w.span);
-                q.parent = Some(p.word("a parent queue name")?);
+                q.parent = Some(p.name("parent queue name")?);
             }
             "flows" => {
                 mark(&mut q.new_style, "flows", w.span);
@@ -188,7 +188,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
                 mark(&mut q.new_style, "default", w.span);
                 q.default = Some(w.span);
             }
-            "pipe" => q.pipe = Some(p.word("a pipe name")?),
+            "pipe" => q.pipe = Some(p.name("pipe name")?),
             "weight" => q.weight = Some(p.number("weight", 0, u64::MAX)?),
             s => match sched_kind(s) {
                 Some(k) => {
@@ -276,7 +276,7 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
 }
 
 pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
-    let name = p.word("a pipe name")?;
+    let name = p.name("pipe name")?;
     let mut d = PipeDecl {
         name,
         iface: None,
@@ -291,7 +291,7 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
     while !p.at_end() {
         let w = p.word("a pipe option")?;
         match w.v.as_str() {
-            "on" => d.iface = Some(p.word("an interface")?),
+            "on" => d.iface = Some(p.name("interface name")?),
             "bandwidth" => d.bandwidth = Some(bandwidth(p)?),
             "delay" => d.delay = duration(p, MS)?,
             "plr" => {

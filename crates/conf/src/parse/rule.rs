@@ -17,7 +17,19 @@ pub fn ipnet(s: &str) -> Option<IpNet> {
         Some((a, p)) => (a, Some(p)),
         None => (s, None),
     };
-    let addr: IpAddr = a.parse().ok()?;
+    let addr: IpAddr = match a.parse() {
+        Ok(a) => a,
+        // pf's shorthand `10/8`, `192.168/16`: missing IPv4 octets are zero.
+        Err(_) if pfx.is_some() && a.split('.').count() < 4 => {
+            let parts: Vec<&str> = a.split('.').collect();
+            let mut full = parts.join(".");
+            for _ in parts.len()..4 {
+                full.push_str(".0");
+            }
+            full.parse().ok()?
+        }
+        Err(_) => return None,
+    };
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let prefix = match pfx {
         Some(p) => {
@@ -32,13 +44,27 @@ pub fn ipnet(s: &str) -> Option<IpNet> {
     Some(IpNet { addr, prefix })
 }
 
-fn iface_addr(w: &str) -> AddrMatch {
-    match w.split_once(':') {
+fn iface_addr(w: &str, span: Span) -> PResult<AddrMatch> {
+    let name = w.split_once(':').map_or(w, |(n, _)| n);
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !ok {
+        return Err(
+            Diagnostic::error(format!("invalid interface name `{name}`"), span)
+                .label("expected an interface or group name like em0 or egress"),
+        );
+    }
+    Ok(match w.split_once(':') {
         Some((i, "network")) => AddrMatch::IfaceNetwork(i.to_string()),
         // `:broadcast`, `:peer`, `:0`: still the interface's addresses to sluice.
         Some((i, _)) => AddrMatch::Iface(i.to_string()),
         None => AddrMatch::Iface(w.to_string()),
-    }
+    })
 }
 
 fn host(p: &mut P) -> PResult<Sp<HostAst>> {
@@ -53,7 +79,7 @@ fn host(p: &mut P) -> PResult<Sp<HostAst>> {
                 p.next();
             }
             p.expect(Tok::RParen, "`)`")?;
-            iface_addr(&w.v)
+            iface_addr(&w.v, w.span)?
         }
         Some((Tok::Word(w) | Tok::Str(w), span)) => match w.as_str() {
             "any" => AddrMatch::Any,
@@ -77,7 +103,7 @@ fn host(p: &mut P) -> PResult<Sp<HostAst>> {
                     .label("sluice does not look up names")
                     .hint("write the address, or put the addresses in a table <name> { … }"));
                 } else {
-                    iface_addr(w)
+                    iface_addr(w, span)?
                 }
             }
         },
@@ -160,16 +186,16 @@ fn endpoint(p: &mut P) -> PResult<(Hosts, Ports)> {
 
 fn queue_pair(p: &mut P) -> PResult<(Sp<String>, Option<Sp<String>>)> {
     if p.eat(&Tok::LParen) {
-        let a = p.word("a queue name")?;
+        let a = p.name("queue name")?;
         let b = if p.eat(&Tok::Comma) {
-            Some(p.word("a queue name")?)
+            Some(p.name("queue name")?)
         } else {
             None
         };
         p.expect(Tok::RParen, "`)`")?;
         Ok((a, b))
     } else {
-        Ok((p.word("a queue name")?, None))
+        Ok((p.name("queue name")?, None))
     }
 }
 
@@ -291,7 +317,7 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                 let mut item = |p: &mut P| -> PResult<Sp<(String, bool)>> {
                     let start = p.here();
                     let neg = p.eat(&Tok::Bang);
-                    let n = p.word("an interface")?;
+                    let n = p.name("interface name")?;
                     Ok(Sp::new((n.v, neg), start.to(n.span)))
                 };
                 r.ifaces = p.list(&mut item)?;
@@ -378,6 +404,9 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                     }
                 }
             }
+            // pfSense writes `tracker N`, `ridentifier N` and its own dummynet
+            // hooks `dnpipe (1, 2)` / `dnqueue (3, 4)` (numbered pipes we cannot name).
+            "tracker" | "ridentifier" | "dnpipe" | "dnqueue" => p.skip_value("a value")?,
             "label" | "tag" | "os" | "probability" | "max-mss" | "rtable" | "min-ttl"
             | "max-pkt-rate" | "prio" | "received-on" | "scrub" => p.skip_value("a value")?,
             "tagged" => p.skip_value("a tag")?,
