@@ -35,6 +35,7 @@
 
 mod addr;
 mod hash;
+mod reload;
 mod rules;
 mod state;
 mod track;

@@ -32,6 +32,11 @@ pub(crate) enum CAddr {
     Table(usize),
     Iface(IfaceId),
     IfaceNetwork(IfaceId),
+    /// `self`: any address of any interface.
+    SelfAddr,
+    /// `no-route` / `urpf-failed`: sluice forwards as a bridge and consults no
+    /// routing table, so these never match (`!no-route` matches everything).
+    Never,
 }
 
 #[derive(Clone, Debug)]
@@ -72,6 +77,8 @@ fn compile_endpoint(e: &ir::Endpoint, r: &mut dyn Resolve) -> CEndpoint {
         AddrMatch::Table(t) => CAddr::Table(r.table_id(t)),
         AddrMatch::Iface(i) => CAddr::Iface(r.iface_id(i)),
         AddrMatch::IfaceNetwork(i) => CAddr::IfaceNetwork(r.iface_id(i)),
+        AddrMatch::SelfAddr => CAddr::SelfAddr,
+        AddrMatch::NoRoute | AddrMatch::UrpfFailed => CAddr::Never,
     };
     CEndpoint {
         addr,
@@ -146,6 +153,8 @@ impl MatchCtx<'_> {
                 .ifaces
                 .get(i.0 as usize)
                 .is_some_and(|i| i.in_network(addr)),
+            CAddr::SelfAddr => self.ifaces.iter().any(|i| i.has_addr(addr)),
+            CAddr::Never => false,
         })
     }
 

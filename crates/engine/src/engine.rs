@@ -4,7 +4,7 @@ use crate::build::{build_tree, BuildError, Tree};
 use crate::report::{ClassReport, IfaceReport};
 use sluice_classify::{Classifier, QueueName};
 use sluice_conf::ir::{self, Direction};
-use sluice_sched::{ClassId, DropReason, Drops, Ecn, Packet, Qdisc};
+use sluice_sched::{ClassId, DropReason, Drops, Ecn, Packet};
 use sluice_time::{Duration, Instant, Overhead};
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -148,7 +148,7 @@ impl Engine {
             cfg,
             sluice_classify::Options {
                 hash_key: opts.hash_key,
-                state_limit: None,
+                ..Default::default()
             },
         );
         let mut ifaces = Vec::with_capacity(opts.ifaces.len());
@@ -456,13 +456,13 @@ impl Engine {
                 old.extend(self.drops.drain(..).map(|d| d.pkt));
                 old_names = t.classes.iter().map(|c| (c.id, c.name.clone())).collect();
             }
-            let new = trees[idx].as_mut();
+            let new_tree = &mut trees[idx];
             for mut pkt in old {
-                let target = new.as_ref().and_then(|t| {
+                let target = new_tree.as_ref().and_then(|t| {
                     let name = old_names.get(&pkt.class)?;
                     t.classes.iter().find(|c| &c.name == name).map(|c| c.id)
                 });
-                match (target, trees[idx].as_mut()) {
+                match (target, new_tree.as_mut()) {
                     (Some(class), Some(t)) => {
                         pkt.class = class;
                         t.root.enqueue(pkt, now, &mut self.drops);
@@ -471,7 +471,14 @@ impl Engine {
                     _ => {
                         report.dropped += 1;
                         self.ifaces[idx].counters.reload_drops += 1;
-                        self.give_back(idx, pkt.data, DropCause::Reload);
+                        if self.dropped.len() >= DROPPED_BACKLOG_CAP {
+                            self.dropped.pop_front();
+                        }
+                        self.dropped.push_back(DroppedFrame {
+                            iface: idx,
+                            frame: pkt.data,
+                            cause: DropCause::Reload,
+                        });
                     }
                 }
             }
