@@ -45,6 +45,8 @@ fn mask(len: u8, width: u8) -> u128 {
 pub(crate) struct Prefix {
     v6: bool,
     net: u128,
+    /// Precomputed: matching is one AND and one compare.
+    mask: u128,
     len: u8,
 }
 
@@ -52,9 +54,11 @@ impl Prefix {
     pub(crate) fn new(n: &IpNet) -> Prefix {
         let (b, width) = bits(n.addr);
         let len = n.prefix.min(width);
+        let m = mask(len, width);
         Prefix {
             v6: width == 128,
-            net: b & mask(len, width),
+            net: b & m,
+            mask: m,
             len,
         }
     }
@@ -65,7 +69,7 @@ impl Prefix {
 
     pub(crate) fn contains(&self, addr: IpAddr) -> bool {
         let (b, width) = bits(addr);
-        (width == 128) == self.v6 && b & mask(self.len, width) == self.net
+        (width == 128) == self.v6 && b & self.mask == self.net
     }
 }
 

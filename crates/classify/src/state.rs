@@ -21,11 +21,12 @@
 //!   removes an expired state it finds; `expire` sweeps the slab with a
 //!   cursor and a caller-given budget, so purging never stalls the data path.
 
-use crate::hash::KeyedSip;
+use crate::hash::{tuple_bytes, KeyedSip};
 use crate::track::{ProtoState, TimeoutKind};
 use crate::QueueName;
 use sluice_time::Instant;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 
 /// Slots examined to find an expired state before refusing an insert into a
@@ -34,13 +35,26 @@ use std::net::IpAddr;
 pub const RECLAIM_SCAN_SLOTS: usize = 32;
 
 /// The lookup key of a state (see the module doc for its orientation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StateKey {
     pub proto: u8,
     pub lo: (IpAddr, u16),
     pub hi: (IpAddr, u16),
     /// lower→higher packets are evaluated at direction Out.
     pub lo_out: bool,
+}
+
+/// One fixed-size write per key: consistent with `Eq` (equal keys give equal
+/// bytes) and cheaper than hashing each field.
+impl Hash for StateKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write(&tuple_bytes(
+            self.lo,
+            self.hi,
+            self.proto,
+            u8::from(self.lo_out),
+        ));
+    }
 }
 
 impl StateKey {
