@@ -117,8 +117,18 @@ pub struct Vars {
 }
 
 impl Vars {
+    /// The idle state (usable in `const` tables).
+    pub const ZERO: Vars = Vars {
+        first_above_time: Instant::ZERO,
+        drop_next: Instant::ZERO,
+        count: 0,
+        last_count: 0,
+        rec_inv_sqrt: 0,
+        dropping: false,
+    };
+
     pub fn new() -> Vars {
-        Vars::default()
+        Vars::ZERO
     }
     pub fn dropping(&self) -> bool {
         self.dropping

@@ -1,1 +1,548 @@
-//! (to be written)
+//! FQ-CoDel: flow queueing with CoDel per flow (RFC 8290).
+//!
+//! # Principles
+//! - Packets are bucketed by [`Packet::flow`] (the caller's keyed hash) into
+//!   `flows` queues with a multiply-shift reduction (`flow * n >> 64`), which
+//!   uses the hash's high bits and needs no modulo (RFC 8290 §4.1.1).
+//! - Scheduling is deficit round robin over two lists (§4.2): a flow that
+//!   becomes active joins `new_flows` with one `quantum_bytes` of deficit and is
+//!   served before any `old_flows`, until it uses its quantum or empties. A
+//!   flow leaves `new_flows` for the tail of `old_flows`, so a flow that keeps
+//!   a queue can never stay "new" (no starvation of old flows). Deficits count
+//!   [`Packet::cost`] bytes, so bandwidth is shared in bytes, not packets.
+//! - Each flow runs the shared CoDel control step ([`crate::codel::dequeue`])
+//!   with its own [`codel::Vars`]; sojourn is measured from enqueue. As in
+//!   Linux, the "≤ 1 MTU" test uses the total backlog of the discipline.
+//! - Limits: at most `limit_packets` packets and `memory_limit_bytes` bytes of
+//!   `len` are resident after every enqueue. On overflow packets are dropped
+//!   from the head of the flow with the largest backlog (§4.1), in batches of
+//!   up to `drop_batch` packets or half that flow's bytes (Linux's amortization
+//!   of the fattest-flow scan); the newcomer may be among them if its flow is
+//!   the fattest.
+//! - Memory: flow tables are allocated once at construction; the packet slab
+//!   grows on demand up to `limit_packets` slots and is reused (free list), so
+//!   the steady state never allocates. Enqueue and dequeue are O(1); only the
+//!   overflow path scans the per-flow backlog array (O(flows), amortized over
+//!   a batch).
+
+use crate::codel;
+use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use sluice_time::{Duration, Instant};
+use std::fmt;
+
+mod slab;
+use slab::{Slab, NIL};
+
+/// Largest `flows` value (Linux's limit too).
+pub const MAX_FLOWS: u32 = 65_536;
+
+/// Configuration of [`FqCodel`]. Defaults are Linux's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Number of flow queues, 1..=65536.
+    pub flows: u32,
+    /// Bytes of `cost` a flow may send per round.
+    pub quantum_bytes: u32,
+    /// Maximum resident packets.
+    pub limit_packets: u32,
+    /// Maximum resident bytes (sum of `len`).
+    pub memory_limit_bytes: u64,
+    /// CoDel target (acceptable standing delay).
+    pub target: Duration,
+    /// CoDel interval.
+    pub interval: Duration,
+    /// Mark ECT packets instead of dropping them (CoDel decisions only;
+    /// overflow always drops).
+    pub ecn: bool,
+    /// Most packets dropped from the fattest flow per overflow.
+    pub drop_batch: u32,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            flows: 1024,
+            quantum_bytes: 1514,
+            limit_packets: 10_240,
+            memory_limit_bytes: 32 << 20,
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+            ecn: true,
+            drop_batch: 64,
+        }
+    }
+}
+
+/// A parameter outside its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamError {
+    Flows(u32),
+    Quantum(u32),
+    Limit(u32),
+    DropBatch(u32),
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamError::Flows(v) => write!(f, "fq_codel: flows {v} out of range (1..=65536)"),
+            ParamError::Quantum(v) => write!(f, "fq_codel: quantum {v} must be at least 1 byte"),
+            ParamError::Limit(v) => write!(f, "fq_codel: limit {v} must be at least 1 packet"),
+            ParamError::DropBatch(v) => write!(f, "fq_codel: drop batch {v} must be at least 1"),
+        }
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+impl Params {
+    /// Checks the ranges; [`FqCodel::new`] clamps instead of failing.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.flows == 0 || self.flows > MAX_FLOWS {
+            return Err(ParamError::Flows(self.flows));
+        }
+        if self.quantum_bytes == 0 {
+            return Err(ParamError::Quantum(self.quantum_bytes));
+        }
+        if self.limit_packets == 0 {
+            return Err(ParamError::Limit(self.limit_packets));
+        }
+        if self.drop_batch == 0 {
+            return Err(ParamError::DropBatch(self.drop_batch));
+        }
+        Ok(())
+    }
+}
+
+/// Which list a flow is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum OnList {
+    None,
+    New,
+    Old,
+}
+
+/// Per-flow state. Small on purpose: there are up to 65536 of them.
+#[derive(Clone, Copy, Debug)]
+struct Flow {
+    /// Packet slab indices of the flow's FIFO (NIL when empty).
+    head: u32,
+    tail: u32,
+    /// Next flow on the same list (NIL at the end).
+    next: u32,
+    deficit: i32,
+    list: OnList,
+    vars: codel::Vars,
+}
+
+impl Flow {
+    const EMPTY: Flow = Flow {
+        head: NIL,
+        tail: NIL,
+        next: NIL,
+        deficit: 0,
+        list: OnList::None,
+        vars: codel::Vars::ZERO,
+    };
+}
+
+/// Intrusive singly linked list of flows; only the head is ever removed.
+#[derive(Clone, Copy, Debug)]
+struct FlowList {
+    head: u32,
+    tail: u32,
+}
+
+impl FlowList {
+    const EMPTY: FlowList = FlowList {
+        head: NIL,
+        tail: NIL,
+    };
+}
+
+/// FQ-CoDel's own counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Control-law decisions, summed over flows.
+    pub codel: codel::Stats,
+    /// Flows that became active (joined `new_flows`).
+    pub new_flows: u64,
+    /// Packets dropped by the overflow (limit/memory) path.
+    pub overflow_drops: u64,
+    /// Overflow events (each drops one batch or more).
+    pub overflow_events: u64,
+}
+
+/// The FQ-CoDel discipline.
+pub struct FqCodel {
+    params: Params,
+    codel: codel::Params,
+    flows: Box<[Flow]>,
+    /// Bytes queued per flow, apart from `flows` so the fattest-flow scan
+    /// reads one dense array.
+    backlogs: Box<[u32]>,
+    new_flows: FlowList,
+    old_flows: FlowList,
+    slab: Slab,
+    /// Packets and bytes in flow queues (not counting `held`).
+    queued: u32,
+    queued_bytes: u64,
+    /// Packet chosen by `peek_len`, returned by the next `dequeue`.
+    held: Option<Packet>,
+    fq_stats: Stats,
+    stats: QueueStats,
+    last_now: Instant,
+}
+
+impl fmt::Debug for FqCodel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FqCodel")
+            .field("params", &self.params)
+            .field("queued", &self.queued)
+            .field("queued_bytes", &self.queued_bytes)
+            .finish()
+    }
+}
+
+/// One flow's FIFO seen as a CoDel source.
+struct FlowSource<'a> {
+    flow_head: &'a mut u32,
+    flow_tail: &'a mut u32,
+    flow_backlog: &'a mut u32,
+    slab: &'a mut Slab,
+    queued: &'a mut u32,
+    queued_bytes: &'a mut u64,
+}
+
+impl codel::Source for FlowSource<'_> {
+    fn pop(&mut self) -> Option<Packet> {
+        let pkt = self.slab.pop(self.flow_head, self.flow_tail)?;
+        *self.flow_backlog = self.flow_backlog.saturating_sub(pkt.len);
+        *self.queued -= 1;
+        *self.queued_bytes -= pkt.len as u64;
+        Some(pkt)
+    }
+    fn backlog_bytes(&self) -> u64 {
+        *self.queued_bytes
+    }
+}
+
+/// Bounds `dequeue`'s search. Each DRR pass adds a quantum to every visited
+/// flow, so a packet is found within `cost/quantum` passes; past this cap the
+/// head flow is served regardless of deficit (never reached with sane
+/// parameters, but keeps one call's work bounded whatever they are).
+const MAX_VISITS_PER_DEQUEUE: u32 = 1 << 16;
+
+impl FqCodel {
+    pub fn new(params: Params) -> FqCodel {
+        let params = Params {
+            flows: params.flows.clamp(1, MAX_FLOWS),
+            quantum_bytes: params.quantum_bytes.max(1),
+            limit_packets: params.limit_packets.max(1),
+            drop_batch: params.drop_batch.max(1),
+            ..params
+        };
+        let n = params.flows as usize;
+        FqCodel {
+            codel: codel::Params {
+                target: params.target,
+                interval: params.interval,
+                ecn: params.ecn,
+                ce_threshold: None,
+                mtu_bytes: 1514,
+            },
+            flows: vec![Flow::EMPTY; n].into_boxed_slice(),
+            backlogs: vec![0u32; n].into_boxed_slice(),
+            new_flows: FlowList::EMPTY,
+            old_flows: FlowList::EMPTY,
+            slab: Slab::with_capacity((params.limit_packets as usize).min(16_384)),
+            queued: 0,
+            queued_bytes: 0,
+            held: None,
+            fq_stats: Stats::default(),
+            stats: QueueStats::default(),
+            last_now: Instant::ZERO,
+            params,
+        }
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+    pub fn fq_stats(&self) -> &Stats {
+        &self.fq_stats
+    }
+    pub fn stats(&self) -> &QueueStats {
+        &self.stats
+    }
+
+    /// The flow queue a hash maps to (multiply-shift, uniform for a uniform hash).
+    pub fn bucket(&self, flow_hash: u64) -> u32 {
+        ((flow_hash as u128 * self.params.flows as u128) >> 64) as u32
+    }
+
+    /// Bytes queued in flow queue `bucket` (for tests and `show`).
+    pub fn flow_backlog(&self, bucket: u32) -> u32 {
+        self.backlogs.get(bucket as usize).copied().unwrap_or(0)
+    }
+
+    fn clamp(&mut self, now: Instant) -> Instant {
+        if now > self.last_now {
+            self.last_now = now;
+        }
+        self.last_now
+    }
+
+    fn over_limit(&self) -> bool {
+        self.queued > self.params.limit_packets
+            || self.queued_bytes > self.params.memory_limit_bytes
+    }
+
+    fn push_tail(&mut self, which: OnList, idx: u32) {
+        let list = match which {
+            OnList::New => &mut self.new_flows,
+            OnList::Old => &mut self.old_flows,
+            OnList::None => return,
+        };
+        self.flows[idx as usize].next = NIL;
+        self.flows[idx as usize].list = which;
+        if list.tail == NIL {
+            list.head = idx;
+        } else {
+            self.flows[list.tail as usize].next = idx;
+        }
+        list.tail = idx;
+    }
+
+    fn pop_head(&mut self, which: OnList) -> Option<u32> {
+        let list = match which {
+            OnList::New => &mut self.new_flows,
+            OnList::Old => &mut self.old_flows,
+            OnList::None => return None,
+        };
+        let idx = list.head;
+        if idx == NIL {
+            return None;
+        }
+        list.head = self.flows[idx as usize].next;
+        if list.head == NIL {
+            list.tail = NIL;
+        }
+        self.flows[idx as usize].next = NIL;
+        self.flows[idx as usize].list = OnList::None;
+        Some(idx)
+    }
+
+    /// Drops one batch from the head of the fattest flow (RFC 8290 §4.1).
+    /// Returns the flow index hit.
+    fn drop_batch(&mut self, drops: &mut Drops) -> u32 {
+        // The scan reads the dense backlog array once: O(flows), amortized
+        // over up to `drop_batch` drops.
+        let mut fattest = 0usize;
+        let mut max = 0u32;
+        for (i, &b) in self.backlogs.iter().enumerate() {
+            if b > max {
+                max = b;
+                fattest = i;
+            }
+        }
+        let threshold = max / 2;
+        let mut dropped_bytes = 0u32;
+        let mut n = 0u32;
+        let flow = &mut self.flows[fattest];
+        // Bounded by `drop_batch` and by the flow's packets.
+        while n < self.params.drop_batch {
+            let Some(pkt) = self.slab.pop(&mut flow.head, &mut flow.tail) else {
+                break;
+            };
+            n += 1;
+            dropped_bytes = dropped_bytes.saturating_add(pkt.len);
+            self.backlogs[fattest] = self.backlogs[fattest].saturating_sub(pkt.len);
+            self.queued -= 1;
+            self.queued_bytes -= pkt.len as u64;
+            self.fq_stats.overflow_drops += 1;
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
+            if dropped_bytes >= threshold {
+                break;
+            }
+        }
+        self.fq_stats.overflow_events += 1;
+        fattest as u32
+    }
+
+    /// DRR selection plus the CoDel step of the chosen flow (RFC 8290 §4.2).
+    fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let quantum = self.params.quantum_bytes.min(i32::MAX as u32) as i32;
+        let mut visits = 0u32;
+        loop {
+            let (which, idx) = if self.new_flows.head != NIL {
+                (OnList::New, self.new_flows.head)
+            } else if self.old_flows.head != NIL {
+                (OnList::Old, self.old_flows.head)
+            } else {
+                return None;
+            };
+            visits += 1;
+            let f = &mut self.flows[idx as usize];
+            if f.deficit <= 0 && visits < MAX_VISITS_PER_DEQUEUE {
+                f.deficit = f.deficit.saturating_add(quantum);
+                self.pop_head(which);
+                self.push_tail(OnList::Old, idx);
+                continue;
+            }
+            let from = drops.len();
+            let marks_before = self.fq_stats.codel.ecn_marks;
+            let mut src = FlowSource {
+                flow_head: &mut f.head,
+                flow_tail: &mut f.tail,
+                flow_backlog: &mut self.backlogs[idx as usize],
+                slab: &mut self.slab,
+                queued: &mut self.queued,
+                queued_bytes: &mut self.queued_bytes,
+            };
+            let pkt = codel::dequeue(
+                &self.codel,
+                &mut f.vars,
+                &mut self.fq_stats.codel,
+                &mut src,
+                now,
+                drops,
+            );
+            for d in &drops[from..] {
+                self.stats.on_drop_resident(&d.pkt, d.reason);
+            }
+            self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
+            match pkt {
+                Some(p) => {
+                    self.flows[idx as usize].deficit = self.flows[idx as usize]
+                        .deficit
+                        .saturating_sub(p.cost.min(i32::MAX as u32) as i32);
+                    return Some(p);
+                }
+                None => {
+                    // Empty: an emptied new flow goes to the old list if that
+                    // is non-empty (so it cannot re-enter as new right away
+                    // and starve old flows), else it leaves the lists.
+                    self.pop_head(which);
+                    // CoDel state is kept: RFC 8289 reuses `count` when the
+                    // flow comes back soon.
+                    if which == OnList::New && self.old_flows.head != NIL {
+                        self.push_tail(OnList::Old, idx);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Qdisc for FqCodel {
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        let now = self.clamp(now);
+        let idx = self.bucket(pkt.flow);
+        let id = pkt.id;
+        pkt.enqueued_at = now;
+        self.stats.on_enqueue(&pkt);
+        let len = pkt.len;
+        let f = &mut self.flows[idx as usize];
+        self.slab.push(&mut f.head, &mut f.tail, pkt);
+        self.backlogs[idx as usize] = self.backlogs[idx as usize].saturating_add(len);
+        self.queued += 1;
+        self.queued_bytes += len as u64;
+        if self.flows[idx as usize].list == OnList::None {
+            self.flows[idx as usize].deficit =
+                self.params.quantum_bytes.min(i32::MAX as u32) as i32;
+            self.push_tail(OnList::New, idx);
+            self.fq_stats.new_flows += 1;
+        }
+        if !self.over_limit() {
+            return Enqueue::Queued;
+        }
+        let from = drops.len();
+        // Each batch drops at least one packet, so this ends within
+        // `queued` iterations.
+        while self.over_limit() && self.queued > 0 {
+            self.drop_batch(drops);
+        }
+        let mut refused = false;
+        for d in &drops[from..] {
+            self.stats.on_drop_resident(&d.pkt, d.reason);
+            refused |= d.pkt.id == id;
+        }
+        if refused {
+            Enqueue::Rejected
+        } else {
+            Enqueue::QueuedDroppedOthers
+        }
+    }
+
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        let now = self.clamp(now);
+        let pkt = match self.held.take() {
+            Some(p) => p,
+            None => self.pull(now, drops)?,
+        };
+        self.stats.on_dequeue(&pkt, now);
+        Some(pkt)
+    }
+
+    fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
+        let now = self.clamp(now);
+        if self.held.is_none() {
+            self.held = self.pull(now, drops);
+        }
+        self.held.as_ref().map(|p| p.cost)
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
+
+    fn len(&self) -> usize {
+        self.queued as usize + usize::from(self.held.is_some())
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.queued_bytes + self.held.as_ref().map_or(0, |p| p.len as u64)
+    }
+
+    fn purge(&mut self, drops: &mut Drops) {
+        if let Some(pkt) = self.held.take() {
+            self.stats.on_drop_resident(&pkt, DropReason::Purge);
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::Purge,
+            });
+        }
+        // Only flows on a list can hold packets; walking both lists visits
+        // each active flow once.
+        for which in [OnList::New, OnList::Old] {
+            while let Some(idx) = self.pop_head(which) {
+                let f = &mut self.flows[idx as usize];
+                // Bounded by the flow's packets.
+                while let Some(pkt) = self.slab.pop(&mut f.head, &mut f.tail) {
+                    self.stats.on_drop_resident(&pkt, DropReason::Purge);
+                    drops.push(Dropped {
+                        pkt,
+                        reason: DropReason::Purge,
+                    });
+                }
+                f.vars.reset();
+                f.deficit = 0;
+                self.backlogs[idx as usize] = 0;
+            }
+        }
+        self.queued = 0;
+        self.queued_bytes = 0;
+    }
+
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        f(ClassId::ROOT, &self.stats);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,346 @@
+//! FQ-CoDel's guarantees, proven in virtual time.
+
+use super::*;
+use crate::testing::{check_random, OpSpace};
+use crate::Ecn;
+use sluice_time::Rate;
+
+const MS: u64 = 1_000_000;
+
+#[test]
+fn per_flow_state_is_small() {
+    assert!(
+        std::mem::size_of::<Flow>() <= 56,
+        "{}",
+        std::mem::size_of::<Flow>()
+    );
+}
+
+/// A hash that lands exactly in `bucket`.
+fn hash_for(bucket: u32, flows: u32) -> u64 {
+    ((((bucket as u128) << 64) / flows as u128) as u64).wrapping_add(1)
+}
+
+struct Source {
+    bucket: u32,
+    len: u32,
+    period_ns: u64,
+    next_ns: u64,
+}
+
+/// Sources feeding one FQ-CoDel in front of a link of `rate`. Returns per
+/// source: (bytes delivered, max sojourn, drops).
+fn simulate(
+    q: &mut FqCodel,
+    rate: Rate,
+    srcs: &mut [Source],
+    dur_ns: u64,
+) -> Vec<(u64, Duration, u64)> {
+    let flows = q.params().flows;
+    let mut out = vec![(0u64, Duration::ZERO, 0u64); srcs.len()];
+    let mut drops = Vec::new();
+    let mut link_free = 0u64;
+    let mut id = 0u64;
+    let owner = |pkt: &Packet| (pkt.id >> 40) as usize;
+    // Each iteration handles one arrival or one transmission, so the loop runs
+    // at most dur * (sum of source rates + link rate) times.
+    loop {
+        let next_src = srcs.iter().map(|s| s.next_ns).min().unwrap_or(u64::MAX);
+        let t = next_src.min(link_free);
+        if t >= dur_ns {
+            break;
+        }
+        let now = Instant(t);
+        for (i, s) in srcs.iter_mut().enumerate() {
+            if s.next_ns == t {
+                id += 1;
+                let p = Packet::synthetic(
+                    ((i as u64) << 40) | id,
+                    s.len,
+                    hash_for(s.bucket, flows),
+                    ClassId::ROOT,
+                );
+                q.enqueue(p, now, &mut drops);
+                s.next_ns += s.period_ns;
+            }
+        }
+        if link_free <= t {
+            match q.dequeue(now, &mut drops) {
+                Some(p) => {
+                    let o = &mut out[owner(&p)];
+                    o.0 += p.len as u64;
+                    o.1 = o.1.max(now.saturating_since(p.enqueued_at));
+                    link_free = t + rate.tx_time(p.cost as u64).0;
+                }
+                // Idle until the next arrival (strictly later than t).
+                None => link_free = srcs.iter().map(|s| s.next_ns).min().unwrap_or(u64::MAX),
+            }
+        }
+        for d in drops.drain(..) {
+            out[owner(&d.pkt)].2 += 1;
+        }
+    }
+    out
+}
+
+fn bulk(bucket: u32, len: u32, rate: Rate) -> Source {
+    Source {
+        bucket,
+        len,
+        period_ns: rate.tx_time(len as u64).0,
+        next_ns: bucket as u64 * 1000,
+    }
+}
+
+#[test]
+fn sparse_flow_bypasses_bulk_flows() {
+    let rate = Rate::mbps(10);
+    let mut q = FqCodel::new(Params::default());
+    let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
+    srcs.push(Source {
+        bucket: 100,
+        len: 100,
+        period_ns: 20 * MS,
+        next_ns: 5 * MS,
+    });
+    let r = simulate(&mut q, rate, &mut srcs, 10_000 * MS);
+    let (bytes, max_sojourn, dropped) = r[4];
+    assert_eq!(bytes, 100 * 500, "every sparse packet delivered");
+    assert_eq!(dropped, 0);
+    // Bound: a sparse packet joins `new_flows` and leaves at the next
+    // transmission opportunity, so it waits at most one full-size packet's
+    // transmission (1.21 ms here), far below the bulk flows' standing delay.
+    let one_packet = rate.tx_time(1514);
+    assert!(
+        max_sojourn <= one_packet,
+        "sparse sojourn {max_sojourn} > {one_packet}"
+    );
+    for b in &r[..4] {
+        assert!(b.1 > Duration::from_millis(5), "bulk sojourn {}", b.1);
+    }
+}
+
+#[test]
+fn equal_bulk_flows_share_within_5_percent() {
+    let rate = Rate::mbps(10);
+    let mut q = FqCodel::new(Params::default());
+    let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b * 7, 1514, rate)).collect();
+    let r = simulate(&mut q, rate, &mut srcs, 10_000 * MS);
+    let total: u64 = r.iter().map(|x| x.0).sum();
+    let mean = total as f64 / 4.0;
+    for (i, x) in r.iter().enumerate() {
+        let dev = (x.0 as f64 - mean).abs() / mean;
+        assert!(dev < 0.05, "flow {i}: {} bytes vs mean {mean}", x.0);
+    }
+    // The link was kept busy (≥ 95 % of 10 s at 10 Mbit/s).
+    assert!(total as f64 >= 0.95 * 12_500_000.0, "{total}");
+    assert!(
+        q.fq_stats().codel.drops > 0,
+        "overload must be controlled by CoDel"
+    );
+}
+
+#[test]
+fn bigger_packets_do_not_get_more_bytes() {
+    let rate = Rate::mbps(10);
+    let mut q = FqCodel::new(Params::default());
+    let mut srcs = vec![bulk(1, 1514, rate), bulk(2, 300, rate)];
+    let r = simulate(&mut q, rate, &mut srcs, 10_000 * MS);
+    let (a, b) = (r[0].0 as f64, r[1].0 as f64);
+    assert!(
+        (a - b).abs() / ((a + b) / 2.0) < 0.05,
+        "1514-byte flow {a} vs 300-byte flow {b}"
+    );
+}
+
+fn pkt(id: u64, bucket: u32, len: u32, flows: u32) -> Packet {
+    Packet::synthetic(id, len, hash_for(bucket, flows), ClassId::ROOT)
+}
+
+#[test]
+fn overflow_drops_a_batch_from_the_fattest_flow_head() {
+    let params = Params {
+        flows: 16,
+        limit_packets: 20,
+        ..Params::default()
+    };
+    let mut q = FqCodel::new(params);
+    let mut drops = Vec::new();
+    for id in 0..15 {
+        assert_eq!(
+            q.enqueue(pkt(id, 3, 1000, 16), Instant(0), &mut drops),
+            Enqueue::Queued
+        );
+    }
+    for id in 15..20 {
+        q.enqueue(
+            pkt(id, 5 + (id as u32 % 2), 1000, 16),
+            Instant(0),
+            &mut drops,
+        );
+    }
+    assert!(drops.is_empty());
+    assert_eq!(
+        q.enqueue(pkt(20, 9, 1000, 16), Instant(0), &mut drops),
+        Enqueue::QueuedDroppedOthers
+    );
+    // Half of the fattest flow's 15 000 bytes: 8 packets, its oldest.
+    let ids: Vec<u64> = drops.iter().map(|d| d.pkt.id).collect();
+    assert_eq!(ids, (0..8).collect::<Vec<_>>());
+    assert!(drops.iter().all(|d| d.reason == DropReason::QueueFull));
+    assert_eq!(q.len(), 13);
+    assert_eq!(q.flow_backlog(3), 7000);
+
+    // A smaller batch size caps the batch.
+    let mut q = FqCodel::new(Params {
+        drop_batch: 3,
+        ..params
+    });
+    drops.clear();
+    for id in 0..21 {
+        q.enqueue(
+            pkt(id, (id as u32 / 15) * 4, 1000, 16),
+            Instant(0),
+            &mut drops,
+        );
+    }
+    assert_eq!(
+        drops.iter().map(|d| d.pkt.id).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+}
+
+#[test]
+fn newcomer_can_be_the_victim() {
+    let mut q = FqCodel::new(Params {
+        memory_limit_bytes: 1000,
+        ..Params::default()
+    });
+    let mut drops = Vec::new();
+    assert_eq!(
+        q.enqueue(pkt(1, 0, 400, 1024), Instant(0), &mut drops),
+        Enqueue::Queued
+    );
+    assert_eq!(
+        q.enqueue(pkt(2, 1, 1500, 1024), Instant(0), &mut drops),
+        Enqueue::Rejected
+    );
+    assert_eq!(drops.len(), 1);
+    assert_eq!(drops[0].pkt.id, 2);
+    assert_eq!(q.len(), 1);
+}
+
+#[test]
+fn limits_hold_after_every_enqueue() {
+    let params = Params {
+        flows: 64,
+        limit_packets: 100,
+        memory_limit_bytes: 50_000,
+        ..Params::default()
+    };
+    let mut q = FqCodel::new(params);
+    let mut drops = Vec::new();
+    let mut rng = crate::testing::Rng::new(3);
+    // 20 000 random operations, 80 % enqueues, so both limits are hit often.
+    for i in 0..20_000u64 {
+        if rng.below(10) < 8 {
+            let len = 40 + rng.below(1500) as u32;
+            q.enqueue(
+                Packet::synthetic(i, len, rng.next_u64(), ClassId::ROOT),
+                Instant(i * 1000),
+                &mut drops,
+            );
+            assert!(
+                q.len() <= 100 && q.backlog_bytes() <= 50_000,
+                "{} {}",
+                q.len(),
+                q.backlog_bytes()
+            );
+        } else {
+            q.dequeue(Instant(i * 1000), &mut drops);
+        }
+    }
+    assert!(q.fq_stats().overflow_drops > 0);
+}
+
+#[test]
+fn new_flow_served_before_old_flows() {
+    let mut q = FqCodel::new(Params::default());
+    let mut drops = Vec::new();
+    for id in 0..10 {
+        q.enqueue(pkt(id, 1, 1514, 1024), Instant(0), &mut drops);
+    }
+    // Flow 1 uses its first quantum and becomes old.
+    assert_eq!(q.dequeue(Instant(1), &mut drops).map(|p| p.id), Some(0));
+    assert_eq!(q.dequeue(Instant(1), &mut drops).map(|p| p.id), Some(1));
+    q.enqueue(pkt(100, 2, 100, 1024), Instant(2), &mut drops);
+    assert_eq!(q.dequeue(Instant(3), &mut drops).map(|p| p.id), Some(100));
+    assert_eq!(q.fq_stats().new_flows, 2);
+}
+
+#[test]
+fn bucket_reduction_is_uniform() {
+    let q = FqCodel::new(Params {
+        flows: 1000,
+        ..Params::default()
+    });
+    let mut counts = vec![0u32; 1000];
+    let mut rng = crate::testing::Rng::new(11);
+    for _ in 0..1_000_000 {
+        counts[q.bucket(rng.next_u64()) as usize] += 1;
+    }
+    // Mean 1000 per bucket, std dev ~32: ±20 % is over 6 sigma.
+    assert!(counts.iter().all(|&c| (800..=1200).contains(&c)));
+}
+
+#[test]
+fn model_check() {
+    for ecn in [false, true] {
+        let space = OpSpace {
+            flows: 12,
+            ..OpSpace::default()
+        };
+        let r = check_random(
+            || {
+                Box::new(FqCodel::new(Params {
+                    flows: 4,
+                    quantum_bytes: 300,
+                    limit_packets: 25,
+                    memory_limit_bytes: 20_000,
+                    target: Duration::from_millis(5),
+                    interval: Duration::from_millis(30),
+                    ecn,
+                    drop_batch: 4,
+                }))
+            },
+            &space,
+            300,
+            300,
+        );
+        assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
+        if ecn {
+            assert!(r.marks > 0);
+        }
+    }
+}
+
+#[test]
+fn ect_marked_not_dropped_under_overload() {
+    let mut q = FqCodel::new(Params::default());
+    let mut drops = Vec::new();
+    // 2x overload of one ECT flow for 3 s; link 0.8 ms per packet.
+    let mut marked = 0;
+    for i in 0..7_500u64 {
+        let mut p = pkt(i, 1, 1000, 1024);
+        p.ecn = Ecn::Ect0;
+        q.enqueue(p, Instant(i * 400_000), &mut drops);
+        if i % 2 == 1 {
+            if let Some(p) = q.dequeue(Instant(i * 400_000), &mut drops) {
+                marked += u64::from(p.ecn == Ecn::Ce);
+            }
+        }
+    }
+    assert!(drops.is_empty());
+    assert!(marked > 10);
+    assert_eq!(q.stats().ecn_marks, marked);
+}
