@@ -30,6 +30,7 @@
 
 mod class;
 mod curve;
+mod heap;
 mod linkshare;
 mod realtime;
 #[cfg(test)]
@@ -40,6 +41,7 @@ pub use curve::ServiceCurve;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use class::{Class, ClassIndex, ROOT};
 use curve::Curve;
+use linkshare::LinkShare;
 use realtime::Eligible;
 use sluice_time::{Instant, Rate};
 use std::fmt;
@@ -135,6 +137,7 @@ pub struct Hfsc {
     index: ClassIndex,
     default: Option<u32>,
     rt: Eligible,
+    ls: LinkShare,
     rt_sum_bps: u128,
     now_ns: u64,
     len: usize,
@@ -147,7 +150,7 @@ pub struct Hfsc {
 impl Hfsc {
     pub fn new(link: Rate) -> Hfsc {
         let root_ls = Curve::new(&ServiceCurve::linear(link));
-        Hfsc {
+        let mut q = Hfsc {
             link,
             classes: vec![Class::new(
                 ClassId::ROOT,
@@ -160,12 +163,16 @@ impl Hfsc {
             index: ClassIndex::default(),
             default: None,
             rt: Eligible::default(),
+            ls: LinkShare::default(),
             rt_sum_bps: 0,
             now_ns: 0,
             len: 0,
             backlog: 0,
             peeked: None,
-        }
+        };
+        q.rt.grow(1);
+        q.ls.grow(1);
+        q
     }
 
     pub fn link(&self) -> Rate {
@@ -249,6 +256,8 @@ impl Hfsc {
         ));
         self.classes[parent_slot as usize].children.push(slot);
         self.index.insert(id, slot);
+        self.rt.grow(self.classes.len());
+        self.ls.grow(self.classes.len());
         Ok(())
     }
 
@@ -305,7 +314,7 @@ impl Hfsc {
             self.rt.activate(c, slot, now);
         }
         if c.ls.is_some() {
-            linkshare::activate(&mut self.classes, slot, now);
+            self.ls.activate(&mut self.classes, slot, now);
         }
     }
 
@@ -315,14 +324,15 @@ impl Hfsc {
         c.backlogged = false;
         c.head_cost = 0;
         self.rt.deactivate(c, slot);
-        linkshare::update(&mut self.classes, slot, 0, true);
+        self.ls
+            .update(&mut self.classes, slot, 0, true, self.now_ns);
     }
 
     fn pick(&mut self, now: u64) -> Option<(u32, bool)> {
         if let Some(s) = self.rt.min_deadline(&mut self.classes, now) {
             return Some((s, true));
         }
-        linkshare::select(&mut self.classes, now).map(|s| (s, false))
+        self.ls.select(&mut self.classes, now).map(|s| (s, false))
     }
 
     /// Sends the head of `slot`, or deactivates it if it has nothing.
@@ -361,7 +371,8 @@ impl Hfsc {
                 (Some(_), false) => self.rt.update_d(c, slot, now),
             }
         }
-        linkshare::update(&mut self.classes, slot, cost, next.is_none());
+        self.ls
+            .update(&mut self.classes, slot, cost, next.is_none(), now);
         Some(pkt)
     }
 
@@ -450,8 +461,9 @@ impl Qdisc for Hfsc {
             };
             let Some((slot, realtime)) = pick else {
                 if self.len > 0 {
+                    // Held: every backlogged class waits for an upper limit
+                    // or an eligible time.
                     self.root_stats().overlimits += 1;
-                    linkshare::count_held(&mut self.classes, now);
                 }
                 return None;
             };
@@ -493,9 +505,7 @@ impl Qdisc for Hfsc {
         if self.len == 0 || self.peeked.is_some() || self.rt.has_ready() {
             return None;
         }
-        let root = &self.classes[ROOT as usize];
-        let ls = (!root.vt_set.is_empty()).then_some(root.cfmin);
-        let t = match (self.rt.next_eligible(), ls) {
+        let t = match (self.rt.next_eligible(), self.ls.next_fit()) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,
         };
@@ -523,6 +533,7 @@ impl Qdisc for Hfsc {
             c.reset_runtime();
         }
         self.rt.clear();
+        self.ls.clear();
         self.peeked = None;
         self.len = 0;
         self.backlog = 0;
