@@ -285,7 +285,11 @@ impl Hfsc {
 
     /// Accounts for the packets a leaf pushed to `drops[from..]`. `fresh` is
     /// the id of a packet refused at the door (never counted as resident).
+    #[inline]
     fn absorb(&mut self, slot: u32, drops: &Drops, from: usize, fresh: Option<u64>) {
+        if drops.len() <= from {
+            return;
+        }
         let stats = &mut self.classes[slot as usize].stats;
         for d in drops.iter().skip(from) {
             if fresh == Some(d.pkt.id) {
