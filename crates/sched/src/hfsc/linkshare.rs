@@ -213,7 +213,7 @@ impl LinkShare {
             if cl.vt < pcvtmin {
                 // Skipped in the past (held by an upper limit): catch up so it
                 // does not take a burst of service now.
-                cl.vtadj += pcvtmin - cl.vt;
+                cl.vtadj = cl.vtadj.saturating_add(pcvtmin - cl.vt);
                 cl.vt = pcvtmin;
             }
             if let Some(ul) = cl.ul {

@@ -172,53 +172,31 @@ fn link_share_30_70_within_3_percent() {
 
 #[test]
 fn hierarchical_share_parents_first_then_children() {
-    // Root splits A 40 % / B 60 %; A splits 25/75, B 50/50. With all four
-    // leaves busy: A1 10 %, A2 30 %, B1 30 %, B2 30 %.
+    // Root splits A 50 % / B 50 %; A's children ask 1 % each (split 1:1),
+    // B's 10 % and 30 % (1:3). Hierarchical: A1 25, A2 25, B1 12.5, B2 37.5.
+    // A flat split by leaf curves would give 2.4 / 2.4 / 23.8 / 71.4.
     let link = Rate::mbps(10);
     let mut q = Hfsc::new(link);
-    q.add_class(ClassId(10), None, ls(link.percent(40)), None)
+    q.add_class(ClassId(10), None, ls(link.percent(50)), None)
         .unwrap();
-    q.add_class(ClassId(20), None, ls(link.percent(60)), None)
+    q.add_class(ClassId(20), None, ls(link.percent(50)), None)
         .unwrap();
-    q.add_class(
-        ClassId(11),
-        Some(ClassId(10)),
-        ls(link.percent(10)),
-        Fifo::boxed(50),
-    )
-    .unwrap();
-    q.add_class(
-        ClassId(12),
-        Some(ClassId(10)),
-        ls(link.percent(30)),
-        Fifo::boxed(50),
-    )
-    .unwrap();
-    q.add_class(
-        ClassId(21),
-        Some(ClassId(20)),
-        ls(link.percent(30)),
-        Fifo::boxed(50),
-    )
-    .unwrap();
-    q.add_class(
-        ClassId(22),
-        Some(ClassId(20)),
-        ls(link.percent(30)),
-        Fifo::boxed(50),
-    )
-    .unwrap();
+    for (id, parent, pct) in [(11, 10, 1), (12, 10, 1), (21, 20, 10), (22, 20, 30)] {
+        let p = ls(link.percent(pct));
+        q.add_class(ClassId(id), Some(ClassId(parent)), p, Fifo::boxed(50))
+            .unwrap();
+    }
     let mut sim = Sim::new(q);
     let sent = sim.saturate(&[11, 12, 21, 22], Duration::from_secs(5));
-    for (c, want) in [(11, 0.10), (12, 0.30), (21, 0.30), (22, 0.30)] {
+    for (c, want) in [(11, 0.25), (12, 0.25), (21, 0.125), (22, 0.375)] {
         let got = share(&sent, c);
         assert!((got - want).abs() <= 0.03, "class {c}: {got} vs {want}");
     }
-    // With B idle, A's children split the whole link 25/75 (parents split
+    // With A idle, B's children split the whole link 1:3 (parents split
     // only among active siblings).
-    let sent = sim.saturate(&[11, 12], Duration::from_secs(5));
-    let got = share(&sent, 11);
-    assert!((got - 0.25).abs() <= 0.03, "A1 alone with A2: {got}");
+    let sent = sim.saturate(&[21, 22], Duration::from_secs(5));
+    let got = share(&sent, 21);
+    assert!((got - 0.25).abs() <= 0.03, "B1 alone with B2: {got}");
 }
 
 #[test]
@@ -832,4 +810,115 @@ fn random_ops_on_a_deep_tree_with_many_upper_limits() {
     };
     let r = check_random(make, &space, 60, 500);
     assert!(r.dequeued > 1000 && r.throttled > 50, "{r:?}");
+}
+
+#[test]
+fn extreme_curves_neither_panic_nor_lose_packets() {
+    let make = || -> Box<dyn Qdisc> {
+        let mut q = Hfsc::new(Rate(u64::MAX));
+        let huge = Rate(u64::MAX / 4);
+        let params = [
+            // A crawling upper limit: one packet every few thousand seconds.
+            ClassParams {
+                ls: lin(Rate::bps(1)),
+                ul: lin(Rate::bps(1)),
+                rt: None,
+            },
+            // Rates near the top of u64 and a near-infinite first segment.
+            ClassParams {
+                rt: Some(ServiceCurve {
+                    m1: huge,
+                    d: Duration(u64::MAX / 2),
+                    m2: Rate::bps(3),
+                }),
+                ls: Some(ServiceCurve {
+                    m1: Rate::ZERO,
+                    d: Duration::MAX,
+                    m2: huge,
+                }),
+                ul: None,
+            },
+            ClassParams {
+                rt: Some(ServiceCurve {
+                    m1: Rate::ZERO,
+                    d: Duration::from_secs(1),
+                    m2: Rate::bps(7),
+                }),
+                ls: lin(Rate::bps(1)),
+                ul: Some(ServiceCurve {
+                    m1: huge,
+                    d: Duration::from_millis(1),
+                    m2: Rate::bps(1),
+                }),
+            },
+        ];
+        for (i, p) in params.into_iter().enumerate() {
+            q.add_class(ClassId(i as u32 + 1), None, p, Fifo::boxed(6))
+                .unwrap();
+        }
+        Box::new(q)
+    };
+    let space = OpSpace {
+        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
+        max_advance: Duration::from_secs(3),
+        ..Default::default()
+    };
+    let r = check_random(make, &space, 30, 300);
+    assert!(r.dequeued > 100 && r.throttled > 10, "{r:?}");
+}
+
+/// A class that was idle while its sibling used the whole link gets no
+/// credit for the idle time when it wakes up: from its first packet on, the
+/// two split 50/50 (within a few packets), instead of the newcomer taking the
+/// link until it "caught up" the second of service it did not use. Two
+/// mechanisms ensure it (the vt given on activation, and the lift to the
+/// parent's `cvtmin` after a class is served); breaking both fails this test.
+#[test]
+fn newly_active_class_gets_no_burst_credit() {
+    let link = Rate::mbps(10);
+    let mut q = Hfsc::new(link);
+    q.add_class(ClassId(1), None, ls(link.percent(50)), Fifo::boxed(50))
+        .unwrap();
+    q.add_class(ClassId(2), None, ls(link.percent(50)), Fifo::boxed(50))
+        .unwrap();
+    let mut sim = Sim::new(q);
+    sim.saturate(&[1], Duration::from_secs(1));
+    // Window of 100 ms (~83 packets); the bound: 3 packets of slack.
+    let sent = sim.saturate(&[1, 2], Duration::from_millis(100));
+    let total: u64 = sent.iter().map(|e| e.1).sum();
+    let slack = 3.0 * MTU as f64 / total as f64;
+    for c in [1, 2] {
+        let got = share(&sent, c);
+        assert!(
+            (got - 0.5).abs() <= slack,
+            "class {c} got {got} right after class 2 woke"
+        );
+    }
+    // Same when the newcomer sits under another parent (vt of the parents).
+    let mut q = Hfsc::new(link);
+    q.add_class(ClassId(10), None, ls(link.percent(50)), None)
+        .unwrap();
+    q.add_class(ClassId(20), None, ls(link.percent(50)), None)
+        .unwrap();
+    q.add_class(
+        ClassId(1),
+        Some(ClassId(10)),
+        ls(link.percent(50)),
+        Fifo::boxed(50),
+    )
+    .unwrap();
+    q.add_class(
+        ClassId(2),
+        Some(ClassId(20)),
+        ls(link.percent(50)),
+        Fifo::boxed(50),
+    )
+    .unwrap();
+    let mut sim = Sim::new(q);
+    sim.saturate(&[1], Duration::from_secs(1));
+    let sent = sim.saturate(&[1, 2], Duration::from_millis(100));
+    for c in [1, 2] {
+        let got = share(&sent, c);
+        assert!((got - 0.5).abs() <= slack, "nested: class {c} got {got}");
+    }
 }
