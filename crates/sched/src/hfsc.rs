@@ -8,25 +8,36 @@
 //!   eligible time and a deadline; whenever some leaf is eligible, the one with
 //!   the smallest deadline is sent. Guarantee: a leaf continuously backlogged
 //!   since `t0` has received by `t` at least `rt(t - t0)` minus one maximum
-//!   packet, provided the rt curves of all leaves sum to at most the link
-//!   (checked on `add_class` for the long-term rates `m2`) and the link is
-//!   served at its rate by whoever calls `dequeue`.
+//!   packet (minus what the curve grows during one maximum packet's
+//!   transmission, as a packet in flight is not preempted), provided the rt
+//!   curves of all leaves fit in the link (checked on `add_class` for the
+//!   long-term rates `m2`) and the caller sends at the link rate.
 //! - Link-sharing criterion (§V): otherwise, descend from the root choosing the
 //!   active child with the smallest virtual time; service from either
 //!   criterion counts for link-sharing, so excess bandwidth is split by the ls
-//!   curves. A class whose upper-limit fit time is in the future is skipped;
-//!   when every class is held, `dequeue` returns `None` and `next_wakeup` says
-//!   when the first one fits (or the first real-time leaf becomes eligible).
+//!   curves, parents first. A class whose upper-limit fit time is in the
+//!   future is skipped (sent at most `ul(t - t0)` plus one packet); when every
+//!   class is held, `dequeue` returns `None` and `next_wakeup` says when the
+//!   first one fits (or the first real-time leaf becomes eligible).
 //! - HFSC does not pace to the link: a token bucket above it does. `link` is
 //!   used for admission control only.
-//! - All arithmetic is integer: ns, bytes, scaled slopes (see [`curve`]); the
-//!   packet path never divides except to build a runtime curve on activation.
-//! - Complexity per packet: O(log n) amortised for the real-time sets,
-//!   O(depth · log fan-out) for virtual times (see the submodules); no scan
-//!   over all classes, except one step per sibling held by an upper limit.
+//! - All arithmetic is integer: ns, bytes, scaled slopes (`curve.rs`); the
+//!   packet path multiplies and shifts, and divides only to build a runtime
+//!   curve when a class becomes active.
+//! - Complexity per packet: O(log n) for the real-time heaps (eligible
+//!   leaves by deadline, the others by eligible time) and O(depth · log
+//!   fan-out) for link-sharing (per class, active children in a `fit` heap by
+//!   vt and a `held` heap by fit time). No scan over classes anywhere, unlike
+//!   ALTQ's eligible-list and first-fit scans.
 //! - Invariants: only leaves hold packets; `len`/`backlog_bytes` are the sums
-//!   over the leaves; a leaf is `backlogged` iff its queue is non-empty after
-//!   the last HFSC operation on it, and only then sits in the scheduling sets.
+//!   over the leaves; a leaf is `backlogged` iff its queue was non-empty after
+//!   the last HFSC operation on it, and only then sits in the scheduling heaps.
+//! - Where this differs from ALTQ, on purpose: real-time curves on interior
+//!   classes and upper limits without link-sharing are refused (ALTQ ignores
+//!   them silently); a newly active class's vt uses the largest vt of its
+//!   siblings in the parent's backlog period rather than of those active right
+//!   now (see `linkshare.rs`); `peek_len` returns `None` while every class is
+//!   held by an upper limit.
 
 mod class;
 mod curve;
@@ -357,7 +368,7 @@ impl Hfsc {
         let c = &mut self.classes[slot as usize];
         c.stats.on_dequeue(&pkt, Instant(now));
         let next = match c.leaf.as_mut() {
-            Some(leaf) if !leaf.is_empty() => leaf.peek_len(Instant(now), drops),
+            Some(leaf) => leaf.peek_len(Instant(now), drops),
             _ => None,
         };
         self.absorb(slot, drops, from, None);
