@@ -431,6 +431,7 @@ fn upper_limit_holds_even_on_an_idle_link() {
     let t0 = sim.now;
     let mut served = 0u64;
     let mut wakeups = 0;
+    let mut starts: Vec<(Instant, u64)> = Vec::new();
     // 2 s of virtual time; each step sends or jumps to the next wakeup.
     for _ in 0..20_000 {
         top_up(&mut sim, &[1], 4);
@@ -440,6 +441,7 @@ fn upper_limit_holds_even_on_an_idle_link() {
                 // Bytes counted when a packet starts: at most the curve up to
                 // now plus the one packet that fit.
                 served += p.len as u64;
+                starts.push((before, p.len as u64));
                 let allowed = ul.bytes_in(before.saturating_since(t0));
                 assert!(
                     served <= allowed + MTU as u64,
@@ -468,6 +470,20 @@ fn upper_limit_holds_even_on_an_idle_link() {
         "{served} in {elapsed}"
     );
     assert!(wakeups > 100);
+    // Any run of w consecutive packets: the bytes they carry are at most what
+    // the ul curve allows between the first and the last start, plus the one
+    // packet that fit at the end (and a byte of integer rounding).
+    for w in [3, 10, 50] {
+        for run in starts.windows(w) {
+            let bytes: u64 = run.iter().map(|r| r.1).sum();
+            let span = run[w - 1].0.saturating_since(run[0].0);
+            let allowed = ul.bytes_in(span) + MTU as u64 + 1;
+            assert!(
+                bytes <= allowed,
+                "{w} packets: {bytes} bytes in {span} > {allowed}"
+            );
+        }
+    }
     let mut over = 0;
     sim.q.visit_stats(&mut |id, s| {
         if id == ClassId(1) {
@@ -921,4 +937,26 @@ fn newly_active_class_gets_no_burst_credit() {
         let got = share(&sent, c);
         assert!((got - 0.5).abs() <= slack, "nested: class {c} got {got}");
     }
+}
+
+/// Real-time service counts for link-sharing: a class with rt 5 Mbit/s and
+/// ls 30 % of 10 Mbit/s, beside a class with ls 70 %, gets its 50 % by rt and
+/// nothing more by ls (its virtual time runs ahead), so both end near 50 %.
+/// Were rt service not counted, it would get 5 + 0.3 · 5 = 6.5 Mbit/s (65 %).
+#[test]
+fn real_time_service_counts_for_link_sharing() {
+    let link = Rate::mbps(10);
+    let mut q = Hfsc::new(link);
+    let p = ClassParams {
+        rt: lin(Rate::mbps(5)),
+        ls: lin(link.percent(30)),
+        ul: None,
+    };
+    q.add_class(ClassId(1), None, p, Fifo::boxed(50)).unwrap();
+    q.add_class(ClassId(2), None, ls(link.percent(70)), Fifo::boxed(50))
+        .unwrap();
+    let mut sim = Sim::new(q);
+    let sent = sim.saturate(&[1, 2], Duration::from_secs(5));
+    let s1 = share(&sent, 1);
+    assert!((s1 - 0.50).abs() <= 0.02, "class 1 got {s1}");
 }
