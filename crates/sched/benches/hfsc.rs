@@ -17,7 +17,10 @@ struct Leaf {
 impl Qdisc for Leaf {
     fn enqueue(&mut self, pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
         if self.q.len() >= 64 {
-            drops.push(Dropped { pkt, reason: DropReason::QueueFull });
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
             return Enqueue::Rejected;
         }
         self.bytes += pkt.len as u64;
@@ -43,13 +46,19 @@ impl Qdisc for Leaf {
     }
     fn purge(&mut self, drops: &mut Drops) {
         self.bytes = 0;
-        drops.extend(self.q.drain(..).map(|pkt| Dropped { pkt, reason: DropReason::Purge }));
+        drops.extend(self.q.drain(..).map(|pkt| Dropped {
+            pkt,
+            reason: DropReason::Purge,
+        }));
     }
     fn visit_stats(&self, _f: &mut dyn FnMut(ClassId, &QueueStats)) {}
 }
 
 fn leaf() -> Option<Box<dyn Qdisc>> {
-    Some(Box::new(Leaf { q: VecDeque::with_capacity(64), bytes: 0 }))
+    Some(Box::new(Leaf {
+        q: VecDeque::with_capacity(64),
+        bytes: 0,
+    }))
 }
 
 const LINK: Rate = Rate::gbps(1);
@@ -58,12 +67,19 @@ const LINK: Rate = Rate::gbps(1);
 /// `mixed`: every 4th leaf also has a concave rt curve, every 5th an ul.
 fn tree(leaves: u32, mixed: bool) -> Hfsc {
     let mut q = Hfsc::new(LINK);
-    let per_parent = if leaves >= 100 { 10 } else { leaves.div_ceil(2).max(1) };
+    let per_parent = if leaves >= 100 {
+        10
+    } else {
+        leaves.div_ceil(2).max(1)
+    };
     let parents = leaves.div_ceil(per_parent);
     let share = |n: u32| ServiceCurve::linear(Rate(LINK.as_bps() / n as u64));
     for p in 0..parents {
         if leaves > 1 {
-            let params = ClassParams { ls: Some(share(parents)), ..Default::default() };
+            let params = ClassParams {
+                ls: Some(share(parents)),
+                ..Default::default()
+            };
             q.add_class(ClassId(1000 + p), None, params, None).unwrap();
         }
     }
@@ -75,7 +91,11 @@ fn tree(leaves: u32, mixed: bool) -> Hfsc {
             m2: Rate(LINK.as_bps() / 200),
         });
         let ul = (mixed && l % 5 == 0).then_some(ServiceCurve::linear(Rate(LINK.as_bps() / 20)));
-        let params = ClassParams { rt, ls: Some(share(leaves)), ul };
+        let params = ClassParams {
+            rt,
+            ls: Some(share(leaves)),
+            ul,
+        };
         q.add_class(ClassId(l + 1), parent, params, leaf()).unwrap();
     }
     q
@@ -93,7 +113,11 @@ fn bench(c: &mut Criterion) {
             for l in 0..leaves {
                 for _ in 0..8 {
                     id += 1;
-                    q.enqueue(Packet::synthetic(id, 1000, 0, ClassId(l + 1)), now, &mut drops);
+                    q.enqueue(
+                        Packet::synthetic(id, 1000, 0, ClassId(l + 1)),
+                        now,
+                        &mut drops,
+                    );
                 }
             }
             let mut next_class = 0u32;
