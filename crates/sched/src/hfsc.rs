@@ -8,28 +8,40 @@
 //!   eligible time and a deadline; whenever some leaf is eligible, the one with
 //!   the smallest deadline is sent. Guarantee: a leaf continuously backlogged
 //!   since `t0` has received by `t` at least `rt(t - t0)` minus one maximum
-//!   packet, provided the rt curves of all leaves sum to at most the link
-//!   (checked on `add_class` for the long-term rates `m2`) and the link is
-//!   served at its rate by whoever calls `dequeue`.
+//!   packet (minus what the curve grows during one maximum packet's
+//!   transmission, as a packet in flight is not preempted), provided the rt
+//!   curves of all leaves fit in the link (checked on `add_class` for the
+//!   long-term rates `m2`) and the caller sends at the link rate.
 //! - Link-sharing criterion (§V): otherwise, descend from the root choosing the
 //!   active child with the smallest virtual time; service from either
 //!   criterion counts for link-sharing, so excess bandwidth is split by the ls
-//!   curves. A class whose upper-limit fit time is in the future is skipped;
-//!   when every class is held, `dequeue` returns `None` and `next_wakeup` says
-//!   when the first one fits (or the first real-time leaf becomes eligible).
+//!   curves, parents first. A class whose upper-limit fit time is in the
+//!   future is skipped (sent at most `ul(t - t0)` plus one packet); when every
+//!   class is held, `dequeue` returns `None` and `next_wakeup` says when the
+//!   first one fits (or the first real-time leaf becomes eligible).
 //! - HFSC does not pace to the link: a token bucket above it does. `link` is
 //!   used for admission control only.
-//! - All arithmetic is integer: ns, bytes, scaled slopes (see [`curve`]); the
-//!   packet path never divides except to build a runtime curve on activation.
-//! - Complexity per packet: O(log n) amortised for the real-time sets,
-//!   O(depth · log fan-out) for virtual times (see the submodules); no scan
-//!   over all classes, except one step per sibling held by an upper limit.
+//! - All arithmetic is integer: ns, bytes, scaled slopes (`curve.rs`); the
+//!   packet path multiplies and shifts, and divides only to build a runtime
+//!   curve when a class becomes active.
+//! - Complexity per packet: O(log n) for the real-time heaps (eligible
+//!   leaves by deadline, the others by eligible time) and O(depth · log
+//!   fan-out) for link-sharing (per class, active children in a `fit` heap by
+//!   vt and a `held` heap by fit time). No scan over classes anywhere, unlike
+//!   ALTQ's eligible-list and first-fit scans.
 //! - Invariants: only leaves hold packets; `len`/`backlog_bytes` are the sums
-//!   over the leaves; a leaf is `backlogged` iff its queue is non-empty after
-//!   the last HFSC operation on it, and only then sits in the scheduling sets.
+//!   over the leaves; a leaf is `backlogged` iff its queue was non-empty after
+//!   the last HFSC operation on it, and only then sits in the scheduling heaps.
+//! - Where this differs from ALTQ, on purpose: real-time curves on interior
+//!   classes and upper limits without link-sharing are refused (ALTQ ignores
+//!   them silently); a newly active class's vt uses the largest vt of its
+//!   siblings in the parent's backlog period rather than of those active right
+//!   now (see `linkshare.rs`); `peek_len` returns `None` while every class is
+//!   held by an upper limit.
 
 mod class;
 mod curve;
+mod heap;
 mod linkshare;
 mod realtime;
 #[cfg(test)]
@@ -40,6 +52,7 @@ pub use curve::ServiceCurve;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use class::{Class, ClassIndex, ROOT};
 use curve::Curve;
+use linkshare::LinkShare;
 use realtime::Eligible;
 use sluice_time::{Instant, Rate};
 use std::fmt;
@@ -135,6 +148,7 @@ pub struct Hfsc {
     index: ClassIndex,
     default: Option<u32>,
     rt: Eligible,
+    ls: LinkShare,
     rt_sum_bps: u128,
     now_ns: u64,
     len: usize,
@@ -147,7 +161,7 @@ pub struct Hfsc {
 impl Hfsc {
     pub fn new(link: Rate) -> Hfsc {
         let root_ls = Curve::new(&ServiceCurve::linear(link));
-        Hfsc {
+        let mut q = Hfsc {
             link,
             classes: vec![Class::new(
                 ClassId::ROOT,
@@ -160,12 +174,16 @@ impl Hfsc {
             index: ClassIndex::default(),
             default: None,
             rt: Eligible::default(),
+            ls: LinkShare::default(),
             rt_sum_bps: 0,
             now_ns: 0,
             len: 0,
             backlog: 0,
             peeked: None,
-        }
+        };
+        q.rt.grow(1);
+        q.ls.grow(1);
+        q
     }
 
     pub fn link(&self) -> Rate {
@@ -249,6 +267,8 @@ impl Hfsc {
         ));
         self.classes[parent_slot as usize].children.push(slot);
         self.index.insert(id, slot);
+        self.rt.grow(self.classes.len());
+        self.ls.grow(self.classes.len());
         Ok(())
     }
 
@@ -276,7 +296,11 @@ impl Hfsc {
 
     /// Accounts for the packets a leaf pushed to `drops[from..]`. `fresh` is
     /// the id of a packet refused at the door (never counted as resident).
+    #[inline]
     fn absorb(&mut self, slot: u32, drops: &Drops, from: usize, fresh: Option<u64>) {
+        if drops.len() <= from {
+            return;
+        }
         let stats = &mut self.classes[slot as usize].stats;
         for d in drops.iter().skip(from) {
             if fresh == Some(d.pkt.id) {
@@ -305,7 +329,7 @@ impl Hfsc {
             self.rt.activate(c, slot, now);
         }
         if c.ls.is_some() {
-            linkshare::activate(&mut self.classes, slot, now);
+            self.ls.activate(&mut self.classes, slot, now);
         }
     }
 
@@ -315,14 +339,15 @@ impl Hfsc {
         c.backlogged = false;
         c.head_cost = 0;
         self.rt.deactivate(c, slot);
-        linkshare::update(&mut self.classes, slot, 0, true);
+        self.ls
+            .update(&mut self.classes, slot, 0, true, self.now_ns);
     }
 
     fn pick(&mut self, now: u64) -> Option<(u32, bool)> {
         if let Some(s) = self.rt.min_deadline(&mut self.classes, now) {
             return Some((s, true));
         }
-        linkshare::select(&mut self.classes, now).map(|s| (s, false))
+        self.ls.select(&mut self.classes, now).map(|s| (s, false))
     }
 
     /// Sends the head of `slot`, or deactivates it if it has nothing.
@@ -343,7 +368,7 @@ impl Hfsc {
         let c = &mut self.classes[slot as usize];
         c.stats.on_dequeue(&pkt, Instant(now));
         let next = match c.leaf.as_mut() {
-            Some(leaf) if !leaf.is_empty() => leaf.peek_len(Instant(now), drops),
+            Some(leaf) => leaf.peek_len(Instant(now), drops),
             _ => None,
         };
         self.absorb(slot, drops, from, None);
@@ -361,7 +386,8 @@ impl Hfsc {
                 (Some(_), false) => self.rt.update_d(c, slot, now),
             }
         }
-        linkshare::update(&mut self.classes, slot, cost, next.is_none());
+        self.ls
+            .update(&mut self.classes, slot, cost, next.is_none(), now);
         Some(pkt)
     }
 
@@ -450,8 +476,9 @@ impl Qdisc for Hfsc {
             };
             let Some((slot, realtime)) = pick else {
                 if self.len > 0 {
+                    // Held: every backlogged class waits for an upper limit
+                    // or an eligible time.
                     self.root_stats().overlimits += 1;
-                    linkshare::count_held(&mut self.classes, now);
                 }
                 return None;
             };
@@ -493,9 +520,7 @@ impl Qdisc for Hfsc {
         if self.len == 0 || self.peeked.is_some() || self.rt.has_ready() {
             return None;
         }
-        let root = &self.classes[ROOT as usize];
-        let ls = (!root.vt_set.is_empty()).then_some(root.cfmin);
-        let t = match (self.rt.next_eligible(), ls) {
+        let t = match (self.rt.next_eligible(), self.ls.next_fit()) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,
         };
@@ -523,6 +548,7 @@ impl Qdisc for Hfsc {
             c.reset_runtime();
         }
         self.rt.clear();
+        self.ls.clear();
         self.peeked = None;
         self.len = 0;
         self.backlog = 0;

@@ -2,7 +2,7 @@
 
 use super::curve::{Curve, Runtime};
 use crate::{ClassId, Qdisc, QueueStats};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Slot of the root class (the link) in the class vector.
 pub(crate) const ROOT: u32 = 0;
@@ -16,6 +16,17 @@ pub(crate) enum RtSlot {
     Pending,
     /// Eligible: keyed by deadline `d`.
     Ready,
+}
+
+/// Where an active class sits among its parent's children.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LsSlot {
+    /// Not link-sharing active.
+    Out,
+    /// Fit (`f <= now` when placed): keyed by vt.
+    Fit,
+    /// Held by an upper limit (its own or all its children's): keyed by `f`.
+    Held,
 }
 
 /// State of one class. Field names follow the paper / ALTQ where they have
@@ -47,7 +58,7 @@ pub(crate) struct Class {
     // Link-sharing criterion.
     /// Bytes served by either criterion (this class and its subtree).
     pub(crate) total: u64,
-    /// Virtual time, and the key of this class in its parent's `vt_set`.
+    /// Virtual time: the key of this class in its parent's `fit` heap.
     pub(crate) vt: u64,
     /// Catch-up applied when the class was skipped (see `update_vf`).
     pub(crate) vtadj: u64,
@@ -57,18 +68,15 @@ pub(crate) struct Class {
     /// Backlog periods of this class, and of its parent as last seen.
     pub(crate) vtperiod: u64,
     pub(crate) parentperiod: u64,
-    /// Smallest vt handed out among the children this period, and the
-    /// largest vt a child had when it went passive.
+    /// Smallest vt handed out among the children this period, the largest
+    /// vt a child reached this period, and the largest a child had when it
+    /// went passive.
     pub(crate) cvtmin: u64,
+    pub(crate) cvtmax: u64,
     pub(crate) cvtoff: u64,
-    /// Active children by (vt, slot).
-    pub(crate) vt_set: BTreeSet<(u64, u32)>,
-    /// Active children by (fit time f, slot).
-    pub(crate) cf_set: BTreeSet<(u64, u32)>,
-    /// Smallest `f` among active children (0 if none).
-    pub(crate) cfmin: u64,
-    /// Fit time: max(own upper-limit fit time, cfmin); key in parent's `cf_set`.
+    /// Fit time: max(own upper-limit fit time, children's smallest).
     pub(crate) f: u64,
+    pub(crate) ls_slot: LsSlot,
     /// Upper-limit fit time of this class alone.
     pub(crate) myf: u64,
     pub(crate) ulimit: Runtime,
@@ -109,11 +117,10 @@ impl Class {
             vtperiod: 0,
             parentperiod: 0,
             cvtmin: 0,
+            cvtmax: 0,
             cvtoff: 0,
-            vt_set: BTreeSet::new(),
-            cf_set: BTreeSet::new(),
-            cfmin: 0,
             f: 0,
+            ls_slot: LsSlot::Out,
             myf: 0,
             ulimit: Runtime::default(),
             stats: QueueStats::default(),
@@ -138,11 +145,10 @@ impl Class {
         self.vtperiod = 0;
         self.parentperiod = 0;
         self.cvtmin = 0;
+        self.cvtmax = 0;
         self.cvtoff = 0;
-        self.vt_set.clear();
-        self.cf_set.clear();
-        self.cfmin = 0;
         self.f = 0;
+        self.ls_slot = LsSlot::Out;
         self.myf = 0;
         let anchor = |c: &Option<Curve>| {
             c.as_ref()

@@ -6,43 +6,60 @@
 //!   (when the deadline curve reaches `cumul + head_cost`).
 //! - Among leaves with `e <= now` the smallest `d` is sent first.
 //! - Instead of ALTQ's scan of the eligible list (O(eligible leaves) per
-//!   packet) the leaves live in two ordered sets: `pending` by `(e, slot)` and
-//!   `ready` by `(d, slot)`. A dequeue first moves the pending leaves whose `e`
+//!   packet) the leaves live in two indexed heaps: `pending` by `e` and
+//!   `ready` by `d`. A dequeue first moves the pending leaves whose `e`
 //!   has come to `ready`; each leaf moves at most once per update of its
 //!   times, so selection is O(log n) amortised.
-//! - Invariant: a leaf is in exactly the set its `rt_slot` names, under the key
-//!   its `e` (pending) or `d` (ready) holds now.
+//! - Invariant: a leaf is in exactly the heap its `rt_slot` names, under the
+//!   key its `e` (pending) or `d` (ready) holds now.
 
 use super::class::{Class, RtSlot};
-use std::collections::BTreeSet;
+use super::heap::{Heap, NOT_IN_HEAP};
 
 #[derive(Default)]
 pub(crate) struct Eligible {
-    pending: BTreeSet<(u64, u32)>,
-    ready: BTreeSet<(u64, u32)>,
+    /// Backlogged leaves not yet eligible, by eligible time.
+    pending: Heap,
+    /// Eligible leaves, by deadline.
+    ready: Heap,
+    /// Position of each slot in whichever of the two heaps holds it.
+    pos: Vec<u32>,
 }
 
 impl Eligible {
+    /// Room for `slots` classes.
+    pub(crate) fn grow(&mut self, slots: usize) {
+        self.pos.resize(slots, NOT_IN_HEAP);
+    }
+
     fn remove(&mut self, c: &mut Class, slot: u32) {
         match c.rt_slot {
             RtSlot::Out => {}
-            RtSlot::Pending => {
-                self.pending.remove(&(c.e, slot));
-            }
-            RtSlot::Ready => {
-                self.ready.remove(&(c.d, slot));
-            }
+            RtSlot::Pending => self.pending.remove(slot, &mut self.pos),
+            RtSlot::Ready => self.ready.remove(slot, &mut self.pos),
         }
         c.rt_slot = RtSlot::Out;
     }
 
-    fn insert(&mut self, c: &mut Class, slot: u32, now: u64) {
-        if c.e <= now {
-            self.ready.insert((c.d, slot));
-            c.rt_slot = RtSlot::Ready;
+    /// Puts `c` where its times say, re-keying in place when it stays in the
+    /// same heap.
+    fn place(&mut self, c: &mut Class, slot: u32, now: u64) {
+        let want = if c.e <= now {
+            RtSlot::Ready
         } else {
-            self.pending.insert((c.e, slot));
-            c.rt_slot = RtSlot::Pending;
+            RtSlot::Pending
+        };
+        if want != c.rt_slot {
+            self.remove(c, slot);
+            match want {
+                RtSlot::Ready => self.ready.push(c.d, slot, &mut self.pos),
+                _ => self.pending.push(c.e, slot, &mut self.pos),
+            }
+            c.rt_slot = want;
+        } else if want == RtSlot::Ready {
+            self.ready.rekey(slot, c.d, &mut self.pos);
+        } else {
+            self.pending.rekey(slot, c.e, &mut self.pos);
         }
     }
 
@@ -63,30 +80,27 @@ impl Eligible {
         c.d = c
             .deadline
             .y2x(&rt, c.cumul.saturating_add(c.head_cost as u64));
-        self.remove(c, slot);
-        self.insert(c, slot, now);
+        self.place(c, slot, now);
     }
 
     /// After a real-time dequeue: new eligible time and deadline.
     pub(crate) fn update_ed(&mut self, c: &mut Class, slot: u32, now: u64) {
         let Some(rt) = c.rt else { return };
-        self.remove(c, slot);
         c.e = c.eligible.y2x(&rt, c.cumul);
         c.d = c
             .deadline
             .y2x(&rt, c.cumul.saturating_add(c.head_cost as u64));
-        self.insert(c, slot, now);
+        self.place(c, slot, now);
     }
 
     /// After a link-sharing dequeue: `cumul` did not move, only the head
     /// packet (and so the deadline) changed.
     pub(crate) fn update_d(&mut self, c: &mut Class, slot: u32, now: u64) {
         let Some(rt) = c.rt else { return };
-        self.remove(c, slot);
         c.d = c
             .deadline
             .y2x(&rt, c.cumul.saturating_add(c.head_cost as u64));
-        self.insert(c, slot, now);
+        self.place(c, slot, now);
     }
 
     pub(crate) fn deactivate(&mut self, c: &mut Class, slot: u32) {
@@ -97,22 +111,22 @@ impl Eligible {
     /// leaves whose eligible time has come.
     pub(crate) fn min_deadline(&mut self, classes: &mut [Class], now: u64) -> Option<u32> {
         // Bounded by the number of leaves: each pending entry moves once.
-        while let Some(&(e, slot)) = self.pending.first() {
+        while let Some((e, slot)) = self.pending.peek() {
             if e > now {
                 break;
             }
-            self.pending.pop_first();
+            self.pending.pop(&mut self.pos);
             if let Some(c) = classes.get_mut(slot as usize) {
-                self.ready.insert((c.d, slot));
+                self.ready.push(c.d, slot, &mut self.pos);
                 c.rt_slot = RtSlot::Ready;
             }
         }
-        self.ready.first().map(|&(_, slot)| slot)
+        self.ready.peek().map(|(_, slot)| slot)
     }
 
     /// Earliest eligible time among the leaves not yet eligible.
     pub(crate) fn next_eligible(&self) -> Option<u64> {
-        self.pending.first().map(|&(e, _)| e)
+        self.pending.peek().map(|(e, _)| e)
     }
 
     pub(crate) fn has_ready(&self) -> bool {
@@ -120,7 +134,7 @@ impl Eligible {
     }
 
     pub(crate) fn clear(&mut self) {
-        self.pending.clear();
-        self.ready.clear();
+        self.pending.clear(&mut self.pos);
+        self.ready.clear(&mut self.pos);
     }
 }

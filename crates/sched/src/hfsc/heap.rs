@@ -1,0 +1,195 @@
+//! An indexed 4-ary min-heap of `(key, slot)`: O(1) minimum, O(log n) push,
+//! remove and re-key of any slot. Four 16-byte children fill one cache line,
+//! and the tree is half as deep as a binary one: re-keying the minimum (what
+//! every dequeue does) walks fewer levels.
+//!
+//! # Principles
+//! - Each slot is in at most one heap of a family at a time, so one position
+//!   array per family (`pos[slot]`, `NOT_IN_HEAP` when out) locates it; the
+//!   array lives beside the heaps so a heap can move the positions of the
+//!   classes it holds without borrowing the classes themselves.
+//! - Order is `(key, slot)`, packed in one `u128` so a single comparison
+//!   decides: ties go to the lower slot, so runs are deterministic.
+//! - Invariant: `pos[items[i].1] == i` for every item, and the heap property.
+
+pub(crate) const NOT_IN_HEAP: u32 = u32::MAX;
+const ARITY: usize = 4;
+
+/// `(key, slot)` packed so that one integer comparison orders both.
+fn pack(key: u64, slot: u32) -> u128 {
+    ((key as u128) << 32) | slot as u128
+}
+
+fn slot_of(e: u128) -> u32 {
+    e as u32
+}
+
+fn key_of(e: u128) -> u64 {
+    (e >> 32) as u64
+}
+
+#[derive(Default, Debug)]
+pub(crate) struct Heap {
+    items: Vec<u128>,
+}
+
+impl Heap {
+    pub(crate) fn peek(&self) -> Option<(u64, u32)> {
+        self.items.first().map(|&e| (key_of(e), slot_of(e)))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub(crate) fn push(&mut self, key: u64, slot: u32, pos: &mut [u32]) {
+        let i = self.items.len();
+        self.items.push(pack(key, slot));
+        pos[slot as usize] = i as u32;
+        self.sift_up(i, pos);
+    }
+
+    /// Removes `slot` if it is in this heap (the caller knows it is).
+    pub(crate) fn remove(&mut self, slot: u32, pos: &mut [u32]) {
+        let i = pos[slot as usize];
+        if i == NOT_IN_HEAP || self.items.get(i as usize).map(|&e| slot_of(e)) != Some(slot) {
+            return;
+        }
+        let i = i as usize;
+        pos[slot as usize] = NOT_IN_HEAP;
+        self.items.swap_remove(i);
+        if i < self.items.len() {
+            pos[slot_of(self.items[i]) as usize] = i as u32;
+            self.sift_down(i, pos);
+            self.sift_up(i, pos);
+        }
+    }
+
+    /// Changes the key of `slot`, which is in this heap.
+    pub(crate) fn rekey(&mut self, slot: u32, key: u64, pos: &mut [u32]) {
+        let i = pos[slot as usize] as usize;
+        let Some(e) = self.items.get_mut(i) else {
+            return;
+        };
+        if slot_of(*e) != slot {
+            return;
+        }
+        let old = key_of(*e);
+        *e = pack(key, slot);
+        if key > old {
+            self.sift_down(i, pos);
+        } else {
+            self.sift_up(i, pos);
+        }
+    }
+
+    pub(crate) fn pop(&mut self, pos: &mut [u32]) -> Option<(u64, u32)> {
+        let top = self.peek()?;
+        self.remove(top.1, pos);
+        Some(top)
+    }
+
+    pub(crate) fn clear(&mut self, pos: &mut [u32]) {
+        for &e in &self.items {
+            pos[slot_of(e) as usize] = NOT_IN_HEAP;
+        }
+        self.items.clear();
+    }
+
+    /// Moves the item at `i` up to its place (a hole walks up; the item is
+    /// written once at the end).
+    fn sift_up(&mut self, mut i: usize, pos: &mut [u32]) {
+        let Some(&item) = self.items.get(i) else {
+            return;
+        };
+        // One level per step: at most log4(len) steps.
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            let pe = self.items[parent];
+            if pe <= item {
+                break;
+            }
+            self.items[i] = pe;
+            pos[slot_of(pe) as usize] = i as u32;
+            i = parent;
+        }
+        self.items[i] = item;
+        pos[slot_of(item) as usize] = i as u32;
+    }
+
+    /// Moves the item at `i` down to its place.
+    fn sift_down(&mut self, mut i: usize, pos: &mut [u32]) {
+        let n = self.items.len();
+        let Some(&item) = self.items.get(i) else {
+            return;
+        };
+        // One level per step: at most log4(len) steps.
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let last = (first + ARITY).min(n);
+            let (mut m, mut me) = (first, self.items[first]);
+            // At most ARITY - 1 comparisons.
+            for (k, &e) in self.items[first + 1..last].iter().enumerate() {
+                if e < me {
+                    (m, me) = (first + 1 + k, e);
+                }
+            }
+            if item <= me {
+                break;
+            }
+            self.items[i] = me;
+            pos[slot_of(me) as usize] = i as u32;
+            i = m;
+        }
+        self.items[i] = item;
+        pos[slot_of(item) as usize] = i as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Rng;
+
+    /// Random push / remove / rekey / pop against a sorted model.
+    #[test]
+    fn agrees_with_a_sorted_model() {
+        let mut rng = Rng::new(7);
+        let mut h = Heap::default();
+        let mut pos = vec![NOT_IN_HEAP; 64];
+        let mut model: Vec<(u64, u32)> = Vec::new();
+        for _ in 0..20_000 {
+            let slot = rng.below(64) as u32;
+            let key = rng.below(1000);
+            let present = model.iter().position(|e| e.1 == slot);
+            match (rng.below(4), present) {
+                (0, None) => {
+                    h.push(key, slot, &mut pos);
+                    model.push((key, slot));
+                }
+                (1, Some(i)) => {
+                    h.remove(slot, &mut pos);
+                    model.remove(i);
+                }
+                (2, Some(i)) => {
+                    h.rekey(slot, key, &mut pos);
+                    model[i].0 = key;
+                }
+                (3, _) => {
+                    model.sort();
+                    let want = (!model.is_empty()).then(|| model.remove(0));
+                    assert_eq!(h.pop(&mut pos), want);
+                }
+                _ => {}
+            }
+            model.sort();
+            assert_eq!(h.peek(), model.first().copied());
+            for (i, &e) in h.items.iter().enumerate() {
+                assert_eq!(pos[slot_of(e) as usize], i as u32);
+            }
+        }
+    }
+}
