@@ -68,6 +68,21 @@ fn err(q: &IfaceQueueing, e: impl fmt::Debug) -> BuildError {
     }
 }
 
+/// RIO's drop precedence from the DiffServ AF codepoint (RFC 2597: AFxy has
+/// drop precedence y = 1..3) of the frame's IP header; 0 for anything else.
+fn dscp_drop_precedence(pkt: &sluice_sched::Packet) -> u8 {
+    let Ok(info) = sluice_wire::parse(&pkt.data) else {
+        return 0;
+    };
+    let Some(ip) = info.ip else { return 0 };
+    let dscp = ip.tos >> 2;
+    let class = dscp >> 3;
+    if !(1..=4).contains(&class) || dscp & 1 != 0 {
+        return 0;
+    }
+    ((dscp >> 1) & 3).saturating_sub(1).min(2)
+}
+
 /// The queue a leaf class holds its packets in.
 fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
     if let Some(flows) = q.flows {
@@ -81,11 +96,34 @@ fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
         return Box::new(fq_codel::FqCodel::new(p));
     }
     if q.red || q.rio {
-        let p = red::Params::for_queue(q.qlimit.max(1), rate, q.ecn);
+        let limit = q.qlimit.max(1);
+        // RED's average tracks idle time in units of one typical packet at
+        // this queue's rate (ALTQ assumes 1000-byte packets).
+        let idle_pkt_time = rate.tx_time(1000);
         if q.rio {
-            return Box::new(red::Rio::new(red::RioParams::from_red(p)));
+            let mut p = red::RioParams {
+                limit_packets: limit,
+                ecn: q.ecn,
+                idle_pkt_time,
+                precedence: dscp_drop_precedence,
+                ..red::RioParams::default()
+            };
+            for t in &mut p.thresholds {
+                t.max_th = t.max_th.min(limit);
+                t.min_th = t.min_th.min(t.max_th.saturating_sub(1));
+            }
+            return Box::new(red::Rio::new(p));
         }
-        return Box::new(red::Red::new(p));
+        let d = red::Params::default();
+        let max_th = d.max_th.min(limit);
+        return Box::new(red::Red::new(red::Params {
+            limit_packets: limit,
+            max_th,
+            min_th: d.min_th.min(max_th.saturating_sub(1)),
+            ecn: q.ecn,
+            idle_pkt_time,
+            ..d
+        }));
     }
     Box::new(fifo::Fifo::new(fifo::Params {
         limit_packets: q.qlimit.max(1),
