@@ -190,6 +190,7 @@ pub trait Source {
     fn backlog_bytes(&self) -> u64;
 }
 
+#[inline(always)]
 /// RFC 8289 `dodequeue`: pops one packet and says whether the standing-queue
 /// condition has held for an interval (`ok_to_drop`).
 fn pop_checked<S: Source + ?Sized>(
@@ -238,6 +239,7 @@ fn punish(p: &Params, st: &mut Stats, mut pkt: Packet, drops: &mut Drops) -> Opt
 /// are pushed to `drops` with [`DropReason::Aqm`]; the caller accounts them
 /// (they were already popped from `src`). A returned packet with
 /// `ecn == Ce` that was not CE on entry was marked here (see `Stats`).
+#[inline]
 pub fn dequeue<S: Source + ?Sized>(
     p: &Params,
     v: &mut Vars,

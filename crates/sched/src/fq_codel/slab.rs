@@ -10,7 +10,9 @@ use crate::Packet;
 pub(super) const NIL: u32 = u32::MAX;
 
 struct Slot {
-    pkt: Packet,
+    /// `None` when free: taking it out writes only the niche, not a whole
+    /// default packet.
+    pkt: Option<Packet>,
     next: u32,
 }
 
@@ -33,11 +35,14 @@ impl Slab {
             let idx = self.free;
             let slot = &mut self.slots[idx as usize];
             self.free = slot.next;
-            slot.pkt = pkt;
+            slot.pkt = Some(pkt);
             slot.next = NIL;
             idx
         } else {
-            self.slots.push(Slot { pkt, next: NIL });
+            self.slots.push(Slot {
+                pkt: Some(pkt),
+                next: NIL,
+            });
             (self.slots.len() - 1) as u32
         };
         if *tail == NIL {
@@ -55,7 +60,7 @@ impl Slab {
         }
         let idx = *head;
         let slot = self.slots.get_mut(idx as usize)?;
-        let pkt = std::mem::take(&mut slot.pkt);
+        let pkt = slot.pkt.take()?;
         *head = slot.next;
         if *head == NIL {
             *tail = NIL;
