@@ -116,6 +116,9 @@ pub struct Vars {
     dropping: bool,
 }
 
+// FQ-CoDel keeps one `Vars` per flow: keep it at 32 bytes.
+const _: () = assert!(std::mem::size_of::<Vars>() <= 32);
+
 impl Vars {
     /// The idle state (usable in `const` tables).
     pub const ZERO: Vars = Vars {

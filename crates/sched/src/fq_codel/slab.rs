@@ -30,6 +30,7 @@ impl Slab {
     }
 
     /// Appends `pkt` to the chain `head..tail`.
+    #[inline]
     pub(super) fn push(&mut self, head: &mut u32, tail: &mut u32, pkt: Packet) {
         let idx = if self.free != NIL {
             let idx = self.free;
@@ -54,6 +55,7 @@ impl Slab {
     }
 
     /// Removes the head of the chain `head..tail`.
+    #[inline]
     pub(super) fn pop(&mut self, head: &mut u32, tail: &mut u32) -> Option<Packet> {
         if *head == NIL {
             return None;
