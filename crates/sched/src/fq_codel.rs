@@ -220,6 +220,11 @@ struct FlowSource<'a> {
 }
 
 impl codel::Source for FlowSource<'_> {
+    #[inline]
+    fn head_mut(&mut self) -> Option<&mut Packet> {
+        self.slab.get_mut(*self.flow_head)
+    }
+    #[inline]
     fn pop(&mut self) -> Option<Packet> {
         let pkt = self.slab.pop(self.flow_head, self.flow_tail)?;
         *self.flow_backlog = self.flow_backlog.saturating_sub(pkt.len);

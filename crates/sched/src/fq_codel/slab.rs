@@ -54,6 +54,12 @@ impl Slab {
         *tail = idx;
     }
 
+    /// The packet in slot `idx` (`None` for NIL or a free slot).
+    #[inline]
+    pub(super) fn get_mut(&mut self, idx: u32) -> Option<&mut Packet> {
+        self.slots.get_mut(idx as usize)?.pkt.as_mut()
+    }
+
     /// Removes the head of the chain `head..tail`.
     #[inline]
     pub(super) fn pop(&mut self, head: &mut u32, tail: &mut u32) -> Option<Packet> {
