@@ -55,7 +55,11 @@ impl Rig {
     fn enqueue(&mut self, i: u32) {
         self.id += 1;
         self.now += 100;
-        let class = self.classes.get(i as usize).copied().unwrap_or(ClassId::ROOT);
+        let class = self
+            .classes
+            .get(i as usize)
+            .copied()
+            .unwrap_or(ClassId::ROOT);
         let p = Packet::synthetic(self.id, 1000, flow_hash(i), class);
         black_box(self.q.enqueue(p, Instant(self.now), &mut self.drops));
     }
@@ -115,7 +119,8 @@ fn all(c: &mut Criterion) {
                 limit_packets: 64,
                 limit_bytes: None,
             });
-            q.add_class(id, (i % 16) as u8, Box::new(leaf)).expect("class");
+            q.add_class(id, (i % 16) as u8, Box::new(leaf))
+                .expect("class");
         }
         Rig::new(Box::new(q), n, classes, n)
     });

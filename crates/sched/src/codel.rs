@@ -116,6 +116,9 @@ pub struct Vars {
     dropping: bool,
 }
 
+// FQ-CoDel keeps one `Vars` per flow: keep it at 32 bytes.
+const _: () = assert!(std::mem::size_of::<Vars>() <= 32);
+
 impl Vars {
     /// The idle state (usable in `const` tables).
     pub const ZERO: Vars = Vars {
@@ -183,61 +186,84 @@ pub struct Stats {
 }
 
 /// What the control step pulls packets from.
+///
+/// The step inspects the head in place and pops each packet exactly once
+/// (to drop or to deliver it), so a packet is not moved more than needed.
 pub trait Source {
+    /// The head packet, for its timestamp and ECN marking.
+    fn head_mut(&mut self) -> Option<&mut Packet>;
     /// Removes the head packet, updating the source's own accounting.
     fn pop(&mut self) -> Option<Packet>;
-    /// Bytes still queued (after the last `pop`).
+    /// Bytes queued, including the head.
     fn backlog_bytes(&self) -> u64;
 }
 
-/// RFC 8289 `dodequeue`: pops one packet and says whether the standing-queue
-/// condition has held for an interval (`ok_to_drop`).
-fn pop_checked<S: Source + ?Sized>(
+/// RFC 8289 `dodequeue`, done on the head in place: `None` when the source
+/// is empty, else whether the standing-queue condition has held for an
+/// interval (`ok_to_drop`) for the head packet.
+#[inline(always)]
+fn check_head<S: Source + ?Sized>(
     p: &Params,
     v: &mut Vars,
     st: &mut Stats,
     src: &mut S,
     now: Instant,
-) -> (Option<Packet>, bool) {
-    let Some(pkt) = src.pop() else {
+) -> Option<bool> {
+    let Some(head) = src.head_mut() else {
         v.first_above_time = Instant::ZERO;
-        return (None, false);
+        return None;
     };
-    let sojourn = now.saturating_since(pkt.enqueued_at);
+    let (enqueued_at, len) = (head.enqueued_at, head.len as u64);
+    let sojourn = now.saturating_since(enqueued_at);
     st.last_sojourn = sojourn;
-    if sojourn < p.target || src.backlog_bytes() <= p.mtu_bytes as u64 {
+    // The RFC measures the backlog once the packet has left.
+    let behind = src.backlog_bytes().saturating_sub(len);
+    if sojourn < p.target || behind <= p.mtu_bytes as u64 {
         v.first_above_time = Instant::ZERO;
-        return (Some(pkt), false);
+        return Some(false);
     }
     if v.first_above_time == Instant::ZERO {
         // ZERO is the "not above" sentinel; never store it as a deadline.
         v.first_above_time = Instant((now + p.interval).0.max(1));
-        (Some(pkt), false)
+        Some(false)
     } else {
-        (Some(pkt), now >= v.first_above_time)
+        Some(now >= v.first_above_time)
     }
 }
 
-/// Drops or marks `pkt` by the control law. Returns the packet back if it was
-/// marked (and must be delivered), `None` if it was dropped into `drops`.
-fn punish(p: &Params, st: &mut Stats, mut pkt: Packet, drops: &mut Drops) -> Option<Packet> {
-    if p.ecn && pkt.mark_ce() {
-        st.ecn_marks += 1;
-        return Some(pkt);
+/// Drops or marks the head by the control law. Returns true if it was
+/// marked (it stays at the head, to be delivered), false if it was dropped
+/// into `drops`.
+#[inline]
+fn punish_head<S: Source + ?Sized>(
+    p: &Params,
+    st: &mut Stats,
+    src: &mut S,
+    drops: &mut Drops,
+) -> bool {
+    if p.ecn {
+        if let Some(head) = src.head_mut() {
+            if head.mark_ce() {
+                st.ecn_marks += 1;
+                return true;
+            }
+        }
     }
-    st.drops += 1;
-    drops.push(Dropped {
-        pkt,
-        reason: DropReason::Aqm,
-    });
-    None
+    if let Some(pkt) = src.pop() {
+        st.drops += 1;
+        drops.push(Dropped {
+            pkt,
+            reason: DropReason::Aqm,
+        });
+    }
+    false
 }
 
 /// The CoDel dequeue step (RFC 8289 §5.5 `dequeue`): returns the packet to
 /// send, or `None` if the source ran dry. Packets dropped by the control law
 /// are pushed to `drops` with [`DropReason::Aqm`]; the caller accounts them
-/// (they were already popped from `src`). A returned packet with
-/// `ecn == Ce` that was not CE on entry was marked here (see `Stats`).
+/// (they were already popped from `src`). Marks are counted in `st`.
+#[inline]
 pub fn dequeue<S: Source + ?Sized>(
     p: &Params,
     v: &mut Vars,
@@ -246,7 +272,7 @@ pub fn dequeue<S: Source + ?Sized>(
     now: Instant,
     drops: &mut Drops,
 ) -> Option<Packet> {
-    let (mut pkt, mut ok_to_drop) = pop_checked(p, v, st, src, now);
+    let ok_to_drop = check_head(p, v, st, src, now)?;
     if v.dropping {
         if !ok_to_drop {
             v.dropping = false;
@@ -254,51 +280,45 @@ pub fn dequeue<S: Source + ?Sized>(
         let mut budget = MAX_DROPS_PER_DEQUEUE;
         while v.dropping && now >= v.drop_next && budget > 0 {
             budget -= 1;
-            let Some(head) = pkt.take() else { break };
             v.count = v.count.saturating_add(1);
             v.newton_step();
-            if let Some(marked) = punish(p, st, head, drops) {
+            if punish_head(p, st, src, drops) {
                 // Marked, not dropped: deliver it and schedule the next
                 // signal (Linux does the same; the queue does not shrink).
                 v.drop_next = v.control_law(v.drop_next, p.interval);
-                return finish(p, st, Some(marked), now);
+                return finish(p, st, src.pop(), now);
             }
-            (pkt, ok_to_drop) = pop_checked(p, v, st, src, now);
-            if !ok_to_drop {
-                v.dropping = false;
-            } else {
-                v.drop_next = v.control_law(v.drop_next, p.interval);
+            match check_head(p, v, st, src, now) {
+                Some(true) => v.drop_next = v.control_law(v.drop_next, p.interval),
+                // Below target, or nothing left: leave the dropping state.
+                Some(false) | None => v.dropping = false,
             }
         }
     } else if ok_to_drop {
-        if let Some(head) = pkt.take() {
-            let marked = punish(p, st, head, drops);
-            if marked.is_some() {
-                pkt = marked;
-            } else {
-                (pkt, _) = pop_checked(p, v, st, src, now);
-            }
-            v.dropping = true;
-            // Reuse the count of the last episode if it ended recently: the
-            // drop rate that controlled the queue then is the best guess now.
-            let delta = v.count.wrapping_sub(v.last_count);
-            let recent =
-                now.saturating_since(v.drop_next) < Duration(p.interval.0.saturating_mul(16));
-            if delta > 1 && delta < u32::MAX / 2 && recent {
-                v.count = delta;
-                v.rec_inv_sqrt = exact_inv_sqrt(delta);
-            } else {
-                v.count = 1;
-                v.rec_inv_sqrt = ONE_Q32;
-            }
-            v.last_count = v.count;
-            v.drop_next = v.control_law(now, p.interval);
+        if !punish_head(p, st, src, drops) {
+            // RFC: dodequeue again; only its first_above_time update matters.
+            let _ = check_head(p, v, st, src, now);
         }
+        v.dropping = true;
+        // Reuse the count of the last episode if it ended recently: the
+        // drop rate that controlled the queue then is the best guess now.
+        let delta = v.count.wrapping_sub(v.last_count);
+        let recent = now.saturating_since(v.drop_next) < Duration(p.interval.0.saturating_mul(16));
+        if delta > 1 && delta < u32::MAX / 2 && recent {
+            v.count = delta;
+            v.rec_inv_sqrt = exact_inv_sqrt(delta);
+        } else {
+            v.count = 1;
+            v.rec_inv_sqrt = ONE_Q32;
+        }
+        v.last_count = v.count;
+        v.drop_next = v.control_law(now, p.interval);
     }
-    finish(p, st, pkt, now)
+    finish(p, st, src.pop(), now)
 }
 
 /// Shallow ECN marking by `ce_threshold` on the packet actually sent.
+#[inline(always)]
 fn finish(p: &Params, st: &mut Stats, pkt: Option<Packet>, now: Instant) -> Option<Packet> {
     let mut pkt = pkt?;
     if let Some(th) = p.ce_threshold {
@@ -317,6 +337,11 @@ struct FifoSource<'a> {
 }
 
 impl Source for FifoSource<'_> {
+    #[inline]
+    fn head_mut(&mut self) -> Option<&mut Packet> {
+        self.queue.front_mut()
+    }
+    #[inline]
     fn pop(&mut self) -> Option<Packet> {
         let p = self.queue.pop_front()?;
         *self.backlog_bytes -= p.len as u64;

@@ -147,6 +147,10 @@ impl Flow {
     };
 }
 
+// Per-flow state stays within 56 bytes (CoDel vars 32 + links and deficit),
+// so 1024 flows fit in 56 KiB; checked at compile time.
+const _: () = assert!(std::mem::size_of::<Flow>() <= 56);
+
 /// Intrusive singly linked list of flows; only the head is ever removed.
 #[derive(Clone, Copy, Debug)]
 struct FlowList {
@@ -216,6 +220,11 @@ struct FlowSource<'a> {
 }
 
 impl codel::Source for FlowSource<'_> {
+    #[inline]
+    fn head_mut(&mut self) -> Option<&mut Packet> {
+        self.slab.get_mut(*self.flow_head)
+    }
+    #[inline]
     fn pop(&mut self) -> Option<Packet> {
         let pkt = self.slab.pop(self.flow_head, self.flow_tail)?;
         *self.flow_backlog = self.flow_backlog.saturating_sub(pkt.len);
@@ -278,6 +287,7 @@ impl FqCodel {
     }
 
     /// The flow queue a hash maps to (multiply-shift, uniform for a uniform hash).
+    #[inline]
     pub fn bucket(&self, flow_hash: u64) -> u32 {
         ((flow_hash as u128 * self.params.flows as u128) >> 64) as u32
     }
@@ -287,6 +297,7 @@ impl FqCodel {
         self.backlogs.get(bucket as usize).copied().unwrap_or(0)
     }
 
+    #[inline]
     fn clamp(&mut self, now: Instant) -> Instant {
         if now > self.last_now {
             self.last_now = now;
@@ -294,11 +305,13 @@ impl FqCodel {
         self.last_now
     }
 
+    #[inline]
     fn over_limit(&self) -> bool {
         self.queued > self.params.limit_packets
             || self.queued_bytes > self.params.memory_limit_bytes
     }
 
+    #[inline]
     fn push_tail(&mut self, which: OnList, idx: u32) {
         let list = match which {
             OnList::New => &mut self.new_flows,
@@ -315,6 +328,7 @@ impl FqCodel {
         list.tail = idx;
     }
 
+    #[inline]
     fn pop_head(&mut self, which: OnList) -> Option<u32> {
         let list = match which {
             OnList::New => &mut self.new_flows,

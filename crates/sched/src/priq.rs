@@ -290,7 +290,6 @@ impl Qdisc for Priq {
             }
         };
         let (id, len) = (pkt.id, pkt.len);
-        let counted = meta_of(&pkt);
         let from = drops.len();
         let cl = &mut self.classes[idx as usize];
         let r = cl.leaf.enqueue(pkt, now, drops);
@@ -302,7 +301,11 @@ impl Qdisc for Priq {
         if !refused {
             self.len += 1;
             self.backlog_bytes += len as u64;
-            self.stats.on_enqueue(&counted);
+            // `QueueStats::on_enqueue` without a copy of the packet.
+            self.stats.enq_packets += 1;
+            self.stats.enq_bytes += len as u64;
+            self.stats.qlen += 1;
+            self.stats.backlog_bytes += len as u64;
         }
         self.absorb_drops(drops, from, Some(id));
         if nonempty && !was_active {
@@ -441,14 +444,6 @@ impl Qdisc for Priq {
             cl.leaf
                 .visit_stats(&mut |cid, st| f(if cid == ClassId::ROOT { id } else { cid }, st));
         }
-    }
-}
-
-/// The packet without its frame bytes: enough for statistics.
-fn meta_of(pkt: &Packet) -> Packet {
-    Packet {
-        data: Vec::new(),
-        ..*pkt
     }
 }
 
@@ -662,5 +657,58 @@ mod tests {
             300,
         );
         assert!(r.dequeued > 0, "{r:?}");
+    }
+
+    #[test]
+    fn model_check_every_leaf_kind_as_child() {
+        use crate::codel::{self, Codel};
+        use crate::fq_codel::{self, FqCodel};
+        use crate::red::{self, Red, Rio};
+        use sluice_time::Duration;
+        let space = OpSpace {
+            classes: (1..=5).map(ClassId).collect(),
+            flows: 20,
+            ..OpSpace::default()
+        };
+        let r = check_random(
+            || {
+                let aqm = codel::Params {
+                    interval: Duration::from_millis(20),
+                    ecn: true,
+                    ..codel::Params::default()
+                };
+                let mut q = Priq::new();
+                q.add_class(ClassId(1), 2, fifo(6)).unwrap();
+                q.add_class(ClassId(2), 9, Box::new(Codel::new(aqm, 8)))
+                    .unwrap();
+                let fq = FqCodel::new(fq_codel::Params {
+                    flows: 4,
+                    limit_packets: 10,
+                    interval: Duration::from_millis(20),
+                    ..fq_codel::Params::default()
+                });
+                q.add_class(ClassId(3), 9, Box::new(fq)).unwrap();
+                let red = Red::new(red::Params {
+                    limit_packets: 10,
+                    min_th: 2,
+                    max_th: 6,
+                    weight: 1,
+                    ecn: true,
+                    ..red::Params::default()
+                });
+                q.add_class(ClassId(4), 15, Box::new(red)).unwrap();
+                let rio = Rio::new(red::RioParams {
+                    limit_packets: 10,
+                    weight: 1,
+                    ..red::RioParams::default()
+                });
+                q.add_class(ClassId(5), 0, Box::new(rio)).unwrap();
+                Box::new(q)
+            },
+            &space,
+            300,
+            400,
+        );
+        assert!(r.dequeued > 0 && r.dropped > 0 && r.marks > 0, "{r:?}");
     }
 }

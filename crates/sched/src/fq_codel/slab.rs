@@ -10,7 +10,9 @@ use crate::Packet;
 pub(super) const NIL: u32 = u32::MAX;
 
 struct Slot {
-    pkt: Packet,
+    /// `None` when free: taking it out writes only the niche, not a whole
+    /// default packet.
+    pkt: Option<Packet>,
     next: u32,
 }
 
@@ -28,16 +30,20 @@ impl Slab {
     }
 
     /// Appends `pkt` to the chain `head..tail`.
+    #[inline]
     pub(super) fn push(&mut self, head: &mut u32, tail: &mut u32, pkt: Packet) {
         let idx = if self.free != NIL {
             let idx = self.free;
             let slot = &mut self.slots[idx as usize];
             self.free = slot.next;
-            slot.pkt = pkt;
+            slot.pkt = Some(pkt);
             slot.next = NIL;
             idx
         } else {
-            self.slots.push(Slot { pkt, next: NIL });
+            self.slots.push(Slot {
+                pkt: Some(pkt),
+                next: NIL,
+            });
             (self.slots.len() - 1) as u32
         };
         if *tail == NIL {
@@ -48,14 +54,21 @@ impl Slab {
         *tail = idx;
     }
 
+    /// The packet in slot `idx` (`None` for NIL or a free slot).
+    #[inline]
+    pub(super) fn get_mut(&mut self, idx: u32) -> Option<&mut Packet> {
+        self.slots.get_mut(idx as usize)?.pkt.as_mut()
+    }
+
     /// Removes the head of the chain `head..tail`.
+    #[inline]
     pub(super) fn pop(&mut self, head: &mut u32, tail: &mut u32) -> Option<Packet> {
         if *head == NIL {
             return None;
         }
         let idx = *head;
         let slot = self.slots.get_mut(idx as usize)?;
-        let pkt = std::mem::take(&mut slot.pkt);
+        let pkt = slot.pkt.take()?;
         *head = slot.next;
         if *head == NIL {
             *tail = NIL;
