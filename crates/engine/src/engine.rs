@@ -384,6 +384,7 @@ impl Engine {
     /// The next frame to transmit on `iface` now, if any; ECN marks applied.
     pub fn poll_tx(&mut self, now: Instant, iface: usize) -> Option<Vec<u8>> {
         let now = self.clamp(now);
+        self.housekeeping(now);
         let eg = self.ifaces.get_mut(iface)?;
         let pkt = match eg.tree.as_mut() {
             Some(t) => t.root.dequeue(now, &mut self.drops),
@@ -405,6 +406,14 @@ impl Engine {
         c.tx_frames += 1;
         c.tx_bytes += pkt.data.len() as u64;
         Some(pkt.data)
+    }
+
+    /// Runs what is due at `now` without input (state expiry). The I/O layer
+    /// calls it when the timer armed from `poll_timeout` fires, then drains
+    /// `poll_tx` on every interface.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clamp(now);
+        self.housekeeping(now);
     }
 
     /// When the engine next needs `poll_tx`/housekeeping without new input.
