@@ -558,6 +558,16 @@ impl Qdisc for Hfsc {
         // Children sit in higher slots than their parents, so one backward
         // pass sums every subtree into its root.
         let mut agg: Vec<QueueStats> = self.classes.iter().map(|c| c.stats.clone()).collect();
+        // ECN marks happen inside a leaf's AQM: take them from the leaf.
+        for (c, a) in self.classes.iter().zip(agg.iter_mut()) {
+            if let Some(leaf) = &c.leaf {
+                leaf.visit_stats(&mut |id, ls| {
+                    if id == ClassId::ROOT {
+                        a.ecn_marks = ls.ecn_marks;
+                    }
+                });
+            }
+        }
         for s in (1..self.classes.len()).rev() {
             if let Some(p) = self.classes[s].parent {
                 let (lo, hi) = agg.split_at_mut(s);

@@ -251,25 +251,20 @@ fn without_default_unknown_class_is_dropped_and_counted() {
         assert_eq!(r, Enqueue::Rejected);
         assert_eq!(drops.pop().map(|d| d.reason), Some(DropReason::NoClass));
     }
-    assert_eq!(
-        q.enqueue(
-            Packet::synthetic(3, 100, 0, ClassId(11)),
-            Instant(0),
-            &mut drops
-        ),
-        Enqueue::Queued
-    );
+    let mut ect = Packet::synthetic(3, 100, 0, ClassId(11));
+    ect.ecn = crate::Ecn::Ect0;
+    assert_eq!(q.enqueue(ect, Instant(0), &mut drops), Enqueue::Queued);
     let mut seen = Vec::new();
     q.visit_stats(&mut |id, s| {
-        seen.push((
-            id.0,
-            s.enq_packets,
-            s.qlen,
-            s.drop_packets[DropReason::NoClass.index()],
-        ))
+        let no_class = s.drop_packets[DropReason::NoClass.index()];
+        seen.push((id.0, s.enq_packets, s.qlen, no_class, s.ecn_marks))
     });
-    // Parents first; the root sums its subtree and holds the no-class drops.
-    assert_eq!(seen, vec![(0, 1, 1, 2), (10, 1, 1, 0), (11, 1, 1, 0)]);
+    // Parents first; the root sums its subtree and holds the no-class drops;
+    // the leaf's AQM marks show up on the leaf and its ancestors.
+    assert_eq!(
+        seen,
+        vec![(0, 1, 1, 2, 1), (10, 1, 1, 0, 1), (11, 1, 1, 0, 1)]
+    );
 }
 
 #[test]
