@@ -12,7 +12,9 @@
 //!   of a period starts at the largest vt seen before (`cvtoff`). So a class
 //!   gets no credit for the time it was idle. (ALTQ takes the largest vt among
 //!   the siblings active right now; `cvtmax` is the largest of this backlog
-//!   period, at most one packet's worth above, and needs no max-ordered set.)
+//!   period. A child's vt only grows past `cvtmin` when it is served, so the
+//!   two differ by at most one packet in the slowest sibling's virtual time,
+//!   and `cvtmax` needs no max-ordered structure.)
 //! - A child passed over because of an upper limit has its vt raised to the
 //!   parent's `cvtmin` (`vtadj`), so it does not burst after.
 //! - Upper limit: `myf` is when the ul curve reaches `total`; a class's fit
