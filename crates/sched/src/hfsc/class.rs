@@ -51,11 +51,8 @@ pub(crate) struct Class {
     pub(crate) f: u64,
     /// Upper-limit fit time of this class alone.
     pub(crate) myf: u64,
-    /// Smallest vt handed out among the children this period, the largest
-    /// vt a child reached this period, and the largest a child had when it
-    /// went passive.
+    /// Smallest vt handed out among the children this period.
     pub(crate) cvtmin: u64,
-    pub(crate) cvtmax: u64,
     pub(crate) parent: Option<u32>,
     /// Active (link-sharing backlogged) children; 0/1 for a leaf.
     pub(crate) nactive: u32,
@@ -86,6 +83,7 @@ pub(crate) struct Class {
     /// Backlog periods of this class, and of its parent as last seen.
     pub(crate) vtperiod: u64,
     pub(crate) parentperiod: u64,
+    /// Largest vt a child had when it went passive (ALTQ's `cvtmax`).
     pub(crate) cvtoff: u64,
     pub(crate) id: ClassId,
     pub(crate) children: Vec<u32>,
@@ -125,7 +123,6 @@ impl Class {
             vtperiod: 0,
             parentperiod: 0,
             cvtmin: 0,
-            cvtmax: 0,
             cvtoff: 0,
             f: 0,
             ls_slot: LsSlot::Out,
@@ -153,7 +150,6 @@ impl Class {
         self.vtperiod = 0;
         self.parentperiod = 0;
         self.cvtmin = 0;
-        self.cvtmax = 0;
         self.cvtoff = 0;
         self.f = 0;
         self.ls_slot = LsSlot::Out;
