@@ -80,7 +80,13 @@ impl LinkShare {
     /// Recomputes `f` of the active class `c` and files it in its parent
     /// `p`'s `fit` or `held` heap.
     fn place(&mut self, classes: &mut [Class], c: usize, p: usize, now: u64) {
-        let f = classes[c].myf.max(self.cfmin(c));
+        // A leaf has no children: its fit time is its own.
+        let cfmin = if classes[c].is_leaf() {
+            0
+        } else {
+            self.cfmin(c)
+        };
+        let f = classes[c].myf.max(cfmin);
         let cl = &mut classes[c];
         cl.f = f;
         let want = if f <= now { LsSlot::Fit } else { LsSlot::Held };
