@@ -146,7 +146,8 @@ fn bench(c: &mut Criterion) {
     }
     // Sparse traffic: every packet finds its leaf empty, so each one runs
     // the activation (init_ed / init_vf) and passivation paths.
-    for leaves in [100u32] {
+    {
+        let leaves = 100u32;
         let mut q = tree(leaves, true);
         let mut drops: Drops = Vec::with_capacity(16);
         let mut now = Instant(1_000_000_000);
