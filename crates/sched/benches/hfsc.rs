@@ -144,6 +144,30 @@ fn bench(c: &mut Criterion) {
             });
         }
     }
+    // Sparse traffic: every packet finds its leaf empty, so each one runs
+    // the activation (init_ed / init_vf) and passivation paths.
+    {
+        let leaves = 100u32;
+        let mut q = tree(leaves, true);
+        let mut drops: Drops = Vec::with_capacity(16);
+        let mut now = Instant(1_000_000_000);
+        let mut id = 0u64;
+        g.bench_function(BenchmarkId::new("sparse", leaves), |b| {
+            b.iter(|| {
+                id += 1;
+                let class = ClassId((id % leaves as u64) as u32 + 1);
+                q.enqueue(Packet::synthetic(id, 1000, 0, class), now, &mut drops);
+                match q.dequeue(now, &mut drops) {
+                    Some(p) => {
+                        now += LINK.tx_time(p.cost as u64);
+                        black_box(p);
+                    }
+                    None => now = q.next_wakeup().unwrap_or(now + Duration(1000)),
+                }
+                drops.clear();
+            })
+        });
+    }
     g.finish();
 }
 

@@ -27,17 +27,17 @@
 //! - Complexity per packet: O(log n) for the real-time heaps (eligible
 //!   leaves by deadline, the others by eligible time) and O(depth · log
 //!   fan-out) for link-sharing (per class, active children in a `fit` heap by
-//!   vt and a `held` heap by fit time). No scan over classes anywhere, unlike
-//!   ALTQ's eligible-list and first-fit scans.
+//!   vt and a `held` heap by fit time). No scan over classes per packet,
+//!   unlike ALTQ's eligible-list and first-fit scans; the one pass over the
+//!   active siblings (for their largest vt) happens when a class becomes
+//!   active.
 //! - Invariants: only leaves hold packets; `len`/`backlog_bytes` are the sums
 //!   over the leaves; a leaf is `backlogged` iff its queue was non-empty after
 //!   the last HFSC operation on it, and only then sits in the scheduling heaps.
 //! - Where this differs from ALTQ, on purpose: real-time curves on interior
 //!   classes and upper limits without link-sharing are refused (ALTQ ignores
-//!   them silently); a newly active class's vt uses the largest vt of its
-//!   siblings in the parent's backlog period rather than of those active right
-//!   now (see `linkshare.rs`); `peek_len` returns `None` while every class is
-//!   held by an upper limit.
+//!   them silently); `peek_len` returns `None` while every class is held by
+//!   an upper limit.
 
 mod class;
 mod curve;
@@ -558,6 +558,16 @@ impl Qdisc for Hfsc {
         // Children sit in higher slots than their parents, so one backward
         // pass sums every subtree into its root.
         let mut agg: Vec<QueueStats> = self.classes.iter().map(|c| c.stats.clone()).collect();
+        // ECN marks happen inside a leaf's AQM: take them from the leaf.
+        for (c, a) in self.classes.iter().zip(agg.iter_mut()) {
+            if let Some(leaf) = &c.leaf {
+                leaf.visit_stats(&mut |id, ls| {
+                    if id == ClassId::ROOT {
+                        a.ecn_marks = ls.ecn_marks;
+                    }
+                });
+            }
+        }
         for s in (1..self.classes.len()).rev() {
             if let Some(p) = self.classes[s].parent {
                 let (lo, hi) = agg.split_at_mut(s);

@@ -38,6 +38,11 @@ impl Heap {
         self.items.first().map(|&e| (key_of(e), slot_of(e)))
     }
 
+    /// The items in heap order (not sorted).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.items.iter().map(|&e| (key_of(e), slot_of(e)))
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

@@ -7,12 +7,12 @@
 //!   At each level the active child with the smallest `vt` is chosen, so
 //!   siblings are served in proportion to their curves.
 //! - A class that becomes active is given the mean of the smallest vt handed
-//!   out (`cvtmin`) and the largest vt of its siblings (`cvtmax`), and never
+//!   out (`cvtmin`) and the largest vt among its active siblings, and never
 //!   less than it had within one backlog period of its parent; the first child
-//!   of a period starts at the largest vt seen before (`cvtoff`). So a class
-//!   gets no credit for the time it was idle. (ALTQ takes the largest vt among
-//!   the siblings active right now; `cvtmax` is the largest of this backlog
-//!   period, at most one packet's worth above, and needs no max-ordered set.)
+//!   of a period starts at the largest vt seen before (`cvtoff`, ALTQ's
+//!   `cvtmax`). So a class gets no credit for the time it was idle. The
+//!   largest vt is found by a pass over the active siblings when a class
+//!   becomes active (not per packet: a backlogged class is activated once).
 //! - A child passed over because of an upper limit has its vt raised to the
 //!   parent's `cvtmin` (`vtadj`), so it does not burst after.
 //! - Upper limit: `myf` is when the ul curve reaches `total`; a class's fit
@@ -69,10 +69,24 @@ impl LinkShare {
         }
     }
 
+    /// Largest vt among the active children of `p` (0 if none). One pass over
+    /// them: bounded by the fan-out, and only run on activation.
+    fn max_active_vt(&self, classes: &[Class], p: usize) -> u64 {
+        let fit = self.fit[p].iter().map(|(vt, _)| vt);
+        let held = self.held[p].iter().map(|(_, s)| classes[s as usize].vt);
+        fit.chain(held).max().unwrap_or(0)
+    }
+
     /// Recomputes `f` of the active class `c` and files it in its parent
     /// `p`'s `fit` or `held` heap.
     fn place(&mut self, classes: &mut [Class], c: usize, p: usize, now: u64) {
-        let f = classes[c].myf.max(self.cfmin(c));
+        // A leaf has no children: its fit time is its own.
+        let cfmin = if classes[c].is_leaf() {
+            0
+        } else {
+            self.cfmin(c)
+        };
+        let f = classes[c].myf.max(cfmin);
         let cl = &mut classes[c];
         cl.f = f;
         let want = if f <= now { LsSlot::Fit } else { LsSlot::Held };
@@ -124,8 +138,9 @@ impl LinkShare {
             if go_active {
                 let siblings = self.has_active(p);
                 let pc = &classes[p];
-                let (cvtmin, cvtmax, cvtoff, pperiod, pactive) =
-                    (pc.cvtmin, pc.cvtmax, pc.cvtoff, pc.vtperiod, pc.nactive);
+                let (cvtmin, cvtoff, pperiod, pactive) =
+                    (pc.cvtmin, pc.cvtoff, pc.vtperiod, pc.nactive);
+                let cvtmax = self.max_active_vt(classes, p);
                 let cl = &mut classes[c];
                 if siblings {
                     let vt = if cvtmin != 0 {
@@ -157,13 +172,9 @@ impl LinkShare {
                     cl.ulimit.min_with(&ul, now, cl.total);
                     cl.myf = cl.ulimit.y2x(&ul, cl.total);
                 }
-                let vt = cl.vt;
-                let pc = &mut classes[p];
                 if !siblings {
-                    pc.cvtmin = 0;
-                    pc.cvtmax = 0;
+                    classes[p].cvtmin = 0;
                 }
-                pc.cvtmax = pc.cvtmax.max(vt);
             }
             self.place(classes, c, p, now);
             c = p;
@@ -220,9 +231,8 @@ impl LinkShare {
                 cl.myf = cl.ulimit.y2x(&ul, cl.total);
             }
             let vt = cl.vt;
-            let pc = &mut classes[p];
-            pc.cvtmax = pc.cvtmax.max(vt);
             if go_passive {
+                let pc = &mut classes[p];
                 pc.cvtoff = pc.cvtoff.max(vt);
                 self.unplace(classes, c, p);
             } else {

@@ -251,25 +251,20 @@ fn without_default_unknown_class_is_dropped_and_counted() {
         assert_eq!(r, Enqueue::Rejected);
         assert_eq!(drops.pop().map(|d| d.reason), Some(DropReason::NoClass));
     }
-    assert_eq!(
-        q.enqueue(
-            Packet::synthetic(3, 100, 0, ClassId(11)),
-            Instant(0),
-            &mut drops
-        ),
-        Enqueue::Queued
-    );
+    let mut ect = Packet::synthetic(3, 100, 0, ClassId(11));
+    ect.ecn = crate::Ecn::Ect0;
+    assert_eq!(q.enqueue(ect, Instant(0), &mut drops), Enqueue::Queued);
     let mut seen = Vec::new();
     q.visit_stats(&mut |id, s| {
-        seen.push((
-            id.0,
-            s.enq_packets,
-            s.qlen,
-            s.drop_packets[DropReason::NoClass.index()],
-        ))
+        let no_class = s.drop_packets[DropReason::NoClass.index()];
+        seen.push((id.0, s.enq_packets, s.qlen, no_class, s.ecn_marks))
     });
-    // Parents first; the root sums its subtree and holds the no-class drops.
-    assert_eq!(seen, vec![(0, 1, 1, 2), (10, 1, 1, 0), (11, 1, 1, 0)]);
+    // Parents first; the root sums its subtree and holds the no-class drops;
+    // the leaf's AQM marks show up on the leaf and its ancestors.
+    assert_eq!(
+        seen,
+        vec![(0, 1, 1, 2, 1), (10, 1, 1, 0, 1), (11, 1, 1, 0, 1)]
+    );
 }
 
 #[test]
@@ -443,4 +438,133 @@ fn extreme_curves_neither_panic_nor_lose_packets() {
     };
     let r = check_random(make, &space, 30, 300);
     assert!(r.dequeued > 100 && r.throttled > 10, "{r:?}");
+}
+
+/// A leaf with an AQM's habits: `peek_len` and `dequeue` may drop packets
+/// (here by packet id), and may find the queue empty after dropping.
+struct Lossy {
+    q: std::collections::VecDeque<Packet>,
+    bytes: u64,
+}
+
+impl Lossy {
+    fn boxed() -> Option<Box<dyn Qdisc>> {
+        Some(Box::new(Lossy {
+            q: Default::default(),
+            bytes: 0,
+        }))
+    }
+
+    /// Drops heads whose id is a multiple of `m`; bounded by the queue length.
+    fn drop_heads(&mut self, m: u64, drops: &mut Drops) {
+        while self.q.front().is_some_and(|p| p.id % m == 0) {
+            if let Some(pkt) = self.q.pop_front() {
+                self.bytes -= pkt.len as u64;
+                drops.push(Dropped {
+                    pkt,
+                    reason: DropReason::Aqm,
+                });
+            }
+        }
+    }
+}
+
+impl Qdisc for Lossy {
+    fn enqueue(&mut self, pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
+        if self.q.len() >= 8 {
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
+            return Enqueue::Rejected;
+        }
+        self.bytes += pkt.len as u64;
+        self.q.push_back(pkt);
+        Enqueue::Queued
+    }
+    fn dequeue(&mut self, _now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.drop_heads(3, drops);
+        let p = self.q.pop_front()?;
+        self.bytes -= p.len as u64;
+        Some(p)
+    }
+    fn peek_len(&mut self, _now: Instant, drops: &mut Drops) -> Option<u32> {
+        self.drop_heads(5, drops);
+        self.q.front().map(|p| p.cost)
+    }
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn purge(&mut self, drops: &mut Drops) {
+        self.bytes = 0;
+        drops.extend(self.q.drain(..).map(|pkt| Dropped {
+            pkt,
+            reason: DropReason::Purge,
+        }));
+    }
+    fn visit_stats(&self, _f: &mut dyn FnMut(ClassId, &QueueStats)) {}
+}
+
+#[test]
+fn leaves_that_drop_on_peek_and_dequeue_keep_the_books_straight() {
+    let link = Rate::mbps(1);
+    let make = || -> Box<dyn Qdisc> {
+        let mut q = Hfsc::new(link);
+        let rt = ServiceCurve {
+            m1: Rate::kbps(300),
+            d: Duration::from_millis(10),
+            m2: Rate::kbps(100),
+        };
+        let classes = [
+            ClassParams {
+                rt: Some(rt),
+                ls: lin(Rate::kbps(300)),
+                ul: None,
+            },
+            ClassParams {
+                ls: lin(Rate::kbps(300)),
+                ul: lin(Rate::kbps(100)),
+                rt: None,
+            },
+            ClassParams {
+                rt: Some(rt),
+                ..Default::default()
+            },
+        ];
+        for (i, p) in classes.into_iter().enumerate() {
+            q.add_class(ClassId(i as u32 + 1), None, p, Lossy::boxed())
+                .unwrap();
+        }
+        Box::new(q)
+    };
+    let space = OpSpace {
+        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
+        max_advance: Duration::from_millis(5),
+        ..Default::default()
+    };
+    let r = check_random(make, &space, 60, 400);
+    assert!(
+        r.dequeued > 1000 && r.dropped > 500 && r.throttled > 20,
+        "{r:?}"
+    );
+    // And the statistics agree with what the model saw, per reason.
+    let mut q = make();
+    let mut rng = crate::testing::Rng::new(99);
+    let ops = crate::testing::gen_ops(&mut rng, &space, 2000);
+    let r = crate::testing::check_ops(q.as_mut(), &space, &ops);
+    let mut root = QueueStats::default();
+    q.visit_stats(&mut |id, s| {
+        if id == ClassId::ROOT {
+            root = s.clone();
+        }
+    });
+    assert_eq!(root.deq_packets, r.dequeued);
+    assert_eq!(root.total_drops(), r.dropped);
+    assert!(root.drop_packets[DropReason::Aqm.index()] > 0);
 }

@@ -6,10 +6,13 @@ pub(super) use sluice_time::Duration;
 use std::collections::VecDeque;
 
 /// A tiny drop-tail leaf, private to these tests.
+/// Marks every ECN-capable packet it accepts (a stand-in for an AQM), so
+/// tests can see marks surface in HFSC's statistics.
 pub(super) struct Fifo {
     q: VecDeque<Packet>,
     limit: usize,
     bytes: u64,
+    marks: u64,
 }
 
 impl Fifo {
@@ -18,12 +21,13 @@ impl Fifo {
             q: VecDeque::new(),
             limit,
             bytes: 0,
+            marks: 0,
         }))
     }
 }
 
 impl Qdisc for Fifo {
-    fn enqueue(&mut self, pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
+    fn enqueue(&mut self, mut pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
         if self.q.len() >= self.limit {
             drops.push(Dropped {
                 pkt,
@@ -32,6 +36,9 @@ impl Qdisc for Fifo {
             return Enqueue::Rejected;
         }
         self.bytes += pkt.len as u64;
+        if pkt.ecn == crate::Ecn::Ect0 && pkt.mark_ce() {
+            self.marks += 1;
+        }
         self.q.push_back(pkt);
         Enqueue::Queued
     }
@@ -59,7 +66,13 @@ impl Qdisc for Fifo {
             reason: DropReason::Purge,
         }));
     }
-    fn visit_stats(&self, _f: &mut dyn FnMut(ClassId, &QueueStats)) {}
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        let s = QueueStats {
+            ecn_marks: self.marks,
+            ..Default::default()
+        };
+        f(ClassId::ROOT, &s);
+    }
 }
 
 pub(super) fn lin(r: Rate) -> Option<ServiceCurve> {
