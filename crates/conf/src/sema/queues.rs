@@ -83,6 +83,7 @@ struct QMeta {
     name: Span,
     qlimit: Option<Span>,
     default: Option<Span>,
+    priority: Option<Span>,
 }
 
 struct Tree {
@@ -342,6 +343,31 @@ impl B<'_, '_, '_> {
         }
     }
 
+    /// PRIQ serves one class per priority level: pfctl rejects two queues
+    /// with the same priority on one interface.
+    fn unique_priorities(&mut self, t: &Tree, iface: &str) {
+        for j in 0..t.queues.len() {
+            if let Some(i) = (0..j).find(|&i| t.queues[i].priority == t.queues[j].priority) {
+                let at = t.meta[j].priority.unwrap_or(t.meta[j].name);
+                let first = t.meta[i].priority.unwrap_or(t.meta[i].name);
+                self.cx.err(
+                    Diagnostic::error(
+                        format!(
+                            "`{}` and `{}` have the same priority {} on `{iface}`",
+                            t.queues[i].name, t.queues[j].name, t.queues[j].priority
+                        ),
+                        at,
+                    )
+                    .label("priority already used")
+                    .note(first, "first used here")
+                    .hint(
+                        "PRIQ priorities must be unique per interface; the default priority is 1",
+                    ),
+                );
+            }
+        }
+    }
+
     // ---- ALTQ ----
 
     fn altq(&mut self, a: &AltqDecl) -> Option<IfaceQueueing> {
@@ -422,6 +448,9 @@ impl B<'_, '_, '_> {
             _ => "hfsc(default)",
         };
         let default_queue = self.default_check(&t, &a.iface, &format!("mark one queue with {opt}"));
+        if sched == SchedKind::Priq {
+            self.unique_priorities(&t, &a.iface.v);
+        }
         self.drain_warnings(&t, bw, sched, false);
         Some(IfaceQueueing {
             ifname: a.iface.v.clone(),
@@ -545,9 +574,11 @@ impl B<'_, '_, '_> {
                     Diagnostic::error(format!("priority out of range: {}", p.v), p.span)
                         .label(format!("allowed 0..{max_prio} for {}", sched_name(sched))),
                 );
-            } else {
-                q.priority = p.v as u8;
             }
+            // Keep the written value even when out of range: the file is
+            // rejected anyway, and a clamped value would echo as a false
+            // duplicate priority.
+            q.priority = p.v as u8;
         }
         let ql = self.qlimit(d, def_qlimit);
         q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
@@ -581,6 +612,7 @@ impl B<'_, '_, '_> {
             name: d.name.span,
             qlimit: d.qlimit.as_ref().map(|q| q.span),
             default: d.default,
+            priority: d.priority.as_ref().map(|p| p.span),
         });
         if sched == SchedKind::Priq {
             return;
@@ -658,6 +690,7 @@ impl B<'_, '_, '_> {
             name: d.name.span,
             qlimit: d.qlimit.as_ref().map(|q| q.span),
             default: d.default,
+            priority: d.priority.as_ref().map(|p| p.span),
         });
         let name = d.name.clone();
         let kids: Vec<usize> = (0..self.decls.len())
@@ -816,6 +849,7 @@ impl B<'_, '_, '_> {
                 name: d.name.span,
                 qlimit: d.qlimit.as_ref().map(|q| q.span),
                 default: d.default,
+                priority: None,
             });
         }
         if t.queues.is_empty() {
@@ -830,6 +864,7 @@ impl B<'_, '_, '_> {
                 name: p.name.span,
                 qlimit: p.qlimit.as_ref().map(|q| q.span),
                 default: None,
+                priority: None,
             });
         }
         let default_queue =
