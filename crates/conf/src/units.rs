@@ -240,6 +240,8 @@ const SERVICES: &[(&str, u16)] = &[
     ("sip", 5060),
     ("xmpp-client", 5222),
     ("postgresql", 5432),
+    ("spamd", 8025),
+    ("spamd-cfg", 8026),
     ("x11", 6000),
     ("irc", 6667),
     ("http-alt", 8080),
