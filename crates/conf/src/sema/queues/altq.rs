@@ -80,6 +80,7 @@ impl B<'_, '_, '_> {
                 bw,
                 a.iface.span,
                 &format!("`altq on {}`", a.iface.v),
+                true,
             );
         }
         let opt = match sched {
@@ -227,7 +228,7 @@ impl B<'_, '_, '_> {
         } else {
             "interface"
         };
-        q.bandwidth = self.bandwidth(d, parent_rate, what);
+        q.bandwidth = self.bandwidth(d, parent_rate, what, true);
         q.default = d.default.is_some();
         q.red = d.red;
         q.rio = d.rio;
@@ -263,6 +264,13 @@ impl B<'_, '_, '_> {
             self.altq_queue(iface, sched, def_qlimit, c, Some(idx), rate, t, path);
         }
         path.pop();
-        self.children_sum(t, Some(idx), rate, name.span, &format!("`{}`", name.v));
+        self.children_sum(
+            t,
+            Some(idx),
+            rate,
+            name.span,
+            &format!("`{}`", name.v),
+            true,
+        );
     }
 }

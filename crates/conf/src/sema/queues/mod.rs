@@ -230,20 +230,28 @@ impl B<'_, '_, '_> {
         Some(q.v as u32)
     }
 
-    fn bandwidth(&mut self, d: &QueueDecl, parent: Rate, parent_what: &str) -> Option<Rate> {
+    /// A queue's absolute bandwidth. Above the parent is an error under ALTQ
+    /// (`strict`) and a warning for OpenBSD 5.5+ shares (see `children_sum`).
+    fn bandwidth(
+        &mut self,
+        d: &QueueDecl,
+        parent: Rate,
+        parent_what: &str,
+        strict: bool,
+    ) -> Option<Rate> {
         let bw = d.bandwidth.as_ref()?;
         let r = resolve(bw.v.m2, parent);
         if r > parent || matches!(bw.v.m2, Bw::Pct(p) if p > 10_000) {
-            self.cx.err(
-                Diagnostic::error(
-                    format!(
-                        "bandwidth {r} of queue `{}` is above its {parent_what}'s {parent}",
-                        d.name.v
-                    ),
-                    bw.span,
-                )
-                .label(format!("at most {parent}")),
+            let msg = format!(
+                "bandwidth {r} of queue `{}` is above its {parent_what}'s {parent}",
+                d.name.v
             );
+            let diag = if strict {
+                Diagnostic::error(msg, bw.span)
+            } else {
+                Diagnostic::warning(msg, bw.span)
+            };
+            self.cx.err(diag.label(format!("at most {parent}")));
         }
         Some(r)
     }
@@ -285,7 +293,18 @@ impl B<'_, '_, '_> {
         }
     }
 
-    fn children_sum(&mut self, t: &Tree, parent: Option<usize>, rate: Rate, at: Span, what: &str) {
+    /// ALTQ (pfctl) rejects children that ask for more than their parent;
+    /// OpenBSD 5.5+ takes bandwidth as a share and accepts it (the FAQ's own
+    /// example oversubscribes by 1K), so there it is a warning.
+    fn children_sum(
+        &mut self,
+        t: &Tree,
+        parent: Option<usize>,
+        rate: Rate,
+        at: Span,
+        what: &str,
+        strict: bool,
+    ) {
         let kids = t.queues.iter().filter(|q| q.parent == parent);
         if kids.clone().any(|q| q.bandwidth.is_some_and(|b| b > rate)) {
             return; // that child is already reported as above its parent
@@ -296,14 +315,15 @@ impl B<'_, '_, '_> {
             .sum();
         if sum > u128::from(rate.0) {
             let s = Rate(u64::try_from(sum).unwrap_or(u64::MAX));
-            self.cx.err(
-                Diagnostic::error(
-                    format!("child queues of {what} ask for {s}, more than its {rate}"),
-                    at,
-                )
-                .label(format!("children sum to {s}"))
-                .hint("lower the children's bandwidth or use percentages of the parent"),
-            );
+            let msg = format!("child queues of {what} ask for {s}, more than its {rate}");
+            let d = if strict {
+                Diagnostic::error(msg, at)
+                    .hint("lower the children's bandwidth or use percentages of the parent")
+            } else {
+                Diagnostic::warning(msg, at)
+                    .hint("the shares are scaled down to fit; lower them to say what you mean")
+            };
+            self.cx.err(d.label(format!("children sum to {s}")));
         }
     }
 

@@ -53,7 +53,7 @@ impl B<'_, '_, '_> {
         } else {
             "interface"
         };
-        q.bandwidth = self.bandwidth(d, parent_rate, what);
+        q.bandwidth = self.bandwidth(d, parent_rate, what, false);
         q.linkshare = d.bandwidth.as_ref().map(|c| curve(&c.v, parent_rate));
         q.realtime = d.min.as_ref().map(|c| curve(&c.v, parent_rate));
         q.upperlimit = d.max.as_ref().map(|c| curve(&c.v, parent_rate));
@@ -96,7 +96,14 @@ impl B<'_, '_, '_> {
             }
             self.queue55(j, iface, Some(idx), rate, t, depth + 1);
         }
-        self.children_sum(t, Some(idx), rate, name.span, &format!("`{}`", name.v));
+        self.children_sum(
+            t,
+            Some(idx),
+            rate,
+            name.span,
+            &format!("`{}`", name.v),
+            false,
+        );
         Some(idx)
     }
 
