@@ -55,6 +55,7 @@ pub fn check(
         let (cfg, more) = sema::build(text, ast);
         diags.extend(more);
         if !diags.iter().any(|d| d.severity == Severity::Error) {
+            diags.sort_by_key(|d| d.span.start);
             return Ok(Checked {
                 config: cfg,
                 warnings: diags,

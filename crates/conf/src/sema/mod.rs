@@ -22,11 +22,20 @@ const MAX_EXPANSION: usize = 10_000;
 pub struct Ctx<'t> {
     pub text: &'t str,
     pub diags: Vec<Diagnostic>,
+    /// Byte offset of every `\n`, so line numbers cost a binary search
+    /// instead of a scan from the top for each of thousands of rules.
+    newlines: Vec<usize>,
 }
 
 impl Ctx<'_> {
     pub fn line(&self, span: Span) -> u32 {
-        u32::try_from(line_col(self.text, span.start).0).unwrap_or(u32::MAX)
+        let before = self.newlines.partition_point(|&nl| nl < span.start);
+        debug_assert_eq!(
+            before + 1,
+            line_col(self.text, span.start).0,
+            "line table out of step"
+        );
+        u32::try_from(before + 1).unwrap_or(u32::MAX)
     }
     pub fn err(&mut self, d: Diagnostic) {
         self.diags.push(d);
@@ -35,6 +44,12 @@ impl Ctx<'_> {
 
 pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
     let mut cx = Ctx {
+        newlines: text
+            .bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b'\n')
+            .map(|(i, _)| i)
+            .collect(),
         text,
         diags: Vec::new(),
     };
