@@ -70,7 +70,11 @@ fn define(
     diags: &mut Vec<Diagnostic>,
 ) {
     let mut parts: Vec<String> = Vec::new();
-    for t in value {
+    for (i, t) in value.iter().enumerate() {
+        // Adjacent pieces (`$int_if:network`) join without a blank, as in pf.
+        if i > 0 && !t.joined {
+            parts.push(" ".to_string());
+        }
         match &t.tok {
             Tok::Str(s) | Tok::Word(s) => parts.push(s.clone()),
             Tok::Macro(n) => match m.values.get(n) {
@@ -102,7 +106,7 @@ fn define(
     if m.from_cmdline.contains_key(name) {
         return;
     }
-    let value = parts.join(" ");
+    let value = parts.concat();
     if value.len() > MAX_VALUE_BYTES {
         diags.push(
             Diagnostic::error(format!("macro `{name}` is too long"), name_span)
@@ -128,7 +132,6 @@ fn expand_into(
     out: &mut Vec<Token>,
     budget: &mut usize,
 ) -> Result<(), Diagnostic> {
-    let mut prev_end: Option<usize> = None;
     for t in toks {
         // Every token visited costs one unit, so empty macros nested many
         // times over cannot spin without producing output.
@@ -139,12 +142,6 @@ fn expand_into(
                     .label(format!("more than {MAX_STMT_TOKENS} tokens")),
             );
         }
-        // pf substitutes macros as text, so `$if:network` and `10.0.$net` glue
-        // the value to the word written right next to it. (Only in the
-        // user's text: tokens of one expansion all share one span.)
-        let glued = depth == 0 && prev_end == Some(t.span.start);
-        prev_end = Some(t.span.end);
-        let before = out.len();
         match &t.tok {
             Tok::Macro(n) => {
                 let Some(v) = m.values.get(n) else {
@@ -158,27 +155,71 @@ fn expand_into(
                     .label(format!("more than {MAX_DEPTH} levels"))
                     .hint("a macro probably refers to itself"));
                 }
-                let inner: Vec<Token> = lex(v, Some(t.span))
+                let mut inner: Vec<Token> = lex(v, Some(t.span))
                     .into_iter()
                     .filter(|t| t.tok != Tok::Newline)
                     .collect();
+                // The value starts where `$name` stood: it is glued if `$name` was.
+                if let Some(first) = inner.first_mut() {
+                    first.joined = t.joined;
+                }
+                let before = out.len();
                 expand_into(m, &inner, depth + 1, out, budget)?;
+                glue_from(out, before);
             }
-            _ => out.push(t.clone()),
-        }
-        if glued && before > 0 && before < out.len() {
-            if let (Tok::Word(a), Tok::Word(b)) = (&out[before - 1].tok, &out[before].tok) {
-                let word = format!("{a}{b}");
-                let span = out[before - 1].span.to(out[before].span);
-                out[before - 1] = Token {
-                    tok: Tok::Word(word),
-                    span,
-                };
-                out.remove(before);
+            _ => {
+                out.push(t.clone());
+                glue_from(out, out.len() - 1);
             }
         }
     }
     Ok(())
+}
+
+/// pf substitutes macros as text, so `$if:network` and `10.0.$net` glue the
+/// value to the word written right next to it. A suffix glued to a list,
+/// `{ em1 em2 }:network`, is given to every word of the list (a sluice
+/// extension: pf would reject it).
+fn glue_from(out: &mut Vec<Token>, at: usize) {
+    let Some(t) = out.get(at) else { return };
+    if !t.joined || at == 0 {
+        return;
+    }
+    let Tok::Word(w) = &t.tok else { return };
+    let w = w.clone();
+    let span = t.span;
+    match &mut out[at - 1] {
+        Token {
+            tok: Tok::Word(prev),
+            span: ps,
+            ..
+        } => {
+            prev.push_str(&w);
+            *ps = ps.to(span);
+            out.remove(at);
+        }
+        Token {
+            tok: Tok::RBrace, ..
+        } if w.starts_with(':') => {
+            let mut depth = 0u32;
+            // Walk back to the matching `{`; bounded by the statement length.
+            for i in (0..at).rev() {
+                match &mut out[i].tok {
+                    Tok::RBrace => depth += 1,
+                    Tok::LBrace => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    Tok::Word(x) => x.push_str(&w),
+                    _ => {}
+                }
+            }
+            out.remove(at);
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

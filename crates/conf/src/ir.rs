@@ -61,7 +61,7 @@ pub struct IfaceQueueing {
     /// The queue tree, parents before children; `Queue::parent` indexes this
     /// vector. For PRIQ all queues are children of an implicit root (parent None).
     pub queues: Vec<Queue>,
-    /// Index into `queues` of the default queue (there is exactly one).
+    /// Index into `queues` of the default queue (there is exactly one, a leaf).
     pub default_queue: usize,
     /// Set when `sched` is `Pipe`.
     pub pipe: Option<Pipe>,
@@ -74,9 +74,11 @@ pub struct IfaceQueueing {
 pub struct Queue {
     pub name: String,
     pub parent: Option<usize>,
-    /// Absolute bandwidth (percentages resolved against the parent).
+    /// Absolute bandwidth (percentages resolved against the parent). For
+    /// HFSC, `linkshare` defaults to this when not given (as pfctl does).
     pub bandwidth: Option<Rate>,
-    /// PRIQ 0..15, CBQ/HFSC 0..7.
+    /// PRIQ 0..15 (unique per interface), CBQ/HFSC 0..7; pfctl's default 1.
+    /// OpenBSD 5.5+ and dummynet queues carry the default 1 (unused there).
     pub priority: u8,
     /// Packets; pf's default is 50.
     pub qlimit: u32,
@@ -267,12 +269,16 @@ pub struct Rule {
     pub proto: Option<u8>,
     pub from: Endpoint,
     pub to: Endpoint,
-    /// `flags X/Y`: (set, mask). `flags any` is None.
+    /// `flags X/Y`: (set, mask), bits F=0x01 S=0x02 R=0x04 P=0x08 A=0x10
+    /// U=0x20 E=0x40 W=0x80. None when not written or `flags any`: pf's
+    /// implicit `S/SA` for stateful TCP rules is the classifier's to apply.
     pub flags: Option<(u8, u8)>,
     pub tos: Option<u8>,
-    /// pf's default for pass rules is keep state (OpenBSD 4.1+).
+    /// pf's default for pass rules is keep state (OpenBSD 4.1+); always
+    /// `No` on block and match rules.
     pub state: StatePolicy,
-    /// `queue q` or `queue (q, q_pri)`.
+    /// `queue q` or `queue (q, q_pri)` (also `set queue …`). Names exist on
+    /// at least one interface and are leaves; resolved on the egress interface.
     pub queue: Option<(String, Option<String>)>,
     /// `set prio p` or `(p, p_pri)`.
     pub prio: Option<(u8, Option<u8>)>,

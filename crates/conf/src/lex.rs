@@ -47,6 +47,11 @@ pub enum Tok {
 pub struct Token {
     pub tok: Tok,
     pub span: Span,
+    /// Written with no blank before it (`$if:network`): macro expansion glues
+    /// such tokens to the one before, as pf's textual substitution does.
+    pub joined: bool,
+    /// End offset in the lexed text (differs from `span` inside macro values).
+    pub real_end: usize,
 }
 
 fn is_word_char(c: char) -> bool {
@@ -240,8 +245,14 @@ pub fn lex(text: &str, fixed_span: Option<Span>) -> Vec<Token> {
 }
 
 fn push(out: &mut Vec<Token>, tok: Tok, start: usize, end: usize, fixed: Option<Span>) {
+    let joined = out.last().is_some_and(|t: &Token| t.real_end == start);
     let span = fixed.unwrap_or(Span::new(start, end));
-    out.push(Token { tok, span });
+    out.push(Token {
+        tok,
+        span,
+        joined,
+        real_end: end,
+    });
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ pub fn check(
         let (cfg, more) = sema::build(text, ast);
         diags.extend(more);
         if !diags.iter().any(|d| d.severity == Severity::Error) {
+            diags.sort_by_key(|d| d.span.start);
             return Ok(Checked {
                 config: cfg,
                 warnings: diags,
@@ -71,8 +72,10 @@ pub fn overhead_preset(name: &str) -> Option<sluice_time::Overhead> {
     units::overhead_preset(name)
 }
 
-/// Entry point for a cargo-fuzz target: any bytes must neither panic here
-/// nor break the printer's fixed point.
+/// Entry point for a cargo-fuzz target. Any bytes are checked and every
+/// diagnostic rendered; when the input is valid, the printed form must check
+/// to the same config and print identically. A violation panics on purpose
+/// (that is the finding); anything else returns normally.
 pub fn fuzz_entry(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     match check("fuzz.conf", &text, &[]) {

@@ -40,14 +40,7 @@ pub fn print(cfg: &Config) -> String {
         }
         match iq.sched {
             SchedKind::Pipe => pipe(&mut o, iq),
-            SchedKind::Hfsc
-                if iq
-                    .queues
-                    .iter()
-                    .any(|q| q.flows.is_some() || q.quantum.is_some()) =>
-            {
-                new_style(&mut o, iq)
-            }
+            SchedKind::Hfsc if needs_new_style(iq) => new_style(&mut o, iq),
             _ => altq(&mut o, iq),
         }
     }
@@ -58,6 +51,49 @@ pub fn print(cfg: &Config) -> String {
         rule(&mut o, r);
     }
     o
+}
+
+/// ALTQ cannot say `flows`/`quantum`, and rejects children that ask for more
+/// than their parent (OpenBSD 5.5+ accepts it as shares): such trees print in
+/// 5.5+ syntax. Everything else prints as ALTQ, which can say more (priority,
+/// red, ecn, rio).
+fn needs_new_style(iq: &IfaceQueueing) -> bool {
+    if iq
+        .queues
+        .iter()
+        .any(|q| q.flows.is_some() || q.quantum.is_some())
+    {
+        return true;
+    }
+    // Parents come before children, so one pass fills every rate.
+    let mut rate: Vec<u64> = Vec::with_capacity(iq.queues.len());
+    for q in &iq.queues {
+        let parent = q
+            .parent
+            .and_then(|p| rate.get(p).copied())
+            .unwrap_or(iq.bandwidth.0);
+        rate.push(q.bandwidth.map_or(parent, |b| b.0));
+    }
+    let parents = std::iter::once(None).chain((0..iq.queues.len()).map(Some));
+    for p in parents {
+        let limit = p
+            .and_then(|p| rate.get(p).copied())
+            .unwrap_or(iq.bandwidth.0);
+        let kids = iq
+            .queues
+            .iter()
+            .filter(|q| q.parent == p)
+            .filter_map(|q| q.bandwidth);
+        let (mut sum, mut over) = (0u128, false);
+        for b in kids {
+            sum += u128::from(b.0);
+            over |= b.0 > limit;
+        }
+        if over || sum > u128::from(limit) {
+            return true;
+        }
+    }
+    false
 }
 
 fn net(n: &IpNet) -> String {

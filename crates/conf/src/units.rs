@@ -52,7 +52,7 @@ pub fn bandwidth(s: &str) -> Option<Bw> {
     let (num, suf) = split_suffix(s);
     let (m, scale) = decimal(num)?;
     if suf == "%" {
-        let bp = m * 100 / scale;
+        let bp = m.checked_mul(100)? / scale;
         return u32::try_from(bp).ok().map(Bw::Pct);
     }
     let mult: u128 = match suf.to_ascii_lowercase().as_str() {
@@ -62,7 +62,7 @@ pub fn bandwidth(s: &str) -> Option<Bw> {
         "g" | "gb" => 1_000_000_000,
         _ => return None,
     };
-    let bits = m * mult / scale;
+    let bits = m.checked_mul(mult)? / scale;
     u64::try_from(bits).ok().map(|b| Bw::Abs(Rate::bps(b)))
 }
 
@@ -78,7 +78,7 @@ pub fn duration(s: &str, default_unit_ns: u64) -> Option<Duration> {
         "s" => 1_000_000_000,
         _ => return None,
     };
-    u64::try_from(m * mult / scale)
+    u64::try_from(m.checked_mul(mult)? / scale)
         .ok()
         .map(Duration::from_nanos)
 }
@@ -102,9 +102,9 @@ pub fn probability_ppm(s: &str) -> Option<u32> {
     };
     let (m, scale) = decimal(num)?;
     let ppm = if pct {
-        m * 10_000 / scale
+        m.checked_mul(10_000)? / scale
     } else {
-        m * 1_000_000 / scale
+        m.checked_mul(1_000_000)? / scale
     };
     if ppm > 1_000_000 {
         return None;
@@ -240,6 +240,8 @@ const SERVICES: &[(&str, u16)] = &[
     ("sip", 5060),
     ("xmpp-client", 5222),
     ("postgresql", 5432),
+    ("spamd", 8025),
+    ("spamd-cfg", 8026),
     ("x11", 6000),
     ("irc", 6667),
     ("http-alt", 8080),
@@ -289,6 +291,10 @@ mod tests {
         assert_eq!(bandwidth("100%"), Some(Bw::Pct(10000)));
         assert_eq!(bandwidth("99999999999999999999999Gb"), None);
         assert_eq!(bandwidth("10Xb"), None);
+        // 30 digits times a giga unit overflows u128: refused, never a panic.
+        assert_eq!(bandwidth("999999999999999999999999999999Gb"), None);
+        assert_eq!(duration("999999999999999999999999999999s", 1), None);
+        assert_eq!(probability_ppm("999999999999999999999999999999"), None);
         assert_eq!(bandwidth("Kb"), None);
         assert_eq!(bandwidth("."), None);
     }

@@ -92,6 +92,7 @@ impl<'a> P<'a> {
             Some(Token {
                 tok: Tok::Word(w) | Tok::Str(w),
                 span,
+                ..
             }) => {
                 self.pos += 1;
                 Ok(Sp::new(w.clone(), *span))
@@ -383,6 +384,7 @@ fn table(p: &mut P) -> PResult<Stmt> {
         Some(Token {
             tok: Tok::Table(n),
             span,
+            ..
         }) => Sp::new(n.clone(), *span),
         _ => {
             p.pos = p.pos.saturating_sub(1);

@@ -221,7 +221,21 @@ fn skip_pool_opts(p: &mut P) -> PResult<()> {
         match p.peek_word() {
             Some("port") => {
                 p.next();
-                p.list(&mut port)?;
+                // Translation ports are not acted on: accept any spelling.
+                let mut item = |p: &mut P| -> PResult<()> {
+                    if matches!(
+                        p.peek(),
+                        Some(Tok::Eq | Tok::Ne | Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge)
+                    ) {
+                        p.next();
+                    }
+                    p.word("a port")?;
+                    if p.eat(&Tok::Between) || p.eat(&Tok::Outside) {
+                        p.word("a port")?;
+                    }
+                    Ok(())
+                };
+                p.list(&mut item)?;
             }
             Some(
                 "static-port" | "round-robin" | "random" | "bitmask" | "least-states"

@@ -13,7 +13,7 @@ pub use queues::{sched_name, sched_opts_name};
 
 use crate::ast::{RuleAst, Stmt};
 use crate::diag::{line_col, Diagnostic, Span};
-use crate::ir::{self, Config, Endpoint, Rule, StatePolicy};
+use crate::ir::{self, Config, Endpoint, IfaceQueueing, Rule, StatePolicy};
 
 /// One rule may expand to at most this many IR rules (pf has no cap, but a
 /// 5-way cross product of big lists is a typo in practice).
@@ -22,11 +22,20 @@ const MAX_EXPANSION: usize = 10_000;
 pub struct Ctx<'t> {
     pub text: &'t str,
     pub diags: Vec<Diagnostic>,
+    /// Byte offset of every `\n`, so line numbers cost a binary search
+    /// instead of a scan from the top for each of thousands of rules.
+    newlines: Vec<usize>,
 }
 
 impl Ctx<'_> {
     pub fn line(&self, span: Span) -> u32 {
-        u32::try_from(line_col(self.text, span.start).0).unwrap_or(u32::MAX)
+        let before = self.newlines.partition_point(|&nl| nl < span.start);
+        debug_assert_eq!(
+            before + 1,
+            line_col(self.text, span.start).0,
+            "line table out of step"
+        );
+        u32::try_from(before + 1).unwrap_or(u32::MAX)
     }
     pub fn err(&mut self, d: Diagnostic) {
         self.diags.push(d);
@@ -35,6 +44,12 @@ impl Ctx<'_> {
 
 pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
     let mut cx = Ctx {
+        newlines: text
+            .bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b'\n')
+            .map(|(i, _)| i)
+            .collect(),
         text,
         diags: Vec::new(),
     };
@@ -93,8 +108,35 @@ fn all_queue_names(cfg: &Config) -> Vec<&str> {
     v
 }
 
-fn check_queue_name(cx: &mut Ctx, cfg: &Config, name: &crate::ast::Sp<String>) {
+/// The one interface a rule is pinned to (`on IF`, not negated, not a list).
+fn rule_iface<'c>(cfg: &'c Config, r: &RuleAst) -> Option<&'c IfaceQueueing> {
+    match r.ifaces.as_slice() {
+        [one] if !one.v.1 => cfg.interfaces.iter().find(|i| i.ifname == one.v.0),
+        _ => None,
+    }
+}
+
+fn check_queue_name(cx: &mut Ctx, cfg: &Config, r: &RuleAst, name: &crate::ast::Sp<String>) {
     let names = all_queue_names(cfg);
+    let here = rule_iface(cfg, r);
+    if let (Some(i), true) = (here, names.contains(&name.v.as_str())) {
+        // pf resolves the queue on the egress interface: an `out` rule on an
+        // interface with its own queues and without this one is a mistake.
+        if r.direction == Some(ir::Direction::Out) && !i.queues.iter().any(|q| q.name == name.v) {
+            let local: Vec<&str> = i.queues.iter().map(|q| q.name.as_str()).collect();
+            cx.err(
+                Diagnostic::warning(
+                    format!("queue `{}` is not defined on `{}`", name.v, i.ifname),
+                    name.span,
+                )
+                .label(format!(
+                    "packets leaving {} go to its default queue instead",
+                    i.ifname
+                ))
+                .hint(format!("queues on {}: {}", i.ifname, local.join(", "))),
+            );
+        }
+    }
     if names.contains(&name.v.as_str()) {
         let leaf_somewhere = cfg
             .interfaces
@@ -110,7 +152,10 @@ fn check_queue_name(cx: &mut Ctx, cfg: &Config, name: &crate::ast::Sp<String>) {
         }
         return;
     }
-    let hint = if names.is_empty() {
+    let hint = if let Some(i) = here {
+        let local: Vec<&str> = i.queues.iter().map(|q| q.name.as_str()).collect();
+        format!("queues on {}: {}", i.ifname, local.join(", "))
+    } else if names.is_empty() {
         "no queues are defined; add `altq on IF … queue { … }`, `queue NAME on IF …` or a pipe"
             .to_string()
     } else {
@@ -140,9 +185,9 @@ fn is_high_priority(cfg: &Config, name: &str) -> bool {
 
 fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
     if let Some((a, b)) = &r.queue {
-        check_queue_name(cx, cfg, a);
+        check_queue_name(cx, cfg, r, a);
         if let Some(b) = b {
-            check_queue_name(cx, cfg, b);
+            check_queue_name(cx, cfg, r, b);
         }
         // The classic trap: an "ACK queue" that matches every established segment.
         if let (Some(f), None) = (&r.flags, b) {

@@ -1,0 +1,276 @@
+//! ALTQ trees: `altq on IF SCHED … queue { … }` and the `queue` lines it reaches.
+
+use super::{curve, new_queue, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use crate::ast::{AltqDecl, Sp};
+use crate::diag::Diagnostic;
+use crate::ir::{IfaceQueueing, SchedKind, ServiceCurve};
+use crate::units::Bw;
+use sluice_time::Rate;
+
+impl B<'_, '_, '_> {
+    // ---- ALTQ ----
+
+    pub(super) fn altq(&mut self, a: &AltqDecl) -> Option<IfaceQueueing> {
+        let Some(sched) = a.sched.as_ref().map(|s| s.v) else {
+            self.cx.err(
+                Diagnostic::error(
+                    format!("`altq on {}` needs a scheduler", a.iface.v),
+                    a.iface.span,
+                )
+                .hint("add priq, cbq or hfsc"),
+            );
+            return None;
+        };
+        let bw = match &a.bandwidth {
+            Some(Sp { v: Bw::Abs(r), .. }) if r.0 > 0 => *r,
+            Some(b) => {
+                self.cx.err(
+                    Diagnostic::error("interface bandwidth must be an absolute rate", b.span)
+                        .label("e.g. 100Kb, 20Mb"),
+                );
+                return None;
+            }
+            None => {
+                self.cx.err(
+                    Diagnostic::error(format!("`altq on {}` needs a bandwidth", a.iface.v), a.iface.span)
+                        .hint("sluice cannot ask the interface for its speed: write `bandwidth` with ~95% of the line rate"),
+                );
+                return None;
+            }
+        };
+        if a.children.is_empty() {
+            self.cx.err(
+                Diagnostic::error(format!("`altq on {}` has no queues", a.iface.v), a.span)
+                    .hint("add `queue { name, … }`"),
+            );
+            return None;
+        }
+        let altq_qlimit = match &a.qlimit {
+            Some(q) if q.v == 0 || q.v > 65_535 => {
+                self.cx.err(
+                    Diagnostic::error(format!("qlimit out of range: {}", q.v), q.span)
+                        .label("allowed 1..65535"),
+                );
+                DEFAULT_QLIMIT
+            }
+            Some(q) => q.v,
+            None => DEFAULT_QLIMIT,
+        };
+        let mut t = Tree {
+            queues: Vec::new(),
+            meta: Vec::new(),
+        };
+        let mut path = Vec::new();
+        for c in &a.children {
+            self.altq_queue(
+                &a.iface.v,
+                sched,
+                altq_qlimit,
+                c,
+                None,
+                bw,
+                &mut t,
+                &mut path,
+            );
+        }
+        if sched != SchedKind::Priq {
+            self.children_sum(
+                &t,
+                None,
+                bw,
+                a.iface.span,
+                &format!("`altq on {}`", a.iface.v),
+                true,
+            );
+        }
+        let opt = match sched {
+            SchedKind::Priq => "priq(default)",
+            SchedKind::Cbq => "cbq(default)",
+            _ => "hfsc(default)",
+        };
+        let default_queue = self.default_check(&t, &a.iface, &format!("mark one queue with {opt}"));
+        if sched == SchedKind::Priq {
+            self.unique_priorities(&t, &a.iface.v);
+        }
+        self.drain_warnings(&t, bw, sched, false);
+        Some(IfaceQueueing {
+            ifname: a.iface.v.clone(),
+            sched,
+            bandwidth: bw,
+            tbrsize: a.tbrsize.as_ref().map(|t| t.v as u32),
+            queues: t.queues,
+            default_queue,
+            pipe: None,
+            line: self.cx.line(a.span),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn altq_queue(
+        &mut self,
+        iface: &str,
+        sched: SchedKind,
+        def_qlimit: u64,
+        name: &Sp<String>,
+        parent: Option<usize>,
+        parent_rate: Rate,
+        t: &mut Tree,
+        path: &mut Vec<String>,
+    ) {
+        let found = (0..self.decls.len()).find(|&i| {
+            let d = &self.decls[i];
+            !self.dup[i]
+                && self.kinds[i] == Kind::Altq
+                && d.name.v == name.v
+                && d.on.as_ref().is_none_or(|o| o.v == iface)
+        });
+        let Some(i) = found else {
+            let other = self.decls.iter().find(|d| d.name.v == name.v);
+            let hint = match other {
+                Some(d) if d.parent.is_some() => "that queue uses OpenBSD 5.5+ `parent`; ALTQ queues are declared without `parent`".to_string(),
+                Some(d) if d.pipe.is_some() => "that queue belongs to a dummynet pipe".to_string(),
+                Some(d) => format!("that queue is declared `on {}`", d.on.as_ref().map_or("?", |o| o.v.as_str())),
+                None => format!("declare it: `queue {} …`", name.v),
+            };
+            self.cx.err(
+                Diagnostic::error(
+                    format!("unknown queue `{}` on `{iface}`", name.v),
+                    name.span,
+                )
+                .label("no such ALTQ queue")
+                .hint(hint),
+            );
+            return;
+        };
+        if path.contains(&name.v) || path.len() >= MAX_DEPTH {
+            self.cx.err(
+                Diagnostic::error(format!("queue `{}` is its own ancestor", name.v), name.span)
+                    .label("cycle in the queue tree"),
+            );
+            return;
+        }
+        if t.queues.iter().any(|q| q.name == name.v) {
+            self.cx.err(
+                Diagnostic::error(
+                    format!("queue `{}` is listed twice on `{iface}`", name.v),
+                    name.span,
+                )
+                .label("already in this tree"),
+            );
+            return;
+        }
+        self.used[i] = true;
+        let d = &self.decls[i];
+        if let Some(ns) = &d.new_style {
+            let hint = match ns.v {
+                "flows" | "quantum" => "ALTQ queues have no flows; for FQ-CoDel use OpenBSD 5.5+ queues (`queue NAME on IF …` with `flows N`) instead of altq",
+                "min" | "max" | "burst" => "in ALTQ write hfsc(realtime X), hfsc(upperlimit X) or hfsc(linkshare (m1 d m2))",
+                "default" => "in ALTQ the default is a scheduler option: priq(default), cbq(default) or hfsc(default)",
+                _ => "ALTQ children are listed in the parent's `{ … }` or in `altq … queue { … }`",
+            };
+            self.cx.err(
+                Diagnostic::error(
+                    format!(
+                        "`{}` is OpenBSD 5.5+ syntax, but `{}` is an ALTQ queue",
+                        ns.v, d.name.v
+                    ),
+                    ns.span,
+                )
+                .label(format!("queues under `altq on {iface}` use ALTQ syntax"))
+                .hint(hint),
+            );
+        }
+        if let Some(w) = &d.weight {
+            self.cx.err(
+                Diagnostic::error("`weight` is for queues under a pipe", w.span)
+                    .hint("ALTQ shares by priority or bandwidth"),
+            );
+        }
+        if let Some(s) = &d.sched {
+            if s.v != sched {
+                self.cx.err(
+                    Diagnostic::error(
+                        format!("scheduler options do not match `altq on {iface}`"),
+                        s.span,
+                    )
+                    .label(format!("this interface runs {}", sched_name(sched))),
+                );
+            }
+        }
+        if sched == SchedKind::Priq {
+            if let Some(c) = d.children.first() {
+                self.cx.err(
+                    Diagnostic::error("PRIQ queues cannot have child queues", c.span)
+                        .hint("PRIQ is flat; use cbq or hfsc for a tree"),
+                );
+            }
+        }
+        let line = self.cx.line(d.span);
+        let mut q = new_queue(&d.name.v, line);
+        q.parent = parent;
+        let max_prio = if sched == SchedKind::Priq { 15 } else { 7 };
+        if let Some(p) = &d.priority {
+            if p.v > max_prio {
+                self.cx.err(
+                    Diagnostic::error(format!("priority out of range: {}", p.v), p.span)
+                        .label(format!("allowed 0..{max_prio} for {}", sched_name(sched))),
+                );
+            }
+            // Keep the written value even when out of range: the file is
+            // rejected anyway, and a clamped value would echo as a false
+            // duplicate priority.
+            q.priority = p.v as u8;
+        }
+        let ql = self.qlimit(d, def_qlimit);
+        q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
+        let what = if parent.is_some() {
+            "parent"
+        } else {
+            "interface"
+        };
+        q.bandwidth = self.bandwidth(d, parent_rate, what, true);
+        q.default = d.default.is_some();
+        q.red = d.red;
+        q.rio = d.rio;
+        q.ecn = d.ecn;
+        q.borrow = d.borrow;
+        q.realtime = d.realtime.as_ref().map(|c| curve(&c.v, parent_rate));
+        q.linkshare = d.linkshare.as_ref().map(|c| curve(&c.v, parent_rate));
+        q.upperlimit = d.upperlimit.as_ref().map(|c| curve(&c.v, parent_rate));
+        if sched == SchedKind::Hfsc && q.linkshare.is_none() {
+            q.linkshare = q.bandwidth.map(ServiceCurve::linear);
+        }
+        let rate = q.bandwidth.unwrap_or(parent_rate);
+        let idx = t.queues.len();
+        if let Some(p) = parent {
+            if let Some(pq) = t.queues.get_mut(p) {
+                pq.children.push(idx);
+            }
+        }
+        t.queues.push(q);
+        t.meta.push(QMeta {
+            qlimit_ok: ql.is_some(),
+            name: d.name.span,
+            qlimit: d.qlimit.as_ref().map(|q| q.span),
+            default: d.default,
+            priority: d.priority.as_ref().map(|p| p.span),
+        });
+        if sched == SchedKind::Priq {
+            return;
+        }
+        path.push(name.v.clone());
+        let children = d.children.clone();
+        for c in &children {
+            self.altq_queue(iface, sched, def_qlimit, c, Some(idx), rate, t, path);
+        }
+        path.pop();
+        self.children_sum(
+            t,
+            Some(idx),
+            rate,
+            name.span,
+            &format!("`{}`", name.v),
+            true,
+        );
+    }
+}

@@ -1,0 +1,473 @@
+//! Queue trees: ALTQ (`altq on` + `queue`), OpenBSD 5.5+ (`queue … on IF` /
+//! `parent`), and dummynet (`pipe` + `queue … pipe P`) into
+//! [`IfaceQueueing`]s.
+//!
+//! # Principles
+//! - Which era a `queue` line belongs to is decided from its keywords and the
+//!   file (an `altq on IF` makes `queue … on IF` ALTQ); a keyword of the other
+//!   era is an error with a hint, never silently reinterpreted.
+//! - Trees are built top-down from their roots with a depth cap
+//!   ([`MAX_DEPTH`]); a queue nobody reaches is an error, not dropped.
+//! - Defaults: qlimit 50 (pf), priority 1 (pfctl's DEFAULT_PRIORITY), HFSC
+//!   linkshare = bandwidth (pfctl does the same), dummynet weight 1.
+
+mod altq;
+mod openbsd;
+mod pipe;
+
+use super::Ctx;
+use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{IfaceQueueing, Queue, SchedKind, ServiceCurve};
+use crate::units::Bw;
+use sluice_time::Rate;
+
+const DEFAULT_QLIMIT: u64 = 50;
+const DEFAULT_PRIORITY: u8 = 1;
+/// Queue trees deeper than this are a cycle or a mistake.
+const MAX_DEPTH: usize = 32;
+/// Warn when a full queue takes longer than this to drain.
+const DRAIN_WARN_NS: u128 = 200_000_000;
+const MTU_BITS: u128 = 1500 * 8;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Altq,
+    Root55,
+    Child55,
+    Dummynet,
+}
+
+fn resolve(bw: Bw, parent: Rate) -> Rate {
+    match bw {
+        Bw::Abs(r) => r,
+        Bw::Pct(bp) => Rate((u128::from(parent.0) * u128::from(bp) / 10_000) as u64),
+    }
+}
+
+fn curve(c: &CurveAst, parent: Rate) -> ServiceCurve {
+    match c.m1 {
+        None => ServiceCurve::linear(resolve(c.m2, parent)),
+        Some(m1) => ServiceCurve {
+            m1: resolve(m1, parent),
+            d: c.d,
+            m2: resolve(c.m2, parent),
+        },
+    }
+}
+
+fn new_queue(name: &str, line: u32) -> Queue {
+    Queue {
+        name: name.to_string(),
+        parent: None,
+        bandwidth: None,
+        priority: DEFAULT_PRIORITY,
+        qlimit: DEFAULT_QLIMIT as u32,
+        qlimit_bytes: None,
+        default: false,
+        red: false,
+        rio: false,
+        ecn: false,
+        borrow: false,
+        realtime: None,
+        linkshare: None,
+        upperlimit: None,
+        flows: None,
+        quantum: None,
+        weight: None,
+        children: Vec::new(),
+        line,
+    }
+}
+
+/// Per built queue: where to point warnings and default-queue errors.
+struct QMeta {
+    /// False when the qlimit was out of range (already an error: no warning on top).
+    qlimit_ok: bool,
+    name: Span,
+    qlimit: Option<Span>,
+    default: Option<Span>,
+    priority: Option<Span>,
+}
+
+struct Tree {
+    queues: Vec<Queue>,
+    meta: Vec<QMeta>,
+}
+
+struct B<'a, 'c, 't> {
+    cx: &'c mut Ctx<'t>,
+    decls: &'a [QueueDecl],
+    kinds: Vec<Kind>,
+    used: Vec<bool>,
+    dup: Vec<bool>,
+}
+
+pub fn build(
+    cx: &mut Ctx,
+    altqs: &[AltqDecl],
+    decls: &[QueueDecl],
+    pipes: &[PipeDecl],
+) -> Vec<IfaceQueueing> {
+    let altq_on = |i: &str| altqs.iter().any(|a| a.iface.v == i);
+    let kinds = decls
+        .iter()
+        .map(|d| {
+            if d.pipe.is_some() {
+                Kind::Dummynet
+            } else if d.parent.is_some() {
+                Kind::Child55
+            } else if d.on.as_ref().is_some_and(|o| !altq_on(&o.v)) {
+                Kind::Root55
+            } else {
+                Kind::Altq
+            }
+        })
+        .collect();
+    let mut b = B {
+        cx,
+        decls,
+        kinds,
+        used: vec![false; decls.len()],
+        dup: vec![false; decls.len()],
+    };
+    b.duplicates();
+    let mut out: Vec<(IfaceQueueing, Span)> = Vec::new();
+    for (n, a) in altqs.iter().enumerate() {
+        if let Some(prev) = altqs[..n].iter().find(|p| p.iface.v == a.iface.v) {
+            b.cx.err(
+                Diagnostic::error(format!("second `altq on {}`", a.iface.v), a.iface.span)
+                    .note(prev.iface.span, "first defined here"),
+            );
+            continue;
+        }
+        if let Some(iq) = b.altq(a) {
+            out.push((iq, a.iface.span));
+        }
+    }
+    for (i, d) in decls.iter().enumerate() {
+        if b.kinds[i] == Kind::Root55 && !b.dup[i] {
+            if let Some(iq) = b.root55(i) {
+                out.push((iq, d.name.span));
+            }
+        }
+    }
+    for (n, p) in pipes.iter().enumerate() {
+        if let Some(prev) = pipes[..n].iter().find(|x| x.name.v == p.name.v) {
+            b.cx.err(
+                Diagnostic::error(format!("duplicate pipe `{}`", p.name.v), p.name.span)
+                    .note(prev.name.span, "first defined here"),
+            );
+            continue;
+        }
+        if let Some(iq) = b.pipe(p) {
+            out.push((iq, p.name.span));
+        }
+    }
+    b.unused(altqs, pipes);
+    let mut result: Vec<IfaceQueueing> = Vec::new();
+    for (n, (iq, span)) in out.iter().enumerate() {
+        if let Some((_, prev)) = out[..n].iter().find(|(x, _)| x.ifname == iq.ifname) {
+            b.cx.err(
+                Diagnostic::error(
+                    format!("interface `{}` already has a queue tree", iq.ifname),
+                    *span,
+                )
+                .label("second definition")
+                .note(*prev, "first defined here")
+                .hint(
+                    "one interface runs one scheduler: one altq, one 5.5+ root queue, or one pipe",
+                ),
+            );
+            continue;
+        }
+        result.push(iq.clone());
+    }
+    result
+}
+
+impl B<'_, '_, '_> {
+    fn duplicates(&mut self) {
+        for j in 0..self.decls.len() {
+            let dj = &self.decls[j];
+            let clash = self.decls[..j].iter().position(|di| {
+                di.name.v == dj.name.v
+                    && match (&di.on, &dj.on) {
+                        (Some(a), Some(b)) => a.v == b.v,
+                        _ => true,
+                    }
+            });
+            if let Some(i) = clash {
+                self.dup[j] = true;
+                self.used[j] = true;
+                self.cx.err(
+                    Diagnostic::error(format!("duplicate queue `{}`", dj.name.v), dj.name.span)
+                        .label("defined again here")
+                        .note(self.decls[i].name.span, "first defined here"),
+                );
+            }
+        }
+    }
+
+    /// The queue's qlimit; `None` after reporting an out-of-range value.
+    fn qlimit(&mut self, d: &QueueDecl, default: u64) -> Option<u32> {
+        let Some(q) = &d.qlimit else {
+            return Some(default.clamp(1, 65_535) as u32);
+        };
+        if q.v == 0 || q.v > 65_535 {
+            let hint = if q.v == 0 {
+                "a queue needs room for at least one packet; pf's default qlimit is 50 packets"
+            } else {
+                "pf's default qlimit is 50 packets"
+            };
+            self.cx.err(
+                Diagnostic::error(format!("qlimit out of range: {}", q.v), q.span)
+                    .label("allowed 1..65535")
+                    .hint(hint),
+            );
+            return None;
+        }
+        Some(q.v as u32)
+    }
+
+    /// A queue's absolute bandwidth. Above the parent is an error under ALTQ
+    /// (`strict`) and a warning for OpenBSD 5.5+ shares (see `children_sum`).
+    fn bandwidth(
+        &mut self,
+        d: &QueueDecl,
+        parent: Rate,
+        parent_what: &str,
+        strict: bool,
+    ) -> Option<Rate> {
+        let bw = d.bandwidth.as_ref()?;
+        let r = resolve(bw.v.m2, parent);
+        if r > parent || matches!(bw.v.m2, Bw::Pct(p) if p > 10_000) {
+            let msg = format!(
+                "bandwidth {r} of queue `{}` is above its {parent_what}'s {parent}",
+                d.name.v
+            );
+            let diag = if strict {
+                Diagnostic::error(msg, bw.span)
+            } else {
+                Diagnostic::warning(msg, bw.span)
+            };
+            self.cx.err(diag.label(format!("at most {parent}")));
+        }
+        Some(r)
+    }
+
+    fn default_check(&mut self, t: &Tree, iface: &Sp<String>, hint: &str) -> usize {
+        let defs: Vec<usize> = (0..t.queues.len())
+            .filter(|&i| t.queues[i].default)
+            .collect();
+        match defs.as_slice() {
+            [] => {
+                self.cx.err(
+                    Diagnostic::error(format!("no default queue on `{}`", iface.v), iface.span)
+                        .label("packets without a queue assignment need a default queue")
+                        .hint(hint.to_string()),
+                );
+                0
+            }
+            [first, rest @ ..] => {
+                for &r in rest {
+                    let at = t.meta[r].default.unwrap_or(t.meta[r].name);
+                    let first_at = t.meta[*first].default.unwrap_or(t.meta[*first].name);
+                    self.cx.err(
+                        Diagnostic::error(format!("two default queues on `{}`", iface.v), at)
+                            .label("second default")
+                            .note(first_at, "first default here"),
+                    );
+                }
+                if !t.queues[*first].children.is_empty() {
+                    self.cx.err(
+                        Diagnostic::error(
+                            format!("default queue `{}` has child queues", t.queues[*first].name),
+                            t.meta[*first].name,
+                        )
+                        .hint("the default queue must be a leaf"),
+                    );
+                }
+                *first
+            }
+        }
+    }
+
+    /// ALTQ (pfctl) rejects children that ask for more than their parent;
+    /// OpenBSD 5.5+ takes bandwidth as a share and accepts it (the FAQ's own
+    /// example oversubscribes by 1K), so there it is a warning.
+    fn children_sum(
+        &mut self,
+        t: &Tree,
+        parent: Option<usize>,
+        rate: Rate,
+        at: Span,
+        what: &str,
+        strict: bool,
+    ) {
+        let kids = t.queues.iter().filter(|q| q.parent == parent);
+        if kids.clone().any(|q| q.bandwidth.is_some_and(|b| b > rate)) {
+            return; // that child is already reported as above its parent
+        }
+        let sum: u128 = kids
+            .filter_map(|q| q.bandwidth)
+            .map(|r| u128::from(r.0))
+            .sum();
+        if sum > u128::from(rate.0) {
+            let s = Rate(u64::try_from(sum).unwrap_or(u64::MAX));
+            let msg = format!("child queues of {what} ask for {s}, more than its {rate}");
+            let d = if strict {
+                Diagnostic::error(msg, at)
+                    .hint("lower the children's bandwidth or use percentages of the parent")
+            } else {
+                Diagnostic::warning(msg, at)
+                    .hint("the shares are scaled down to fit; lower them to say what you mean")
+            };
+            self.cx.err(d.label(format!("children sum to {s}")));
+        }
+    }
+
+    fn drain_warnings(&mut self, t: &Tree, iface_rate: Rate, sched: SchedKind, fq_pipe: bool) {
+        if fq_pipe {
+            return;
+        }
+        for (q, m) in t.queues.iter().zip(&t.meta) {
+            if q.flows.is_some() || !q.children.is_empty() || !m.qlimit_ok {
+                continue;
+            }
+            let rate = match sched {
+                SchedKind::Priq | SchedKind::Pipe => iface_rate,
+                _ => q
+                    .upperlimit
+                    .map(|u| u.m2)
+                    .or(q.bandwidth)
+                    .unwrap_or(iface_rate),
+            };
+            if rate.0 == 0 {
+                continue;
+            }
+            let drain_ns = u128::from(q.qlimit) * MTU_BITS * 1_000_000_000 / u128::from(rate.0);
+            if drain_ns <= DRAIN_WARN_NS {
+                continue;
+            }
+            let ms = drain_ns / 1_000_000;
+            let suggest = (u128::from(rate.0) / 60_000).max(1);
+            let (span, label) = match m.qlimit {
+                Some(s) => (s, format!("{ms} ms of 1500-byte packets at {rate}")),
+                None => (
+                    m.name,
+                    format!("the default qlimit 50 holds {ms} ms at {rate}"),
+                ),
+            };
+            self.cx.err(
+                Diagnostic::warning(format!("queue `{}` can hold {ms} ms of traffic", q.name), span)
+                    .label(label)
+                    .hint(format!("a full queue longer than ~200 ms adds delay, not throughput; qlimit {suggest} keeps it under 200 ms")),
+            );
+        }
+    }
+
+    /// PRIQ serves one class per priority level: pfctl rejects two queues
+    /// with the same priority on one interface.
+    fn unique_priorities(&mut self, t: &Tree, iface: &str) {
+        for j in 0..t.queues.len() {
+            if let Some(i) = (0..j).find(|&i| t.queues[i].priority == t.queues[j].priority) {
+                let at = t.meta[j].priority.unwrap_or(t.meta[j].name);
+                let first = t.meta[i].priority.unwrap_or(t.meta[i].name);
+                self.cx.err(
+                    Diagnostic::error(
+                        format!(
+                            "`{}` and `{}` have the same priority {} on `{iface}`",
+                            t.queues[i].name, t.queues[j].name, t.queues[j].priority
+                        ),
+                        at,
+                    )
+                    .label("priority already used")
+                    .note(first, "first used here")
+                    .hint(
+                        "PRIQ priorities must be unique per interface; the default priority is 1",
+                    ),
+                );
+            }
+        }
+    }
+
+    fn unused(&mut self, altqs: &[AltqDecl], pipes: &[PipeDecl]) {
+        for i in 0..self.decls.len() {
+            if self.used[i] {
+                continue;
+            }
+            let d = &self.decls[i];
+            let diag = match self.kinds[i] {
+                Kind::Dummynet => {
+                    let pn = d.pipe.as_ref().map_or(d.name.span, |p| p.span);
+                    let names: Vec<&str> = pipes.iter().map(|p| p.name.v.as_str()).collect();
+                    let hint = if names.is_empty() {
+                        "no pipes are defined".to_string()
+                    } else {
+                        format!("pipes defined: {}", names.join(", "))
+                    };
+                    Diagnostic::error(
+                        format!(
+                            "unknown pipe `{}`",
+                            d.pipe.as_ref().map_or("", |p| p.v.as_str())
+                        ),
+                        pn,
+                    )
+                    .label("no such pipe")
+                    .hint(hint)
+                }
+                Kind::Child55 => {
+                    let p = d.parent.clone().unwrap_or_default();
+                    let altq_parent = self
+                        .decls
+                        .iter()
+                        .zip(&self.kinds)
+                        .any(|(x, k)| *k == Kind::Altq && x.name.v == p.v);
+                    let hint = if altq_parent {
+                        "`parent` is OpenBSD 5.5+ syntax; ALTQ children are listed in the parent's `{ … }`"
+                    } else {
+                        "the parent must be a queue reachable from a root `queue NAME on IF …`"
+                    };
+                    Diagnostic::error(format!("unknown parent queue `{}`", p.v), p.span)
+                        .label("no 5.5+ queue of this name")
+                        .hint(hint)
+                }
+                _ => {
+                    let hint = match &d.on {
+                        Some(on) if altqs.iter().any(|a| a.iface.v == on.v) => format!(
+                            "list it in `altq on {} … queue {{ … }}` or in a parent's `{{ … }}`; `queue NAME on IF` without a parent is OpenBSD 5.5+ syntax, which does not mix with altq",
+                            on.v
+                        ),
+                        _ if altqs.is_empty() => "attach it: `altq on IF … queue { NAME }` (ALTQ), `queue NAME on IF …` (OpenBSD 5.5+ root), `parent NAME` or `pipe NAME`".to_string(),
+                        _ => "list it in an `altq on IF … queue { … }` or in a parent queue's `{ … }`".to_string(),
+                    };
+                    Diagnostic::error(
+                        format!("queue `{}` is outside any altq or interface", d.name.v),
+                        d.name.span,
+                    )
+                    .label("nothing refers to this queue")
+                    .hint(hint)
+                }
+            };
+            self.cx.err(diag);
+        }
+    }
+}
+
+pub fn sched_name(s: SchedKind) -> &'static str {
+    match s {
+        SchedKind::Priq => "priq",
+        SchedKind::Cbq => "cbq",
+        SchedKind::Hfsc => "hfsc",
+        SchedKind::Pipe => "pipe",
+    }
+}
+
+pub fn sched_opts_name(s: SchedKind) -> &'static str {
+    match s {
+        SchedKind::Priq => "priq(…)",
+        SchedKind::Cbq => "cbq(…)",
+        _ => "hfsc(…)",
+    }
+}

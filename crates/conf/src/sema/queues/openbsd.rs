@@ -1,0 +1,147 @@
+//! OpenBSD 5.5+ trees: a root `queue NAME on IF` and children by `parent`, mapped to HFSC.
+
+use super::{curve, new_queue, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use crate::diag::Diagnostic;
+use crate::ir::{IfaceQueueing, SchedKind};
+use crate::units::Bw;
+use sluice_time::Rate;
+
+impl B<'_, '_, '_> {
+    // ---- OpenBSD 5.5+ ----
+
+    fn queue55(
+        &mut self,
+        i: usize,
+        iface: &str,
+        parent: Option<usize>,
+        parent_rate: Rate,
+        t: &mut Tree,
+        depth: usize,
+    ) -> Option<usize> {
+        self.used[i] = true;
+        let d = &self.decls[i];
+        if let Some(os) = &d.old_style {
+            let hint = match os.v {
+                "priority" => "OpenBSD 5.5+ queues have no priority; use `set prio N` on pass/match rules",
+                "priq(…)" | "cbq(…)" | "hfsc(…)" => "OpenBSD 5.5+ queues are always HFSC; drop the hfsc(...) and use bandwidth/min/max/default",
+                _ => "OpenBSD 5.5+ children name their parent: `queue CHILD parent NAME …`",
+            };
+            self.cx.err(
+                Diagnostic::error(
+                    format!(
+                        "`{}` is ALTQ syntax, but `{}` is an OpenBSD 5.5+ queue",
+                        os.v, d.name.v
+                    ),
+                    os.span,
+                )
+                .label("no `altq on` for this interface")
+                .hint(hint),
+            );
+        }
+        if let Some(w) = &d.weight {
+            self.cx.err(
+                Diagnostic::error("`weight` is for queues under a pipe", w.span)
+                    .hint("5.5+ queues share by bandwidth"),
+            );
+        }
+        let mut q = new_queue(&d.name.v, self.cx.line(d.span));
+        q.parent = parent;
+        let ql = self.qlimit(d, DEFAULT_QLIMIT);
+        q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
+        let what = if parent.is_some() {
+            "parent"
+        } else {
+            "interface"
+        };
+        q.bandwidth = self.bandwidth(d, parent_rate, what, false);
+        q.linkshare = d.bandwidth.as_ref().map(|c| curve(&c.v, parent_rate));
+        q.realtime = d.min.as_ref().map(|c| curve(&c.v, parent_rate));
+        q.upperlimit = d.max.as_ref().map(|c| curve(&c.v, parent_rate));
+        q.flows = d.flows.as_ref().map(|f| f.v as u32);
+        q.quantum = d.quantum.as_ref().map(|f| f.v as u32);
+        q.default = d.default.is_some();
+        let rate = q.bandwidth.unwrap_or(parent_rate);
+        let idx = t.queues.len();
+        if let Some(p) = parent.and_then(|p| t.queues.get_mut(p)) {
+            p.children.push(idx);
+        }
+        t.queues.push(q);
+        t.meta.push(QMeta {
+            qlimit_ok: ql.is_some(),
+            name: d.name.span,
+            qlimit: d.qlimit.as_ref().map(|q| q.span),
+            default: d.default,
+            priority: d.priority.as_ref().map(|p| p.span),
+        });
+        let name = d.name.clone();
+        let kids: Vec<usize> = (0..self.decls.len())
+            .filter(|&j| {
+                let c = &self.decls[j];
+                !self.dup[j]
+                    && self.kinds[j] == Kind::Child55
+                    && c.parent.as_ref().is_some_and(|p| p.v == name.v)
+                    && c.on.as_ref().is_none_or(|o| o.v == iface)
+            })
+            .collect();
+        if !kids.is_empty() && depth >= MAX_DEPTH {
+            self.cx.err(
+                Diagnostic::error("queue tree too deep", name.span)
+                    .label(format!("more than {MAX_DEPTH} levels")),
+            );
+            return Some(idx);
+        }
+        for j in kids {
+            if self.used[j] && t.queues.iter().any(|q| q.name == self.decls[j].name.v) {
+                continue;
+            }
+            self.queue55(j, iface, Some(idx), rate, t, depth + 1);
+        }
+        self.children_sum(
+            t,
+            Some(idx),
+            rate,
+            name.span,
+            &format!("`{}`", name.v),
+            false,
+        );
+        Some(idx)
+    }
+
+    pub(super) fn root55(&mut self, i: usize) -> Option<IfaceQueueing> {
+        let d = &self.decls[i];
+        let on = d.on.clone()?;
+        let bw = match d.bandwidth.as_ref().map(|b| b.v.m2) {
+            Some(Bw::Abs(r)) if r.0 > 0 => r,
+            _ => {
+                self.used[i] = true;
+                self.cx.err(
+                    Diagnostic::error(
+                        format!("root queue `{}` needs an absolute bandwidth", d.name.v),
+                        d.name.span,
+                    )
+                    .label(format!("the root of `{}`", on.v))
+                    .hint("write e.g. `queue main on em0 bandwidth 20M`"),
+                );
+                return None;
+            }
+        };
+        let span = d.span;
+        let mut t = Tree {
+            queues: Vec::new(),
+            meta: Vec::new(),
+        };
+        self.queue55(i, &on.v, None, bw, &mut t, 0);
+        let default_queue = self.default_check(&t, &on, "mark one leaf queue with `default`");
+        self.drain_warnings(&t, bw, SchedKind::Hfsc, false);
+        Some(IfaceQueueing {
+            ifname: on.v,
+            sched: SchedKind::Hfsc,
+            bandwidth: bw,
+            tbrsize: None,
+            queues: t.queues,
+            default_queue,
+            pipe: None,
+            line: self.cx.line(span),
+        })
+    }
+}

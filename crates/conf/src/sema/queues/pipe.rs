@@ -1,0 +1,141 @@
+//! dummynet pipes and the weighted queues that feed them.
+
+use super::{new_queue, sched_opts_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT};
+use crate::ast::{PipeDecl, Sp};
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{IfaceQueueing, Pipe, PipeSched, SchedKind};
+use crate::units::Bw;
+
+impl B<'_, '_, '_> {
+    // ---- dummynet ----
+
+    pub(super) fn pipe(&mut self, p: &PipeDecl) -> Option<IfaceQueueing> {
+        let Some(iface) = &p.iface else {
+            self.cx.err(
+                Diagnostic::error(format!("pipe `{}` needs `on IF`", p.name.v), p.name.span)
+                    .hint("a pipe shapes the packets leaving one interface"),
+            );
+            return None;
+        };
+        let bw = match &p.bandwidth {
+            Some(Sp { v: Bw::Abs(r), .. }) if r.0 > 0 => *r,
+            Some(b) => {
+                self.cx.err(
+                    Diagnostic::error("pipe bandwidth must be an absolute rate", b.span)
+                        .label("e.g. 970Kb"),
+                );
+                return None;
+            }
+            None => {
+                self.cx.err(
+                    Diagnostic::error(
+                        format!("pipe `{}` needs a bandwidth", p.name.v),
+                        p.name.span,
+                    )
+                    .hint("use ~97% of the measured line rate"),
+                );
+                return None;
+            }
+        };
+        let pipe_qlimit = match &p.qlimit {
+            Some(q) if q.v == 0 || q.v > 65_535 => {
+                self.cx.err(
+                    Diagnostic::error(format!("qlimit out of range: {}", q.v), q.span)
+                        .label("allowed 1..65535"),
+                );
+                DEFAULT_QLIMIT
+            }
+            Some(q) => q.v,
+            None => DEFAULT_QLIMIT,
+        };
+        let mut t = Tree {
+            queues: Vec::new(),
+            meta: Vec::new(),
+        };
+        for i in 0..self.decls.len() {
+            let d = &self.decls[i];
+            if self.dup[i]
+                || self.kinds[i] != Kind::Dummynet
+                || d.pipe.as_ref().is_none_or(|x| x.v != p.name.v)
+            {
+                continue;
+            }
+            self.used[i] = true;
+            let bad: Option<(Span, &str)> = d
+                .bandwidth
+                .as_ref()
+                .map(|b| (b.span, "bandwidth"))
+                .or(d.priority.as_ref().map(|x| (x.span, "priority")))
+                .or(d.sched.as_ref().map(|x| (x.span, sched_opts_name(x.v))))
+                .or(d.children.first().map(|x| (x.span, "child queues")))
+                .or(d.parent.as_ref().map(|x| (x.span, "parent")))
+                .or(d.min.as_ref().map(|x| (x.span, "min")))
+                .or(d.max.as_ref().map(|x| (x.span, "max")))
+                .or(d.flows.as_ref().map(|x| (x.span, "flows")))
+                .or(d.quantum.as_ref().map(|x| (x.span, "quantum")));
+            if let Some((span, what)) = bad {
+                self.cx.err(
+                    Diagnostic::error(format!("`{what}` is not an option of a queue under a pipe"), span)
+                        .label("dummynet queues take weight, qlimit and default")
+                        .hint("rate and scheduler belong to the pipe: `pipe NAME on IF bandwidth BW sched …`"),
+                );
+            }
+            let mut q = new_queue(&d.name.v, self.cx.line(d.span));
+            let ql = self.qlimit(d, pipe_qlimit);
+            q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
+            q.default = d.default.is_some();
+            let w = d.weight.as_ref().map_or(1, |w| w.v);
+            if !(1..=100).contains(&w) {
+                let span = d.weight.as_ref().map_or(d.name.span, |w| w.span);
+                self.cx.err(
+                    Diagnostic::error(format!("weight out of range: {w}"), span)
+                        .label("allowed 1..100"),
+                );
+            }
+            q.weight = Some(w.clamp(1, 100) as u32);
+            t.queues.push(q);
+            t.meta.push(QMeta {
+                qlimit_ok: ql.is_some(),
+                name: d.name.span,
+                qlimit: d.qlimit.as_ref().map(|q| q.span),
+                default: d.default,
+                priority: None,
+            });
+        }
+        if t.queues.is_empty() {
+            // A pipe without queues is one queue: rules may name the pipe itself.
+            let mut q = new_queue(&p.name.v, self.cx.line(p.span));
+            q.qlimit = pipe_qlimit as u32;
+            q.default = true;
+            q.weight = Some(1);
+            t.queues.push(q);
+            t.meta.push(QMeta {
+                qlimit_ok: true,
+                name: p.name.span,
+                qlimit: p.qlimit.as_ref().map(|q| q.span),
+                default: None,
+                priority: None,
+            });
+        }
+        let default_queue =
+            self.default_check(&t, &p.name, "mark one of the pipe's queues with `default`");
+        let fq = matches!(p.sched, PipeSched::FqCodel(_));
+        self.drain_warnings(&t, bw, SchedKind::Pipe, fq);
+        Some(IfaceQueueing {
+            ifname: iface.v.clone(),
+            sched: SchedKind::Pipe,
+            bandwidth: bw,
+            tbrsize: None,
+            queues: t.queues,
+            default_queue,
+            pipe: Some(Pipe {
+                name: p.name.v.clone(),
+                delay: p.delay,
+                loss_ppm: p.loss_ppm,
+                qlimit: pipe_qlimit as u32,
+                sched: p.sched.clone(),
+            }),
+            line: self.cx.line(p.span),
+        })
+    }
+}
