@@ -93,6 +93,9 @@ mod tests {
         assert_ne!(h, flow_hash(&k2, a, b, 6, Some((1, 2))));
         assert_ne!(h, flow_hash(&k1, b, a, 6, Some((2, 1))));
         assert_ne!(h, flow_hash(&k1, a, b, 6, Some((1, 3))));
-        assert_ne!(flow_hash(&k1, a, b, 47, None), flow_hash(&k1, a, b, 47, Some((0, 0))));
+        assert_ne!(
+            flow_hash(&k1, a, b, 47, None),
+            flow_hash(&k1, a, b, 47, Some((0, 0)))
+        );
     }
 }

@@ -33,6 +33,8 @@
 //! - Later IP fragments (no ports) neither create nor match states; they are
 //!   classified by the rules alone (pf would reassemble them first).
 
+#![forbid(unsafe_code)]
+
 mod addr;
 mod hash;
 mod reload;
