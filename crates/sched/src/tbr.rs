@@ -185,7 +185,10 @@ impl Qdisc for Tbr {
             self.head_cost = None;
             return self.inner.dequeue(now, drops);
         }
-        let cost = self.inner.peek_len(now, drops)?;
+        let Some(cost) = self.inner.peek_len(now, drops) else {
+            self.head_cost = None;
+            return None;
+        };
         if self.tokens < self.need(cost) {
             self.head_cost = Some(cost);
             self.throttles += 1;
