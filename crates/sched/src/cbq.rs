@@ -216,6 +216,36 @@ impl Cbq {
         Ok(())
     }
 
+    /// Changes a class's rate, priority or borrowing. Tokens earned so far
+    /// are kept (capped at the new bucket), so a reload hands out no burst.
+    pub fn set_class_params(
+        &mut self,
+        id: ClassId,
+        params: ClassParams,
+        now: Instant,
+    ) -> Result<(), ClassError> {
+        if params.priority > MAX_PRIORITY {
+            return Err(ClassError::Priority(params.priority));
+        }
+        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
+        let now = self.clamp(now);
+        let old_prio = self.classes[i].params.priority as usize;
+        let c = &mut self.classes[i];
+        c.refresh(now);
+        let bucket_bytes = params.rate.bytes_in(BUCKET_TIME).max(MIN_BUCKET_BYTES);
+        c.bucket = bucket_bytes as i128 * UNITS_PER_BYTE;
+        c.tokens = c.tokens.min(c.bucket);
+        c.params = params;
+        if c.active && old_prio != params.priority as usize {
+            c.credited = false;
+            self.active[old_prio].retain(|&k| k != i);
+            self.active[params.priority as usize].push_back(i);
+        }
+        self.recompute_quanta();
+        self.wakeup = Some(now);
+        Ok(())
+    }
+
     pub fn class_params(&self, id: ClassId) -> Option<ClassParams> {
         self.index.get(&id).map(|&i| self.classes[i].params)
     }

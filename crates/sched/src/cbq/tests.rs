@@ -435,3 +435,43 @@ fn under_a_token_bucket_cbq_classes_keep_their_shares() {
         "70 % under tbr",
     );
 }
+
+#[test]
+fn reconfiguring_a_class_moves_it_and_changes_its_rate() {
+    let mut q = tree(&[(10, LINK, 2, false), (11, LINK, 5, false)]);
+    let mut drops = Vec::new();
+    for k in 0..4u64 {
+        q.enqueue(
+            Packet::synthetic(k, 100, 0, ClassId(10)),
+            Instant(0),
+            &mut drops,
+        );
+        q.enqueue(
+            Packet::synthetic(100 + k, 100, 1, ClassId(11)),
+            Instant(0),
+            &mut drops,
+        );
+    }
+    // Class 10 moves above class 11 while backlogged.
+    q.set_class_params(ClassId(10), params(LINK, 6, false), Instant(0))
+        .unwrap();
+    let order: Vec<u32> = std::iter::from_fn(|| q.dequeue(Instant(0), &mut drops))
+        .map(|p| p.class.0)
+        .collect();
+    assert_eq!(order, [[10; 4], [11; 4]].concat());
+    assert_eq!(
+        q.set_class_params(ClassId(10), params(LINK, 9, false), Instant(0)),
+        Err(ClassError::Priority(9))
+    );
+    // Down to 10 % of the link: held to the new rate.
+    q.set_class_params(ClassId(10), params(LINK.percent(10), 6, false), Instant(0))
+        .unwrap();
+    let span = Duration::from_secs(5);
+    let b = run(&mut q, &[10], span);
+    assert_near(
+        rate_of(b[&10], span),
+        LINK.percent(10),
+        0.05,
+        "after reconfiguration",
+    );
+}
