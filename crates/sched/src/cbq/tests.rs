@@ -475,3 +475,20 @@ fn reconfiguring_a_class_moves_it_and_changes_its_rate() {
         "after reconfiguration",
     );
 }
+
+#[test]
+fn round_robin_within_a_priority_is_weighted_by_rate() {
+    // Both classes stay underlimit (each is allowed more than it gets), so
+    // only the round robin decides: quanta ∝ rates 2:1 give bytes 2:1.
+    let mut q = tree(&[(10, LINK, 3, false), (11, LINK.percent(50), 3, false)]);
+    let span = Duration::from_secs(5);
+    let b = run(&mut q, &[10, 11], span);
+    let ratio = b[&10] as f64 / b[&11] as f64;
+    assert!(
+        (ratio - 2.0).abs() <= 0.1,
+        "byte ratio {ratio:.3}, want 2 ± 5 %"
+    );
+    let mut overlimits = 0;
+    q.visit_stats(&mut |_, s| overlimits += s.overlimits);
+    assert_eq!(overlimits, 0, "neither class should have hit its rate");
+}
