@@ -32,6 +32,10 @@
 //! class, `borrows` (packets sent through pass 2) and `overlimits` (dequeues in
 //! which the class had a packet but neither its rate nor a lender allowed it).
 //!
+//! Wake-ups: after an enqueue `next_wakeup` is `now` (the new packet may be
+//! sendable at once; the caller's next dequeue either sends it or computes the
+//! exact time), so a caller that sleeps until `next_wakeup` never misses one.
+//!
 //! Work per dequeue: 2 passes × 8 priorities × a DRR scan of the backlogged
 //! leaves (bounded like [`crate::drr`]), plus one walk up the tree per check.
 
