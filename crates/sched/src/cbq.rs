@@ -32,6 +32,10 @@
 //! class, `borrows` (packets sent through pass 2) and `overlimits` (dequeues in
 //! which the class had a packet but neither its rate nor a lender allowed it).
 //!
+//! Wake-ups: after an enqueue `next_wakeup` is `now` (the new packet may be
+//! sendable at once; the caller's next dequeue either sends it or computes the
+//! exact time), so a caller that sleeps until `next_wakeup` never misses one.
+//!
 //! Work per dequeue: 2 passes × 8 priorities × a DRR scan of the backlogged
 //! leaves (bounded like [`crate::drr`]), plus one walk up the tree per check.
 
@@ -213,6 +217,36 @@ impl Cbq {
             return Err(ClassError::NotALeaf(id));
         }
         self.default = Some(i);
+        Ok(())
+    }
+
+    /// Changes a class's rate, priority or borrowing. Tokens earned so far
+    /// are kept (capped at the new bucket), so a reload hands out no burst.
+    pub fn set_class_params(
+        &mut self,
+        id: ClassId,
+        params: ClassParams,
+        now: Instant,
+    ) -> Result<(), ClassError> {
+        if params.priority > MAX_PRIORITY {
+            return Err(ClassError::Priority(params.priority));
+        }
+        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
+        let now = self.clamp(now);
+        let old_prio = self.classes[i].params.priority as usize;
+        let c = &mut self.classes[i];
+        c.refresh(now);
+        let bucket_bytes = params.rate.bytes_in(BUCKET_TIME).max(MIN_BUCKET_BYTES);
+        c.bucket = bucket_bytes as i128 * UNITS_PER_BYTE;
+        c.tokens = c.tokens.min(c.bucket);
+        c.params = params;
+        if c.active && old_prio != params.priority as usize {
+            c.credited = false;
+            self.active[old_prio].retain(|&k| k != i);
+            self.active[params.priority as usize].push_back(i);
+        }
+        self.recompute_quanta();
+        self.wakeup = Some(now);
         Ok(())
     }
 

@@ -185,7 +185,10 @@ impl Qdisc for Tbr {
             self.head_cost = None;
             return self.inner.dequeue(now, drops);
         }
-        let cost = self.inner.peek_len(now, drops)?;
+        let Some(cost) = self.inner.peek_len(now, drops) else {
+            self.head_cost = None;
+            return None;
+        };
         if self.tokens < self.need(cost) {
             self.head_cost = Some(cost);
             self.throttles += 1;
@@ -412,6 +415,59 @@ mod tests {
             std::iter::from_fn(|| t.dequeue(Instant(0), &mut drops)).count(),
             5
         );
+    }
+
+    proptest::proptest! {
+        /// Over every window of consecutive sends (not only after idle), the
+        /// bytes sent are at most `bucket + rate × window`: the token-bucket
+        /// envelope. Random rates, buckets ≥ the largest packet, arrivals.
+        #[test]
+        fn every_window_fits_the_token_bucket_envelope(
+            rate_kbps in 64u64..2_000_000,
+            bucket_bytes in 1500u32..20_000,
+            gaps_us in proptest::collection::vec(0u64..3_000, 1..150),
+            lens in proptest::collection::vec(40u32..1500, 150),
+        ) {
+            let rate = Rate::kbps(rate_kbps);
+            let mut t = Tbr::new(Params { rate, bucket_bytes }, Fifo::boxed(1_000));
+            let mut drops = Vec::new();
+            let mut now = Instant(1_000_000_000);
+            let mut sends: Vec<(Instant, u64)> = Vec::new();
+            for (k, gap) in gaps_us.iter().enumerate() {
+                // Half the arrivals come back-to-back, so bursts build up.
+                now += Duration::from_micros(gap.saturating_sub(1_500));
+                t.enqueue(pkt(k as u64, lens[k]), now, &mut drops);
+                while let Some(p) = t.dequeue(now, &mut drops) {
+                    sends.push((now, p.cost as u64));
+                }
+            }
+            // Drain at the wake-ups (bound: one packet per wake-up).
+            for _ in 0..=lens.len() {
+                match t.next_wakeup() {
+                    Some(w) => {
+                        now = w;
+                        while let Some(p) = t.dequeue(now, &mut drops) {
+                            sends.push((now, p.cost as u64));
+                        }
+                    }
+                    None => break,
+                }
+            }
+            proptest::prop_assert!(t.is_empty());
+            proptest::prop_assert_eq!(sends.len(), gaps_us.len());
+            for i in 0..sends.len() {
+                let mut bytes = 0u64;
+                for j in i..sends.len() {
+                    bytes += sends[j].1;
+                    let window = sends[j].0 - sends[i].0;
+                    let allowed = bucket_bytes as u64 + rate.bytes_in(window) + 1;
+                    proptest::prop_assert!(
+                        bytes <= allowed,
+                        "sends {}..={}: {} bytes in {:?}, envelope {}", i, j, bytes, window, allowed
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -144,6 +144,21 @@ impl Wf2q {
         Ok(())
     }
 
+    /// Changes a class's weight; tags already computed keep the old one, the
+    /// next packet's tags use the new one.
+    pub fn set_weight(&mut self, id: ClassId, weight: u32) -> Result<(), ClassError> {
+        if !(1..=MAX_WEIGHT).contains(&weight) {
+            return Err(ClassError::Weight(weight));
+        }
+        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
+        let f = &mut self.flows[i];
+        if f.state != State::Idle {
+            self.weight_sum = self.weight_sum - f.weight as u64 + weight as u64;
+        }
+        f.weight = weight;
+        Ok(())
+    }
+
     pub fn weight(&self, id: ClassId) -> Option<u32> {
         self.index.get(&id).map(|&i| self.flows[i].weight)
     }

@@ -31,29 +31,27 @@ impl Leaf {
         }
     }
 
-    fn snapshot(&self) -> (i64, i64) {
-        (self.q.len() as i64, self.q.backlog_bytes() as i64)
-    }
-
-    fn delta_since(&self, before: (i64, i64)) -> Delta {
-        let after = self.snapshot();
-        Delta {
-            packets: after.0 - before.0,
-            bytes: after.1 - before.1,
-        }
-    }
-
     /// Counts the drops the leaf pushed at `drops[start..]` as resident drops,
-    /// except a refused newcomer (`fresh`), which never was resident.
-    fn count_drops(&mut self, drops: &Drops, start: usize, fresh: Option<u64>) {
+    /// except a refused newcomer (`fresh`), which never was resident, and
+    /// returns the change of the resident totals they make.
+    fn count_drops(&mut self, drops: &Drops, start: usize, fresh: Option<u64>) -> Delta {
+        let mut delta = Delta::default();
         for d in drops.iter().skip(start) {
             if Some(d.pkt.id) == fresh {
                 self.stats.on_drop(&d.pkt, d.reason);
             } else {
                 self.stats.on_drop_resident(&d.pkt, d.reason);
+                delta.packets -= 1;
+                delta.bytes -= d.pkt.len as i64;
             }
         }
+        delta
     }
+
+    // The deltas are derived from what the leaf returned (the packet in or
+    // out, and every drop it reported) rather than by asking it for its
+    // length before and after: the contract says nothing leaves silently,
+    // and this keeps virtual calls off the packet path.
 
     pub fn enqueue(
         &mut self,
@@ -61,55 +59,62 @@ impl Leaf {
         now: Instant,
         drops: &mut Drops,
     ) -> (Enqueue, Delta) {
-        let before = self.snapshot();
         let start = drops.len();
         pkt.enqueued_at = now;
         let id = pkt.id;
+        let len = pkt.len as i64;
         // Counted in first; a newcomer the leaf then drops is counted out as
         // resident, which keeps enq = deq + drops + qlen per class.
         self.stats.on_enqueue(&pkt);
         let r = self.q.enqueue(pkt, now, drops);
+        let mut delta = Delta {
+            packets: 1,
+            bytes: len,
+        };
         if r == Enqueue::Rejected {
             // Undo the optimistic count: a refused packet never entered.
-            if let Some(d) = drops.iter().skip(start).find(|d| d.pkt.id == id) {
-                let len = d.pkt.len as u64;
+            let refused = drops.iter().skip(start).any(|d| d.pkt.id == id);
+            if refused {
+                let len = len as u64;
                 self.stats.enq_packets = self.stats.enq_packets.saturating_sub(1);
                 self.stats.enq_bytes = self.stats.enq_bytes.saturating_sub(len);
                 self.stats.qlen = self.stats.qlen.saturating_sub(1);
                 self.stats.backlog_bytes = self.stats.backlog_bytes.saturating_sub(len);
             }
-            self.count_drops(drops, start, Some(id));
+            delta = Delta::default();
+            let d = self.count_drops(drops, start, Some(id));
+            delta.packets += d.packets;
+            delta.bytes += d.bytes;
         } else {
-            self.count_drops(drops, start, None);
+            let d = self.count_drops(drops, start, None);
+            delta.packets += d.packets;
+            delta.bytes += d.bytes;
         }
-        (r, self.delta_since(before))
+        (r, delta)
     }
 
     pub fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> (Option<Packet>, Delta) {
-        let before = self.snapshot();
         let start = drops.len();
         let p = self.q.dequeue(now, drops);
-        self.count_drops(drops, start, None);
+        let mut delta = self.count_drops(drops, start, None);
         if let Some(p) = &p {
             self.stats.on_dequeue(p, now);
+            delta.packets -= 1;
+            delta.bytes -= p.len as i64;
         }
-        (p, self.delta_since(before))
+        (p, delta)
     }
 
     pub fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> (Option<u32>, Delta) {
-        let before = self.snapshot();
         let start = drops.len();
         let c = self.q.peek_len(now, drops);
-        self.count_drops(drops, start, None);
-        (c, self.delta_since(before))
+        (c, self.count_drops(drops, start, None))
     }
 
     pub fn purge(&mut self, drops: &mut Drops) -> Delta {
-        let before = self.snapshot();
         let start = drops.len();
         self.q.purge(drops);
-        self.count_drops(drops, start, None);
-        self.delta_since(before)
+        self.count_drops(drops, start, None)
     }
 }
 

@@ -225,3 +225,19 @@ fn model_checker_without_default() {
     let r = check_random(|| Box::new(wf2q(&[3, 1])), &space, 32, 400);
     assert!(r.dropped > 0 && r.dequeued > 0);
 }
+
+#[test]
+fn changing_a_weight_changes_the_share() {
+    let mut q = wf2q(&[1, 1]);
+    fill_random(&mut q, 2, 20_000, 4);
+    q.set_weight(ClassId(1), 4).unwrap();
+    assert_eq!(q.set_weight(ClassId(1), 0), Err(ClassError::Weight(0)));
+    let mut bytes = [0u64; 3];
+    let mut drops = Vec::new();
+    for _ in 0..10_000 {
+        let p = q.dequeue(Instant(0), &mut drops).unwrap();
+        bytes[p.class.0 as usize] += p.cost as u64;
+    }
+    let ratio = bytes[1] as f64 / bytes[2] as f64;
+    assert!((ratio - 4.0).abs() <= 0.2, "ratio {ratio:.3}, want 4 ± 5 %");
+}
