@@ -12,7 +12,11 @@ impl Classifier {
     /// interned names survive; rule counters restart. The state limit stays
     /// what it was at construction.
     pub fn reload_rules(&mut self, cfg: &ir::Config) {
-        self.tables = cfg.tables.iter().map(|t| AddrTable::new(&t.entries)).collect();
+        self.tables = cfg
+            .tables
+            .iter()
+            .map(|t| AddrTable::new(&t.entries))
+            .collect();
         self.table_names = cfg.tables.iter().map(|t| t.name.clone()).collect();
         for ifq in &cfg.interfaces {
             self.iface(&ifq.ifname);

@@ -16,7 +16,12 @@ fn sluice(args: &[&str], stdin: Option<&str>) -> Output {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn sluice");
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
         return child.wait_with_output().expect("wait");
     }
     c.output().expect("run sluice")
@@ -39,13 +44,28 @@ fn every_example_checks_clean_and_its_canonical_form_is_a_fixed_point() {
     assert!(ex.len() >= 4, "examples/ should ship the reference configs");
     for f in ex {
         let f = f.to_str().unwrap();
-        let out = sluice(&["check", "-v", "-D", "ext_if=wan0", "-D", "int_if=lan0", f], None);
-        assert!(out.status.success(), "{f}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = sluice(
+            &["check", "-v", "-D", "ext_if=wan0", "-D", "int_if=lan0", f],
+            None,
+        );
+        assert!(
+            out.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let canon = String::from_utf8(out.stdout).unwrap();
         assert!(!canon.is_empty(), "{f}: -v printed nothing");
         let again = sluice(&["check", "-v", "-"], Some(&canon));
-        assert!(again.status.success(), "{f}: canonical form fails: {}", String::from_utf8_lossy(&again.stderr));
-        assert_eq!(String::from_utf8(again.stdout).unwrap(), canon, "{f}: not a fixed point");
+        assert!(
+            again.status.success(),
+            "{f}: canonical form fails: {}",
+            String::from_utf8_lossy(&again.stderr)
+        );
+        assert_eq!(
+            String::from_utf8(again.stdout).unwrap(),
+            canon,
+            "{f}: not a fixed point"
+        );
     }
 }
 
@@ -68,12 +88,18 @@ fn undefined_macro_is_an_error_that_names_it() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("ext_if"), "{err}");
     let ok = sluice(&["check", "-D", "ext_if=em0", "-"], Some(text));
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 }
 
 #[test]
 fn missing_file_is_reported() {
     let out = sluice(&["check", "/nonexistent/pf.conf"], None);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8(out.stderr).unwrap().contains("cannot read"));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("cannot read"));
 }

@@ -14,9 +14,7 @@
 //!   one queue is a plain FQ-CoDel.
 
 use sluice_conf::ir::{self, IfaceQueueing, PipeSched, SchedKind};
-use sluice_sched::{
-    cbq, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, ClassId, Qdisc,
-};
+use sluice_sched::{cbq, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, ClassId, Qdisc};
 use sluice_time::Rate;
 use std::fmt;
 
@@ -86,14 +84,14 @@ fn dscp_drop_precedence(pkt: &sluice_sched::Packet) -> u8 {
 /// The queue a leaf class holds its packets in.
 fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
     if let Some(flows) = q.flows {
-        let mut p = fq_codel::Params::default();
-        p.flows = flows.clamp(1, 65_536);
-        if let Some(quantum) = q.quantum {
-            p.quantum_bytes = quantum;
-        }
-        p.limit_packets = q.qlimit.max(1);
-        p.ecn = true;
-        return Box::new(fq_codel::FqCodel::new(p));
+        let d = fq_codel::Params::default();
+        return Box::new(fq_codel::FqCodel::new(fq_codel::Params {
+            flows: flows.clamp(1, 65_536),
+            quantum_bytes: q.quantum.unwrap_or(d.quantum_bytes),
+            limit_packets: q.qlimit.max(1),
+            ecn: true,
+            ..d
+        }));
     }
     if q.red || q.rio {
         let limit = q.qlimit.max(1);
@@ -131,12 +129,14 @@ fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
     }))
 }
 
-fn curve(c: &ir::ServiceCurve) -> hfsc::ServiceCurve {
-    hfsc::ServiceCurve {
+/// A curve that grants nothing (`min 0`, as the OpenBSD FAQ writes for a
+/// spam tarpit) is no curve at all, as in ALTQ.
+fn curve(c: &ir::ServiceCurve) -> Option<hfsc::ServiceCurve> {
+    (c.m1 != Rate::ZERO || c.m2 != Rate::ZERO).then_some(hfsc::ServiceCurve {
         m1: c.m1,
         d: c.d,
         m2: c.m2,
-    }
+    })
 }
 
 /// Builds the tree of one interface.
@@ -172,15 +172,26 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
         SchedKind::Hfsc => {
             let mut s = hfsc::Hfsc::new(bw);
             for (i, qu) in q.queues.iter().enumerate() {
+                let is_leaf = qu.children.is_empty();
+                // ALTQ semantics: a real-time curve only means something on a
+                // leaf (interior ones are ignored), and link-sharing defaults to
+                // the queue's bandwidth. A class that must share links (every
+                // interior class, any class with an upper limit) but names no
+                // rate gets the nearest rate it did name.
+                let rt = qu.realtime.filter(|_| is_leaf).and_then(|c| curve(&c));
+                let ul = qu.upperlimit.and_then(|c| curve(&c));
                 let ls = qu
                     .linkshare
-                    .map(|c| curve(&c))
-                    .or_else(|| qu.bandwidth.map(hfsc::ServiceCurve::linear));
-                let params = hfsc::ClassParams {
-                    rt: qu.realtime.map(|c| curve(&c)),
-                    ls,
-                    ul: qu.upperlimit.map(|c| curve(&c)),
-                };
+                    .and_then(|c| curve(&c))
+                    .or_else(|| qu.bandwidth.map(hfsc::ServiceCurve::linear))
+                    .or_else(|| {
+                        (!is_leaf || ul.is_some() || rt.is_none()).then(|| {
+                            hfsc::ServiceCurve::linear(
+                                ul.map(|c| c.m2).or(rt.map(|c| c.m2)).unwrap_or(bw),
+                            )
+                        })
+                    });
+                let params = hfsc::ClassParams { rt, ls, ul };
                 let l = qu.children.is_empty().then(|| leaf(qu, rate_of(qu)));
                 s.add_class(class_id(i), qu.parent.map(class_id), params, l)
                     .map_err(|e| err(q, e))?;
@@ -204,7 +215,10 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
             Box::new(s)
         }
         SchedKind::Pipe => {
-            let p = q.pipe.as_ref().ok_or_else(|| err(q, "pipe without parameters"))?;
+            let p = q
+                .pipe
+                .as_ref()
+                .ok_or_else(|| err(q, "pipe without parameters"))?;
             let sched = pipe_sched(q, p)?;
             let params = pipe::Params {
                 rate: bw,
@@ -271,14 +285,15 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
         }
         PipeSched::FqCodel(fp) => {
             let make = || -> Box<dyn Qdisc> {
-                let mut c = fq_codel::Params::default();
-                c.flows = fp.flows.clamp(1, 65_536);
-                c.quantum_bytes = fp.quantum;
-                c.limit_packets = fp.limit.max(1);
-                c.target = fp.target;
-                c.interval = fp.interval;
-                c.ecn = fp.ecn;
-                Box::new(fq_codel::FqCodel::new(c))
+                Box::new(fq_codel::FqCodel::new(fq_codel::Params {
+                    flows: fp.flows.clamp(1, 65_536),
+                    quantum_bytes: fp.quantum,
+                    limit_packets: fp.limit.max(1),
+                    target: fp.target,
+                    interval: fp.interval,
+                    ecn: fp.ecn,
+                    ..fq_codel::Params::default()
+                }))
             };
             if q.queues.len() <= 1 {
                 make()
@@ -294,4 +309,3 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
         }
     })
 }
-

@@ -61,7 +61,9 @@ pub struct DroppedFrame {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rx {
     /// Queued for transmission on this interface.
-    Queued { egress: usize },
+    Queued {
+        egress: usize,
+    },
     Dropped(DropCause),
 }
 
@@ -323,7 +325,8 @@ impl Engine {
         };
         let eg = &mut self.ifaces[egress];
         let len = frame.len() as u32;
-        let class = class.unwrap_or_else(|| eg.tree.as_ref().map(|t| t.default).unwrap_or(ClassId::ROOT));
+        let class =
+            class.unwrap_or_else(|| eg.tree.as_ref().map(|t| t.default).unwrap_or(ClassId::ROOT));
         let pkt = Packet {
             data: frame,
             len,
@@ -349,7 +352,11 @@ impl Engine {
             }
         }
         let refused = self.drops.iter().any(|d| d.pkt.id == self.next_id - 1);
-        let cause = self.drops.iter().find(|d| d.pkt.id == self.next_id - 1).map(|d| d.reason);
+        let cause = self
+            .drops
+            .iter()
+            .find(|d| d.pkt.id == self.next_id - 1)
+            .map(|d| d.reason);
         self.absorb_drops(egress);
         match (refused, cause) {
             (true, Some(r)) => Rx::Dropped(DropCause::Sched(r)),
@@ -442,6 +449,13 @@ impl Engine {
         self.dropped.pop_front()
     }
 
+    /// Packets waiting to leave through `iface` (whole tree, delay lines included).
+    pub fn queued(&self, iface: usize) -> usize {
+        self.ifaces.get(iface).map_or(0, |i| {
+            i.passthrough.len() + i.tree.as_ref().map_or(0, |t| t.root.len())
+        })
+    }
+
     pub fn counters(&self, iface: usize) -> Option<&IfaceCounters> {
         self.ifaces.get(iface).map(|i| &i.counters)
     }
@@ -457,7 +471,7 @@ impl Engine {
         let now = self.last_now;
         let mut report = ReloadReport::default();
         self.classifier.reload_rules(cfg);
-        for idx in 0..self.ifaces.len() {
+        for (idx, new_tree) in trees.iter_mut().enumerate() {
             let mut old: Vec<Packet> = Vec::new();
             let mut old_names: HashMap<ClassId, String> = HashMap::new();
             if let Some(t) = self.ifaces[idx].tree.as_mut() {
@@ -465,7 +479,6 @@ impl Engine {
                 old.extend(self.drops.drain(..).map(|d| d.pkt));
                 old_names = t.classes.iter().map(|c| (c.id, c.name.clone())).collect();
             }
-            let new_tree = &mut trees[idx];
             for mut pkt in old {
                 let target = new_tree.as_ref().and_then(|t| {
                     let name = old_names.get(&pkt.class)?;

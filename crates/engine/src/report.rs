@@ -77,6 +77,8 @@ pub struct IfaceReport {
 
 impl IfaceReport {
     pub fn class(&self, name: &str) -> Option<&ClassReport> {
-        self.classes.iter().find(|c| c.name.as_deref() == Some(name))
+        self.classes
+            .iter()
+            .find(|c| c.name.as_deref() == Some(name))
     }
 }

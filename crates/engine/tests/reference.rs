@@ -15,8 +15,14 @@ const PSH: u8 = 0x08;
 
 fn engine(text: &str) -> Engine {
     let defines = vec![("ext_if".to_string(), "wan0".to_string())];
-    let checked = sluice_conf::check("test.conf", text, &defines)
-        .unwrap_or_else(|d| panic!("{}", d.iter().map(|d| d.render("test.conf", text)).collect::<String>()));
+    let checked = sluice_conf::check("test.conf", text, &defines).unwrap_or_else(|d| {
+        panic!(
+            "{}",
+            d.iter()
+                .map(|d| d.render("test.conf", text))
+                .collect::<String>()
+        )
+    });
     Engine::new(
         &checked.config,
         Options {
@@ -52,11 +58,21 @@ fn next_out(e: &mut Engine, now: &mut Instant, iface: usize) -> Vec<u8> {
 }
 
 fn handshake(e: &mut Engine, now: Instant, sport: u16, dport: u16) {
-    assert!(matches!(e.handle_rx(now, LAN, tcp(CLIENT, SERVER, sport, dport, SYN, 0)), Rx::Queued { .. }));
+    assert!(matches!(
+        e.handle_rx(now, LAN, tcp(CLIENT, SERVER, sport, dport, SYN, 0)),
+        Rx::Queued { .. }
+    ));
     let mut t = now;
     next_out(e, &mut t, WAN);
-    assert!(matches!(e.handle_rx(t, WAN, tcp(SERVER, CLIENT, dport, sport, SYN | ACK, 0)), Rx::Queued { .. }));
-    assert_eq!(drain(e, t, LAN).len(), 1, "the SYN-ACK crosses the unshaped side at once");
+    assert!(matches!(
+        e.handle_rx(t, WAN, tcp(SERVER, CLIENT, dport, sport, SYN | ACK, 0)),
+        Rx::Queued { .. }
+    ));
+    assert_eq!(
+        drain(e, t, LAN).len(),
+        1,
+        "the SYN-ACK crosses the unshaped side at once"
+    );
 }
 
 const PRIQ: &str = "
@@ -88,13 +104,23 @@ fn priq_empty_acks_overtake_bulk_upload() {
     let first = next_out(&mut e, &mut now, WAN);
     assert_eq!(first.len(), 1514);
     let ack = tcp(CLIENT, SERVER, 40_001, 80, ACK, 0);
-    assert!(matches!(e.handle_rx(now, LAN, ack.clone()), Rx::Queued { .. }));
+    assert!(matches!(
+        e.handle_rx(now, LAN, ack.clone()),
+        Rx::Queued { .. }
+    ));
     let sent_at = now;
     let out = next_out(&mut e, &mut now, WAN);
-    assert_eq!(out, ack, "the empty ACK leaves next, ahead of the queued bulk data");
+    assert_eq!(
+        out, ack,
+        "the empty ACK leaves next, ahead of the queued bulk data"
+    );
     // It waited at most for the segment on the wire plus its own time: 1514 B + 54 B
     // at 100 kbit/s ≈ 125 ms (token bucket of about one MTU).
-    assert!(now - sent_at <= Duration::from_millis(130), "ACK waited {:?}", now - sent_at);
+    assert!(
+        now - sent_at <= Duration::from_millis(130),
+        "ACK waited {:?}",
+        now - sent_at
+    );
 
     let rep = e.report();
     let wan = &rep[WAN];
@@ -125,7 +151,11 @@ fn hfsc_qlimit_9_keeps_the_queue_short_at_1mbit() {
     let mut max_qlen = 0;
     while now < end {
         while next_arrival <= now {
-            e.handle_rx(next_arrival, LAN, tcp(CLIENT, SERVER, 40_000, 5201, ACK | PSH, 1460));
+            e.handle_rx(
+                next_arrival,
+                LAN,
+                tcp(CLIENT, SERVER, 40_000, 5201, ACK | PSH, 1460),
+            );
             next_arrival += gap;
         }
         while let Some(f) = e.poll_tx(now, WAN) {
@@ -144,7 +174,10 @@ fn hfsc_qlimit_9_keeps_the_queue_short_at_1mbit() {
     assert!(bb.dropped_packets() > 0, "overload must overflow qlimit 9");
     let p99 = bb.sojourn_p99.expect("sojourn recorded");
     let max = bb.sojourn_max.expect("sojourn recorded");
-    assert!(max <= Duration::from_millis(110), "sojourn max {max:?} p99 {p99:?}");
+    assert!(
+        max <= Duration::from_millis(110),
+        "sojourn max {max:?} p99 {p99:?}"
+    );
     // The link is kept busy at its rate: within 2 % of 1 Mbit/s.
     let secs = (last_tx - first_tx.unwrap()).as_secs_f64();
     let rate = sent_bytes as f64 * 8.0 / secs;

@@ -6,6 +6,10 @@
 //! asserted. Runs as a unit/property test (seeded, deterministic) and can be
 //! driven from a fuzz target with raw bytes via [`check_bytes`].
 
+// The model checks `len()` itself: `is_empty()` is derived from it and may be
+// overridden, so comparing `len()` with zero is the point here.
+#![allow(clippy::len_zero)]
+
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc};
 use sluice_time::{Duration, Instant};
 use std::collections::{HashMap, HashSet};
@@ -37,7 +41,11 @@ impl Default for OpSpace {
 /// One operation of a sequence.
 #[derive(Clone, Debug)]
 pub enum Op {
-    Enqueue { flow: u64, len: u32, ect: bool },
+    Enqueue {
+        flow: u64,
+        len: u32,
+        ect: bool,
+    },
     Dequeue,
     Peek,
     Advance(Duration),
@@ -77,8 +85,7 @@ pub fn gen_ops(rng: &mut Rng, space: &OpSpace, n: usize) -> Vec<Op> {
         .map(|_| match rng.below(100) {
             0..=44 => Op::Enqueue {
                 flow: rng.below(space.flows.max(1)),
-                len: space.min_len
-                    + rng.below((space.max_len - space.min_len) as u64 + 1) as u32,
+                len: space.min_len + rng.below((space.max_len - space.min_len) as u64 + 1) as u32,
                 ect: rng.below(2) == 0,
             },
             45..=79 => Op::Dequeue,
@@ -217,7 +224,11 @@ pub fn check_ops(q: &mut dyn Qdisc, space: &OpSpace, ops: &[Op]) -> Report {
                         assert_eq!(p.len, len, "step {step}: length changed");
                         let key = (flow, class);
                         if let Some(&last) = m.last_out.get(&key) {
-                            assert!(p.id > last, "step {step}: flow {flow} reordered ({} after {last})", p.id);
+                            assert!(
+                                p.id > last,
+                                "step {step}: flow {flow} reordered ({} after {last})",
+                                p.id
+                            );
                         }
                         m.last_out.insert(key, p.id);
                         m.report.dequeued += 1;
@@ -265,11 +276,22 @@ pub fn check_ops(q: &mut dyn Qdisc, space: &OpSpace, ops: &[Op]) -> Report {
             m.absorb_drops(&mut drops, None);
         }
         // Invariants.
-        assert_eq!(q.len(), m.resident.len(), "step {step} ({op:?}): len() disagrees with model");
+        assert_eq!(
+            q.len(),
+            m.resident.len(),
+            "step {step} ({op:?}): len() disagrees with model"
+        );
         let bytes: u64 = m.resident.values().map(|v| v.2 as u64).sum();
-        assert_eq!(q.backlog_bytes(), bytes, "step {step} ({op:?}): backlog_bytes disagrees");
+        assert_eq!(
+            q.backlog_bytes(),
+            bytes,
+            "step {step} ({op:?}): backlog_bytes disagrees"
+        );
         if q.len() == 0 {
-            assert!(q.next_wakeup().is_none(), "step {step}: empty but next_wakeup is set");
+            assert!(
+                q.next_wakeup().is_none(),
+                "step {step}: empty but next_wakeup is set"
+            );
         }
         assert_eq!(
             m.report.enqueued,

@@ -55,11 +55,11 @@ impl fmt::Display for Rate {
     /// pf's spelling: the largest unit that divides exactly (`100Kb`, `1Mb`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        if b != 0 && b % 1_000_000_000 == 0 {
+        if b != 0 && b.is_multiple_of(1_000_000_000) {
             write!(f, "{}Gb", b / 1_000_000_000)
-        } else if b != 0 && b % 1_000_000 == 0 {
+        } else if b != 0 && b.is_multiple_of(1_000_000) {
             write!(f, "{}Mb", b / 1_000_000)
-        } else if b != 0 && b % 1_000 == 0 {
+        } else if b != 0 && b.is_multiple_of(1_000) {
             write!(f, "{}Kb", b / 1_000)
         } else {
             write!(f, "{}b", b)
