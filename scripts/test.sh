@@ -16,4 +16,9 @@ for f in examples/*.conf; do
     cargo run -q --locked --bin sluice -- check -D ext_if=wan0 -D int_if=lan0 "$f"
 done
 echo "== tests"
-cargo test --workspace --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --locked 2>&1 | tee "$log"
+# One closing line for the whole suite (cargo's last line is a doc-test run
+# that may well have 0 tests, which says nothing about the suite).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -7,6 +7,9 @@ use crate::ir::{IfaceQueueing, SchedKind, ServiceCurve};
 use crate::units::Bw;
 use sluice_time::Rate;
 
+/// Link speed assumed for `bandwidth N%` and a missing bandwidth on `altq`.
+pub(crate) const ASSUMED_IFSPEED: Rate = Rate::gbps(1);
+
 impl B<'_, '_, '_> {
     // ---- ALTQ ----
 
@@ -21,21 +24,37 @@ impl B<'_, '_, '_> {
             );
             return None;
         };
+        // pf takes the interface's link speed for a percentage or a missing
+        // bandwidth. sluice decides before it sees the interface, so it
+        // assumes the common NIC speed and says so.
+        let speed_warning = |what: String, span| {
+            Diagnostic::warning(what, span)
+                .label(format!("pf would use the interface's speed; sluice assumes {ASSUMED_IFSPEED}"))
+                .hint("shaping only helps below the bottleneck's rate: write an absolute bandwidth, ~95% of the line rate")
+        };
         let bw = match &a.bandwidth {
             Some(Sp { v: Bw::Abs(r), .. }) if r.0 > 0 => *r,
+            Some(Sp { v: Bw::Pct(p), span }) if *p > 0 && *p <= 10_000 => {
+                let r = Rate((ASSUMED_IFSPEED.0 as u128 * *p as u128 / 10_000) as u64);
+                self.cx.err(speed_warning(
+                    format!("interface speed unknown: bandwidth {r} assumed"),
+                    *span,
+                ));
+                r
+            }
             Some(b) => {
                 self.cx.err(
-                    Diagnostic::error("interface bandwidth must be an absolute rate", b.span)
-                        .label("e.g. 100Kb, 20Mb"),
+                    Diagnostic::error("interface bandwidth out of range", b.span)
+                        .label("an absolute rate (e.g. 100Kb, 20Mb) or 1%..100% of the link"),
                 );
                 return None;
             }
             None => {
-                self.cx.err(
-                    Diagnostic::error(format!("`altq on {}` needs a bandwidth", a.iface.v), a.iface.span)
-                        .hint("sluice cannot ask the interface for its speed: write `bandwidth` with ~95% of the line rate"),
-                );
-                return None;
+                self.cx.err(speed_warning(
+                    format!("`altq on {}` names no bandwidth: {ASSUMED_IFSPEED} assumed", a.iface.v),
+                    a.iface.span,
+                ));
+                ASSUMED_IFSPEED
             }
         };
         if a.children.is_empty() {
