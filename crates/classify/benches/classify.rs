@@ -35,6 +35,7 @@ fn rule(i: usize) -> Rule {
         },
         flags: Some((tcp_flags::SYN, tcp_flags::SYN | tcp_flags::ACK)),
         tos: None,
+        icmp_type: None,
         state: StatePolicy::Keep,
         queue: Some((format!("q{i}"), Some("ack".into()))),
         prio: None,

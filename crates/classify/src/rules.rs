@@ -58,6 +58,7 @@ pub(crate) struct CRule {
     pub to: CEndpoint,
     pub flags: Option<(u8, u8)>,
     pub tos: Option<u8>,
+    pub icmp_type: Option<(u8, Option<u8>)>,
     pub keep_state: bool,
     pub queue: Option<(QueueName, Option<QueueName>)>,
     pub prio: Option<(u8, Option<u8>)>,
@@ -102,6 +103,7 @@ pub(crate) fn compile(rule: &ir::Rule, r: &mut dyn Resolve) -> CRule {
         to: compile_endpoint(&rule.to, r),
         flags: rule.flags,
         tos: rule.tos,
+        icmp_type: rule.icmp_type,
         keep_state: rule.action == Action::Pass
             && matches!(rule.state, StatePolicy::Keep | StatePolicy::Modulate),
         queue: rule
@@ -191,6 +193,14 @@ impl MatchCtx<'_> {
         }
         if r.tos.is_some_and(|t| t & !ECN_MASK != pkt.tos & !ECN_MASK) {
             return false;
+        }
+        if let Some((typ, code)) = r.icmp_type {
+            match pkt.l4 {
+                L4::Icmp {
+                    typ: t, code: c, ..
+                } if t == typ && code.is_none_or(|x| x == c) => {}
+                _ => return false,
+            }
         }
         let (sport, dport) = match pkt.ports() {
             Some((s, d)) => (Some(s), Some(d)),

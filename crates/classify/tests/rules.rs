@@ -344,3 +344,44 @@ fn no_state_and_match_rules_create_no_state() {
     let (d, c) = run(vec![rule(Action::Block)]);
     assert_eq!((d.state, c.stats().states), (StateHit::None, 0));
 }
+
+#[test]
+fn icmp_type_and_code() {
+    let req = build::icmp_v4_echo(
+        "10.0.0.1".parse().unwrap(),
+        "10.0.0.2".parse().unwrap(),
+        7,
+        1,
+        56,
+    );
+    let echo = info(&req);
+    // The same packet as an echo reply (type 0); checksums do not matter here.
+    let mut rep = req.clone();
+    let off = parse(&rep).unwrap().ip.unwrap().l4_offset;
+    rep[off] = 0;
+    let reply = info(&rep);
+    let echoreq = |r: &mut sluice_conf::ir::Rule| {
+        r.proto = Some(1);
+        r.icmp_type = Some((8, None));
+    };
+    assert!(blocks(echoreq, IN, &echo));
+    assert!(!blocks(echoreq, IN, &reply));
+    assert!(blocks(
+        |r| {
+            r.proto = Some(1);
+            r.icmp_type = Some((8, Some(0)))
+        },
+        IN,
+        &echo
+    ));
+    assert!(!blocks(
+        |r| {
+            r.proto = Some(1);
+            r.icmp_type = Some((8, Some(1)))
+        },
+        IN,
+        &echo
+    ));
+    // Never matches a packet without an ICMP header.
+    assert!(!blocks(echoreq, IN, &udp("10.0.0.1", "10.0.0.2", 1, 2)));
+}

@@ -138,4 +138,10 @@ pub struct RuleAst {
     pub state: Option<StatePolicy>,
     pub queue: Option<(Sp<String>, Option<Sp<String>>)>,
     pub prio: Option<(u8, Option<u8>)>,
+    /// `icmp-type` / `icmp6-type` items: (type, code).
+    pub icmp_types: Vec<Sp<(u8, Option<u8>)>>,
+    /// The first match criterion sluice cannot evaluate (`user`, `tagged`,
+    /// `icmp-type` …). Such a rule is left out: dropping the criterion would
+    /// widen it, and a widened `block` blocks what pf never blocked.
+    pub unsupported: Option<Sp<String>>,
 }

@@ -274,6 +274,9 @@ pub struct Rule {
     /// implicit `S/SA` for stateful TCP rules is the classifier's to apply.
     pub flags: Option<(u8, u8)>,
     pub tos: Option<u8>,
+    /// `icmp-type T [code C]` / `icmp6-type …`: ICMP (or ICMPv6, by `proto`)
+    /// type and optional code.
+    pub icmp_type: Option<(u8, Option<u8>)>,
     /// pf's default for pass rules is keep state (OpenBSD 4.1+); always
     /// `No` on block and match rules.
     pub state: StatePolicy,

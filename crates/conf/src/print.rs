@@ -351,6 +351,17 @@ fn rule(o: &mut String, r: &Rule) {
     if let Some((s, m)) = r.flags {
         let _ = write!(o, " flags {}/{}", tcp_flags_str(s), tcp_flags_str(m));
     }
+    if let Some((t, code)) = r.icmp_type {
+        let kw = if r.proto == Some(58) || r.af == Some(AddrFamily::Inet6) {
+            "icmp6-type"
+        } else {
+            "icmp-type"
+        };
+        let _ = write!(o, " {kw} {t}");
+        if let Some(c) = code {
+            let _ = write!(o, " code {c}");
+        }
+    }
     if let Some(t) = r.tos {
         let _ = write!(o, " tos 0x{t:02x}");
     }

@@ -186,6 +186,74 @@ pub fn proto_name(p: u8) -> Option<&'static str> {
     }
 }
 
+/// ICMP type names of pf.conf(5) (`icmp-type`).
+const ICMP_TYPES: &[(&str, u8)] = &[
+    ("echorep", 0),
+    ("unreach", 3),
+    ("squench", 4),
+    ("redir", 5),
+    ("althost", 6),
+    ("echoreq", 8),
+    ("routeradv", 9),
+    ("routersol", 10),
+    ("timex", 11),
+    ("paramprob", 12),
+    ("timereq", 13),
+    ("timerep", 14),
+    ("inforeq", 15),
+    ("inforep", 16),
+    ("maskreq", 17),
+    ("maskrep", 18),
+    ("trace", 30),
+    ("dataconv", 31),
+    ("mobredir", 32),
+    ("ipv6-where", 33),
+    ("ipv6-here", 34),
+    ("mobregreq", 35),
+    ("mobregrep", 36),
+    ("skip", 39),
+    ("photuris", 40),
+];
+
+/// ICMPv6 type names of pf.conf(5) (`icmp6-type`).
+const ICMP6_TYPES: &[(&str, u8)] = &[
+    ("unreach", 1),
+    ("toobig", 2),
+    ("timex", 3),
+    ("paramprob", 4),
+    ("echoreq", 128),
+    ("echorep", 129),
+    ("groupqry", 130),
+    ("listqry", 130),
+    ("grouprep", 131),
+    ("listenrep", 131),
+    ("groupterm", 132),
+    ("listendone", 132),
+    ("routersol", 133),
+    ("routeradv", 134),
+    ("neighbrsol", 135),
+    ("neighbradv", 136),
+    ("redir", 137),
+    ("routrrenum", 138),
+    ("wrureq", 139),
+    ("fqdnreq", 139),
+    ("niqry", 139),
+    ("wrurep", 140),
+    ("fqdnrep", 140),
+    ("nirep", 140),
+    ("mtraceresp", 200),
+    ("mtrace", 201),
+];
+
+/// An ICMP (`v6 = false`) or ICMPv6 type by name or number.
+pub fn icmp_type(s: &str, v6: bool) -> Option<u8> {
+    if let Some(n) = number(s) {
+        return u8::try_from(n).ok();
+    }
+    let table = if v6 { ICMP6_TYPES } else { ICMP_TYPES };
+    table.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
+}
+
 /// A small /etc/services: the names people write in pf.conf.
 const SERVICES: &[(&str, u16)] = &[
     ("ftp-data", 20),

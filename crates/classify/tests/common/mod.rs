@@ -36,6 +36,7 @@ pub fn rule(action: Action) -> Rule {
         to: Endpoint::default(),
         flags: None,
         tos: None,
+        icmp_type: None,
         state: if action == Action::Pass {
             StatePolicy::Keep
         } else {

@@ -298,6 +298,8 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
         state: None,
         queue: None,
         prio: None,
+        unsupported: None,
+        icmp_types: Vec::new(),
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -421,15 +423,43 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
             // pfSense writes `tracker N`, `ridentifier N` and its own dummynet
             // hooks `dnpipe (1, 2)` / `dnqueue (3, 4)` (numbered pipes we cannot name).
             "tracker" | "ridentifier" | "dnpipe" | "dnqueue" => p.skip_value("a value")?,
-            "label" | "tag" | "os" | "probability" | "max-mss" | "rtable" | "min-ttl"
-            | "max-pkt-rate" | "prio" | "received-on" | "scrub" => p.skip_value("a value")?,
-            "tagged" => p.skip_value("a tag")?,
-            "user" | "group" => skip_id(p)?,
+            "label" | "tag" | "max-mss" | "rtable" | "min-ttl" | "scrub" => {
+                p.skip_value("a value")?
+            }
+            // Match criteria sluice cannot evaluate: remember the first.
+            "os" | "probability" | "max-pkt-rate" | "prio" | "received-on" => {
+                r.unsupported.get_or_insert_with(|| w.clone());
+                p.skip_value("a value")?
+            }
+            "tagged" => {
+                r.unsupported.get_or_insert_with(|| w.clone());
+                p.skip_value("a tag")?
+            }
+            "user" | "group" => {
+                r.unsupported.get_or_insert_with(|| w.clone());
+                skip_id(p)?
+            }
             "icmp-type" | "icmp6-type" => {
-                p.skip_value("an icmp type")?;
-                if p.eat_word("code") {
-                    p.skip_value("an icmp code")?;
-                }
+                let v6 = w.v == "icmp6-type";
+                let mut item = |p: &mut P| -> PResult<Sp<(u8, Option<u8>)>> {
+                    let t = p.word("an icmp type")?;
+                    let typ = units::icmp_type(&t.v, v6).ok_or_else(|| {
+                        Diagnostic::error(format!("unknown {} `{}`", w.v, t.v), t.span).label(
+                            if v6 {
+                                "expected a name (echoreq echorep unreach toobig neighbrsol …) or 0..255"
+                            } else {
+                                "expected a name (echoreq echorep unreach timex redir …) or 0..255"
+                            },
+                        )
+                    })?;
+                    let code = if p.eat_word("code") {
+                        Some(p.number("an icmp code (0..255)", 0, 255)?.v as u8)
+                    } else {
+                        None
+                    };
+                    Ok(Sp::new((typ, code), t.span.to(p.prev_span())))
+                };
+                r.icmp_types = p.list(&mut item)?;
             }
             "route-to" | "reply-to" | "dup-to" | "rdr-to" | "nat-to" | "binat-to" | "divert-to" => {
                 p.skip_value("an address")?;
@@ -449,8 +479,10 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                     p.word("a port")?;
                 }
             }
-            "divert-reply" | "once" | "allow-opts" | "fragment" | "no-df" | "fastroute"
-            | "random-id" => {}
+            "fragment" => {
+                r.unsupported.get_or_insert_with(|| w.clone());
+            }
+            "divert-reply" | "once" | "allow-opts" | "no-df" | "fastroute" | "random-id" => {}
             o => {
                 return Err(
                     Diagnostic::error(format!("unexpected `{o}` in rule"), w.span)

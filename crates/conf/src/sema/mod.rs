@@ -184,6 +184,35 @@ fn is_high_priority(cfg: &Config, name: &str) -> bool {
 }
 
 fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
+    // A criterion sluice cannot evaluate widens the rule if dropped. A shaper
+    // must never block what pf would pass, so a widened `block` is left out;
+    // a widened `pass`/`match` only passes or queues more, and is kept.
+    if let Some(u) = &r.unsupported {
+        if r.action == ir::Action::Block {
+            cx.err(
+                Diagnostic::warning(
+                    format!("block rule left out: sluice cannot evaluate `{}`", u.v),
+                    u.span,
+                )
+                .label("a match criterion of pf's filter")
+                .hint(
+                    "without it the rule would block more than pf does; sluice shapes, pf filters",
+                ),
+            );
+            return;
+        }
+        cx.err(
+            Diagnostic::warning(
+                format!(
+                    "sluice cannot evaluate `{}`: this rule matches without it",
+                    u.v
+                ),
+                u.span,
+            )
+            .label("ignored match criterion")
+            .hint("the rule may match (and queue) more packets than it does in pf"),
+        );
+    }
     if let Some((a, b)) = &r.queue {
         check_queue_name(cx, cfg, r, a);
         if let Some(b) = b {
@@ -229,6 +258,21 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
             p.iter().map(|p| Some(p.v)).collect()
         }
     };
+    if let Some(t) = r.icmp_types.first() {
+        if r.protos.is_empty() || r.protos.iter().any(|p| p.v != 1 && p.v != 58) {
+            cx.err(
+                Diagnostic::error("icmp-type needs `proto icmp` or `proto icmp6`", t.span)
+                    .label("ICMP types exist only in ICMP packets")
+                    .hint("add `proto icmp` (or `proto icmp6` with icmp6-type)"),
+            );
+            return;
+        }
+    }
+    let icmps: Vec<Option<(u8, Option<u8>)>> = if r.icmp_types.is_empty() {
+        vec![None]
+    } else {
+        r.icmp_types.iter().map(|t| Some(t.v)).collect()
+    };
     let (fh, fp, th, tp) = (
         hosts(&r.from_hosts),
         ports(&r.from_ports),
@@ -242,6 +286,7 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
         fp.len(),
         th.len(),
         tp.len(),
+        icmps.len(),
     ]
     .iter()
     .try_fold(1usize, |a, &n| a.checked_mul(n))
@@ -279,7 +324,9 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
             for (fa, fneg) in &fh {
                 for fport in &fp {
                     for (ta, tneg) in &th {
-                        for tport in &tp {
+                        for (tport, icmp) in
+                            tp.iter().flat_map(|t| icmps.iter().map(move |i| (t, i)))
+                        {
                             // pf drops combinations whose address families cannot match.
                             let (ff, tf) = (fam(fa), fam(ta));
                             if let (Some(x), Some(y)) = (ff, tf) {
@@ -312,6 +359,7 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
                                 },
                                 flags: r.flags.as_ref().and_then(|f| f.v),
                                 tos: r.tos,
+                                icmp_type: *icmp,
                                 state,
                                 queue: r
                                     .queue

@@ -34,7 +34,10 @@ impl B<'_, '_, '_> {
         };
         let bw = match &a.bandwidth {
             Some(Sp { v: Bw::Abs(r), .. }) if r.0 > 0 => *r,
-            Some(Sp { v: Bw::Pct(p), span }) if *p > 0 && *p <= 10_000 => {
+            Some(Sp {
+                v: Bw::Pct(p),
+                span,
+            }) if *p > 0 && *p <= 10_000 => {
                 let r = Rate((ASSUMED_IFSPEED.0 as u128 * *p as u128 / 10_000) as u64);
                 self.cx.err(speed_warning(
                     format!("interface speed unknown: bandwidth {r} assumed"),
@@ -51,7 +54,10 @@ impl B<'_, '_, '_> {
             }
             None => {
                 self.cx.err(speed_warning(
-                    format!("`altq on {}` names no bandwidth: {ASSUMED_IFSPEED} assumed", a.iface.v),
+                    format!(
+                        "`altq on {}` names no bandwidth: {ASSUMED_IFSPEED} assumed",
+                        a.iface.v
+                    ),
                     a.iface.span,
                 ));
                 ASSUMED_IFSPEED
