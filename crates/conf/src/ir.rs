@@ -270,8 +270,10 @@ pub struct Rule {
     pub from: Endpoint,
     pub to: Endpoint,
     /// `flags X/Y`: (set, mask), bits F=0x01 S=0x02 R=0x04 P=0x08 A=0x10
-    /// U=0x20 E=0x40 W=0x80. None when not written or `flags any`: pf's
-    /// implicit `S/SA` for stateful TCP rules is the classifier's to apply.
+    /// U=0x20 E=0x40 W=0x80. None when not written or `flags any`. sluice
+    /// does not apply pf's implicit `S/SA` to stateful rules: a bridge that
+    /// starts or restarts mid-connection must still give existing flows
+    /// their state and queue (docs/config.md).
     pub flags: Option<(u8, u8)>,
     pub tos: Option<u8>,
     /// `icmp-type T [code C]` / `icmp6-type …`: ICMP (or ICMPv6, by `proto`)
