@@ -393,8 +393,14 @@ impl B<'_, '_, '_> {
     }
 
     fn unused(&mut self, altqs: &[AltqDecl], pipes: &[PipeDecl]) {
+        // A queue some `{ … }` list names belongs to that tree even when the
+        // tree failed to build; its error is already reported, so no cascade.
+        let listed = |name: &str| {
+            altqs.iter().flat_map(|a| a.children.iter()).any(|c| c.v == name)
+                || self.decls.iter().flat_map(|q| q.children.iter()).any(|c| c.v == name)
+        };
         for i in 0..self.decls.len() {
-            if self.used[i] {
+            if self.used[i] || (self.kinds[i] == Kind::Altq && listed(&self.decls[i].name.v)) {
                 continue;
             }
             let d = &self.decls[i];
