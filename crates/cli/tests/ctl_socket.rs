@@ -1,0 +1,407 @@
+//! The control socket end to end: a daemon state over a real engine that has
+//! forwarded real frames, served on a temporary socket, driven by the
+//! `sluice` binary's client commands; and the metrics endpoint over HTTP.
+
+#[allow(dead_code, unused_imports)]
+#[path = "../src/ctl/mod.rs"]
+mod ctl;
+#[allow(dead_code, unused_imports)]
+#[path = "../src/metrics.rs"]
+mod metrics;
+
+use ctl::proto::Reply;
+use ctl::DaemonState;
+use sluice_engine::{Engine, Options};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+const LAN: usize = 0;
+const WAN: usize = 1;
+
+const GOOD: &str = "\
+altq on $ext_if priq bandwidth 100Kb queue { q_pri, q_def }
+queue q_pri priority 7
+queue q_def priority 1 qlimit 10 priq(default)
+
+pass out on $ext_if proto tcp from any to any flags S/SA keep state queue (q_def, q_pri)
+pass out on $ext_if proto udp queue (q_def, q_pri)
+";
+
+/// Same queue names, a bigger q_def and a new one: q_def keeps its packets.
+const NEW: &str = "\
+altq on $ext_if priq bandwidth 200Kb queue { q_pri, q_def, q_new }
+queue q_pri priority 7
+queue q_def priority 1 qlimit 100 priq(default)
+queue q_new priority 3
+pass out on $ext_if proto udp queue q_def
+";
+
+const BAD: &str = "\
+altq on $ext_if priq bandwidth 100Kb queue { q_pri, q_def }
+queue q_pri priority 99
+queue q_def priority 1 priq(default)
+";
+
+struct Daemon {
+    dir: PathBuf,
+    sock: PathBuf,
+    state: Arc<DaemonState>,
+    wakes: Arc<AtomicU64>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.state.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-ctl-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn defines() -> Vec<(String, String)> {
+    vec![("ext_if".to_string(), "wan0".to_string())]
+}
+
+/// A daemon whose engine has seen one TCP connection and 20 UDP datagrams
+/// into a 10-packet queue, and sent 3 of them.
+fn daemon(name: &str) -> Daemon {
+    let dir = tmpdir(name);
+    let conf = dir.join("pf.conf");
+    std::fs::write(&conf, GOOD).unwrap();
+    let cfg = sluice_conf::check("pf.conf", GOOD, &defines())
+        .unwrap()
+        .config;
+    let engine = Engine::new(
+        &cfg,
+        Options {
+            ifaces: vec!["lan0".into(), "wan0".into()],
+            bridge: vec![(LAN, WAN)],
+            hash_key: [7; 16],
+            iface_addrs: vec![],
+        },
+    )
+    .unwrap();
+    let wakes = Arc::new(AtomicU64::new(0));
+    let w = wakes.clone();
+    let state = Arc::new(DaemonState {
+        engine: Arc::new(Mutex::new(engine)),
+        started: std::time::Instant::now(),
+        ifaces: ["lan0".into(), "wan0".into()],
+        io_method: "test".into(),
+        io_stats: Arc::new(|| vec![("rx_ring_drops".to_string(), 3)]),
+        config_path: conf,
+        defines: defines(),
+        wake: Arc::new(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        }),
+        stop: Arc::new(AtomicBool::new(false)),
+    });
+    {
+        let now = ctl::engine_now(&state);
+        let mut e = state.engine.lock().unwrap();
+        let syn = sluice_wire::build::tcp_v4(
+            Ipv4Addr::new(10, 0, 0, 2),
+            Ipv4Addr::new(192, 0, 2, 1),
+            40000,
+            80,
+            sluice_wire::tcp_flags::SYN,
+            0,
+        );
+        e.handle_rx(now, LAN, syn);
+        for i in 0..20 {
+            let f = sluice_wire::build::udp_v4(
+                Ipv4Addr::new(10, 0, 0, 2),
+                Ipv4Addr::new(192, 0, 2, 1),
+                5000 + i,
+                53,
+                1000,
+            );
+            e.handle_rx(now, LAN, f);
+        }
+        // The token bucket starts full enough for a few packets.
+        let mut sent = 0;
+        while sent < 3 && e.poll_tx(now, WAN).is_some() {
+            sent += 1;
+        }
+        assert!(sent > 0, "nothing left the queue");
+    }
+    let sock = dir.join("ctl.sock");
+    let handle = ctl::spawn_control(&sock, state.clone()).unwrap();
+    Daemon {
+        dir,
+        sock,
+        state,
+        wakes,
+        handle: Some(handle),
+    }
+}
+
+fn sluice(args: &[&str], sock: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .arg("--control")
+        .arg(sock)
+        .output()
+        .expect("run sluice")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn show_queues_json_reports_what_the_engine_counted() {
+    let d = daemon("queues-json");
+    let out = stdout(&sluice(&["show", "queues", "--json"], &d.sock));
+    let Reply::Queues(q) = serde_json::from_str(&out).unwrap() else {
+        panic!("not a queues reply: {out}")
+    };
+    let wan = q.ifaces.iter().find(|i| i.name == "wan0").unwrap();
+    assert_eq!(wan.sched.as_deref(), Some("priq"));
+    assert_eq!(wan.bandwidth_bps, Some(100_000));
+    let def = wan.queues.iter().find(|c| c.name == "q_def").unwrap();
+    // A SYN is no ACK: it and 20 datagrams into qlimit 10, 11 refused.
+    let full = def.drops.iter().find(|d| d.reason == "queue-full").unwrap();
+    assert_eq!(full.packets, 11);
+    assert_eq!(def.dropped_packets, 11);
+    assert_eq!(def.options, vec!["default".to_string()]);
+    assert_eq!(def.qlimit, Some(10));
+    assert_eq!(def.priority, Some(1));
+    let pri = wan.queues.iter().find(|c| c.name == "q_pri").unwrap();
+    assert_eq!((pri.packets, pri.qlength), (0, 0));
+    assert!((1..=3).contains(&def.packets), "passed {}", def.packets);
+    assert_eq!(def.packets + def.qlength, 10);
+    // The engine's own report agrees with the wire.
+    let rep = d.state.engine.lock().unwrap().report();
+    let c = rep[WAN].class("q_def").unwrap();
+    assert_eq!((c.passed_packets, c.qlen), (def.packets, def.qlength));
+    let lan = q.ifaces.iter().find(|i| i.name == "lan0").unwrap();
+    assert_eq!(lan.sched, None);
+}
+
+#[test]
+fn show_queues_text_is_pfctl_like_and_repeats_with_v() {
+    let d = daemon("queues-text");
+    let out = stdout(&sluice(&["show", "queues"], &d.sock));
+    assert!(
+        out.contains("queue root_wan0 on wan0 bandwidth 100Kb priq { q_pri, q_def }\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("queue q_def on wan0 priority 1 qlimit 10 priq( default )\n"),
+        "{out}"
+    );
+    assert!(out.contains("drops: queue-full 11 ]"), "{out}");
+    assert!(out.contains("# lan0: no queueing"), "{out}");
+    let o = sluice(&["show", "queues", "-v", "--count", "2"], &d.sock);
+    let out = stdout(&o);
+    assert_eq!(out.matches("queue q_def on wan0").count(), 2, "{out}");
+    assert_eq!(out.matches("\n---\n").count(), 1, "{out}");
+}
+
+#[test]
+fn show_rules_states_and_info() {
+    let d = daemon("rules");
+    let rules = stdout(&sluice(&["show", "rules"], &d.sock));
+    assert!(
+        rules.starts_with("@0 pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)\n"),
+        "{rules}"
+    );
+    let first = rules.lines().nth(1).unwrap();
+    assert!(first.contains("States: 1 "), "{first}");
+    assert!(rules.contains("Line: 5 ]"), "{rules}");
+    assert!(rules.contains("@1 pass out on wan0 proto udp"), "{rules}");
+
+    let states = stdout(&sluice(&["show", "states"], &d.sock));
+    assert!(
+        states.contains("all tcp 10.0.0.2:40000 -> 192.0.2.1:80       SYN_SENT:CLOSED\n"),
+        "{states}"
+    );
+    assert!(
+        states.contains("queue (q_def, q_pri), age 00:00:"),
+        "{states}"
+    );
+    assert!(states.contains("1:0 pkts"), "{states}");
+
+    let info = stdout(&sluice(&["show", "info"], &d.sock));
+    assert!(
+        info.contains("Bridge: lan0 (lan) <-> wan0 (wan)    I/O: test"),
+        "{info}"
+    );
+    assert!(
+        info.contains(&format!("pid {}", std::process::id())),
+        "{info}"
+    );
+    let rx = info
+        .lines()
+        .find(|l| l.contains("received packets"))
+        .unwrap();
+    let nums: Vec<u64> = rx
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(nums, vec![21, 0], "{rx}");
+    let qf = info.lines().find(|l| l.contains("queue-full")).unwrap();
+    let nums: Vec<u64> = qf
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(nums, vec![0, 11], "{qf}");
+    assert!(info.contains("rx_ring_drops"), "{info}");
+
+    let json = stdout(&sluice(&["show", "info", "--json"], &d.sock));
+    let Reply::Info(i) = serde_json::from_str(&json).unwrap() else {
+        panic!("{json}")
+    };
+    assert_eq!(i.counters[LAN].rx_packets, 21);
+    // One TCP state and one per datagram (UDP pass rules keep state).
+    assert_eq!(i.states, 21);
+    assert_eq!(i.io, vec![("rx_ring_drops".to_string(), 3)]);
+}
+
+#[test]
+fn bad_reload_is_refused_and_good_one_swaps() {
+    let d = daemon("reload");
+    let bad = d.dir.join("bad.conf");
+    std::fs::write(&bad, BAD).unwrap();
+    let before = d.state.engine.lock().unwrap().report();
+    let o = sluice(&["reload", "-f", bad.to_str().unwrap()], &d.sock);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The diagnostics of `sluice check`, pointing into the file.
+    let check = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["check", "-D", "ext_if=wan0"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(err, String::from_utf8_lossy(&check.stderr), "{err}");
+    assert!(err.contains("bad.conf:2"), "{err}");
+    let after = d.state.engine.lock().unwrap().report();
+    assert_eq!(format!("{before:?}"), format!("{after:?}"));
+    assert_eq!(d.wakes.load(Ordering::SeqCst), 0);
+
+    let good = d.dir.join("new.conf");
+    std::fs::write(&good, NEW).unwrap();
+    let queued = d.state.engine.lock().unwrap().queued(WAN) as u64;
+    let out = stdout(&sluice(&["reload", "-f", good.to_str().unwrap()], &d.sock));
+    // Every resident packet was in q_def or q_pri, both still there.
+    assert_eq!(
+        out,
+        format!(
+            "reloaded {}: {queued} packets kept, 0 dropped\n",
+            good.display()
+        )
+    );
+    assert_eq!(d.wakes.load(Ordering::SeqCst), 1);
+    let rep = d.state.engine.lock().unwrap().report();
+    assert!(rep[WAN].class("q_new").is_some());
+    assert_eq!(d.state.engine.lock().unwrap().queued(WAN) as u64, queued);
+    let rules = stdout(&sluice(&["show", "rules"], &d.sock));
+    assert!(
+        rules.starts_with("@0 pass out on wan0 proto udp all queue q_def\n"),
+        "{rules}"
+    );
+    // The TCP state was created by the old rule set: not counted for the new @0.
+    assert!(
+        rules.lines().nth(1).unwrap().contains("States: 0 "),
+        "{rules}"
+    );
+    let states = stdout(&sluice(&["show", "states"], &d.sock));
+    assert!(states.contains(" bytes, rule -\n"), "{states}");
+    let info = stdout(&sluice(&["show", "info"], &d.sock));
+    assert!(
+        info.contains(&format!("Config: {}", good.display())),
+        "{info}"
+    );
+    // Without -f: the daemon's own file again.
+    let out = stdout(&sluice(&["reload"], &d.sock));
+    assert!(out.contains("pf.conf:"), "{out}");
+}
+
+#[test]
+fn stop_sets_the_flag_wakes_and_removes_the_socket() {
+    let mut d = daemon("stop");
+    let out = stdout(&sluice(&["stop"], &d.sock));
+    assert_eq!(out, "sluice is stopping\n");
+    assert!(d.state.stop.load(Ordering::SeqCst));
+    assert_eq!(d.wakes.load(Ordering::SeqCst), 1);
+    d.handle.take().unwrap().join().unwrap();
+    assert!(!d.sock.exists());
+    let o = sluice(&["show", "info"], &d.sock);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is `sluice run` running? (no such socket)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn stale_socket_is_replaced_and_a_live_one_is_not() {
+    let d = daemon("stale");
+    // A second server on a live socket must refuse, not steal it.
+    let e = ctl::spawn_control(&d.sock, d.state.clone()).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
+    let stale = d.dir.join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let o = sluice(&["show", "info"], &stale);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("stale socket"));
+    let h = ctl::spawn_control(&stale, d.state.clone()).unwrap();
+    let out = stdout(&sluice(&["show", "info"], &stale));
+    assert!(out.starts_with("Status: Running"), "{out}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&stale).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    d.state.stop.store(true, Ordering::SeqCst);
+    h.join().unwrap();
+    // A regular file in the way is left alone.
+    let file = d.dir.join("file");
+    std::fs::write(&file, "keep me").unwrap();
+    assert!(ctl::spawn_control(&file, d.state.clone()).is_err());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+}
+
+#[test]
+fn garbage_and_oversized_requests_get_an_error_and_the_server_lives() {
+    use std::io::{BufRead, BufReader, Write};
+    let d = daemon("garbage");
+    let ask = |line: &[u8]| {
+        let mut s = std::os::unix::net::UnixStream::connect(&d.sock).unwrap();
+        s.write_all(line).unwrap();
+        let mut r = String::new();
+        BufReader::new(s).read_line(&mut r).unwrap();
+        serde_json::from_str::<Reply>(&r).unwrap()
+    };
+    assert!(matches!(
+        ask(b"{\"cmd\":\"rm -rf\"}\n"),
+        Reply::Error { .. }
+    ));
+    assert!(matches!(ask(b"\xff\xfe\n"), Reply::Error { .. }));
+    let mut big = vec![b'x'; ctl::proto::MAX_REQUEST_BYTES + 10];
+    big.push(b'\n');
+    let Reply::Error { message } = ask(&big) else {
+        panic!()
+    };
+    assert!(message.contains("longer than"), "{message}");
+    assert!(matches!(ask(b"{\"cmd\":\"show-info\"}\n"), Reply::Info(_)));
+}
