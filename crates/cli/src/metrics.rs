@@ -27,6 +27,8 @@ use std::time::Duration;
 
 /// An HTTP request head longer than this is answered 431 and dropped.
 pub const MAX_HEAD_BYTES: usize = 8192;
+/// Input read and discarded after refusing an oversized head.
+const MAX_DRAIN_BYTES: u64 = 1 << 20;
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the idle server looks at `stop` (see ctl's server).
 const STOP_POLL: Duration = Duration::from_millis(50);
@@ -81,12 +83,17 @@ fn scrape(mut s: TcpStream, state: &DaemonState) -> io::Result<()> {
     // Bounded by MAX_HEAD_BYTES (each read adds at least one byte or ends).
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
         if head.len() > MAX_HEAD_BYTES {
-            return respond(
+            respond(
                 &mut s,
                 "431 Request Header Fields Too Large",
                 "text/plain",
                 "",
-            );
+            )?;
+            // Closing with unread input would reset the connection before
+            // the client reads the answer: send FIN, then drain (bounded).
+            s.shutdown(std::net::Shutdown::Write)?;
+            let _ = io::copy(&mut (&mut s).take(MAX_DRAIN_BYTES), &mut io::sink());
+            return Ok(());
         }
         let n = s.read(&mut buf)?;
         if n == 0 {

@@ -405,3 +405,236 @@ fn garbage_and_oversized_requests_get_an_error_and_the_server_lives() {
     assert!(message.contains("longer than"), "{message}");
     assert!(matches!(ask(b"{\"cmd\":\"show-info\"}\n"), Reply::Info(_)));
 }
+
+#[test]
+fn non_root_peers_are_refused() {
+    if rustix::process::geteuid().as_raw() != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        // Needs root to switch to `nobody`; CI and the dev machines run as root.
+        eprintln!("skipped: not root or no setpriv");
+        return;
+    }
+    let d = daemon("peer");
+    // The tree must be traversable for `nobody` to reach the socket at all.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let as_nobody = || {
+        Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_sluice"))
+            .args(["show", "info", "--control"])
+            .arg(&d.sock)
+            .output()
+            .unwrap()
+    };
+    // Mode 0600: the kernel refuses the connect.
+    let o = as_nobody();
+    if String::from_utf8_lossy(&o.stderr).contains("cannot execute") {
+        eprintln!("skipped: the test binary is not executable by nobody");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("(permission denied: run as root)"), "{err}");
+    // Even with the mode opened up, SO_PEERCRED refuses the peer.
+    std::fs::set_permissions(&d.sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = as_nobody();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("control socket is for root only"), "{err}");
+    // And root still gets through.
+    assert!(stdout(&sluice(&["show", "info"], &d.sock)).starts_with("Status:"));
+}
+
+/// One sample: name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+/// A parsed exposition: `(name, labels) -> value`, and `name -> type`.
+struct Exposition {
+    samples: Vec<Sample>,
+    types: std::collections::HashMap<String, String>,
+}
+
+impl Exposition {
+    fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        self.samples
+            .iter()
+            .find(|(n, l, _)| {
+                n == name
+                    && l.len() == labels.len()
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.iter().any(|(a, b)| a == k && b == v))
+            })
+            .map(|s| s.2)
+    }
+}
+
+fn valid_name(n: &str) -> bool {
+    let mut c = n.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_' || f == ':')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_' || x == ':')
+}
+
+/// Parses Prometheus text format 0.0.4 strictly enough to catch a broken
+/// line, a sample without `# TYPE`, a duplicate series or family.
+fn parse_exposition(text: &str) -> Exposition {
+    let mut types = std::collections::HashMap::new();
+    let mut samples: Vec<Sample> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            assert!(valid_name(name), "{line}");
+            assert!(
+                ["counter", "gauge", "untyped", "summary", "histogram"].contains(&kind),
+                "{line}"
+            );
+            if kind == "counter" {
+                assert!(name.ends_with("_total"), "counter without _total: {line}");
+            }
+            assert!(
+                types.insert(name.to_string(), kind.to_string()).is_none(),
+                "family declared twice: {line}"
+            );
+            continue;
+        }
+        if line.starts_with("# HELP ") {
+            continue;
+        }
+        assert!(
+            !line.starts_with('#') && !line.is_empty(),
+            "stray line {line:?}"
+        );
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("value in {line}"));
+        let (name, labels) = match series.split_once('{') {
+            None => (series.to_string(), Vec::new()),
+            Some((n, rest)) => {
+                let body = rest.strip_suffix('}').unwrap_or_else(|| panic!("{line}"));
+                let mut labels = Vec::new();
+                let mut chars = body.chars().peekable();
+                while chars.peek().is_some() {
+                    let k: String = chars.by_ref().take_while(|c| *c != '=').collect();
+                    assert_eq!(chars.next(), Some('"'), "{line}");
+                    let mut v = String::new();
+                    loop {
+                        match chars.next() {
+                            Some('\\') => match chars.next() {
+                                Some('n') => v.push('\n'),
+                                Some(c) => v.push(c),
+                                None => panic!("{line}"),
+                            },
+                            Some('"') => break,
+                            Some(c) => v.push(c),
+                            None => panic!("unterminated label in {line}"),
+                        }
+                    }
+                    assert!(valid_name(&k), "label {k} in {line}");
+                    labels.push((k, v));
+                    if chars.peek() == Some(&',') {
+                        chars.next();
+                    }
+                }
+                (n.to_string(), labels)
+            }
+        };
+        assert!(valid_name(&name), "{line}");
+        assert!(
+            types.contains_key(&name),
+            "sample before its # TYPE: {line}"
+        );
+        assert!(
+            !samples.iter().any(|(n, l, _)| *n == name && *l == labels),
+            "duplicate series: {line}"
+        );
+        samples.push((name, labels, value));
+    }
+    Exposition { samples, types }
+}
+
+fn http(addr: std::net::SocketAddr, request: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    let (head, body) = r.split_once("\r\n\r\n").unwrap();
+    (head.to_string(), body.to_string())
+}
+
+#[test]
+fn metrics_endpoint_serves_a_parseable_exposition() {
+    let d = daemon("metrics");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let h = ctl::spawn_metrics(addr, d.state.clone()).unwrap();
+    let (head, body) = http(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.0 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains("Content-Type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    assert!(
+        head.contains(&format!("Content-Length: {}", body.len())),
+        "{head}"
+    );
+    let m = parse_exposition(&body);
+
+    let rep = d.state.engine.lock().unwrap().report();
+    let def = rep[WAN].class("q_def").unwrap();
+    let q = |name: &str| m.get(name, &[("iface", "wan0"), ("queue", "q_def")]);
+    assert_eq!(
+        q("sluice_queue_packets_total"),
+        Some(def.passed_packets as f64)
+    );
+    assert_eq!(q("sluice_queue_bytes_total"), Some(def.passed_bytes as f64));
+    assert_eq!(q("sluice_queue_qlength"), Some(def.qlen as f64));
+    assert_eq!(
+        q("sluice_queue_backlog_bytes"),
+        Some(def.backlog_bytes as f64)
+    );
+    assert_eq!(q("sluice_queue_qlimit"), Some(10.0));
+    assert_eq!(q("sluice_queue_ecn_marks_total"), Some(0.0));
+    let drops = [
+        ("iface", "wan0"),
+        ("queue", "q_def"),
+        ("reason", "queue-full"),
+    ];
+    assert_eq!(m.get("sluice_queue_drops_total", &drops), Some(11.0));
+    for qt in ["0.5", "0.99"] {
+        let l = [("iface", "wan0"), ("queue", "q_def"), ("quantile", qt)];
+        let v = m.get("sluice_queue_sojourn_seconds", &l).unwrap();
+        assert!((0.0..1.0).contains(&v), "{v}");
+    }
+    assert_eq!(m.get("sluice_states", &[]), Some(21.0));
+    assert!(m.get("sluice_state_limit", &[]).unwrap() >= 21.0);
+    assert_eq!(
+        m.get("sluice_iface_rx_packets_total", &[("iface", "lan0")]),
+        Some(21.0)
+    );
+    let tx = rep[WAN].counters.tx_frames as f64;
+    assert_eq!(
+        m.get("sluice_iface_tx_packets_total", &[("iface", "wan0")]),
+        Some(tx)
+    );
+    let cause = [("iface", "wan0"), ("cause", "queue")];
+    assert_eq!(m.get("sluice_iface_dropped_total", &cause), Some(11.0));
+    assert_eq!(m.get("sluice_io", &[("stat", "rx_ring_drops")]), Some(3.0));
+    assert_eq!(m.types["sluice_queue_drops_total"], "counter");
+    assert_eq!(m.types["sluice_queue_qlength"], "gauge");
+
+    let (head, _) = http(addr, "GET /nope HTTP/1.0\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.0 404"), "{head}");
+    let (head, _) = http(addr, "POST /metrics HTTP/1.0\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.0 405"), "{head}");
+    let huge = format!("GET /metrics HTTP/1.0\r\nX: {}", "a".repeat(20_000));
+    let (head, _) = http(addr, &huge);
+    assert!(head.starts_with("HTTP/1.0 431"), "{head}");
+
+    d.state.stop.store(true, Ordering::SeqCst);
+    h.join().unwrap();
+}

@@ -273,3 +273,273 @@ pub fn format_info(i: &InfoReply) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(id: u32, name: &str) -> QueueJson {
+        QueueJson {
+            id,
+            name: name.into(),
+            parent: None,
+            options: vec![],
+            bandwidth_bps: None,
+            priority: None,
+            qlimit: None,
+            packets: 0,
+            bytes: 0,
+            dropped_packets: 0,
+            dropped_bytes: 0,
+            drops: vec![],
+            ecn_marks: 0,
+            borrows: 0,
+            overlimits: 0,
+            qlength: 0,
+            backlog_bytes: 0,
+            sojourn_p50_ns: None,
+            sojourn_p99_ns: None,
+            sojourn_max_ns: None,
+        }
+    }
+
+    #[test]
+    fn queues_golden() {
+        let def = QueueJson {
+            priority: Some(1),
+            qlimit: Some(50),
+            options: vec!["default".into()],
+            packets: 1234,
+            bytes: 1_800_000,
+            dropped_packets: 12,
+            dropped_bytes: 18_000,
+            drops: vec![DropJson {
+                reason: "queue-full".into(),
+                packets: 12,
+                bytes: 18_000,
+            }],
+            qlength: 7,
+            sojourn_p50_ns: Some(48_000_000),
+            sojourn_p99_ns: Some(96_100_000),
+            sojourn_max_ns: Some(120_000_000),
+            ..queue(2, "q_def")
+        };
+        let pri = QueueJson {
+            priority: Some(7),
+            qlimit: Some(50),
+            ..queue(1, "q_pri")
+        };
+        let r = QueuesReply {
+            ifaces: vec![
+                IfaceQueues {
+                    name: "lan0".into(),
+                    sched: None,
+                    bandwidth_bps: None,
+                    queues: vec![],
+                },
+                IfaceQueues {
+                    name: "wan0".into(),
+                    sched: Some("priq".into()),
+                    bandwidth_bps: Some(100_000),
+                    queues: vec![queue(0, "root_wan0"), pri, def],
+                },
+            ],
+        };
+        let want = "\
+# lan0: no queueing (frames leave in arrival order)
+queue root_wan0 on wan0 bandwidth 100Kb priq { q_pri, q_def }
+  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    0/   -  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+queue q_pri on wan0 priority 7 qlimit 50 priq
+  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    0/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+queue q_def on wan0 priority 1 qlimit 50 priq( default )
+  [ pkts:       1234  bytes:    1800000  dropped pkts:     12 bytes:    18000 ]
+  [ qlength:    7/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: 48.0 ms  p99: 96.1 ms  max: 120.0 ms  drops: queue-full 12 ]
+";
+        assert_eq!(format_queues(&r), want);
+    }
+
+    #[test]
+    fn hfsc_children_follow_parents() {
+        let mut a = queue(1, "parent");
+        a.bandwidth_bps = Some(1_000_000);
+        let mut b = queue(2, "kid");
+        b.parent = Some("parent".into());
+        b.options = vec!["realtime (2Mb 10 1Mb)".into()];
+        let r = QueuesReply {
+            ifaces: vec![IfaceQueues {
+                name: "wan0".into(),
+                sched: Some("hfsc".into()),
+                bandwidth_bps: Some(10_000_000),
+                queues: vec![queue(0, "root_wan0"), a, b],
+            }],
+        };
+        let out = format_queues(&r);
+        let heads: Vec<&str> = out.lines().filter(|l| l.starts_with("queue")).collect();
+        assert_eq!(
+            heads,
+            [
+                "queue root_wan0 on wan0 bandwidth 10Mb hfsc { parent }",
+                "queue parent on wan0 bandwidth 1Mb hfsc { kid }",
+                "queue kid on wan0 hfsc( realtime (2Mb 10 1Mb) )",
+            ]
+        );
+    }
+
+    fn state(direction: &str, src: &str, rule: Option<u32>) -> StateJson {
+        StateJson {
+            proto: "tcp".into(),
+            src: src.into(),
+            src_port: 51234,
+            dst: if src.contains(':') {
+                "2001:db8::1"
+            } else {
+                "192.0.2.1"
+            }
+            .into(),
+            dst_port: 80,
+            direction: direction.into(),
+            state: "ESTABLISHED:ESTABLISHED".into(),
+            queue: Some("q_def".into()),
+            queue_pri: Some("q_pri".into()),
+            rule,
+            packets: [14, 12],
+            bytes: [1200, 9000],
+            age_ns: 12_000_000_000,
+            expires_in_ns: 86_388_000_000_000,
+        }
+    }
+
+    #[test]
+    fn states_golden() {
+        let r = StatesReply {
+            total: 3,
+            limit: 10_000,
+            states: vec![
+                state("out", "10.0.0.2", Some(0)),
+                state("in", "2001:db8::2", None),
+            ],
+        };
+        let want = "\
+all tcp 10.0.0.2:51234 -> 192.0.2.1:80       ESTABLISHED:ESTABLISHED
+   queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule 0
+all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
+   queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule -
+# 2 of 3 states shown
+";
+        assert_eq!(format_states(&r), want);
+    }
+
+    #[test]
+    fn rules_golden() {
+        let r = RulesReply {
+            rules: vec![
+                RuleJson {
+                    number: 0,
+                    line: 10,
+                    text: Some(
+                        "pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)".into(),
+                    ),
+                    evaluations: 1234,
+                    matches: 99,
+                    packets: 5678,
+                    bytes: 1_234_567,
+                    state_creations: 9,
+                    states: 3,
+                },
+                RuleJson {
+                    number: 1,
+                    line: 12,
+                    text: None,
+                    evaluations: 0,
+                    matches: 0,
+                    packets: 0,
+                    bytes: 0,
+                    state_creations: 0,
+                    states: 0,
+                },
+            ],
+        };
+        let want = "\
+@0 pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)
+  [ Evaluations: 1234       Packets: 5678       Bytes: 1234567      States: 3      ]
+  [ Matches: 99         State Creations: 9          Line: 10 ]
+@1 (line 12: text unavailable, the file changed since it was loaded)
+  [ Evaluations: 0          Packets: 0          Bytes: 0            States: 0      ]
+  [ Matches: 0          State Creations: 0          Line: 12 ]
+";
+        assert_eq!(format_rules(&r), want);
+    }
+
+    #[test]
+    fn info_golden() {
+        let lan = IfaceCountersJson {
+            name: "lan0".into(),
+            rx_packets: 21,
+            rx_bytes: 21_000,
+            blocked: 1,
+            ..Default::default()
+        };
+        let wan = IfaceCountersJson {
+            name: "wan0".into(),
+            tx_packets: 3,
+            tx_bytes: 3000,
+            queue_drops: 11,
+            queue_drops_by_reason: vec![DropJson {
+                reason: "queue-full".into(),
+                packets: 11,
+                bytes: 11_000,
+            }],
+            ..Default::default()
+        };
+        let i = InfoReply {
+            version: "0.1.0".into(),
+            pid: 42,
+            uptime_ns: 90_061_000_000_000,
+            ifaces: vec!["lan0".into(), "wan0".into()],
+            io_method: "af_packet".into(),
+            config: "/etc/sluice/pf.conf".into(),
+            counters: vec![lan, wan],
+            states: 5,
+            state_limit: 10_000,
+            state_inserts: 7,
+            state_removals: 2,
+            state_limit_hits: 0,
+            io: vec![("rx_ring_drops".into(), 3)],
+        };
+        let want = "\
+Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
+Bridge: lan0 (lan) <-> wan0 (wan)    I/O: af_packet
+Config: /etc/sluice/pf.conf
+
+Counters                              lan0            wan0
+  received packets                      21               0
+  received bytes                     21000               0
+  sent packets                           0               3
+  sent bytes                             0            3000
+  non-IP forwarded                       0               0
+  ECN marked                             0               0
+Drops
+  malformed                              0               0
+  blocked                                1               0
+  state-limit                            0               0
+  no-route                               0               0
+  queue (egress)                         0              11
+    queue-full                           0              11
+  reload                                 0               0
+State Table
+  current entries                        5
+  limit                              10000
+  inserts                                7
+  removals                               2
+  limit hits                             0
+I/O (af_packet)
+  rx_ring_drops                          3
+";
+        assert_eq!(format_info(&i), want);
+    }
+}
