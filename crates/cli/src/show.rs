@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod format;
-pub use format::{format_info, format_queues, format_rules, format_states};
+pub use format::{format_info, format_queues, format_queues_measured, format_rules, format_states};
 
 /// A reply larger than this is refused (a full state table of 100k states
 /// is about 40 MB of JSON).
@@ -199,22 +199,30 @@ pub fn run_show(a: ShowArgs) -> ExitCode {
 fn watch(ctl: &ControlArg, json: bool, count: Option<u64>) -> ExitCode {
     let tty = std::io::stdout().is_terminal();
     let mut shown = 0u64;
+    let mut prev: Option<(QueuesReply, std::time::Instant)> = None;
     loop {
         let reply = match request(&ctl.control, &Request::ShowQueues) {
             Err(m) => return fail(&format!("error: {m}")),
             Ok(Reply::Error { message }) => return fail(&message),
             Ok(r) => r,
         };
+        let at = std::time::Instant::now();
         if tty {
             // Home and clear, as pfctl's refresh does.
             print!("\x1b[H\x1b[2J");
         } else if shown > 0 {
             println!("---");
         }
-        if json {
-            print_json(&reply);
-        } else {
-            print!("{}", format_reply(&reply));
+        match &reply {
+            _ if json => print_json(&reply),
+            Reply::Queues(q) => {
+                let before = prev
+                    .as_ref()
+                    .map(|(p, t)| (p, at.duration_since(*t).as_secs_f64()));
+                print!("{}", format_queues_measured(q, before));
+                prev = Some((q.clone(), at));
+            }
+            other => print!("{}", format_reply(other)),
         }
         let _ = std::io::stdout().flush();
         shown += 1;

@@ -216,6 +216,13 @@ fn show_queues_text_is_pfctl_like_and_repeats_with_v() {
     let out = stdout(&o);
     assert_eq!(out.matches("queue q_def on wan0").count(), 2, "{out}");
     assert_eq!(out.matches("\n---\n").count(), 1, "{out}");
+    // From the second display on, each queue of wan0 has its measured rate.
+    assert_eq!(
+        out.matches("  [ measured: 0.0 packets/s, 0.00b/s ]\n")
+            .count(),
+        3,
+        "{out}"
+    );
 }
 
 #[test]

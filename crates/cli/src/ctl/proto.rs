@@ -253,4 +253,26 @@ mod tests {
         assert!(s.starts_with(r#"{"kind":"rules","rules":[{"number":0,"line":3,"#));
         assert_eq!(serde_json::from_str::<Reply>(&s).unwrap(), r);
     }
+
+    /// The schema in docs/control.md is the schema: every JSON example there
+    /// parses as a reply and prints back with exactly the same fields.
+    #[test]
+    fn documented_examples_are_the_schema() {
+        let doc = include_str!("../../../../docs/control.md");
+        let mut kinds = Vec::new();
+        let mut rest = doc;
+        // Bounded by the number of code blocks in the file.
+        while let Some(start) = rest.find("```json\n") {
+            let body = &rest[start + 8..];
+            let end = body.find("```").expect("unterminated block");
+            let text = &body[..end];
+            let reply: Reply = serde_json::from_str(text)
+                .unwrap_or_else(|e| panic!("{e} in documented example:\n{text}"));
+            let doc_value: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_value(&reply).unwrap(), doc_value, "{text}");
+            kinds.push(doc_value["kind"].as_str().unwrap().to_string());
+            rest = &body[end..];
+        }
+        assert_eq!(kinds, ["queues", "states", "rules", "info", "reloaded"]);
+    }
 }

@@ -28,6 +28,32 @@ fn children<'a>(iface: &'a IfaceQueues, q: &QueueJson) -> Vec<&'a str> {
 
 /// `pfctl -vvsq`: a header in pf.conf syntax, then three bracketed lines.
 pub fn format_queues(r: &QueuesReply) -> String {
+    format_queues_measured(r, None)
+}
+
+/// Rate of a counter between two snapshots `secs` apart (`None` when the
+/// counter went backwards: the queue was re-created by a reload).
+fn per_sec(now: u64, before: u64, secs: f64) -> Option<f64> {
+    (now >= before && secs > 0.0).then(|| (now - before) as f64 / secs)
+}
+
+/// pfctl's spelling of a measured rate: `12.3Kb/s`.
+fn rate_text(bits_per_sec: f64) -> String {
+    if bits_per_sec >= 1e9 {
+        format!("{:.2}Gb/s", bits_per_sec / 1e9)
+    } else if bits_per_sec >= 1e6 {
+        format!("{:.2}Mb/s", bits_per_sec / 1e6)
+    } else if bits_per_sec >= 1e3 {
+        format!("{:.2}Kb/s", bits_per_sec / 1e3)
+    } else {
+        format!("{bits_per_sec:.2}b/s")
+    }
+}
+
+/// As [`format_queues`]; with the previous snapshot and the seconds since,
+/// a fourth line per queue gives the measured rates, as `pfctl -vvsq` does
+/// from its second display on.
+pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>) -> String {
     let mut o = String::new();
     for iface in &r.ifaces {
         let Some(sched) = &iface.sched else {
@@ -92,6 +118,21 @@ pub fn format_queues(r: &QueuesReply) -> String {
                 ms(q.sojourn_max_ns),
                 drops
             );
+            let before = prev.and_then(|(p, secs)| {
+                let pi = p.ifaces.iter().find(|x| x.name == iface.name)?;
+                let pq = pi.queues.iter().find(|x| x.name == q.name)?;
+                Some((
+                    per_sec(q.packets, pq.packets, secs)?,
+                    per_sec(q.bytes, pq.bytes, secs)?,
+                ))
+            });
+            if let Some((pps, bps)) = before {
+                let _ = writeln!(
+                    o,
+                    "  [ measured: {pps:.1} packets/s, {} ]",
+                    rate_text(bps * 8.0)
+                );
+            }
         }
     }
     o
@@ -361,6 +402,34 @@ queue q_def on wan0 priority 1 qlimit 50 priq( default )
   [ sojourn p50: 48.0 ms  p99: 96.1 ms  max: 120.0 ms  drops: queue-full 12 ]
 ";
         assert_eq!(format_queues(&r), want);
+    }
+
+    #[test]
+    fn measured_rates_between_two_snapshots() {
+        let snap = |packets, bytes| QueuesReply {
+            ifaces: vec![IfaceQueues {
+                name: "wan0".into(),
+                sched: Some("priq".into()),
+                bandwidth_bps: Some(1_000_000),
+                queues: vec![QueueJson {
+                    packets,
+                    bytes,
+                    ..queue(1, "q")
+                }],
+            }],
+        };
+        let (a, b) = (snap(100, 150_000), snap(300, 400_000));
+        // 200 packets and 250 kB in 2 s: 100 packets/s, 1 Mb/s.
+        let out = format_queues_measured(&b, Some((&a, 2.0)));
+        assert!(
+            out.ends_with("  [ measured: 100.0 packets/s, 1.00Mb/s ]\n"),
+            "{out}"
+        );
+        // A counter that went backwards (reload) shows no rate.
+        let out = format_queues_measured(&a, Some((&b, 2.0)));
+        assert!(!out.contains("measured"), "{out}");
+        assert_eq!(rate_text(999.0), "999.00b/s");
+        assert_eq!(rate_text(12_345.0), "12.35Kb/s");
     }
 
     #[test]
