@@ -194,7 +194,58 @@ fn proto_name(p: u8) -> String {
     }
 }
 
-fn state_json(s: &StateView<'_>, now: Instant, since: Instant) -> StateJson {
+/// A state copied out under the engine lock. Queue names become indices into
+/// a short list, so the copy allocates nothing per state; the strings are
+/// made after the lock is released (100k states: the lock is held for the
+/// copy only, not for ~7 string allocations per state).
+#[derive(Clone, Copy)]
+struct RawState {
+    proto: u8,
+    src: (std::net::IpAddr, u16),
+    dst: (std::net::IpAddr, u16),
+    direction: Direction,
+    proto_state: sluice_classify::ProtoState,
+    queue: Option<usize>,
+    queue_pri: Option<usize>,
+    rule: u32,
+    packets: [u64; 2],
+    bytes: [u64; 2],
+    created: Instant,
+    expires: Instant,
+}
+
+/// Index of `name` in `names`, added if new. The list holds the queue names
+/// of the config: a few dozen at most, so a linear search is cheapest.
+fn intern<'a>(names: &mut Vec<&'a str>, name: Option<&'a str>) -> Option<usize> {
+    let name = name?;
+    Some(match names.iter().position(|n| *n == name) {
+        Some(i) => i,
+        None => {
+            names.push(name);
+            names.len() - 1
+        }
+    })
+}
+
+fn raw_state<'a>(s: &StateView<'a>, names: &mut Vec<&'a str>) -> RawState {
+    RawState {
+        proto: s.proto,
+        src: s.src,
+        dst: s.dst,
+        direction: s.direction,
+        proto_state: s.proto_state,
+        queue: intern(names, s.queue),
+        queue_pri: intern(names, s.queue_pri),
+        rule: s.rule,
+        packets: s.packets,
+        bytes: s.bytes,
+        created: s.created,
+        expires: s.expires,
+    }
+}
+
+fn state_json(s: &RawState, names: &[String], now: Instant, since: Instant) -> StateJson {
+    let name = |i: Option<usize>| i.and_then(|i| names.get(i).cloned());
     StateJson {
         proto: proto_name(s.proto),
         src: s.src.0.to_string(),
@@ -206,8 +257,8 @@ fn state_json(s: &StateView<'_>, now: Instant, since: Instant) -> StateJson {
             Direction::Out => "out".into(),
         },
         state: s.proto_state.to_string(),
-        queue: s.queue.map(str::to_string),
-        queue_pri: s.queue_pri.map(str::to_string),
+        queue: name(s.queue),
+        queue_pri: name(s.queue_pri),
         rule: (s.created >= since).then_some(s.rule),
         packets: s.packets,
         bytes: s.bytes,
@@ -224,18 +275,24 @@ fn rules_since(state: &DaemonState) -> Instant {
 pub fn states(state: &DaemonState) -> StatesReply {
     let now = engine_now(state);
     let since = rules_since(state);
-    let e = lock(state);
-    let st = e.classifier().stats();
-    let states = e
-        .classifier()
-        .states()
-        .take(STATES_SHOWN_CAP)
-        .map(|s| state_json(&s, now, since))
-        .collect();
+    let (st, raw, names) = {
+        let e = lock(state);
+        let c = e.classifier();
+        let mut names: Vec<&str> = Vec::new();
+        let mut raw = Vec::with_capacity(c.stats().states.min(STATES_SHOWN_CAP));
+        for s in c.states().take(STATES_SHOWN_CAP) {
+            raw.push(raw_state(&s, &mut names));
+        }
+        let names: Vec<String> = names.into_iter().map(str::to_string).collect();
+        (c.stats(), raw, names)
+    };
     StatesReply {
         total: st.states as u64,
         limit: st.state_limit as u64,
-        states,
+        states: raw
+            .iter()
+            .map(|s| state_json(s, &names, now, since))
+            .collect(),
     }
 }
 
