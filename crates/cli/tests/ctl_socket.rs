@@ -334,6 +334,36 @@ fn bad_reload_is_refused_and_good_one_swaps() {
     );
     let states = stdout(&sluice(&["show", "states"], &d.sock));
     assert!(states.contains(" bytes, rule -\n"), "{states}");
+    // A connection after the reload is the new @0's.
+    {
+        let now = ctl::engine_now(&d.state);
+        let f = sluice_wire::build::udp_v4(
+            Ipv4Addr::new(10, 0, 0, 3),
+            Ipv4Addr::new(192, 0, 2, 1),
+            7000,
+            53,
+            100,
+        );
+        d.state.engine.lock().unwrap().handle_rx(now, LAN, f);
+    }
+    let rules = stdout(&sluice(&["show", "rules"], &d.sock));
+    assert!(
+        rules.lines().nth(1).unwrap().contains("States: 1 "),
+        "{rules}"
+    );
+    let states = stdout(&sluice(&["show", "states"], &d.sock));
+    let mut lines = states.lines();
+    lines
+        .by_ref()
+        .find(|l| *l == "all udp 10.0.0.3:7000 -> 192.0.2.1:53       SINGLE:NO_TRAFFIC")
+        .unwrap_or_else(|| panic!("{states}"));
+    let detail = lines.next().unwrap();
+    // Age and expiry depend on how fast the test runs; the rest does not.
+    assert!(detail.starts_with("   queue q_def, age 00:00:"), "{detail}");
+    assert!(
+        detail.ends_with(", 1:0 pkts, 128:0 bytes, rule 0"),
+        "{detail}"
+    );
     let info = stdout(&sluice(&["show", "info"], &d.sock));
     assert!(
         info.contains(&format!("Config: {}", good.display())),

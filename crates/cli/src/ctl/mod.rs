@@ -21,7 +21,8 @@
 //! - **Protocol**: one JSON object per line each way (docs/control.md).
 //! - **Time**: the engine is driven with nanoseconds since
 //!   [`DaemonState::started`] ([`engine_now`]); state ages and expiries are
-//!   reported against that clock.
+//!   reported against that clock. Nothing else depends on it: which states
+//!   belong to the current rules is decided from the states' own times.
 
 #![forbid(unsafe_code)]
 
@@ -45,6 +46,9 @@ pub const DEFAULT_SOCKET: &str = "/run/sluice.sock";
 /// `run` builds it once; the servers only read it (and lock the engine).
 pub struct DaemonState {
     pub engine: Arc<Mutex<Engine>>,
+    /// Start of the daemon, and the engine's epoch: `run` drives the engine
+    /// with `Instant::from_nanos(started.elapsed())` ([`engine_now`]), which
+    /// state ages and expiries in `show states` are measured against.
     pub started: std::time::Instant,
     /// `[lan, wan]` as given to `--bridge`.
     pub ifaces: [String; 2],
@@ -112,10 +116,21 @@ pub fn reload_from(state: &DaemonState, path: Option<&Path>) -> Result<ReloadRep
             ));
         }
     }
-    let r = lock(state)
-        .reload(&checked.config)
-        .map_err(|e| format!("error: {name}: cannot build queues: {e}\n"))?;
-    note_loaded(state, path, checked.config, engine_now(state));
+    let (r, since) = {
+        let mut e = lock(state);
+        let r = e
+            .reload(&checked.config)
+            .map_err(|e| format!("error: {name}: cannot build queues: {e}\n"))?;
+        // The engine's clock never goes back, so every state created from
+        // now on is younger than every state that exists now, whatever clock
+        // the I/O layer drives the engine with. Bounded by the state limit.
+        let newest = e.classifier().states().map(|s| s.created).max();
+        (
+            r,
+            newest.map_or(sluice_time::Instant::ZERO, |t| t + sluice_time::Duration(1)),
+        )
+    };
+    note_loaded(state, path, checked.config, since);
     (state.wake)();
     Ok(ReloadReport {
         file: name,
@@ -130,8 +145,8 @@ pub fn reload_from(state: &DaemonState, path: Option<&Path>) -> Result<ReloadRep
 pub(crate) struct Loaded {
     pub path: PathBuf,
     pub config: ir::Config,
-    /// Engine time of the load. States keep the rule index they were created
-    /// with; those older than this index the previous rule set.
+    /// States keep the rule index they were created with; those created
+    /// before this engine time index the previous rule set.
     pub since: sluice_time::Instant,
 }
 
@@ -144,8 +159,8 @@ fn registry() -> &'static Registry {
     R.get_or_init(|| Mutex::new(Vec::new()))
 }
 
-/// Records the configuration now running in `state.engine`, loaded at
-/// engine time `since`.
+/// Records the configuration now running in `state.engine`; states created
+/// at or after engine time `since` belong to its rules.
 pub fn note_loaded(
     state: &DaemonState,
     path: &Path,
