@@ -374,3 +374,82 @@ pub fn info(state: &DaemonState) -> InfoReply {
         io: (state.io_stats)(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_engine::{Engine, Options};
+    use std::net::Ipv4Addr;
+
+    const HFSC: &str = "\
+altq on wan0 hfsc bandwidth 1Mb queue { parent, bulk }
+queue parent bandwidth 50% { voip, interactive }
+  queue voip bandwidth 50% qlimit 5 hfsc(realtime (160Kb 20 64Kb))
+  queue interactive bandwidth 50% qlimit 5 hfsc(red)
+queue bulk bandwidth 50% qlimit 5 hfsc(default ecn upperlimit 95%)
+pass out on wan0 proto udp to port 5060 queue voip
+pass out on wan0 proto udp to port 53 queue bulk
+";
+
+    fn engine() -> (Engine, ir::Config) {
+        let cfg = sluice_conf::check("t.conf", HFSC, &[]).unwrap().config;
+        let mut e = Engine::new(
+            &cfg,
+            Options {
+                ifaces: vec!["lan0".into(), "wan0".into()],
+                bridge: vec![(0, 1)],
+                hash_key: [3; 16],
+                iface_addrs: vec![],
+            },
+        )
+        .unwrap();
+        for (i, port) in (0..40u16).map(|i| (i, if i % 2 == 0 { 5060 } else { 53 })) {
+            let f = sluice_wire::build::udp_v4(
+                Ipv4Addr::new(10, 0, 0, 2),
+                Ipv4Addr::new(192, 0, 2, 1),
+                6000 + i,
+                port,
+                500,
+            );
+            e.handle_rx(Instant(1), 0, f);
+        }
+        (e, cfg)
+    }
+
+    #[test]
+    fn queue_options_as_pf_conf_spells_them() {
+        let (e, cfg) = engine();
+        let q = queues_from(&e.report(), Some(&cfg));
+        let wan = &q.ifaces[1];
+        let opts = |n: &str| {
+            wan.queues
+                .iter()
+                .find(|q| q.name == n)
+                .unwrap()
+                .options
+                .clone()
+        };
+        assert_eq!(opts("voip"), ["realtime (160Kb 20 64Kb)"]);
+        assert_eq!(opts("interactive"), ["red"]);
+        assert_eq!(opts("bulk"), ["default", "ecn", "upperlimit 950Kb"]);
+        assert!(opts("parent").is_empty());
+        // Without the config, the counters are still there.
+        let bare = queues_from(&e.report(), None);
+        assert!(bare.ifaces[1].queues.iter().all(|q| q.options.is_empty()));
+        assert_eq!(bare.ifaces[1].queues.len(), wan.queues.len());
+    }
+
+    #[test]
+    fn drops_by_reason_count_each_drop_once() {
+        let (e, _) = engine();
+        let rep = e.report();
+        let c = counters_json(&rep[1]);
+        // 20 datagrams into each of two 5-packet leaves.
+        assert_eq!(c.queue_drops, 30);
+        let sum: u64 = c.queue_drops_by_reason.iter().map(|d| d.packets).sum();
+        assert_eq!(sum, c.queue_drops, "{:?}", c.queue_drops_by_reason);
+        assert_eq!(c.queue_drops_by_reason[0].reason, "queue-full");
+        assert_eq!(c.queue_drops_by_reason[0].bytes, 30 * 542);
+        assert!(counters_json(&rep[0]).queue_drops_by_reason.is_empty());
+    }
+}
