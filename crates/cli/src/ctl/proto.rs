@@ -1,0 +1,278 @@
+//! The control protocol: one JSON object per line each way. The schema is
+//! documented in docs/control.md; `sluice show … --json` prints the `Reply`
+//! objects as they arrive.
+
+use serde::{Deserialize, Serialize};
+
+/// A request line longer than this is refused (requests are a few dozen
+/// bytes; a reload path is at most PATH_MAX).
+pub const MAX_REQUEST_BYTES: usize = 8192;
+/// `show states` returns at most this many states (the rest are counted in
+/// `StatesReply::total`): copying them holds the engine lock.
+pub const STATES_SHOWN_CAP: usize = 100_000;
+
+/// A client's request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "kebab-case")]
+pub enum Request {
+    ShowQueues,
+    ShowStates,
+    ShowRules,
+    ShowInfo,
+    /// `file`: an absolute path; none reloads the daemon's `-f` file.
+    Reload {
+        #[serde(default)]
+        file: Option<String>,
+    },
+    Stop,
+}
+
+/// The server's answer: exactly one line per request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Reply {
+    Queues(QueuesReply),
+    States(StatesReply),
+    Rules(RulesReply),
+    Info(InfoReply),
+    Reloaded(super::ReloadReport),
+    Stopping,
+    /// The request failed; `message` is meant for a person (for a refused
+    /// reload: the rendered diagnostics of `sluice check`).
+    Error {
+        message: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueuesReply {
+    pub ifaces: Vec<IfaceQueues>,
+}
+
+/// The queue tree of one interface; `sched` is none for an unshaped one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IfaceQueues {
+    pub name: String,
+    /// `priq`, `cbq`, `hfsc`, `pipe`.
+    pub sched: Option<String>,
+    pub bandwidth_bps: Option<u64>,
+    pub queues: Vec<QueueJson>,
+}
+
+/// One class. Counters are cumulative since the queue was created (a queue
+/// that keeps its name across a reload starts again from zero).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueueJson {
+    pub id: u32,
+    /// pfctl's name for the unnamed root: `root_IFACE`.
+    pub name: String,
+    pub parent: Option<String>,
+    /// Options as written in pf.conf: `default`, `red`, `ecn`, `rio`,
+    /// `borrow`, `realtime 1Mb`, `flows 1024` …
+    pub options: Vec<String>,
+    pub bandwidth_bps: Option<u64>,
+    pub priority: Option<u8>,
+    pub qlimit: Option<u32>,
+    pub packets: u64,
+    pub bytes: u64,
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    pub drops: Vec<DropJson>,
+    pub ecn_marks: u64,
+    pub borrows: u64,
+    /// Times the class was held back by its rate (pfctl's "suspends").
+    pub overlimits: u64,
+    pub qlength: u64,
+    pub backlog_bytes: u64,
+    pub sojourn_p50_ns: Option<u64>,
+    pub sojourn_p99_ns: Option<u64>,
+    pub sojourn_max_ns: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DropJson {
+    /// `queue-full`, `aqm`, `loss`, `no-class`, `purge`.
+    pub reason: String,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatesReply {
+    /// Resident states, including those shown.
+    pub total: u64,
+    pub limit: u64,
+    pub states: Vec<StateJson>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StateJson {
+    /// `tcp`, `udp`, `icmp`, `ipv6-icmp` or the protocol number.
+    pub proto: String,
+    /// The initiator and the responder.
+    pub src: String,
+    pub src_port: u16,
+    pub dst: String,
+    pub dst_port: u16,
+    /// Direction at which the initiator's packets were seen: `in` or `out`.
+    pub direction: String,
+    /// pfctl's `ESTABLISHED:ESTABLISHED`, `MULTIPLE:SINGLE`, `0:0`.
+    pub state: String,
+    pub queue: Option<String>,
+    pub queue_pri: Option<String>,
+    /// Index of the rule that created the state (`@N` of `show rules`);
+    /// none for a state created under a previous rule set (before a reload).
+    pub rule: Option<u32>,
+    /// [initiator→responder, responder→initiator].
+    pub packets: [u64; 2],
+    pub bytes: [u64; 2],
+    pub age_ns: u64,
+    /// 0 for a state that has expired and waits to be purged.
+    pub expires_in_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RulesReply {
+    pub rules: Vec<RuleJson>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuleJson {
+    /// Position after list expansion (pfctl's `@N`).
+    pub number: u32,
+    pub line: u32,
+    /// The rule in canonical form; none when the daemon cannot tell (its
+    /// file changed since it was loaded at start-up).
+    pub text: Option<String>,
+    pub evaluations: u64,
+    pub matches: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// States it created since loaded, and those resident now.
+    pub state_creations: u64,
+    pub states: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InfoReply {
+    pub version: String,
+    pub pid: u32,
+    pub uptime_ns: u64,
+    /// `[lan, wan]`.
+    pub ifaces: Vec<String>,
+    pub io_method: String,
+    pub config: String,
+    pub counters: Vec<IfaceCountersJson>,
+    pub states: u64,
+    pub state_limit: u64,
+    pub state_inserts: u64,
+    pub state_removals: u64,
+    pub state_limit_hits: u64,
+    pub io: Vec<(String, u64)>,
+}
+
+/// An interface's packet counters; the drop causes add up to every frame
+/// received and not forwarded.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IfaceCountersJson {
+    pub name: String,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub non_ip: u64,
+    pub malformed: u64,
+    pub blocked: u64,
+    pub state_limit: u64,
+    pub no_route: u64,
+    pub queue_drops: u64,
+    /// Queue drops by reason, summed over the leaf queues.
+    pub queue_drops_by_reason: Vec<DropJson>,
+    pub reload_drops: u64,
+    pub ecn_marked: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_have_the_documented_spelling() {
+        let cases = [
+            (Request::ShowQueues, r#"{"cmd":"show-queues"}"#),
+            (Request::ShowStates, r#"{"cmd":"show-states"}"#),
+            (Request::ShowRules, r#"{"cmd":"show-rules"}"#),
+            (Request::ShowInfo, r#"{"cmd":"show-info"}"#),
+            (
+                Request::Reload {
+                    file: Some("/etc/sluice/pf.conf".into()),
+                },
+                r#"{"cmd":"reload","file":"/etc/sluice/pf.conf"}"#,
+            ),
+            (Request::Stop, r#"{"cmd":"stop"}"#),
+        ];
+        for (req, text) in cases {
+            assert_eq!(serde_json::to_string(&req).unwrap(), text);
+            assert_eq!(serde_json::from_str::<Request>(text).unwrap(), req);
+        }
+        // `file` may be left out.
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"cmd":"reload"}"#).unwrap(),
+            Request::Reload { file: None }
+        );
+        assert!(serde_json::from_str::<Request>(r#"{"cmd":"format-disk"}"#).is_err());
+    }
+
+    #[test]
+    fn replies_are_tagged_by_kind() {
+        let e = Reply::Error {
+            message: "no".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"kind":"error","message":"no"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Reply::Stopping).unwrap(),
+            r#"{"kind":"stopping"}"#
+        );
+        let r = Reply::Rules(RulesReply {
+            rules: vec![RuleJson {
+                number: 0,
+                line: 3,
+                text: Some("pass all".into()),
+                evaluations: 1,
+                matches: 1,
+                packets: 1,
+                bytes: 40,
+                state_creations: 1,
+                states: 1,
+            }],
+        });
+        let s = serde_json::to_string(&r).unwrap();
+        assert!(s.starts_with(r#"{"kind":"rules","rules":[{"number":0,"line":3,"#));
+        assert_eq!(serde_json::from_str::<Reply>(&s).unwrap(), r);
+    }
+
+    /// The schema in docs/control.md is the schema: every JSON example there
+    /// parses as a reply and prints back with exactly the same fields.
+    #[test]
+    fn documented_examples_are_the_schema() {
+        let doc = include_str!("../../../../docs/control.md");
+        let mut kinds = Vec::new();
+        let mut rest = doc;
+        // Bounded by the number of code blocks in the file.
+        while let Some(start) = rest.find("```json\n") {
+            let body = &rest[start + 8..];
+            let end = body.find("```").expect("unterminated block");
+            let text = &body[..end];
+            let reply: Reply = serde_json::from_str(text)
+                .unwrap_or_else(|e| panic!("{e} in documented example:\n{text}"));
+            let doc_value: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_value(&reply).unwrap(), doc_value, "{text}");
+            kinds.push(doc_value["kind"].as_str().unwrap().to_string());
+            rest = &body[end..];
+        }
+        assert_eq!(kinds, ["queues", "states", "rules", "info", "reloaded"]);
+    }
+}

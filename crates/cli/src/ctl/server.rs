@@ -1,0 +1,161 @@
+//! The Unix-socket server: one thread, one client at a time.
+
+use super::proto::{Reply, Request, MAX_REQUEST_BYTES};
+use super::{note_startup_config, reload_from, snapshot, DaemonState};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A client that sends nothing for this long is dropped, so it cannot hold
+/// the (single-threaded) server.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Requests served on one connection before it is closed (clients send one).
+pub const MAX_REQUESTS_PER_CONN: usize = 64;
+/// How often the idle server looks at `stop`: the accept loop polls so that
+/// a stop from anywhere (SIGTERM, `sluice stop`) ends it without a wake-up.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// Binds `path` (mode 0600, stale socket removed) and serves it on a thread
+/// until `state.stop` is set; the socket file is removed on exit.
+pub fn spawn_control(path: &Path, state: Arc<DaemonState>) -> io::Result<JoinHandle<()>> {
+    let listener = bind(path)?;
+    listener.set_nonblocking(true)?;
+    note_startup_config(&state);
+    let path = path.to_path_buf();
+    std::thread::Builder::new()
+        .name("sluice-ctl".into())
+        .spawn(move || serve(listener, path, state))
+}
+
+fn bind(path: &Path) -> io::Result<UnixListener> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => {
+            if UnixStream::connect(path).is_ok() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!(
+                        "{}: another sluice is already listening there",
+                        path.display()
+                    ),
+                ));
+            }
+            // Nobody answers: left over by a daemon that did not exit cleanly.
+            std::fs::remove_file(path)?;
+        }
+        Ok(_) => {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{}: exists and is not a socket", path.display()),
+            ))
+        }
+        Err(_) => {}
+    }
+    let l = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(l)
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn serve(listener: UnixListener, path: PathBuf, state: Arc<DaemonState>) {
+    let _cleanup = RemoveOnDrop(path);
+    while !state.stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // Errors of one client (gone, too slow, refused) are its own.
+                let _ = client(stream, &state);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(STOP_POLL),
+            Err(_) => std::thread::sleep(STOP_POLL),
+        }
+    }
+}
+
+/// uid 0, or the daemon's own uid (a daemon run by hand in a test).
+fn peer_allowed(stream: &UnixStream) -> io::Result<bool> {
+    let cred = rustix::net::sockopt::socket_peercred(stream)?;
+    let uid = cred.uid.as_raw();
+    Ok(uid == 0 || uid == rustix::process::geteuid().as_raw())
+}
+
+fn client(stream: UnixStream, state: &DaemonState) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut out = stream.try_clone()?;
+    if !peer_allowed(&stream)? {
+        return send(
+            &mut out,
+            &Reply::Error {
+                message: "permission denied: the control socket is for root only".into(),
+            },
+        );
+    }
+    let mut reader = BufReader::new(stream);
+    for _ in 0..MAX_REQUESTS_PER_CONN {
+        let mut line = Vec::new();
+        let n = (&mut reader)
+            .take(MAX_REQUEST_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if line.len() > MAX_REQUEST_BYTES {
+            return send(
+                &mut out,
+                &Reply::Error {
+                    message: format!("request longer than {MAX_REQUEST_BYTES} bytes"),
+                },
+            );
+        }
+        let reply = match serde_json::from_slice::<Request>(&line) {
+            Ok(req) => handle(req, state),
+            Err(e) => Reply::Error {
+                message: format!("bad request: {e}"),
+            },
+        };
+        send(&mut out, &reply)?;
+        if matches!(reply, Reply::Stopping) {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn send(out: &mut UnixStream, reply: &Reply) -> io::Result<()> {
+    let mut text = serde_json::to_vec(reply).map_err(io::Error::other)?;
+    text.push(b'\n');
+    out.write_all(&text)
+}
+
+pub(crate) fn handle(req: Request, state: &DaemonState) -> Reply {
+    match req {
+        Request::ShowQueues => Reply::Queues(snapshot::queues(state)),
+        Request::ShowStates => Reply::States(snapshot::states(state)),
+        Request::ShowRules => Reply::Rules(snapshot::rules(state)),
+        Request::ShowInfo => Reply::Info(snapshot::info(state)),
+        Request::Reload { file } => {
+            let path = file.map(PathBuf::from);
+            match reload_from(state, path.as_deref()) {
+                Ok(r) => Reply::Reloaded(r),
+                Err(message) => Reply::Error { message },
+            }
+        }
+        Request::Stop => {
+            state.stop.store(true, Ordering::SeqCst);
+            (state.wake)();
+            Reply::Stopping
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! Copies of the engine's statistics in the protocol's shape. Each function
+//! holds the engine lock only while it copies.
+
+use super::proto::*;
+use super::{engine_now, loaded, lock, DaemonState};
+use sluice_classify::StateView;
+use sluice_conf::ir::{self, Direction, SchedKind, ServiceCurve};
+use sluice_engine::{ClassReport, IfaceCounters, IfaceReport};
+use sluice_time::Instant;
+
+pub fn sched_name(k: SchedKind) -> &'static str {
+    match k {
+        SchedKind::Priq => "priq",
+        SchedKind::Cbq => "cbq",
+        SchedKind::Hfsc => "hfsc",
+        SchedKind::Pipe => "pipe",
+    }
+}
+
+fn curve(c: &ServiceCurve) -> String {
+    if c.d.as_nanos() == 0 {
+        c.m2.to_string()
+    } else {
+        // pf.conf(5): `(m1 d m2)` with d in milliseconds.
+        format!("({} {} {})", c.m1, c.d.as_nanos() / 1_000_000, c.m2)
+    }
+}
+
+/// The options of a queue as pf.conf spells them.
+pub fn queue_options(q: &ir::Queue) -> Vec<String> {
+    let mut o = Vec::new();
+    for (on, word) in [
+        (q.default, "default"),
+        (q.red, "red"),
+        (q.rio, "rio"),
+        (q.ecn, "ecn"),
+        (q.borrow, "borrow"),
+    ] {
+        if on {
+            o.push(word.to_string());
+        }
+    }
+    if let Some(c) = &q.realtime {
+        o.push(format!("realtime {}", curve(c)));
+    }
+    if let Some(c) = &q.linkshare {
+        // pfctl fills linkshare from bandwidth; only a different one is news.
+        if q.bandwidth.map(ServiceCurve::linear).as_ref() != Some(c) {
+            o.push(format!("linkshare {}", curve(c)));
+        }
+    }
+    if let Some(c) = &q.upperlimit {
+        o.push(format!("upperlimit {}", curve(c)));
+    }
+    if let Some(n) = q.flows {
+        o.push(format!("flows {n}"));
+    }
+    if let Some(n) = q.quantum {
+        o.push(format!("quantum {n}"));
+    }
+    if let Some(n) = q.weight {
+        o.push(format!("weight {n}"));
+    }
+    o
+}
+
+fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueueing>) -> QueueJson {
+    let name = match &c.name {
+        Some(n) => n.clone(),
+        None if c.id.0 == 0 => format!("root_{}", iface.name),
+        None => format!("class{}", c.id.0),
+    };
+    let options = conf
+        .and_then(|q| q.queues.iter().find(|x| Some(&x.name) == c.name.as_ref()))
+        .map(queue_options)
+        .unwrap_or_default();
+    QueueJson {
+        id: c.id.0,
+        name,
+        parent: c.parent.clone(),
+        options,
+        bandwidth_bps: c.bandwidth.map(|r| r.as_bps()),
+        priority: c.priority,
+        qlimit: c.qlimit,
+        packets: c.passed_packets,
+        bytes: c.passed_bytes,
+        dropped_packets: c.dropped_packets(),
+        dropped_bytes: c.drops.iter().map(|d| d.2).sum(),
+        drops: c
+            .drops
+            .iter()
+            .map(|(r, p, b)| DropJson {
+                reason: r.name().to_string(),
+                packets: *p,
+                bytes: *b,
+            })
+            .collect(),
+        ecn_marks: c.ecn_marks,
+        borrows: c.borrows,
+        overlimits: c.overlimits,
+        qlength: c.qlen,
+        backlog_bytes: c.backlog_bytes,
+        sojourn_p50_ns: c.sojourn_p50.map(|d| d.as_nanos()),
+        sojourn_p99_ns: c.sojourn_p99.map(|d| d.as_nanos()),
+        sojourn_max_ns: c.sojourn_max.map(|d| d.as_nanos()),
+    }
+}
+
+/// Queue drops by reason of an interface, summed over its leaves (classful
+/// disciplines also count a child's drops in its parent).
+fn leaf_drops(iface: &IfaceReport) -> Vec<DropJson> {
+    let mut out: Vec<DropJson> = Vec::new();
+    let is_parent = |name: &str| {
+        iface
+            .classes
+            .iter()
+            .any(|c| c.parent.as_deref() == Some(name))
+    };
+    // One pass over the classes of one tree: bounded by the config's queues.
+    for c in &iface.classes {
+        let leaf = match &c.name {
+            Some(n) => !is_parent(n),
+            // An unnamed root is a leaf only of a tree without named classes.
+            None => iface.classes.iter().all(|x| x.name.is_none()),
+        };
+        if !leaf {
+            continue;
+        }
+        for (r, p, b) in &c.drops {
+            match out.iter_mut().find(|d| d.reason == r.name()) {
+                Some(d) => {
+                    d.packets += p;
+                    d.bytes += b;
+                }
+                None => out.push(DropJson {
+                    reason: r.name().to_string(),
+                    packets: *p,
+                    bytes: *b,
+                }),
+            }
+        }
+    }
+    out
+}
+
+fn counters_json(iface: &IfaceReport) -> IfaceCountersJson {
+    let c: &IfaceCounters = &iface.counters;
+    IfaceCountersJson {
+        name: iface.name.clone(),
+        rx_packets: c.rx_frames,
+        rx_bytes: c.rx_bytes,
+        tx_packets: c.tx_frames,
+        tx_bytes: c.tx_bytes,
+        non_ip: c.non_ip,
+        malformed: c.malformed,
+        blocked: c.blocked,
+        state_limit: c.state_limit,
+        no_route: c.no_route,
+        queue_drops: c.queue_drops,
+        queue_drops_by_reason: leaf_drops(iface),
+        reload_drops: c.reload_drops,
+        ecn_marked: c.ecn_marked,
+    }
+}
+
+pub fn queues(state: &DaemonState) -> QueuesReply {
+    let report = lock(state).report();
+    queues_from(&report, loaded(state).as_ref().map(|l| &l.config))
+}
+
+pub fn queues_from(report: &[IfaceReport], conf: Option<&ir::Config>) -> QueuesReply {
+    let ifaces = report
+        .iter()
+        .map(|i| {
+            let iq = conf.and_then(|c| c.interfaces.iter().find(|q| q.ifname == i.name));
+            IfaceQueues {
+                name: i.name.clone(),
+                sched: i.sched.map(|k| sched_name(k).to_string()),
+                bandwidth_bps: i.bandwidth.map(|r| r.as_bps()),
+                queues: i.classes.iter().map(|c| queue_json(i, c, iq)).collect(),
+            }
+        })
+        .collect();
+    QueuesReply { ifaces }
+}
+
+fn proto_name(p: u8) -> String {
+    match p {
+        1 => "icmp".into(),
+        6 => "tcp".into(),
+        17 => "udp".into(),
+        58 => "ipv6-icmp".into(),
+        n => n.to_string(),
+    }
+}
+
+/// A state copied out under the engine lock. Queue names become indices into
+/// a short list, so the copy allocates nothing per state; the strings are
+/// made after the lock is released (100k states: the lock is held for the
+/// copy only, not for ~7 string allocations per state).
+#[derive(Clone, Copy)]
+struct RawState {
+    proto: u8,
+    src: (std::net::IpAddr, u16),
+    dst: (std::net::IpAddr, u16),
+    direction: Direction,
+    proto_state: sluice_classify::ProtoState,
+    queue: Option<usize>,
+    queue_pri: Option<usize>,
+    rule: u32,
+    packets: [u64; 2],
+    bytes: [u64; 2],
+    created: Instant,
+    expires: Instant,
+}
+
+/// Index of `name` in `names`, added if new. The list holds the queue names
+/// of the config: a few dozen at most, so a linear search is cheapest.
+fn intern<'a>(names: &mut Vec<&'a str>, name: Option<&'a str>) -> Option<usize> {
+    let name = name?;
+    Some(match names.iter().position(|n| *n == name) {
+        Some(i) => i,
+        None => {
+            names.push(name);
+            names.len() - 1
+        }
+    })
+}
+
+fn raw_state<'a>(s: &StateView<'a>, names: &mut Vec<&'a str>) -> RawState {
+    RawState {
+        proto: s.proto,
+        src: s.src,
+        dst: s.dst,
+        direction: s.direction,
+        proto_state: s.proto_state,
+        queue: intern(names, s.queue),
+        queue_pri: intern(names, s.queue_pri),
+        rule: s.rule,
+        packets: s.packets,
+        bytes: s.bytes,
+        created: s.created,
+        expires: s.expires,
+    }
+}
+
+fn state_json(s: &RawState, names: &[String], now: Instant, since: Instant) -> StateJson {
+    let name = |i: Option<usize>| i.and_then(|i| names.get(i).cloned());
+    StateJson {
+        proto: proto_name(s.proto),
+        src: s.src.0.to_string(),
+        src_port: s.src.1,
+        dst: s.dst.0.to_string(),
+        dst_port: s.dst.1,
+        direction: match s.direction {
+            Direction::In => "in".into(),
+            Direction::Out => "out".into(),
+        },
+        state: s.proto_state.to_string(),
+        queue: name(s.queue),
+        queue_pri: name(s.queue_pri),
+        rule: (s.created >= since).then_some(s.rule),
+        packets: s.packets,
+        bytes: s.bytes,
+        age_ns: now.saturating_since(s.created).as_nanos(),
+        expires_in_ns: s.expires.saturating_since(now).as_nanos(),
+    }
+}
+
+/// Engine time since which states index the current rules.
+fn rules_since(state: &DaemonState) -> Instant {
+    loaded(state).map_or(Instant::ZERO, |l| l.since)
+}
+
+pub fn states(state: &DaemonState) -> StatesReply {
+    let now = engine_now(state);
+    let since = rules_since(state);
+    let (st, raw, names) = {
+        let e = lock(state);
+        let c = e.classifier();
+        let mut names: Vec<&str> = Vec::new();
+        let mut raw = Vec::with_capacity(c.stats().states.min(STATES_SHOWN_CAP));
+        for s in c.states().take(STATES_SHOWN_CAP) {
+            raw.push(raw_state(&s, &mut names));
+        }
+        let names: Vec<String> = names.into_iter().map(str::to_string).collect();
+        (c.stats(), raw, names)
+    };
+    StatesReply {
+        total: st.states as u64,
+        limit: st.state_limit as u64,
+        states: raw
+            .iter()
+            .map(|s| state_json(s, &names, now, since))
+            .collect(),
+    }
+}
+
+/// Canonical text of one rule (the printer writes a config of just it).
+fn rule_text(r: &ir::Rule) -> String {
+    let cfg = ir::Config {
+        interfaces: Vec::new(),
+        rules: vec![r.clone()],
+        tables: Vec::new(),
+        options: ir::Options::default(),
+    };
+    sluice_conf::print(&cfg).trim_end().to_string()
+}
+
+pub fn rules(state: &DaemonState) -> RulesReply {
+    let since = rules_since(state);
+    let (stats, per_rule_states) = {
+        let e = lock(state);
+        let stats = e.classifier().rule_stats().to_vec();
+        let mut n = vec![0u64; stats.len()];
+        // Bounded by the state limit.
+        for s in e.classifier().states().filter(|s| s.created >= since) {
+            if let Some(c) = n.get_mut(s.rule as usize) {
+                *c += 1;
+            }
+        }
+        (stats, n)
+    };
+    let conf = loaded(state);
+    // The text is only trusted if it describes the rules the engine runs.
+    let texts: Option<Vec<String>> = conf.as_ref().and_then(|l| {
+        let same = l.config.rules.len() == stats.len()
+            && l.config
+                .rules
+                .iter()
+                .zip(&stats)
+                .all(|(r, s)| r.line == s.line);
+        same.then(|| l.config.rules.iter().map(rule_text).collect())
+    });
+    let rules = stats
+        .iter()
+        .enumerate()
+        .map(|(i, s)| RuleJson {
+            number: i as u32,
+            line: s.line,
+            text: texts.as_ref().and_then(|t| t.get(i).cloned()),
+            evaluations: s.evaluations,
+            matches: s.matches,
+            packets: s.packets,
+            bytes: s.bytes,
+            state_creations: s.states_created,
+            states: per_rule_states.get(i).copied().unwrap_or(0),
+        })
+        .collect();
+    RulesReply { rules }
+}
+
+pub fn info(state: &DaemonState) -> InfoReply {
+    let (report, st) = {
+        let e = lock(state);
+        (e.report(), e.classifier().stats())
+    };
+    let config = loaded(state)
+        .map(|l| l.path.display().to_string())
+        .unwrap_or_else(|| state.config_path.display().to_string());
+    InfoReply {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        pid: std::process::id(),
+        uptime_ns: u64::try_from(state.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        ifaces: state.ifaces.to_vec(),
+        io_method: state.io_method.clone(),
+        config,
+        counters: report.iter().map(counters_json).collect(),
+        states: st.states as u64,
+        state_limit: st.state_limit as u64,
+        state_inserts: st.inserts,
+        state_removals: st.removals,
+        state_limit_hits: st.state_limit_hits,
+        io: (state.io_stats)(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_engine::{Engine, Options};
+    use std::net::Ipv4Addr;
+
+    const HFSC: &str = "\
+altq on wan0 hfsc bandwidth 1Mb queue { parent, bulk }
+queue parent bandwidth 50% { voip, interactive }
+  queue voip bandwidth 50% qlimit 5 hfsc(realtime (160Kb 20 64Kb))
+  queue interactive bandwidth 50% qlimit 5 hfsc(red)
+queue bulk bandwidth 50% qlimit 5 hfsc(default ecn upperlimit 95%)
+pass out on wan0 proto udp to port 5060 queue voip
+pass out on wan0 proto udp to port 53 queue bulk
+";
+
+    fn engine() -> (Engine, ir::Config) {
+        let cfg = sluice_conf::check("t.conf", HFSC, &[]).unwrap().config;
+        let mut e = Engine::new(
+            &cfg,
+            Options {
+                ifaces: vec!["lan0".into(), "wan0".into()],
+                bridge: vec![(0, 1)],
+                hash_key: [3; 16],
+                iface_addrs: vec![],
+            },
+        )
+        .unwrap();
+        for (i, port) in (0..40u16).map(|i| (i, if i % 2 == 0 { 5060 } else { 53 })) {
+            let f = sluice_wire::build::udp_v4(
+                Ipv4Addr::new(10, 0, 0, 2),
+                Ipv4Addr::new(192, 0, 2, 1),
+                6000 + i,
+                port,
+                500,
+            );
+            e.handle_rx(Instant(1), 0, f);
+        }
+        (e, cfg)
+    }
+
+    #[test]
+    fn queue_options_as_pf_conf_spells_them() {
+        let (e, cfg) = engine();
+        let q = queues_from(&e.report(), Some(&cfg));
+        let wan = &q.ifaces[1];
+        let opts = |n: &str| {
+            wan.queues
+                .iter()
+                .find(|q| q.name == n)
+                .unwrap()
+                .options
+                .clone()
+        };
+        assert_eq!(opts("voip"), ["realtime (160Kb 20 64Kb)"]);
+        assert_eq!(opts("interactive"), ["red"]);
+        assert_eq!(opts("bulk"), ["default", "ecn", "upperlimit 950Kb"]);
+        assert!(opts("parent").is_empty());
+        // Without the config, the counters are still there.
+        let bare = queues_from(&e.report(), None);
+        assert!(bare.ifaces[1].queues.iter().all(|q| q.options.is_empty()));
+        assert_eq!(bare.ifaces[1].queues.len(), wan.queues.len());
+    }
+
+    #[test]
+    fn drops_by_reason_count_each_drop_once() {
+        let (e, _) = engine();
+        let rep = e.report();
+        let c = counters_json(&rep[1]);
+        // 20 datagrams into each of two 5-packet leaves.
+        assert_eq!(c.queue_drops, 30);
+        let sum: u64 = c.queue_drops_by_reason.iter().map(|d| d.packets).sum();
+        assert_eq!(sum, c.queue_drops, "{:?}", c.queue_drops_by_reason);
+        assert_eq!(c.queue_drops_by_reason[0].reason, "queue-full");
+        assert_eq!(c.queue_drops_by_reason[0].bytes, 30 * 542);
+        assert!(counters_json(&rep[0]).queue_drops_by_reason.is_empty());
+    }
+}

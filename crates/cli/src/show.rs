@@ -1,0 +1,267 @@
+//! The client side of the control socket: `sluice show queues|states|rules|info`,
+//! `sluice reload` and `sluice stop`. Each command sends one request line and
+//! prints the reply, as text in pfctl's layouts or as JSON (docs/control.md).
+
+#![forbid(unsafe_code)]
+
+use crate::ctl::proto::*;
+use crate::ctl::DEFAULT_SOCKET;
+use clap::{Args, Subcommand};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+mod format;
+pub use format::{format_info, format_queues, format_queues_measured, format_rules, format_states};
+
+/// A reply larger than this is refused (a full state table of 100k states
+/// is about 40 MB of JSON).
+const MAX_REPLY_BYTES: u64 = 256 << 20;
+/// Reload checks and builds a whole config; give it time.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Args, Clone, Debug)]
+pub struct ControlArg {
+    /// Control socket of the running daemon.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_SOCKET)]
+    pub control: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Subcommand, Debug)]
+enum What {
+    /// Queues with their counters, like `pfctl -vvsq`: packets and bytes
+    /// passed, drops by reason, ECN marks, length, borrows/suspends, sojourn
+    /// p50/p99.
+    Queues {
+        /// Repeat every second with a refresh, like `pfctl -vvsq` (Ctrl-C stops).
+        #[arg(short, long)]
+        verbose: bool,
+        /// With -v: stop after N displays.
+        #[arg(long, value_name = "N", requires = "verbose")]
+        count: Option<u64>,
+        /// Print the reply as JSON (schema in docs/control.md).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        ctl: ControlArg,
+    },
+    /// States with their queue pair and counters, like `pfctl -vss`.
+    States {
+        /// Print the reply as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        ctl: ControlArg,
+    },
+    /// Rules with evaluations, matches, packets, bytes and states, like `pfctl -vsr`.
+    Rules {
+        /// Print the reply as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        ctl: ControlArg,
+    },
+    /// Uptime, interfaces, I/O method, packet and drop totals, state table, like `pfctl -si`.
+    Info {
+        /// Print the reply as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        ctl: ControlArg,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct ReloadArgs {
+    /// Configuration to load (default: the file the daemon was started with).
+    /// An invalid file is refused with `sluice check`'s diagnostics and the
+    /// running configuration stays.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    file: Option<PathBuf>,
+    #[command(flatten)]
+    ctl: ControlArg,
+}
+
+#[derive(Args, Debug)]
+pub struct StopArgs {
+    #[command(flatten)]
+    ctl: ControlArg,
+}
+
+/// Sends one request and returns the reply, or a message for a person.
+pub fn request(path: &Path, req: &Request) -> Result<Reply, String> {
+    let stream = UnixStream::connect(path).map_err(|e| connect_error(path, &e))?;
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    stream.set_read_timeout(Some(REPLY_TIMEOUT)).map_err(io)?;
+    let mut line = serde_json::to_vec(req).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    (&stream).write_all(&line).map_err(io)?;
+    let mut reply = Vec::new();
+    BufReader::new(std::io::Read::take(&stream, MAX_REPLY_BYTES))
+        .read_until(b'\n', &mut reply)
+        .map_err(io)?;
+    if reply.is_empty() {
+        return Err(format!(
+            "{}: the daemon closed the connection",
+            path.display()
+        ));
+    }
+    serde_json::from_slice(&reply).map_err(|e| format!("{}: bad reply: {e}", path.display()))
+}
+
+fn connect_error(path: &Path, e: &std::io::Error) -> String {
+    let p = path.display();
+    let why = match e.kind() {
+        std::io::ErrorKind::NotFound => "no such socket".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied: run as root".to_string(),
+        std::io::ErrorKind::ConnectionRefused => "connection refused: stale socket".to_string(),
+        _ => e.to_string(),
+    };
+    format!("cannot connect to {p}: is `sluice run` running? ({why})")
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprint!("{msg}");
+    if !msg.ends_with('\n') {
+        eprintln!();
+    }
+    ExitCode::FAILURE
+}
+
+fn print_json(reply: &Reply) {
+    match serde_json::to_string_pretty(reply) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("error: {e}"),
+    }
+}
+
+/// One request, printed as JSON or text.
+fn once(ctl: &ControlArg, req: Request, json: bool) -> ExitCode {
+    match request(&ctl.control, &req) {
+        Err(m) => fail(&format!("error: {m}")),
+        Ok(Reply::Error { message }) => fail(&message),
+        Ok(reply) if json => {
+            print_json(&reply);
+            ExitCode::SUCCESS
+        }
+        Ok(reply) => {
+            print!("{}", format_reply(&reply));
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn format_reply(r: &Reply) -> String {
+    match r {
+        Reply::Queues(q) => format_queues(q),
+        Reply::States(s) => format_states(s),
+        Reply::Rules(r) => format_rules(r),
+        Reply::Info(i) => format_info(i),
+        Reply::Reloaded(r) => format!(
+            "{}reloaded {}: {} packets kept, {} dropped\n",
+            r.warnings, r.file, r.kept, r.dropped
+        ),
+        Reply::Stopping => "sluice is stopping\n".into(),
+        Reply::Error { message } => message.clone(),
+    }
+}
+
+pub fn run_show(a: ShowArgs) -> ExitCode {
+    match a.what {
+        What::Queues {
+            verbose: false,
+            json,
+            ctl,
+            ..
+        } => once(&ctl, Request::ShowQueues, json),
+        What::Queues {
+            verbose: true,
+            count,
+            json,
+            ctl,
+        } => watch(&ctl, json, count),
+        What::States { json, ctl } => once(&ctl, Request::ShowStates, json),
+        What::Rules { json, ctl } => once(&ctl, Request::ShowRules, json),
+        What::Info { json, ctl } => once(&ctl, Request::ShowInfo, json),
+    }
+}
+
+/// `show queues -v`: a fresh display every second until Ctrl-C (whose
+/// default action ends the process) or `count` displays.
+fn watch(ctl: &ControlArg, json: bool, count: Option<u64>) -> ExitCode {
+    let tty = std::io::stdout().is_terminal();
+    let mut shown = 0u64;
+    let mut prev: Option<(QueuesReply, std::time::Instant)> = None;
+    loop {
+        let reply = match request(&ctl.control, &Request::ShowQueues) {
+            Err(m) => return fail(&format!("error: {m}")),
+            Ok(Reply::Error { message }) => return fail(&message),
+            Ok(r) => r,
+        };
+        let at = std::time::Instant::now();
+        if tty {
+            // Home and clear, as pfctl's refresh does.
+            print!("\x1b[H\x1b[2J");
+        } else if shown > 0 {
+            println!("---");
+        }
+        match &reply {
+            _ if json => print_json(&reply),
+            Reply::Queues(q) => {
+                let before = prev
+                    .as_ref()
+                    .map(|(p, t)| (p, at.duration_since(*t).as_secs_f64()));
+                print!("{}", format_queues_measured(q, before));
+                prev = Some((q.clone(), at));
+            }
+            other => print!("{}", format_reply(other)),
+        }
+        let _ = std::io::stdout().flush();
+        shown += 1;
+        if count.is_some_and(|c| shown >= c) {
+            return ExitCode::SUCCESS;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+pub fn run_reload(a: ReloadArgs) -> ExitCode {
+    // The daemon has its own working directory: send an absolute path.
+    let file = match a.file.as_deref().map(std::path::absolute).transpose() {
+        Ok(f) => f.map(|p| p.display().to_string()),
+        Err(e) => return fail(&format!("error: {e}")),
+    };
+    match request(&a.ctl.control, &Request::Reload { file }) {
+        Err(m) => fail(&format!("error: {m}")),
+        Ok(Reply::Error { message }) => fail(&message),
+        Ok(Reply::Reloaded(r)) => {
+            eprint!("{}", r.warnings);
+            println!(
+                "reloaded {}: {} packets kept, {} dropped",
+                r.file, r.kept, r.dropped
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(other) => fail(&format!("error: unexpected reply {other:?}")),
+    }
+}
+
+pub fn run_stop(a: StopArgs) -> ExitCode {
+    match request(&a.ctl.control, &Request::Stop) {
+        Err(m) => fail(&format!("error: {m}")),
+        Ok(Reply::Error { message }) => fail(&message),
+        Ok(Reply::Stopping) => {
+            println!("sluice is stopping");
+            ExitCode::SUCCESS
+        }
+        Ok(other) => fail(&format!("error: unexpected reply {other:?}")),
+    }
+}

@@ -1,0 +1,614 @@
+//! Text layouts of `sluice show`, after pfctl's (`-vvsq`, `-vss`, `-vsr`,
+//! `-si`). Pure functions of the replies; golden tests pin them.
+
+use crate::ctl::proto::*;
+use sluice_time::Rate;
+use std::fmt::Write as _;
+
+fn ms(ns: Option<u64>) -> String {
+    match ns {
+        Some(ns) => format!("{:.1} ms", ns as f64 / 1e6),
+        None => "-".into(),
+    }
+}
+
+fn children<'a>(iface: &'a IfaceQueues, q: &QueueJson) -> Vec<&'a str> {
+    let root = q.id == 0;
+    iface
+        .queues
+        .iter()
+        .filter(|c| c.id != q.id)
+        .filter(|c| match &c.parent {
+            Some(p) => *p == q.name && !root,
+            None => root,
+        })
+        .map(|c| c.name.as_str())
+        .collect()
+}
+
+/// `pfctl -vvsq`: a header in pf.conf syntax, then three bracketed lines.
+pub fn format_queues(r: &QueuesReply) -> String {
+    format_queues_measured(r, None)
+}
+
+/// Rate of a counter between two snapshots `secs` apart (`None` when the
+/// counter went backwards: the queue was re-created by a reload).
+fn per_sec(now: u64, before: u64, secs: f64) -> Option<f64> {
+    (now >= before && secs > 0.0).then(|| (now - before) as f64 / secs)
+}
+
+/// pfctl's spelling of a measured rate: `12.3Kb/s`.
+fn rate_text(bits_per_sec: f64) -> String {
+    if bits_per_sec >= 1e9 {
+        format!("{:.2}Gb/s", bits_per_sec / 1e9)
+    } else if bits_per_sec >= 1e6 {
+        format!("{:.2}Mb/s", bits_per_sec / 1e6)
+    } else if bits_per_sec >= 1e3 {
+        format!("{:.2}Kb/s", bits_per_sec / 1e3)
+    } else {
+        format!("{bits_per_sec:.2}b/s")
+    }
+}
+
+/// As [`format_queues`]; with the previous snapshot and the seconds since,
+/// a fourth line per queue gives the measured rates, as `pfctl -vvsq` does
+/// from its second display on.
+pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>) -> String {
+    let mut o = String::new();
+    for iface in &r.ifaces {
+        let Some(sched) = &iface.sched else {
+            let _ = writeln!(
+                o,
+                "# {}: no queueing (frames leave in arrival order)",
+                iface.name
+            );
+            continue;
+        };
+        for q in &iface.queues {
+            let _ = write!(o, "queue {} on {}", q.name, iface.name);
+            let bw = if q.id == 0 {
+                iface.bandwidth_bps
+            } else {
+                q.bandwidth_bps
+            };
+            if let Some(b) = bw {
+                let _ = write!(o, " bandwidth {}", Rate(b));
+            }
+            if let Some(p) = q.priority {
+                let _ = write!(o, " priority {p}");
+            }
+            if let Some(l) = q.qlimit {
+                let _ = write!(o, " qlimit {l}");
+            }
+            if q.options.is_empty() {
+                let _ = write!(o, " {sched}");
+            } else {
+                let _ = write!(o, " {sched}( {} )", q.options.join(" "));
+            }
+            let kids = children(iface, q);
+            if !kids.is_empty() {
+                let _ = write!(o, " {{ {} }}", kids.join(", "));
+            }
+            o.push('\n');
+            let _ = writeln!(
+                o,
+                "  [ pkts: {:>10}  bytes: {:>10}  dropped pkts: {:>6} bytes: {:>8} ]",
+                q.packets, q.bytes, q.dropped_packets, q.dropped_bytes
+            );
+            let limit = q.qlimit.map_or("-".to_string(), |l| l.to_string());
+            let _ = writeln!(
+                o,
+                "  [ qlength: {:>4}/{:>4}  borrows: {:>6}  suspends: {:>6}  ecn marks: {:>6} ]",
+                q.qlength, limit, q.borrows, q.overlimits, q.ecn_marks
+            );
+            let drops = if q.drops.is_empty() {
+                "none".to_string()
+            } else {
+                q.drops
+                    .iter()
+                    .map(|d| format!("{} {}", d.reason, d.packets))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                o,
+                "  [ sojourn p50: {}  p99: {}  max: {}  drops: {} ]",
+                ms(q.sojourn_p50_ns),
+                ms(q.sojourn_p99_ns),
+                ms(q.sojourn_max_ns),
+                drops
+            );
+            let before = prev.and_then(|(p, secs)| {
+                let pi = p.ifaces.iter().find(|x| x.name == iface.name)?;
+                let pq = pi.queues.iter().find(|x| x.name == q.name)?;
+                Some((
+                    per_sec(q.packets, pq.packets, secs)?,
+                    per_sec(q.bytes, pq.bytes, secs)?,
+                ))
+            });
+            if let Some((pps, bps)) = before {
+                let _ = writeln!(
+                    o,
+                    "  [ measured: {pps:.1} packets/s, {} ]",
+                    rate_text(bps * 8.0)
+                );
+            }
+        }
+    }
+    o
+}
+
+/// `hh:mm:ss`, with days in front when there are any.
+fn hms(ns: u64) -> String {
+    let s = ns / 1_000_000_000;
+    let (d, h, m, s) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}d {h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
+fn endpoint(addr: &str, port: u16) -> String {
+    // pfctl writes IPv6 ports in brackets, since `:` is taken.
+    if addr.contains(':') {
+        format!("{addr}[{port}]")
+    } else {
+        format!("{addr}:{port}")
+    }
+}
+
+/// `pfctl -vss`: `all PROTO A -> B STATE`, then the state's counters.
+pub fn format_states(r: &StatesReply) -> String {
+    let mut o = String::new();
+    for s in &r.states {
+        let (a, b) = (endpoint(&s.src, s.src_port), endpoint(&s.dst, s.dst_port));
+        // pf shows outbound states initiator first, inbound responder first.
+        let pair = if s.direction == "out" {
+            format!("{a} -> {b}")
+        } else {
+            format!("{b} <- {a}")
+        };
+        let _ = writeln!(o, "all {} {pair}       {}", s.proto, s.state);
+        let queue = match (&s.queue, &s.queue_pri) {
+            (Some(q), Some(p)) => format!("queue ({q}, {p}), "),
+            (Some(q), None) => format!("queue {q}, "),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "   {queue}age {}, expires in {}, {}:{} pkts, {}:{} bytes, rule {}",
+            hms(s.age_ns),
+            hms(s.expires_in_ns),
+            s.packets[0],
+            s.packets[1],
+            s.bytes[0],
+            s.bytes[1],
+            s.rule.map_or("-".to_string(), |r| r.to_string())
+        );
+    }
+    if (r.states.len() as u64) < r.total {
+        let _ = writeln!(o, "# {} of {} states shown", r.states.len(), r.total);
+    }
+    o
+}
+
+/// `pfctl -vsr`: each rule, then its counters.
+pub fn format_rules(r: &RulesReply) -> String {
+    let mut o = String::new();
+    for x in &r.rules {
+        match &x.text {
+            Some(t) => {
+                let _ = writeln!(o, "@{} {t}", x.number);
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "@{} (line {}: text unavailable, the file changed since it was loaded)",
+                    x.number, x.line
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "  [ Evaluations: {:<10} Packets: {:<10} Bytes: {:<12} States: {:<6} ]",
+            x.evaluations, x.packets, x.bytes, x.states
+        );
+        let _ = writeln!(
+            o,
+            "  [ Matches: {:<10} State Creations: {:<10} Line: {} ]",
+            x.matches, x.state_creations, x.line
+        );
+    }
+    o
+}
+
+fn row(o: &mut String, label: &str, values: impl Iterator<Item = u64>) {
+    let _ = write!(o, "  {label:<24}");
+    for v in values {
+        let _ = write!(o, "{v:>16}");
+    }
+    o.push('\n');
+}
+
+/// `pfctl -si`: status, then one column per interface.
+pub fn format_info(i: &InfoReply) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Status: Running for {}    sluice {} (pid {})",
+        hms(i.uptime_ns),
+        i.version,
+        i.pid
+    );
+    let (lan, wan) = (
+        i.ifaces.first().map_or("-", String::as_str),
+        i.ifaces.get(1).map_or("-", String::as_str),
+    );
+    let _ = writeln!(
+        o,
+        "Bridge: {lan} (lan) <-> {wan} (wan)    I/O: {}",
+        i.io_method
+    );
+    let _ = writeln!(o, "Config: {}", i.config);
+    o.push('\n');
+    let _ = write!(o, "{:<26}", "Counters");
+    for c in &i.counters {
+        let _ = write!(o, "{:>16}", c.name);
+    }
+    o.push('\n');
+    type Get = fn(&IfaceCountersJson) -> u64;
+    let counters: [(&str, Get); 6] = [
+        ("received packets", |c| c.rx_packets),
+        ("received bytes", |c| c.rx_bytes),
+        ("sent packets", |c| c.tx_packets),
+        ("sent bytes", |c| c.tx_bytes),
+        ("non-IP forwarded", |c| c.non_ip),
+        ("ECN marked", |c| c.ecn_marked),
+    ];
+    for (label, get) in counters {
+        row(&mut o, label, i.counters.iter().map(get));
+    }
+    let _ = writeln!(o, "Drops");
+    let drops: [(&str, Get); 6] = [
+        ("malformed", |c| c.malformed),
+        ("blocked", |c| c.blocked),
+        ("state-limit", |c| c.state_limit),
+        ("no-route", |c| c.no_route),
+        ("queue (egress)", |c| c.queue_drops),
+        ("reload", |c| c.reload_drops),
+    ];
+    for (label, get) in drops {
+        row(&mut o, label, i.counters.iter().map(get));
+        if label.starts_with("queue") {
+            let mut reasons: Vec<&str> = Vec::new();
+            for c in &i.counters {
+                for d in &c.queue_drops_by_reason {
+                    if !reasons.contains(&d.reason.as_str()) {
+                        reasons.push(&d.reason);
+                    }
+                }
+            }
+            for r in reasons {
+                let per = i.counters.iter().map(|c| {
+                    c.queue_drops_by_reason
+                        .iter()
+                        .find(|d| d.reason == r)
+                        .map_or(0, |d| d.packets)
+                });
+                row(&mut o, &format!("  {r}"), per);
+            }
+        }
+    }
+    let _ = writeln!(o, "State Table");
+    row(&mut o, "current entries", std::iter::once(i.states));
+    row(&mut o, "limit", std::iter::once(i.state_limit));
+    row(&mut o, "inserts", std::iter::once(i.state_inserts));
+    row(&mut o, "removals", std::iter::once(i.state_removals));
+    row(&mut o, "limit hits", std::iter::once(i.state_limit_hits));
+    if !i.io.is_empty() {
+        let _ = writeln!(o, "I/O ({})", i.io_method);
+        for (name, v) in &i.io {
+            row(&mut o, name, std::iter::once(*v));
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(id: u32, name: &str) -> QueueJson {
+        QueueJson {
+            id,
+            name: name.into(),
+            parent: None,
+            options: vec![],
+            bandwidth_bps: None,
+            priority: None,
+            qlimit: None,
+            packets: 0,
+            bytes: 0,
+            dropped_packets: 0,
+            dropped_bytes: 0,
+            drops: vec![],
+            ecn_marks: 0,
+            borrows: 0,
+            overlimits: 0,
+            qlength: 0,
+            backlog_bytes: 0,
+            sojourn_p50_ns: None,
+            sojourn_p99_ns: None,
+            sojourn_max_ns: None,
+        }
+    }
+
+    #[test]
+    fn queues_golden() {
+        let def = QueueJson {
+            priority: Some(1),
+            qlimit: Some(50),
+            options: vec!["default".into()],
+            packets: 1234,
+            bytes: 1_800_000,
+            dropped_packets: 12,
+            dropped_bytes: 18_000,
+            drops: vec![DropJson {
+                reason: "queue-full".into(),
+                packets: 12,
+                bytes: 18_000,
+            }],
+            qlength: 7,
+            sojourn_p50_ns: Some(48_000_000),
+            sojourn_p99_ns: Some(96_100_000),
+            sojourn_max_ns: Some(120_000_000),
+            ..queue(2, "q_def")
+        };
+        let pri = QueueJson {
+            priority: Some(7),
+            qlimit: Some(50),
+            ..queue(1, "q_pri")
+        };
+        let r = QueuesReply {
+            ifaces: vec![
+                IfaceQueues {
+                    name: "lan0".into(),
+                    sched: None,
+                    bandwidth_bps: None,
+                    queues: vec![],
+                },
+                IfaceQueues {
+                    name: "wan0".into(),
+                    sched: Some("priq".into()),
+                    bandwidth_bps: Some(100_000),
+                    queues: vec![queue(0, "root_wan0"), pri, def],
+                },
+            ],
+        };
+        let want = "\
+# lan0: no queueing (frames leave in arrival order)
+queue root_wan0 on wan0 bandwidth 100Kb priq { q_pri, q_def }
+  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    0/   -  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+queue q_pri on wan0 priority 7 qlimit 50 priq
+  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    0/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+queue q_def on wan0 priority 1 qlimit 50 priq( default )
+  [ pkts:       1234  bytes:    1800000  dropped pkts:     12 bytes:    18000 ]
+  [ qlength:    7/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: 48.0 ms  p99: 96.1 ms  max: 120.0 ms  drops: queue-full 12 ]
+";
+        assert_eq!(format_queues(&r), want);
+    }
+
+    #[test]
+    fn measured_rates_between_two_snapshots() {
+        let snap = |packets, bytes| QueuesReply {
+            ifaces: vec![IfaceQueues {
+                name: "wan0".into(),
+                sched: Some("priq".into()),
+                bandwidth_bps: Some(1_000_000),
+                queues: vec![QueueJson {
+                    packets,
+                    bytes,
+                    ..queue(1, "q")
+                }],
+            }],
+        };
+        let (a, b) = (snap(100, 150_000), snap(300, 400_000));
+        // 200 packets and 250 kB in 2 s: 100 packets/s, 1 Mb/s.
+        let out = format_queues_measured(&b, Some((&a, 2.0)));
+        assert!(
+            out.ends_with("  [ measured: 100.0 packets/s, 1.00Mb/s ]\n"),
+            "{out}"
+        );
+        // A counter that went backwards (reload) shows no rate.
+        let out = format_queues_measured(&a, Some((&b, 2.0)));
+        assert!(!out.contains("measured"), "{out}");
+        assert_eq!(rate_text(999.0), "999.00b/s");
+        assert_eq!(rate_text(12_345.0), "12.35Kb/s");
+    }
+
+    #[test]
+    fn hfsc_children_follow_parents() {
+        let mut a = queue(1, "parent");
+        a.bandwidth_bps = Some(1_000_000);
+        let mut b = queue(2, "kid");
+        b.parent = Some("parent".into());
+        b.options = vec!["realtime (2Mb 10 1Mb)".into()];
+        let r = QueuesReply {
+            ifaces: vec![IfaceQueues {
+                name: "wan0".into(),
+                sched: Some("hfsc".into()),
+                bandwidth_bps: Some(10_000_000),
+                queues: vec![queue(0, "root_wan0"), a, b],
+            }],
+        };
+        let out = format_queues(&r);
+        let heads: Vec<&str> = out.lines().filter(|l| l.starts_with("queue")).collect();
+        assert_eq!(
+            heads,
+            [
+                "queue root_wan0 on wan0 bandwidth 10Mb hfsc { parent }",
+                "queue parent on wan0 bandwidth 1Mb hfsc { kid }",
+                "queue kid on wan0 hfsc( realtime (2Mb 10 1Mb) )",
+            ]
+        );
+    }
+
+    fn state(direction: &str, src: &str, rule: Option<u32>) -> StateJson {
+        StateJson {
+            proto: "tcp".into(),
+            src: src.into(),
+            src_port: 51234,
+            dst: if src.contains(':') {
+                "2001:db8::1"
+            } else {
+                "192.0.2.1"
+            }
+            .into(),
+            dst_port: 80,
+            direction: direction.into(),
+            state: "ESTABLISHED:ESTABLISHED".into(),
+            queue: Some("q_def".into()),
+            queue_pri: Some("q_pri".into()),
+            rule,
+            packets: [14, 12],
+            bytes: [1200, 9000],
+            age_ns: 12_000_000_000,
+            expires_in_ns: 86_388_000_000_000,
+        }
+    }
+
+    #[test]
+    fn states_golden() {
+        let r = StatesReply {
+            total: 3,
+            limit: 10_000,
+            states: vec![
+                state("out", "10.0.0.2", Some(0)),
+                state("in", "2001:db8::2", None),
+            ],
+        };
+        let want = "\
+all tcp 10.0.0.2:51234 -> 192.0.2.1:80       ESTABLISHED:ESTABLISHED
+   queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule 0
+all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
+   queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule -
+# 2 of 3 states shown
+";
+        assert_eq!(format_states(&r), want);
+    }
+
+    #[test]
+    fn rules_golden() {
+        let r = RulesReply {
+            rules: vec![
+                RuleJson {
+                    number: 0,
+                    line: 10,
+                    text: Some(
+                        "pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)".into(),
+                    ),
+                    evaluations: 1234,
+                    matches: 99,
+                    packets: 5678,
+                    bytes: 1_234_567,
+                    state_creations: 9,
+                    states: 3,
+                },
+                RuleJson {
+                    number: 1,
+                    line: 12,
+                    text: None,
+                    evaluations: 0,
+                    matches: 0,
+                    packets: 0,
+                    bytes: 0,
+                    state_creations: 0,
+                    states: 0,
+                },
+            ],
+        };
+        let want = "\
+@0 pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)
+  [ Evaluations: 1234       Packets: 5678       Bytes: 1234567      States: 3      ]
+  [ Matches: 99         State Creations: 9          Line: 10 ]
+@1 (line 12: text unavailable, the file changed since it was loaded)
+  [ Evaluations: 0          Packets: 0          Bytes: 0            States: 0      ]
+  [ Matches: 0          State Creations: 0          Line: 12 ]
+";
+        assert_eq!(format_rules(&r), want);
+    }
+
+    #[test]
+    fn info_golden() {
+        let lan = IfaceCountersJson {
+            name: "lan0".into(),
+            rx_packets: 21,
+            rx_bytes: 21_000,
+            blocked: 1,
+            ..Default::default()
+        };
+        let wan = IfaceCountersJson {
+            name: "wan0".into(),
+            tx_packets: 3,
+            tx_bytes: 3000,
+            queue_drops: 11,
+            queue_drops_by_reason: vec![DropJson {
+                reason: "queue-full".into(),
+                packets: 11,
+                bytes: 11_000,
+            }],
+            ..Default::default()
+        };
+        let i = InfoReply {
+            version: "0.1.0".into(),
+            pid: 42,
+            uptime_ns: 90_061_000_000_000,
+            ifaces: vec!["lan0".into(), "wan0".into()],
+            io_method: "af_packet".into(),
+            config: "/etc/sluice/pf.conf".into(),
+            counters: vec![lan, wan],
+            states: 5,
+            state_limit: 10_000,
+            state_inserts: 7,
+            state_removals: 2,
+            state_limit_hits: 0,
+            io: vec![("rx_ring_drops".into(), 3)],
+        };
+        let want = "\
+Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
+Bridge: lan0 (lan) <-> wan0 (wan)    I/O: af_packet
+Config: /etc/sluice/pf.conf
+
+Counters                              lan0            wan0
+  received packets                      21               0
+  received bytes                     21000               0
+  sent packets                           0               3
+  sent bytes                             0            3000
+  non-IP forwarded                       0               0
+  ECN marked                             0               0
+Drops
+  malformed                              0               0
+  blocked                                1               0
+  state-limit                            0               0
+  no-route                               0               0
+  queue (egress)                         0              11
+    queue-full                           0              11
+  reload                                 0               0
+State Table
+  current entries                        5
+  limit                              10000
+  inserts                                7
+  removals                               2
+  limit hits                             0
+I/O (af_packet)
+  rx_ring_drops                          3
+";
+        assert_eq!(format_info(&i), want);
+    }
+}
