@@ -35,6 +35,10 @@ pub struct Args {
     /// Packet I/O method: auto (TPACKET_V3 ring, else recvmmsg), ring, mmsg.
     #[arg(long, value_name = "METHOD", default_value = "auto", value_parser = parse_method)]
     io: Method,
+    /// Busy-wait for deadlines closer than this many microseconds instead of
+    /// sleeping on the timer (0: always sleep).
+    #[arg(long, value_name = "US", default_value_t = 50)]
+    spin_us: u64,
     /// Leave NIC offloads (GRO/GSO/TSO/LRO/rxvlan) as they are.
     #[arg(long)]
     keep_offloads: bool,
@@ -168,6 +172,7 @@ pub fn run(a: Args) -> ExitCode {
     let io_opts = IoOptions {
         method: a.io,
         disable_offloads: !a.keep_offloads,
+        spin_ns: a.spin_us.saturating_mul(1000),
         ..IoOptions::default()
     };
     let mut bridge = match Bridge::open(&lan, &wan, io_opts) {

@@ -1,0 +1,139 @@
+//! iperf3 servers and clients inside namespaces, results from `-J`.
+
+use crate::netns::{Netns, ProcId, Topology};
+use std::io;
+use std::time::{Duration, Instant};
+
+/// How long a server gets to start listening.
+const SERVER_READY: Duration = Duration::from_secs(3);
+
+/// What the test needs from an iperf3 run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Iperf3Result {
+    /// Payload bits per second at the receiver (`end.sum_received`).
+    pub goodput_bps: f64,
+    /// Payload bits per second at the sender (`end.sum_sent`).
+    pub sent_bps: f64,
+    /// TCP retransmissions (`end.sum_sent.retransmits`; 0 for UDP).
+    pub retransmits: u64,
+    /// Seconds the receiver measured.
+    pub seconds: f64,
+}
+
+/// Parses iperf3's `-J` output.
+pub fn parse_json(text: &str) -> Result<Iperf3Result, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("iperf3 JSON: {e}"))?;
+    if let Some(err) = v.get("error").and_then(|e| e.as_str()) {
+        return Err(format!("iperf3: {err}"));
+    }
+    let end = v.get("end").ok_or("iperf3 JSON: no `end`")?;
+    let recv = end
+        .get("sum_received")
+        .ok_or("iperf3 JSON: no `end.sum_received`")?;
+    let sent = end
+        .get("sum_sent")
+        .ok_or("iperf3 JSON: no `end.sum_sent`")?;
+    let f = |o: &serde_json::Value, k: &str| o.get(k).and_then(|x| x.as_f64());
+    Ok(Iperf3Result {
+        goodput_bps: f(recv, "bits_per_second").ok_or("iperf3 JSON: no received rate")?,
+        sent_bps: f(sent, "bits_per_second").unwrap_or(0.0),
+        retransmits: sent
+            .get("retransmits")
+            .and_then(|x| x.as_u64())
+            .unwrap_or(0),
+        seconds: f(recv, "seconds").unwrap_or(0.0),
+    })
+}
+
+/// Client settings.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    pub server: String,
+    pub port: u16,
+    pub seconds: u32,
+    /// Leading seconds left out of the result (slow start), `-O`.
+    pub omit_seconds: u32,
+    /// `-R`: the server sends.
+    pub reverse: bool,
+    /// `-C`: congestion control (e.g. "cubic").
+    pub congestion: Option<String>,
+}
+
+impl ClientOptions {
+    pub fn new(server: &str, port: u16) -> ClientOptions {
+        ClientOptions {
+            server: server.to_string(),
+            port,
+            seconds: 5,
+            omit_seconds: 0,
+            reverse: false,
+            congestion: Some("cubic".into()),
+        }
+    }
+}
+
+/// Starts a one-shot server (`-s -1`) on `port` and waits until it listens.
+pub fn server(topo: &mut Topology, ns: &Netns, port: u16) -> io::Result<ProcId> {
+    let p = port.to_string();
+    let id = topo.spawn(ns, &["iperf3", "-s", "-1", "-p", &p], None)?;
+    let t0 = Instant::now();
+    let needle = format!(":{port} ");
+    while t0.elapsed() < SERVER_READY {
+        let out = topo.exec(ns, &["ss", "-Hltn"])?;
+        if String::from_utf8_lossy(&out.stdout).contains(&needle) {
+            return Ok(id);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        "iperf3 server did not start",
+    ))
+}
+
+/// Runs a client to completion and parses its result.
+pub fn client(topo: &Topology, ns: &Netns, o: &ClientOptions) -> io::Result<Iperf3Result> {
+    let (port, t, omit) = (
+        o.port.to_string(),
+        o.seconds.to_string(),
+        o.omit_seconds.to_string(),
+    );
+    let mut args = vec![
+        "iperf3", "-J", "-c", &o.server, "-p", &port, "-t", &t, "-O", &omit,
+    ];
+    if o.reverse {
+        args.push("-R");
+    }
+    if let Some(cc) = &o.congestion {
+        args.extend(["-C", cc.as_str()]);
+    }
+    // iperf3 exits non-zero on failure but still prints JSON with `error`.
+    let out = topo.exec_unchecked(ns, &args)?;
+    parse_json(&String::from_utf8_lossy(&out.stdout)).map_err(io::Error::other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_goodput_and_retransmits() {
+        let j = r#"{"start":{},"intervals":[],"end":{
+            "sum_sent":{"seconds":5.0,"bytes":1,"bits_per_second":9700000.5,"retransmits":12},
+            "sum_received":{"seconds":5.02,"bytes":1,"bits_per_second":9563000.25}}}"#;
+        let r = parse_json(j).unwrap();
+        assert_eq!(r.goodput_bps, 9563000.25);
+        assert_eq!(r.sent_bps, 9700000.5);
+        assert_eq!(r.retransmits, 12);
+        assert_eq!(r.seconds, 5.02);
+    }
+
+    #[test]
+    fn reports_iperf_errors_and_garbage() {
+        let e = parse_json(r#"{"start":{},"end":{},"error":"unable to connect to server"}"#);
+        assert!(e.unwrap_err().contains("unable to connect"));
+        assert!(parse_json("not json").is_err());
+        assert!(parse_json(r#"{"end":{"sum_sent":{}}}"#).is_err());
+    }
+}
