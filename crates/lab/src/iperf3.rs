@@ -10,7 +10,13 @@ const SERVER_READY: Duration = Duration::from_secs(3);
 /// What the test needs from an iperf3 run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Iperf3Result {
-    /// Payload bits per second at the receiver (`end.sum_received`).
+    /// Payload bits per second at the receiver (`end.sum_received`). For a
+    /// sender-to-server test, the server stops counting only when the
+    /// client's end message arrives, which travels behind the data through
+    /// any queue on the path: every byte sent in the measured period is
+    /// counted, over the time it took to arrive. With `-R` the client stops
+    /// at its own clock and misses what a queue still holds: prefer running
+    /// the server on the receiving side.
     pub goodput_bps: f64,
     /// Payload bits per second at the sender (`end.sum_sent`).
     pub sent_bps: f64,
@@ -18,6 +24,29 @@ pub struct Iperf3Result {
     pub retransmits: u64,
     /// Seconds the receiver measured.
     pub seconds: f64,
+    /// The receiver's non-omitted intervals as (seconds, bit/s), from the
+    /// client's own intervals with `-R`, else from `--get-server-output`
+    /// (diagnostics: TCP head-of-line blocking makes single intervals
+    /// bursty behind a deep queue, so judge rates on `goodput_bps`).
+    pub receiver_intervals: Vec<(f64, f64)>,
+}
+
+fn intervals(v: Option<&serde_json::Value>) -> Vec<(f64, f64)> {
+    let Some(list) = v.and_then(|x| x.as_array()) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|i| {
+            let sum = i.get("sum")?;
+            if sum.get("omitted").and_then(|o| o.as_bool()) == Some(true) {
+                return None;
+            }
+            Some((
+                sum.get("seconds")?.as_f64()?,
+                sum.get("bits_per_second")?.as_f64()?,
+            ))
+        })
+        .collect()
 }
 
 /// Parses iperf3's `-J` output.
@@ -35,7 +64,18 @@ pub fn parse_json(text: &str) -> Result<Iperf3Result, String> {
         .get("sum_sent")
         .ok_or("iperf3 JSON: no `end.sum_sent`")?;
     let f = |o: &serde_json::Value, k: &str| o.get(k).and_then(|x| x.as_f64());
+    let reverse = v
+        .pointer("/start/test_start/reverse")
+        .and_then(|x| x.as_u64())
+        .unwrap_or(0)
+        != 0;
+    let receiver_intervals = if reverse {
+        intervals(v.get("intervals"))
+    } else {
+        intervals(v.pointer("/server_output_json/intervals"))
+    };
     Ok(Iperf3Result {
+        receiver_intervals,
         goodput_bps: f(recv, "bits_per_second").ok_or("iperf3 JSON: no received rate")?,
         sent_bps: f(sent, "bits_per_second").unwrap_or(0.0),
         retransmits: sent
@@ -76,7 +116,8 @@ impl ClientOptions {
 /// Starts a one-shot server (`-s -1`) on `port` and waits until it listens.
 pub fn server(topo: &mut Topology, ns: &Netns, port: u16) -> io::Result<ProcId> {
     let p = port.to_string();
-    let id = topo.spawn(ns, &["iperf3", "-s", "-1", "-p", &p], None)?;
+    // -J so that a client's --get-server-output comes back as JSON.
+    let id = topo.spawn(ns, &["iperf3", "-s", "-J", "-1", "-p", &p], None)?;
     let t0 = Instant::now();
     let needle = format!(":{port} ");
     while t0.elapsed() < SERVER_READY {
@@ -100,7 +141,17 @@ pub fn client(topo: &Topology, ns: &Netns, o: &ClientOptions) -> io::Result<Iper
         o.omit_seconds.to_string(),
     );
     let mut args = vec![
-        "iperf3", "-J", "-c", &o.server, "-p", &port, "-t", &t, "-O", &omit,
+        "iperf3",
+        "-J",
+        "--get-server-output",
+        "-c",
+        &o.server,
+        "-p",
+        &port,
+        "-t",
+        &t,
+        "-O",
+        &omit,
     ];
     if o.reverse {
         args.push("-R");
@@ -127,6 +178,33 @@ mod tests {
         assert_eq!(r.sent_bps, 9700000.5);
         assert_eq!(r.retransmits, 12);
         assert_eq!(r.seconds, 5.02);
+        assert!(r.receiver_intervals.is_empty(), "no server output here");
+    }
+
+    #[test]
+    fn receiver_intervals_come_from_the_receiving_side() {
+        let iv = |bps: f64, omitted: bool| {
+            format!(r#"{{"sum":{{"seconds":1.0,"bits_per_second":{bps},"omitted":{omitted}}}}}"#)
+        };
+        let recv = [iv(5e6, true), iv(1e6, false), iv(3e6, false)].join(",");
+        let end =
+            r#""end":{"sum_sent":{"bits_per_second":1},"sum_received":{"bits_per_second":2}}"#;
+        // Upload: the receiver is the server.
+        let up = format!(
+            r#"{{"start":{{"test_start":{{"reverse":0}}}},"intervals":[{}],{end},"server_output_json":{{"intervals":[{recv}]}}}}"#,
+            iv(9e9, false)
+        );
+        let r = parse_json(&up).unwrap();
+        assert_eq!(
+            r.receiver_intervals,
+            vec![(1.0, 1e6), (1.0, 3e6)],
+            "omitted left out"
+        );
+        assert_eq!(r.goodput_bps, 2.0);
+        // Download: the receiver is the client.
+        let down =
+            format!(r#"{{"start":{{"test_start":{{"reverse":1}}}},"intervals":[{recv}],{end}}}"#);
+        assert_eq!(parse_json(&down).unwrap().receiver_intervals.len(), 2);
     }
 
     #[test]
