@@ -29,6 +29,27 @@ pub struct Iperf3Result {
     /// (diagnostics: TCP head-of-line blocking makes single intervals
     /// bursty behind a deep queue, so judge rates on `goodput_bps`).
     pub receiver_intervals: Vec<(f64, f64)>,
+    /// UDP only (`end.sum`): datagrams sent and lost, and the seconds they span.
+    pub udp: Option<UdpCounts>,
+}
+
+/// Datagram counts of a UDP test.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UdpCounts {
+    pub packets: u64,
+    pub lost: u64,
+    pub seconds: f64,
+}
+
+impl UdpCounts {
+    /// Datagrams that arrived, per second.
+    pub fn received_pps(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.packets.saturating_sub(self.lost) as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
 }
 
 fn intervals(v: Option<&serde_json::Value>) -> Vec<(f64, f64)> {
@@ -74,8 +95,16 @@ pub fn parse_json(text: &str) -> Result<Iperf3Result, String> {
     } else {
         intervals(v.pointer("/server_output_json/intervals"))
     };
+    let udp = end.get("sum").and_then(|sum| {
+        Some(UdpCounts {
+            packets: sum.get("packets")?.as_u64()?,
+            lost: sum.get("lost_packets")?.as_u64()?,
+            seconds: sum.get("seconds")?.as_f64()?,
+        })
+    });
     Ok(Iperf3Result {
         receiver_intervals,
+        udp,
         goodput_bps: f(recv, "bits_per_second").ok_or("iperf3 JSON: no received rate")?,
         sent_bps: f(sent, "bits_per_second").unwrap_or(0.0),
         retransmits: sent
@@ -98,6 +127,8 @@ pub struct ClientOptions {
     pub reverse: bool,
     /// `-C`: congestion control (e.g. "cubic").
     pub congestion: Option<String>,
+    /// UDP with this payload length, unlimited rate (`-u -b 0 -l N`).
+    pub udp_len: Option<u32>,
 }
 
 impl ClientOptions {
@@ -109,6 +140,7 @@ impl ClientOptions {
             omit_seconds: 0,
             reverse: false,
             congestion: Some("cubic".into()),
+            udp_len: None,
         }
     }
 }
@@ -156,8 +188,14 @@ pub fn client(topo: &Topology, ns: &Netns, o: &ClientOptions) -> io::Result<Iper
     if o.reverse {
         args.push("-R");
     }
-    if let Some(cc) = &o.congestion {
-        args.extend(["-C", cc.as_str()]);
+    let udp_len = o.udp_len.map(|l| l.to_string());
+    match &udp_len {
+        Some(l) => args.extend(["-u", "-b", "0", "-l", l.as_str()]),
+        None => {
+            if let Some(cc) = &o.congestion {
+                args.extend(["-C", cc.as_str()]);
+            }
+        }
     }
     // iperf3 exits non-zero on failure but still prints JSON with `error`.
     let out = topo.exec_unchecked(ns, &args)?;
@@ -179,6 +217,7 @@ mod tests {
         assert_eq!(r.retransmits, 12);
         assert_eq!(r.seconds, 5.02);
         assert!(r.receiver_intervals.is_empty(), "no server output here");
+        assert_eq!(r.udp, None);
     }
 
     #[test]
@@ -205,6 +244,15 @@ mod tests {
         let down =
             format!(r#"{{"start":{{"test_start":{{"reverse":1}}}},"intervals":[{recv}],{end}}}"#);
         assert_eq!(parse_json(&down).unwrap().receiver_intervals.len(), 2);
+    }
+
+    #[test]
+    fn parses_udp_counts() {
+        let j = r#"{"end":{"sum":{"seconds":2.0,"packets":1000,"lost_packets":100,"bits_per_second":1},
+            "sum_sent":{"bits_per_second":1},"sum_received":{"bits_per_second":1}}}"#;
+        let u = parse_json(j).unwrap().udp.unwrap();
+        assert_eq!((u.packets, u.lost), (1000, 100));
+        assert_eq!(u.received_pps(), 450.0);
     }
 
     #[test]

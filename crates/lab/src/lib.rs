@@ -12,5 +12,5 @@
 pub mod iperf3;
 pub mod netns;
 
-pub use iperf3::{ClientOptions, Iperf3Result};
+pub use iperf3::{ClientOptions, Iperf3Result, UdpCounts};
 pub use netns::{have_tools, Netns, ProcId, Topology};
