@@ -32,13 +32,18 @@ pub struct Args {
     /// Serve Prometheus metrics on ADDR:PORT (served by the control module when present).
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
-    /// Packet I/O method: auto (TPACKET_V3 ring, else recvmmsg), ring, mmsg.
-    #[arg(long, value_name = "METHOD", default_value = "auto", value_parser = parse_method)]
+    /// Packet I/O: mmsg (recvmmsg/sendmmsg) or ring (TPACKET_V3 RX ring,
+    /// recvmmsg where the kernel refuses it).
+    #[arg(long, value_name = "METHOD", default_value = "mmsg", value_parser = parse_method)]
     io: Method,
     /// Busy-wait for deadlines closer than this many microseconds instead of
     /// sleeping on the timer (0: always sleep).
     #[arg(long, value_name = "US", default_value_t = 50)]
     spin_us: u64,
+    /// TPACKET_V3 ring block size in KiB (a partly filled block waits up to
+    /// the retire timeout, so smaller blocks mean lower latency at low load).
+    #[arg(long, value_name = "KIB", default_value_t = 256)]
+    ring_block_kib: u32,
     /// Leave NIC offloads (GRO/GSO/TSO/LRO/rxvlan) as they are.
     #[arg(long)]
     keep_offloads: bool,
@@ -67,10 +72,9 @@ fn parse_bridge(s: &str) -> Result<(String, String), String> {
 
 fn parse_method(s: &str) -> Result<Method, String> {
     match s {
-        "auto" => Ok(Method::Auto),
         "ring" => Ok(Method::Ring),
         "mmsg" => Ok(Method::Mmsg),
-        _ => Err(format!("expected auto, ring or mmsg, got `{s}`")),
+        _ => Err(format!("expected mmsg or ring, got `{s}`")),
     }
 }
 
@@ -173,6 +177,8 @@ pub fn run(a: Args) -> ExitCode {
         method: a.io,
         disable_offloads: !a.keep_offloads,
         spin_ns: a.spin_us.saturating_mul(1000),
+        ring_block_bytes: a.ring_block_kib.saturating_mul(1024),
+        ring_blocks: (16384 / a.ring_block_kib.max(4)).max(8),
         ..IoOptions::default()
     };
     let mut bridge = match Bridge::open(&lan, &wan, io_opts) {

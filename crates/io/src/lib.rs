@@ -11,8 +11,9 @@
 //!   engine is not asked for more until it drains; a frame it refuses for
 //!   good is counted in `tx_errors`.
 //! - Buffers are recycled ([`pool::Pool`]): steady state does not allocate.
-//! - Fallback: TPACKET_V3 RX ring when available, recvmmsg otherwise; TX is
-//!   sendmmsg in both (see docs/adr/0002-packet-io.md for the measurements).
+//! - Receive by recvmmsg (default, chosen by measurement) or a TPACKET_V3
+//!   RX ring that falls back to recvmmsg where the kernel refuses it; TX is
+//!   sendmmsg in both (docs/adr/0002-packet-io.md has the numbers).
 //! - This is the only crate of the workspace with `unsafe`, confined to
 //!   `sys.rs`, `sock.rs`, `offload.rs`, `signals.rs`; each block says why it
 //!   is sound.
