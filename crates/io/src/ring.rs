@@ -162,6 +162,51 @@ fn parse_frame(block: &[u8], at: usize) -> Option<(Frame<'_>, u32)> {
     ))
 }
 
+/// `SOL_PACKET` / `PACKET_AUXDATA`: the control message carrying
+/// `struct tpacket_auxdata` on the recvmmsg path.
+pub const SOL_PACKET: i32 = 263;
+pub const PACKET_AUXDATA: i32 = 8;
+/// `struct cmsghdr` on 64-bit Linux: `size_t cmsg_len; int level; int type`.
+const CMSG_HDR: usize = 16;
+/// Messages walked per control buffer: the kernel sends one auxdata message;
+/// the cap only guards against a malformed buffer.
+const CMSG_CAP: usize = 8;
+
+/// The VLAN tag (TPID, TCI) the kernel stripped, from a recvmsg control
+/// buffer with `PACKET_AUXDATA` enabled; `None` if there is none.
+pub fn auxdata_vlan(control: &[u8]) -> Option<(u16, u16)> {
+    let mut at = 0usize;
+    for _ in 0..CMSG_CAP {
+        let hdr = control.get(at..at.checked_add(CMSG_HDR)?)?;
+        let len = usize::try_from(u64::from_ne_bytes(hdr[..8].try_into().ok()?)).ok()?;
+        let level = i32::from_ne_bytes(hdr[8..12].try_into().ok()?);
+        let kind = i32::from_ne_bytes(hdr[12..16].try_into().ok()?);
+        if len < CMSG_HDR {
+            return None;
+        }
+        if level == SOL_PACKET && kind == PACKET_AUXDATA {
+            // tp_status u32, tp_len u32, tp_snaplen u32, tp_mac u16,
+            // tp_net u16, tp_vlan_tci u16, tp_vlan_tpid u16.
+            let d = control.get(at + CMSG_HDR..at.checked_add(len)?)?;
+            let status = u32_at(d, 0)?;
+            if status & TP_STATUS_VLAN_VALID == 0 {
+                return None;
+            }
+            let tci = u16_at(d, 16)?;
+            let tpid = u16_at(d, 18)?;
+            let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 && tpid != 0 {
+                tpid
+            } else {
+                0x8100
+            };
+            return Some((tpid, tci));
+        }
+        // Next message: CMSG_ALIGN(len) to 8 bytes.
+        at = at.checked_add(len.checked_add(7)? & !7)?;
+    }
+    None
+}
+
 /// Copies `data` into `out`, re-inserting a VLAN tag the kernel stripped
 /// after the two MAC addresses, so the frame leaves exactly as it came.
 pub fn copy_with_vlan(out: &mut Vec<u8>, data: &[u8], vlan: Option<(u16, u16)>) {
@@ -296,6 +341,64 @@ mod tests {
             let n = Frames::new(&b[..len]).count();
             assert!(n <= u32::from_ne_bytes([b[12], b[13], b[14], b[15]]) as usize);
         }
+    }
+
+    fn cmsg(level: i32, kind: i32, payload: &[u8]) -> Vec<u8> {
+        let len = 16 + payload.len();
+        let mut v = Vec::new();
+        v.extend_from_slice(&(len as u64).to_ne_bytes());
+        v.extend_from_slice(&level.to_ne_bytes());
+        v.extend_from_slice(&kind.to_ne_bytes());
+        v.extend_from_slice(payload);
+        while v.len() % 8 != 0 {
+            v.push(0);
+        }
+        v
+    }
+
+    fn auxdata(status: u32, tci: u16, tpid: u16) -> Vec<u8> {
+        let mut a = vec![0u8; 20];
+        put32(&mut a, 0, status);
+        put16(&mut a, 16, tci);
+        put16(&mut a, 18, tpid);
+        a
+    }
+
+    #[test]
+    fn auxdata_gives_the_stripped_tag() {
+        let st = 1 | TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID;
+        let c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 100, 0x88a8));
+        assert_eq!(auxdata_vlan(&c), Some((0x88a8, 100)));
+        // Without TPID_VALID the TPID is 802.1Q.
+        let c = cmsg(
+            SOL_PACKET,
+            PACKET_AUXDATA,
+            &auxdata(1 | TP_STATUS_VLAN_VALID, 7, 0),
+        );
+        assert_eq!(auxdata_vlan(&c), Some((0x8100, 7)));
+        // No tag.
+        let c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(1, 7, 0x8100));
+        assert_eq!(auxdata_vlan(&c), None);
+        // Found after another message.
+        let mut c = cmsg(1, 2, &[9; 5]);
+        c.extend(cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0x8100)));
+        assert_eq!(auxdata_vlan(&c), Some((0x8100, 5)));
+    }
+
+    #[test]
+    fn malformed_control_buffers_yield_none() {
+        assert_eq!(auxdata_vlan(&[]), None);
+        assert_eq!(auxdata_vlan(&[0u8; 15]), None);
+        let st = 1 | TP_STATUS_VLAN_VALID;
+        let mut c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0));
+        c.truncate(30);
+        assert_eq!(auxdata_vlan(&c), None, "truncated payload");
+        let mut c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0));
+        c[..8].copy_from_slice(&3u64.to_ne_bytes());
+        assert_eq!(auxdata_vlan(&c), None, "length below the header");
+        let mut c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0));
+        c[..8].copy_from_slice(&u64::MAX.to_ne_bytes());
+        assert_eq!(auxdata_vlan(&c), None, "length beyond the buffer");
     }
 
     #[test]

@@ -165,6 +165,8 @@ impl PacketSocket {
         // SAFETY: `raw` is a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let one: libc::c_int = 1;
+        // The recvmmsg path learns stripped VLAN tags from auxdata.
+        setsockopt(fd.as_raw_fd(), SOL_PACKET, ring::PACKET_AUXDATA, &one)?;
         // Older kernels lack it; the pkttype check covers them.
         let _ = setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_IGNORE_OUTGOING, &one);
         for (force, plain) in [
@@ -364,6 +366,20 @@ fn recv_ring(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) ->
     got
 }
 
+/// Control buffer per message: one `tpacket_auxdata` (20 B) behind its
+/// 16-byte header, rounded up, with room to spare.
+const CONTROL_WORDS: usize = 8;
+// `ring::auxdata_vlan` parses the 64-bit Linux cmsghdr layout.
+const _: () = assert!(std::mem::size_of::<libc::cmsghdr>() == 16);
+
+fn control_bytes(words: &[u64; CONTROL_WORDS]) -> [u8; CONTROL_WORDS * 8] {
+    let mut out = [0u8; CONTROL_WORDS * 8];
+    for (chunk, w) in out.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&w.to_ne_bytes());
+    }
+    out
+}
+
 fn recv_mmsg(
     fd: RawFd,
     scratch: &mut [u8],
@@ -377,6 +393,8 @@ fn recv_mmsg(
     let mut msgs: [libc::mmsghdr; MMSG_BATCH] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     let mut addrs: [libc::sockaddr_ll; MMSG_BATCH] = unsafe { std::mem::zeroed() };
+    // u64 elements keep each control buffer aligned for struct cmsghdr.
+    let mut control = [[0u64; CONTROL_WORDS]; MMSG_BATCH];
     let mut chunks = scratch.chunks_exact_mut(MMSG_FRAME_BYTES);
     for i in 0..n {
         let Some(c) = chunks.next() else { break };
@@ -386,9 +404,11 @@ fn recv_mmsg(
         msgs[i].msg_hdr.msg_iovlen = 1;
         msgs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_ll).cast();
         msgs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msgs[i].msg_hdr.msg_control = control[i].as_mut_ptr().cast();
+        msgs[i].msg_hdr.msg_controllen = CONTROL_WORDS * 8;
     }
-    // SAFETY: each message points at its own scratch chunk and address slot,
-    // all live and exclusively borrowed for the call.
+    // SAFETY: each message points at its own scratch chunk, address slot and
+    // control buffer, all live and exclusively borrowed for the call.
     let r = unsafe {
         libc::recvmmsg(
             fd,
@@ -412,9 +432,11 @@ fn recv_mmsg(
         }
         let len = (m.msg_len as usize).min(MMSG_FRAME_BYTES);
         let start = i * MMSG_FRAME_BYTES;
+        let clen = m.msg_hdr.msg_controllen.min(CONTROL_WORDS * 8);
+        let vlan = ring::auxdata_vlan(&control_bytes(&control[i])[..clen]);
         if let Some(data) = scratch.get(start..start + len) {
             got += 1;
-            f(RxFrame { data, vlan: None });
+            f(RxFrame { data, vlan });
         }
     }
     Ok(got)
