@@ -212,3 +212,120 @@ fn rate_10mbit_both_directions() {
 fn rate_100mbit_both_directions() {
     rate_case("100Mb", 100e6, true);
 }
+
+/// An invalid file never starts a shaper: diagnostics, exit 1, and no
+/// interface is touched (the bridge names do not even exist). Needs no root.
+#[test]
+fn invalid_file_exits_1_before_opening_interfaces() {
+    let dir = std::env::temp_dir().join(format!("sluice-run-invalid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("bad.conf");
+    std::fs::write(
+        &conf,
+        "altq on $ext_if hfsc bandwidth 10Mb queue { nosuch\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", "-f"])
+        .arg(&conf)
+        .args(["--bridge", "nosuch-lan,nosuch-wan"])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error"), "diagnostics rendered: {err}");
+    assert!(err.contains("not starting"), "{err}");
+    assert!(
+        !err.contains("cannot open"),
+        "interfaces must not be touched: {err}"
+    );
+}
+
+/// SIGHUP with an invalid file keeps the running configuration and the
+/// path; SIGHUP with a valid file reloads; SIGTERM stops with exit 0.
+#[test]
+fn sighup_reload_refuses_invalid_and_applies_valid() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Err(why) = have_tools(&["ethtool"]) {
+        eprintln!(
+            "\n!!!! SKIP netns_rate sighup: {why} (run as root after scripts/setup.sh) !!!!\n"
+        );
+        return;
+    }
+    let (bin, _) = sluice_bin();
+    let mut lab = build().expect("building the namespaces");
+    let conf = lab.dir.join("reload.conf");
+    std::fs::write(&conf, config("10Mb")).unwrap();
+    let log = lab.dir.join("sluice.log");
+    let conf_s = conf.to_string_lossy().to_string();
+    let shaper = lab.shaper.clone();
+    let client = lab.client.clone();
+    let sl = lab
+        .topo
+        .spawn(
+            &shaper,
+            &[&bin, "run", "-f", &conf_s, "--bridge", "lan0,wan0", "-v"],
+            Some(&log),
+        )
+        .expect("starting sluice");
+    let show_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let ping = |topo: &Topology| {
+        topo.exec(&client, &["ping", "-c", "1", "-W", "1", SERVER_IP])
+            .is_ok()
+    };
+    let wait_for = |what: &str| {
+        // 5 s at most: a reload is milliseconds of work.
+        for _ in 0..50 {
+            if show_log().contains(what) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    };
+    let mut up = false;
+    for _ in 0..50 {
+        if ping(&lab.topo) {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(up, "no path through sluice:\n{}", show_log());
+
+    std::fs::write(&conf, "queue broken on $ext_if bandwidth\n").unwrap();
+    lab.topo.signal(sl, "HUP").unwrap();
+    assert!(
+        wait_for("keeping the running one"),
+        "invalid reload not refused:\n{}",
+        show_log()
+    );
+    assert!(
+        lab.topo.try_status(sl).unwrap().is_none(),
+        "sluice died:\n{}",
+        show_log()
+    );
+    assert!(
+        ping(&lab.topo),
+        "path lost after a refused reload:\n{}",
+        show_log()
+    );
+
+    std::fs::write(&conf, config("20Mb")).unwrap();
+    lab.topo.signal(sl, "HUP").unwrap();
+    assert!(
+        wait_for("reloaded:"),
+        "valid reload not applied:\n{}",
+        show_log()
+    );
+    assert!(ping(&lab.topo), "path lost after a reload:\n{}", show_log());
+
+    let st = lab.topo.stop(sl, "TERM").unwrap();
+    assert!(
+        st.is_some_and(|s| s.success()),
+        "sluice did not stop cleanly on SIGTERM: {st:?}\n{}",
+        show_log()
+    );
+    let _ = std::fs::remove_dir_all(&lab.dir);
+}
