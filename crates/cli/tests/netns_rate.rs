@@ -242,8 +242,8 @@ fn invalid_file_exits_1_before_opening_interfaces() {
     );
 }
 
-/// SIGHUP with an invalid file keeps the running configuration and the
-/// path; SIGHUP with a valid file reloads; SIGTERM stops with exit 0.
+/// ARP crosses; SIGHUP with an invalid file keeps the running configuration
+/// and the path; SIGHUP with a valid file reloads; SIGTERM stops with exit 0.
 #[test]
 fn sighup_reload_refuses_invalid_and_applies_valid() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -293,6 +293,19 @@ fn sighup_reload_refuses_invalid_and_applies_valid() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(up, "no path through sluice:\n{}", show_log());
+
+    // Non-IP frames cross too: without its static entry the client must
+    // resolve the server by ARP through sluice.
+    lab.topo
+        .ip(&client, &["neigh", "del", SERVER_IP, "dev", "c0"])
+        .unwrap();
+    assert!(ping(&lab.topo), "ARP did not cross sluice:\n{}", show_log());
+    let neigh = lab.topo.ip(&client, &["neigh", "show", SERVER_IP]).unwrap();
+    let neigh = String::from_utf8_lossy(&neigh.stdout).to_string();
+    assert!(
+        neigh.contains("lladdr") && !neigh.contains("PERMANENT"),
+        "server not learned by ARP: {neigh}"
+    );
 
     std::fs::write(&conf, "queue broken on $ext_if bandwidth\n").unwrap();
     lab.topo.signal(sl, "HUP").unwrap();
