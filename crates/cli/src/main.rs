@@ -5,11 +5,9 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod check;
-// The daemon side (control socket, reload, metrics); `run` starts it.
-#[allow(dead_code, unused_imports)]
 mod ctl;
-#[allow(dead_code)]
 mod metrics;
+mod run;
 mod show;
 
 #[derive(Parser)]
@@ -23,6 +21,8 @@ struct Cli {
 enum Cmd {
     /// Check configuration files, as `pfctl -nf` does; -v prints the canonical form.
     Check(check::Args),
+    /// Bridge two interfaces and shape the traffic between them.
+    Run(run::Args),
     /// Show the running daemon's queues, states, rules or status (pfctl -s).
     Show(show::ShowArgs),
     /// Load a new configuration into the running daemon, atomically (pfctl -f).
@@ -35,6 +35,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Check(a) => check::run(a),
+        Cmd::Run(a) => run::run(a),
         Cmd::Show(a) => show::run_show(a),
         Cmd::Reload(a) => show::run_reload(a),
         Cmd::Stop(a) => show::run_stop(a),

@@ -19,8 +19,8 @@
 //!   dropped after [`server::CLIENT_TIMEOUT`], so no client can hold the
 //!   server. `show states` returns at most [`proto::STATES_SHOWN_CAP`] states.
 //! - **Protocol**: one JSON object per line each way (docs/control.md).
-//! - **Time**: the engine is driven with nanoseconds since
-//!   [`DaemonState::started`] ([`engine_now`]); state ages and expiries are
+//! - **Time**: the engine is driven by the data plane's CLOCK_MONOTONIC
+//!   ([`engine_now`] = `sluice_io::now()`); state ages and expiries are
 //!   reported against that clock. Nothing else depends on it: which states
 //!   belong to the current rules is decided from the states' own times.
 
@@ -46,9 +46,7 @@ pub const DEFAULT_SOCKET: &str = "/run/sluice.sock";
 /// `run` builds it once; the servers only read it (and lock the engine).
 pub struct DaemonState {
     pub engine: Arc<Mutex<Engine>>,
-    /// Start of the daemon, and the engine's epoch: `run` drives the engine
-    /// with `Instant::from_nanos(started.elapsed())` ([`engine_now`]), which
-    /// state ages and expiries in `show states` are measured against.
+    /// Start of the daemon (for uptime).
     pub started: std::time::Instant,
     /// `[lan, wan]` as given to `--bridge`.
     pub ifaces: [String; 2],
@@ -79,9 +77,8 @@ pub struct ReloadReport {
 }
 
 /// The engine clock of a daemon: nanoseconds since `started`.
-pub fn engine_now(state: &DaemonState) -> sluice_time::Instant {
-    let ns = state.started.elapsed().as_nanos();
-    sluice_time::Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+pub fn engine_now(_state: &DaemonState) -> sluice_time::Instant {
+    sluice_io::now()
 }
 
 /// Locks the engine even if the data plane panicked while holding it: the

@@ -396,8 +396,15 @@ impl B<'_, '_, '_> {
         // A queue some `{ … }` list names belongs to that tree even when the
         // tree failed to build; its error is already reported, so no cascade.
         let listed = |name: &str| {
-            altqs.iter().flat_map(|a| a.children.iter()).any(|c| c.v == name)
-                || self.decls.iter().flat_map(|q| q.children.iter()).any(|c| c.v == name)
+            altqs
+                .iter()
+                .flat_map(|a| a.children.iter())
+                .any(|c| c.v == name)
+                || self
+                    .decls
+                    .iter()
+                    .flat_map(|q| q.children.iter())
+                    .any(|c| c.v == name)
         };
         for i in 0..self.decls.len() {
             if self.used[i] || (self.kinds[i] == Kind::Altq && listed(&self.decls[i].name.v)) {

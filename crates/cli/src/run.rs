@@ -1,0 +1,322 @@
+//! `sluice run -f FILE --bridge LAN_IF,WAN_IF`: shape real traffic.
+//!
+//! # Principles
+//! The file is checked exactly as `sluice check` does before anything is
+//! opened; an invalid file never starts a shaper and an invalid reload never
+//! replaces a running one. Two threads: the I/O loop (sluice-io) and a signal
+//! thread that turns SIGHUP into a reload under the engine lock and
+//! SIGTERM/SIGINT into a clean stop. Exit 0 on a clean stop, 1 otherwise.
+
+use crate::ctl::DaemonState;
+use clap::Args as ClapArgs;
+use sluice_engine::{Engine, Options};
+use sluice_io::{Bridge, IoOptions, IoStats, Method, Signal, Signals};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[derive(ClapArgs)]
+pub struct Args {
+    /// Configuration file in the pf.conf dialect.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    file: String,
+    /// Define a macro, as pfctl -D does. `int_if` and `ext_if` default to
+    /// the bridged LAN and WAN interfaces.
+    #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
+    define: Vec<(String, String)>,
+    /// The two interfaces to bridge: LAN (int_if) and WAN (ext_if).
+    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = parse_bridge)]
+    bridge: (String, String),
+    /// Control socket for `sluice show|reload|stop` (root only).
+    #[arg(long, value_name = "PATH", default_value = crate::ctl::DEFAULT_SOCKET)]
+    control: String,
+    #[command(flatten)]
+    metrics: crate::metrics::MetricsArgs,
+    /// Packet I/O: mmsg (recvmmsg/sendmmsg) or ring (TPACKET_V3 RX ring,
+    /// recvmmsg where the kernel refuses it).
+    #[arg(long, value_name = "METHOD", default_value = "mmsg", value_parser = parse_method)]
+    io: Method,
+    /// Busy-wait for deadlines closer than this many microseconds instead of
+    /// sleeping on the timer (0: always sleep).
+    #[arg(long, value_name = "US", default_value_t = 50)]
+    spin_us: u64,
+    /// TPACKET_V3 ring block size in KiB (a partly filled block waits up to
+    /// the retire timeout, so smaller blocks mean lower latency at low load).
+    #[arg(long, value_name = "KIB", default_value_t = 256)]
+    ring_block_kib: u32,
+    /// Leave NIC offloads (GRO/GSO/TSO/LRO/rxvlan) as they are.
+    #[arg(long)]
+    keep_offloads: bool,
+    /// More log output (-v info, -vv debug).
+    #[arg(short, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+fn parse_define(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.is_empty() => Ok((n.to_string(), v.to_string())),
+        _ => Err(format!("expected NAME=VALUE, got `{s}`")),
+    }
+}
+
+fn parse_bridge(s: &str) -> Result<(String, String), String> {
+    match s.split_once(',') {
+        Some((a, b)) if !a.is_empty() && !b.is_empty() && a != b => {
+            Ok((a.to_string(), b.to_string()))
+        }
+        _ => Err(format!(
+            "expected LAN_IF,WAN_IF (two different names), got `{s}`"
+        )),
+    }
+}
+
+fn parse_method(s: &str) -> Result<Method, String> {
+    match s {
+        "ring" => Ok(Method::Ring),
+        "mmsg" => Ok(Method::Mmsg),
+        _ => Err(format!("expected mmsg or ring, got `{s}`")),
+    }
+}
+
+/// Log levels, in increasing verbosity.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Error = 0,
+    Warn = 1,
+    Info = 2,
+    Debug = 3,
+}
+
+/// Default verbosity shows warnings; each -v adds one level.
+static VERBOSITY: AtomicU8 = AtomicU8::new(Level::Warn as u8);
+
+fn log(level: Level, msg: std::fmt::Arguments<'_>) {
+    if level as u8 <= VERBOSITY.load(Ordering::Relaxed) {
+        let tag = match level {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        };
+        eprintln!("sluice: {tag}: {msg}");
+    }
+}
+
+macro_rules! error { ($($t:tt)*) => { log(Level::Error, format_args!($($t)*)) } }
+macro_rules! warn { ($($t:tt)*) => { log(Level::Warn, format_args!($($t)*)) } }
+macro_rules! info { ($($t:tt)*) => { log(Level::Info, format_args!($($t)*)) } }
+macro_rules! debug { ($($t:tt)*) => { log(Level::Debug, format_args!($($t)*)) } }
+
+/// Reads and checks the file; diagnostics go to stderr.
+fn load(file: &str, defines: &[(String, String)]) -> Option<sluice_conf::ir::Config> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            error!("cannot read {file}: {e}");
+            return None;
+        }
+    };
+    match sluice_conf::check(file, &text, defines) {
+        Ok(checked) => {
+            for w in &checked.warnings {
+                eprint!("{}", w.render(file, &text));
+            }
+            Some(checked.config)
+        }
+        Err(diags) => {
+            for d in &diags {
+                eprint!("{}", d.render(file, &text));
+            }
+            None
+        }
+    }
+}
+
+pub fn run(a: Args) -> ExitCode {
+    VERBOSITY.store(
+        (Level::Warn as u8)
+            .saturating_add(a.verbose)
+            .min(Level::Debug as u8),
+        Ordering::Relaxed,
+    );
+    let (lan, wan) = a.bridge.clone();
+    let mut defines = a.define.clone();
+    for (name, val) in [("int_if", &lan), ("ext_if", &wan)] {
+        if !defines.iter().any(|(n, _)| n == name) {
+            defines.push((name.to_string(), val.clone()));
+        }
+    }
+    let Some(cfg) = load(&a.file, &defines) else {
+        error!("{}: invalid configuration, not starting", a.file);
+        return ExitCode::FAILURE;
+    };
+    let metrics_addr = match a.metrics.addr() {
+        Ok(m) => m,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let hash_key = match sluice_io::random_key() {
+        Ok(k) => k,
+        Err(e) => {
+            error!("getrandom: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let opts = Options {
+        ifaces: vec![lan.clone(), wan.clone()],
+        bridge: vec![(0, 1)],
+        hash_key,
+        iface_addrs: Vec::new(),
+    };
+    let engine = match Engine::new(&cfg, opts) {
+        Ok(e) => Arc::new(Mutex::new(e)),
+        Err(e) => {
+            error!("cannot build the queues: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let io_opts = IoOptions {
+        method: a.io,
+        disable_offloads: !a.keep_offloads,
+        spin_ns: a.spin_us.saturating_mul(1000),
+        ring_block_bytes: a.ring_block_kib.saturating_mul(1024),
+        ring_blocks: (16384 / a.ring_block_kib.max(4)).max(8),
+        ..IoOptions::default()
+    };
+    let mut bridge = match Bridge::open(&lan, &wan, io_opts) {
+        Ok(b) => b,
+        Err(e) => {
+            error!("cannot open {lan},{wan}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for o in bridge.offloads() {
+        match &o.outcome {
+            Ok(how) => info!("{}: {} off ({how})", o.iface, o.feature),
+            Err(msg) => warn!(
+                "{}: could not turn {} off: {msg}; oversize frames are counted",
+                o.iface, o.feature
+            ),
+        }
+    }
+    info!(
+        "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
+        bridge.method()
+    );
+    let signals = match Signals::install() {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            error!("cannot install signal handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let state = {
+        let (waker, stats) = (bridge.waker(), bridge.stats());
+        let names = [lan.clone(), wan.clone()];
+        Arc::new(DaemonState {
+            engine: engine.clone(),
+            started: std::time::Instant::now(),
+            ifaces: [lan.clone(), wan.clone()],
+            io_method: bridge.method().to_string(),
+            io_stats: Arc::new(move || io_counters(&names, &stats)),
+            config_path: std::path::PathBuf::from(&a.file),
+            defines: defines.clone(),
+            wake: Arc::new(move || waker.wake()),
+            stop: stop.clone(),
+        })
+    };
+    let control = match crate::ctl::spawn_control(std::path::Path::new(&a.control), state.clone()) {
+        Ok(h) => h,
+        Err(e) => {
+            error!("control socket {}: {e}", a.control);
+            return ExitCode::FAILURE;
+        }
+    };
+    let metrics =
+        match metrics_addr.map(|addr| (addr, crate::ctl::spawn_metrics(addr, state.clone()))) {
+            None => None,
+            Some((_, Ok(h))) => Some(h),
+            Some((addr, Err(e))) => {
+                error!("metrics on {addr}: {e}");
+                stop.store(true, Ordering::SeqCst);
+                let _ = control.join();
+                return ExitCode::FAILURE;
+            }
+        };
+    let sig_thread = {
+        let (signals, state) = (signals.clone(), state.clone());
+        std::thread::spawn(move || loop {
+            match signals.wait() {
+                Signal::Stop => {
+                    state.stop.store(true, Ordering::SeqCst);
+                    (state.wake)();
+                    return;
+                }
+                Signal::Reload => {
+                    info!("SIGHUP: reloading {}", state.config_path.display());
+                    // Checked before the engine lock is taken; all or nothing.
+                    match crate::ctl::reload_from(&state, None) {
+                        Ok(rep) => info!(
+                            "reloaded {}: {} packets kept, {} dropped",
+                            rep.file, rep.kept, rep.dropped
+                        ),
+                        Err(diags) => {
+                            error!("reload refused, keeping the running configuration:\n{diags}")
+                        }
+                    }
+                }
+            }
+        })
+    };
+    let result = bridge.run(engine.clone(), stop.clone());
+    // The loop may end by itself (an I/O error); release the other threads.
+    stop.store(true, Ordering::SeqCst);
+    signals.stop();
+    let _ = sig_thread.join();
+    let _ = control.join();
+    if let Some(m) = metrics {
+        let _ = m.join();
+    }
+    let stats = bridge.stats();
+    for (name, s) in [&lan, &wan].iter().zip(&stats.ifaces) {
+        debug!(
+            "{name}: rx {} frames, tx {} frames, ring drops {}, tx errors {}, oversize {}",
+            s.rx_frames.load(Ordering::Relaxed),
+            s.tx_frames.load(Ordering::Relaxed),
+            s.ring_drops.load(Ordering::Relaxed),
+            s.tx_errors.load(Ordering::Relaxed),
+            s.oversize.load(Ordering::Relaxed)
+        );
+    }
+    match result {
+        Ok(()) => {
+            info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            error!("packet loop failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The I/O layer's counters by name, for `show info` and the metrics.
+fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
+    let mut v = Vec::new();
+    for (name, s) in names.iter().zip(&stats.ifaces) {
+        for (what, c) in [
+            ("rx_frames", &s.rx_frames),
+            ("tx_frames", &s.tx_frames),
+            ("ring_drops", &s.ring_drops),
+            ("tx_blocked", &s.tx_blocked),
+            ("tx_errors", &s.tx_errors),
+            ("oversize", &s.oversize),
+        ] {
+            v.push((format!("{name}_{what}"), c.load(Ordering::Relaxed)));
+        }
+    }
+    v
+}

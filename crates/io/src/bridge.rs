@@ -1,0 +1,379 @@
+//! The bridge loop.
+
+use crate::offload::{self, OffloadResult};
+use crate::pool::Pool;
+use crate::sock::{PacketSocket, RingConfig};
+use crate::sys;
+use sluice_engine::Engine;
+use sluice_time::Duration;
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Frames read per socket per loop turn: bounds how long the engine lock is
+/// held and keeps both directions served fairly.
+const RX_BATCH_FRAMES: usize = 256;
+/// Frames taken from the engine per interface per turn.
+const TX_DRAIN_FRAMES: usize = 256;
+/// Frames held per interface while the kernel pushes back; beyond this the
+/// engine keeps them (where its queues and AQM can act on them).
+const PENDING_CAP: usize = 256;
+/// Retry delay after ENOBUFS (no EPOLLOUT will come for a full peer queue).
+const TX_RETRY: Duration = Duration::from_micros(20);
+/// Longest epoll sleep, so a stop flag set without a wake-up is still seen.
+const IDLE_WAIT_MS: i32 = 100;
+/// How often the kernel ring-drop counters are collected.
+const STATS_PERIOD: Duration = Duration::from_secs(1);
+/// Buffers kept in the free list.
+const POOL_BUFFERS: usize = 4096;
+/// Ethernet header + one VLAN tag: a frame longer than MTU + this is a
+/// super-packet that slipped past the offload settings.
+const L2_MAX_OVERHEAD: usize = 18;
+
+const TOK_SOCK0: u64 = 0;
+const TOK_SOCK1: u64 = 1;
+const TOK_TIMER: u64 = 2;
+const TOK_WAKER: u64 = 3;
+
+/// Which receive path to use (TX is sendmmsg in both).
+/// docs/adr/0002-packet-io.md has the measurements behind the default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Method {
+    /// recvmmsg on the packet socket: lowest latency (no block retire
+    /// timeout) and the best TCP throughput measured on veth.
+    #[default]
+    Mmsg,
+    /// TPACKET_V3 RX ring, falling back to recvmmsg where the kernel
+    /// refuses the ring; [`Bridge::method`] says which one runs.
+    Ring,
+}
+
+/// Options of [`Bridge::open`].
+#[derive(Clone, Debug)]
+pub struct IoOptions {
+    pub method: Method,
+    /// Switch GRO/GSO/TSO/LRO/RX-VLAN offloads off on both interfaces.
+    pub disable_offloads: bool,
+    pub ring_block_bytes: u32,
+    pub ring_blocks: u32,
+    /// Block retire timeout: the latency bound of a lone packet on the ring.
+    pub ring_retire_ms: u32,
+    /// A deadline closer than this is busy-waited instead of slept on, as
+    /// timer wake-up latency would overshoot it.
+    pub spin_ns: u64,
+}
+
+impl Default for IoOptions {
+    fn default() -> Self {
+        IoOptions {
+            method: Method::default(),
+            disable_offloads: true,
+            ring_block_bytes: 1 << 18,
+            ring_blocks: 64,
+            ring_retire_ms: 1,
+            spin_ns: 50_000,
+        }
+    }
+}
+
+/// Counters of one interface, updated by the loop, readable from anywhere.
+#[derive(Debug, Default)]
+pub struct IfaceIoStats {
+    pub rx_frames: AtomicU64,
+    pub rx_bytes: AtomicU64,
+    pub tx_frames: AtomicU64,
+    pub tx_bytes: AtomicU64,
+    /// Frames waiting for the kernel to accept them (gauge).
+    pub pending: AtomicU64,
+    /// Times the kernel pushed back (EAGAIN/ENOBUFS).
+    pub tx_blocked: AtomicU64,
+    /// Frames the kernel refused outright (counted, then released).
+    pub tx_errors: AtomicU64,
+    /// Frames the kernel dropped because the RX ring/socket was full.
+    pub ring_drops: AtomicU64,
+    /// Frames longer than MTU + L2 header (an offload still on upstream).
+    pub oversize: AtomicU64,
+}
+
+/// Counters of both interfaces, index 0 = LAN, 1 = WAN.
+#[derive(Debug, Default)]
+pub struct IoStats {
+    pub ifaces: [IfaceIoStats; 2],
+}
+
+/// Makes the loop re-read the engine's deadline (after a reload) or notice
+/// a stop flag at once. Cheap to clone, usable from any thread.
+#[derive(Clone, Debug)]
+pub struct Waker(Arc<OwnedFd>);
+
+impl Waker {
+    pub fn wake(&self) {
+        sys::bump_counter(self.0.as_raw_fd());
+    }
+}
+
+/// Two interfaces bridged through the engine. Engine interface index `i`
+/// is socket `i`: 0 = LAN, 1 = WAN (the order given to `open`).
+pub struct Bridge {
+    socks: [PacketSocket; 2],
+    mtu: [usize; 2],
+    epoll: OwnedFd,
+    timer: OwnedFd,
+    waker: Waker,
+    stats: Arc<IoStats>,
+    pool: Pool,
+    pending: [VecDeque<Vec<u8>>; 2],
+    want_out: [bool; 2],
+    method: &'static str,
+    offloads: Vec<OffloadResult>,
+    spin_ns: u64,
+}
+
+fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
+    let ring = RingConfig {
+        block_bytes: o.ring_block_bytes,
+        blocks: o.ring_blocks,
+        retire_ms: o.ring_retire_ms,
+    };
+    match o.method {
+        Method::Mmsg => PacketSocket::open(name, None),
+        Method::Ring => {
+            PacketSocket::open(name, Some(ring)).or_else(|_| PacketSocket::open(name, None))
+        }
+    }
+}
+
+impl Bridge {
+    /// Opens both interfaces (they must exist and be up).
+    pub fn open(lan: &str, wan: &str, o: IoOptions) -> io::Result<Bridge> {
+        let s0 = open_sock(lan, &o)?;
+        let s1 = open_sock(wan, &o)?;
+        let method = match (s0.has_ring(), s1.has_ring()) {
+            (true, true) => "af_packet-tpacket_v3+sendmmsg",
+            (false, false) => "af_packet-recvmmsg+sendmmsg",
+            _ => "af_packet-mixed",
+        };
+        let mut offloads = Vec::new();
+        if o.disable_offloads {
+            offloads.extend(offload::disable(s0.fd(), lan));
+            offloads.extend(offload::disable(s1.fd(), wan));
+        }
+        let mtu = [
+            crate::sock::mtu(s0.fd(), lan).unwrap_or(1500) as usize,
+            crate::sock::mtu(s1.fd(), wan).unwrap_or(1500) as usize,
+        ];
+        let epoll = sys::epoll_create()?;
+        let timer = sys::timerfd()?;
+        let wfd = sys::eventfd()?;
+        let inn = libc::EPOLLIN as u32;
+        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, s0.fd(), inn, TOK_SOCK0)?;
+        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, s1.fd(), inn, TOK_SOCK1)?;
+        sys::epoll_ctl(
+            &epoll,
+            libc::EPOLL_CTL_ADD,
+            timer.as_raw_fd(),
+            inn,
+            TOK_TIMER,
+        )?;
+        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, wfd.as_raw_fd(), inn, TOK_WAKER)?;
+        let buf = mtu[0].max(mtu[1]) + L2_MAX_OVERHEAD;
+        Ok(Bridge {
+            socks: [s0, s1],
+            mtu,
+            epoll,
+            timer,
+            waker: Waker(Arc::new(wfd)),
+            stats: Arc::new(IoStats::default()),
+            pool: Pool::new(buf.max(1518), POOL_BUFFERS),
+            pending: [VecDeque::new(), VecDeque::new()],
+            want_out: [false; 2],
+            method,
+            offloads,
+            spin_ns: o.spin_ns,
+        })
+    }
+
+    pub fn waker(&self) -> Waker {
+        self.waker.clone()
+    }
+
+    /// The I/O method in use, for logs and `show info`.
+    pub fn method(&self) -> &'static str {
+        self.method
+    }
+
+    pub fn stats(&self) -> Arc<IoStats> {
+        self.stats.clone()
+    }
+
+    /// What happened to each offload at open.
+    pub fn offloads(&self) -> &[OffloadResult] {
+        &self.offloads
+    }
+
+    /// Forwards until `stop` is set (then returns after at most one turn
+    /// once woken, or `IDLE_WAIT_MS`). Frames still queued are released.
+    pub fn run(&mut self, engine: Arc<Mutex<Engine>>, stop: Arc<AtomicBool>) -> io::Result<()> {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
+        let mut rx: Vec<(usize, Vec<u8>)> = Vec::with_capacity(2 * RX_BATCH_FRAMES + 64);
+        let mut tx: [Vec<Vec<u8>>; 2] = [
+            Vec::with_capacity(TX_DRAIN_FRAMES),
+            Vec::with_capacity(TX_DRAIN_FRAMES),
+        ];
+        let mut readable = [true, true];
+        let mut spin = false;
+        let mut next_stats = sys::now() + STATS_PERIOD;
+        while !stop.load(Ordering::Relaxed) {
+            let wait_ms = if spin { 0 } else { IDLE_WAIT_MS };
+            let n = sys::epoll_wait(&self.epoll, &mut events, wait_ms)?;
+            for ev in events.iter().take(n) {
+                let (tok, bits) = (ev.u64, ev.events);
+                match tok {
+                    TOK_SOCK0 | TOK_SOCK1 => {
+                        let i = tok as usize;
+                        if bits & libc::EPOLLIN as u32 != 0 {
+                            readable[i] = true;
+                        }
+                    }
+                    TOK_TIMER => {
+                        sys::drain_counter(self.timer.as_raw_fd());
+                    }
+                    _ => {
+                        sys::drain_counter(self.waker.0.as_raw_fd());
+                    }
+                }
+            }
+            self.receive(&mut readable, &mut rx)?;
+
+            // One lock per turn: feed, run timers, drain, read the deadline.
+            let deadline = {
+                let mut eng = engine.lock().unwrap_or_else(|p| p.into_inner());
+                let now = sys::now();
+                for (i, frame) in rx.drain(..) {
+                    eng.handle_rx(now, i, frame);
+                }
+                eng.handle_timeout(now);
+                for (i, out) in tx.iter_mut().enumerate() {
+                    let room = PENDING_CAP
+                        .saturating_sub(self.pending[i].len())
+                        .min(TX_DRAIN_FRAMES);
+                    for _ in 0..room {
+                        match eng.poll_tx(now, i) {
+                            Some(f) => out.push(f),
+                            None => break,
+                        }
+                    }
+                }
+                // Bounded by the engine's own backlog cap.
+                while let Some(d) = eng.poll_dropped() {
+                    self.pool.put(d.frame);
+                }
+                eng.poll_timeout()
+            };
+
+            for (i, out) in tx.iter_mut().enumerate() {
+                self.pending[i].extend(out.drain(..));
+                self.flush(i)?;
+            }
+            let now = sys::now();
+            if now >= next_stats {
+                for (s, st) in self.socks.iter().zip(&self.stats.ifaces) {
+                    st.ring_drops.fetch_add(s.take_drops(), Ordering::Relaxed);
+                }
+                next_stats = now + STATS_PERIOD;
+            }
+            let blocked = self.pending.iter().any(|p| !p.is_empty());
+            let at = match (deadline, blocked) {
+                // The engine has frames due but the kernel is full: retry
+                // shortly (or on EPOLLOUT) rather than spinning.
+                (Some(d), true) => Some(d.max(now + TX_RETRY)),
+                (None, true) => Some(now + TX_RETRY),
+                (d, false) => d,
+            };
+            spin = !blocked && at.is_some_and(|d| d.as_nanos() <= now.as_nanos() + self.spin_ns);
+            if !spin {
+                sys::timer_set(&self.timer, at)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn receive(
+        &mut self,
+        readable: &mut [bool; 2],
+        rx: &mut Vec<(usize, Vec<u8>)>,
+    ) -> io::Result<()> {
+        for (i, ready) in readable.iter_mut().enumerate() {
+            if !*ready {
+                continue;
+            }
+            let st = &self.stats.ifaces[i];
+            let limit = self.mtu[i] + L2_MAX_OVERHEAD;
+            let pool = &mut self.pool;
+            let got = self.socks[i].recv(RX_BATCH_FRAMES, &mut |f| {
+                let mut v = pool.take_copy(&[]);
+                crate::ring::copy_with_vlan(&mut v, f.data, f.vlan);
+                st.rx_frames.fetch_add(1, Ordering::Relaxed);
+                st.rx_bytes.fetch_add(v.len() as u64, Ordering::Relaxed);
+                if v.len() > limit {
+                    st.oversize.fetch_add(1, Ordering::Relaxed);
+                }
+                rx.push((i, v));
+            })?;
+            // Level-triggered epoll tells us again if more is waiting; a
+            // partial batch means the socket is (momentarily) empty.
+            *ready = got >= RX_BATCH_FRAMES;
+        }
+        Ok(())
+    }
+
+    /// Sends what is pending on interface `i`, keeping what the kernel
+    /// refuses for now, and (un)subscribes EPOLLOUT accordingly.
+    fn flush(&mut self, i: usize) -> io::Result<()> {
+        let st = &self.stats.ifaces[i];
+        // Each pass sends a batch or stops; PENDING_CAP bounds the passes.
+        while !self.pending[i].is_empty() {
+            let batch = self.pending[i].make_contiguous();
+            match self.socks[i].send(batch) {
+                Ok(0) => {
+                    st.tx_blocked.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                Ok(sent) => {
+                    for f in self.pending[i].drain(..sent) {
+                        st.tx_frames.fetch_add(1, Ordering::Relaxed);
+                        st.tx_bytes.fetch_add(f.len() as u64, Ordering::Relaxed);
+                        self.pool.put(f);
+                    }
+                }
+                Err((_, _e)) => {
+                    // The head frame is unsendable (e.g. EMSGSIZE): count it.
+                    if let Some(f) = self.pending[i].pop_front() {
+                        st.tx_errors.fetch_add(1, Ordering::Relaxed);
+                        self.pool.put(f);
+                    }
+                }
+            }
+        }
+        st.pending
+            .store(self.pending[i].len() as u64, Ordering::Relaxed);
+        let want = !self.pending[i].is_empty();
+        if want != self.want_out[i] {
+            let mut bits = libc::EPOLLIN as u32;
+            if want {
+                bits |= libc::EPOLLOUT as u32;
+            }
+            sys::epoll_ctl(
+                &self.epoll,
+                libc::EPOLL_CTL_MOD,
+                self.socks[i].fd(),
+                bits,
+                i as u64,
+            )?;
+            self.want_out[i] = want;
+        }
+        Ok(())
+    }
+}

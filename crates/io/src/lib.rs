@@ -1,0 +1,32 @@
+//! Packet I/O for sluice: moves real frames between two interfaces through
+//! the sans-IO engine.
+//!
+//! # Principles
+//! - One thread, one epoll loop: both packet sockets, one timerfd armed at
+//!   the engine's absolute `poll_timeout()` (CLOCK_MONOTONIC), one eventfd
+//!   waker for other threads (reload, stop). The engine sits behind
+//!   `Arc<Mutex<Engine>>` and is locked once per batch, never per packet.
+//! - Nothing is dropped silently: a frame the kernel refuses for now
+//!   (EAGAIN/ENOBUFS) waits in a bounded per-interface pending queue and the
+//!   engine is not asked for more until it drains; a frame it refuses for
+//!   good is counted in `tx_errors`.
+//! - Buffers are recycled ([`pool::Pool`]): steady state does not allocate.
+//! - Receive by recvmmsg (default, chosen by measurement) or a TPACKET_V3
+//!   RX ring that falls back to recvmmsg where the kernel refuses it; TX is
+//!   sendmmsg in both (docs/adr/0002-packet-io.md has the numbers).
+//! - This is the only crate of the workspace with `unsafe`, confined to
+//!   `sys.rs`, `sock.rs`, `offload.rs`, `signals.rs`; each block says why it
+//!   is sound.
+
+mod bridge;
+pub mod offload;
+pub mod pool;
+pub mod ring;
+pub mod signals;
+mod sock;
+mod sys;
+
+pub use bridge::{Bridge, IfaceIoStats, IoOptions, IoStats, Method, Waker};
+pub use offload::OffloadResult;
+pub use signals::{Signal, Signals};
+pub use sys::{now, random_key};

@@ -1,0 +1,418 @@
+//! TPACKET_V3 block and frame headers, parsed from bytes.
+//!
+//! # Principles
+//! The kernel hands a whole block of frames to user space at once
+//! (`block_status & TP_STATUS_USER`); each frame starts with a
+//! `struct tpacket3_hdr` and is chained by `tp_next_offset`
+//! (linux/if_packet.h, Documentation/networking/packet_mmap.rst). This module
+//! only reads byte slices: every offset from the kernel is bounds-checked, a
+//! corrupt header ends the walk instead of panicking, and the walk is capped
+//! by `num_pkts`. The mmap itself lives in `sock.rs`; here nothing is unsafe,
+//! so it is unit-tested from byte arrays.
+
+/// `block_status` bit: the block belongs to user space.
+pub const TP_STATUS_USER: u32 = 1;
+/// `tp_status` bit: the kernel removed a VLAN tag into `tp_vlan_tci`.
+pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+/// `tp_status` bit: `tp_vlan_tpid` is meaningful.
+pub const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+/// `sll_pkttype` of a frame this host sent.
+pub const PACKET_OUTGOING: u8 = 4;
+
+/// Size of `struct tpacket3_hdr` (48 bytes, already TPACKET_ALIGNed); the
+/// `struct sockaddr_ll` follows it.
+pub const TPACKET3_HDRLEN: usize = 48;
+/// Offset of `h1` (`struct tpacket_hdr_v1`) in `struct tpacket_block_desc`.
+const BLOCK_H1: usize = 8;
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    let s = b.get(off..off.checked_add(4)?)?;
+    Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    let s = b.get(off..off.checked_add(2)?)?;
+    Some(u16::from_ne_bytes([s[0], s[1]]))
+}
+
+/// The header fields of a block descriptor that the walk needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockHeader {
+    pub status: u32,
+    pub num_pkts: u32,
+    pub offset_to_first_pkt: u32,
+    pub blk_len: u32,
+}
+
+impl BlockHeader {
+    pub fn parse(block: &[u8]) -> Option<BlockHeader> {
+        Some(BlockHeader {
+            status: u32_at(block, BLOCK_H1)?,
+            num_pkts: u32_at(block, BLOCK_H1 + 4)?,
+            offset_to_first_pkt: u32_at(block, BLOCK_H1 + 8)?,
+            blk_len: u32_at(block, BLOCK_H1 + 12)?,
+        })
+    }
+
+    pub fn is_user(&self) -> bool {
+        self.status & TP_STATUS_USER != 0
+    }
+}
+
+/// One received frame inside a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// The captured bytes, from the MAC header on.
+    pub data: &'a [u8],
+    /// Length on the wire (larger than `data` if truncated by snaplen).
+    pub wire_len: u32,
+    pub status: u32,
+    /// The VLAN tag the kernel stripped, as (TPID, TCI), if any.
+    pub vlan: Option<(u16, u16)>,
+    /// `sll_pkttype` (host, broadcast, other host, outgoing …).
+    pub pkttype: u8,
+}
+
+/// Walks the frames of a user-owned block. Yields nothing for a block the
+/// kernel still owns; stops at the first malformed header.
+pub struct Frames<'a> {
+    block: &'a [u8],
+    next: usize,
+    left: u32,
+}
+
+impl<'a> Frames<'a> {
+    pub fn new(block: &'a [u8]) -> Frames<'a> {
+        match BlockHeader::parse(block) {
+            Some(h) if h.is_user() => Frames {
+                // blk_len bounds the walk to what the kernel filled.
+                block: block.get(..h.blk_len as usize).unwrap_or(block),
+                next: h.offset_to_first_pkt as usize,
+                left: h.num_pkts,
+            },
+            _ => Frames {
+                block,
+                next: 0,
+                left: 0,
+            },
+        }
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Frame<'a>;
+
+    fn next(&mut self) -> Option<Frame<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let at = self.next;
+        let parsed = parse_frame(self.block, at);
+        match parsed {
+            Some((frame, next_offset)) => {
+                // next_offset 0 marks the last frame of the block.
+                if next_offset == 0 {
+                    self.left = 0;
+                } else {
+                    self.next = at.saturating_add(next_offset as usize);
+                }
+                Some(frame)
+            }
+            None => {
+                self.left = 0;
+                None
+            }
+        }
+    }
+}
+
+fn parse_frame(block: &[u8], at: usize) -> Option<(Frame<'_>, u32)> {
+    let hdr = block.get(at..at.checked_add(TPACKET3_HDRLEN)?)?;
+    let next_offset = u32_at(hdr, 0)?;
+    let snaplen = u32_at(hdr, 12)? as usize;
+    let wire_len = u32_at(hdr, 16)?;
+    let status = u32_at(hdr, 20)?;
+    let mac = u16_at(hdr, 24)? as usize;
+    let vlan_tci = u32_at(hdr, 32)?;
+    let vlan_tpid = u16_at(hdr, 36)?;
+    // sockaddr_ll.sll_pkttype is at offset 10 of the address that follows.
+    let pkttype = *block.get(at.checked_add(TPACKET3_HDRLEN + 10)?)?;
+    let start = at.checked_add(mac)?;
+    let data = block.get(start..start.checked_add(snaplen)?)?;
+    let vlan = if status & TP_STATUS_VLAN_VALID != 0 {
+        let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 && vlan_tpid != 0 {
+            vlan_tpid
+        } else {
+            0x8100
+        };
+        Some((tpid, vlan_tci as u16))
+    } else {
+        None
+    };
+    Some((
+        Frame {
+            data,
+            wire_len,
+            status,
+            vlan,
+            pkttype,
+        },
+        next_offset,
+    ))
+}
+
+/// `SOL_PACKET` / `PACKET_AUXDATA`: the control message carrying
+/// `struct tpacket_auxdata` on the recvmmsg path.
+pub const SOL_PACKET: i32 = 263;
+pub const PACKET_AUXDATA: i32 = 8;
+/// `struct cmsghdr` on 64-bit Linux: `size_t cmsg_len; int level; int type`.
+const CMSG_HDR: usize = 16;
+/// Messages walked per control buffer: the kernel sends one auxdata message;
+/// the cap only guards against a malformed buffer.
+const CMSG_CAP: usize = 8;
+
+/// The VLAN tag (TPID, TCI) the kernel stripped, from a recvmsg control
+/// buffer with `PACKET_AUXDATA` enabled; `None` if there is none.
+pub fn auxdata_vlan(control: &[u8]) -> Option<(u16, u16)> {
+    let mut at = 0usize;
+    for _ in 0..CMSG_CAP {
+        let hdr = control.get(at..at.checked_add(CMSG_HDR)?)?;
+        let len = usize::try_from(u64::from_ne_bytes(hdr[..8].try_into().ok()?)).ok()?;
+        let level = i32::from_ne_bytes(hdr[8..12].try_into().ok()?);
+        let kind = i32::from_ne_bytes(hdr[12..16].try_into().ok()?);
+        if len < CMSG_HDR {
+            return None;
+        }
+        if level == SOL_PACKET && kind == PACKET_AUXDATA {
+            // tp_status u32, tp_len u32, tp_snaplen u32, tp_mac u16,
+            // tp_net u16, tp_vlan_tci u16, tp_vlan_tpid u16.
+            let d = control.get(at + CMSG_HDR..at.checked_add(len)?)?;
+            let status = u32_at(d, 0)?;
+            if status & TP_STATUS_VLAN_VALID == 0 {
+                return None;
+            }
+            let tci = u16_at(d, 16)?;
+            let tpid = u16_at(d, 18)?;
+            let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 && tpid != 0 {
+                tpid
+            } else {
+                0x8100
+            };
+            return Some((tpid, tci));
+        }
+        // Next message: CMSG_ALIGN(len) to 8 bytes.
+        at = at.checked_add(len.checked_add(7)? & !7)?;
+    }
+    None
+}
+
+/// Copies `data` into `out`, re-inserting a VLAN tag the kernel stripped
+/// after the two MAC addresses, so the frame leaves exactly as it came.
+pub fn copy_with_vlan(out: &mut Vec<u8>, data: &[u8], vlan: Option<(u16, u16)>) {
+    out.clear();
+    match vlan {
+        Some((tpid, tci)) if data.len() >= 12 => {
+            out.extend_from_slice(&data[..12]);
+            out.extend_from_slice(&tpid.to_be_bytes());
+            out.extend_from_slice(&tci.to_be_bytes());
+            out.extend_from_slice(&data[12..]);
+        }
+        _ => out.extend_from_slice(data),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put32(b: &mut [u8], off: usize, v: u32) {
+        b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+    fn put16(b: &mut [u8], off: usize, v: u16) {
+        b[off..off + 2].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    /// Builds a block as the kernel lays it out: descriptor, then frames
+    /// each with header, sockaddr_ll, padding to `mac`, data.
+    /// (data, wire length, pkttype, stripped VLAN tag)
+    type TestFrame<'a> = (&'a [u8], u32, u8, Option<(u16, u16)>);
+
+    fn block(frames: &[TestFrame<'_>], status: u32) -> Vec<u8> {
+        let mut b = vec![0u8; 4096];
+        let first = 48usize;
+        put32(&mut b, BLOCK_H1, status);
+        put32(&mut b, BLOCK_H1 + 4, frames.len() as u32);
+        put32(&mut b, BLOCK_H1 + 8, first as u32);
+        let mut at = first;
+        for (i, (data, wire_len, pkttype, vlan)) in frames.iter().enumerate() {
+            let mac = 80u16; // header (48) + sockaddr_ll (20) + padding
+            let total = (mac as usize + data.len()).next_multiple_of(16);
+            let next = if i + 1 == frames.len() {
+                0
+            } else {
+                total as u32
+            };
+            put32(&mut b, at, next);
+            put32(&mut b, at + 12, data.len() as u32);
+            put32(&mut b, at + 16, *wire_len);
+            let mut st = 1;
+            if let Some((tpid, tci)) = vlan {
+                st |= TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID;
+                put32(&mut b, at + 32, *tci as u32);
+                put16(&mut b, at + 36, *tpid);
+            }
+            put32(&mut b, at + 20, st);
+            put16(&mut b, at + 24, mac);
+            b[at + 48 + 10] = *pkttype;
+            b[at + mac as usize..at + mac as usize + data.len()].copy_from_slice(data);
+            at += total;
+        }
+        put32(&mut b, BLOCK_H1 + 12, at as u32);
+        b
+    }
+
+    #[test]
+    fn walks_all_frames_of_a_user_block() {
+        let a = [0xaau8; 60];
+        let c = [0xccu8; 1514];
+        let b = block(
+            &[(&a, 60, 0, None), (&c, 1514, 3, Some((0x8100, 42)))],
+            TP_STATUS_USER,
+        );
+        let got: Vec<Frame> = Frames::new(&b).collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].data, &a[..]);
+        assert_eq!(got[0].vlan, None);
+        assert_eq!(got[1].data.len(), 1514);
+        assert_eq!(got[1].wire_len, 1514);
+        assert_eq!(got[1].pkttype, 3);
+        assert_eq!(got[1].vlan, Some((0x8100, 42)));
+    }
+
+    #[test]
+    fn kernel_owned_block_yields_nothing() {
+        let a = [1u8; 60];
+        let b = block(&[(&a, 60, 0, None)], 0);
+        assert_eq!(Frames::new(&b).count(), 0);
+    }
+
+    #[test]
+    fn outgoing_frames_are_recognised() {
+        let a = [1u8; 60];
+        let b = block(&[(&a, 60, PACKET_OUTGOING, None)], TP_STATUS_USER);
+        let f: Vec<Frame> = Frames::new(&b).collect();
+        assert_eq!(f[0].pkttype, PACKET_OUTGOING);
+    }
+
+    #[test]
+    fn corrupt_offsets_stop_the_walk_without_panic() {
+        let a = [1u8; 60];
+        let mut b = block(&[(&a, 60, 0, None), (&a, 60, 0, None)], TP_STATUS_USER);
+        // First frame points far outside the block.
+        put32(&mut b, 48, 1 << 30);
+        assert_eq!(Frames::new(&b).count(), 1);
+        // Snaplen beyond the block.
+        let mut b = block(&[(&a, 60, 0, None)], TP_STATUS_USER);
+        put32(&mut b, 48 + 12, 1 << 20);
+        assert_eq!(Frames::new(&b).count(), 0);
+        // num_pkts lies: more than present; the walk ends at next_offset 0.
+        let mut b = block(&[(&a, 60, 0, None)], TP_STATUS_USER);
+        put32(&mut b, BLOCK_H1 + 4, 1000);
+        assert_eq!(Frames::new(&b).count(), 1);
+        // Truncated descriptor.
+        assert_eq!(Frames::new(&b[..10]).count(), 0);
+        assert!(BlockHeader::parse(&[0u8; 8]).is_none());
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        // A cheap deterministic scramble: every prefix of a pseudo-random block.
+        let mut x: u32 = 0x1234_5678;
+        let mut b = vec![0u8; 512];
+        for v in b.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            *v = x as u8;
+        }
+        put32(&mut b, BLOCK_H1, TP_STATUS_USER);
+        for len in 0..b.len() {
+            let n = Frames::new(&b[..len]).count();
+            assert!(n <= u32::from_ne_bytes([b[12], b[13], b[14], b[15]]) as usize);
+        }
+    }
+
+    fn cmsg(level: i32, kind: i32, payload: &[u8]) -> Vec<u8> {
+        let len = 16 + payload.len();
+        let mut v = Vec::new();
+        v.extend_from_slice(&(len as u64).to_ne_bytes());
+        v.extend_from_slice(&level.to_ne_bytes());
+        v.extend_from_slice(&kind.to_ne_bytes());
+        v.extend_from_slice(payload);
+        while v.len() % 8 != 0 {
+            v.push(0);
+        }
+        v
+    }
+
+    fn auxdata(status: u32, tci: u16, tpid: u16) -> Vec<u8> {
+        let mut a = vec![0u8; 20];
+        put32(&mut a, 0, status);
+        put16(&mut a, 16, tci);
+        put16(&mut a, 18, tpid);
+        a
+    }
+
+    #[test]
+    fn auxdata_gives_the_stripped_tag() {
+        let st = 1 | TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID;
+        let c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 100, 0x88a8));
+        assert_eq!(auxdata_vlan(&c), Some((0x88a8, 100)));
+        // Without TPID_VALID the TPID is 802.1Q.
+        let c = cmsg(
+            SOL_PACKET,
+            PACKET_AUXDATA,
+            &auxdata(1 | TP_STATUS_VLAN_VALID, 7, 0),
+        );
+        assert_eq!(auxdata_vlan(&c), Some((0x8100, 7)));
+        // No tag.
+        let c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(1, 7, 0x8100));
+        assert_eq!(auxdata_vlan(&c), None);
+        // Found after another message.
+        let mut c = cmsg(1, 2, &[9; 5]);
+        c.extend(cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0x8100)));
+        assert_eq!(auxdata_vlan(&c), Some((0x8100, 5)));
+    }
+
+    #[test]
+    fn malformed_control_buffers_yield_none() {
+        assert_eq!(auxdata_vlan(&[]), None);
+        assert_eq!(auxdata_vlan(&[0u8; 15]), None);
+        let st = 1 | TP_STATUS_VLAN_VALID;
+        let mut c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0));
+        c.truncate(30);
+        assert_eq!(auxdata_vlan(&c), None, "truncated payload");
+        let mut c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0));
+        c[..8].copy_from_slice(&3u64.to_ne_bytes());
+        assert_eq!(auxdata_vlan(&c), None, "length below the header");
+        let mut c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0));
+        c[..8].copy_from_slice(&u64::MAX.to_ne_bytes());
+        assert_eq!(auxdata_vlan(&c), None, "length beyond the buffer");
+    }
+
+    #[test]
+    fn vlan_tag_is_reinserted_after_the_macs() {
+        let mut frame = vec![0u8; 12];
+        frame.extend_from_slice(&[0x08, 0x00, 0x45]);
+        let mut out = Vec::new();
+        copy_with_vlan(&mut out, &frame, Some((0x88a8, 0x0064)));
+        assert_eq!(out.len(), frame.len() + 4);
+        assert_eq!(&out[12..16], &[0x88, 0xa8, 0x00, 0x64]);
+        assert_eq!(&out[16..], &[0x08, 0x00, 0x45]);
+        copy_with_vlan(&mut out, &frame, None);
+        assert_eq!(out, frame);
+        copy_with_vlan(&mut out, &[1, 2, 3], Some((0x8100, 1)));
+        assert_eq!(out, vec![1, 2, 3], "too short for a tag: copied as is");
+    }
+}

@@ -1,0 +1,443 @@
+//! One AF_PACKET socket bound to one interface: a TPACKET_V3 RX ring when
+//! the kernel offers it, plain `recvmmsg` otherwise; TX by `sendmmsg`.
+//!
+//! # Principles
+//! - The socket sees every frame of the interface (promiscuous membership,
+//!   ETH_P_ALL) except those it sent itself (PACKET_IGNORE_OUTGOING, and the
+//!   `PACKET_OUTGOING` pkttype is skipped as a second line on older kernels).
+//! - A ring block is read only once its status says user space owns it
+//!   (acquire load), and handed back (release store) after every frame in it
+//!   was copied out; no reference into the ring outlives that.
+//! - TX never blocks: `MSG_DONTWAIT`, and the caller keeps what was not sent.
+
+use crate::ring::{self, Frames, PACKET_OUTGOING};
+use crate::sys::cvt;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const SOL_PACKET: libc::c_int = 263;
+const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
+const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_STATISTICS: libc::c_int = 6;
+const PACKET_VERSION: libc::c_int = 10;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const PACKET_MR_PROMISC: u16 = 1;
+const TPACKET_V3: libc::c_int = 2;
+const ETH_P_ALL: u16 = 0x0003;
+/// Socket buffers: a few milliseconds of a 1 Gbit/s burst.
+const SOCK_BUF_BYTES: libc::c_int = 4 << 20;
+/// Frames per `sendmmsg`/`recvmmsg` call.
+pub const MMSG_BATCH: usize = 64;
+/// Receive buffer per frame in the recvmmsg path: the largest frame a
+/// GRO/GSO-enabled interface could still deliver, so oversize frames are
+/// seen whole and counted rather than truncated.
+const MMSG_FRAME_BYTES: usize = 65536 + 64;
+
+#[repr(C)]
+struct TpacketReq3 {
+    tp_block_size: u32,
+    tp_block_nr: u32,
+    tp_frame_size: u32,
+    tp_frame_nr: u32,
+    tp_retire_blk_tov: u32,
+    tp_sizeof_priv: u32,
+    tp_feature_req_word: u32,
+}
+
+#[repr(C)]
+struct PacketMreq {
+    mr_ifindex: libc::c_int,
+    mr_type: u16,
+    mr_alen: u16,
+    mr_address: [u8; 8],
+}
+
+/// Ring geometry.
+#[derive(Clone, Copy, Debug)]
+pub struct RingConfig {
+    pub block_bytes: u32,
+    pub blocks: u32,
+    /// How long a partly filled block waits before the kernel hands it over.
+    pub retire_ms: u32,
+}
+
+struct Ring {
+    base: *mut u8,
+    len: usize,
+    block_bytes: usize,
+    blocks: usize,
+    next: usize,
+}
+
+// SAFETY: the mapping is owned exclusively by this Ring (and its socket); the
+// raw pointer is not shared, so moving the Ring to another thread is sound.
+unsafe impl Send for Ring {}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` are exactly the mapping created in `setup_ring`,
+        // unmapped once here.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// A received frame's metadata, handed to the caller's closure with its bytes.
+pub struct RxFrame<'a> {
+    pub data: &'a [u8],
+    pub vlan: Option<(u16, u16)>,
+}
+
+pub struct PacketSocket {
+    fd: OwnedFd,
+    ring: Option<Ring>,
+    /// Scratch for the recvmmsg path (allocated only there).
+    scratch: Vec<u8>,
+}
+
+fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, val: &T) -> io::Result<()> {
+    // SAFETY: `val` points to a live `T` of the given size for the call's duration.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (val as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+pub fn ifindex(name: &str) -> io::Result<libc::c_int> {
+    let c = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` is a valid NUL-terminated string.
+    let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if idx == 0 {
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface {name}"),
+        ))
+    } else {
+        Ok(idx as libc::c_int)
+    }
+}
+
+/// Interface MTU via SIOCGIFMTU.
+pub fn mtu(fd: RawFd, name: &str) -> io::Result<u32> {
+    // SAFETY: an all-zero ifreq is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    copy_name(&mut ifr, name)?;
+    // SAFETY: `ifr` is a valid ifreq with the name set; the kernel writes ifru_mtu.
+    cvt(unsafe { libc::ioctl(fd, libc::SIOCGIFMTU as _, &mut ifr) })?;
+    // SAFETY: SIOCGIFMTU filled the ifru_mtu member of the union.
+    Ok(unsafe { ifr.ifr_ifru.ifru_mtu } as u32)
+}
+
+pub fn copy_name(ifr: &mut libc::ifreq, name: &str) -> io::Result<()> {
+    let b = name.as_bytes();
+    if b.len() >= ifr.ifr_name.len() || b.contains(&0) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    for (d, s) in ifr.ifr_name.iter_mut().zip(b) {
+        *d = *s as libc::c_char;
+    }
+    Ok(())
+}
+
+impl PacketSocket {
+    /// Opens and binds a socket on `name`. `ring: None` forces recvmmsg;
+    /// with `Some`, a ring that cannot be set up is reported as an error
+    /// so the caller can decide to fall back.
+    pub fn open(name: &str, ring: Option<RingConfig>) -> io::Result<PacketSocket> {
+        let ifindex = ifindex(name)?;
+        // Protocol 0: nothing is queued before the ring exists and the bind
+        // below selects ETH_P_ALL on this one interface.
+        // SAFETY: plain syscall without pointers.
+        let raw = cvt(unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        })?;
+        // SAFETY: `raw` is a fresh descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let one: libc::c_int = 1;
+        // The recvmmsg path learns stripped VLAN tags from auxdata.
+        setsockopt(fd.as_raw_fd(), SOL_PACKET, ring::PACKET_AUXDATA, &one)?;
+        // Older kernels lack it; the pkttype check covers them.
+        let _ = setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_IGNORE_OUTGOING, &one);
+        for (force, plain) in [
+            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        ] {
+            if setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, force, &SOCK_BUF_BYTES).is_err() {
+                let _ = setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, plain, &SOCK_BUF_BYTES);
+            }
+        }
+        let ring = match ring {
+            Some(cfg) => Some(setup_ring(&fd, cfg)?),
+            None => None,
+        };
+        // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = ETH_P_ALL.to_be();
+        sll.sll_ifindex = ifindex;
+        // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
+        cvt(unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        })?;
+        let mreq = PacketMreq {
+            mr_ifindex: ifindex,
+            mr_type: PACKET_MR_PROMISC,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq)?;
+        let scratch = if ring.is_none() {
+            vec![0u8; MMSG_BATCH * MMSG_FRAME_BYTES]
+        } else {
+            Vec::new()
+        };
+        Ok(PacketSocket { fd, ring, scratch })
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    pub fn has_ring(&self) -> bool {
+        self.ring.is_some()
+    }
+
+    /// Receives up to about `max_frames` frames (whole ring blocks are
+    /// consumed, so it may exceed it by one block's worth) and passes each
+    /// one to `f`. Returns the number of frames passed.
+    pub fn recv(&mut self, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> io::Result<usize> {
+        match self.ring.as_mut() {
+            Some(r) => Ok(recv_ring(r, max_frames, f)),
+            None => recv_mmsg(self.fd.as_raw_fd(), &mut self.scratch, max_frames, f),
+        }
+    }
+
+    /// Sends frames in order; returns how many left. `Ok(n < frames.len())`
+    /// means the socket would block (EAGAIN/ENOBUFS) at frame `n`.
+    /// A frame the kernel rejects for itself (too large, …) is reported as
+    /// `Err((n, e))`: frames before `n` were sent, frame `n` is unsendable.
+    pub fn send(&self, frames: &[Vec<u8>]) -> Result<usize, (usize, io::Error)> {
+        let n = frames.len().min(MMSG_BATCH);
+        // SAFETY: all-zero iovec/mmsghdr arrays are valid values.
+        let mut iov: [libc::iovec; MMSG_BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; MMSG_BATCH] = unsafe { std::mem::zeroed() };
+        for i in 0..n {
+            iov[i].iov_base = frames[i].as_ptr() as *mut libc::c_void;
+            iov[i].iov_len = frames[i].len();
+            msgs[i].msg_hdr.msg_iov = &mut iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: `msgs[..n]` point at `iov[..n]`, which point at live frame
+        // buffers borrowed for this call; the socket is bound, so no address
+        // is needed.
+        let r = unsafe {
+            libc::sendmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => Ok(0),
+            _ => Err((0, e)),
+        }
+    }
+
+    /// Kernel drop counter since the last call (PACKET_STATISTICS resets it).
+    pub fn take_drops(&self) -> u64 {
+        let mut st = [0u32; 3];
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: `st` is writable for `len` bytes; the kernel writes at most `len`.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                SOL_PACKET,
+                PACKET_STATISTICS,
+                st.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if r < 0 {
+            0
+        } else {
+            u64::from(st[1])
+        }
+    }
+}
+
+fn setup_ring(fd: &OwnedFd, cfg: RingConfig) -> io::Result<Ring> {
+    setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &TPACKET_V3)?;
+    // frame_size is only a sanity value for V3 (frames are variable-sized).
+    let frame_size = 2048u32;
+    let req = TpacketReq3 {
+        tp_block_size: cfg.block_bytes,
+        tp_block_nr: cfg.blocks,
+        tp_frame_size: frame_size,
+        tp_frame_nr: cfg.block_bytes / frame_size * cfg.blocks,
+        tp_retire_blk_tov: cfg.retire_ms,
+        tp_sizeof_priv: 0,
+        tp_feature_req_word: 0,
+    };
+    setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_RX_RING, &req)?;
+    let len = cfg.block_bytes as usize * cfg.blocks as usize;
+    // SAFETY: maps the ring the kernel just allocated for this socket; the
+    // length is exactly block_size × block_nr as requested.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Ring {
+        base: base.cast(),
+        len,
+        block_bytes: cfg.block_bytes as usize,
+        blocks: cfg.blocks as usize,
+        next: 0,
+    })
+}
+
+fn block_status(r: &Ring, idx: usize) -> &AtomicU32 {
+    // SAFETY: block `idx < blocks` starts page-aligned inside the mapping and
+    // its status word (offset 8) is a naturally aligned u32 the kernel
+    // updates concurrently, hence the atomic view. The mapping lives as long
+    // as `r`.
+    unsafe { AtomicU32::from_ptr(r.base.add(idx * r.block_bytes + 8).cast()) }
+}
+
+fn recv_ring(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
+    let mut got = 0usize;
+    // At most one pass over the ring: every block is visited once per call.
+    for _ in 0..r.blocks {
+        if got >= max_frames {
+            break;
+        }
+        let idx = r.next;
+        let status = block_status(r, idx);
+        if status.load(Ordering::Acquire) & ring::TP_STATUS_USER == 0 {
+            break;
+        }
+        // SAFETY: the block belongs to user space until we store
+        // TP_STATUS_KERNEL below; the kernel does not write it meanwhile, and
+        // the slice is dropped before that store.
+        let block =
+            unsafe { std::slice::from_raw_parts(r.base.add(idx * r.block_bytes), r.block_bytes) };
+        for fr in Frames::new(block) {
+            if fr.pkttype == PACKET_OUTGOING {
+                continue;
+            }
+            got += 1;
+            f(RxFrame {
+                data: fr.data,
+                vlan: fr.vlan,
+            });
+        }
+        status.store(0, Ordering::Release);
+        r.next = (idx + 1) % r.blocks;
+    }
+    got
+}
+
+/// Control buffer per message: one `tpacket_auxdata` (20 B) behind its
+/// 16-byte header, rounded up, with room to spare.
+const CONTROL_WORDS: usize = 8;
+// `ring::auxdata_vlan` parses the 64-bit Linux cmsghdr layout.
+const _: () = assert!(std::mem::size_of::<libc::cmsghdr>() == 16);
+
+fn control_bytes(words: &[u64; CONTROL_WORDS]) -> [u8; CONTROL_WORDS * 8] {
+    let mut out = [0u8; CONTROL_WORDS * 8];
+    for (chunk, w) in out.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&w.to_ne_bytes());
+    }
+    out
+}
+
+fn recv_mmsg(
+    fd: RawFd,
+    scratch: &mut [u8],
+    max_frames: usize,
+    f: &mut dyn FnMut(RxFrame<'_>),
+) -> io::Result<usize> {
+    let n = max_frames.clamp(1, MMSG_BATCH);
+    // SAFETY: all-zero arrays of these C structs are valid values.
+    let mut iov: [libc::iovec; MMSG_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MMSG_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut addrs: [libc::sockaddr_ll; MMSG_BATCH] = unsafe { std::mem::zeroed() };
+    // u64 elements keep each control buffer aligned for struct cmsghdr.
+    let mut control = [[0u64; CONTROL_WORDS]; MMSG_BATCH];
+    let mut chunks = scratch.chunks_exact_mut(MMSG_FRAME_BYTES);
+    for i in 0..n {
+        let Some(c) = chunks.next() else { break };
+        iov[i].iov_base = c.as_mut_ptr().cast();
+        iov[i].iov_len = c.len();
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_ll).cast();
+        msgs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msgs[i].msg_hdr.msg_control = control[i].as_mut_ptr().cast();
+        msgs[i].msg_hdr.msg_controllen = CONTROL_WORDS * 8;
+    }
+    // SAFETY: each message points at its own scratch chunk, address slot and
+    // control buffer, all live and exclusively borrowed for the call.
+    let r = unsafe {
+        libc::recvmmsg(
+            fd,
+            msgs.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+            _ => Err(e),
+        };
+    }
+    let mut got = 0;
+    for (i, m) in msgs.iter().enumerate().take(r as usize) {
+        if addrs[i].sll_pkttype == PACKET_OUTGOING {
+            continue;
+        }
+        let len = (m.msg_len as usize).min(MMSG_FRAME_BYTES);
+        let start = i * MMSG_FRAME_BYTES;
+        let clen = m.msg_hdr.msg_controllen.min(CONTROL_WORDS * 8);
+        let vlan = ring::auxdata_vlan(&control_bytes(&control[i])[..clen]);
+        if let Some(data) = scratch.get(start..start + len) {
+            got += 1;
+            f(RxFrame { data, vlan });
+        }
+    }
+    Ok(got)
+}

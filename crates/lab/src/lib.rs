@@ -1,0 +1,16 @@
+//! sluice-lab: the network-namespace harness for end-to-end tests and the lab.
+//!
+//! # Principles
+//! - Everything a test creates is owned by one [`netns::Topology`] value whose
+//!   `Drop` kills the children it started (and any process still inside its
+//!   namespaces) and deletes the namespaces, on every exit path including a
+//!   panic; names carry the pid and a counter so parallel tests never collide.
+//! - It drives the system's own tools (`ip`, `ethtool`, `iperf3`) so what a
+//!   test does can be replayed by hand from its log.
+//! - No `unsafe`: signals go through `kill(1)`.
+
+pub mod iperf3;
+pub mod netns;
+
+pub use iperf3::{ClientOptions, Iperf3Result, UdpCounts};
+pub use netns::{have_tools, Netns, ProcId, Topology};
