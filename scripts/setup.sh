@@ -5,8 +5,9 @@ set -euo pipefail
 
 # Tools the lab and the end-to-end tests drive: iproute2 (ip netns, tc),
 # ethtool (offloads), iperf3 and irtt (traffic), iputils-ping (ICMP RTT),
-# pkg-config and a C toolchain for crates with build scripts.
-PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps)
+# pkg-config and a C toolchain for crates with build scripts, python3 for
+# the bad-input injector of the end-to-end tests.
+PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3)
 
 missing=()
 for p in "${PKGS[@]}"; do

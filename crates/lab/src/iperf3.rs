@@ -129,6 +129,8 @@ pub struct ClientOptions {
     pub congestion: Option<String>,
     /// UDP with this payload length, unlimited rate (`-u -b 0 -l N`).
     pub udp_len: Option<u32>,
+    /// Socket buffer / TCP window (`-w`, e.g. "64K": a host of the ALTQ era).
+    pub window: Option<String>,
 }
 
 impl ClientOptions {
@@ -141,6 +143,7 @@ impl ClientOptions {
             reverse: false,
             congestion: Some("cubic".into()),
             udp_len: None,
+            window: None,
         }
     }
 }
@@ -187,6 +190,9 @@ pub fn client(topo: &Topology, ns: &Netns, o: &ClientOptions) -> io::Result<Iper
     ];
     if o.reverse {
         args.push("-R");
+    }
+    if let Some(w) = &o.window {
+        args.extend(["-w", w.as_str()]);
     }
     let udp_len = o.udp_len.map(|l| l.to_string());
     match &udp_len {

@@ -9,8 +9,10 @@
 //!   test does can be replayed by hand from its log.
 //! - No `unsafe`: signals go through `kill(1)`.
 
+pub mod bridge;
 pub mod iperf3;
 pub mod netns;
 
+pub use bridge::{BridgeLab, CLIENT_IP, SERVER_IP};
 pub use iperf3::{ClientOptions, Iperf3Result, UdpCounts};
 pub use netns::{have_tools, Netns, ProcId, Topology};

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Sends hand-made Ethernet frames out of an interface (AF_PACKET, root).
+
+Used by netns_e2e.rs to feed sluice bad input. Usage:
+    inject.py IFACE SRC_MAC DST_MAC SRC_IP DST_IP MODE COUNT
+MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
+Prints the number of frames sent.
+"""
+import random
+import socket
+import struct
+import sys
+
+
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+
+
+def mac(s):
+    return bytes(int(x, 16) for x in s.split(":"))
+
+
+def ipv4(src, dst, proto, payload, ihl=5, total=None, frag=0, ident=1):
+    total = 20 + len(payload) if total is None else total
+    h = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, total, ident, frag, 64, proto, 0,
+                    socket.inet_aton(src), socket.inet_aton(dst))
+    h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+    return h + payload
+
+
+def udp(sport, dport, data):
+    return struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
+
+
+def main():
+    iface, smac, dmac, src, dst, mode, count = sys.argv[1:8]
+    count = int(count)
+    eth4 = mac(dmac) + mac(smac) + b"\x08\x00"
+    eth6 = mac(dmac) + mac(smac) + b"\x86\xdd"
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    rnd = random.Random(7)
+    sent = 0
+    for i in range(count):
+        if mode == "truncated":
+            f = (eth4 + ipv4(src, dst, 17, udp(1000, 2000, b"x" * 40)))[: 14 + rnd.randrange(1, 27)]
+        elif mode == "bad_ihl":
+            f = eth4 + ipv4(src, dst, 17, udp(1000, 2000, b"x" * 40), ihl=3)
+        elif mode == "bad_total_len":
+            f = eth4 + ipv4(src, dst, 17, udp(1000, 2000, b"x" * 40), total=1400)
+        elif mode == "v6_ext_chain":
+            # 12 destination-options headers: longer than any chain sluice walks.
+            n = 12
+            chain = b"".join(struct.pack("!BB6s", 60 if k < n - 1 else 17, 0, b"\x01\x04\0\0\0\0")
+                             for k in range(n))
+            payload = chain + udp(1000, 2000, b"y" * 8)
+            h = struct.pack("!IHBB16s16s", 6 << 28, len(payload), 60, 64,
+                            socket.inet_pton(socket.AF_INET6, "2001:db8::1"),
+                            socket.inet_pton(socket.AF_INET6, "2001:db8::2"))
+            f = eth6 + h + payload
+        elif mode == "fragments":
+            data = udp(3000 + i % 100, 4000, b"z" * 64)
+            first = ipv4(src, dst, 17, data[:24], frag=0x2000, ident=i)  # MF, offset 0
+            later = ipv4(src, dst, 17, data[24:], frag=3, ident=i)       # offset 24 B
+            s.send(eth4 + first)
+            sent += 1
+            f = eth4 + later
+        elif mode == "flood":
+            sport = rnd.randrange(1024, 65535)
+            dport = rnd.randrange(1, 65535)
+            f = eth4 + ipv4(src, dst, 17, udp(sport, dport, b"f" * 18))
+        else:
+            sys.exit("unknown mode " + mode)
+        f = f + b"\0" * max(0, 60 - len(f)) if mode != "truncated" else f
+        s.send(f)
+        sent += 1
+    print(sent)
+
+
+if __name__ == "__main__":
+    main()

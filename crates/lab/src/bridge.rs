@@ -1,0 +1,153 @@
+//! The three-namespace path every end-to-end test and the lab start from:
+//!
+//! ```text
+//!   client ns  c0 ── lan0  shaper ns (sluice --bridge lan0,wan0)  wan0 ── v0  server ns
+//!   10.77.0.1/24                                                      10.77.0.2/24
+//! ```
+//!
+//! Upload (client → server) leaves sluice through `wan0` (`$ext_if`),
+//! download through `lan0` (`$int_if`). Neighbour entries are static so the
+//! first packets of a test need no ARP; each lab has its own directory for
+//! the config, the log and the control socket (never the system's
+//! `/run/sluice.sock`, so a test cannot meet a real daemon).
+
+use crate::netns::{Netns, ProcId, Topology};
+use std::io;
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::Duration;
+
+pub const CLIENT_IP: &str = "10.77.0.1";
+pub const SERVER_IP: &str = "10.77.0.2";
+
+/// How long `start_sluice` waits for the first ping to cross.
+const PATH_WAIT_TRIES: u32 = 50;
+const PATH_WAIT_STEP: Duration = Duration::from_millis(100);
+
+/// Client, shaper and server namespaces joined by two veth pairs.
+pub struct BridgeLab {
+    pub topo: Topology,
+    pub client: Netns,
+    pub shaper: Netns,
+    pub server: Netns,
+    /// Scratch directory of this lab (removed on drop).
+    pub dir: PathBuf,
+    sluice: Option<ProcId>,
+}
+
+impl BridgeLab {
+    /// Builds the namespaces; `tag` (a few letters) names them.
+    pub fn new(tag: &str) -> io::Result<BridgeLab> {
+        let mut topo = Topology::new(tag);
+        let client = topo.add_ns("c")?;
+        let shaper = topo.add_ns("s")?;
+        let server = topo.add_ns("v")?;
+        topo.veth(&client, "c0", &shaper, "lan0")?;
+        topo.veth(&server, "v0", &shaper, "wan0")?;
+        topo.addr(&client, "c0", &format!("{CLIENT_IP}/24"))?;
+        topo.addr(&server, "v0", &format!("{SERVER_IP}/24"))?;
+        let (cmac, smac) = (topo.mac(&client, "c0")?, topo.mac(&server, "v0")?);
+        topo.neigh(&client, "c0", SERVER_IP, &smac)?;
+        topo.neigh(&server, "v0", CLIENT_IP, &cmac)?;
+        let dir = std::env::temp_dir().join(client.name());
+        std::fs::create_dir_all(&dir)?;
+        Ok(BridgeLab {
+            topo,
+            client,
+            shaper,
+            server,
+            dir,
+            sluice: None,
+        })
+    }
+
+    pub fn control_path(&self) -> String {
+        self.dir.join("ctl.sock").to_string_lossy().into_owned()
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("sluice.log")
+    }
+
+    /// What sluice has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Writes `conf` to the lab's `pf.conf` (returns its path).
+    pub fn write_conf(&self, conf: &str) -> io::Result<String> {
+        let p = self.dir.join("pf.conf");
+        std::fs::write(&p, conf)?;
+        Ok(p.to_string_lossy().into_owned())
+    }
+
+    /// Starts `bin run -f pf.conf --bridge lan0,wan0 --control …` in the
+    /// shaper namespace and waits until a ping crosses it.
+    pub fn start_sluice(&mut self, bin: &str, conf: &str, extra: &[&str]) -> Result<ProcId, String> {
+        let conf_path = self.write_conf(conf).map_err(|e| e.to_string())?;
+        let ctl = self.control_path();
+        let mut args = vec![bin, "run", "-f", &conf_path, "--bridge", "lan0,wan0", "--control", &ctl];
+        args.extend_from_slice(extra);
+        let shaper = self.shaper.clone();
+        let log = self.log_path();
+        let id = self
+            .topo
+            .spawn(&shaper, &args, Some(&log))
+            .map_err(|e| format!("starting sluice: {e}"))?;
+        self.sluice = Some(id);
+        for _ in 0..PATH_WAIT_TRIES {
+            if self.ping_once() {
+                return Ok(id);
+            }
+            if self.topo.try_status(id).map_err(|e| e.to_string())?.is_some() {
+                return Err(format!("sluice exited early:\n{}", self.log()));
+            }
+            std::thread::sleep(PATH_WAIT_STEP);
+        }
+        Err(format!("no path through sluice:\n{}", self.log()))
+    }
+
+    /// One ping client → server, 1 s timeout.
+    pub fn ping_once(&self) -> bool {
+        self.topo
+            .exec(&self.client, &["ping", "-c", "1", "-W", "1", SERVER_IP])
+            .is_ok()
+    }
+
+    /// True while the sluice started by `start_sluice` runs.
+    pub fn sluice_alive(&mut self) -> bool {
+        match self.sluice {
+            Some(id) => matches!(self.topo.try_status(id), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// The pid of the running sluice.
+    pub fn sluice_pid(&self) -> Option<u32> {
+        self.sluice.and_then(|id| self.topo.pid(id))
+    }
+
+    /// Runs a client command (`show …`, `reload …`, `stop`) against this
+    /// lab's daemon, whatever its exit status.
+    pub fn ctl(&self, bin: &str, args: &[&str]) -> io::Result<Output> {
+        let ctl = self.control_path();
+        let mut v = vec![bin];
+        v.extend_from_slice(args);
+        v.extend(["--control", &ctl]);
+        self.topo.exec_unchecked(&self.shaper, &v)
+    }
+
+    /// Stops sluice with SIGTERM; its exit status.
+    pub fn stop_sluice(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+        match self.sluice.take() {
+            Some(id) => self.topo.stop(id, "TERM"),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Drop for BridgeLab {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
