@@ -83,10 +83,24 @@ impl BridgeLab {
 
     /// Starts `bin run -f pf.conf --bridge lan0,wan0 --control …` in the
     /// shaper namespace and waits until a ping crosses it.
-    pub fn start_sluice(&mut self, bin: &str, conf: &str, extra: &[&str]) -> Result<ProcId, String> {
+    pub fn start_sluice(
+        &mut self,
+        bin: &str,
+        conf: &str,
+        extra: &[&str],
+    ) -> Result<ProcId, String> {
         let conf_path = self.write_conf(conf).map_err(|e| e.to_string())?;
         let ctl = self.control_path();
-        let mut args = vec![bin, "run", "-f", &conf_path, "--bridge", "lan0,wan0", "--control", &ctl];
+        let mut args = vec![
+            bin,
+            "run",
+            "-f",
+            &conf_path,
+            "--bridge",
+            "lan0,wan0",
+            "--control",
+            &ctl,
+        ];
         args.extend_from_slice(extra);
         let shaper = self.shaper.clone();
         let log = self.log_path();
@@ -99,7 +113,12 @@ impl BridgeLab {
             if self.ping_once() {
                 return Ok(id);
             }
-            if self.topo.try_status(id).map_err(|e| e.to_string())?.is_some() {
+            if self
+                .topo
+                .try_status(id)
+                .map_err(|e| e.to_string())?
+                .is_some()
+            {
                 return Err(format!("sluice exited early:\n{}", self.log()));
             }
             std::thread::sleep(PATH_WAIT_STEP);
