@@ -302,7 +302,9 @@ impl Qdisc for Priq {
         let from = drops.len();
         let cl = &mut self.classes[idx as usize];
         let r = cl.leaf.enqueue(pkt, now, drops);
-        let nonempty = !cl.leaf.is_empty();
+        // Queued with nothing dropped: the newcomer is resident, so the leaf
+        // is non-empty without asking it (a virtual call on every packet).
+        let nonempty = (r == Enqueue::Queued && drops.len() == from) || !cl.leaf.is_empty();
         let was_active = cl.active;
         // Count the newcomer in first so a drop of it (as part of making
         // room) balances out in `absorb_drops`.
