@@ -408,28 +408,38 @@ impl FqCodel {
                 self.push_tail(OnList::Old, idx);
                 continue;
             }
-            let from = drops.len();
-            let marks_before = self.fq_stats.codel.ecn_marks;
-            let mut src = FlowSource {
-                flow_head: &mut f.head,
-                flow_tail: &mut f.tail,
-                flow_backlog: &mut self.backlogs[idx as usize],
-                slab: &mut self.slab,
-                queued: &mut self.queued,
-                queued_bytes: &mut self.queued_bytes,
+            // An empty flow stays at the head until visited (RFC 8290 §4.2);
+            // for it the CoDel step only resets its state and yields
+            // nothing, so take that branch directly: every flow that drains
+            // costs one such visit.
+            let pkt = if f.head == NIL {
+                f.vars.on_empty();
+                None
+            } else {
+                let from = drops.len();
+                let marks_before = self.fq_stats.codel.ecn_marks;
+                let mut src = FlowSource {
+                    flow_head: &mut f.head,
+                    flow_tail: &mut f.tail,
+                    flow_backlog: &mut self.backlogs[idx as usize],
+                    slab: &mut self.slab,
+                    queued: &mut self.queued,
+                    queued_bytes: &mut self.queued_bytes,
+                };
+                let pkt = codel::dequeue(
+                    &self.codel,
+                    &mut f.vars,
+                    &mut self.fq_stats.codel,
+                    &mut src,
+                    now,
+                    drops,
+                );
+                for d in &drops[from..] {
+                    self.stats.on_drop_resident(&d.pkt, d.reason);
+                }
+                self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
+                pkt
             };
-            let pkt = codel::dequeue(
-                &self.codel,
-                &mut f.vars,
-                &mut self.fq_stats.codel,
-                &mut src,
-                now,
-                drops,
-            );
-            for d in &drops[from..] {
-                self.stats.on_drop_resident(&d.pkt, d.reason);
-            }
-            self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
             match pkt {
                 Some(p) => {
                     self.flows[idx as usize].deficit = self.flows[idx as usize]
