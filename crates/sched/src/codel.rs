@@ -462,13 +462,10 @@ impl Qdisc for Codel {
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let now = self.clamp(now);
-        // Test before taking: `take()` on an empty slot still moves the
-        // whole (64-byte) option out, on every dequeue.
-        let pkt = if self.held.is_some() {
-            self.held.take()?
-        } else {
-            self.pull(now, drops)?
-        };
+        let pkt = match self.held.take() {
+            Some(p) => Some(p),
+            None => self.pull(now, drops),
+        }?;
         self.stats.on_dequeue(&pkt, now);
         Some(pkt)
     }
