@@ -33,6 +33,8 @@ struct Rig {
     now: u64,
     id: u64,
     drops: Drops,
+    /// Measured rounds, for instruction counts per packet under callgrind.
+    rounds: u64,
 }
 
 impl Rig {
@@ -44,6 +46,7 @@ impl Rig {
             now: 1_000_000,
             id: 0,
             drops: Vec::with_capacity(1024),
+            rounds: 0,
         };
         for i in 0..prefill {
             r.enqueue(i % n.max(1));
@@ -64,7 +67,10 @@ impl Rig {
         black_box(self.q.enqueue(p, Instant(self.now), &mut self.drops));
     }
 
+    /// Not inlined so callgrind can attribute instructions to one round.
+    #[inline(never)]
     fn round(&mut self) {
+        self.rounds += 1;
         for i in 0..self.n {
             self.enqueue(i);
         }
@@ -88,6 +94,11 @@ fn bench(c: &mut Criterion, name: &str, mut make: impl FnMut(u32) -> Rig) {
                 start.elapsed() / n
             })
         });
+        if std::env::var_os("SLUICE_BENCH_ROUNDS").is_some() {
+            // Packets measured, so `callgrind --toggle-collect=*round*` totals
+            // can be turned into instructions per packet.
+            eprintln!("{name}/{n}: {} packets", rig.rounds * n as u64);
+        }
     }
     g.finish();
 }

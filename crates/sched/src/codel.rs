@@ -120,6 +120,15 @@ pub struct Vars {
 const _: () = assert!(std::mem::size_of::<Vars>() <= 32);
 
 impl Vars {
+    /// Exactly what [`dequeue`] does to the state when the source is empty
+    /// (RFC 8289 `dodequeue` on an empty queue): forget when the standing
+    /// queue began. A caller that already knows its source is empty calls
+    /// this instead of the whole step.
+    #[inline(always)]
+    pub(crate) fn on_empty(&mut self) {
+        self.first_above_time = Instant::ZERO;
+    }
+
     /// The idle state (usable in `const` tables).
     pub const ZERO: Vars = Vars {
         first_above_time: Instant::ZERO,
@@ -210,7 +219,7 @@ fn check_head<S: Source + ?Sized>(
     now: Instant,
 ) -> Option<bool> {
     let Some(head) = src.head_mut() else {
-        v.first_above_time = Instant::ZERO;
+        v.on_empty();
         return None;
     };
     let (enqueued_at, len) = (head.enqueued_at, head.len as u64);
@@ -406,6 +415,9 @@ impl Codel {
     }
 
     /// Runs the control step and accounts its drops and marks.
+    // Inlined into `dequeue`: the packet is built in the caller's slot
+    // instead of returned through one more frame.
+    #[inline]
     fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let from = drops.len();
         let marks_before = self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks;

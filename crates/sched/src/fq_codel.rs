@@ -389,6 +389,9 @@ impl FqCodel {
     }
 
     /// DRR selection plus the CoDel step of the chosen flow (RFC 8290 §4.2).
+    // Inlined into `dequeue`: the packet is built in the caller's slot
+    // instead of returned through one more frame.
+    #[inline]
     fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let quantum = self.params.quantum_bytes.min(i32::MAX as u32) as i32;
         let mut visits = 0u32;
@@ -408,28 +411,38 @@ impl FqCodel {
                 self.push_tail(OnList::Old, idx);
                 continue;
             }
-            let from = drops.len();
-            let marks_before = self.fq_stats.codel.ecn_marks;
-            let mut src = FlowSource {
-                flow_head: &mut f.head,
-                flow_tail: &mut f.tail,
-                flow_backlog: &mut self.backlogs[idx as usize],
-                slab: &mut self.slab,
-                queued: &mut self.queued,
-                queued_bytes: &mut self.queued_bytes,
+            // An empty flow stays at the head until visited (RFC 8290 §4.2);
+            // for it the CoDel step only resets its state and yields
+            // nothing, so take that branch directly: every flow that drains
+            // costs one such visit.
+            let pkt = if f.head == NIL {
+                f.vars.on_empty();
+                None
+            } else {
+                let from = drops.len();
+                let marks_before = self.fq_stats.codel.ecn_marks;
+                let mut src = FlowSource {
+                    flow_head: &mut f.head,
+                    flow_tail: &mut f.tail,
+                    flow_backlog: &mut self.backlogs[idx as usize],
+                    slab: &mut self.slab,
+                    queued: &mut self.queued,
+                    queued_bytes: &mut self.queued_bytes,
+                };
+                let pkt = codel::dequeue(
+                    &self.codel,
+                    &mut f.vars,
+                    &mut self.fq_stats.codel,
+                    &mut src,
+                    now,
+                    drops,
+                );
+                for d in &drops[from..] {
+                    self.stats.on_drop_resident(&d.pkt, d.reason);
+                }
+                self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
+                pkt
             };
-            let pkt = codel::dequeue(
-                &self.codel,
-                &mut f.vars,
-                &mut self.fq_stats.codel,
-                &mut src,
-                now,
-                drops,
-            );
-            for d in &drops[from..] {
-                self.stats.on_drop_resident(&d.pkt, d.reason);
-            }
-            self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
             match pkt {
                 Some(p) => {
                     self.flows[idx as usize].deficit = self.flows[idx as usize]
@@ -495,9 +508,12 @@ impl Qdisc for FqCodel {
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let now = self.clamp(now);
-        let pkt = match self.held.take() {
-            Some(p) => p,
-            None => self.pull(now, drops)?,
+        // Test before taking: `take()` on an empty slot still moves the
+        // whole (64-byte) option out, on every dequeue.
+        let pkt = if self.held.is_some() {
+            self.held.take()?
+        } else {
+            self.pull(now, drops)?
         };
         self.stats.on_dequeue(&pkt, now);
         Some(pkt)

@@ -219,7 +219,12 @@ impl Priq {
 
     /// Accounts packets a child dropped (all of them were resident, except the
     /// refused newcomer `fresh_id` if present from index `from`).
+    #[inline]
     fn absorb_drops(&mut self, drops: &Drops, from: usize, fresh_id: Option<u64>) {
+        if drops.len() <= from {
+            // The common case: the child dropped nothing.
+            return;
+        }
         for d in drops.iter().skip(from) {
             if Some(d.pkt.id) == fresh_id {
                 self.stats.on_drop(&d.pkt, d.reason);
@@ -233,6 +238,9 @@ impl Priq {
 
     /// Dequeues from class `idx` (already removed from its ring, or the peeked
     /// one), re-inserting it at the ring's tail if it stays non-empty.
+    // Inlined: the packet path; out of line it costs a call frame and one
+    // more move of the packet through a return slot.
+    #[inline]
     fn dequeue_class(&mut self, idx: u32, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let from = drops.len();
         let cl = &mut self.classes[idx as usize];
@@ -252,6 +260,7 @@ impl Priq {
 
     /// After serving class `idx` (removed from its ring): put it back at the
     /// tail if non-empty, else mark it inactive and fix the bitmap.
+    #[inline]
     fn settle(&mut self, idx: u32, nonempty: bool) {
         let p = self.classes[idx as usize].priority as usize;
         if nonempty {
@@ -293,7 +302,9 @@ impl Qdisc for Priq {
         let from = drops.len();
         let cl = &mut self.classes[idx as usize];
         let r = cl.leaf.enqueue(pkt, now, drops);
-        let nonempty = !cl.leaf.is_empty();
+        // Queued with nothing dropped: the newcomer is resident, so the leaf
+        // is non-empty without asking it (a virtual call on every packet).
+        let nonempty = (r == Enqueue::Queued && drops.len() == from) || !cl.leaf.is_empty();
         let was_active = cl.active;
         // Count the newcomer in first so a drop of it (as part of making
         // room) balances out in `absorb_drops`.

@@ -135,13 +135,30 @@ impl Heap {
                 break;
             }
             let last = (first + ARITY).min(n);
-            let (mut m, mut me) = (first, self.items[first]);
-            // At most ARITY - 1 comparisons.
-            for (k, &e) in self.items[first + 1..last].iter().enumerate() {
-                if e < me {
-                    (m, me) = (first + 1 + k, e);
+            let children = &self.items[first..last];
+            let (m, me) = if let Ok(c) = <&[u128; ARITY]>::try_from(children) {
+                // All four children present (every level but the last): a
+                // fixed tournament the compiler turns into conditional
+                // moves, instead of a loop with a data-dependent branch.
+                // Items are distinct (slots are), so the minimum is the
+                // same whichever order finds it.
+                let (l, lk) = if c[1] < c[0] { (c[1], 1) } else { (c[0], 0) };
+                let (r, rk) = if c[3] < c[2] { (c[3], 3) } else { (c[2], 2) };
+                if r < l {
+                    (first + rk, r)
+                } else {
+                    (first + lk, l)
                 }
-            }
+            } else {
+                // The last level: fewer than ARITY children, at least one.
+                let (mut m, mut me) = (first, children[0]);
+                for (k, &e) in children.iter().enumerate().skip(1) {
+                    if e < me {
+                        (m, me) = (first + k, e);
+                    }
+                }
+                (m, me)
+            };
             if item <= me {
                 break;
             }
