@@ -23,8 +23,7 @@
 //! release binary (CI: `cargo test --release -p sluice --test netns_rate`).
 
 use sluice_lab::iperf3::{self, ClientOptions};
-use sluice_lab::{have_tools, Netns, Topology};
-use std::path::PathBuf;
+use sluice_lab::{have_tools, BridgeLab, Topology, CLIENT_IP, SERVER_IP};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -34,8 +33,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const PAYLOAD_PER_FRAME: f64 = 1448.0 / 1514.0;
 const TOLERANCE: f64 = 0.03;
-const CLIENT_IP: &str = "10.77.0.1";
-const SERVER_IP: &str = "10.77.0.2";
 
 fn sluice_bin() -> (String, bool) {
     match std::env::var("SLUICE_BIN") {
@@ -57,37 +54,6 @@ fn config(rate: &str) -> String {
          pass out on $int_if proto tcp keep state queue (dn_bulk, dn_ack)\n\
          pass out on $ext_if keep state queue up_bulk\n"
     )
-}
-
-struct Lab {
-    topo: Topology,
-    client: Netns,
-    shaper: Netns,
-    server: Netns,
-    dir: PathBuf,
-}
-
-fn build() -> std::io::Result<Lab> {
-    let mut topo = Topology::new("rate");
-    let client = topo.add_ns("c")?;
-    let shaper = topo.add_ns("s")?;
-    let server = topo.add_ns("v")?;
-    topo.veth(&client, "c0", &shaper, "lan0")?;
-    topo.veth(&server, "v0", &shaper, "wan0")?;
-    topo.addr(&client, "c0", &format!("{CLIENT_IP}/24"))?;
-    topo.addr(&server, "v0", &format!("{SERVER_IP}/24"))?;
-    let (cmac, smac) = (topo.mac(&client, "c0")?, topo.mac(&server, "v0")?);
-    topo.neigh(&client, "c0", SERVER_IP, &smac)?;
-    topo.neigh(&server, "v0", CLIENT_IP, &cmac)?;
-    let dir = std::env::temp_dir().join(client.name());
-    std::fs::create_dir_all(&dir)?;
-    Ok(Lab {
-        topo,
-        client,
-        shaper,
-        server,
-        dir,
-    })
 }
 
 fn check(what: &str, rate_bps: f64, got_bps: f64) -> Result<(), String> {
@@ -124,54 +90,13 @@ fn rate_case(rate: &str, rate_bps: f64, needs_release: bool) {
         );
         return;
     }
-    let mut lab = build().expect("building the namespaces");
-    let conf = lab.dir.join("rate.conf");
-    std::fs::write(&conf, config(rate)).unwrap();
-    let log = lab.dir.join("sluice.log");
-    let conf_s = conf.to_string_lossy().to_string();
-    // Never the system's /run/sluice.sock: a test must not meet a real daemon.
-    let ctl = lab.dir.join("ctl.sock").to_string_lossy().to_string();
-    let shaper = lab.shaper.clone();
-    let sl = lab
-        .topo
-        .spawn(
-            &shaper,
-            &[
-                &bin,
-                "run",
-                "-f",
-                &conf_s,
-                "--bridge",
-                "lan0,wan0",
-                "--control",
-                &ctl,
-                "-vv",
-            ],
-            Some(&log),
-        )
-        .expect("starting sluice");
+    let mut lab = BridgeLab::new("rate").expect("building the namespaces");
+    let log = lab.log_path();
     let show_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    // Until sluice has its sockets, pings fail; wait for the path instead of
-    // sleeping a fixed time.
+    // Waits until a ping crosses; fails if sluice exits first.
+    lab.start_sluice(&bin, &config(rate), &["-vv"])
+        .unwrap_or_else(|e| panic!("{e}"));
     let client = lab.client.clone();
-    let mut up = false;
-    for _ in 0..50 {
-        if lab
-            .topo
-            .exec(&client, &["ping", "-c", "1", "-W", "1", SERVER_IP])
-            .is_ok()
-        {
-            up = true;
-            break;
-        }
-        assert!(
-            lab.topo.try_status(sl).unwrap().is_none(),
-            "sluice exited early:\n{}",
-            show_log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(up, "no path through sluice:\n{}", show_log());
 
     let mut failures = Vec::new();
     let server = lab.server.clone();
@@ -213,13 +138,12 @@ fn rate_case(rate: &str, rate_bps: f64, needs_release: bool) {
             failures.push(e);
         }
     }
-    let st = lab.topo.stop(sl, "TERM").unwrap();
+    let st = lab.stop_sluice().unwrap();
     assert!(
         st.is_some_and(|s| s.success()),
         "sluice did not stop cleanly on SIGTERM: {st:?}\n{}",
         show_log()
     );
-    let _ = std::fs::remove_dir_all(&lab.dir);
     assert!(failures.is_empty(), "{failures:#?}\n{}", show_log());
 }
 
@@ -279,33 +203,14 @@ fn sighup_reload_refuses_invalid_and_applies_valid() {
         return;
     }
     let (bin, _) = sluice_bin();
-    let mut lab = build().expect("building the namespaces");
-    let conf = lab.dir.join("reload.conf");
-    std::fs::write(&conf, config("10Mb")).unwrap();
-    let log = lab.dir.join("sluice.log");
-    let conf_s = conf.to_string_lossy().to_string();
-    // Never the system's /run/sluice.sock: a test must not meet a real daemon.
-    let ctl = lab.dir.join("ctl.sock").to_string_lossy().to_string();
-    let shaper = lab.shaper.clone();
+    let mut lab = BridgeLab::new("rate").expect("building the namespaces");
+    let log = lab.log_path();
     let client = lab.client.clone();
+    // Waits until a ping crosses; fails if sluice exits first.
     let sl = lab
-        .topo
-        .spawn(
-            &shaper,
-            &[
-                &bin,
-                "run",
-                "-f",
-                &conf_s,
-                "--bridge",
-                "lan0,wan0",
-                "--control",
-                &ctl,
-                "-v",
-            ],
-            Some(&log),
-        )
-        .expect("starting sluice");
+        .start_sluice(&bin, &config("10Mb"), &["-v"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let conf = lab.dir.join("pf.conf");
     let show_log = || std::fs::read_to_string(&log).unwrap_or_default();
     let ping = |topo: &Topology| {
         topo.exec(&client, &["ping", "-c", "1", "-W", "1", SERVER_IP])
@@ -321,16 +226,6 @@ fn sighup_reload_refuses_invalid_and_applies_valid() {
         }
         false
     };
-    let mut up = false;
-    for _ in 0..50 {
-        if ping(&lab.topo) {
-            up = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(up, "no path through sluice:\n{}", show_log());
-
     // Non-IP frames cross too: without its static entry the client must
     // resolve the server by ARP through sluice.
     lab.topo
@@ -371,11 +266,10 @@ fn sighup_reload_refuses_invalid_and_applies_valid() {
     );
     assert!(ping(&lab.topo), "path lost after a reload:\n{}", show_log());
 
-    let st = lab.topo.stop(sl, "TERM").unwrap();
+    let st = lab.stop_sluice().unwrap();
     assert!(
         st.is_some_and(|s| s.success()),
         "sluice did not stop cleanly on SIGTERM: {st:?}\n{}",
         show_log()
     );
-    let _ = std::fs::remove_dir_all(&lab.dir);
 }
