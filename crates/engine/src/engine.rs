@@ -4,7 +4,7 @@ use crate::build::{build_tree, BuildError, Tree};
 use crate::report::{ClassReport, IfaceReport};
 use sluice_classify::{Classifier, QueueName};
 use sluice_conf::ir::{self, Direction};
-use sluice_sched::{ClassId, DropReason, Drops, Ecn, Packet};
+use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
 use sluice_time::{Duration, Instant, Overhead};
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -91,7 +91,9 @@ pub struct IfaceCounters {
 pub struct Options {
     /// Interface names; the engine refers to them by index in this list.
     pub ifaces: Vec<String>,
-    /// Bridge pairs by index: a frame received on one leaves through the other.
+    /// Bridge pairs by index, `(lan, wan)`: a frame received on one leaves
+    /// through the other. The first is the LAN side, whose hosts' addresses
+    /// the engine learns (see `iface_addrs`).
     pub bridge: Vec<(usize, usize)>,
     /// Key of the classifier's hash; the caller supplies randomness.
     pub hash_key: [u8; 16],
@@ -118,6 +120,8 @@ struct Iface {
     passthrough: VecDeque<Packet>,
     overhead: Overhead,
     learn_addrs: bool,
+    /// The LAN side of a bridge pair: sources arriving here are "ours".
+    lan_side: bool,
     counters: IfaceCounters,
 }
 
@@ -164,6 +168,7 @@ impl Engine {
                 passthrough: VecDeque::new(),
                 overhead: Overhead::NONE,
                 learn_addrs: true,
+                lan_side: false,
                 counters: IfaceCounters::default(),
             });
         }
@@ -178,6 +183,7 @@ impl Engine {
             if a < peer.len() && b < peer.len() {
                 peer[a] = Some(b);
                 peer[b] = Some(a);
+                ifaces[a].lan_side = true;
             }
         }
         let mut e = Engine {
@@ -305,7 +311,9 @@ impl Engine {
                 (None, 0, Ecn::NotEct)
             }
             Some(ip) => {
-                if self.ifaces[iface].learn_addrs || self.ifaces[egress].learn_addrs {
+                if self.ifaces[iface].lan_side
+                    && (self.ifaces[iface].learn_addrs || self.ifaces[egress].learn_addrs)
+                {
                     self.learn(iface, egress, ip.src);
                 }
                 let (icid, ecid) = (self.ifaces[iface].cid, self.ifaces[egress].cid);
@@ -338,9 +346,12 @@ impl Engine {
             id: self.next_id,
         };
         self.next_id += 1;
+        let id = pkt.id;
         match eg.tree.as_mut() {
             Some(t) => {
-                t.root.enqueue(pkt, now, &mut self.drops);
+                if t.root.enqueue(pkt, now, &mut self.drops) == Enqueue::Queued {
+                    return Rx::Queued { egress };
+                }
             }
             None => {
                 if eg.passthrough.len() >= PASSTHROUGH_LIMIT {
@@ -349,18 +360,15 @@ impl Engine {
                     return Rx::Dropped(DropCause::Sched(DropReason::QueueFull));
                 }
                 eg.passthrough.push_back(pkt);
+                return Rx::Queued { egress };
             }
         }
-        let refused = self.drops.iter().any(|d| d.pkt.id == self.next_id - 1);
-        let cause = self
-            .drops
-            .iter()
-            .find(|d| d.pkt.id == self.next_id - 1)
-            .map(|d| d.reason);
+        // Something was dropped: the newcomer itself, or others to make room.
+        let own = self.drops.iter().find(|d| d.pkt.id == id).map(|d| d.reason);
         self.absorb_drops(egress);
-        match (refused, cause) {
-            (true, Some(r)) => Rx::Dropped(DropCause::Sched(r)),
-            _ => Rx::Queued { egress },
+        match own {
+            Some(r) => Rx::Dropped(DropCause::Sched(r)),
+            None => Rx::Queued { egress },
         }
     }
 
@@ -376,10 +384,10 @@ impl Engine {
 
     /// Bridge mode: a LAN-side host's address is what pf on that host would
     /// call the address of either interface (`from $ext_if`), so sources seen
-    /// arriving on one side are learned for both interfaces of the pair.
+    /// arriving on the LAN side are learned for both interfaces of the pair.
+    /// Never from the WAN side: remote addresses would fill the classifier's
+    /// capped set before the LAN's own.
     fn learn(&mut self, ingress: usize, egress: usize, src: IpAddr) {
-        // Learn only from the side whose peer is the WAN, i.e. only sources
-        // heading out; the classifier caps how many it keeps.
         for i in [ingress, egress] {
             if self.ifaces[i].learn_addrs {
                 let cid = self.ifaces[i].cid;
