@@ -9,9 +9,12 @@
 //!   test does can be replayed by hand from its log.
 //! - No `unsafe`: signals go through `kill(1)`.
 
+pub mod analysis;
 pub mod bridge;
 pub mod iperf3;
+pub mod model;
 pub mod netns;
+pub mod scenario;
 
 pub use bridge::{BridgeLab, CLIENT_IP, SERVER_IP};
 pub use iperf3::{ClientOptions, Iperf3Result, UdpCounts};

@@ -1,0 +1,441 @@
+//! From a run's raw series to its summary: percentiles, phase statistics,
+//! the bufferbloat grade and a VoIP quality estimate.
+//!
+//! # Principles
+//! - Pure functions of the recorded data: the same series always gives the
+//!   same summary, so the analysis is unit-tested without a network.
+//! - Percentiles are nearest-rank on the sorted samples (no interpolation),
+//!   so every reported latency is one that was measured.
+//! - The grade follows DSLReports' speed test: the increase of the *mean*
+//!   latency under load over the idle mean, A+ < 5 ms, A < 30, B < 60,
+//!   C < 200, D < 400, else F.
+//! - MOS follows the simplified E-model of ITU-T G.107 as used for VoIP
+//!   monitoring (Cole & Rosenbluth, 2001): effective latency = one-way
+//!   delay + 2 × jitter + 10 ms codec delay; R = 93.2 − latency/40 below
+//!   160 ms, 93.2 − (latency − 120)/10 above; −2.5 per percent of loss.
+
+use crate::model::{Grades, Latency, PhaseSummary, RunResult, Scenario, Series, Summary, Voip};
+
+/// Nearest-rank percentile `p` (0..=100) of ascending `sorted`; 0 when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let p = p.clamp(0.0, 100.0);
+    // Nearest rank: the smallest value with at least p % of samples at or below it.
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Statistics of a set of latencies; `None` when there are none.
+pub fn latency(samples: impl IntoIterator<Item = f64>) -> Option<Latency> {
+    let mut v: Vec<f64> = samples.into_iter().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    Some(Latency {
+        mean,
+        p50: percentile(&v, 50.0),
+        p90: percentile(&v, 90.0),
+        p99: percentile(&v, 99.0),
+        max: v[v.len() - 1],
+        samples: v.len() as u64,
+    })
+}
+
+/// The DSLReports bufferbloat grade of `added_ms` of latency under load.
+pub fn grade(added_ms: f64) -> &'static str {
+    match added_ms {
+        x if x < 5.0 => "A+",
+        x if x < 30.0 => "A",
+        x if x < 60.0 => "B",
+        x if x < 200.0 => "C",
+        x if x < 400.0 => "D",
+        _ => "F",
+    }
+}
+
+/// Rank of a grade, better first (for "the worst of").
+fn grade_rank(g: &str) -> usize {
+    ["A+", "A", "B", "C", "D", "F"]
+        .iter()
+        .position(|x| *x == g)
+        .unwrap_or(5)
+}
+
+/// Estimated mean opinion score (1..=4.5) of a G.711-like call.
+pub fn mos(owd_ms: f64, jitter_ms: f64, loss_pct: f64) -> f64 {
+    let eff = owd_ms.max(0.0) + 2.0 * jitter_ms.max(0.0) + 10.0;
+    let mut r = if eff < 160.0 {
+        93.2 - eff / 40.0
+    } else {
+        93.2 - (eff - 120.0) / 10.0
+    };
+    r -= 2.5 * loss_pct.clamp(0.0, 100.0);
+    let r = r.clamp(0.0, 100.0);
+    let m = 1.0 + 0.035 * r + 7.0e-6 * r * (r - 60.0) * (100.0 - r);
+    m.clamp(1.0, 4.5)
+}
+
+/// Mean absolute difference of consecutive one-way delays (IPDV), ms.
+fn ipdv(owds: &[f64]) -> f64 {
+    if owds.len() < 2 {
+        return 0.0;
+    }
+    let sum: f64 = owds.windows(2).map(|w| (w[1] - w[0]).abs()).sum();
+    sum / (owds.len() - 1) as f64
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Mean of the rate samples whose interval ends inside `[start, end)`.
+fn phase_rates(series: &Series, start: f64, end: f64) -> (f64, f64) {
+    let inside: Vec<_> = series
+        .rate
+        .iter()
+        .filter(|r| r.t_s > start && r.t_s <= end)
+        .collect();
+    if inside.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = inside.len() as f64;
+    (
+        inside.iter().map(|r| r.down_bps).sum::<f64>() / n,
+        inside.iter().map(|r| r.up_bps).sum::<f64>() / n,
+    )
+}
+
+/// The VoIP figures of the irtt probes sent in `[start, end)`.
+fn voip_in(series: &Series, start: f64, end: f64) -> Option<Voip> {
+    let probes: Vec<_> = series
+        .irtt
+        .iter()
+        .filter(|p| p.t_s >= start && p.t_s < end)
+        .collect();
+    if probes.is_empty() {
+        return None;
+    }
+    let lost = probes.iter().filter(|p| p.rtt_ms.is_none()).count();
+    let up: Vec<f64> = probes.iter().filter_map(|p| p.up_owd_ms).collect();
+    let down: Vec<f64> = probes.iter().filter_map(|p| p.down_owd_ms).collect();
+    let owd = mean(&up).max(mean(&down));
+    let jitter = ipdv(&up).max(ipdv(&down));
+    let loss_pct = 100.0 * lost as f64 / probes.len() as f64;
+    Some(Voip {
+        owd_ms: owd,
+        jitter_ms: jitter,
+        loss_pct,
+        mos: mos(owd, jitter, loss_pct),
+    })
+}
+
+/// Summarises a run of `scenario` (with the phase lengths it ran with).
+pub fn summarize(
+    scenario: &Scenario,
+    shaper: &str,
+    series: &Series,
+    started_at: String,
+    mut warnings: Vec<String>,
+) -> Summary {
+    let windows = scenario.phase_windows();
+    let mut phases = Vec::with_capacity(windows.len());
+    for (i, (&(start, end), spec)) in windows.iter().zip(&scenario.phases).enumerate() {
+        let pings: Vec<_> = series
+            .ping
+            .iter()
+            .filter(|p| p.t_s >= start && p.t_s < end)
+            .collect();
+        let answered = pings.iter().filter_map(|p| p.rtt_ms);
+        let loss_pct = if pings.is_empty() {
+            0.0
+        } else {
+            100.0 * pings.iter().filter(|p| p.rtt_ms.is_none()).count() as f64 / pings.len() as f64
+        };
+        let (down_bps, up_bps) = phase_rates(series, start, end);
+        let (load_down, load_up) = scenario.load_in_phase(i);
+        phases.push(PhaseSummary {
+            name: spec.name.clone(),
+            start_s: start,
+            end_s: end,
+            down_bps,
+            up_bps,
+            latency_ms: latency(answered),
+            loss_pct,
+            load_down,
+            load_up,
+        });
+    }
+
+    // Idle: the unloaded phases before the first load; else any unloaded one.
+    let first_load = phases
+        .iter()
+        .position(|p| p.load_down || p.load_up)
+        .unwrap_or(phases.len());
+    let idle_window = |p: &&PhaseSummary| !(p.load_down || p.load_up);
+    let mut idle_pings: Vec<f64> = phases[..first_load]
+        .iter()
+        .filter(idle_window)
+        .flat_map(|p| pings_in(series, p.start_s, p.end_s))
+        .collect();
+    if idle_pings.is_empty() {
+        idle_pings = phases
+            .iter()
+            .filter(idle_window)
+            .flat_map(|p| pings_in(series, p.start_s, p.end_s))
+            .collect();
+    }
+    let idle = latency(idle_pings).unwrap_or_else(|| {
+        warnings.push("no answered ping while idle: added latency measured from 0 ms".into());
+        Latency::default()
+    });
+
+    let added = |p: &PhaseSummary| p.latency_ms.map(|l| (l.mean - idle.mean).max(0.0));
+    let worst = |f: &dyn Fn(&PhaseSummary) -> bool| -> Option<f64> {
+        phases
+            .iter()
+            .filter(|p| f(p))
+            // A loaded phase with no answered ping at all is as bad as it gets.
+            .map(|p| added(p).unwrap_or(f64::INFINITY))
+            .reduce(f64::max)
+    };
+    let mut added_down = worst(&|p| p.load_down && !p.load_up);
+    let mut added_up = worst(&|p| p.load_up && !p.load_down);
+    let overall = worst(&|p| p.load_down || p.load_up).unwrap_or(0.0);
+
+    // Bidirectional load only: the irtt one-way delays tell the directions apart.
+    if scenario.irtt.is_some() {
+        let idle_owd = owd_means(series, &phases, |p| !(p.load_down || p.load_up));
+        let load_owd = owd_means(series, &phases, |p| p.load_down && p.load_up);
+        if let (Some((iu, id)), Some((lu, ld))) = (idle_owd, load_owd) {
+            added_up = added_up.or(Some((lu - iu).max(0.0)));
+            added_down = added_down.or(Some((ld - id).max(0.0)));
+        }
+    }
+
+    // VoIP: the probes of the loaded phases the stream ran in.
+    let voip = scenario.irtt.as_ref().and_then(|spec| {
+        let loaded: Vec<_> = (spec.from..=spec.to)
+            .filter(|&i| phases.get(i).is_some_and(|p| p.load_down || p.load_up))
+            .collect();
+        let (a, b) = (*loaded.first()?, *loaded.last()?);
+        voip_in(series, phases[a].start_s, phases[b].end_s)
+    });
+
+    let overall_grade = grade(overall).to_string();
+    let down = added_down.map(|a| grade(a).to_string());
+    let up = added_up.map(|a| grade(a).to_string());
+    // The overall grade is never better than a direction's.
+    let overall_grade = [Some(overall_grade.clone()), down.clone(), up.clone()]
+        .into_iter()
+        .flatten()
+        .max_by_key(|g| grade_rank(g))
+        .unwrap_or(overall_grade);
+
+    for f in &series.flows {
+        if let Some(e) = &f.error {
+            warnings.push(format!("{:?} flow ({} streams): {e}", f.dir, f.streams));
+        }
+    }
+
+    Summary {
+        scenario: scenario.name.clone(),
+        shaper: shaper.to_string(),
+        link: scenario.link.clone(),
+        cc: scenario.cc.clone(),
+        idle_latency_ms: idle,
+        phases,
+        voip,
+        grade: Grades {
+            overall: overall_grade,
+            down,
+            up,
+            added_ms: if overall.is_finite() {
+                overall
+            } else {
+                f64::MAX
+            },
+            added_down_ms: added_down.map(finite),
+            added_up_ms: added_up.map(finite),
+        },
+        flows: series.flows.clone(),
+        warnings,
+        started_at,
+        sluice_version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// JSON has no infinity: a phase without any answered probe reports f64::MAX.
+fn finite(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        f64::MAX
+    }
+}
+
+fn pings_in(series: &Series, start: f64, end: f64) -> impl Iterator<Item = f64> + '_ {
+    series
+        .ping
+        .iter()
+        .filter(move |p| p.t_s >= start && p.t_s < end)
+        .filter_map(|p| p.rtt_ms)
+}
+
+/// Mean (up, down) one-way delay of irtt probes in the phases `keep` selects.
+fn owd_means(
+    series: &Series,
+    phases: &[PhaseSummary],
+    keep: impl Fn(&PhaseSummary) -> bool,
+) -> Option<(f64, f64)> {
+    let mut up = Vec::new();
+    let mut down = Vec::new();
+    for p in phases.iter().filter(|p| keep(p)) {
+        for s in series
+            .irtt
+            .iter()
+            .filter(|s| s.t_s >= p.start_s && s.t_s < p.end_s)
+        {
+            up.extend(s.up_owd_ms);
+            down.extend(s.down_owd_ms);
+        }
+    }
+    if up.is_empty() || down.is_empty() {
+        return None;
+    }
+    Some((mean(&up), mean(&down)))
+}
+
+/// Convenience: summarise and bundle.
+pub fn finish(
+    scenario: &Scenario,
+    shaper: &str,
+    series: Series,
+    started_at: String,
+    warnings: Vec<String>,
+) -> RunResult {
+    let summary = summarize(scenario, shaper, &series, started_at, warnings);
+    RunResult { summary, series }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{PingSample, RateSample};
+    use crate::scenario;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), 50.0);
+        assert_eq!(percentile(&v, 99.0), 99.0);
+        assert_eq!(percentile(&v, 100.0), 100.0);
+        assert_eq!(percentile(&v, 0.0), 1.0);
+        assert_eq!(percentile(&[7.0], 90.0), 7.0);
+        assert_eq!(percentile(&[], 50.0), 0.0);
+        let l = latency([3.0, 1.0, 2.0, f64::NAN]).unwrap();
+        assert_eq!((l.p50, l.max, l.samples), (2.0, 3.0, 3));
+        assert!((l.mean - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn grade_thresholds_are_dslreports() {
+        let cases = [
+            (0.0, "A+"),
+            (4.99, "A+"),
+            (5.0, "A"),
+            (29.9, "A"),
+            (30.0, "B"),
+            (59.9, "B"),
+            (60.0, "C"),
+            (199.0, "C"),
+            (200.0, "D"),
+            (399.0, "D"),
+            (400.0, "F"),
+            (2000.0, "F"),
+        ];
+        for (ms, g) in cases {
+            assert_eq!(grade(ms), g, "{ms} ms");
+        }
+    }
+
+    #[test]
+    fn mos_falls_with_delay_jitter_and_loss() {
+        let perfect = mos(0.0, 0.0, 0.0);
+        assert!(perfect > 4.3 && perfect <= 4.5, "{perfect}");
+        // A good call: 20 ms one way, 1 ms jitter, no loss is "toll quality".
+        assert!(mos(20.0, 1.0, 0.0) > 4.3);
+        // Monotone in each argument.
+        assert!(mos(200.0, 1.0, 0.0) < mos(100.0, 1.0, 0.0));
+        assert!(mos(20.0, 30.0, 0.0) < mos(20.0, 5.0, 0.0));
+        assert!(mos(20.0, 1.0, 5.0) < mos(20.0, 1.0, 1.0));
+        // Two seconds of bufferbloat makes a call useless.
+        assert!(mos(2000.0, 50.0, 0.0) < 1.5);
+        assert_eq!(mos(5000.0, 500.0, 100.0), 1.0);
+    }
+
+    fn series_for(s: &Scenario, idle_ms: f64, loaded_ms: f64) -> Series {
+        let mut series = Series::default();
+        let windows = s.phase_windows();
+        for (i, &(a, b)) in windows.iter().enumerate() {
+            let (d, u) = s.load_in_phase(i);
+            let rtt = if d || u { loaded_ms } else { idle_ms };
+            let mut t = a;
+            while t < b {
+                series.ping.push(PingSample {
+                    t_s: t,
+                    rtt_ms: Some(rtt),
+                });
+                series.rate.push(RateSample {
+                    t_s: t + 0.5,
+                    down_bps: if d { 4e6 } else { 0.0 },
+                    up_bps: if u { 9e5 } else { 0.0 },
+                });
+                t += 0.5;
+            }
+        }
+        series
+    }
+
+    #[test]
+    fn summary_of_a_bloated_upload() {
+        let s = scenario::tcp_1up();
+        let series = series_for(&s, 20.0, 2000.0);
+        let sum = summarize(&s, "none", &series, "t".into(), vec![]);
+        assert_eq!(sum.idle_latency_ms.p50, 20.0);
+        assert_eq!(sum.phases.len(), 3);
+        let up = &sum.phases[1];
+        assert_eq!(up.latency_ms.unwrap().p99, 2000.0);
+        assert!((up.up_bps - 9e5).abs() < 1.0 && up.down_bps == 0.0);
+        assert_eq!(sum.grade.overall, "F");
+        assert_eq!(sum.grade.up.as_deref(), Some("F"));
+        assert_eq!(sum.grade.down, None);
+        assert!((sum.grade.added_ms - 1980.0).abs() < 1e-9);
+
+        let good = summarize(&s, "x", &series_for(&s, 20.0, 40.0), "t".into(), vec![]);
+        assert_eq!(good.grade.overall, "A");
+    }
+
+    #[test]
+    fn lost_pings_count_as_loss_and_no_answer_is_an_f() {
+        let s = scenario::tcp_1up();
+        let mut series = series_for(&s, 20.0, 50.0);
+        let (a, b) = s.phase_windows()[1];
+        for p in series.ping.iter_mut().filter(|p| p.t_s >= a && p.t_s < b) {
+            p.rtt_ms = None;
+        }
+        let sum = summarize(&s, "none", &series, "t".into(), vec![]);
+        assert_eq!(sum.phases[1].loss_pct, 100.0);
+        assert!(sum.phases[1].latency_ms.is_none());
+        assert_eq!(sum.grade.overall, "F");
+        // Serialisable despite the unmeasurable phase.
+        assert!(serde_json::to_string(&sum).is_ok());
+    }
+}

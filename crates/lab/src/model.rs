@@ -1,0 +1,313 @@
+//! The lab's data model: what a scenario asks for, what a run records, and
+//! what its summary says. Everything here is plain data (serde), shared by
+//! the runner (which fills [`Series`]), the analysis (which turns a series
+//! into a [`Summary`]) and the report (plots, HTML, terminal table).
+//!
+//! Times in a run are seconds since the run's origin (`t = 0` is the start
+//! of the first phase); rates are bits per second; latencies milliseconds.
+//! The schema of `summary.json` is documented in docs/lab.md: change both
+//! together.
+
+use serde::{Deserialize, Serialize};
+
+/// Traffic direction, seen from the user behind the shaper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    /// Server → client (leaves sluice through `$int_if`).
+    Down,
+    /// Client → server (leaves sluice through `$ext_if`).
+    Up,
+}
+
+/// The emulated access link: the modem's rates, its FIFO and the path's
+/// base round-trip time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    pub down_bps: u64,
+    pub up_bps: u64,
+    /// Base RTT added by the delay line (half each way).
+    pub rtt_ms: f64,
+    /// Packets the modem's FIFO holds in each direction.
+    pub buffer_pkts: u32,
+    /// Per-packet link overhead the modem charges (as `tc … overhead N`),
+    /// bytes; `atm` adds the ATM cell tax (`linklayer atm`).
+    pub overhead_bytes: i32,
+    pub atm: bool,
+    /// The name the overhead was given by (`pppoe-llcsnap`, `none`, or the
+    /// number as text).
+    pub overhead_name: String,
+}
+
+/// Bulk TCP traffic: one iperf3 client with `streams` parallel streams,
+/// running from the start of phase `from` to the end of phase `to`
+/// (indices into [`Scenario::phases`], inclusive).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowSpec {
+    pub dir: Dir,
+    pub streams: u32,
+    pub from: usize,
+    pub to: usize,
+    /// Socket buffer (iperf3 `-w`), e.g. "64K"; `None` = kernel autotuning.
+    pub window: Option<String>,
+}
+
+/// An irtt stream (VoIP-like isochronous UDP probes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IrttSpec {
+    pub interval_ms: u32,
+    pub payload_bytes: u32,
+    /// Phases it runs in (inclusive indices).
+    pub from: usize,
+    pub to: usize,
+}
+
+/// One phase of a scenario: a named time window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSpec {
+    pub name: String,
+    /// Default length; `--duration S` replaces every phase's length.
+    pub secs: f64,
+}
+
+/// A lab experiment: the link, the traffic over time, and the shaper
+/// configuration it ships with (a file under `examples/`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    pub name: String,
+    /// One line for `sluice lab list`.
+    pub about: String,
+    pub link: Link,
+    pub phases: Vec<PhaseSpec>,
+    pub flows: Vec<FlowSpec>,
+    /// ICMP echo every `ping_interval_ms` through the whole run.
+    pub ping_interval_ms: u32,
+    pub irtt: Option<IrttSpec>,
+    /// TCP congestion control of both hosts.
+    pub cc: String,
+    /// The scenario's own shaper configuration, relative to the repository
+    /// (or install) root, e.g. `examples/priq-ack.conf`.
+    pub shaper_example: String,
+}
+
+impl Scenario {
+    /// Phase windows `(start_s, end_s)` in run time.
+    pub fn phase_windows(&self) -> Vec<(f64, f64)> {
+        let mut t = 0.0;
+        self.phases
+            .iter()
+            .map(|p| {
+                let w = (t, t + p.secs);
+                t += p.secs;
+                w
+            })
+            .collect()
+    }
+
+    /// Total length of the run in seconds.
+    pub fn total_secs(&self) -> f64 {
+        self.phases.iter().map(|p| p.secs).sum()
+    }
+
+    /// Which directions carry bulk traffic in phase `i`.
+    pub fn load_in_phase(&self, i: usize) -> (bool, bool) {
+        let active = |d: Dir| {
+            self.flows
+                .iter()
+                .any(|f| f.dir == d && f.from <= i && i <= f.to)
+        };
+        (active(Dir::Down), active(Dir::Up))
+    }
+}
+
+/// What shapes the traffic at the shaper's position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ShaperSpec {
+    /// Nothing: the shaper namespace only bridges (the modem's FIFO fills).
+    None,
+    /// sluice with this pf.conf (macros `ext_if` and `int_if` defined).
+    Sluice { path: String },
+    /// The kernel's own qdisc on the upload side (`tc:'cake bandwidth 950kbit'`);
+    /// `down`, when given (`tc:'UP ARGS;DOWN ARGS'`), on the download side.
+    Tc { up: String, down: Option<String> },
+}
+
+impl ShaperSpec {
+    /// Parses `none`, `tc:ARGS[;DOWN ARGS]` or a file path.
+    pub fn parse(s: &str) -> Result<ShaperSpec, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err("empty --shaper: give `none`, a pf.conf path or tc:'QDISC ARGS'".into());
+        }
+        if s == "none" {
+            return Ok(ShaperSpec::None);
+        }
+        if let Some(rest) = s.strip_prefix("tc:") {
+            let mut parts = rest.splitn(2, ';');
+            let up = parts.next().unwrap_or("").trim().to_string();
+            let down = parts
+                .next()
+                .map(|d| d.trim().to_string())
+                .filter(|d| !d.is_empty());
+            if up.is_empty() {
+                return Err(format!(
+                    "`{s}`: tc: needs a qdisc and its arguments, e.g. tc:'cake bandwidth 950kbit'"
+                ));
+            }
+            return Ok(ShaperSpec::Tc { up, down });
+        }
+        Ok(ShaperSpec::Sluice {
+            path: s.to_string(),
+        })
+    }
+
+    /// A short label for tables and plot legends: `none`, the file name
+    /// without directory, or `tc:cake bandwidth 950kbit`.
+    pub fn label(&self) -> String {
+        match self {
+            ShaperSpec::None => "none".into(),
+            ShaperSpec::Sluice { path } => std::path::Path::new(path)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.clone()),
+            ShaperSpec::Tc { up, down: None } => format!("tc:{up}"),
+            ShaperSpec::Tc { up, down: Some(d) } => format!("tc:{up};{d}"),
+        }
+    }
+}
+
+/// Throughput over one sampling interval ending at `t_s`: Ethernet frame
+/// bits per second received by the client (down) and by the server (up).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateSample {
+    pub t_s: f64,
+    pub down_bps: f64,
+    pub up_bps: f64,
+}
+
+/// One probe: sent at `t_s`; `rtt_ms` is `None` when no answer came.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PingSample {
+    pub t_s: f64,
+    pub rtt_ms: Option<f64>,
+}
+
+/// One irtt round trip: sent at `t_s`; one-way delays client→server (up)
+/// and server→client (down). All `None` when the probe was lost.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IrttSample {
+    pub t_s: f64,
+    pub rtt_ms: Option<f64>,
+    pub up_owd_ms: Option<f64>,
+    pub down_owd_ms: Option<f64>,
+}
+
+/// A bulk flow as it ran: when, and what iperf3 reported at its end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowRecord {
+    pub dir: Dir,
+    pub streams: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Payload bits per second at the receiver, when iperf3 finished.
+    pub goodput_bps: Option<f64>,
+    pub retransmits: Option<u64>,
+    /// Why there is no result (iperf3's error), if none.
+    pub error: Option<String>,
+}
+
+/// Everything a run recorded, in run time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub rate: Vec<RateSample>,
+    pub ping: Vec<PingSample>,
+    pub irtt: Vec<IrttSample>,
+    pub flows: Vec<FlowRecord>,
+}
+
+/// Latency statistics in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// Answered probes the statistics come from.
+    pub samples: u64,
+}
+
+/// One phase of a run, summarised.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    pub name: String,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Mean received rate over the phase (Ethernet frame bits).
+    pub down_bps: f64,
+    pub up_bps: f64,
+    /// Ping RTT; `None` when no probe was answered.
+    pub latency_ms: Option<Latency>,
+    /// Share of the phase's pings that got no answer.
+    pub loss_pct: f64,
+    /// Which directions carried bulk traffic.
+    pub load_down: bool,
+    pub load_up: bool,
+}
+
+/// The VoIP estimate from the irtt stream during load.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Voip {
+    /// Mean one-way delay, the worse direction.
+    pub owd_ms: f64,
+    /// Mean absolute IPDV (RFC 3550-style jitter), the worse direction.
+    pub jitter_ms: f64,
+    pub loss_pct: f64,
+    /// E-model estimate (ITU-T G.107, simplified), 1..4.5.
+    pub mos: f64,
+}
+
+/// DSLReports-style bufferbloat grade of the added latency under load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Grades {
+    /// The worst phase with load.
+    pub overall: String,
+    /// Phases with download load only / upload load (any); `None` when the
+    /// scenario has no such phase.
+    pub down: Option<String>,
+    pub up: Option<String>,
+    /// Added mean latency (ms) the grades come from.
+    pub added_ms: f64,
+    pub added_down_ms: Option<f64>,
+    pub added_up_ms: Option<f64>,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub shaper: String,
+    pub link: Link,
+    pub cc: String,
+    /// Ping RTT over the first idle phase (or over answered probes before
+    /// any load starts).
+    pub idle_latency_ms: Latency,
+    pub phases: Vec<PhaseSummary>,
+    pub voip: Option<Voip>,
+    pub grade: Grades,
+    pub flows: Vec<FlowRecord>,
+    /// `Some(reason)` when the run did not go as planned (a flow failed,
+    /// the shaper died…): the numbers are kept but flagged.
+    pub warnings: Vec<String>,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started_at: String,
+    pub sluice_version: String,
+}
+
+/// A whole run: its summary and its raw data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub summary: Summary,
+    pub series: Series,
+}

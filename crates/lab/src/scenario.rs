@@ -1,0 +1,249 @@
+//! The lab's scenarios: the classic bufferbloat experiments, each with the
+//! link it models and the shaper configuration it ships with.
+//!
+//! # Principles
+//! - A scenario is data ([`Scenario`]): the runner, the analysis and the
+//!   report know nothing about a particular one, so adding one is adding a
+//!   constructor here and its configuration under `examples/`.
+//! - Defaults model the articles the scenarios come from (DESIGN.md §6):
+//!   `ack_priority` uses a 64 KB window because the classic download
+//!   collapse only appears with the fixed windows hosts had then.
+
+use crate::model::{Dir, FlowSpec, IrttSpec, Link, PhaseSpec, Scenario};
+
+const KBIT: u64 = 1_000;
+const MBIT: u64 = 1_000_000;
+
+fn phase(name: &str, secs: f64) -> PhaseSpec {
+    PhaseSpec {
+        name: name.into(),
+        secs,
+    }
+}
+
+fn flow(dir: Dir, streams: u32, from: usize, to: usize) -> FlowSpec {
+    FlowSpec {
+        dir,
+        streams,
+        from,
+        to,
+        window: None,
+    }
+}
+
+fn link(down_bps: u64, up_bps: u64, buffer_pkts: u32) -> Link {
+    Link {
+        down_bps,
+        up_bps,
+        rtt_ms: 20.0,
+        buffer_pkts,
+        overhead_bytes: 0,
+        atm: false,
+        overhead_name: "none".into(),
+    }
+}
+
+/// DSL 512/128 with PPPoE over ATM; the PRIQ empty-ACK configuration.
+pub fn ack_priority() -> Scenario {
+    let mut l = link(512 * KBIT, 128 * KBIT, 100);
+    l.overhead_bytes = 40;
+    l.atm = true;
+    l.overhead_name = "pppoe-llcsnap".into();
+    let mut down = flow(Dir::Down, 1, 1, 2);
+    down.window = Some("64K".into());
+    let mut up = flow(Dir::Up, 1, 2, 3);
+    up.window = Some("64K".into());
+    Scenario {
+        name: "ack_priority".into(),
+        about:
+            "DSL 512k/128k: does a download survive a concurrent upload? (PRIQ, empty ACKs first)"
+                .into(),
+        link: l,
+        phases: vec![
+            phase("idle", 30.0),
+            phase("download", 30.0),
+            phase("download+upload", 30.0),
+            phase("upload", 30.0),
+            phase("idle again", 30.0),
+        ],
+        flows: vec![down, up],
+        ping_interval_ms: 200,
+        irtt: None,
+        cc: "cubic".into(),
+        shaper_example: "examples/priq-ack.conf".into(),
+    }
+}
+
+/// Cable 5/1: ping during one saturating upload (HFSC, qlimit 9).
+pub fn tcp_1up() -> Scenario {
+    Scenario {
+        name: "tcp_1up".into(),
+        about:
+            "cable 5M/1M: ping before, during and after one saturating TCP upload (HFSC qlimit 9)"
+                .into(),
+        link: link(5 * MBIT, MBIT, 200),
+        phases: vec![
+            phase("idle", 20.0),
+            phase("upload", 30.0),
+            phase("idle again", 20.0),
+        ],
+        flows: vec![flow(Dir::Up, 1, 1, 1)],
+        ping_interval_ms: 100,
+        irtt: None,
+        cc: "cubic".into(),
+        shaper_example: "examples/hfsc-qlimit9.conf".into(),
+    }
+}
+
+/// Cable 5/1: ping during one saturating download (HFSC on the LAN side).
+pub fn tcp_1down() -> Scenario {
+    Scenario {
+        name: "tcp_1down".into(),
+        about: "cable 5M/1M: ping before, during and after one saturating TCP download (HFSC on int_if)"
+            .into(),
+        link: link(5 * MBIT, MBIT, 200),
+        phases: vec![
+            phase("idle", 20.0),
+            phase("download", 30.0),
+            phase("idle again", 20.0),
+        ],
+        flows: vec![flow(Dir::Down, 1, 1, 1)],
+        ping_interval_ms: 100,
+        irtt: None,
+        cc: "cubic".into(),
+        shaper_example: "examples/lab/hfsc-down.conf".into(),
+    }
+}
+
+/// Realtime Response Under Load at 30/5: 4 TCP up, 4 down, ping and irtt.
+pub fn rrul() -> Scenario {
+    Scenario {
+        name: "rrul".into(),
+        about:
+            "30M/5M: 4 TCP up + 4 TCP down + ping + irtt (FQ-CoDel pipes at 97 %, weighted queues)"
+                .into(),
+        link: link(30 * MBIT, 5 * MBIT, 1000),
+        phases: vec![
+            phase("idle", 10.0),
+            phase("rrul", 60.0),
+            phase("idle again", 10.0),
+        ],
+        flows: vec![flow(Dir::Up, 4, 1, 1), flow(Dir::Down, 4, 1, 1)],
+        ping_interval_ms: 100,
+        irtt: Some(IrttSpec {
+            interval_ms: 20,
+            payload_bytes: 172,
+            from: 0,
+            to: 2,
+        }),
+        cc: "cubic".into(),
+        shaper_example: "examples/lab/rrul-fqcodel.conf".into(),
+    }
+}
+
+/// A G.711-like call during RRUL load at 25/2.
+pub fn voip() -> Scenario {
+    Scenario {
+        name: "voip".into(),
+        about: "25M/2M: a G.711-like irtt stream (20 ms, 172 B) during rrul load; delay, jitter, loss, MOS"
+            .into(),
+        link: link(25 * MBIT, 2 * MBIT, 1000),
+        phases: vec![
+            phase("idle", 10.0),
+            phase("call under load", 60.0),
+            phase("idle again", 10.0),
+        ],
+        flows: vec![flow(Dir::Up, 4, 1, 1), flow(Dir::Down, 4, 1, 1)],
+        ping_interval_ms: 200,
+        irtt: Some(IrttSpec {
+            interval_ms: 20,
+            payload_bytes: 172,
+            from: 0,
+            to: 2,
+        }),
+        cc: "cubic".into(),
+        shaper_example: "examples/lab/voip-fqcodel.conf".into(),
+    }
+}
+
+/// RRUL with 100 flows each way at 30/5.
+pub fn rrul_heavy() -> Scenario {
+    Scenario {
+        name: "rrul_heavy".into(),
+        about: "30M/5M: 100 TCP up + 100 TCP down + ping (FQ-CoDel pipes at 97 %)".into(),
+        link: link(30 * MBIT, 5 * MBIT, 1000),
+        phases: vec![
+            phase("idle", 10.0),
+            phase("rrul 100+100", 60.0),
+            phase("idle again", 10.0),
+        ],
+        flows: vec![flow(Dir::Up, 100, 1, 1), flow(Dir::Down, 100, 1, 1)],
+        ping_interval_ms: 100,
+        irtt: None,
+        cc: "cubic".into(),
+        shaper_example: "examples/lab/rrul-fqcodel.conf".into(),
+    }
+}
+
+/// Every scenario, in the order `sluice lab list` shows them.
+pub fn all() -> Vec<Scenario> {
+    vec![
+        tcp_1up(),
+        ack_priority(),
+        rrul(),
+        voip(),
+        rrul_heavy(),
+        tcp_1down(),
+    ]
+}
+
+/// The scenario called `name`.
+pub fn by_name(name: &str) -> Option<Scenario> {
+    all().into_iter().find(|s| s.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flows_and_probes_stay_inside_the_phases() {
+        for s in all() {
+            assert!(!s.phases.is_empty(), "{}", s.name);
+            let n = s.phases.len();
+            for f in &s.flows {
+                assert!(f.from <= f.to && f.to < n, "{}: {:?}", s.name, f);
+                assert!(
+                    f.streams >= 1 && f.streams <= 128,
+                    "iperf3 -P allows 1..128"
+                );
+            }
+            if let Some(i) = &s.irtt {
+                assert!(i.from <= i.to && i.to < n, "{}", s.name);
+            }
+            assert!(by_name(&s.name).is_some());
+        }
+    }
+
+    #[test]
+    fn ack_priority_has_the_five_phases_of_the_article() {
+        let s = ack_priority();
+        let names: Vec<_> = s.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "idle",
+                "download",
+                "download+upload",
+                "upload",
+                "idle again"
+            ]
+        );
+        assert_eq!(s.load_in_phase(0), (false, false));
+        assert_eq!(s.load_in_phase(2), (true, true));
+        assert_eq!(s.load_in_phase(3), (false, true));
+        let w = s.phase_windows();
+        assert_eq!(w[2], (60.0, 90.0));
+        assert_eq!(s.total_secs(), 150.0);
+    }
+}
