@@ -14,6 +14,7 @@ pub mod bridge;
 pub mod iperf3;
 pub mod model;
 pub mod netns;
+pub mod report;
 pub mod scenario;
 
 pub use bridge::{BridgeLab, CLIENT_IP, SERVER_IP};

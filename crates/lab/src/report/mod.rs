@@ -1,0 +1,317 @@
+//! The lab's results as people read them: `summary.json` and raw CSV for
+//! tools, timeline and CDF plots (PNG + SVG) in the manner of flent, a
+//! self-contained `report.html`, and the before/after table on the terminal.
+//!
+//! # Principles
+//! - A run's data is never lost to a presentation problem: JSON and CSV are
+//!   written first; the plots run after them, each behind a guard that turns
+//!   a missing font, a backend error or even a panic inside the plotting
+//!   library into a warning; the HTML is written last and says which plots
+//!   are missing and why.
+//! - Everything here is a function of a [`RunResult`] (and of the font file):
+//!   no clocks, no network, so every output is tested from synthetic runs.
+//! - Degenerate data is normal data: empty series, phases where every probe
+//!   was lost, a single sample, 20 ms idle next to 6 s of bloat. Axis ranges
+//!   are computed here (finite, non-empty) rather than left to the library.
+//! - Same quantity, same unit and scale: in a comparison every column shares
+//!   its axes so "before" and "after" read at a glance.
+//! - Numbers shown are the summary's own (computed by `analysis`); the report
+//!   derives only presentation (CDF points, axis ranges, cell text).
+
+mod files;
+mod html;
+mod plot;
+mod table;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::model::{RunResult, Summary};
+
+pub use table::table;
+
+/// Writes a run's directory: `report.html` (returned first), `summary.json`,
+/// the CSV series, and `timeline`/`cdf` plots as PNG and SVG when a font is
+/// available. Creates `dir` if needed.
+pub fn write_run(dir: &Path, run: &RunResult) -> io::Result<Vec<PathBuf>> {
+    write_run_with(dir, run, plot::font())
+}
+
+/// Writes a comparison of `runs` (each run's own directory in `run_dirs`,
+/// same order): `report.html` (returned first), `summaries.json` and the
+/// side-by-side plots `compare_timeline` and `compare_cdf`.
+pub fn write_compare(
+    dir: &Path,
+    runs: &[RunResult],
+    run_dirs: &[PathBuf],
+) -> io::Result<Vec<PathBuf>> {
+    write_compare_with(dir, runs, run_dirs, plot::font())
+}
+
+/// What became of the plots of one report.
+#[derive(Debug, Default)]
+struct PlotOutcome {
+    /// Stems (`timeline`, `cdf`…) whose PNG and SVG were both written.
+    drawn: Vec<&'static str>,
+    /// Why some plots are missing, for the HTML and stderr.
+    warnings: Vec<String>,
+}
+
+/// `write_run` with the font's availability given, so the no-font path is
+/// tested on a machine that has the font.
+fn write_run_with(
+    dir: &Path,
+    run: &RunResult,
+    font: Result<(), String>,
+) -> io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut paths = vec![dir.join("report.html")];
+    // Data first: nothing after this point may lose it.
+    paths.push(files::write_summary(dir, &run.summary)?);
+    paths.extend(files::write_series(dir, &run.series)?);
+    let data: Vec<String> = paths[1..]
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+
+    let mut outcome = PlotOutcome::default();
+    match font {
+        Ok(()) => {
+            let figures: [(&'static str, &dyn plot::Figure, (u32, u32)); 2] = [
+                (
+                    "timeline",
+                    &plot::Timeline {
+                        runs: std::slice::from_ref(run),
+                    },
+                    plot::TIMELINE_SIZE,
+                ),
+                ("cdf", &plot::PhaseCdf { run }, plot::CDF_SIZE),
+            ];
+            for (stem, fig, size) in figures {
+                match plot::render(dir, stem, size, fig) {
+                    Ok(p) => {
+                        outcome.drawn.push(stem);
+                        paths.extend(p);
+                    }
+                    Err(e) => outcome.warnings.push(format!("{stem} plot not drawn: {e}")),
+                }
+            }
+        }
+        Err(e) => outcome.warnings.push(e),
+    }
+    for w in &outcome.warnings {
+        eprintln!("warning: {w}");
+    }
+    std::fs::write(&paths[0], html::run_page(run, &data, &outcome))?;
+    Ok(paths)
+}
+
+fn write_compare_with(
+    dir: &Path,
+    runs: &[RunResult],
+    run_dirs: &[PathBuf],
+    font: Result<(), String>,
+) -> io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut paths = vec![dir.join("report.html")];
+    let summaries: Vec<&Summary> = runs.iter().map(|r| &r.summary).collect();
+    paths.push(files::write_summaries(dir, &summaries)?);
+
+    let mut outcome = PlotOutcome::default();
+    match font {
+        Ok(()) if runs.is_empty() => outcome.warnings.push("no runs to compare".into()),
+        Ok(()) => {
+            let cols = runs.len().min(plot::MAX_COLUMNS) as u32;
+            let timeline_size = (plot::COLUMN_WIDTH * cols, plot::TIMELINE_SIZE.1);
+            let figures: [(&'static str, &dyn plot::Figure, (u32, u32)); 2] = [
+                ("compare_timeline", &plot::Timeline { runs }, timeline_size),
+                ("compare_cdf", &plot::CompareCdf { runs }, plot::CDF_SIZE),
+            ];
+            for (stem, fig, size) in figures {
+                match plot::render(dir, stem, size, fig) {
+                    Ok(p) => {
+                        outcome.drawn.push(stem);
+                        paths.extend(p);
+                    }
+                    Err(e) => outcome.warnings.push(format!("{stem} plot not drawn: {e}")),
+                }
+            }
+            if runs.len() > plot::MAX_COLUMNS {
+                outcome.warnings.push(format!(
+                    "compare_timeline shows the first {} of {} configurations",
+                    plot::MAX_COLUMNS,
+                    runs.len()
+                ));
+            }
+        }
+        Err(e) => outcome.warnings.push(e),
+    }
+    for w in &outcome.warnings {
+        eprintln!("warning: {w}");
+    }
+    // Links to each run's own report, relative to this directory.
+    let links: Vec<Option<String>> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let page = run_dirs.get(i)?.join("report.html");
+            if !page.is_file() {
+                return None;
+            }
+            relative(dir, &page)
+        })
+        .collect();
+    std::fs::write(&paths[0], html::compare_page(runs, &links, &outcome))?;
+    Ok(paths)
+}
+
+/// `to` relative to directory `from`, as a URL path with `/` separators.
+fn relative(from: &Path, to: &Path) -> Option<String> {
+    let from = from.canonicalize().ok()?;
+    let to = to.canonicalize().ok()?;
+    let a: Vec<_> = from.components().collect();
+    let b: Vec<_> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); a.len() - common];
+    parts.extend(
+        b[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    Some(parts.join("/"))
+}
+
+// ---- formatting shared by the table, the HTML and the plots ----
+
+/// A measured rate: Mbit/s from 1 Mbit/s up, kbit/s below.
+fn fmt_rate(bps: f64) -> String {
+    if !bps.is_finite() {
+        return "-".into();
+    }
+    if bps >= 1e6 {
+        format!("{:.2} Mbit/s", bps / 1e6)
+    } else {
+        format!("{:.0} kbit/s", bps / 1e3)
+    }
+}
+
+/// A configured rate, short: `5M`, `512k`, `1.5M`, `2G`.
+fn fmt_link_rate(bps: u64) -> String {
+    let (div, unit) = match bps {
+        b if b >= 1_000_000_000 => (1e9, "G"),
+        b if b >= 1_000_000 => (1e6, "M"),
+        b if b >= 1_000 => (1e3, "k"),
+        _ => (1.0, ""),
+    };
+    let v = bps as f64 / div;
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{unit}")
+}
+
+/// A latency with as many digits as carry meaning at its size.
+fn fmt_ms(ms: f64) -> String {
+    match ms {
+        x if !x.is_finite() || x >= 1e9 => "no reply".into(),
+        x if x < 10.0 => format!("{x:.2} ms"),
+        x if x < 100.0 => format!("{x:.1} ms"),
+        x => format!("{x:.0} ms"),
+    }
+}
+
+/// Latency added under load: `+30.5 ms`, or `no reply` when a loaded
+/// phase had no answered probe at all.
+fn fmt_added(ms: f64) -> String {
+    let s = fmt_ms(ms);
+    if s.ends_with("ms") {
+        format!("+{s}")
+    } else {
+        s
+    }
+}
+
+fn fmt_pct(p: f64) -> String {
+    if p.is_finite() {
+        format!("{p:.1} %")
+    } else {
+        "-".into()
+    }
+}
+
+/// `link 5M down / 1M up, RTT 20 ms, modem buffer 200 pkts[, overhead …]`.
+fn link_line(s: &Summary) -> String {
+    let l = &s.link;
+    let mut out = format!(
+        "link {} down / {} up, RTT {} ms, modem buffer {} pkts",
+        fmt_link_rate(l.down_bps),
+        fmt_link_rate(l.up_bps),
+        trim_float(l.rtt_ms),
+        l.buffer_pkts
+    );
+    if l.overhead_bytes != 0 || l.atm {
+        out.push_str(&format!(
+            ", overhead {} ({} B{})",
+            l.overhead_name,
+            l.overhead_bytes,
+            if l.atm { ", ATM cells" } else { "" }
+        ));
+    }
+    out
+}
+
+/// `20` for 20.0, `2.5` for 2.5.
+fn trim_float(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Which kind of phase: the CDF pools idle phases and keeps loaded ones apart.
+fn is_loaded(p: &crate::model::PhaseSummary) -> bool {
+    p.load_down || p.load_up
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_switch_unit_at_one_megabit() {
+        assert_eq!(fmt_rate(4_850_000.0), "4.85 Mbit/s");
+        assert_eq!(fmt_rate(1_000_000.0), "1.00 Mbit/s");
+        assert_eq!(fmt_rate(999_400.0), "999 kbit/s");
+        assert_eq!(fmt_rate(0.0), "0 kbit/s");
+        assert_eq!(fmt_rate(f64::NAN), "-");
+        assert_eq!(fmt_link_rate(5_000_000), "5M");
+        assert_eq!(fmt_link_rate(512_000), "512k");
+        assert_eq!(fmt_link_rate(1_500_000), "1.5M");
+        assert_eq!(fmt_link_rate(999), "999");
+    }
+
+    #[test]
+    fn latencies_keep_meaningful_digits() {
+        assert_eq!(fmt_ms(1.234), "1.23 ms");
+        assert_eq!(fmt_ms(20.04), "20.0 ms");
+        assert_eq!(fmt_ms(2083.4), "2083 ms");
+        assert_eq!(fmt_ms(f64::MAX), "no reply");
+        assert_eq!(fmt_ms(f64::INFINITY), "no reply");
+    }
+
+    #[test]
+    fn relative_paths_walk_up_and_down() {
+        let base = std::env::temp_dir().join(format!("sluice-report-rel-{}", std::process::id()));
+        let a = base.join("cmp");
+        let b = base.join("runs/one");
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(b.join("report.html"), "x").unwrap();
+        assert_eq!(
+            relative(&a, &b.join("report.html")).as_deref(),
+            Some("../runs/one/report.html")
+        );
+        assert_eq!(
+            relative(&b, &b.join("report.html")).as_deref(),
+            Some("report.html")
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -1,0 +1,368 @@
+//! The timeline, in the manner of flent's `all_scaled`: throughput per
+//! direction over time on top, latency over time below, phases shaded and
+//! named, the link's rates as reference lines. With several runs, one column
+//! per run on shared scales.
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{
+    answered_rtts, bold, err, finite_max, fit, text, tick, DOWN, IRTT, LOST, MAX_COLUMNS, PING, UP,
+};
+use crate::model::RunResult;
+use crate::report::{fmt_added, fmt_link_rate, is_loaded, link_line};
+
+/// One or more runs side by side (only the first [`MAX_COLUMNS`] are drawn).
+pub(crate) struct Timeline<'a> {
+    pub runs: &'a [RunResult],
+}
+figure!(Timeline);
+
+/// Axes shared by every column.
+struct Scales {
+    t_max_s: f64,
+    /// Divisor from bit/s to the unit shown, and its name.
+    rate_div: f64,
+    rate_unit: &'static str,
+    rate_max: f64,
+    lat_max_ms: f64,
+}
+
+/// Headroom above the highest rate: the legend and the link labels live there.
+const RATE_HEADROOM: f64 = 1.3;
+const LATENCY_HEADROOM: f64 = 1.12;
+
+fn scales(runs: &[RunResult]) -> Scales {
+    let t_max_s = finite_max(runs.iter().flat_map(|r| {
+        let phases = r.summary.phases.iter().map(|p| p.end_s);
+        let rate = r.series.rate.iter().map(|s| s.t_s);
+        let ping = r.series.ping.iter().map(|s| s.t_s);
+        let irtt = r.series.irtt.iter().map(|s| s.t_s);
+        phases.chain(rate).chain(ping).chain(irtt)
+    }))
+    .filter(|t| *t > 0.0)
+    .unwrap_or(1.0);
+    let peak_bps = finite_max(runs.iter().flat_map(|r| {
+        let link = [r.summary.link.down_bps as f64, r.summary.link.up_bps as f64];
+        let seen = r.series.rate.iter().flat_map(|s| [s.down_bps, s.up_bps]);
+        link.into_iter().chain(seen)
+    }))
+    .filter(|b| *b > 0.0)
+    .unwrap_or(1e6);
+    // kbit/s for the DSL-era links, where Mbit/s would read 0.1…0.5.
+    let (rate_div, rate_unit) = if peak_bps < 2e6 {
+        (1e3, "kbit/s")
+    } else {
+        (1e6, "Mbit/s")
+    };
+    let lat_max_ms = finite_max(runs.iter().flat_map(answered_rtts))
+        .map(|m| (m * LATENCY_HEADROOM).max(1.0))
+        .unwrap_or(100.0);
+    Scales {
+        t_max_s,
+        rate_div,
+        rate_unit,
+        rate_max: peak_bps / rate_div * RATE_HEADROOM,
+        lat_max_ms,
+    }
+}
+
+impl Timeline<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let runs = &self.runs[..self.runs.len().min(MAX_COLUMNS)];
+        let (head, body) = root.split_vertically(60);
+        let Some(first) = runs.first() else {
+            head.draw_text("no runs", &bold(20), (14, 10))
+                .map_err(err)?;
+            return Ok(());
+        };
+        let s = &first.summary;
+        let compare = runs.len() > 1;
+        let title = if compare {
+            format!("{} — {} configurations", s.scenario, runs.len())
+        } else {
+            format!(
+                "{} — shaper {} — grade {}",
+                s.scenario, s.shaper, s.grade.overall
+            )
+        };
+        head.draw_text(&title, &bold(20), (14, 8)).map_err(err)?;
+        let sub = format!("{}, TCP {}", link_line(s), s.cc);
+        head.draw_text(&sub, &text(14), (14, 36)).map_err(err)?;
+
+        let sc = scales(runs);
+        for (run, col) in runs.iter().zip(body.split_evenly((1, runs.len()))) {
+            let title = compare.then(|| {
+                format!(
+                    "{} — grade {} ({})",
+                    run.summary.shaper,
+                    run.summary.grade.overall,
+                    fmt_added(run.summary.grade.added_ms)
+                )
+            });
+            column(&col, run, &sc, title.as_deref())?;
+        }
+        Ok(())
+    }
+}
+
+/// One run: phase names, throughput, latency.
+fn column<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    run: &RunResult,
+    sc: &Scales,
+    title: Option<&str>,
+) -> Result<(), String> {
+    let area = area.margin(0, 4, 6, 6);
+    let area = match title {
+        Some(t) => {
+            let width = area.dim_in_pixel().0 as usize;
+            area.titled(&fit(t, width / 9), bold(15)).map_err(err)?
+        }
+        None => area,
+    };
+    let (strip, charts) = area.split_vertically(24);
+    let h = charts.dim_in_pixel().1;
+    let (upper, lower) = charts.split_vertically(h * 42 / 100);
+    let phases = &run.summary.phases;
+
+    // ---- throughput ----
+    let mut chart = ChartBuilder::on(&upper)
+        .margin_right(14)
+        .margin_top(4)
+        .x_label_area_size(26)
+        .y_label_area_size(62)
+        .build_cartesian_2d(0.0..sc.t_max_s, 0.0..sc.rate_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .y_desc(format!("throughput ({})", sc.rate_unit))
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .label_style(text(13))
+        .axis_desc_style(text(14))
+        .light_line_style(BLACK.mix(0.03))
+        .bold_line_style(BLACK.mix(0.1))
+        .draw()
+        .map_err(err)?;
+    backdrop(&mut chart, run, sc.rate_max)?;
+    let link = &run.summary.link;
+    for (bps, color, dir) in [(link.down_bps, DOWN, "down"), (link.up_bps, UP, "up")] {
+        let y = bps as f64 / sc.rate_div;
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, y), (sc.t_max_s, y)],
+                8,
+                5,
+                color.mix(0.8).stroke_width(1),
+            ))
+            .map_err(err)?;
+        let label = format!("link {dir} {}", fmt_link_rate(bps));
+        let style = text(12)
+            .color(&color)
+            .pos(Pos::new(HPos::Left, VPos::Bottom));
+        chart
+            .draw_series([Text::new(label, (sc.t_max_s * 0.005, y), style)])
+            .map_err(err)?;
+    }
+    let rate = &run.series.rate;
+    for (color, name, pick) in [
+        (
+            DOWN,
+            "download",
+            (|r| r.down_bps) as fn(&crate::model::RateSample) -> f64,
+        ),
+        (UP, "upload", |r| r.up_bps),
+    ] {
+        let points: Vec<(f64, f64)> = rate
+            .iter()
+            .map(|r| (r.t_s, pick(r) / sc.rate_div))
+            .filter(|(t, v)| t.is_finite() && v.is_finite())
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .map_err(err)?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    if rate.is_empty() {
+        note(&mut chart, "no throughput samples", sc.t_max_s, sc.rate_max)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font(text(13))
+        .draw()
+        .map_err(err)?;
+
+    // Phase names above the chart, centred on their spans (pixel positions
+    // come from the chart, so they line up with the shading below).
+    let strip = strip.use_screen_coord();
+    let y = strip.get_base_pixel().1 + 12;
+    for p in phases {
+        let (x0, _) = chart.backend_coord(&(p.start_s.max(0.0), 0.0));
+        let (x1, _) = chart.backend_coord(&(p.end_s.min(sc.t_max_s), 0.0));
+        let room = ((x1 - x0).max(0) / 8) as usize;
+        let name = fit(&p.name, room);
+        let style = if is_loaded(p) { bold(13) } else { text(13) };
+        let style = style.pos(Pos::new(HPos::Center, VPos::Center));
+        strip
+            .draw(&Text::new(name, ((x0 + x1) / 2, y), style))
+            .map_err(err)?;
+    }
+
+    // ---- latency ----
+    let mut chart = ChartBuilder::on(&lower)
+        .margin_right(14)
+        .margin_top(10)
+        .x_label_area_size(40)
+        .y_label_area_size(62)
+        .build_cartesian_2d(0.0..sc.t_max_s, 0.0..sc.lat_max_ms)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("latency (ms)")
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .label_style(text(13))
+        .axis_desc_style(text(14))
+        .light_line_style(BLACK.mix(0.03))
+        .bold_line_style(BLACK.mix(0.1))
+        .draw()
+        .map_err(err)?;
+    backdrop(&mut chart, run, sc.lat_max_ms)?;
+    let irtt: Vec<(f64, Option<f64>)> = run.series.irtt.iter().map(|p| (p.t_s, p.rtt_ms)).collect();
+    let ping: Vec<(f64, Option<f64>)> = run.series.ping.iter().map(|p| (p.t_s, p.rtt_ms)).collect();
+    // irtt first: denser and thinner, ping stays readable on top.
+    trace(&mut chart, &irtt, IRTT, 1, "irtt RTT")?;
+    trace(&mut chart, &ping, PING, 2, "ping RTT")?;
+    let lost: Vec<f64> = ping
+        .iter()
+        .filter(|(t, v)| v.is_none() && t.is_finite())
+        .map(|(t, _)| *t)
+        .collect();
+    if !lost.is_empty() {
+        // Lost probes sit on the top edge: off the scale, like their RTT.
+        let y = sc.lat_max_ms * 0.97;
+        chart
+            .draw_series(
+                lost.iter()
+                    .map(|&t| Cross::new((t, y), 4, LOST.stroke_width(2))),
+            )
+            .map_err(err)?
+            .label(format!("ping lost ({})", lost.len()))
+            .legend(|(x, y)| Cross::new((x + 10, y), 4, LOST.stroke_width(2)));
+    }
+    if !ping.iter().chain(&irtt).any(|(_, v)| v.is_some()) {
+        note(&mut chart, "no answered probes", sc.t_max_s, sc.lat_max_ms)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font(text(13))
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Loaded phases shaded, boundaries dashed: the same in both charts.
+fn backdrop<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    run: &RunResult,
+    y_max: f64,
+) -> Result<(), String> {
+    let phases = &run.summary.phases;
+    chart
+        .draw_series(
+            phases
+                .iter()
+                .filter(|p| is_loaded(p) && p.start_s.is_finite() && p.end_s.is_finite())
+                .map(|p| {
+                    Rectangle::new(
+                        [(p.start_s, 0.0), (p.end_s, y_max)],
+                        BLACK.mix(0.05).filled(),
+                    )
+                }),
+        )
+        .map_err(err)?;
+    for p in phases.iter().skip(1).filter(|p| p.start_s.is_finite()) {
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(p.start_s, 0.0), (p.start_s, y_max)],
+                6,
+                4,
+                BLACK.mix(0.45).stroke_width(1),
+            ))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A probe series as a line broken where probes were lost; a sample alone
+/// between losses is a dot (a one-point line would not show).
+fn trace<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    samples: &[(f64, Option<f64>)],
+    color: RGBColor,
+    width: u32,
+    label: &str,
+) -> Result<(), String> {
+    let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for &(t, v) in samples {
+        match v.filter(|v| v.is_finite() && t.is_finite()) {
+            Some(v) => segments.last_mut().map(|s| s.push((t, v))).unwrap_or(()),
+            None if segments.last().is_some_and(|s| !s.is_empty()) => segments.push(Vec::new()),
+            None => {}
+        }
+    }
+    let mut labelled = false;
+    for seg in segments.into_iter().filter(|s| !s.is_empty()) {
+        let anno = if seg.len() == 1 {
+            chart
+                .draw_series(seg.iter().map(|&p| Circle::new(p, 2, color.filled())))
+                .map_err(err)?
+        } else {
+            chart
+                .draw_series(LineSeries::new(seg, color.stroke_width(width)))
+                .map_err(err)?
+        };
+        if !labelled {
+            labelled = true;
+            anno.label(label).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width.max(2)))
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A message in the middle of an empty chart.
+fn note<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    msg: &str,
+    x_max: f64,
+    y_max: f64,
+) -> Result<(), String> {
+    let style = text(16)
+        .color(&LOST)
+        .pos(Pos::new(HPos::Center, VPos::Center));
+    chart
+        .draw_series([Text::new(
+            msg.to_string(),
+            (x_max / 2.0, y_max / 2.0),
+            style,
+        )])
+        .map_err(err)?;
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! The before/after table: one block per scenario (and link), phases as row
+//! groups so the configurations of one phase sit on adjacent lines, then
+//! one line per configuration with its idle latency, grade and VoIP figures.
+//!
+//! # Principles
+//! - The cells are built once ([`Block`]) and rendered twice: as aligned
+//!   text for the terminal and as an HTML table for `report.html`, so both
+//!   always say the same.
+//! - Plain text, never colour: it goes to logs and pipes as often as to a
+//!   terminal. Widths count characters, not bytes (the header has an em dash).
+//! - Phases are matched across runs by name and occurrence, not by index, so
+//!   runs whose phase lists differ still line up where they can.
+
+use super::{fmt_added, fmt_ms, fmt_pct, fmt_rate, link_line};
+use crate::model::Summary;
+
+pub(super) const PHASE_HEADER: [&str; 7] = [
+    "phase", "shaper", "down", "up", "ping p50", "ping p99", "loss",
+];
+const PHASE_LEFT: usize = 2; // phase and shaper are text, the rest numbers
+pub(super) const SHAPER_HEADER: [&str; 6] = [
+    "shaper",
+    "idle p50",
+    "grade",
+    "down",
+    "up",
+    "added under load",
+];
+pub(super) const VOIP_HEADER: [&str; 4] = ["VoIP owd", "jitter", "loss", "MOS"];
+
+/// The cells of one scenario's block.
+pub(super) struct Block {
+    /// `tcp_1up — link 5M down / 1M up, …`
+    pub title: String,
+    /// One group per phase; within it one row per run (`PHASE_HEADER` cells).
+    pub phase_groups: Vec<Vec<Vec<String>>>,
+    /// One row per run: `SHAPER_HEADER` cells, then `VOIP_HEADER` cells
+    /// when any run of the block measured VoIP.
+    pub shaper_rows: Vec<Vec<String>>,
+    pub has_voip: bool,
+    /// `shaper: warning`, for every warning of every run.
+    pub warnings: Vec<String>,
+}
+
+/// The terminal table of `summaries` (1 for a run, 2–4 for a comparison).
+pub fn table(summaries: &[&Summary]) -> String {
+    let mut out = String::new();
+    for (i, b) in blocks(summaries).iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&b.title);
+        out.push('\n');
+        let mut rows: Vec<Vec<String>> = vec![PHASE_HEADER.iter().map(|s| s.to_string()).collect()];
+        for group in &b.phase_groups {
+            for (j, row) in group.iter().enumerate() {
+                let mut row = row.clone();
+                // The phase's name once per group: the group reads as one unit.
+                if j > 0 {
+                    row[0] = String::new();
+                }
+                rows.push(row);
+            }
+        }
+        render(&mut out, &rows, PHASE_LEFT);
+        out.push('\n');
+        let mut header: Vec<String> = SHAPER_HEADER.iter().map(|s| s.to_string()).collect();
+        if b.has_voip {
+            header.extend(VOIP_HEADER.iter().map(|s| s.to_string()));
+        }
+        let mut rows = vec![header];
+        rows.extend(b.shaper_rows.iter().cloned());
+        render(&mut out, &rows, 1);
+        for w in &b.warnings {
+            out.push_str("  warning: ");
+            out.push_str(w);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Groups `summaries` by scenario and link, in order of first appearance.
+pub(super) fn blocks(summaries: &[&Summary]) -> Vec<Block> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut members: Vec<Vec<&Summary>> = Vec::new();
+    for s in summaries {
+        let title = format!("{} — {}", s.scenario, link_line(s));
+        match keys.iter().position(|k| *k == title) {
+            Some(i) => members[i].push(s),
+            None => {
+                keys.push(title);
+                members.push(vec![s]);
+            }
+        }
+    }
+    keys.into_iter()
+        .zip(members)
+        .map(|(title, runs)| block(title, &runs))
+        .collect()
+}
+
+/// A phase's identity across runs: its name and which occurrence of it.
+fn phase_keys(s: &Summary) -> Vec<(String, usize)> {
+    let mut keys: Vec<(String, usize)> = Vec::with_capacity(s.phases.len());
+    for p in &s.phases {
+        let n = keys.iter().filter(|(name, _)| *name == p.name).count();
+        keys.push((p.name.clone(), n));
+    }
+    keys
+}
+
+fn block(title: String, runs: &[&Summary]) -> Block {
+    let per_run: Vec<Vec<(String, usize)>> = runs.iter().map(|s| phase_keys(s)).collect();
+    // Union of phase keys: the first run's order, then any the others add.
+    let mut order: Vec<(String, usize)> = Vec::new();
+    for keys in &per_run {
+        for k in keys {
+            if !order.contains(k) {
+                order.push(k.clone());
+            }
+        }
+    }
+    let phase_groups = order
+        .iter()
+        .map(|key| {
+            runs.iter()
+                .zip(&per_run)
+                .filter_map(|(s, keys)| {
+                    let i = keys.iter().position(|k| k == key)?;
+                    let p = s.phases.get(i)?;
+                    let (p50, p99) = match &p.latency_ms {
+                        Some(l) => (fmt_ms(l.p50), fmt_ms(l.p99)),
+                        None => ("-".into(), "-".into()),
+                    };
+                    Some(vec![
+                        p.name.clone(),
+                        s.shaper.clone(),
+                        fmt_rate(p.down_bps),
+                        fmt_rate(p.up_bps),
+                        p50,
+                        p99,
+                        fmt_pct(p.loss_pct),
+                    ])
+                })
+                .collect()
+        })
+        .collect();
+
+    let has_voip = runs.iter().any(|s| s.voip.is_some());
+    let shaper_rows = runs
+        .iter()
+        .map(|s| {
+            let g = &s.grade;
+            let idle = if s.idle_latency_ms.samples == 0 {
+                "-".to_string()
+            } else {
+                fmt_ms(s.idle_latency_ms.p50)
+            };
+            let mut row = vec![
+                s.shaper.clone(),
+                idle,
+                g.overall.clone(),
+                g.down.clone().unwrap_or_else(|| "-".into()),
+                g.up.clone().unwrap_or_else(|| "-".into()),
+                fmt_added(g.added_ms),
+            ];
+            if has_voip {
+                match &s.voip {
+                    Some(v) => row.extend([
+                        fmt_ms(v.owd_ms),
+                        fmt_ms(v.jitter_ms),
+                        fmt_pct(v.loss_pct),
+                        format!("{:.2}", v.mos),
+                    ]),
+                    None => row.extend(std::iter::repeat_n("-".to_string(), VOIP_HEADER.len())),
+                }
+            }
+            row
+        })
+        .collect();
+    let warnings = runs
+        .iter()
+        .flat_map(|s| s.warnings.iter().map(move |w| format!("{}: {w}", s.shaper)))
+        .collect();
+    Block {
+        title,
+        phase_groups,
+        shaper_rows,
+        has_voip,
+        warnings,
+    }
+}
+
+/// Aligned columns, two spaces apart, indented by two: the first `left`
+/// columns flush left (text), the others flush right (numbers).
+fn render(out: &mut String, rows: &[Vec<String>], left: usize) {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width = |c: usize| {
+        rows.iter()
+            .filter_map(|r| r.get(c))
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..cols).map(width).collect();
+    for row in rows {
+        let mut line = String::from("  ");
+        for (c, cell) in row.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            if c < left {
+                line.push_str(cell);
+                line.extend(std::iter::repeat_n(' ', pad));
+            } else {
+                line.extend(std::iter::repeat_n(' ', pad));
+                line.push_str(cell);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_aligned_by_characters_not_bytes() {
+        let rows = vec![
+            vec!["a—b".to_string(), "1".to_string()],
+            vec!["abcd".to_string(), "100".to_string()],
+        ];
+        let mut out = String::new();
+        render(&mut out, &rows, 1);
+        assert_eq!(out, "  a—b     1\n  abcd  100\n");
+    }
+}
