@@ -18,7 +18,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{bold, err, nice_step, palette, text, tick, IDLE, LOST};
+use super::{bold, err, nice_step, palette, polyline, text, tick, IDLE, LOST};
 use crate::model::RunResult;
 use crate::report::{is_loaded, link_line};
 
@@ -366,7 +366,7 @@ fn chart<DB: DrawingBackend>(
                 .map_err(err)?;
         }
         chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .draw_series(polyline(&points, color.stroke_width(2)))
             .map_err(err)?;
     }
     legend(&legend_area, &curves)

@@ -195,6 +195,18 @@ fn tick(v: &f64) -> String {
     }
 }
 
+/// A line as separate two-point segments: plotters joins the segments of a
+/// wide path with unbounded mitres, which shoot spikes off sharp turns
+/// (an RTT falling from 2 s to 20 ms and rising again).
+fn polyline(
+    points: &[(f64, f64)],
+    style: ShapeStyle,
+) -> impl Iterator<Item = PathElement<(f64, f64)>> + '_ {
+    points
+        .windows(2)
+        .map(move |w| PathElement::new(vec![w[0], w[1]], style))
+}
+
 /// Answered RTTs (ping and irtt) of a run, ms.
 fn answered_rtts(run: &RunResult) -> impl Iterator<Item = f64> + '_ {
     let ping = run.series.ping.iter().filter_map(|p| p.rtt_ms);

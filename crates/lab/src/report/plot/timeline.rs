@@ -9,7 +9,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{
-    answered_rtts, bold, err, finite_max, fit, text, tick, DOWN, IRTT, LOST, MAX_COLUMNS, PING, UP,
+    answered_rtts, bold, err, finite_max, fit, polyline, text, tick, DOWN, IRTT, LOST, MAX_COLUMNS,
+    PING, UP,
 };
 use crate::model::RunResult;
 use crate::report::{fmt_added, fmt_link_rate, is_loaded, link_line};
@@ -182,7 +183,7 @@ fn column<DB: DrawingBackend>(
             .filter(|(t, v)| t.is_finite() && v.is_finite())
             .collect();
         chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .draw_series(polyline(&points, color.stroke_width(2)))
             .map_err(err)?
             .label(name)
             .legend(move |(x, y)| {
@@ -208,9 +209,9 @@ fn column<DB: DrawingBackend>(
     for p in phases {
         let (x0, _) = chart.backend_coord(&(p.start_s.max(0.0), 0.0));
         let (x1, _) = chart.backend_coord(&(p.end_s.min(sc.t_max_s), 0.0));
-        let room = ((x1 - x0).max(0) / 8) as usize;
-        let name = fit(&p.name, room);
+        let room_px = (x1 - x0 - 6).max(0) as u32;
         let style = if is_loaded(p) { bold(13) } else { text(13) };
+        let (name, style) = fit_px(&strip, &p.name, style, room_px);
         let style = style.pos(Pos::new(HPos::Center, VPos::Center));
         strip
             .draw(&Text::new(name, ((x0 + x1) / 2, y), style))
@@ -260,8 +261,13 @@ fn column<DB: DrawingBackend>(
             .label(format!("ping lost ({})", lost.len()))
             .legend(|(x, y)| Cross::new((x + 10, y), 4, LOST.stroke_width(2)));
     }
-    if !ping.iter().chain(&irtt).any(|(_, v)| v.is_some()) {
+    let answered = ping.iter().chain(&irtt).any(|(_, v)| v.is_some());
+    if !answered {
         note(&mut chart, "no answered probes", sc.t_max_s, sc.lat_max_ms)?;
+    }
+    if !answered && lost.is_empty() {
+        // No series drew anything: no empty legend box.
+        return Ok(());
     }
     chart
         .configure_series_labels()
@@ -334,7 +340,7 @@ fn trace<DB: DrawingBackend>(
                 .map_err(err)?
         } else {
             chart
-                .draw_series(LineSeries::new(seg, color.stroke_width(width)))
+                .draw_series(polyline(&seg, color.stroke_width(width)))
                 .map_err(err)?
         };
         if !labelled {
@@ -345,6 +351,33 @@ fn trace<DB: DrawingBackend>(
         }
     }
     Ok(())
+}
+
+/// `name` in `style`, smaller or shortened until it fits `room_px`.
+fn fit_px<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    name: &str,
+    style: TextStyle<'static>,
+    room_px: u32,
+) -> (String, TextStyle<'static>) {
+    let width = |s: &str, st: &TextStyle| {
+        area.estimate_text_size(s, st)
+            .map(|(w, _)| w)
+            .unwrap_or(u32::MAX)
+    };
+    if width(name, &style) <= room_px {
+        return (name.to_string(), style);
+    }
+    let small = text(11);
+    // Names are short (a few words): trying each length is cheap.
+    let mut chars = name.chars().count();
+    loop {
+        let cut = fit(name, chars);
+        if chars == 0 || width(&cut, &small) <= room_px {
+            return (cut, small);
+        }
+        chars -= 1;
+    }
 }
 
 /// A message in the middle of an empty chart.
