@@ -13,7 +13,7 @@ use super::{
     PING, UP,
 };
 use crate::model::RunResult;
-use crate::report::{fmt_added, fmt_link_rate, is_loaded, link_line};
+use crate::report::{fmt_added, fmt_link_rate, fmt_ms, is_loaded, link_line};
 
 /// One or more runs side by side (only the first [`MAX_COLUMNS`] are drawn).
 pub(crate) struct Timeline<'a> {
@@ -32,6 +32,8 @@ struct Scales {
 }
 
 /// Headroom above the highest rate: the legend and the link labels live there.
+/// Legends sit top left and link labels right: every scenario starts and ends
+/// idle, so those corners hold no data.
 const RATE_HEADROOM: f64 = 1.3;
 const LATENCY_HEADROOM: f64 = 1.12;
 
@@ -163,9 +165,9 @@ fn column<DB: DrawingBackend>(
         let label = format!("link {dir} {}", fmt_link_rate(bps));
         let style = text(12)
             .color(&color)
-            .pos(Pos::new(HPos::Left, VPos::Bottom));
+            .pos(Pos::new(HPos::Right, VPos::Bottom));
         chart
-            .draw_series([Text::new(label, (sc.t_max_s * 0.005, y), style)])
+            .draw_series([Text::new(label, (sc.t_max_s * 0.995, y), style)])
             .map_err(err)?;
     }
     let rate = &run.series.rate;
@@ -195,7 +197,7 @@ fn column<DB: DrawingBackend>(
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .label_font(text(13))
@@ -221,7 +223,7 @@ fn column<DB: DrawingBackend>(
     // ---- latency ----
     let mut chart = ChartBuilder::on(&lower)
         .margin_right(14)
-        .margin_top(10)
+        .margin_top(22)
         .x_label_area_size(40)
         .y_label_area_size(62)
         .build_cartesian_2d(0.0..sc.t_max_s, 0.0..sc.lat_max_ms)
@@ -261,6 +263,27 @@ fn column<DB: DrawingBackend>(
             .label(format!("ping lost ({})", lost.len()))
             .legend(|(x, y)| Cross::new((x + 10, y), 4, LOST.stroke_width(2)));
     }
+    // On a scale shared with a bloated run a shaped run's line hugs the
+    // axis: its numbers under load are written out (the summary's own).
+    let worst = phases
+        .iter()
+        .filter(|p| is_loaded(p))
+        .filter_map(|p| p.latency_ms)
+        .max_by(|a, b| a.p50.total_cmp(&b.p50));
+    if let Some(l) = worst {
+        let label = format!(
+            "under load: ping p50 {}, p99 {}",
+            fmt_ms(l.p50),
+            fmt_ms(l.p99)
+        );
+        // Above the plot area, right-aligned: clear of the data and markers.
+        let (x, y) = chart.backend_coord(&(sc.t_max_s, sc.lat_max_ms));
+        let style = text(13).pos(Pos::new(HPos::Right, VPos::Bottom));
+        lower
+            .use_screen_coord()
+            .draw(&Text::new(label, (x, y - 3), style))
+            .map_err(err)?;
+    }
     let answered = ping.iter().chain(&irtt).any(|(_, v)| v.is_some());
     if !answered {
         note(&mut chart, "no answered probes", sc.t_max_s, sc.lat_max_ms)?;
@@ -271,7 +294,7 @@ fn column<DB: DrawingBackend>(
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .label_font(text(13))
