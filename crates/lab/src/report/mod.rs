@@ -296,6 +296,90 @@ mod tests {
         assert_eq!(fmt_ms(f64::INFINITY), "no reply");
     }
 
+    fn tiny_run() -> RunResult {
+        let s = crate::scenario::tcp_1up();
+        let series = crate::model::Series {
+            ping: vec![crate::model::PingSample {
+                t_s: 1.0,
+                rtt_ms: Some(20.0),
+            }],
+            ..Default::default()
+        };
+        crate::analysis::finish(&s, "none", series, "t".into(), Vec::new())
+    }
+
+    fn png_size(path: &Path) -> (u32, u32) {
+        let b = std::fs::read(path).unwrap();
+        let be = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        (be(16), be(20))
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-report-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn without_the_font_the_data_is_written_and_the_page_says_why() {
+        let dir = temp("nofont");
+        let run = tiny_run();
+        let missing = Err(
+            "plots skipped: cannot read X (install the Debian package fonts-dejavu-core)"
+                .to_string(),
+        );
+        let paths = write_run_with(&dir, &run, missing.clone()).unwrap();
+        let names: Vec<String> = paths
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "report.html",
+                "summary.json",
+                "rate.csv",
+                "ping.csv",
+                "flows.csv"
+            ]
+        );
+        let html = std::fs::read_to_string(&paths[0]).unwrap();
+        assert!(html.contains("fonts-dejavu-core") && html.contains("Plots are missing"));
+        assert!(!html.contains("<img") && !dir.join("timeline.png").exists());
+
+        let cmp = dir.join("cmp");
+        let paths = write_compare_with(
+            &cmp,
+            &[run.clone(), run],
+            &[dir.clone(), dir.clone()],
+            missing,
+        )
+        .unwrap();
+        let html = std::fs::read_to_string(&paths[0]).unwrap();
+        assert!(html.contains("fonts-dejavu-core") && !html.contains("<img"));
+        assert!(
+            html.contains("href=\"../report.html\""),
+            "links the run's page"
+        );
+        assert_eq!(paths.len(), 2, "report.html and summaries.json only");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn more_configurations_than_columns_are_said_so() {
+        let dir = temp("many");
+        let runs = vec![tiny_run(); plot::MAX_COLUMNS + 1];
+        let paths = write_compare(&dir, &runs, &[]).unwrap();
+        let html = std::fs::read_to_string(&paths[0]).unwrap();
+        // The font is a setup requirement (scripts/setup.sh installs it).
+        assert!(html.contains("shows the first 4 of 5"), "{html}");
+        assert_eq!(
+            png_size(&dir.join("compare_timeline.png")),
+            (plot::COLUMN_WIDTH * 4, plot::TIMELINE_SIZE.1)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn relative_paths_walk_up_and_down() {
         let base = std::env::temp_dir().join(format!("sluice-report-rel-{}", std::process::id()));

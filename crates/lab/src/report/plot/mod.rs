@@ -277,6 +277,28 @@ mod tests {
         assert_eq!(fit("idle", 0), "");
     }
 
+    struct Broken;
+
+    impl Figure for Broken {
+        fn draw_png(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), String> {
+            root.fill(&RED).map_err(err)
+        }
+        fn draw_svg(&self, _: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String> {
+            panic!("svg exploded")
+        }
+    }
+
+    #[test]
+    fn a_figure_is_both_files_or_neither() {
+        let dir = std::env::temp_dir().join(format!("sluice-report-broken-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = render(&dir, "broken", (64, 48), &Broken).unwrap_err();
+        assert!(e.contains("svg exploded"), "{e}");
+        assert!(!dir.join("broken.png").exists(), "the PNG half is removed");
+        assert!(!dir.join("broken.svg").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_panic_in_a_plot_is_an_error() {
         let e = guarded(|| panic!("boom")).unwrap_err();
