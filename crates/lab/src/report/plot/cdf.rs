@@ -199,11 +199,14 @@ impl XAxis {
                 ticks: log_ticks(a, b),
             }
         } else {
-            let b = hi * 1.05;
+            // Zoom on the data: idle RTTs of 20–22 ms would be a vertical
+            // line on an axis from 0.
+            let pad = ((hi - lo) * 0.08).max(hi * 0.02).max(MIN_RTT_MS);
+            let (a, b) = ((lo - pad).max(0.0), hi + pad);
             XAxis {
                 log: false,
-                range: (0.0, b),
-                ticks: linear_ticks(0.0, b),
+                range: (a, b),
+                ticks: linear_ticks(a, b),
             }
         }
     }
@@ -420,6 +423,15 @@ mod tests {
             labels.contains(&"20".to_string()) && labels.contains(&"5000".to_string()),
             "{labels:?}"
         );
+        let tight = XAxis::of(&[curve(vec![20.0, 22.0], 2)]);
+        assert!(
+            tight.range.0 > 19.0 && tight.range.1 < 23.0,
+            "{:?}",
+            tight.range
+        );
+        assert!(tight.ticks.len() >= 3, "{:?}", tight.ticks);
+        let single = XAxis::of(&[curve(vec![6000.0], 1)]);
+        assert!(single.range.0 < 6000.0 && single.range.1 > 6000.0);
         let empty = XAxis::of(&[curve(vec![], 5)]);
         assert!(!empty.log && empty.range.1 > empty.range.0);
     }
