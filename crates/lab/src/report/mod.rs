@@ -165,7 +165,9 @@ fn write_compare_with(
     Ok(paths)
 }
 
-/// `to` relative to directory `from`, as a URL path with `/` separators.
+/// `to` relative to directory `from`, as a URL path: `/` separators, each
+/// segment percent-encoded (a directory named `run #2` must not become a
+/// fragment).
 fn relative(from: &Path, to: &Path) -> Option<String> {
     let from = from.canonicalize().ok()?;
     let to = to.canonicalize().ok()?;
@@ -176,9 +178,22 @@ fn relative(from: &Path, to: &Path) -> Option<String> {
     parts.extend(
         b[common..]
             .iter()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+            .map(|c| url_segment(&c.as_os_str().to_string_lossy())),
     );
     Some(parts.join("/"))
+}
+
+/// RFC 3986 percent-encoding of one path segment (unreserved bytes kept).
+fn url_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 // ---- formatting shared by the table, the HTML and the plots ----
@@ -392,6 +407,8 @@ mod tests {
             relative(&a, &b.join("report.html")).as_deref(),
             Some("../runs/one/report.html")
         );
+        assert_eq!(url_segment("run #2?"), "run%20%232%3F");
+        assert_eq!(url_segment("räd"), "r%C3%A4d");
         assert_eq!(
             relative(&b, &b.join("report.html")).as_deref(),
             Some("report.html")

@@ -361,6 +361,12 @@ fn trace<DB: DrawingBackend>(
             chart
                 .draw_series(seg.iter().map(|&p| Circle::new(p, 2, color.filled())))
                 .map_err(err)?
+        } else if width <= 1 {
+            // Hairlines have no joins to spike: one path keeps the SVG small
+            // for dense series (irtt every 20 ms).
+            chart
+                .draw_series(LineSeries::new(seg, color.stroke_width(width)))
+                .map_err(err)?
         } else {
             chart
                 .draw_series(polyline(&seg, color.stroke_width(width)))
