@@ -357,6 +357,28 @@ fn a_comparison_shares_scales_and_links_each_run() {
 }
 
 #[test]
+fn three_configurations_make_three_columns_and_three_curves() {
+    let s = scenario::tcp_1up();
+    let runs = vec![
+        synth(&s, "none", &BLOATED, 21),
+        synth(&s, "hfsc-qlimit9.conf", &SHAPED, 22),
+        synth(&s, "tc:cake bandwidth 950kbit", &SHAPED, 23),
+    ];
+    let dir = out_dir("tcp_1up-compare3");
+    let paths = report::write_compare(&dir, &runs, &[]).unwrap();
+    assert_eq!(png_size(&dir.join("compare_timeline.png")), (3 * 640, 800));
+    let cdf = std::fs::read_to_string(dir.join("compare_cdf.svg")).unwrap();
+    for r in &runs {
+        assert!(
+            cdf.contains(&r.summary.shaper),
+            "{} has no curve",
+            r.summary.shaper
+        );
+    }
+    assert_links_exist(&paths[0]);
+}
+
+#[test]
 fn a_comparison_without_run_reports_links_nothing_missing() {
     let s = scenario::tcp_1up();
     let runs = vec![synth(&s, "none", &BLOATED, 1)];
