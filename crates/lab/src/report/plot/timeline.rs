@@ -2,6 +2,14 @@
 //! direction over time on top, latency over time below, phases shaded and
 //! named, the link's rates as reference lines. With several runs, one column
 //! per run on shared scales.
+//!
+//! # Principles
+//! - Columns share every axis (time span, rate unit and maximum, latency
+//!   maximum), computed once from all runs ([`Scales`]).
+//! - A lost probe breaks the latency line and is marked on the top edge, so a
+//!   gap is never drawn as a straight line across the silence.
+//! - Legends top left, link labels right: every scenario starts and ends
+//!   idle, so those corners hold no data.
 
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
