@@ -106,7 +106,7 @@ pub struct IoStats {
 /// Makes the loop re-read the engine's deadline (after a reload) or notice
 /// a stop flag at once. Cheap to clone, usable from any thread.
 #[derive(Clone, Debug)]
-pub struct Waker(Arc<OwnedFd>);
+pub struct Waker(pub(crate) Arc<OwnedFd>);
 
 impl Waker {
     pub fn wake(&self) {
