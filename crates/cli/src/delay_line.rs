@@ -5,8 +5,9 @@
 //! Independent of the shaper under test: it runs `sluice_io::DelayLine`
 //! (packet sockets, epoll, timerfd) and nothing of the engine, classifier
 //! or schedulers, so a shaper bug cannot hide in the reference path. Two
-//! threads: the I/O loop and a signal thread turning SIGTERM/SIGINT into a
-//! clean stop (SIGHUP is ignored: there is nothing to reload). Counters go
+//! threads: the I/O loop (SCHED_FIFO by default, see `--rt-prio`) and a
+//! signal thread turning SIGTERM/SIGINT into a clean stop (SIGHUP is
+//! ignored: there is nothing to reload). Counters go
 //! to stderr on exit. Exit 0 on a clean stop, 1 otherwise.
 
 use clap::Args as ClapArgs;
@@ -43,6 +44,12 @@ pub struct Args {
     /// sleeping on the timer (0: always sleep; less CPU, later departures).
     #[arg(long, value_name = "US", default_value_t = 50)]
     spin_us: u64,
+    /// Run the forwarding thread as SCHED_FIFO at this priority (1-99; 0:
+    /// normal scheduling). Without it, a busy shared machine delays some
+    /// frames by milliseconds; if refused, a warning and normal scheduling.
+    #[arg(long, value_name = "PRIO", default_value_t = 10,
+          value_parser = clap::value_parser!(u8).range(0..=99))]
+    rt_prio: u8,
     /// Leave NIC offloads (GRO/GSO/TSO/LRO/rxvlan) as they are.
     #[arg(long)]
     keep_offloads: bool,
@@ -128,10 +135,12 @@ pub fn run(a: Args) -> ExitCode {
         }
     };
     eprintln!(
-        "sluice delay-line: {ia} -> {ib} {:.3} ms, {ib} -> {ia} {:.3} ms, cap {} frames",
+        "sluice delay-line: {ia} -> {ib} {:.3} ms, {ib} -> {ia} {:.3} ms, cap {} frames, \
+         SCHED_FIFO priority {} (0 = off)",
         o.a_to_b.as_millis_f64(),
         o.b_to_a.as_millis_f64(),
-        o.cap_frames
+        o.cap_frames,
+        a.rt_prio
     );
     let stop = Arc::new(AtomicBool::new(false));
     let sig_thread = {
@@ -145,6 +154,16 @@ pub fn run(a: Args) -> ExitCode {
             }
         })
     };
+    // After the signal thread is spawned: it need not inherit the policy.
+    if a.rt_prio > 0 {
+        if let Err(e) = sluice_io::delay::set_thread_fifo(a.rt_prio) {
+            eprintln!(
+                "sluice delay-line: warn: SCHED_FIFO {} refused ({e}); normal scheduling, \
+                 expect millisecond outliers on a busy machine",
+                a.rt_prio
+            );
+        }
+    }
     let result = line.run(stop.clone());
     stop.store(true, Ordering::SeqCst);
     signals.stop();

@@ -9,6 +9,7 @@
 //! - `--delay 10` each way: every RTT ≥ 20 ms (a frame is never sent
 //!   early), median ≤ 20.5 ms (0.5 ms for two passes through the line plus
 //!   the kernel path, scheduling noise of a shared 2-core machine included).
+//! - `--delay 2.5 --delay-back 7.5`: RTT ≥ 10 ms, median ≤ 10.5 ms.
 //! - `--delay 0`: median ≤ the kernel bridge's median (same namespaces) +
 //!   0.5 ms.
 //! - 50 Mbit/s of UDP for 5 s (1400 B datagrams) with 10 ms each way: no
@@ -86,16 +87,11 @@ impl Lab {
     }
 
     /// Starts the delay line and waits until a ping crosses it.
-    fn start(&mut self, delay_ms: &str) {
+    /// `delay`: the arguments after `--between a0,b0`.
+    fn start(&mut self, delay: &[&str]) {
         let bin = bin();
-        let args = [
-            bin.as_str(),
-            "delay-line",
-            "--between",
-            "a0,b0",
-            "--delay",
-            delay_ms,
-        ];
+        let mut args = vec![bin.as_str(), "delay-line", "--between", "a0,b0"];
+        args.extend_from_slice(delay);
         let mid = self.mid.clone();
         self.line = Some(self.topo.spawn(&mid, &args, Some(&self.log)).unwrap());
         // Up to 5 s for the line to start and ARP to resolve.
@@ -163,7 +159,7 @@ fn adds_the_configured_rtt() {
         return;
     }
     let mut lab = Lab::new("dly");
-    lab.start("10");
+    lab.start(&["--delay", "10"]);
     let (min, med) = min_median(lab.ping(PINGS, "0.05").unwrap());
     let log = lab.stop();
     eprintln!("netns_delay: --delay 10: RTT min {min:.3} ms, median {med:.3} ms\n{log}");
@@ -172,6 +168,28 @@ fn adds_the_configured_rtt() {
         "an RTT below 20 ms ({min:.3}): a frame left early"
     );
     assert!(med <= 20.5, "median RTT {med:.3} ms > 20.5 ms\n{log}");
+}
+
+#[test]
+fn each_direction_has_its_own_delay() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if skip("each_direction_has_its_own_delay") {
+        return;
+    }
+    let mut lab = Lab::new("dla");
+    lab.start(&["--delay", "2.5", "--delay-back", "7.5"]);
+    let (min, med) = min_median(lab.ping(PINGS, "0.05").unwrap());
+    let log = lab.stop();
+    eprintln!("netns_delay: --delay 2.5 --delay-back 7.5: RTT min {min:.3} median {med:.3} ms");
+    assert!(
+        min >= 10.0,
+        "an RTT below 10 ms ({min:.3}): a frame left early"
+    );
+    assert!(med <= 10.5, "median RTT {med:.3} ms > 10.5 ms\n{log}");
+    assert!(
+        log.contains("a0 -> b0 2.500 ms, b0 -> a0 7.500 ms"),
+        "delays not as given:\n{log}"
+    );
 }
 
 #[test]
@@ -204,7 +222,7 @@ fn zero_delay_is_close_to_the_kernel_bridge() {
     let (pmin, pmed) = min_median(plain.expect("kernel bridge path"));
     lab.topo.ip(&mid, &["link", "del", "br0"]).unwrap();
 
-    lab.start("0");
+    lab.start(&["--delay", "0"]);
     let (min, med) = min_median(lab.ping(PINGS, "0.05").unwrap());
     let log = lab.stop();
     eprintln!(
@@ -242,7 +260,7 @@ fn carries_50_mbit_without_loss() {
         return;
     }
     let mut lab = Lab::new("dlr");
-    lab.start("10");
+    lab.start(&["--delay", "10"]);
     let udp = iperf_50m(&mut lab, 5301, true);
     let tcp = iperf_50m(&mut lab, 5302, false);
     let log = lab.stop();

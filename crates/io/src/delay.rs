@@ -163,7 +163,7 @@ impl DelayDirStats {
             .collect();
         format!(
             "rx {} tx {} frames {} bytes, dropped {} (full) {} (kernel rx) {} (tx error), \
-             tx blocked {}, late max {} µs, lateness {}",
+             tx blocked {}, held {}, timer armed {} µs early, late max {} µs, lateness {}",
             l(&self.rx_frames),
             l(&self.tx_frames),
             l(&self.tx_bytes),
@@ -171,6 +171,8 @@ impl DelayDirStats {
             l(&self.rx_kernel_drops),
             l(&self.tx_errors),
             l(&self.tx_blocked),
+            l(&self.held),
+            l(&self.timer_early_ns) / 1000,
             l(&self.late_max_ns) / 1000,
             hist.join(" ")
         )
@@ -307,6 +309,23 @@ fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Puts the calling thread in SCHED_FIFO at `priority` (1..=99). On a
+/// shared machine a CFS thread waits for a core for milliseconds now and
+/// then, which a delay line adds to the RTT; a real-time thread preempts
+/// the traffic generators. Safe for the system because the loop sleeps
+/// between due times (it spins at most `spin_ns` + the timer estimate,
+/// ≤ 550 µs, at a time) and the kernel's RT throttling keeps 5 % of every
+/// core for others anyway.
+pub fn set_thread_fifo(priority: u8) -> io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: i32::from(priority.clamp(1, 99)),
+    };
+    // SAFETY: `p` is a valid sched_param for the duration of the call; pid 0
+    // is the calling thread.
+    sys::cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
+    Ok(())
+}
+
 impl DelayLine {
     /// Opens both interfaces (they must exist and be up).
     pub fn open(a: &str, b: &str, o: DelayOptions) -> io::Result<DelayLine> {
@@ -432,7 +451,9 @@ impl DelayLine {
                 }
             }
         }
-        for q in &mut self.queues {
+        // Frames still held are released; `held` keeps their number.
+        for (q, st) in self.queues.iter_mut().zip(&self.stats.dirs) {
+            st.held.store(q.len() as u64, Ordering::Relaxed);
             q.pop(usize::MAX).for_each(drop);
         }
         Ok(())
