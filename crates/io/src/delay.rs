@@ -302,7 +302,7 @@ pub struct DelayLine {
 
 /// Timer slack of this thread: the kernel may postpone a timer by up to
 /// its slack (50 µs by default) to batch wake-ups; a delay line wants none.
-fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+pub(crate) fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
     // SAFETY: PR_SET_TIMERSLACK takes an integer argument, no pointers; it
     // only affects the calling thread.
     sys::cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })?;

@@ -3,7 +3,8 @@
 //!
 //! `cargo build --release -p sluice && cargo run --release -p sluice-lab
 //! --example bench -- target/release/sluice [--repeats N] [--ring]
-//! [--seconds S] [--json FILE]` (as root; needs iperf3).
+//! [--seconds S] [--accuracy-only | --no-accuracy] [--rates BPS,…] [--json FILE]` (as
+//! root; needs iperf3).
 
 use sluice_lab::bench::{self, BenchOptions};
 use std::process::ExitCode;
@@ -32,6 +33,22 @@ fn main() -> ExitCode {
                 None => return ExitCode::FAILURE,
             },
             "--ring" => o.io_methods.push("ring".into()),
+            "--accuracy-only" => o.forwarding = false,
+            "--no-accuracy" => o.accuracy_rates_bps.clear(),
+            "--rates" => {
+                let list = args.next().unwrap_or_default();
+                match list
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<Vec<u64>, _>>()
+                {
+                    Ok(v) => o.accuracy_rates_bps = v,
+                    Err(e) => {
+                        eprintln!("bench: --rates BPS,BPS,…: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
             "--json" => json = args.next(),
             _ => bin = a,
         }
