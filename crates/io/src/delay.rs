@@ -400,7 +400,10 @@ impl DelayLine {
                 match ev.u64 {
                     TOK_SOCK_A | TOK_SOCK_B => {
                         let i = ev.u64 as usize;
-                        if ev.events & libc::EPOLLIN as u32 != 0 {
+                        // An error or hang-up is read too: the read clears
+                        // it (or ends the loop), so epoll cannot spin on it.
+                        let rx = (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32;
+                        if ev.events & rx != 0 {
                             readable[i] = true;
                         }
                         if ev.events & libc::EPOLLOUT as u32 != 0 {
@@ -420,7 +423,7 @@ impl DelayLine {
                     }
                 }
             }
-            self.receive(&mut readable);
+            self.receive(&mut readable)?;
             let now = sys::now();
             for d in 0..2 {
                 self.flush(d, now)?;
@@ -469,7 +472,7 @@ impl DelayLine {
             .min()
     }
 
-    fn receive(&mut self, readable: &mut [bool; 2]) {
+    fn receive(&mut self, readable: &mut [bool; 2]) -> io::Result<()> {
         for (i, ready) in readable.iter_mut().enumerate() {
             if !*ready {
                 continue;
@@ -486,14 +489,21 @@ impl DelayLine {
                     pool.put(v);
                 }
             });
-            // A receive error (interface gone) ends nothing here: the
-            // interface may come back; epoll reports it again if not.
-            let got = got.unwrap_or(0);
+            // Reading consumed the socket's pending error, so epoll stops
+            // reporting it. ENETDOWN (link set down) is survivable: the
+            // socket receives again once the link is up. Anything else
+            // (interface deleted) ends the loop rather than spinning on it.
+            let got = match got {
+                Ok(n) => n,
+                Err(e) if e.raw_os_error() == Some(libc::ENETDOWN) => 0,
+                Err(e) => return Err(e),
+            };
             // Level-triggered epoll reports a socket again if more waits;
             // a partial batch means it is (momentarily) empty.
             *ready = got >= RX_BATCH_FRAMES;
             st.held.store(queue.len() as u64, Ordering::Relaxed);
         }
+        Ok(())
     }
 
     /// Sends the frames of direction `d` that are due at `now` on socket
