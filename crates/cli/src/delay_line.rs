@@ -42,7 +42,7 @@ pub struct Args {
     cap_frames: u64,
     /// Busy-wait for due times closer than this many microseconds instead of
     /// sleeping on the timer (0: always sleep; less CPU, later departures).
-    #[arg(long, value_name = "US", default_value_t = 50)]
+    #[arg(long, value_name = "US", default_value_t = 10)]
     spin_us: u64,
     /// Run the forwarding thread as SCHED_FIFO at this priority (1-99; 0:
     /// normal scheduling). Without it, a busy shared machine delays some
