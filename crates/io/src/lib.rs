@@ -16,7 +16,8 @@
 //!   sendmmsg in both (docs/adr/0002-packet-io.md has the numbers).
 //! - This is the only crate of the workspace with `unsafe`, confined to
 //!   `sys.rs`, `sock.rs`, `offload.rs`, `signals.rs` and two calls
-//!   (`prctl`, `sched_setscheduler`) in `delay.rs`; each block says why it is sound.
+//!   (`prctl`, `sched_setscheduler`) in `delay.rs`; each block says why it
+//!   is sound.
 
 mod bridge;
 pub mod delay;
