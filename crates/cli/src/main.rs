@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 mod check;
 mod ctl;
+mod delay_line;
 mod metrics;
 mod run;
 mod show;
@@ -29,6 +30,16 @@ enum Cmd {
     Reload(show::ReloadArgs),
     /// Stop the running daemon cleanly.
     Stop(show::StopArgs),
+    /// Bridge two interfaces with a fixed delay per direction (the lab's base RTT).
+    ///
+    /// Every frame read on A is sent unchanged on B after --delay, every frame
+    /// read on B is sent on A after --delay-back (ARP and ND included). A plain
+    /// FIFO per direction, independent of the shaper (no engine, classifier or
+    /// scheduler), for machines whose kernel lacks netem. Runs until SIGTERM or
+    /// SIGINT, then prints its counters (frames, bytes, drops, lateness
+    /// histogram) to stderr.
+    #[command(hide = true)]
+    DelayLine(delay_line::Args),
 }
 
 fn main() -> ExitCode {
@@ -39,5 +50,6 @@ fn main() -> ExitCode {
         Cmd::Show(a) => show::run_show(a),
         Cmd::Reload(a) => show::run_reload(a),
         Cmd::Stop(a) => show::run_stop(a),
+        Cmd::DelayLine(a) => delay_line::run(a),
     }
 }

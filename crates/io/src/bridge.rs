@@ -1,11 +1,12 @@
 //! The bridge loop.
 
+use crate::delay::WakeEstimator;
 use crate::offload::{self, OffloadResult};
 use crate::pool::Pool;
 use crate::sock::{PacketSocket, RingConfig};
 use crate::sys;
 use sluice_engine::Engine;
-use sluice_time::Duration;
+use sluice_time::{Duration, Instant};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -26,6 +27,16 @@ const TX_RETRY: Duration = Duration::from_micros(20);
 const IDLE_WAIT_MS: i32 = 100;
 /// How often the kernel ring-drop counters are collected.
 const STATS_PERIOD: Duration = Duration::from_secs(1);
+/// Deadlines farther than this are slept on with the timer armed early by
+/// its measured wake-up latency (then the rest is spun). That is the
+/// low-rate regime (one frame ≥ 1 ms, ≤ 12 Mbit/s). Up to 1 Mbit/s pf's
+/// token bucket is one MTU, smaller than a full frame, so a frame leaves
+/// only from a full bucket and every µs the wake-up comes late is lost
+/// link time (measured: 1 Mbit/s HFSC delivered −0.75 % on the wire with
+/// the timer armed at the deadline, −0.2 % armed early). Closer deadlines
+/// are left to `spin_ns`: deeper buckets absorb lateness at higher rates,
+/// and wider spinning would only take CPU from the traffic.
+const EARLY_ARM_MIN: Duration = Duration::from_millis(1);
 /// Buffers kept in the free list.
 const POOL_BUFFERS: usize = 4096;
 /// Ethernet header + one VLAN tag: a frame longer than MTU + this is a
@@ -106,7 +117,7 @@ pub struct IoStats {
 /// Makes the loop re-read the engine's deadline (after a reload) or notice
 /// a stop flag at once. Cheap to clone, usable from any thread.
 #[derive(Clone, Debug)]
-pub struct Waker(Arc<OwnedFd>);
+pub struct Waker(pub(crate) Arc<OwnedFd>);
 
 impl Waker {
     pub fn wake(&self) {
@@ -129,6 +140,12 @@ pub struct Bridge {
     method: &'static str,
     offloads: Vec<OffloadResult>,
     spin_ns: u64,
+    /// How late timer wake-ups come; the timer is armed that much early.
+    wake: WakeEstimator,
+    /// The absolute time the timer is armed for, if it is.
+    armed_at: Option<Instant>,
+    /// The deadline the timer was armed early for.
+    early_for: Option<Instant>,
 }
 
 fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
@@ -192,6 +209,9 @@ impl Bridge {
             method,
             offloads,
             spin_ns: o.spin_ns,
+            wake: WakeEstimator::default(),
+            armed_at: None,
+            early_for: None,
         })
     }
 
@@ -238,7 +258,12 @@ impl Bridge {
                         }
                     }
                     TOK_TIMER => {
-                        sys::drain_counter(self.timer.as_raw_fd());
+                        if sys::drain_counter(self.timer.as_raw_fd()) > 0 {
+                            if let Some(armed) = self.armed_at.take() {
+                                let late = sys::now().saturating_since(armed);
+                                self.wake.observe(late.as_nanos());
+                            }
+                        }
                     }
                     _ => {
                         sys::drain_counter(self.waker.0.as_raw_fd());
@@ -292,9 +317,24 @@ impl Bridge {
                 (None, true) => Some(now + TX_RETRY),
                 (d, false) => d,
             };
-            spin = !blocked && at.is_some_and(|d| d.as_nanos() <= now.as_nanos() + self.spin_ns);
+            // A far deadline: arm early by the timer's measured latency,
+            // and once that early wake-up came, spin the rest.
+            let early = Duration::from_nanos(self.wake.early_ns());
+            let window_ns = if at.is_some() && self.early_for == at {
+                self.spin_ns + early.as_nanos()
+            } else {
+                self.spin_ns
+            };
+            spin = !blocked && at.is_some_and(|d| d.as_nanos() <= now.as_nanos() + window_ns);
             if !spin {
-                sys::timer_set(&self.timer, at)?;
+                let far = at.filter(|&d| d > now + EARLY_ARM_MIN);
+                let arm = match far {
+                    Some(d) => Some(d - early),
+                    None => at,
+                };
+                sys::timer_set(&self.timer, arm)?;
+                self.armed_at = arm;
+                self.early_for = far;
             }
         }
         Ok(())

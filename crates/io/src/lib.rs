@@ -15,10 +15,12 @@
 //!   RX ring that falls back to recvmmsg where the kernel refuses it; TX is
 //!   sendmmsg in both (docs/adr/0002-packet-io.md has the numbers).
 //! - This is the only crate of the workspace with `unsafe`, confined to
-//!   `sys.rs`, `sock.rs`, `offload.rs`, `signals.rs`; each block says why it
+//!   `sys.rs`, `sock.rs`, `offload.rs`, `signals.rs` and two calls
+//!   (`prctl`, `sched_setscheduler`) in `delay.rs`; each block says why it
 //!   is sound.
 
 mod bridge;
+pub mod delay;
 pub mod offload;
 pub mod pool;
 pub mod ring;
@@ -27,6 +29,7 @@ mod sock;
 mod sys;
 
 pub use bridge::{Bridge, IfaceIoStats, IoOptions, IoStats, Method, Waker};
+pub use delay::{DelayLine, DelayOptions, DelayStats};
 pub use offload::OffloadResult;
 pub use signals::{Signal, Signals};
 pub use sys::{now, random_key};

@@ -10,6 +10,7 @@
 //! - No `unsafe`: signals go through `kill(1)`.
 
 pub mod analysis;
+pub mod bench;
 pub mod bridge;
 pub mod iperf3;
 pub mod model;
