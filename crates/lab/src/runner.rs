@@ -48,6 +48,10 @@ pub const LINGER_MAX_S: f64 = 10.0;
 /// Set-up margin between building the network and `t = 0`.
 const START_MARGIN: Duration = Duration::from_millis(300);
 const FIRST_PORT: u16 = 5201;
+/// A full-size Ethernet frame, bits (for FIFO drain times).
+const FULL_FRAME_BITS: f64 = 1514.0 * 8.0;
+/// How long an iperf3 server gets to start listening (20 ms steps).
+const SERVER_READY_TRIES: u32 = 150;
 const IRTT_PORT: u16 = 2112;
 /// How long the irtt server gets to start listening (20 ms steps).
 const IRTT_READY_TRIES: u32 = 150;
@@ -159,6 +163,9 @@ pub fn check_tools(scenario: &Scenario) -> Result<(), String> {
 /// A bulk flow while it runs.
 struct Flow {
     port: u16,
+    /// Its iperf3 server (stopped with SIGINT before an interrupted
+    /// upload's count is read from it).
+    server: ProcId,
     proc_id: Option<ProcId>,
     interrupted_at: Option<f64>,
     start_s: f64,
@@ -356,14 +363,16 @@ pub fn run(
     let mut flows: Vec<Flow> = Vec::with_capacity(scenario.flows.len());
     for (i, f) in scenario.flows.iter().enumerate() {
         let port = FIRST_PORT + i as u16;
-        iperf3::server(&mut net.topo, &server_ns, port)?;
+        let json = o.dir.join(format!("flow{i}-{}.json", dir_name(f.dir)));
+        let server = iperf3_server(&mut net, port, &json.with_extension("server.json"))?;
         flows.push(Flow {
             port,
+            server,
             proc_id: None,
             interrupted_at: None,
             start_s: span(scenario, f.from, f.to).0,
             end_s: None,
-            json: o.dir.join(format!("flow{i}-{}.json", dir_name(f.dir))),
+            json,
         });
     }
     let mut irtt = None;
@@ -432,6 +441,12 @@ pub fn run(
 
     let total = scenario.total_secs();
     let (mut worst_s, mut worst_at) = (0.0f64, f64::NEG_INFINITY);
+    // An upload's final report waits for the modem's FIFO to drain: full
+    // frames at the slower rate.
+    let l = &scenario.link;
+    let drain_s = (f64::from(l.buffer_pkts) * FULL_FRAME_BITS
+        / l.up_bps.min(l.down_bps).max(1) as f64)
+        .min(LINGER_MAX_S);
     // Main loop: bounded by the scenario's length (plus the linger below).
     loop {
         if stopped() {
@@ -450,7 +465,7 @@ pub fn run(
                 .unwrap_or(0.0)
                 .min(LINGER_MAX_S);
         }
-        let grace = FLOW_GRACE_S + worst_s;
+        let grace = FLOW_GRACE_S + worst_s.max(drain_s);
         tend_flows(&mut net, scenario, &mut flows, t, grace)?;
         tend_irtt(&mut net, scenario, irtt.as_mut(), t)?;
         std::thread::sleep(TICK);
@@ -461,7 +476,7 @@ pub fn run(
         .map(|t| probes::ping_worst_ms(&t) / 1000.0)
         .unwrap_or(0.0)
         .min(LINGER_MAX_S);
-    let grace = FLOW_GRACE_S + worst_s;
+    let grace = FLOW_GRACE_S + worst_s.max(drain_s);
     let linger = (worst_s + 0.5).clamp(LINGER_MIN_S, LINGER_MAX_S);
     bar.note(&format!("waiting {linger:.1} s for the last replies"));
     let linger_end = total + linger;
@@ -537,11 +552,22 @@ pub fn run(
     let mut records = Vec::with_capacity(flows.len());
     for (f, spec) in flows.iter().zip(&scenario.flows) {
         let text = std::fs::read_to_string(&f.json).unwrap_or_default();
-        let (goodput, retr, cc, err) = if f.proc_id.is_none() {
+        let (mut goodput, retr, cc, mut err) = if f.proc_id.is_none() {
             (None, None, None, Some("never started".to_string()))
         } else {
             flow_outcome(&text)
         };
+        if goodput.is_none() && f.proc_id.is_some() {
+            // An upload interrupted before its final exchange: the server
+            // (the receiver) prints what it received when it stops.
+            let _ = net.topo.stop(f.server, "INT");
+            let server =
+                std::fs::read_to_string(f.json.with_extension("server.json")).unwrap_or_default();
+            if let (Some(g), _, _, None) = flow_outcome(&server) {
+                goodput = Some(g);
+                err = None;
+            }
+        }
         if let Some(cc) = &cc {
             if cc != &scenario.cc {
                 warnings.push(format!(
@@ -576,6 +602,30 @@ pub fn run(
         rfc3339(t0_wall),
         warnings,
     ))
+}
+
+/// A one-shot iperf3 server on `port` in the server namespace, its JSON
+/// (the receiver's counts for an upload) kept in `json`.
+fn iperf3_server(net: &mut LabNet, port: u16, json: &Path) -> Result<ProcId, LabError> {
+    let p = port.to_string();
+    let ns = net.server.clone();
+    let id = net.topo.spawn_split(
+        &ns,
+        &["iperf3", "-s", "-1", "-J", "-p", &p],
+        json,
+        &json.with_extension("err"),
+    )?;
+    let needle = format!(":{port} ");
+    for _ in 0..SERVER_READY_TRIES {
+        let out = net.topo.exec(&ns, &["ss", "-Hltn"])?;
+        if String::from_utf8_lossy(&out.stdout).contains(&needle) {
+            return Ok(id);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(LabError::Failed(format!(
+        "iperf3 server on port {port} did not start"
+    )))
 }
 
 fn dir_name(d: Dir) -> &'static str {
