@@ -451,16 +451,7 @@ fn sigint_removes_the_namespaces() {
     let _g = lock();
     let dir = out_dir("sigint");
     let child = Command::new(bin())
-        .args([
-            "lab",
-            "run",
-            "tcp_1up",
-            "--shaper",
-            "none",
-            "--duration",
-            "30",
-            "--out",
-        ])
+        .args(["lab", "run", "tcp_1up", "--duration", "30", "--out"])
         .arg(&dir)
         .env("SLUICE_BIN", bin())
         .stdin(Stdio::null())
@@ -479,13 +470,17 @@ fn sigint_removes_the_namespaces() {
         "the run never started"
     );
     std::thread::sleep(Duration::from_secs(2));
+    let running = Command::new("pgrep").arg("-f").arg(&dir).output().unwrap();
+    assert!(
+        !running.stdout.is_empty(),
+        "sluice runs under the lab before the SIGINT"
+    );
     let st = Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()
         .unwrap();
     assert!(st.success());
     let out = child.wait_with_output().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(
         out.status.code(),
         Some(130),
@@ -497,11 +492,10 @@ fn sigint_removes_the_namespaces() {
         "{:?}",
         leftover_namespaces(pid)
     );
-    // Nothing of the run keeps running either.
-    let ps = Command::new("pgrep")
-        .args(["-f", &format!("sl-lab-{pid}-")])
-        .output()
-        .unwrap();
+    // Nothing of the run keeps running either: sluice (the example's HFSC
+    // config) had the run directory in its command line (--control DIR/…).
+    let ps = Command::new("pgrep").arg("-f").arg(&dir).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         ps.stdout.is_empty(),
         "processes left: {}",

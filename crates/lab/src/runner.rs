@@ -24,11 +24,16 @@ use crate::netns::ProcId;
 use crate::probes::{self, RateSampler, RxPoint};
 use crate::shaper::Shaper;
 use crate::topo::{LabNet, SERVER_IP};
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod clock;
+mod progress;
+pub use clock::{dir_stamp, rfc3339};
+use progress::Bar;
+pub use progress::Progress;
 
 /// Main-loop period: flow starts are this punctual, Ctrl-C this quick.
 const TICK: Duration = Duration::from_millis(50);
@@ -55,27 +60,6 @@ const SERVER_READY_TRIES: u32 = 150;
 const IRTT_PORT: u16 = 2112;
 /// How long the irtt server gets to start listening (20 ms steps).
 const IRTT_READY_TRIES: u32 = 150;
-
-/// How progress is shown on stderr.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Progress {
-    Off,
-    /// One line per phase (no TTY, e.g. CI).
-    Lines,
-    /// A bar redrawn in place.
-    Bar,
-}
-
-impl Progress {
-    /// A bar on a terminal, lines otherwise.
-    pub fn auto() -> Progress {
-        if std::io::stderr().is_terminal() {
-            Progress::Bar
-        } else {
-            Progress::Lines
-        }
-    }
-}
 
 /// How to run.
 pub struct RunOptions {
@@ -185,41 +169,6 @@ fn since(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64()
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil(days: i64) -> (i64, u32, u32) {
-    // Howard Hinnant's days_from_civil inverse, in eras of 400 years.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// (y, m, d, H, M, S) of a Unix time, UTC.
-fn utc(unix_s: f64) -> (i64, u32, u32, u32, u32, u32) {
-    let s = unix_s.max(0.0) as i64;
-    let (y, m, d) = civil(s.div_euclid(86_400));
-    let sod = s.rem_euclid(86_400) as u32;
-    (y, m, d, sod / 3600, sod / 60 % 60, sod % 60)
-}
-
-/// RFC 3339 UTC, seconds precision.
-pub fn rfc3339(unix_s: f64) -> String {
-    let (y, m, d, hh, mm, ss) = utc(unix_s);
-    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
-}
-
-/// `YYYYmmdd-HHMMSS` (UTC), for run directory names.
-pub fn dir_stamp(unix_s: f64) -> String {
-    let (y, m, d, hh, mm, ss) = utc(unix_s);
-    format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}")
-}
-
 /// What one iperf3 JSON says: goodput, retransmits, the sender's
 /// congestion control, or why there is nothing. An interrupted client
 /// (SIGINT at the overrun limit) still reports what it measured.
@@ -259,70 +208,6 @@ fn flow_outcome(text: &str) -> (Option<f64>, Option<u64>, Option<String>, Option
                     }
                 });
             (None, None, None, Some(err))
-        }
-    }
-}
-
-struct Bar {
-    mode: Progress,
-    tag: String,
-    last_phase: Option<usize>,
-}
-
-impl Bar {
-    fn show(&mut self, s: &Scenario, t: f64) {
-        let windows = s.phase_windows();
-        let total = s.total_secs();
-        let Some(i) = windows.iter().position(|&(a, b)| t >= a && t < b) else {
-            return;
-        };
-        let n = windows.len();
-        let name = &s.phases[i].name;
-        let left = (total - t).max(0.0);
-        let phase_left = (windows[i].1 - t).max(0.0);
-        match self.mode {
-            Progress::Off => {}
-            Progress::Lines => {
-                if self.last_phase != Some(i) {
-                    eprintln!(
-                        "[{}] phase {}/{n} {name} ({:.0} s), {left:.0} s left",
-                        self.tag,
-                        i + 1,
-                        s.phases[i].secs
-                    );
-                }
-            }
-            Progress::Bar => {
-                const WIDTH: usize = 30;
-                let done = ((t / total.max(1e-9)) * WIDTH as f64) as usize;
-                let done = done.min(WIDTH);
-                eprint!(
-                    "\r\x1b[K[{}] [{}{}] phase {}/{n} {name}: {phase_left:.0} s, run {left:.0} s left",
-                    self.tag,
-                    "#".repeat(done),
-                    "-".repeat(WIDTH - done),
-                    i + 1
-                );
-                let _ = std::io::stderr().flush();
-            }
-        }
-        self.last_phase = Some(i);
-    }
-
-    fn note(&mut self, msg: &str) {
-        match self.mode {
-            Progress::Off => {}
-            Progress::Lines => eprintln!("[{}] {msg}", self.tag),
-            Progress::Bar => {
-                eprint!("\r\x1b[K[{}] {msg}", self.tag);
-                let _ = std::io::stderr().flush();
-            }
-        }
-    }
-
-    fn done(&mut self) {
-        if self.mode == Progress::Bar {
-            eprintln!();
         }
     }
 }
@@ -721,25 +606,9 @@ fn tend_irtt(
     Ok(())
 }
 
-/// Writes `name` under `dir` (a helper for callers that add files).
-pub fn write_file(dir: &Path, name: &str, text: &str) -> std::io::Result<PathBuf> {
-    let p = dir.join(name);
-    std::fs::write(&p, text)?;
-    Ok(p)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn calendar() {
-        assert_eq!(rfc3339(0.0), "1970-01-01T00:00:00Z");
-        // 2000-02-29 12:34:56 UTC: a leap day of a century leap year.
-        assert_eq!(rfc3339(951_827_696.0), "2000-02-29T12:34:56Z");
-        assert_eq!(dir_stamp(1_795_326_444.9), "20261122-054724");
-        assert_eq!(rfc3339(4_102_444_800.0), "2100-01-01T00:00:00Z");
-    }
 
     #[test]
     fn interrupted_iperf3_still_reports() {
