@@ -342,6 +342,8 @@ fn lab(
             runner::dir_stamp(sluice_lab::probes::wall_now())
         ))
     });
+    // The paths the outputs wrote; the first is the report to point at.
+    let mut written: Vec<PathBuf> = Vec::new();
     let mut runs = Vec::with_capacity(specs.len());
     let mut dirs = Vec::with_capacity(specs.len());
     let n = specs.len();
@@ -373,19 +375,21 @@ fn lab(
                 )))
             }
         };
-        write_outputs(&dir, &r).map_err(|e| Failure::Error(format!("{}: {e}", dir.display())))?;
+        let files = write_outputs(&dir, &r)
+            .map_err(|e| Failure::Error(format!("{}: {e}", dir.display())))?;
+        if !compare {
+            written = files;
+        }
         for w in &r.summary.warnings {
             eprintln!("sluice lab: warning ({}): {w}", spec.label());
         }
         runs.push(r);
         dirs.push(dir);
     }
-    let written = if compare {
-        write_compare_outputs(&base, &runs, &dirs)
-            .map_err(|e| Failure::Error(format!("{}: {e}", base.display())))?
-    } else {
-        Vec::new()
-    };
+    if compare {
+        written = write_compare_outputs(&base, &runs, &dirs)
+            .map_err(|e| Failure::Error(format!("{}: {e}", base.display())))?;
+    }
     let summaries: Vec<&Summary> = runs.iter().map(|r| &r.summary).collect();
     let tab = table(&summaries);
     if json {
@@ -413,9 +417,10 @@ fn lab(
     Ok(())
 }
 
-/// The run directory's outputs. Integration point for the report module:
-/// `sluice_lab::report::write_run(dir, run)` (plots, CSV, report.html)
-/// goes here, after summary.json.
+/// The run directory's outputs; the first path returned is the one shown as
+/// the report. Integration point for the report module:
+/// `sluice_lab::report::write_run(dir, run)` (report.html first, plots,
+/// CSV) goes here, its paths before summary.json's.
 fn write_outputs(dir: &Path, run: &RunResult) -> io::Result<Vec<PathBuf>> {
     let p = dir.join("summary.json");
     std::fs::write(&p, serde_json::to_string_pretty(&run.summary)?)?;

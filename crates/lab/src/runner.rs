@@ -173,6 +173,9 @@ fn since(t0: Instant) -> f64 {
 /// congestion control, or why there is nothing. An interrupted client
 /// (SIGINT at the overrun limit) still reports what it measured.
 fn flow_outcome(text: &str) -> (Option<f64>, Option<u64>, Option<String>, Option<String>) {
+    // iperf3 may print a warning line on stdout before its JSON ("Size of
+    // data read does not correspond to offered length" when interrupted).
+    let text = text.find('{').and_then(|i| text.get(i..)).unwrap_or(text);
     if let Ok(r) = iperf3::parse_json(text) {
         let cc = serde_json::from_str::<serde_json::Value>(text)
             .ok()
@@ -624,6 +627,8 @@ mod tests {
             "sum_sent":{"retransmits":1},"sum_received":{"seconds":2.9,"bits_per_second":4e5}}}"#;
         let (g, r, _, e) = flow_outcome(int);
         assert_eq!((g, r, e), (Some(4e5), Some(1), None));
+        let warned = format!("WARNING:  Size of data read does not correspond\n{int}");
+        assert_eq!(flow_outcome(&warned).0, Some(4e5));
         let failed = r#"{"error":"unable to connect to server","end":{}}"#;
         let (g, _, _, e) = flow_outcome(failed);
         assert_eq!(g, None);
