@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo build -q --release --locked --bin sluice
-bin=./target/release/sluice
+bin="${CARGO_TARGET_DIR:-target}/release/sluice"
 dur=()
 [ -z "${DEMO_DURATION:-}" ] || dur=(--duration "$DEMO_DURATION")
 stamp=$(date -u +%Y%m%d-%H%M%S)
