@@ -1,12 +1,30 @@
 #!/usr/bin/env bash
-# The main job until the lab lands: check every shipped configuration and
-# print its canonical form, the way `pfctl -nvf` would.
+# The main job: the classic bufferbloat experiments, without and with the
+# shaper, in network namespaces on this machine (docs/lab.md).
+#   1. tcp_1up: ping during one saturating TCP upload on a 5/1 Mbit/s cable
+#      line with a 200-packet modem FIFO; then HFSC qlimit 9 in front of it.
+#   2. ack_priority: a download during an upload on 512/128 kbit/s DSL; then
+#      PRIQ with empty ACKs first.
+# Prints each before/after table and the path of its report. Needs root.
+# DEMO_DURATION=S shortens every phase (default: the scenarios' own lengths,
+# about 2.5 + 12.5 minutes in all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo build -q --release --locked --bin sluice
-for f in examples/*.conf; do
-    echo "### $f"
-    ./target/release/sluice check -v -D ext_if=wan0 -D int_if=lan0 "$f"
+bin="${CARGO_TARGET_DIR:-target}/release/sluice"
+dur=()
+[ -z "${DEMO_DURATION:-}" ] || dur=(--duration "$DEMO_DURATION")
+stamp=$(date -u +%Y%m%d-%H%M%S)
+reports=()
+for s in tcp_1up ack_priority; do
+    out="lab-results/demo-$stamp/$s"
+    echo "### sluice lab compare $s  (without a shaper, then with examples' config)"
+    "$bin" lab compare "$s" "${dur[@]}" --out "$out"
+    reports+=("$out")
     echo
+done
+echo "### reports"
+for r in "${reports[@]}"; do
+    if [ -f "$r/report.html" ]; then echo "$r/report.html"; else echo "$r/"; fi
 done

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod check;
 mod ctl;
 mod delay_line;
+mod lab;
 mod metrics;
 mod run;
 mod show;
@@ -40,6 +41,9 @@ enum Cmd {
     /// histogram) to stderr.
     #[command(hide = true)]
     DelayLine(delay_line::Args),
+    /// Reproduce the classic bufferbloat experiments in network namespaces
+    /// (real TCP through a bloated modem, without and with a shaper).
+    Lab(lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,5 +55,6 @@ fn main() -> ExitCode {
         Cmd::Reload(a) => show::run_reload(a),
         Cmd::Stop(a) => show::run_stop(a),
         Cmd::DelayLine(a) => delay_line::run(a),
+        Cmd::Lab(a) => lab::run(a),
     }
 }

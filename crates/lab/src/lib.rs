@@ -15,8 +15,12 @@ pub mod bridge;
 pub mod iperf3;
 pub mod model;
 pub mod netns;
+pub mod probes;
 pub mod report;
+pub mod runner;
 pub mod scenario;
+pub mod shaper;
+pub mod topo;
 
 pub use bridge::{BridgeLab, CLIENT_IP, SERVER_IP};
 pub use iperf3::{ClientOptions, Iperf3Result, UdpCounts};

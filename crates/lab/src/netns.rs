@@ -184,6 +184,32 @@ impl Topology {
         Ok(ProcId(self.children.len() - 1))
     }
 
+    /// Starts a command inside `ns` with stdout and stderr in two files
+    /// (created or truncated): a JSON printer's output stays parseable
+    /// whatever it warns about. The child is killed on drop.
+    pub fn spawn_split(
+        &mut self,
+        ns: &Netns,
+        cmd: &[&str],
+        stdout: &Path,
+        stderr: &Path,
+    ) -> io::Result<ProcId> {
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns.0])
+            .args(cmd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(std::fs::File::create(stdout)?))
+            .stderr(Stdio::from(std::fs::File::create(stderr)?))
+            .spawn()?;
+        self.children.push(Some(child));
+        Ok(ProcId(self.children.len() - 1))
+    }
+
+    /// The namespaces created so far (full names).
+    pub fn namespaces(&self) -> &[Netns] {
+        &self.namespaces
+    }
+
     /// The pid of a spawned child (`ip netns exec` execs the command, so
     /// this is the command itself).
     pub fn pid(&self, id: ProcId) -> Option<u32> {

@@ -1,0 +1,490 @@
+//! `sluice lab list|run|compare`: the bufferbloat experiments in network
+//! namespaces (docs/lab.md).
+//!
+//! # Principles
+//! - Everything that can be refused is refused before a namespace exists:
+//!   values, the scenario's name, the shaper config (checked exactly as
+//!   `sluice check -D ext_if=wan0 -D int_if=lan0` would), root, tools.
+//! - Ctrl-C (SIGINT/SIGTERM) raises a flag the runner polls; the run's
+//!   `LabNet` is dropped on the way out, so namespaces never outlive the
+//!   command. Exit 0 on success, 1 on an error, 130 when interrupted.
+//! - With `--json`, stdout carries the summary JSON and nothing else; the
+//!   table and paths go to stderr.
+
+mod values;
+
+use clap::{Args, Subcommand};
+use sluice_lab::model::{RunResult, Scenario, ShaperSpec, Summary};
+use sluice_lab::runner::{self, LabError, Progress, RunOptions};
+use sluice_lab::scenario;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use values::{OverheadArg, Overrides};
+
+/// Where the default shaper configs are looked up, after the current
+/// directory and the executable's repository.
+const SHARE_DIR: &str = "/usr/share/sluice";
+
+#[derive(Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    cmd: LabCmd,
+}
+
+#[derive(Subcommand)]
+enum LabCmd {
+    /// List the scenarios: name, link, what it shows.
+    List,
+    /// Run one scenario with one shaper (default: the scenario's example config).
+    Run(RunArgs),
+    /// Run one scenario with several shapers in turn (default: none, then the example).
+    Compare(CompareArgs),
+}
+
+/// Link and traffic overrides shared by `run` and `compare`.
+#[derive(Args, Clone)]
+struct OverrideArgs {
+    /// Download rate of the modem, bit/s (512k, 5Mbit, 30Mb, 1G…).
+    #[arg(long, value_name = "RATE", value_parser = values::parse_rate)]
+    down: Option<u64>,
+    /// Upload rate of the modem, bit/s.
+    #[arg(long, value_name = "RATE", value_parser = values::parse_rate)]
+    up: Option<u64>,
+    /// Base round-trip time in ms (half each way; 0 = none).
+    #[arg(long, value_name = "MS", value_parser = values::parse_rtt)]
+    rtt: Option<f64>,
+    /// Packets the modem's FIFO holds in each direction.
+    #[arg(long, value_name = "PKTS", value_parser = values::parse_buffer)]
+    buffer: Option<u32>,
+    /// Link overhead the modem charges: cake's name (pppoe-llcsnap, ethernet,
+    /// docsis…) or bytes per packet.
+    #[arg(long, value_name = "NAME|BYTES", value_parser = values::parse_overhead)]
+    overhead: Option<OverheadArg>,
+    /// Length of every phase in seconds.
+    #[arg(long, value_name = "S", value_parser = values::parse_duration)]
+    duration: Option<f64>,
+    /// TCP congestion control of both hosts (cubic, reno, bbr).
+    #[arg(long, value_name = "CC", value_parser = values::parse_cc)]
+    cc: Option<String>,
+}
+
+impl OverrideArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            down_bps: self.down,
+            up_bps: self.up,
+            rtt_ms: self.rtt,
+            buffer_pkts: self.buffer,
+            overhead: self.overhead.clone(),
+            phase_secs: self.duration,
+            cc: self.cc.clone(),
+        }
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Scenario name (`sluice lab list`).
+    scenario: String,
+    /// A pf.conf (macros ext_if and int_if are defined), `none` (a plain
+    /// bridge), or tc:'QDISC ARGS[;DOWN QDISC ARGS]' for the kernel's own
+    /// qdisc. Default: the scenario's example config.
+    #[arg(long, value_name = "FILE|none|tc:ARGS")]
+    shaper: Option<String>,
+    #[command(flatten)]
+    ov: OverrideArgs,
+    /// Run directory (default lab-results/SCENARIO-YYYYmmdd-HHMMSS).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print summary.json to stdout (and nothing else on stdout).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Scenario name (`sluice lab list`).
+    scenario: String,
+    /// A shaper to compare (repeat: each runs in turn on the same link and
+    /// traffic). Default: none, then the scenario's example config.
+    #[arg(long, value_name = "FILE|none|tc:ARGS")]
+    shaper: Vec<String>,
+    #[command(flatten)]
+    ov: OverrideArgs,
+    /// Output directory (default lab-results/SCENARIO-YYYYmmdd-HHMMSS); run
+    /// N goes to DIR/N-LABEL.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print the summaries as a JSON array to stdout (and nothing else).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: LabArgs) -> ExitCode {
+    match a.cmd {
+        LabCmd::List => {
+            list();
+            ExitCode::SUCCESS
+        }
+        LabCmd::Run(r) => {
+            let shapers = vec![r.shaper.clone()];
+            finish(lab(
+                &r.scenario,
+                &shapers,
+                &r.ov,
+                r.out.clone(),
+                r.json,
+                false,
+            ))
+        }
+        LabCmd::Compare(c) => {
+            let shapers = if c.shaper.is_empty() {
+                vec![Some("none".to_string()), None]
+            } else {
+                c.shaper.iter().cloned().map(Some).collect()
+            };
+            finish(lab(
+                &c.scenario,
+                &shapers,
+                &c.ov,
+                c.out.clone(),
+                c.json,
+                true,
+            ))
+        }
+    }
+}
+
+fn finish(r: Result<(), Failure>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Interrupted) => {
+            eprintln!("sluice lab: interrupted; the lab's namespaces were removed");
+            ExitCode::from(130)
+        }
+        Err(Failure::Error(m)) => {
+            eprintln!("sluice lab: error: {m}");
+            ExitCode::FAILURE
+        }
+        Err(Failure::Reported) => ExitCode::FAILURE,
+    }
+}
+
+enum Failure {
+    Interrupted,
+    Error(String),
+    /// Diagnostics are already on stderr.
+    Reported,
+}
+
+fn rate_text(bps: u64) -> String {
+    if bps >= 1_000_000 && bps.is_multiple_of(100_000) {
+        format!("{}M", bps as f64 / 1e6)
+    } else if bps >= 1000 && bps.is_multiple_of(1000) {
+        format!("{}k", bps / 1000)
+    } else {
+        format!("{bps}")
+    }
+}
+
+fn list() {
+    for s in scenario::all() {
+        let l = &s.link;
+        let link = format!(
+            "{}/{} rtt {}ms buf {}p",
+            rate_text(l.down_bps),
+            rate_text(l.up_bps),
+            l.rtt_ms,
+            l.buffer_pkts
+        );
+        println!("{:<13} {:<26} {}", s.name, link, s.about);
+    }
+}
+
+/// The scenario's example config: in the current directory, the
+/// executable's repository (target/{release,debug}/../..), the source tree
+/// it was built from, or the install's share directory.
+fn find_example(rel: &str) -> Option<PathBuf> {
+    let mut roots = vec![PathBuf::from(".")];
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(repo) = exe
+            .parent()
+            .and_then(|p| p.parent())
+            .and_then(|p| p.parent())
+        {
+            roots.push(repo.to_path_buf());
+        }
+    }
+    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    roots.push(PathBuf::from(SHARE_DIR));
+    roots.into_iter().map(|r| r.join(rel)).find(|p| p.is_file())
+}
+
+/// The shaper of `--shaper` (or the scenario's default), with a pf.conf
+/// checked as sluice will load it.
+fn resolve_shaper(arg: Option<&str>, s: &Scenario) -> Result<ShaperSpec, Failure> {
+    let spec = match arg {
+        Some(a) => ShaperSpec::parse(a).map_err(Failure::Error)?,
+        None => {
+            let p = find_example(&s.shaper_example).ok_or_else(|| {
+                Failure::Error(format!(
+                    "cannot find {} (the {} scenario's shaper) in the current directory, the \
+                     executable's repository or {SHARE_DIR}; run from the repository or give \
+                     --shaper FILE",
+                    s.shaper_example, s.name
+                ))
+            })?;
+            ShaperSpec::Sluice {
+                path: p.to_string_lossy().into_owned(),
+            }
+        }
+    };
+    if let ShaperSpec::Sluice { path } = &spec {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Error(format!("--shaper {path}: {e}")))?;
+        let defines = [
+            ("ext_if".to_string(), sluice_lab::topo::WAN_IF.to_string()),
+            ("int_if".to_string(), sluice_lab::topo::LAN_IF.to_string()),
+        ];
+        match sluice_conf::check(path, &text, &defines) {
+            Ok(c) => {
+                for w in &c.warnings {
+                    eprint!("{}", w.render(path, &text));
+                }
+            }
+            Err(diags) => {
+                for d in &diags {
+                    eprint!("{}", d.render(path, &text));
+                }
+                eprintln!(
+                    "sluice lab: error: {path}: invalid shaper configuration, nothing was run"
+                );
+                return Err(Failure::Reported);
+            }
+        }
+    }
+    Ok(spec)
+}
+
+/// The sluice executable for the shaper and the delay line.
+fn sluice_bin() -> Result<PathBuf, Failure> {
+    if let Some(p) = std::env::var_os("SLUICE_BIN").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    std::env::current_exe().map_err(|e| Failure::Error(format!("current executable: {e}")))
+}
+
+/// Raises `stop` on SIGINT/SIGTERM (the runner cleans up and returns).
+fn watch_signals(stop: Arc<AtomicBool>) -> Result<(), Failure> {
+    let signals = sluice_io::Signals::install()
+        .map_err(|e| Failure::Error(format!("cannot install signal handlers: {e}")))?;
+    std::thread::spawn(move || loop {
+        if signals.wait() == sluice_io::Signal::Stop {
+            stop.store(true, Ordering::SeqCst);
+        }
+    });
+    Ok(())
+}
+
+/// A label as a directory name part.
+fn slug(label: &str) -> String {
+    let s: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    s.trim_matches('_').to_string()
+}
+
+fn lab(
+    name: &str,
+    shapers: &[Option<String>],
+    ov: &OverrideArgs,
+    out: Option<PathBuf>,
+    json: bool,
+    compare: bool,
+) -> Result<(), Failure> {
+    let mut s = scenario::by_name(name).ok_or_else(|| {
+        let names: Vec<_> = scenario::all().into_iter().map(|s| s.name).collect();
+        Failure::Error(format!(
+            "no scenario `{name}`; allowed: {} (see `sluice lab list`)",
+            names.join(", ")
+        ))
+    })?;
+    ov.overrides().apply(&mut s);
+    let specs = shapers
+        .iter()
+        .map(|a| resolve_shaper(a.as_deref(), &s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !rustix::process::geteuid().is_root() {
+        return Err(Failure::Error(
+            "sluice lab needs root (it creates network namespaces): run it with sudo".into(),
+        ));
+    }
+    runner::check_tools(&s).map_err(Failure::Error)?;
+    let bin = sluice_bin()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    watch_signals(stop.clone())?;
+
+    let base = out.unwrap_or_else(|| {
+        PathBuf::from("lab-results").join(format!(
+            "{}-{}",
+            s.name,
+            runner::dir_stamp(sluice_lab::probes::wall_now())
+        ))
+    });
+    // The paths the outputs wrote; the first is the report to point at.
+    let mut written: Vec<PathBuf> = Vec::new();
+    let mut runs = Vec::with_capacity(specs.len());
+    let mut dirs = Vec::with_capacity(specs.len());
+    let n = specs.len();
+    for (i, spec) in specs.iter().enumerate() {
+        let dir = if compare {
+            base.join(format!("{}-{}", i + 1, slug(&spec.label())))
+        } else {
+            base.clone()
+        };
+        let o = RunOptions {
+            sluice_bin: bin.clone(),
+            dir: dir.clone(),
+            stop: stop.clone(),
+            progress: Progress::auto(),
+            tag: if compare {
+                format!("{} {}/{n} {}", s.name, i + 1, spec.label())
+            } else {
+                format!("{} {}", s.name, spec.label())
+            },
+        };
+        let r = match runner::run(&s, spec, &o) {
+            Ok(r) => r,
+            Err(LabError::Interrupted) => return Err(Failure::Interrupted),
+            Err(LabError::Failed(m)) => {
+                return Err(Failure::Error(format!(
+                    "{} with {}: {m}",
+                    s.name,
+                    spec.label()
+                )))
+            }
+        };
+        let files = write_outputs(&dir, &r)
+            .map_err(|e| Failure::Error(format!("{}: {e}", dir.display())))?;
+        if !compare {
+            written = files;
+        }
+        for w in &r.summary.warnings {
+            eprintln!("sluice lab: warning ({}): {w}", spec.label());
+        }
+        runs.push(r);
+        dirs.push(dir);
+    }
+    if compare {
+        written = write_compare_outputs(&base, &runs, &dirs)
+            .map_err(|e| Failure::Error(format!("{}: {e}", base.display())))?;
+    }
+    let summaries: Vec<&Summary> = runs.iter().map(|r| &r.summary).collect();
+    let tab = table(&summaries);
+    if json {
+        eprint!("{tab}");
+        let text = if compare {
+            serde_json::to_string_pretty(&summaries)
+        } else {
+            serde_json::to_string_pretty(&runs[0].summary)
+        }
+        .map_err(|e| Failure::Error(e.to_string()))?;
+        println!("{text}");
+    } else {
+        print!("{tab}");
+    }
+    let report = written
+        .first()
+        .cloned()
+        .unwrap_or_else(|| base.join("summary.json"));
+    let line = format!("results: {} (report: {})", base.display(), report.display());
+    if json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// The run directory's outputs; the first path returned is the one shown as
+/// the report. Integration point for the report module:
+/// `sluice_lab::report::write_run(dir, run)` (report.html first, plots,
+/// CSV) goes here, its paths before summary.json's.
+fn write_outputs(dir: &Path, run: &RunResult) -> io::Result<Vec<PathBuf>> {
+    let p = dir.join("summary.json");
+    std::fs::write(&p, serde_json::to_string_pretty(&run.summary)?)?;
+    let s = dir.join("series.json");
+    std::fs::write(&s, serde_json::to_string(&run.series)?)?;
+    Ok(vec![p, s])
+}
+
+/// The compare directory's outputs. Integration point:
+/// `sluice_lab::report::write_compare(dir, runs, run_dirs)` (its first
+/// path is report.html, printed as the report).
+fn write_compare_outputs(
+    dir: &Path,
+    runs: &[RunResult],
+    _run_dirs: &[PathBuf],
+) -> io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let p = dir.join("summaries.json");
+    let all: Vec<&Summary> = runs.iter().map(|r| &r.summary).collect();
+    std::fs::write(&p, serde_json::to_string_pretty(&all)?)?;
+    Ok(vec![p])
+}
+
+/// The before/after table. Integration point: `sluice_lab::report::table`.
+fn table(summaries: &[&Summary]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{:<22} {:<18} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6} {:>5}\n",
+        "shaper", "phase", "idle p50", "p50 ms", "p99 ms", "down kb/s", "up kb/s", "loss%", "grade"
+    ));
+    for s in summaries {
+        for p in &s.phases {
+            let (p50, p99) = p
+                .latency_ms
+                .map(|l| (format!("{:.0}", l.p50), format!("{:.0}", l.p99)))
+                .unwrap_or(("-".into(), "-".into()));
+            let loaded = p.load_down || p.load_up;
+            out.push_str(&format!(
+                "{:<22} {:<18} {:>8.1} {:>8} {:>8} {:>9.0} {:>9.0} {:>6.1} {:>5}\n",
+                truncate(&s.shaper, 22),
+                truncate(&p.name, 18),
+                s.idle_latency_ms.p50,
+                p50,
+                p99,
+                p.down_bps / 1e3,
+                p.up_bps / 1e3,
+                p.loss_pct,
+                if loaded { s.grade.overall.as_str() } else { "" }
+            ));
+        }
+        if let Some(v) = &s.voip {
+            out.push_str(&format!(
+                "{:<22} voip: one-way {:.0} ms, jitter {:.1} ms, loss {:.1} %, MOS {:.2}\n",
+                truncate(&s.shaper, 22),
+                v.owd_ms,
+                v.jitter_ms,
+                v.loss_pct,
+                v.mos
+            ));
+        }
+    }
+    out
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}

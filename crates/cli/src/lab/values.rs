@@ -1,0 +1,244 @@
+//! Command-line values of `sluice lab`: rates, overheads, congestion
+//! controls, and the overrides they make to a scenario.
+//!
+//! # Principles
+//! - A bad value is refused with what was given, what is allowed and an
+//!   example, before anything is built.
+//! - Rates are bits per second, as in pf.conf (`Kb` is kilobit); a byte
+//!   suffix (`KB`, `MB`) is refused rather than guessed.
+
+use sluice_lab::model::Scenario;
+
+/// Slowest and fastest link the lab emulates (htb's and the host's limits).
+const MIN_RATE_BPS: u64 = 8_000;
+const MAX_RATE_BPS: u64 = 10_000_000_000;
+/// Largest base RTT (ms) and modem buffer (packets) accepted.
+const MAX_RTT_MS: f64 = 10_000.0;
+const MAX_BUFFER_PKTS: u32 = 100_000;
+/// Longest phase (s) `--duration` accepts.
+const MAX_PHASE_S: f64 = 3600.0;
+
+/// `512k`, `512kbit`, `512Kb`, `5M`, `5Mbit`, `5Mb`, `1.5M`, `1G`, `64000`.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let hint = "allowed: a number with an optional k/M/G multiplier and an optional \
+                bit/b/bps suffix, in bits per second (e.g. 512k, 512kbit, 5Mb, 1G)";
+    let t = s.trim();
+    if t.ends_with('B') && !t.ends_with("bps") {
+        return Err(format!(
+            "`{s}`: a capital B means bytes; the lab takes bits per second ({hint})"
+        ));
+    }
+    let lower = t.to_ascii_lowercase();
+    let body = ["bps", "bit", "b"]
+        .iter()
+        .find_map(|suf| lower.strip_suffix(suf))
+        .unwrap_or(&lower);
+    let (num, mult) = match body.chars().last() {
+        Some('k') => (&body[..body.len() - 1], 1e3),
+        Some('m') => (&body[..body.len() - 1], 1e6),
+        Some('g') => (&body[..body.len() - 1], 1e9),
+        _ => (body, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a rate ({hint})"))?;
+    let bps = v * mult;
+    if !bps.is_finite() || bps < MIN_RATE_BPS as f64 || bps > MAX_RATE_BPS as f64 {
+        return Err(format!(
+            "`{s}` is out of range: the lab emulates links from 8 kbit/s to 10 Gbit/s"
+        ));
+    }
+    Ok(bps.round() as u64)
+}
+
+/// An overhead: cake's name (`pppoe-llcsnap`, `ethernet`, …) or a byte count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OverheadArg {
+    pub name: String,
+    pub bytes: i32,
+    pub atm: bool,
+}
+
+pub fn parse_overhead(s: &str) -> Result<OverheadArg, String> {
+    let t = s.trim();
+    if let Ok(n) = t.parse::<i32>() {
+        if !(-64..=256).contains(&n) {
+            return Err(format!("`{s}`: overhead bytes must be within -64..=256"));
+        }
+        return Ok(OverheadArg {
+            name: n.to_string(),
+            bytes: n,
+            atm: false,
+        });
+    }
+    if t == "none" {
+        return Ok(OverheadArg {
+            name: "none".into(),
+            bytes: 0,
+            atm: false,
+        });
+    }
+    match sluice_conf::overhead_preset(t) {
+        Some(o) => Ok(OverheadArg {
+            name: t.to_string(),
+            bytes: o.bytes,
+            atm: o.framing == sluice_time::Framing::Atm,
+        }),
+        None => Err(format!(
+            "`{s}` is not an overhead: give bytes per packet (e.g. 38) or one of cake's \
+             names: none, raw, ethernet, docsis, pppoe-ptm, bridged-ptm, pppoe-vcmux, \
+             pppoe-llcsnap, pppoa-vcmux, pppoa-llc, bridged-vcmux, bridged-llcsnap, \
+             ipoa-vcmux, ipoa-llcsnap, conservative"
+        )),
+    }
+}
+
+/// Base RTT in milliseconds.
+pub fn parse_rtt(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches("ms").parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=MAX_RTT_MS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}`: the base RTT is milliseconds from 0 to {MAX_RTT_MS} (e.g. 20; 0 = none)"
+        )),
+    }
+}
+
+/// Modem buffer in packets.
+pub fn parse_buffer(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(v) if (1..=MAX_BUFFER_PKTS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}`: the modem buffer is packets from 1 to {MAX_BUFFER_PKTS} (e.g. 100)"
+        )),
+    }
+}
+
+/// Every phase's length in seconds.
+pub fn parse_duration(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('s').parse::<f64>() {
+        Ok(v) if v.is_finite() && (1.0..=MAX_PHASE_S).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}`: --duration is each phase's length in seconds, 1 to {MAX_PHASE_S} (e.g. 30)"
+        )),
+    }
+}
+
+/// Congestion controls Linux offers that iperf3 -C can pick.
+pub fn parse_cc(s: &str) -> Result<String, String> {
+    match s.trim() {
+        c @ ("cubic" | "reno" | "bbr") => Ok(c.to_string()),
+        _ => Err(format!(
+            "`{s}`: allowed congestion controls: cubic, reno, bbr"
+        )),
+    }
+}
+
+/// The overrides of `lab run` and `lab compare`.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub down_bps: Option<u64>,
+    pub up_bps: Option<u64>,
+    pub rtt_ms: Option<f64>,
+    pub buffer_pkts: Option<u32>,
+    pub overhead: Option<OverheadArg>,
+    pub phase_secs: Option<f64>,
+    pub cc: Option<String>,
+}
+
+impl Overrides {
+    pub fn apply(&self, s: &mut Scenario) {
+        if let Some(v) = self.down_bps {
+            s.link.down_bps = v;
+        }
+        if let Some(v) = self.up_bps {
+            s.link.up_bps = v;
+        }
+        if let Some(v) = self.rtt_ms {
+            s.link.rtt_ms = v;
+        }
+        if let Some(v) = self.buffer_pkts {
+            s.link.buffer_pkts = v;
+        }
+        if let Some(o) = &self.overhead {
+            s.link.overhead_bytes = o.bytes;
+            s.link.atm = o.atm;
+            s.link.overhead_name = o.name.clone();
+        }
+        if let Some(secs) = self.phase_secs {
+            for p in &mut s.phases {
+                p.secs = secs;
+            }
+        }
+        if let Some(cc) = &self.cc {
+            s.cc = cc.clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_in_every_spelling() {
+        for (s, v) in [
+            ("512k", 512_000),
+            ("512kbit", 512_000),
+            ("512Kb", 512_000),
+            ("5M", 5_000_000),
+            ("5Mbit", 5_000_000),
+            ("5Mb", 5_000_000),
+            ("1.5M", 1_500_000),
+            ("1G", 1_000_000_000),
+            ("64000", 64_000),
+            ("100kbps", 100_000),
+        ] {
+            assert_eq!(parse_rate(s), Ok(v), "{s}");
+        }
+        for bad in ["", "fast", "5MB", "0", "1k", "20G", "-5M", "5x"] {
+            let e = parse_rate(bad).unwrap_err();
+            assert!(e.contains(bad) || bad.is_empty(), "{bad}: {e}");
+        }
+        assert!(parse_rate("5MB").unwrap_err().contains("bytes"));
+    }
+
+    #[test]
+    fn overheads_by_name_or_bytes() {
+        let o = parse_overhead("pppoe-llcsnap").unwrap();
+        assert_eq!((o.bytes, o.atm), (40, true));
+        let o = parse_overhead("ethernet").unwrap();
+        assert_eq!((o.bytes, o.atm), (38, false));
+        assert_eq!(parse_overhead("18").unwrap().bytes, 18);
+        assert_eq!(parse_overhead("none").unwrap().bytes, 0);
+        assert!(parse_overhead("adsl")
+            .unwrap_err()
+            .contains("pppoe-llcsnap"));
+        assert!(parse_overhead("999").is_err());
+    }
+
+    #[test]
+    fn other_values_and_overrides() {
+        assert_eq!(parse_rtt("20"), Ok(20.0));
+        assert_eq!(parse_rtt("0"), Ok(0.0));
+        assert!(parse_rtt("-1").is_err());
+        assert_eq!(parse_buffer("100"), Ok(100));
+        assert!(parse_buffer("0").is_err());
+        assert_eq!(parse_duration("5"), Ok(5.0));
+        assert!(parse_duration("0.5").is_err());
+        assert!(parse_cc("vegas").unwrap_err().contains("cubic"));
+        let mut s = sluice_lab::scenario::ack_priority();
+        Overrides {
+            up_bps: Some(256_000),
+            phase_secs: Some(4.0),
+            overhead: Some(parse_overhead("ethernet").unwrap()),
+            cc: Some("reno".into()),
+            ..Overrides::default()
+        }
+        .apply(&mut s);
+        assert_eq!(s.link.up_bps, 256_000);
+        assert_eq!(s.link.down_bps, 512_000, "untouched");
+        assert_eq!((s.link.overhead_bytes, s.link.atm), (38, false));
+        assert_eq!(s.total_secs(), 20.0);
+        assert_eq!(s.cc, "reno");
+    }
+}

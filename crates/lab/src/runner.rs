@@ -1,0 +1,638 @@
+//! One lab run: build the network, start the shaper, play the scenario's
+//! phases in wall-clock time, collect the probes and summarise.
+//!
+//! # Principles
+//! - `t = 0` is the start of phase 0 on the wall clock, so `ping -D`, irtt
+//!   and the rate sampler share one time base; flows start on time at
+//!   their first phase and are interrupted (SIGINT, so iperf3 still prints
+//!   what it measured) when they overrun their last phase by
+//!   [`FLOW_GRACE_S`] plus the worst RTT seen — iperf3's own timer starts only after its set-up,
+//!   which can take seconds behind a full FIFO.
+//! - The last probes get time to come back: the run lingers for the worst
+//!   RTT seen plus a margin, bounded by [`LINGER_MAX_S`].
+//! - Every exit path, Ctrl-C included (the caller's `stop` flag, polled
+//!   every [`TICK`]), leaves nothing behind: all state lives in a
+//!   [`LabNet`] whose drop kills the processes and deletes the namespaces.
+//! - What helps a user see why stays in the run directory: raw probe
+//!   output, iperf3's JSON, sluice's log and queue counters, the modem's
+//!   `tc -s` statistics.
+
+use crate::analysis;
+use crate::iperf3;
+use crate::model::{Dir, FlowRecord, RunResult, Scenario, Series, ShaperSpec};
+use crate::netns::ProcId;
+use crate::probes::{self, RateSampler, RxPoint};
+use crate::shaper::Shaper;
+use crate::topo::{LabNet, SERVER_IP};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod clock;
+mod progress;
+pub use clock::{dir_stamp, rfc3339};
+use progress::Bar;
+pub use progress::Progress;
+
+/// Main-loop period: flow starts are this punctual, Ctrl-C this quick.
+const TICK: Duration = Duration::from_millis(50);
+/// Rate sampling period.
+const RATE_PERIOD: Duration = Duration::from_millis(100);
+/// A flow still running this long after its last phase, plus the worst
+/// ping RTT seen (an upload's final report waits for the modem's FIFO to
+/// drain), is interrupted.
+pub const FLOW_GRACE_S: f64 = 2.0;
+/// How often the worst RTT so far is re-read from ping's output.
+const WORST_RTT_EVERY_S: f64 = 1.0;
+/// After SIGINT, how long a flow gets to print its JSON before SIGKILL.
+const FLOW_STOP_S: f64 = 3.0;
+/// Bounds of the final linger (seconds) waiting for late ping replies.
+const LINGER_MIN_S: f64 = 1.0;
+pub const LINGER_MAX_S: f64 = 10.0;
+/// Set-up margin between building the network and `t = 0`.
+const START_MARGIN: Duration = Duration::from_millis(300);
+const FIRST_PORT: u16 = 5201;
+/// A full-size Ethernet frame, bits (for FIFO drain times).
+const FULL_FRAME_BITS: f64 = 1514.0 * 8.0;
+/// How long an iperf3 server gets to start listening (20 ms steps).
+const SERVER_READY_TRIES: u32 = 150;
+const IRTT_PORT: u16 = 2112;
+/// How long the irtt server gets to start listening (20 ms steps).
+const IRTT_READY_TRIES: u32 = 150;
+
+/// How to run.
+pub struct RunOptions {
+    /// The sluice executable (shaper and delay line).
+    pub sluice_bin: PathBuf,
+    /// The run directory (created).
+    pub dir: PathBuf,
+    /// Set by the caller's signal handler: stop and clean up.
+    pub stop: Arc<AtomicBool>,
+    pub progress: Progress,
+    /// Shown before the phase in progress lines (e.g. "2/3 none").
+    pub tag: String,
+}
+
+/// Why a run produced no result.
+#[derive(Debug)]
+pub enum LabError {
+    /// The stop flag was raised (Ctrl-C); everything was cleaned up.
+    Interrupted,
+    Failed(String),
+}
+
+impl std::fmt::Display for LabError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabError::Interrupted => write!(f, "interrupted"),
+            LabError::Failed(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl From<std::io::Error> for LabError {
+    fn from(e: std::io::Error) -> LabError {
+        LabError::Failed(e.to_string())
+    }
+}
+
+/// The tools a scenario needs, with the Debian package of each.
+pub fn required_tools(scenario: &Scenario) -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![
+        ("ip", "iproute2"),
+        ("tc", "iproute2"),
+        ("ss", "iproute2"),
+        ("ethtool", "ethtool"),
+        ("iperf3", "iperf3"),
+        ("ping", "iputils-ping"),
+    ];
+    if scenario.irtt.is_some() {
+        v.push(("irtt", "irtt"));
+    }
+    v
+}
+
+/// `Err` names every missing tool and its package.
+pub fn check_tools(scenario: &Scenario) -> Result<(), String> {
+    let missing: Vec<String> = required_tools(scenario)
+        .into_iter()
+        .filter(|(tool, _)| {
+            !std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        })
+        .map(|(tool, pkg)| format!("`{tool}` (Debian package {pkg})"))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "missing tools: {}; install them, e.g. `apt-get install {}`",
+            missing.join(", "),
+            required_tools(scenario)
+                .into_iter()
+                .map(|(_, p)| p)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))
+    }
+}
+
+/// A bulk flow while it runs.
+struct Flow {
+    port: u16,
+    /// Its iperf3 server (stopped with SIGINT before an interrupted
+    /// upload's count is read from it).
+    server: ProcId,
+    proc_id: Option<ProcId>,
+    interrupted_at: Option<f64>,
+    start_s: f64,
+    end_s: Option<f64>,
+    json: PathBuf,
+}
+
+/// The irtt client while it runs.
+struct Irtt {
+    proc_id: Option<ProcId>,
+    interrupted_at: Option<f64>,
+    json: PathBuf,
+}
+
+/// Seconds since `t0`.
+fn since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64()
+}
+
+/// What one iperf3 JSON says: goodput, retransmits, the sender's
+/// congestion control, or why there is nothing. An interrupted client
+/// (SIGINT at the overrun limit) still reports what it measured.
+fn flow_outcome(text: &str) -> (Option<f64>, Option<u64>, Option<String>, Option<String>) {
+    // iperf3 may print a warning line on stdout before its JSON ("Size of
+    // data read does not correspond to offered length" when interrupted).
+    let text = text.find('{').and_then(|i| text.get(i..)).unwrap_or(text);
+    if let Ok(r) = iperf3::parse_json(text) {
+        let cc = serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/end/sender_tcp_congestion")?
+                    .as_str()
+                    .map(String::from)
+            });
+        return (Some(r.goodput_bps), Some(r.retransmits), cc, None);
+    }
+    let v: Option<serde_json::Value> = serde_json::from_str(text).ok();
+    let got = v.as_ref().and_then(|v| {
+        let recv = v.pointer("/end/sum_received/bits_per_second")?.as_f64()?;
+        let secs = v.pointer("/end/sum_received/seconds")?.as_f64()?;
+        (secs > 0.0 && recv > 0.0).then_some(recv)
+    });
+    match got {
+        Some(bps) => {
+            let retr = v
+                .as_ref()
+                .and_then(|v| v.pointer("/end/sum_sent/retransmits")?.as_u64());
+            (Some(bps), retr, None, None)
+        }
+        None => {
+            let err = v
+                .as_ref()
+                .and_then(|v| v.get("error")?.as_str().map(String::from))
+                .unwrap_or_else(|| {
+                    if text.trim().is_empty() {
+                        "no output from iperf3".into()
+                    } else {
+                        "unreadable iperf3 output".into()
+                    }
+                });
+            (None, None, None, Some(err))
+        }
+    }
+}
+
+/// Seconds from the start of phase `from` to the end of phase `to`.
+fn span(s: &Scenario, from: usize, to: usize) -> (f64, f64) {
+    let w = s.phase_windows();
+    let a = w.get(from).map(|x| x.0).unwrap_or(0.0);
+    let b = w.get(to).map(|x| x.1).unwrap_or(a);
+    (a, b)
+}
+
+/// Runs `scenario` with `shaper`; the run directory is filled as it goes.
+pub fn run(
+    scenario: &Scenario,
+    shaper: &ShaperSpec,
+    o: &RunOptions,
+) -> Result<RunResult, LabError> {
+    std::fs::create_dir_all(&o.dir)?;
+    let stopped = || o.stop.load(Ordering::SeqCst);
+    let mut bar = Bar {
+        mode: o.progress,
+        tag: o.tag.clone(),
+        last_phase: None,
+    };
+    bar.note("building the network");
+    let mut net = LabNet::build(&scenario.link, &o.sluice_bin, &o.dir)?;
+    if stopped() {
+        return Err(LabError::Interrupted);
+    }
+    let mut sh =
+        Shaper::start(&mut net, shaper, &o.sluice_bin, &o.dir).map_err(LabError::Failed)?;
+    let mut warnings = Vec::new();
+
+    // Servers: one iperf3 per flow (one server serves one test at a time).
+    let server_ns = net.server.clone();
+    let client_ns = net.client.clone();
+    let mut flows: Vec<Flow> = Vec::with_capacity(scenario.flows.len());
+    for (i, f) in scenario.flows.iter().enumerate() {
+        let port = FIRST_PORT + i as u16;
+        let json = o.dir.join(format!("flow{i}-{}.json", dir_name(f.dir)));
+        let server = iperf3_server(&mut net, port, &json.with_extension("server.json"))?;
+        flows.push(Flow {
+            port,
+            server,
+            proc_id: None,
+            interrupted_at: None,
+            start_s: span(scenario, f.from, f.to).0,
+            end_s: None,
+            json,
+        });
+    }
+    let mut irtt = None;
+    if scenario.irtt.is_some() {
+        let bind = format!("{SERVER_IP}:{IRTT_PORT}");
+        net.topo.spawn(
+            &server_ns,
+            &["irtt", "server", "-b", &bind, "-i", "0"],
+            Some(&o.dir.join("irtt-server.log")),
+        )?;
+        let needle = format!(":{IRTT_PORT} ");
+        let mut ready = false;
+        for _ in 0..IRTT_READY_TRIES {
+            let out = net.topo.exec(&server_ns, &["ss", "-Hlun"])?;
+            if String::from_utf8_lossy(&out.stdout).contains(&needle) {
+                ready = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !ready {
+            return Err(LabError::Failed("irtt server did not start".into()));
+        }
+        irtt = Some(Irtt {
+            proc_id: None,
+            interrupted_at: None,
+            json: o.dir.join("irtt.json"),
+        });
+    }
+
+    // Anchors: processes whose /proc/PID/net/dev is each host's view.
+    let anchor_c = net.topo.spawn(&client_ns, &["sleep", "1000000"], None)?;
+    let anchor_v = net.topo.spawn(&server_ns, &["sleep", "1000000"], None)?;
+    let pid = |id| {
+        net.topo
+            .pid(id)
+            .ok_or_else(|| LabError::Failed("anchor pid".into()))
+    };
+    let (pid_c, pid_v) = (pid(anchor_c)?, pid(anchor_v)?);
+
+    let t0_wall = probes::wall_now() + START_MARGIN.as_secs_f64();
+    let t0 = Instant::now() + START_MARGIN;
+    let sampler = RateSampler::start(
+        RxPoint {
+            pid: pid_c,
+            ifname: "c0".into(),
+        },
+        RxPoint {
+            pid: pid_v,
+            ifname: "v0".into(),
+        },
+        RATE_PERIOD,
+        t0_wall,
+    );
+    std::thread::sleep(t0.saturating_duration_since(Instant::now()));
+    let interval_s = f64::from(scenario.ping_interval_ms.max(1)) / 1000.0;
+    let ping_txt = o.dir.join("ping.txt");
+    let ping_start_wall = probes::wall_now();
+    let ping_i = format!("{interval_s}");
+    let ping = net.topo.spawn_split(
+        &client_ns,
+        &["ping", "-n", "-D", "-i", &ping_i, SERVER_IP],
+        &ping_txt,
+        &o.dir.join("ping.err"),
+    )?;
+
+    let total = scenario.total_secs();
+    let (mut worst_s, mut worst_at) = (0.0f64, f64::NEG_INFINITY);
+    // An upload's final report waits for the modem's FIFO to drain: full
+    // frames at the slower rate.
+    let l = &scenario.link;
+    let drain_s = (f64::from(l.buffer_pkts) * FULL_FRAME_BITS
+        / l.up_bps.min(l.down_bps).max(1) as f64)
+        .min(LINGER_MAX_S);
+    // Main loop: bounded by the scenario's length (plus the linger below).
+    loop {
+        if stopped() {
+            bar.done();
+            return Err(LabError::Interrupted);
+        }
+        let t = since(t0);
+        if t >= total {
+            break;
+        }
+        bar.show(scenario, t);
+        if t >= worst_at + WORST_RTT_EVERY_S {
+            worst_at = t;
+            worst_s = std::fs::read_to_string(&ping_txt)
+                .map(|t| probes::ping_worst_ms(&t) / 1000.0)
+                .unwrap_or(0.0)
+                .min(LINGER_MAX_S);
+        }
+        let grace = FLOW_GRACE_S + worst_s.max(drain_s);
+        tend_flows(&mut net, scenario, &mut flows, t, grace)?;
+        tend_irtt(&mut net, scenario, irtt.as_mut(), t)?;
+        std::thread::sleep(TICK);
+    }
+
+    // Linger: late replies, and flows finishing their last seconds.
+    let worst_s = std::fs::read_to_string(&ping_txt)
+        .map(|t| probes::ping_worst_ms(&t) / 1000.0)
+        .unwrap_or(0.0)
+        .min(LINGER_MAX_S);
+    let grace = FLOW_GRACE_S + worst_s.max(drain_s);
+    let linger = (worst_s + 0.5).clamp(LINGER_MIN_S, LINGER_MAX_S);
+    bar.note(&format!("waiting {linger:.1} s for the last replies"));
+    let linger_end = total + linger;
+    loop {
+        if stopped() {
+            bar.done();
+            return Err(LabError::Interrupted);
+        }
+        let t = since(t0);
+        tend_flows(&mut net, scenario, &mut flows, t, grace)?;
+        tend_irtt(&mut net, scenario, irtt.as_mut(), t)?;
+        let flows_done = flows
+            .iter()
+            .all(|f| f.end_s.is_some() || f.proc_id.is_none());
+        let irtt_done = irtt.as_mut().is_none_or(|i| match i.proc_id {
+            Some(id) => !matches!(net.topo.try_status(id), Ok(None)),
+            None => true,
+        });
+        if t >= linger_end && flows_done && irtt_done {
+            break;
+        }
+        if t >= linger_end + grace + FLOW_STOP_S {
+            // Whatever still runs is stopped now (its output is partial).
+            for f in flows.iter_mut().filter(|f| f.end_s.is_none()) {
+                if let Some(id) = f.proc_id {
+                    let _ = net.topo.stop(id, "INT");
+                    f.end_s = Some(since(t0));
+                }
+            }
+            if let Some(id) = irtt.as_ref().and_then(|i| i.proc_id) {
+                let _ = net.topo.stop(id, "INT");
+            }
+            break;
+        }
+        std::thread::sleep(TICK);
+    }
+    bar.done();
+    let _ = net.topo.stop(ping, "INT");
+    let rate = sampler.finish();
+
+    // What the shaper and the modem saw.
+    if !sh.alive(&mut net) {
+        warnings.push(format!(
+            "sluice exited during the run; its log:\n{}",
+            sh.log_text()
+        ));
+    }
+    if let Some(q) = sh.queues_json(&net, &o.sluice_bin) {
+        let _ = std::fs::write(o.dir.join("queues.json"), q);
+    }
+    let _ = std::fs::write(o.dir.join("modem.txt"), net.qdisc_report());
+    sh.stop(&mut net);
+    if !net.delay_line_alive() {
+        warnings.push("the delay line exited during the run (see delay-line.log)".into());
+    }
+
+    // Series.
+    let ping_text = std::fs::read_to_string(&ping_txt).unwrap_or_default();
+    let ping_samples: Vec<_> = probes::parse_ping(&ping_text, interval_s, ping_start_wall, t0_wall)
+        .into_iter()
+        .filter(|p| p.t_s < total)
+        .collect();
+    let mut irtt_samples = Vec::new();
+    if let (Some(i), Some(spec)) = (&irtt, &scenario.irtt) {
+        match std::fs::read_to_string(&i.json)
+            .map_err(|e| e.to_string())
+            .and_then(|t| probes::parse_irtt(&t, f64::from(spec.interval_ms) / 1000.0, t0_wall))
+        {
+            Ok(v) => irtt_samples = v.into_iter().filter(|s| s.t_s < total).collect(),
+            Err(e) => warnings.push(format!("irtt: {e}")),
+        }
+    }
+    let mut records = Vec::with_capacity(flows.len());
+    for (f, spec) in flows.iter().zip(&scenario.flows) {
+        let text = std::fs::read_to_string(&f.json).unwrap_or_default();
+        let (mut goodput, retr, cc, mut err) = if f.proc_id.is_none() {
+            (None, None, None, Some("never started".to_string()))
+        } else {
+            flow_outcome(&text)
+        };
+        if goodput.is_none() && f.proc_id.is_some() {
+            // An upload interrupted before its final exchange: the server
+            // (the receiver) prints what it received when it stops.
+            let _ = net.topo.stop(f.server, "INT");
+            let server =
+                std::fs::read_to_string(f.json.with_extension("server.json")).unwrap_or_default();
+            if let (Some(g), _, _, None) = flow_outcome(&server) {
+                goodput = Some(g);
+                err = None;
+            }
+        }
+        if let Some(cc) = &cc {
+            if cc != &scenario.cc {
+                warnings.push(format!(
+                    "{:?} flow ran {cc}, not {} (iperf3 -C was refused?)",
+                    spec.dir, scenario.cc
+                ));
+            }
+        }
+        records.push(FlowRecord {
+            dir: spec.dir,
+            streams: spec.streams,
+            start_s: f.start_s,
+            end_s: f.end_s.unwrap_or(total),
+            goodput_bps: goodput,
+            retransmits: retr,
+            error: err,
+        });
+    }
+    let series = Series {
+        rate: rate
+            .into_iter()
+            .filter(|r| r.t_s > 0.0 && r.t_s <= total + RATE_PERIOD.as_secs_f64())
+            .collect(),
+        ping: ping_samples,
+        irtt: irtt_samples,
+        flows: records,
+    };
+    Ok(analysis::finish(
+        scenario,
+        &shaper.label(),
+        series,
+        rfc3339(t0_wall),
+        warnings,
+    ))
+}
+
+/// A one-shot iperf3 server on `port` in the server namespace, its JSON
+/// (the receiver's counts for an upload) kept in `json`.
+fn iperf3_server(net: &mut LabNet, port: u16, json: &Path) -> Result<ProcId, LabError> {
+    let p = port.to_string();
+    let ns = net.server.clone();
+    let id = net.topo.spawn_split(
+        &ns,
+        &["iperf3", "-s", "-1", "-J", "-p", &p],
+        json,
+        &json.with_extension("err"),
+    )?;
+    let needle = format!(":{port} ");
+    for _ in 0..SERVER_READY_TRIES {
+        let out = net.topo.exec(&ns, &["ss", "-Hltn"])?;
+        if String::from_utf8_lossy(&out.stdout).contains(&needle) {
+            return Ok(id);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(LabError::Failed(format!(
+        "iperf3 server on port {port} did not start"
+    )))
+}
+
+fn dir_name(d: Dir) -> &'static str {
+    match d {
+        Dir::Down => "down",
+        Dir::Up => "up",
+    }
+}
+
+/// Starts flows whose first phase has begun, interrupts overrunning ones,
+/// notes the ones that ended.
+fn tend_flows(
+    net: &mut LabNet,
+    s: &Scenario,
+    flows: &mut [Flow],
+    t: f64,
+    grace_s: f64,
+) -> Result<(), LabError> {
+    for (f, spec) in flows.iter_mut().zip(&s.flows) {
+        let (a, b) = span(s, spec.from, spec.to);
+        match f.proc_id {
+            None if t >= a && t < b => {
+                let secs = ((b - a).ceil() as u64).max(1).to_string();
+                let (port, streams) = (f.port.to_string(), spec.streams.to_string());
+                let mut args = vec![
+                    "iperf3", "-c", SERVER_IP, "-p", &port, "-t", &secs, "-P", &streams, "-C",
+                    &s.cc, "-J",
+                ];
+                if let Some(w) = &spec.window {
+                    args.extend(["-w", w.as_str()]);
+                }
+                if spec.dir == Dir::Down {
+                    args.push("-R");
+                }
+                let err = f.json.with_extension("err");
+                let ns = net.client.clone();
+                f.proc_id = Some(net.topo.spawn_split(&ns, &args, &f.json, &err)?);
+                f.start_s = t;
+            }
+            Some(id) if f.end_s.is_none() => {
+                if !matches!(net.topo.try_status(id), Ok(None)) {
+                    f.end_s = Some(t);
+                } else if f.interrupted_at.is_none() && t >= b + grace_s {
+                    let _ = net.topo.signal(id, "INT");
+                    f.interrupted_at = Some(t);
+                } else if f.interrupted_at.is_some_and(|i| t >= i + FLOW_STOP_S) {
+                    let _ = net.topo.signal(id, "KILL");
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The same for the irtt client.
+fn tend_irtt(
+    net: &mut LabNet,
+    s: &Scenario,
+    irtt: Option<&mut Irtt>,
+    t: f64,
+) -> Result<(), LabError> {
+    let (Some(i), Some(spec)) = (irtt, &s.irtt) else {
+        return Ok(());
+    };
+    let (a, b) = span(s, spec.from, spec.to);
+    match i.proc_id {
+        None if t >= a && t < b => {
+            let dur = format!("{}ms", ((b - t) * 1000.0).max(1.0) as u64);
+            let iv = format!("{}ms", spec.interval_ms.max(1));
+            let len = spec.payload_bytes.to_string();
+            let json = i.json.to_string_lossy().into_owned();
+            let dst = format!("{SERVER_IP}:{IRTT_PORT}");
+            let ns = net.client.clone();
+            let err = i.json.with_extension("err");
+            i.proc_id = Some(net.topo.spawn_split(
+                &ns,
+                &[
+                    "irtt", "client", "-i", &iv, "-l", &len, "-d", &dur, "-Q", "-o", &json, &dst,
+                ],
+                &i.json.with_extension("log"),
+                &err,
+            )?);
+        }
+        Some(id) if i.interrupted_at.is_none() && t >= b + FLOW_GRACE_S + LINGER_MAX_S => {
+            if matches!(net.topo.try_status(id), Ok(None)) {
+                let _ = net.topo.signal(id, "INT");
+                i.interrupted_at = Some(t);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupted_iperf3_still_reports() {
+        let ok = r#"{"end":{"sum_sent":{"bits_per_second":1,"retransmits":3},
+            "sum_received":{"seconds":2,"bits_per_second":900000},
+            "sender_tcp_congestion":"cubic"}}"#;
+        let (g, r, cc, e) = flow_outcome(ok);
+        assert_eq!(
+            (g, r, cc.as_deref(), e),
+            (Some(900000.0), Some(3), Some("cubic"), None)
+        );
+        let int = r#"{"error":"interrupt - the client has terminated","end":{
+            "sum_sent":{"retransmits":1},"sum_received":{"seconds":2.9,"bits_per_second":4e5}}}"#;
+        let (g, r, _, e) = flow_outcome(int);
+        assert_eq!((g, r, e), (Some(4e5), Some(1), None));
+        let warned = format!("WARNING:  Size of data read does not correspond\n{int}");
+        assert_eq!(flow_outcome(&warned).0, Some(4e5));
+        let failed = r#"{"error":"unable to connect to server","end":{}}"#;
+        let (g, _, _, e) = flow_outcome(failed);
+        assert_eq!(g, None);
+        assert!(e.unwrap().contains("unable to connect"));
+        assert_eq!(flow_outcome("").3.as_deref(), Some("no output from iperf3"));
+    }
+}

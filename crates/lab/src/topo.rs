@@ -1,0 +1,262 @@
+//! The lab's network (DESIGN.md §6): five namespaces in a line.
+//!
+//! ```text
+//!  client ns ── shaper ns ──────────── modem ns ─────────── delay ns ───────── server ns
+//!  c0 ─ lan0 [sluice|bridge] wan0 ─ m0 [bridge] m1 ─ d0 [delay line] d1 ─ v0
+//!  10.77.0.1/24                     htb+pfifo on m1 (up)       RTT/2 each way     10.77.0.2/24
+//!                                   and m0 (down)
+//! ```
+//!
+//! # Principles
+//! - The bloated bottleneck is the kernel's (htb at the link rate with the
+//!   link's overhead, a `pfifo` of `buffer_pkts` packets under it), so it is
+//!   independent of the code under test; so is the delay line (netem where
+//!   the kernel has it, else `sluice delay-line`, which shares no code with
+//!   the engine).
+//! - One L2 segment end to end: every middle namespace only bridges, the
+//!   hosts have static neighbours, IPv6 is off everywhere, so the only
+//!   packets on the path are the experiment's own.
+//! - Everything belongs to one [`Topology`]: dropping a [`LabNet`] kills
+//!   every process it started and deletes every namespace, whatever the exit
+//!   path.
+
+use crate::model::Link;
+use crate::netns::{Netns, ProcId, Topology};
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+pub const CLIENT_IP: &str = "10.77.0.1";
+pub const SERVER_IP: &str = "10.77.0.2";
+/// Interfaces of the shaper namespace, as the shaper config sees them.
+pub const LAN_IF: &str = "lan0";
+pub const WAN_IF: &str = "wan0";
+
+/// How long [`LabNet::wait_path`] tries before giving up: a few seconds of
+/// one-second pings (a base RTT of up to ~1 s still answers).
+const PATH_TRIES: u32 = 8;
+
+/// How the delay namespace adds the base RTT.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DelayKind {
+    /// `--rtt 0`: a plain bridge.
+    Bridge,
+    /// Kernel bridge and `netem delay RTT/2` on both egresses.
+    Netem,
+    /// `sluice delay-line --between d0,d1 --delay RTT/2`.
+    DelayLine,
+}
+
+/// The five namespaces and what runs in the middle ones.
+pub struct LabNet {
+    pub topo: Topology,
+    pub client: Netns,
+    pub shaper: Netns,
+    pub modem: Netns,
+    pub delay: Netns,
+    pub server: Netns,
+    pub delay_kind: DelayKind,
+    delay_line: Option<ProcId>,
+}
+
+/// `tc`-style rate text for a bit/s figure (tc takes plain `bit`).
+fn tc_rate(bps: u64) -> String {
+    format!("{bps}bit")
+}
+
+impl LabNet {
+    /// Builds the namespaces, links, the modem and the delay line. The
+    /// shaper namespace is left without anything joining `lan0` and `wan0`:
+    /// the shaper (crate::shaper) does that. `sluice_bin` runs the delay
+    /// line when the kernel has no netem; its log goes to `dir`.
+    pub fn build(link: &Link, sluice_bin: &Path, dir: &Path) -> io::Result<LabNet> {
+        let mut topo = Topology::new("lab");
+        let client = topo.add_ns("c")?;
+        let shaper = topo.add_ns("s")?;
+        let modem = topo.add_ns("m")?;
+        let delay = topo.add_ns("d")?;
+        let server = topo.add_ns("v")?;
+        for ns in [&client, &shaper, &modem, &delay, &server] {
+            // No router solicitations, MLD or DAD on the path: only the
+            // experiment's packets cross the modem.
+            topo.exec(
+                ns,
+                &[
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            )?;
+        }
+        topo.veth(&client, "c0", &shaper, LAN_IF)?;
+        topo.veth(&shaper, WAN_IF, &modem, "m0")?;
+        topo.veth(&modem, "m1", &delay, "d0")?;
+        topo.veth(&delay, "d1", &server, "v0")?;
+        topo.addr(&client, "c0", &format!("{CLIENT_IP}/24"))?;
+        topo.addr(&server, "v0", &format!("{SERVER_IP}/24"))?;
+        let (cmac, smac) = (topo.mac(&client, "c0")?, topo.mac(&server, "v0")?);
+        topo.neigh(&client, "c0", SERVER_IP, &smac)?;
+        topo.neigh(&server, "v0", CLIENT_IP, &cmac)?;
+
+        bridge(&topo, &modem, "m0", "m1")?;
+        // Upload leaves the modem through m1, download through m0.
+        modem_queue(&topo, &modem, "m1", link.up_bps, link)?;
+        modem_queue(&topo, &modem, "m0", link.down_bps, link)?;
+
+        let half_ms = link.rtt_ms / 2.0;
+        let mut net = LabNet {
+            topo,
+            client,
+            shaper,
+            modem,
+            delay,
+            server,
+            delay_kind: DelayKind::Bridge,
+            delay_line: None,
+        };
+        if half_ms <= 0.0 {
+            bridge(&net.topo, &net.delay, "d0", "d1")?;
+        } else if has_netem(&net.topo, &net.delay) {
+            bridge(&net.topo, &net.delay, "d0", "d1")?;
+            let d = format!("{half_ms}ms");
+            for dev in ["d0", "d1"] {
+                let args = [
+                    "tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", &d, "limit",
+                    "100000",
+                ];
+                net.topo.exec(&net.delay, &args)?;
+            }
+            net.delay_kind = DelayKind::Netem;
+        } else {
+            let bin = sluice_bin.to_string_lossy();
+            let d = format!("{half_ms:.3}");
+            let log = dir.join("delay-line.log");
+            let ns = net.delay.clone();
+            let id = net.topo.spawn(
+                &ns,
+                &[&bin, "delay-line", "--between", "d0,d1", "--delay", &d],
+                Some(&log),
+            )?;
+            net.delay_line = Some(id);
+            net.delay_kind = DelayKind::DelayLine;
+        }
+        Ok(net)
+    }
+
+    /// True when the delay line (if any) still runs.
+    pub fn delay_line_alive(&mut self) -> bool {
+        match self.delay_line {
+            Some(id) => matches!(self.topo.try_status(id), Ok(None)),
+            None => true,
+        }
+    }
+
+    /// Waits until a ping crosses the whole path; `Err` says what is missing.
+    pub fn wait_path(&mut self) -> Result<(), String> {
+        for _ in 0..PATH_TRIES {
+            if !self.delay_line_alive() {
+                return Err("the delay line exited (see delay-line.log)".into());
+            }
+            let ok = self
+                .topo
+                .exec(
+                    &self.client,
+                    &["ping", "-n", "-c", "1", "-W", "1", SERVER_IP],
+                )
+                .is_ok();
+            if ok {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "no ping crosses the lab path {CLIENT_IP} -> {SERVER_IP} after {PATH_TRIES} tries"
+        ))
+    }
+
+    /// `tc -s qdisc` and `tc -s class` of the modem and the shaper
+    /// namespaces, for the run directory.
+    pub fn qdisc_report(&self) -> String {
+        let mut out = String::new();
+        for (what, ns) in [("modem", &self.modem), ("shaper", &self.shaper)] {
+            for args in [
+                ["tc", "-s", "qdisc", "show"].as_slice(),
+                ["tc", "-s", "class", "show", "dev", "m1"].as_slice(),
+                ["tc", "-s", "class", "show", "dev", "m0"].as_slice(),
+            ] {
+                if what == "shaper" && args.len() > 4 {
+                    continue; // The shaper has no htb classes of ours.
+                }
+                out.push_str(&format!("== {what}: {}\n", args.join(" ")));
+                match self.topo.exec_unchecked(ns, args) {
+                    Ok(o) => out.push_str(&String::from_utf8_lossy(&o.stdout)),
+                    Err(e) => out.push_str(&format!("({e})\n")),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A kernel bridge `br0` over two interfaces of `ns`.
+pub fn bridge(topo: &Topology, ns: &Netns, a: &str, b: &str) -> io::Result<()> {
+    topo.ip(ns, &["link", "add", "br0", "type", "bridge"])?;
+    topo.ip(ns, &["link", "set", a, "master", "br0"])?;
+    topo.ip(ns, &["link", "set", b, "master", "br0"])?;
+    topo.ip(ns, &["link", "set", "br0", "up"])?;
+    Ok(())
+}
+
+/// The modem's queue on `dev`: htb at `bps` charging the link's overhead,
+/// with a pfifo of `buffer_pkts` under it (the "big dumb FIFO").
+fn modem_queue(topo: &Topology, ns: &Netns, dev: &str, bps: u64, link: &Link) -> io::Result<()> {
+    topo.exec(
+        ns,
+        &[
+            "tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+        ],
+    )?;
+    let rate = tc_rate(bps);
+    let overhead = link.overhead_bytes.to_string();
+    let mut class = vec![
+        "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
+        "ceil", &rate,
+    ];
+    if link.overhead_bytes != 0 {
+        class.extend(["overhead", overhead.as_str()]);
+    }
+    if link.atm {
+        class.extend(["linklayer", "atm"]);
+    }
+    topo.exec(ns, &class)?;
+    let limit = link.buffer_pkts.max(1).to_string();
+    topo.exec(
+        ns,
+        &[
+            "tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "pfifo", "limit",
+            &limit,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Whether the kernel has netem: add it on a dummy interface and look.
+fn has_netem(topo: &Topology, ns: &Netns) -> bool {
+    if topo
+        .ip(ns, &["link", "add", "probe0", "type", "dummy"])
+        .is_err()
+    {
+        return false;
+    }
+    let ok = topo
+        .exec(
+            ns,
+            &[
+                "tc", "qdisc", "add", "dev", "probe0", "root", "netem", "delay", "1ms",
+            ],
+        )
+        .is_ok();
+    let _ = topo.ip(ns, &["link", "del", "probe0"]);
+    ok
+}
