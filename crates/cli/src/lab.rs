@@ -417,74 +417,27 @@ fn lab(
     Ok(())
 }
 
-/// The run directory's outputs; the first path returned is the one shown as
-/// the report. Integration point for the report module:
-/// `sluice_lab::report::write_run(dir, run)` (report.html first, plots,
-/// CSV) goes here, its paths before summary.json's.
+/// The run directory's outputs (report.html first, then summary.json, the
+/// CSV series and the plots), plus `series.json`: every sample in one file
+/// for tools that prefer JSON to the CSVs.
 fn write_outputs(dir: &Path, run: &RunResult) -> io::Result<Vec<PathBuf>> {
-    let p = dir.join("summary.json");
-    std::fs::write(&p, serde_json::to_string_pretty(&run.summary)?)?;
+    let mut written = sluice_lab::report::write_run(dir, run)?;
     let s = dir.join("series.json");
     std::fs::write(&s, serde_json::to_string(&run.series)?)?;
-    Ok(vec![p, s])
+    written.push(s);
+    Ok(written)
 }
 
-/// The compare directory's outputs. Integration point:
-/// `sluice_lab::report::write_compare(dir, runs, run_dirs)` (its first
-/// path is report.html, printed as the report).
+/// The compare directory's outputs (report.html first).
 fn write_compare_outputs(
     dir: &Path,
     runs: &[RunResult],
-    _run_dirs: &[PathBuf],
+    run_dirs: &[PathBuf],
 ) -> io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let p = dir.join("summaries.json");
-    let all: Vec<&Summary> = runs.iter().map(|r| &r.summary).collect();
-    std::fs::write(&p, serde_json::to_string_pretty(&all)?)?;
-    Ok(vec![p])
+    sluice_lab::report::write_compare(dir, runs, run_dirs)
 }
 
-/// The before/after table. Integration point: `sluice_lab::report::table`.
+/// The before/after table.
 fn table(summaries: &[&Summary]) -> String {
-    let mut out = String::new();
-    out.push_str(&format!(
-        "{:<22} {:<18} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6} {:>5}\n",
-        "shaper", "phase", "idle p50", "p50 ms", "p99 ms", "down kb/s", "up kb/s", "loss%", "grade"
-    ));
-    for s in summaries {
-        for p in &s.phases {
-            let (p50, p99) = p
-                .latency_ms
-                .map(|l| (format!("{:.0}", l.p50), format!("{:.0}", l.p99)))
-                .unwrap_or(("-".into(), "-".into()));
-            let loaded = p.load_down || p.load_up;
-            out.push_str(&format!(
-                "{:<22} {:<18} {:>8.1} {:>8} {:>8} {:>9.0} {:>9.0} {:>6.1} {:>5}\n",
-                truncate(&s.shaper, 22),
-                truncate(&p.name, 18),
-                s.idle_latency_ms.p50,
-                p50,
-                p99,
-                p.down_bps / 1e3,
-                p.up_bps / 1e3,
-                p.loss_pct,
-                if loaded { s.grade.overall.as_str() } else { "" }
-            ));
-        }
-        if let Some(v) = &s.voip {
-            out.push_str(&format!(
-                "{:<22} voip: one-way {:.0} ms, jitter {:.1} ms, loss {:.1} %, MOS {:.2}\n",
-                truncate(&s.shaper, 22),
-                v.owd_ms,
-                v.jitter_ms,
-                v.loss_pct,
-                v.mos
-            ));
-        }
-    }
-    out
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
+    sluice_lab::report::table(summaries)
 }
