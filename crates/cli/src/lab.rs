@@ -42,6 +42,72 @@ enum LabCmd {
     Run(RunArgs),
     /// Run one scenario with several shapers in turn (default: none, then the example).
     Compare(CompareArgs),
+    /// Data-plane benchmark: forwarding through sluice versus the kernel
+    /// bridge on the same namespaces, and shaping accuracy 128k-1G.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Seconds per iperf3 measurement.
+    #[arg(long, value_name = "S", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=600))]
+    seconds: u32,
+    /// Measure each path this many times and keep the best figure.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    repeats: u32,
+    /// Also measure the TPACKET RX ring (`sluice run --ring`).
+    #[arg(long)]
+    ring: bool,
+    /// Only the shaping-accuracy part.
+    #[arg(long, conflicts_with = "no_accuracy")]
+    accuracy_only: bool,
+    /// Skip the shaping-accuracy part.
+    #[arg(long)]
+    no_accuracy: bool,
+    /// Rates of the accuracy part (comma-separated: 128k,1M,…).
+    #[arg(long, value_name = "RATE,…", value_delimiter = ',', value_parser = values::parse_rate)]
+    rates: Vec<u64>,
+    /// Print the report as JSON to stdout (the table goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+fn bench(a: BenchArgs) -> Result<(), Failure> {
+    if !rustix::process::geteuid().is_root() {
+        return Err(Failure::Error(
+            "sluice lab bench needs root (it creates network namespaces): run it with sudo".into(),
+        ));
+    }
+    let bin = std::env::current_exe()
+        .map_err(|e| Failure::Error(format!("cannot find the sluice executable: {e}")))?;
+    let mut o = sluice_lab::bench::BenchOptions {
+        seconds: a.seconds,
+        repeats: a.repeats,
+        forwarding: !a.accuracy_only,
+        ..Default::default()
+    };
+    if a.ring {
+        o.io_methods.push("ring".into());
+    }
+    if a.no_accuracy {
+        o.accuracy_rates_bps.clear();
+    } else if !a.rates.is_empty() {
+        o.accuracy_rates_bps = a.rates;
+    }
+    let report = sluice_lab::bench::run(&bin.to_string_lossy(), &o, &mut |line| {
+        eprintln!("[bench] {line}")
+    })
+    .map_err(Failure::Error)?;
+    let tab = sluice_lab::bench::table(&report);
+    if a.json {
+        eprint!("{tab}");
+        let text =
+            serde_json::to_string_pretty(&report).map_err(|e| Failure::Error(e.to_string()))?;
+        println!("{text}");
+    } else {
+        print!("{tab}");
+    }
+    Ok(())
 }
 
 /// Link and traffic overrides shared by `run` and `compare`.
@@ -140,6 +206,7 @@ pub fn run(a: LabArgs) -> ExitCode {
                 false,
             ))
         }
+        LabCmd::Bench(b) => finish(bench(b)),
         LabCmd::Compare(c) => {
             let shapers = if c.shaper.is_empty() {
                 vec![Some("none".to_string()), None]

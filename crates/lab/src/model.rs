@@ -5,7 +5,7 @@
 //!
 //! Times in a run are seconds since the run's origin (`t = 0` is the start
 //! of the first phase); rates are bits per second; latencies milliseconds.
-//! The schema of `summary.json` is documented in docs/lab.md: change both
+//! The schema of `summary.json` is documented in docs/lab-results.md: change both
 //! together.
 
 use serde::{Deserialize, Serialize};
