@@ -4,10 +4,12 @@
 #   1. tcp_1up: ping during one saturating TCP upload on a 5/1 Mbit/s cable
 #      line with a 200-packet modem FIFO; then HFSC qlimit 9 in front of it.
 #   2. ack_priority: a download during an upload on 512/128 kbit/s DSL; then
-#      PRIQ with empty ACKs first.
+#      the article's PRIQ with empty ACKs first; then the same done fully
+#      (examples/lab/ack-priority-plus.conf: ping and DNS first too, and the
+#      download shaped with FQ-CoDel below the line).
 # Prints each before/after table and the path of its report. Needs root.
 # DEMO_DURATION=S shortens every phase (default: the scenarios' own lengths,
-# about 2.5 + 12.5 minutes in all).
+# about 2.5 + 8 minutes in all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -17,10 +19,16 @@ dur=()
 [ -z "${DEMO_DURATION:-}" ] || dur=(--duration "$DEMO_DURATION")
 stamp=$(date -u +%Y%m%d-%H%M%S)
 reports=()
+declare -A shapers=(
+    [tcp_1up]="none examples/hfsc-qlimit9.conf"
+    [ack_priority]="none examples/priq-ack.conf examples/lab/ack-priority-plus.conf"
+)
 for s in tcp_1up ack_priority; do
     out="lab-results/demo-$stamp/$s"
-    echo "### sluice lab compare $s  (without a shaper, then with examples' config)"
-    "$bin" lab compare "$s" "${dur[@]}" --out "$out"
+    args=()
+    for sh in ${shapers[$s]}; do args+=(--shaper "$sh"); done
+    echo "### sluice lab compare $s ${args[*]}"
+    "$bin" lab compare "$s" "${args[@]}" "${dur[@]}" --out "$out"
     reports+=("$out")
     echo
 done
