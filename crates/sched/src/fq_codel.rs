@@ -147,9 +147,18 @@ impl Flow {
     };
 }
 
-// Per-flow state stays within 56 bytes (CoDel vars 32 + links and deficit),
-// so 1024 flows fit in 56 KiB; checked at compile time.
+// Per-flow state stays within 56 bytes (CoDel vars 32 + links and deficit);
+// checked at compile time.
 const _: () = assert!(std::mem::size_of::<Flow>() <= 56);
+
+/// A flow padded to one aligned cache line. The pull path reads and writes
+/// most of a flow; at a 56-byte stride 7 flows in 8 straddle two lines, so
+/// touching a cold flow cost two misses. 1024 flows take 64 KiB instead of 56.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+struct FlowLine(Flow);
+
+const _: () = assert!(std::mem::size_of::<FlowLine>() == 64);
 
 /// Intrusive singly linked list of flows; only the head is ever removed.
 #[derive(Clone, Copy, Debug)]
@@ -182,7 +191,7 @@ pub struct Stats {
 pub struct FqCodel {
     params: Params,
     codel: codel::Params,
-    flows: Box<[Flow]>,
+    flows: Box<[FlowLine]>,
     /// Bytes queued per flow, apart from `flows` so the fattest-flow scan
     /// reads one dense array.
     backlogs: Box<[u32]>,
@@ -261,7 +270,7 @@ impl FqCodel {
                 ce_threshold: None,
                 mtu_bytes: 1514,
             },
-            flows: vec![Flow::EMPTY; n].into_boxed_slice(),
+            flows: vec![FlowLine(Flow::EMPTY); n].into_boxed_slice(),
             backlogs: vec![0u32; n].into_boxed_slice(),
             new_flows: FlowList::EMPTY,
             old_flows: FlowList::EMPTY,
@@ -318,12 +327,12 @@ impl FqCodel {
             OnList::Old => &mut self.old_flows,
             OnList::None => return,
         };
-        self.flows[idx as usize].next = NIL;
-        self.flows[idx as usize].list = which;
+        self.flows[idx as usize].0.next = NIL;
+        self.flows[idx as usize].0.list = which;
         if list.tail == NIL {
             list.head = idx;
         } else {
-            self.flows[list.tail as usize].next = idx;
+            self.flows[list.tail as usize].0.next = idx;
         }
         list.tail = idx;
     }
@@ -339,12 +348,12 @@ impl FqCodel {
         if idx == NIL {
             return None;
         }
-        list.head = self.flows[idx as usize].next;
+        list.head = self.flows[idx as usize].0.next;
         if list.head == NIL {
             list.tail = NIL;
         }
-        self.flows[idx as usize].next = NIL;
-        self.flows[idx as usize].list = OnList::None;
+        self.flows[idx as usize].0.next = NIL;
+        self.flows[idx as usize].0.list = OnList::None;
         Some(idx)
     }
 
@@ -364,7 +373,7 @@ impl FqCodel {
         let threshold = max / 2;
         let mut dropped_bytes = 0u32;
         let mut n = 0u32;
-        let flow = &mut self.flows[fattest];
+        let flow = &mut self.flows[fattest].0;
         // Bounded by `drop_batch` and by the flow's packets.
         while n < self.params.drop_batch {
             let Some(pkt) = self.slab.pop(&mut flow.head, &mut flow.tail) else {
@@ -404,7 +413,7 @@ impl FqCodel {
                 return None;
             };
             visits += 1;
-            let f = &mut self.flows[idx as usize];
+            let f = &mut self.flows[idx as usize].0;
             if f.deficit <= 0 && visits < MAX_VISITS_PER_DEQUEUE {
                 f.deficit = f.deficit.saturating_add(quantum);
                 self.pop_head(which);
@@ -445,7 +454,8 @@ impl FqCodel {
             };
             match pkt {
                 Some(p) => {
-                    self.flows[idx as usize].deficit = self.flows[idx as usize]
+                    self.flows[idx as usize].0.deficit = self.flows[idx as usize]
+                        .0
                         .deficit
                         .saturating_sub(p.cost.min(i32::MAX as u32) as i32);
                     return Some(p);
@@ -474,13 +484,13 @@ impl Qdisc for FqCodel {
         pkt.enqueued_at = now;
         self.stats.on_enqueue(&pkt);
         let len = pkt.len;
-        let f = &mut self.flows[idx as usize];
+        let f = &mut self.flows[idx as usize].0;
         self.slab.push(&mut f.head, &mut f.tail, pkt);
         self.backlogs[idx as usize] = self.backlogs[idx as usize].saturating_add(len);
         self.queued += 1;
         self.queued_bytes += len as u64;
-        if self.flows[idx as usize].list == OnList::None {
-            self.flows[idx as usize].deficit =
+        if self.flows[idx as usize].0.list == OnList::None {
+            self.flows[idx as usize].0.deficit =
                 self.params.quantum_bytes.min(i32::MAX as u32) as i32;
             self.push_tail(OnList::New, idx);
             self.fq_stats.new_flows += 1;
@@ -551,7 +561,7 @@ impl Qdisc for FqCodel {
         // each active flow once.
         for which in [OnList::New, OnList::Old] {
             while let Some(idx) = self.pop_head(which) {
-                let f = &mut self.flows[idx as usize];
+                let f = &mut self.flows[idx as usize].0;
                 // Bounded by the flow's packets.
                 while let Some(pkt) = self.slab.pop(&mut f.head, &mut f.tail) {
                     self.stats.on_drop_resident(&pkt, DropReason::Purge);
