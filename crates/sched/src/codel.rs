@@ -281,7 +281,38 @@ pub fn dequeue<S: Source + ?Sized>(
     now: Instant,
     drops: &mut Drops,
 ) -> Option<Packet> {
-    let ok_to_drop = check_head(p, v, st, src, now)?;
+    if select(p, v, st, src, now, drops) {
+        src.pop()
+    } else {
+        None
+    }
+}
+
+/// The CoDel dequeue step without the final pop: drops (or marks) what the
+/// control law says, then leaves the packet to send at the head of `src`
+/// and returns true, or returns false if the source ran dry. Exactly
+/// [`dequeue`] minus its last `src.pop()`: a caller that pops the packet
+/// itself moves it once, straight to where it goes.
+#[inline]
+pub fn select<S: Source + ?Sized>(
+    p: &Params,
+    v: &mut Vars,
+    st: &mut Stats,
+    src: &mut S,
+    now: Instant,
+    drops: &mut Drops,
+) -> bool {
+    let Some(ok_to_drop) = check_head(p, v, st, src, now) else {
+        return false;
+    };
+    if !v.dropping && !ok_to_drop {
+        // The common case: below target (or not for long enough), the head
+        // that was just inspected is sent.
+        if p.ce_threshold.is_some() {
+            return mark_over_threshold(p, st, src, now);
+        }
+        return true;
+    }
     if v.dropping {
         if !ok_to_drop {
             v.dropping = false;
@@ -295,7 +326,7 @@ pub fn dequeue<S: Source + ?Sized>(
                 // Marked, not dropped: deliver it and schedule the next
                 // signal (Linux does the same; the queue does not shrink).
                 v.drop_next = v.control_law(v.drop_next, p.interval);
-                return finish(p, st, src.pop(), now);
+                return mark_over_threshold(p, st, src, now);
             }
             match check_head(p, v, st, src, now) {
                 Some(true) => v.drop_next = v.control_law(v.drop_next, p.interval),
@@ -303,7 +334,8 @@ pub fn dequeue<S: Source + ?Sized>(
                 Some(false) | None => v.dropping = false,
             }
         }
-    } else if ok_to_drop {
+    } else {
+        // Not dropping, and the standing queue has lasted an interval.
         if !punish_head(p, st, src, drops) {
             // RFC: dodequeue again; only its first_above_time update matters.
             let _ = check_head(p, v, st, src, now);
@@ -323,20 +355,28 @@ pub fn dequeue<S: Source + ?Sized>(
         v.last_count = v.count;
         v.drop_next = v.control_law(now, p.interval);
     }
-    finish(p, st, src.pop(), now)
+    mark_over_threshold(p, st, src, now)
 }
 
-/// Shallow ECN marking by `ce_threshold` on the packet actually sent.
+/// Shallow ECN marking by `ce_threshold` on the packet about to be sent (the
+/// head). Returns whether there is one.
 #[inline(always)]
-fn finish(p: &Params, st: &mut Stats, pkt: Option<Packet>, now: Instant) -> Option<Packet> {
-    let mut pkt = pkt?;
+fn mark_over_threshold<S: Source + ?Sized>(
+    p: &Params,
+    st: &mut Stats,
+    src: &mut S,
+    now: Instant,
+) -> bool {
+    let Some(pkt) = src.head_mut() else {
+        return false;
+    };
     if let Some(th) = p.ce_threshold {
         if pkt.ecn != crate::Ecn::Ce && now.saturating_since(pkt.enqueued_at) > th && pkt.mark_ce()
         {
             st.ce_threshold_marks += 1;
         }
     }
-    Some(pkt)
+    true
 }
 
 /// A FIFO as a CoDel [`Source`].

@@ -10,7 +10,7 @@
 //!   flow leaves `new_flows` for the tail of `old_flows`, so a flow that keeps
 //!   a queue can never stay "new" (no starvation of old flows). Deficits count
 //!   [`Packet::cost`] bytes, so bandwidth is shared in bytes, not packets.
-//! - Each flow runs the shared CoDel control step ([`crate::codel::dequeue`])
+//! - Each flow runs the shared CoDel control step ([`crate::codel::select`])
 //!   with its own [`codel::Vars`]; sojourn is measured from enqueue. As in
 //!   Linux, the "≤ 1 MTU" test uses the total backlog of the discipline.
 //! - Limits: at most `limit_packets` packets and `memory_limit_bytes` bytes of
@@ -398,10 +398,11 @@ impl FqCodel {
     }
 
     /// DRR selection plus the CoDel step of the chosen flow (RFC 8290 §4.2).
-    // Inlined into `dequeue`: the packet is built in the caller's slot
-    // instead of returned through one more frame.
+    /// Returns the flow whose head packet is the one to send, left in place:
+    /// the caller takes it with [`FqCodel::take_head`], so the packet moves
+    /// once, from its slot to where it goes.
     #[inline]
-    fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+    fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let quantum = self.params.quantum_bytes.min(i32::MAX as u32) as i32;
         let mut visits = 0u32;
         loop {
@@ -424,9 +425,9 @@ impl FqCodel {
             // for it the CoDel step only resets its state and yields
             // nothing, so take that branch directly: every flow that drains
             // costs one such visit.
-            let pkt = if f.head == NIL {
+            let found = if f.head == NIL {
                 f.vars.on_empty();
-                None
+                false
             } else {
                 let from = drops.len();
                 let marks_before = self.fq_stats.codel.ecn_marks;
@@ -438,7 +439,7 @@ impl FqCodel {
                     queued: &mut self.queued,
                     queued_bytes: &mut self.queued_bytes,
                 };
-                let pkt = codel::dequeue(
+                let found = codel::select(
                     &self.codel,
                     &mut f.vars,
                     &mut self.fq_stats.codel,
@@ -446,33 +447,44 @@ impl FqCodel {
                     now,
                     drops,
                 );
-                for d in &drops[from..] {
-                    self.stats.on_drop_resident(&d.pkt, d.reason);
-                }
-                self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
-                pkt
-            };
-            match pkt {
-                Some(p) => {
-                    self.flows[idx as usize].0.deficit = self.flows[idx as usize]
-                        .0
-                        .deficit
-                        .saturating_sub(p.cost.min(i32::MAX as u32) as i32);
-                    return Some(p);
-                }
-                None => {
-                    // Empty: an emptied new flow goes to the old list if that
-                    // is non-empty (so it cannot re-enter as new right away
-                    // and starve old flows), else it leaves the lists.
-                    self.pop_head(which);
-                    // CoDel state is kept: RFC 8289 reuses `count` when the
-                    // flow comes back soon.
-                    if which == OnList::New && self.old_flows.head != NIL {
-                        self.push_tail(OnList::Old, idx);
+                if drops.len() > from {
+                    for d in &drops[from..] {
+                        self.stats.on_drop_resident(&d.pkt, d.reason);
                     }
                 }
+                self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
+                found
+            };
+            if found {
+                return Some(idx);
+            }
+            // Empty: an emptied new flow goes to the old list if that
+            // is non-empty (so it cannot re-enter as new right away
+            // and starve old flows), else it leaves the lists.
+            self.pop_head(which);
+            // CoDel state is kept: RFC 8289 reuses `count` when the
+            // flow comes back soon.
+            if which == OnList::New && self.old_flows.head != NIL {
+                self.push_tail(OnList::Old, idx);
             }
         }
+    }
+
+    /// Removes the head packet of flow `idx` (chosen by `pull`) and charges
+    /// it to the flow's deficit and the backlogs.
+    #[inline(always)]
+    fn take_head(&mut self, idx: u32) -> Option<Packet> {
+        let f = &mut self.flows.get_mut(idx as usize)?.0;
+        let pkt = self.slab.pop(&mut f.head, &mut f.tail)?;
+        f.deficit = f
+            .deficit
+            .saturating_sub(pkt.cost.min(i32::MAX as u32) as i32);
+        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+            *b = b.saturating_sub(pkt.len);
+        }
+        self.queued -= 1;
+        self.queued_bytes -= pkt.len as u64;
+        Some(pkt)
     }
 }
 
@@ -523,7 +535,8 @@ impl Qdisc for FqCodel {
         let pkt = if self.held.is_some() {
             self.held.take()?
         } else {
-            self.pull(now, drops)?
+            let idx = self.pull(now, drops)?;
+            self.take_head(idx)?
         };
         self.stats.on_dequeue(&pkt, now);
         Some(pkt)
@@ -532,7 +545,7 @@ impl Qdisc for FqCodel {
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = self.clamp(now);
         if self.held.is_none() {
-            self.held = self.pull(now, drops);
+            self.held = self.pull(now, drops).and_then(|idx| self.take_head(idx));
         }
         self.held.as_ref().map(|p| p.cost)
     }
