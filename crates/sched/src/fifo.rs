@@ -50,8 +50,10 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 /// Layout (`repr(C)`, line-aligned): what enqueue and dequeue touch comes
 /// first (the queue, the limits, the clock, then the hot half of the
 /// counters, see [`QueueStats`]), so a cold queue costs two lines per
-/// operation instead of four or five; the configuration copy kept for
-/// [`Fifo::params`] and the cold counters trail behind.
+/// operation instead of four or five; the cold counters trail behind. The
+/// limits are kept without an `Option`, whose tag would otherwise be the
+/// niche an enum holding a `Fifo` uses for its discriminant (on a cold
+/// line, see `leaf.rs`).
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Fifo {
@@ -63,7 +65,6 @@ pub struct Fifo {
     /// Also the backlog: `stats.qlen` and `stats.backlog_bytes` are the
     /// queue's length and bytes, kept by `on_enqueue`/`on_dequeue`.
     stats: QueueStats,
-    params: Params,
 }
 
 impl Fifo {
@@ -81,12 +82,16 @@ impl Fifo {
             limit_bytes: params.limit_bytes.unwrap_or(u64::MAX),
             last_now: Instant::ZERO,
             stats: QueueStats::default(),
-            params,
         }
     }
 
-    pub fn params(&self) -> &Params {
-        &self.params
+    /// The limits in force (`limit_packets` at least 1; a byte limit of
+    /// `u64::MAX` is no limit and reads back as `None`).
+    pub fn params(&self) -> Params {
+        Params {
+            limit_packets: self.limit_packets,
+            limit_bytes: (self.limit_bytes != u64::MAX).then_some(self.limit_bytes),
+        }
     }
 
     pub fn stats(&self) -> &QueueStats {
@@ -110,7 +115,7 @@ impl Fifo {
 }
 
 // `#[inline]` on the packet path: classful parents that hold a FIFO inline
-// (see [`crate::Leaf`]) call these directly, and the calls must fold into
+// (see `leaf.rs`) call these directly, and the calls must fold into
 // theirs.
 impl Qdisc for Fifo {
     #[inline]

@@ -62,6 +62,26 @@ impl QueueStats {
         self.drop_bytes[reason.index()] += pkt.len as u64;
     }
 
+    /// Adds `other`'s counters to these (an aggregate over queues).
+    pub fn add(&mut self, other: &QueueStats) {
+        self.enq_packets += other.enq_packets;
+        self.enq_bytes += other.enq_bytes;
+        self.deq_packets += other.deq_packets;
+        self.deq_bytes += other.deq_bytes;
+        self.qlen += other.qlen;
+        self.backlog_bytes += other.backlog_bytes;
+        self.sojourn.merge(&other.sojourn);
+        self.ecn_marks += other.ecn_marks;
+        self.borrows += other.borrows;
+        self.overlimits += other.overlimits;
+        for (a, b) in self.drop_packets.iter_mut().zip(other.drop_packets) {
+            *a += b;
+        }
+        for (a, b) in self.drop_bytes.iter_mut().zip(other.drop_bytes) {
+            *a += b;
+        }
+    }
+
     pub fn total_drops(&self) -> u64 {
         self.drop_packets.iter().sum()
     }
