@@ -118,7 +118,7 @@ impl Fifo {
 // (see `leaf.rs`) call these directly, and the calls must fold into
 // theirs.
 impl Qdisc for Fifo {
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = self.clamp(now);
         if !self.fits(&pkt) {

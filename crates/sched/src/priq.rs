@@ -265,7 +265,7 @@ impl Priq {
     /// one), re-inserting it at the ring's tail if it stays non-empty.
     // Inlined: the packet path; out of line it costs a call frame and one
     // more move of the packet through a return slot.
-    #[inline]
+    #[inline(always)]
     fn dequeue_class(&mut self, idx: u32, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let from = drops.len();
         let leaf = &mut self.leaves[idx as usize];
