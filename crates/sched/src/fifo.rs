@@ -47,13 +47,20 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 
 /// A drop-tail FIFO queue.
 ///
-/// Layout (`repr(C)`, line-aligned): what enqueue and dequeue touch comes
-/// first (the queue, the limits, the clock, then the hot half of the
-/// counters, see [`QueueStats`]), so a cold queue costs two lines per
-/// operation instead of four or five; the cold counters trail behind. The
-/// limits are kept without an `Option`, whose tag would otherwise be the
-/// niche an enum holding a `Fifo` uses for its discriminant (on a cold
-/// line, see `leaf.rs`).
+/// Layout (`repr(C)`, line-aligned): the first line holds everything an
+/// enqueue touches (the queue, the limits, the clock, the backlog), the
+/// second what a dequeue adds (the departure counters and the sojourn
+/// histogram's header, see [`QueueStats`]); a cold queue costs one line per
+/// enqueue and two per dequeue instead of four or five. The limits are kept
+/// without an `Option`, whose tag would otherwise be the niche an enum
+/// holding a `Fifo` uses for its discriminant (on a cold line, see
+/// `leaf.rs`).
+///
+/// Counters: a FIFO's packets either leave (`deq_*`), are purged
+/// (`drop_*[Purge]`) or are still resident, so the arrival counters and
+/// the current length are derived from those when the statistics are read
+/// ([`Fifo::stats`]) instead of being kept on the packet path; the
+/// figures are the same.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Fifo {
@@ -62,8 +69,10 @@ pub struct Fifo {
     /// `params.limit_bytes`, `u64::MAX` when unset (one compare, no tag).
     limit_bytes: u64,
     last_now: Instant,
-    /// Also the backlog: `stats.qlen` and `stats.backlog_bytes` are the
-    /// queue's length and bytes, kept by `on_enqueue`/`on_dequeue`.
+    /// Sum of `len` of resident packets.
+    backlog_bytes: u64,
+    /// Departures, drops, sojourn; `enq_*`, `qlen` and `backlog_bytes` stay
+    /// zero here and are filled in by [`Fifo::stats`].
     stats: QueueStats,
 }
 
@@ -81,6 +90,7 @@ impl Fifo {
             limit_packets: params.limit_packets,
             limit_bytes: params.limit_bytes.unwrap_or(u64::MAX),
             last_now: Instant::ZERO,
+            backlog_bytes: 0,
             stats: QueueStats::default(),
         }
     }
@@ -94,15 +104,23 @@ impl Fifo {
         }
     }
 
-    pub fn stats(&self) -> &QueueStats {
-        &self.stats
+    /// The queue's statistics, with the counters derived from the others
+    /// filled in (see the type's doc). Built when asked, off the packet path.
+    pub fn stats(&self) -> QueueStats {
+        let mut st = self.stats.clone();
+        let purge = DropReason::Purge.index();
+        st.qlen = self.queue.len() as u64;
+        st.backlog_bytes = self.backlog_bytes;
+        st.enq_packets = st.deq_packets + st.drop_packets[purge] + st.qlen;
+        st.enq_bytes = st.deq_bytes + st.drop_bytes[purge] + st.backlog_bytes;
+        st
     }
 
     /// Whether `pkt` would fit without exceeding either limit.
     #[inline]
     fn fits(&self, pkt: &Packet) -> bool {
         self.queue.len() < self.limit_packets as usize
-            && self.stats.backlog_bytes.saturating_add(pkt.len as u64) <= self.limit_bytes
+            && self.backlog_bytes.saturating_add(pkt.len as u64) <= self.limit_bytes
     }
 
     #[inline]
@@ -130,7 +148,8 @@ impl Qdisc for Fifo {
             return Enqueue::Rejected;
         }
         pkt.enqueued_at = now;
-        self.stats.on_enqueue(&pkt);
+        // `on_enqueue`'s counters are derived (see the type's doc).
+        self.backlog_bytes += pkt.len as u64;
         self.queue.push_back(Slot(pkt));
         Enqueue::Queued
     }
@@ -139,7 +158,13 @@ impl Qdisc for Fifo {
     fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
         let now = self.clamp(now);
         let Slot(pkt) = self.queue.pop_front()?;
-        self.stats.on_dequeue(&pkt, now);
+        self.backlog_bytes -= pkt.len as u64;
+        // `on_dequeue` without `qlen`/`backlog_bytes`, which are derived.
+        self.stats.deq_packets += 1;
+        self.stats.deq_bytes += pkt.len as u64;
+        self.stats
+            .sojourn
+            .record(now.saturating_since(pkt.enqueued_at));
         Some(pkt)
     }
 
@@ -163,22 +188,25 @@ impl Qdisc for Fifo {
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.stats.backlog_bytes
+        self.backlog_bytes
     }
 
     fn purge(&mut self, drops: &mut Drops) {
         // Bounded by the resident count, itself bounded by `limit_packets`.
         for Slot(pkt) in self.queue.drain(..) {
-            self.stats.on_drop_resident(&pkt, DropReason::Purge);
+            // `on_drop`, not `on_drop_resident`: the resident counts are
+            // derived.
+            self.stats.on_drop(&pkt, DropReason::Purge);
             drops.push(Dropped {
                 pkt,
                 reason: DropReason::Purge,
             });
         }
+        self.backlog_bytes = 0;
     }
 
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        f(ClassId::ROOT, &self.stats);
+        f(ClassId::ROOT, &self.stats());
     }
 }
 
@@ -299,6 +327,54 @@ mod tests {
             Instant(1000),
             "earlier now clamped to the latest"
         );
+    }
+
+    #[test]
+    fn derived_counters_match_an_explicit_count() {
+        // Counts kept the plain way beside a random mix of arrivals (some
+        // refused), departures and a purge; the FIFO's derived arrival,
+        // length and backlog counters must agree at every step.
+        let mut q = Fifo::new(Params {
+            limit_packets: 8,
+            limit_bytes: Some(5_000),
+        });
+        let mut rng = crate::testing::Rng::new(11);
+        let mut drops = Vec::new();
+        let (mut enq, mut enq_bytes, mut resident, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+        for step in 0..3_000u64 {
+            if step % 500 == 499 {
+                q.purge(&mut drops);
+                (resident, bytes) = (0, 0);
+            }
+            match rng.below(6) {
+                0..=3 => {
+                    let len = 100 + rng.below(1400) as u32;
+                    if q.enqueue(pkt(step, len), Instant(step), &mut drops) == Enqueue::Queued {
+                        enq += 1;
+                        enq_bytes += len as u64;
+                        resident += 1;
+                        bytes += len as u64;
+                    }
+                }
+                _ => {
+                    if let Some(p) = q.dequeue(Instant(step), &mut drops) {
+                        resident -= 1;
+                        bytes -= p.len as u64;
+                    }
+                }
+            }
+            let st = q.stats();
+            assert_eq!(
+                (st.enq_packets, st.enq_bytes, st.qlen, st.backlog_bytes),
+                (enq, enq_bytes, resident, bytes),
+                "step {step}"
+            );
+            assert_eq!(q.backlog_bytes(), bytes);
+        }
+        let st = q.stats();
+        assert!(st.drop_packets[DropReason::Purge.index()] > 0, "{st:?}");
+        assert!(st.drop_packets[DropReason::QueueFull.index()] > 0, "{st:?}");
+        assert!(st.deq_packets > 0);
     }
 
     #[test]

@@ -7,20 +7,21 @@ use sluice_time::{Histogram, Instant};
 /// behind the user's back.
 ///
 /// `repr(C)`: the counters every enqueue and dequeue touch come first (72
-/// bytes with the histogram's header), the ones only drops and shapers touch
-/// after them, so a queue's hot counters share one or two cache lines.
+/// bytes with the histogram's header; a dequeue's own, 40 bytes, first of
+/// all), the ones only drops and shapers touch after them, so a queue's hot
+/// counters share one or two cache lines.
 #[derive(Clone, Debug, Default)]
 #[repr(C)]
 pub struct QueueStats {
-    pub enq_packets: u64,
-    pub enq_bytes: u64,
     pub deq_packets: u64,
     pub deq_bytes: u64,
+    /// Time from enqueue to dequeue of forwarded packets.
+    pub sojourn: Histogram,
+    pub enq_packets: u64,
+    pub enq_bytes: u64,
     /// Current length, packets and bytes (kept by the discipline).
     pub qlen: u64,
     pub backlog_bytes: u64,
-    /// Time from enqueue to dequeue of forwarded packets.
-    pub sojourn: Histogram,
     pub ecn_marks: u64,
     /// CBQ: times a class borrowed from its parent.
     pub borrows: u64,
