@@ -204,6 +204,7 @@ pub struct FqCodel {
     /// Packet chosen by `peek_len`, returned by the next `dequeue`.
     held: Option<Packet>,
     fq_stats: Stats,
+    /// Departures, drops, sojourn; the rest is derived in [`FqCodel::stats`].
     stats: QueueStats,
     last_now: Instant,
 }
@@ -291,8 +292,20 @@ impl FqCodel {
     pub fn fq_stats(&self) -> &Stats {
         &self.fq_stats
     }
-    pub fn stats(&self) -> &QueueStats {
-        &self.stats
+    /// The queue's statistics. Every packet that enters is resident until it
+    /// leaves or is dropped (FQ-CoDel refuses none at the door: an overflow
+    /// drops residents, the newcomer possibly among them), so the arrival
+    /// counters and the current length are derived here from departures,
+    /// drops and the queue instead of being kept on the packet path, and
+    /// the ECN marks are the control law's. Same figures; built when asked.
+    pub fn stats(&self) -> QueueStats {
+        let mut st = self.stats.clone();
+        st.qlen = self.len() as u64;
+        st.backlog_bytes = self.backlog_bytes();
+        st.enq_packets = st.deq_packets + st.total_drops() + st.qlen;
+        st.enq_bytes = st.deq_bytes + st.drop_bytes.iter().sum::<u64>() + st.backlog_bytes;
+        st.ecn_marks = self.fq_stats.codel.ecn_marks;
+        st
     }
 
     /// The flow queue a hash maps to (multiply-shift, uniform for a uniform hash).
@@ -430,7 +443,6 @@ impl FqCodel {
                 false
             } else {
                 let from = drops.len();
-                let marks_before = self.fq_stats.codel.ecn_marks;
                 let mut src = FlowSource {
                     flow_head: &mut f.head,
                     flow_tail: &mut f.tail,
@@ -449,10 +461,10 @@ impl FqCodel {
                 );
                 if drops.len() > from {
                     for d in &drops[from..] {
-                        self.stats.on_drop_resident(&d.pkt, d.reason);
+                        // Resident counts are derived (see `stats`).
+                        self.stats.on_drop(&d.pkt, d.reason);
                     }
                 }
-                self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
                 found
             };
             if found {
@@ -494,7 +506,7 @@ impl Qdisc for FqCodel {
         let idx = self.bucket(pkt.flow);
         let id = pkt.id;
         pkt.enqueued_at = now;
-        self.stats.on_enqueue(&pkt);
+        // `on_enqueue`'s counters are derived (see `stats`).
         let len = pkt.len;
         let f = &mut self.flows[idx as usize].0;
         self.slab.push(&mut f.head, &mut f.tail, pkt);
@@ -518,7 +530,7 @@ impl Qdisc for FqCodel {
         }
         let mut refused = false;
         for d in &drops[from..] {
-            self.stats.on_drop_resident(&d.pkt, d.reason);
+            self.stats.on_drop(&d.pkt, d.reason);
             refused |= d.pkt.id == id;
         }
         if refused {
@@ -538,7 +550,12 @@ impl Qdisc for FqCodel {
             let idx = self.pull(now, drops)?;
             self.take_head(idx)?
         };
-        self.stats.on_dequeue(&pkt, now);
+        // `on_dequeue` without `qlen`/`backlog_bytes`, which are derived.
+        self.stats.deq_packets += 1;
+        self.stats.deq_bytes += pkt.len as u64;
+        self.stats
+            .sojourn
+            .record(now.saturating_since(pkt.enqueued_at));
         Some(pkt)
     }
 
@@ -564,7 +581,7 @@ impl Qdisc for FqCodel {
 
     fn purge(&mut self, drops: &mut Drops) {
         if let Some(pkt) = self.held.take() {
-            self.stats.on_drop_resident(&pkt, DropReason::Purge);
+            self.stats.on_drop(&pkt, DropReason::Purge);
             drops.push(Dropped {
                 pkt,
                 reason: DropReason::Purge,
@@ -577,7 +594,7 @@ impl Qdisc for FqCodel {
                 let f = &mut self.flows[idx as usize].0;
                 // Bounded by the flow's packets.
                 while let Some(pkt) = self.slab.pop(&mut f.head, &mut f.tail) {
-                    self.stats.on_drop_resident(&pkt, DropReason::Purge);
+                    self.stats.on_drop(&pkt, DropReason::Purge);
                     drops.push(Dropped {
                         pkt,
                         reason: DropReason::Purge,
@@ -593,7 +610,7 @@ impl Qdisc for FqCodel {
     }
 
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        f(ClassId::ROOT, &self.stats);
+        f(ClassId::ROOT, &self.stats());
     }
 }
 
