@@ -313,6 +313,21 @@ pub fn select<S: Source + ?Sized>(
         }
         return true;
     }
+    control(p, v, st, src, now, drops, ok_to_drop)
+}
+
+/// The rest of [`select`]: the dropping state and the control law. Out of
+/// line so the common step (below target) carries none of its registers.
+#[inline(never)]
+fn control<S: Source + ?Sized>(
+    p: &Params,
+    v: &mut Vars,
+    st: &mut Stats,
+    src: &mut S,
+    now: Instant,
+    drops: &mut Drops,
+    ok_to_drop: bool,
+) -> bool {
     if v.dropping {
         if !ok_to_drop {
             v.dropping = false;

@@ -410,6 +410,30 @@ impl FqCodel {
         fattest as u32
     }
 
+    /// Over a limit after enqueueing packet `id`: drops batches from the
+    /// fattest flows until under (RFC 8290 §4.1). Out of line and cold, so
+    /// the common enqueue carries none of its registers and stack.
+    #[cold]
+    #[inline(never)]
+    fn overflow(&mut self, id: u64, drops: &mut Drops) -> Enqueue {
+        let from = drops.len();
+        // Each batch drops at least one packet, so this ends within
+        // `queued` iterations.
+        while self.over_limit() && self.queued > 0 {
+            self.drop_batch(drops);
+        }
+        let mut refused = false;
+        for d in &drops[from..] {
+            self.stats.on_drop(&d.pkt, d.reason);
+            refused |= d.pkt.id == id;
+        }
+        if refused {
+            Enqueue::Rejected
+        } else {
+            Enqueue::QueuedDroppedOthers
+        }
+    }
+
     /// DRR selection plus the CoDel step of the chosen flow (RFC 8290 §4.2).
     /// Returns the flow whose head packet is the one to send, left in place:
     /// the caller takes it with [`FqCodel::take_head`], so the packet moves
@@ -522,22 +546,7 @@ impl Qdisc for FqCodel {
         if !self.over_limit() {
             return Enqueue::Queued;
         }
-        let from = drops.len();
-        // Each batch drops at least one packet, so this ends within
-        // `queued` iterations.
-        while self.over_limit() && self.queued > 0 {
-            self.drop_batch(drops);
-        }
-        let mut refused = false;
-        for d in &drops[from..] {
-            self.stats.on_drop(&d.pkt, d.reason);
-            refused |= d.pkt.id == id;
-        }
-        if refused {
-            Enqueue::Rejected
-        } else {
-            Enqueue::QueuedDroppedOthers
-        }
+        self.overflow(id, drops)
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
