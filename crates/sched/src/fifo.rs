@@ -116,6 +116,13 @@ impl Fifo {
         st
     }
 
+    /// `len` of the head packet, for a parent's bookkeeping before it
+    /// dequeues.
+    #[inline]
+    pub(crate) fn head_len(&self) -> Option<u32> {
+        self.queue.front().map(|s| s.0.len)
+    }
+
     /// Whether `pkt` would fit without exceeding either limit.
     #[inline]
     fn fits(&self, pkt: &Packet) -> bool {
@@ -157,15 +164,17 @@ impl Qdisc for Fifo {
     #[inline]
     fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
         let now = self.clamp(now);
-        let Slot(pkt) = self.queue.pop_front()?;
-        self.backlog_bytes -= pkt.len as u64;
+        // Counted from the head in place, then popped as the result, so the
+        // packet moves once (slot to return slot) when this is inlined.
+        let head = &self.queue.front()?.0;
+        self.backlog_bytes -= head.len as u64;
         // `on_dequeue` without `qlen`/`backlog_bytes`, which are derived.
         self.stats.deq_packets += 1;
-        self.stats.deq_bytes += pkt.len as u64;
+        self.stats.deq_bytes += head.len as u64;
         self.stats
             .sojourn
-            .record(now.saturating_since(pkt.enqueued_at));
-        Some(pkt)
+            .record(now.saturating_since(head.enqueued_at));
+        self.queue.pop_front().map(|Slot(pkt)| pkt)
     }
 
     fn peek_len(&mut self, now: Instant, _drops: &mut Drops) -> Option<u32> {

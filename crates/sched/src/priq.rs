@@ -376,6 +376,18 @@ impl Qdisc for Priq {
                 let Some(idx) = self.rings[p].pop_front() else {
                     break;
                 };
+                if let Some(Leaf::Fifo(f)) = self.leaves.get(idx as usize) {
+                    if let Some(len) = f.head_len() {
+                        // A FIFO drops nothing on dequeue: settle from its
+                        // head, then its pop is the return value, so the
+                        // packet moves once, slot to return slot.
+                        let still = f.len() > 1;
+                        self.len = self.len.saturating_sub(1);
+                        self.backlog_bytes = self.backlog_bytes.saturating_sub(len as u64);
+                        self.settle(idx, still);
+                        return self.leaves[idx as usize].dequeue(now, drops);
+                    }
+                }
                 if let Some(pkt) = self.dequeue_class(idx, now, drops) {
                     return Some(pkt);
                 }
