@@ -131,7 +131,10 @@ struct Flow {
     tail: u32,
     /// Next flow on the same list (NIL at the end).
     next: u32,
-    deficit: i32,
+    /// Bytes the flow may still send this round. i64: a quantum (at most
+    /// `u32::MAX`) and a packet's cost (idem) never overflow it, so the
+    /// packet path needs no clamping conversions.
+    deficit: i64,
     list: OnList,
     vars: codel::Vars,
 }
@@ -440,7 +443,7 @@ impl FqCodel {
     /// once, from its slot to where it goes.
     #[inline]
     fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        let quantum = self.params.quantum_bytes.min(i32::MAX as u32) as i32;
+        let quantum = self.params.quantum_bytes as i64;
         let mut visits = 0u32;
         loop {
             let (which, idx) = if self.new_flows.head != NIL {
@@ -512,9 +515,7 @@ impl FqCodel {
     fn take_head(&mut self, idx: u32) -> Option<Packet> {
         let f = &mut self.flows.get_mut(idx as usize)?.0;
         let pkt = self.slab.pop(&mut f.head, &mut f.tail)?;
-        f.deficit = f
-            .deficit
-            .saturating_sub(pkt.cost.min(i32::MAX as u32) as i32);
+        f.deficit = f.deficit.saturating_sub(pkt.cost as i64);
         if let Some(b) = self.backlogs.get_mut(idx as usize) {
             *b = b.saturating_sub(pkt.len);
         }
@@ -534,12 +535,16 @@ impl Qdisc for FqCodel {
         let len = pkt.len;
         let f = &mut self.flows[idx as usize].0;
         self.slab.push(&mut f.head, &mut f.tail, pkt);
-        self.backlogs[idx as usize] = self.backlogs[idx as usize].saturating_add(len);
+        let joins = f.list == OnList::None;
+        if joins {
+            f.deficit = self.params.quantum_bytes as i64;
+        }
+        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+            *b = b.saturating_add(len);
+        }
         self.queued += 1;
         self.queued_bytes += len as u64;
-        if self.flows[idx as usize].0.list == OnList::None {
-            self.flows[idx as usize].0.deficit =
-                self.params.quantum_bytes.min(i32::MAX as u32) as i32;
+        if joins {
             self.push_tail(OnList::New, idx);
             self.fq_stats.new_flows += 1;
         }
