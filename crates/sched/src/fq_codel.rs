@@ -440,8 +440,9 @@ impl FqCodel {
     /// DRR selection plus the CoDel step of the chosen flow (RFC 8290 §4.2).
     /// Returns the flow whose head packet is the one to send, left in place:
     /// the caller takes it with [`FqCodel::take_head`], so the packet moves
-    /// once, from its slot to where it goes.
-    #[inline]
+    /// once, from its slot to where it goes. Always inlined: out of line
+    /// (it has two callers) it costs a frame and its spills on every packet.
+    #[inline(always)]
     fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let quantum = self.params.quantum_bytes as i64;
         let mut visits = 0u32;
