@@ -469,18 +469,19 @@ impl Codel {
         self.last_now
     }
 
-    /// Runs the control step and accounts its drops and marks.
-    // Inlined into `dequeue`: the packet is built in the caller's slot
-    // instead of returned through one more frame.
-    #[inline]
-    fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+    /// Runs the control step and accounts its drops and marks; true if a
+    /// packet to send is left at the head of the queue.
+    // Inlined into `dequeue`, which then pops the packet straight into its
+    // return slot.
+    #[inline(always)]
+    fn pull(&mut self, now: Instant, drops: &mut Drops) -> bool {
         let from = drops.len();
         let marks_before = self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks;
         let mut src = FifoSource {
             queue: &mut self.queue,
             backlog_bytes: &mut self.queue_bytes,
         };
-        let pkt = dequeue(
+        let found = select(
             &self.params,
             &mut self.vars,
             &mut self.codel_stats,
@@ -488,12 +489,22 @@ impl Codel {
             now,
             drops,
         );
-        for d in &drops[from..] {
-            self.stats.on_drop_resident(&d.pkt, d.reason);
+        if drops.len() > from {
+            for d in &drops[from..] {
+                self.stats.on_drop_resident(&d.pkt, d.reason);
+            }
         }
         self.stats.ecn_marks +=
             self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks - marks_before;
-        pkt
+        found
+    }
+
+    /// Removes the head chosen by `pull`.
+    #[inline(always)]
+    fn take_head(&mut self) -> Option<Packet> {
+        let pkt = self.queue.pop_front()?;
+        self.queue_bytes -= pkt.len as u64;
+        Some(pkt)
     }
 }
 
@@ -517,18 +528,21 @@ impl Qdisc for Codel {
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let now = self.clamp(now);
-        let pkt = match self.held.take() {
-            Some(p) => Some(p),
-            None => self.pull(now, drops),
-        }?;
+        let pkt = if self.held.is_some() {
+            self.held.take()?
+        } else if self.pull(now, drops) {
+            self.take_head()?
+        } else {
+            return None;
+        };
         self.stats.on_dequeue(&pkt, now);
         Some(pkt)
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = self.clamp(now);
-        if self.held.is_none() {
-            self.held = self.pull(now, drops);
+        if self.held.is_none() && self.pull(now, drops) {
+            self.held = self.take_head();
         }
         self.held.as_ref().map(|p| p.cost)
     }
