@@ -21,7 +21,8 @@
 //!   the fattest.
 //! - Memory: flow tables are allocated once at construction; the packet slab
 //!   grows on demand up to `limit_packets` slots and is reused (free list), so
-//!   the steady state never allocates. Enqueue and dequeue are O(1); only the
+//!   the steady state never allocates. A packet slot and a flow each take
+//!   exactly one aligned cache line. Enqueue and dequeue are O(1); only the
 //!   overflow path scans the per-flow backlog array (O(flows), amortized over
 //!   a batch).
 

@@ -16,6 +16,10 @@
 //!   `p` is set ⇔ ring `p` is non-empty ⇔ some class of priority `p` is
 //!   non-empty (restored after every operation on a child).
 //! - PRIQ does not rate-limit; the engine puts a token-bucket regulator above.
+//! - Layout: a FIFO child (the usual one) is stored inline in the class
+//!   table (`leaf.rs`) and each class's priority and ring flag sit in a
+//!   dense side array, so a packet touches its class's FIFO lines and the
+//!   packet's own line, not a box, a vtable and scattered metadata.
 //! - `peek_len` follows the Linux "peeked packet" rule: the class chosen by a
 //!   peek is the one the next `dequeue` serves, even if a higher-priority packet
 //!   arrives in between, so a parent that sized the packet gets that packet.
