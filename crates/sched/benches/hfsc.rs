@@ -101,6 +101,60 @@ fn tree(leaves: u32, mixed: bool) -> Hfsc {
     q
 }
 
+/// One enqueue + one dequeue with every leaf backlogged. Not inlined so
+/// callgrind can attribute instructions to it (`--toggle-collect=*step*`).
+#[inline(never)]
+fn step(
+    q: &mut Hfsc,
+    leaves: u32,
+    id: &mut u64,
+    next_class: &mut u32,
+    now: &mut Instant,
+    drops: &mut Drops,
+) {
+    // Refill the class the last packet left from keeps every leaf
+    // backlogged; round-robin as a fallback.
+    *id += 1;
+    let class = ClassId(*next_class % leaves + 1);
+    q.enqueue(Packet::synthetic(*id, 1000, 0, class), *now, drops);
+    match q.dequeue(*now, drops) {
+        Some(p) => {
+            *next_class = p.class.0 - 1;
+            *now += LINK.tx_time(p.cost as u64);
+            black_box(p);
+        }
+        None => {
+            *now = q.next_wakeup().unwrap_or(*now + Duration(1000));
+            *next_class += 1;
+        }
+    }
+    drops.clear();
+}
+
+/// One packet to an idle leaf and out again (activation and passivation).
+#[inline(never)]
+fn sparse_step(q: &mut Hfsc, leaves: u32, id: &mut u64, now: &mut Instant, drops: &mut Drops) {
+    *id += 1;
+    let class = ClassId((*id % leaves as u64) as u32 + 1);
+    q.enqueue(Packet::synthetic(*id, 1000, 0, class), *now, drops);
+    match q.dequeue(*now, drops) {
+        Some(p) => {
+            *now += LINK.tx_time(p.cost as u64);
+            black_box(p);
+        }
+        None => *now = q.next_wakeup().unwrap_or(*now + Duration(1000)),
+    }
+    drops.clear();
+}
+
+/// With `SLUICE_BENCH_ROUNDS` set, prints the packets measured, so callgrind
+/// totals of `step` turn into instructions per packet.
+fn report(name: &str, packets: u64) {
+    if std::env::var_os("SLUICE_BENCH_ROUNDS").is_some() {
+        eprintln!("{name}: {packets} packets");
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("hfsc_enq_deq");
     for (name, mixed) in [("ls", false), ("rt+ls+ul", true)] {
@@ -121,27 +175,21 @@ fn bench(c: &mut Criterion) {
                 }
             }
             let mut next_class = 0u32;
+            let mut packets = 0u64;
             g.bench_function(BenchmarkId::new(name, leaves), |b| {
                 b.iter(|| {
-                    // Refill the class the last packet left from keeps every
-                    // leaf backlogged; round-robin as a fallback.
-                    id += 1;
-                    let class = ClassId(next_class % leaves + 1);
-                    q.enqueue(Packet::synthetic(id, 1000, 0, class), now, &mut drops);
-                    match q.dequeue(now, &mut drops) {
-                        Some(p) => {
-                            next_class = p.class.0 - 1;
-                            now += LINK.tx_time(p.cost as u64);
-                            black_box(p);
-                        }
-                        None => {
-                            now = q.next_wakeup().unwrap_or(now + Duration(1000));
-                            next_class += 1;
-                        }
-                    }
-                    drops.clear();
+                    packets += 1;
+                    step(
+                        &mut q,
+                        leaves,
+                        &mut id,
+                        &mut next_class,
+                        &mut now,
+                        &mut drops,
+                    );
                 })
             });
+            report(&format!("hfsc_enq_deq/{name}/{leaves}"), packets);
         }
     }
     // Sparse traffic: every packet finds its leaf empty, so each one runs
@@ -152,21 +200,14 @@ fn bench(c: &mut Criterion) {
         let mut drops: Drops = Vec::with_capacity(16);
         let mut now = Instant(1_000_000_000);
         let mut id = 0u64;
+        let mut packets = 0u64;
         g.bench_function(BenchmarkId::new("sparse", leaves), |b| {
             b.iter(|| {
-                id += 1;
-                let class = ClassId((id % leaves as u64) as u32 + 1);
-                q.enqueue(Packet::synthetic(id, 1000, 0, class), now, &mut drops);
-                match q.dequeue(now, &mut drops) {
-                    Some(p) => {
-                        now += LINK.tx_time(p.cost as u64);
-                        black_box(p);
-                    }
-                    None => now = q.next_wakeup().unwrap_or(now + Duration(1000)),
-                }
-                drops.clear();
+                packets += 1;
+                sparse_step(&mut q, leaves, &mut id, &mut now, &mut drops);
             })
         });
+        report("hfsc_enq_deq/sparse/100", packets);
     }
     g.finish();
 }

@@ -281,7 +281,53 @@ pub fn dequeue<S: Source + ?Sized>(
     now: Instant,
     drops: &mut Drops,
 ) -> Option<Packet> {
-    let ok_to_drop = check_head(p, v, st, src, now)?;
+    if select(p, v, st, src, now, drops) {
+        src.pop()
+    } else {
+        None
+    }
+}
+
+/// The CoDel dequeue step without the final pop: drops (or marks) what the
+/// control law says, then leaves the packet to send at the head of `src`
+/// and returns true, or returns false if the source ran dry. Exactly
+/// [`dequeue`] minus its last `src.pop()`: a caller that pops the packet
+/// itself moves it once, straight to where it goes.
+#[inline]
+pub fn select<S: Source + ?Sized>(
+    p: &Params,
+    v: &mut Vars,
+    st: &mut Stats,
+    src: &mut S,
+    now: Instant,
+    drops: &mut Drops,
+) -> bool {
+    let Some(ok_to_drop) = check_head(p, v, st, src, now) else {
+        return false;
+    };
+    if !v.dropping && !ok_to_drop {
+        // The common case: below target (or not for long enough), the head
+        // that was just inspected is sent.
+        if p.ce_threshold.is_some() {
+            return mark_over_threshold(p, st, src, now);
+        }
+        return true;
+    }
+    control(p, v, st, src, now, drops, ok_to_drop)
+}
+
+/// The rest of [`select`]: the dropping state and the control law. Out of
+/// line so the common step (below target) carries none of its registers.
+#[inline(never)]
+fn control<S: Source + ?Sized>(
+    p: &Params,
+    v: &mut Vars,
+    st: &mut Stats,
+    src: &mut S,
+    now: Instant,
+    drops: &mut Drops,
+    ok_to_drop: bool,
+) -> bool {
     if v.dropping {
         if !ok_to_drop {
             v.dropping = false;
@@ -295,7 +341,7 @@ pub fn dequeue<S: Source + ?Sized>(
                 // Marked, not dropped: deliver it and schedule the next
                 // signal (Linux does the same; the queue does not shrink).
                 v.drop_next = v.control_law(v.drop_next, p.interval);
-                return finish(p, st, src.pop(), now);
+                return mark_over_threshold(p, st, src, now);
             }
             match check_head(p, v, st, src, now) {
                 Some(true) => v.drop_next = v.control_law(v.drop_next, p.interval),
@@ -303,7 +349,8 @@ pub fn dequeue<S: Source + ?Sized>(
                 Some(false) | None => v.dropping = false,
             }
         }
-    } else if ok_to_drop {
+    } else {
+        // Not dropping, and the standing queue has lasted an interval.
         if !punish_head(p, st, src, drops) {
             // RFC: dodequeue again; only its first_above_time update matters.
             let _ = check_head(p, v, st, src, now);
@@ -323,20 +370,28 @@ pub fn dequeue<S: Source + ?Sized>(
         v.last_count = v.count;
         v.drop_next = v.control_law(now, p.interval);
     }
-    finish(p, st, src.pop(), now)
+    mark_over_threshold(p, st, src, now)
 }
 
-/// Shallow ECN marking by `ce_threshold` on the packet actually sent.
+/// Shallow ECN marking by `ce_threshold` on the packet about to be sent (the
+/// head). Returns whether there is one.
 #[inline(always)]
-fn finish(p: &Params, st: &mut Stats, pkt: Option<Packet>, now: Instant) -> Option<Packet> {
-    let mut pkt = pkt?;
+fn mark_over_threshold<S: Source + ?Sized>(
+    p: &Params,
+    st: &mut Stats,
+    src: &mut S,
+    now: Instant,
+) -> bool {
+    let Some(pkt) = src.head_mut() else {
+        return false;
+    };
     if let Some(th) = p.ce_threshold {
         if pkt.ecn != crate::Ecn::Ce && now.saturating_since(pkt.enqueued_at) > th && pkt.mark_ce()
         {
             st.ce_threshold_marks += 1;
         }
     }
-    Some(pkt)
+    true
 }
 
 /// A FIFO as a CoDel [`Source`].
@@ -414,18 +469,19 @@ impl Codel {
         self.last_now
     }
 
-    /// Runs the control step and accounts its drops and marks.
-    // Inlined into `dequeue`: the packet is built in the caller's slot
-    // instead of returned through one more frame.
-    #[inline]
-    fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+    /// Runs the control step and accounts its drops and marks; true if a
+    /// packet to send is left at the head of the queue.
+    // Inlined into `dequeue`, which then pops the packet straight into its
+    // return slot.
+    #[inline(always)]
+    fn pull(&mut self, now: Instant, drops: &mut Drops) -> bool {
         let from = drops.len();
         let marks_before = self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks;
         let mut src = FifoSource {
             queue: &mut self.queue,
             backlog_bytes: &mut self.queue_bytes,
         };
-        let pkt = dequeue(
+        let found = select(
             &self.params,
             &mut self.vars,
             &mut self.codel_stats,
@@ -433,12 +489,22 @@ impl Codel {
             now,
             drops,
         );
-        for d in &drops[from..] {
-            self.stats.on_drop_resident(&d.pkt, d.reason);
+        if drops.len() > from {
+            for d in &drops[from..] {
+                self.stats.on_drop_resident(&d.pkt, d.reason);
+            }
         }
         self.stats.ecn_marks +=
             self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks - marks_before;
-        pkt
+        found
+    }
+
+    /// Removes the head chosen by `pull`.
+    #[inline(always)]
+    fn take_head(&mut self) -> Option<Packet> {
+        let pkt = self.queue.pop_front()?;
+        self.queue_bytes -= pkt.len as u64;
+        Some(pkt)
     }
 }
 
@@ -462,18 +528,21 @@ impl Qdisc for Codel {
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let now = self.clamp(now);
-        let pkt = match self.held.take() {
-            Some(p) => Some(p),
-            None => self.pull(now, drops),
-        }?;
+        let pkt = if self.held.is_some() {
+            self.held.take()?
+        } else if self.pull(now, drops) {
+            self.take_head()?
+        } else {
+            return None;
+        };
         self.stats.on_dequeue(&pkt, now);
         Some(pkt)
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = self.clamp(now);
-        if self.held.is_none() {
-            self.held = self.pull(now, drops);
+        if self.held.is_none() && self.pull(now, drops) {
+            self.held = self.take_head();
         }
         self.held.as_ref().map(|p| p.cost)
     }

@@ -10,7 +10,7 @@
 //!   flow leaves `new_flows` for the tail of `old_flows`, so a flow that keeps
 //!   a queue can never stay "new" (no starvation of old flows). Deficits count
 //!   [`Packet::cost`] bytes, so bandwidth is shared in bytes, not packets.
-//! - Each flow runs the shared CoDel control step ([`crate::codel::dequeue`])
+//! - Each flow runs the shared CoDel control step ([`crate::codel::select`])
 //!   with its own [`codel::Vars`]; sojourn is measured from enqueue. As in
 //!   Linux, the "≤ 1 MTU" test uses the total backlog of the discipline.
 //! - Limits: at most `limit_packets` packets and `memory_limit_bytes` bytes of
@@ -21,7 +21,8 @@
 //!   the fattest.
 //! - Memory: flow tables are allocated once at construction; the packet slab
 //!   grows on demand up to `limit_packets` slots and is reused (free list), so
-//!   the steady state never allocates. Enqueue and dequeue are O(1); only the
+//!   the steady state never allocates. A packet slot and a flow each take
+//!   exactly one aligned cache line. Enqueue and dequeue are O(1); only the
 //!   overflow path scans the per-flow backlog array (O(flows), amortized over
 //!   a batch).
 
@@ -131,7 +132,10 @@ struct Flow {
     tail: u32,
     /// Next flow on the same list (NIL at the end).
     next: u32,
-    deficit: i32,
+    /// Bytes the flow may still send this round. i64: a quantum (at most
+    /// `u32::MAX`) and a packet's cost (idem) never overflow it, so the
+    /// packet path needs no clamping conversions.
+    deficit: i64,
     list: OnList,
     vars: codel::Vars,
 }
@@ -147,9 +151,18 @@ impl Flow {
     };
 }
 
-// Per-flow state stays within 56 bytes (CoDel vars 32 + links and deficit),
-// so 1024 flows fit in 56 KiB; checked at compile time.
+// Per-flow state stays within 56 bytes (CoDel vars 32 + links and deficit);
+// checked at compile time.
 const _: () = assert!(std::mem::size_of::<Flow>() <= 56);
+
+/// A flow padded to one aligned cache line. The pull path reads and writes
+/// most of a flow; at a 56-byte stride 7 flows in 8 straddle two lines, so
+/// touching a cold flow cost two misses. 1024 flows take 64 KiB instead of 56.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+struct FlowLine(Flow);
+
+const _: () = assert!(std::mem::size_of::<FlowLine>() == 64);
 
 /// Intrusive singly linked list of flows; only the head is ever removed.
 #[derive(Clone, Copy, Debug)]
@@ -182,7 +195,7 @@ pub struct Stats {
 pub struct FqCodel {
     params: Params,
     codel: codel::Params,
-    flows: Box<[Flow]>,
+    flows: Box<[FlowLine]>,
     /// Bytes queued per flow, apart from `flows` so the fattest-flow scan
     /// reads one dense array.
     backlogs: Box<[u32]>,
@@ -195,6 +208,7 @@ pub struct FqCodel {
     /// Packet chosen by `peek_len`, returned by the next `dequeue`.
     held: Option<Packet>,
     fq_stats: Stats,
+    /// Departures, drops, sojourn; the rest is derived in [`FqCodel::stats`].
     stats: QueueStats,
     last_now: Instant,
 }
@@ -261,7 +275,7 @@ impl FqCodel {
                 ce_threshold: None,
                 mtu_bytes: 1514,
             },
-            flows: vec![Flow::EMPTY; n].into_boxed_slice(),
+            flows: vec![FlowLine(Flow::EMPTY); n].into_boxed_slice(),
             backlogs: vec![0u32; n].into_boxed_slice(),
             new_flows: FlowList::EMPTY,
             old_flows: FlowList::EMPTY,
@@ -282,8 +296,20 @@ impl FqCodel {
     pub fn fq_stats(&self) -> &Stats {
         &self.fq_stats
     }
-    pub fn stats(&self) -> &QueueStats {
-        &self.stats
+    /// The queue's statistics. Every packet that enters is resident until it
+    /// leaves or is dropped (FQ-CoDel refuses none at the door: an overflow
+    /// drops residents, the newcomer possibly among them), so the arrival
+    /// counters and the current length are derived here from departures,
+    /// drops and the queue instead of being kept on the packet path, and
+    /// the ECN marks are the control law's. Same figures; built when asked.
+    pub fn stats(&self) -> QueueStats {
+        let mut st = self.stats.clone();
+        st.qlen = self.len() as u64;
+        st.backlog_bytes = self.backlog_bytes();
+        st.enq_packets = st.deq_packets + st.total_drops() + st.qlen;
+        st.enq_bytes = st.deq_bytes + st.drop_bytes.iter().sum::<u64>() + st.backlog_bytes;
+        st.ecn_marks = self.fq_stats.codel.ecn_marks;
+        st
     }
 
     /// The flow queue a hash maps to (multiply-shift, uniform for a uniform hash).
@@ -318,12 +344,12 @@ impl FqCodel {
             OnList::Old => &mut self.old_flows,
             OnList::None => return,
         };
-        self.flows[idx as usize].next = NIL;
-        self.flows[idx as usize].list = which;
+        self.flows[idx as usize].0.next = NIL;
+        self.flows[idx as usize].0.list = which;
         if list.tail == NIL {
             list.head = idx;
         } else {
-            self.flows[list.tail as usize].next = idx;
+            self.flows[list.tail as usize].0.next = idx;
         }
         list.tail = idx;
     }
@@ -339,12 +365,12 @@ impl FqCodel {
         if idx == NIL {
             return None;
         }
-        list.head = self.flows[idx as usize].next;
+        list.head = self.flows[idx as usize].0.next;
         if list.head == NIL {
             list.tail = NIL;
         }
-        self.flows[idx as usize].next = NIL;
-        self.flows[idx as usize].list = OnList::None;
+        self.flows[idx as usize].0.next = NIL;
+        self.flows[idx as usize].0.list = OnList::None;
         Some(idx)
     }
 
@@ -364,7 +390,7 @@ impl FqCodel {
         let threshold = max / 2;
         let mut dropped_bytes = 0u32;
         let mut n = 0u32;
-        let flow = &mut self.flows[fattest];
+        let flow = &mut self.flows[fattest].0;
         // Bounded by `drop_batch` and by the flow's packets.
         while n < self.params.drop_batch {
             let Some(pkt) = self.slab.pop(&mut flow.head, &mut flow.tail) else {
@@ -388,12 +414,38 @@ impl FqCodel {
         fattest as u32
     }
 
+    /// Over a limit after enqueueing packet `id`: drops batches from the
+    /// fattest flows until under (RFC 8290 §4.1). Out of line and cold, so
+    /// the common enqueue carries none of its registers and stack.
+    #[cold]
+    #[inline(never)]
+    fn overflow(&mut self, id: u64, drops: &mut Drops) -> Enqueue {
+        let from = drops.len();
+        // Each batch drops at least one packet, so this ends within
+        // `queued` iterations.
+        while self.over_limit() && self.queued > 0 {
+            self.drop_batch(drops);
+        }
+        let mut refused = false;
+        for d in &drops[from..] {
+            self.stats.on_drop(&d.pkt, d.reason);
+            refused |= d.pkt.id == id;
+        }
+        if refused {
+            Enqueue::Rejected
+        } else {
+            Enqueue::QueuedDroppedOthers
+        }
+    }
+
     /// DRR selection plus the CoDel step of the chosen flow (RFC 8290 §4.2).
-    // Inlined into `dequeue`: the packet is built in the caller's slot
-    // instead of returned through one more frame.
-    #[inline]
-    fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let quantum = self.params.quantum_bytes.min(i32::MAX as u32) as i32;
+    /// Returns the flow whose head packet is the one to send, left in place:
+    /// the caller takes it with [`FqCodel::take_head`], so the packet moves
+    /// once, from its slot to where it goes. Always inlined: out of line
+    /// (it has two callers) it costs a frame and its spills on every packet.
+    #[inline(always)]
+    fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
+        let quantum = self.params.quantum_bytes as i64;
         let mut visits = 0u32;
         loop {
             let (which, idx) = if self.new_flows.head != NIL {
@@ -404,7 +456,7 @@ impl FqCodel {
                 return None;
             };
             visits += 1;
-            let f = &mut self.flows[idx as usize];
+            let f = &mut self.flows[idx as usize].0;
             if f.deficit <= 0 && visits < MAX_VISITS_PER_DEQUEUE {
                 f.deficit = f.deficit.saturating_add(quantum);
                 self.pop_head(which);
@@ -415,12 +467,11 @@ impl FqCodel {
             // for it the CoDel step only resets its state and yields
             // nothing, so take that branch directly: every flow that drains
             // costs one such visit.
-            let pkt = if f.head == NIL {
+            let found = if f.head == NIL {
                 f.vars.on_empty();
-                None
+                false
             } else {
                 let from = drops.len();
-                let marks_before = self.fq_stats.codel.ecn_marks;
                 let mut src = FlowSource {
                     flow_head: &mut f.head,
                     flow_tail: &mut f.tail,
@@ -429,7 +480,7 @@ impl FqCodel {
                     queued: &mut self.queued,
                     queued_bytes: &mut self.queued_bytes,
                 };
-                let pkt = codel::dequeue(
+                let found = codel::select(
                     &self.codel,
                     &mut f.vars,
                     &mut self.fq_stats.codel,
@@ -437,32 +488,42 @@ impl FqCodel {
                     now,
                     drops,
                 );
-                for d in &drops[from..] {
-                    self.stats.on_drop_resident(&d.pkt, d.reason);
-                }
-                self.stats.ecn_marks += self.fq_stats.codel.ecn_marks - marks_before;
-                pkt
-            };
-            match pkt {
-                Some(p) => {
-                    self.flows[idx as usize].deficit = self.flows[idx as usize]
-                        .deficit
-                        .saturating_sub(p.cost.min(i32::MAX as u32) as i32);
-                    return Some(p);
-                }
-                None => {
-                    // Empty: an emptied new flow goes to the old list if that
-                    // is non-empty (so it cannot re-enter as new right away
-                    // and starve old flows), else it leaves the lists.
-                    self.pop_head(which);
-                    // CoDel state is kept: RFC 8289 reuses `count` when the
-                    // flow comes back soon.
-                    if which == OnList::New && self.old_flows.head != NIL {
-                        self.push_tail(OnList::Old, idx);
+                if drops.len() > from {
+                    for d in &drops[from..] {
+                        // Resident counts are derived (see `stats`).
+                        self.stats.on_drop(&d.pkt, d.reason);
                     }
                 }
+                found
+            };
+            if found {
+                return Some(idx);
+            }
+            // Empty: an emptied new flow goes to the old list if that
+            // is non-empty (so it cannot re-enter as new right away
+            // and starve old flows), else it leaves the lists.
+            self.pop_head(which);
+            // CoDel state is kept: RFC 8289 reuses `count` when the
+            // flow comes back soon.
+            if which == OnList::New && self.old_flows.head != NIL {
+                self.push_tail(OnList::Old, idx);
             }
         }
+    }
+
+    /// Removes the head packet of flow `idx` (chosen by `pull`) and charges
+    /// it to the flow's deficit and the backlogs.
+    #[inline(always)]
+    fn take_head(&mut self, idx: u32) -> Option<Packet> {
+        let f = &mut self.flows.get_mut(idx as usize)?.0;
+        let pkt = self.slab.pop(&mut f.head, &mut f.tail)?;
+        f.deficit = f.deficit.saturating_sub(pkt.cost as i64);
+        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+            *b = b.saturating_sub(pkt.len);
+        }
+        self.queued -= 1;
+        self.queued_bytes -= pkt.len as u64;
+        Some(pkt)
     }
 }
 
@@ -472,38 +533,27 @@ impl Qdisc for FqCodel {
         let idx = self.bucket(pkt.flow);
         let id = pkt.id;
         pkt.enqueued_at = now;
-        self.stats.on_enqueue(&pkt);
+        // `on_enqueue`'s counters are derived (see `stats`).
         let len = pkt.len;
-        let f = &mut self.flows[idx as usize];
+        let f = &mut self.flows[idx as usize].0;
         self.slab.push(&mut f.head, &mut f.tail, pkt);
-        self.backlogs[idx as usize] = self.backlogs[idx as usize].saturating_add(len);
+        let joins = f.list == OnList::None;
+        if joins {
+            f.deficit = self.params.quantum_bytes as i64;
+        }
+        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+            *b = b.saturating_add(len);
+        }
         self.queued += 1;
         self.queued_bytes += len as u64;
-        if self.flows[idx as usize].list == OnList::None {
-            self.flows[idx as usize].deficit =
-                self.params.quantum_bytes.min(i32::MAX as u32) as i32;
+        if joins {
             self.push_tail(OnList::New, idx);
             self.fq_stats.new_flows += 1;
         }
         if !self.over_limit() {
             return Enqueue::Queued;
         }
-        let from = drops.len();
-        // Each batch drops at least one packet, so this ends within
-        // `queued` iterations.
-        while self.over_limit() && self.queued > 0 {
-            self.drop_batch(drops);
-        }
-        let mut refused = false;
-        for d in &drops[from..] {
-            self.stats.on_drop_resident(&d.pkt, d.reason);
-            refused |= d.pkt.id == id;
-        }
-        if refused {
-            Enqueue::Rejected
-        } else {
-            Enqueue::QueuedDroppedOthers
-        }
+        self.overflow(id, drops)
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
@@ -513,16 +563,22 @@ impl Qdisc for FqCodel {
         let pkt = if self.held.is_some() {
             self.held.take()?
         } else {
-            self.pull(now, drops)?
+            let idx = self.pull(now, drops)?;
+            self.take_head(idx)?
         };
-        self.stats.on_dequeue(&pkt, now);
+        // `on_dequeue` without `qlen`/`backlog_bytes`, which are derived.
+        self.stats.deq_packets += 1;
+        self.stats.deq_bytes += pkt.len as u64;
+        self.stats
+            .sojourn
+            .record(now.saturating_since(pkt.enqueued_at));
         Some(pkt)
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = self.clamp(now);
         if self.held.is_none() {
-            self.held = self.pull(now, drops);
+            self.held = self.pull(now, drops).and_then(|idx| self.take_head(idx));
         }
         self.held.as_ref().map(|p| p.cost)
     }
@@ -541,7 +597,7 @@ impl Qdisc for FqCodel {
 
     fn purge(&mut self, drops: &mut Drops) {
         if let Some(pkt) = self.held.take() {
-            self.stats.on_drop_resident(&pkt, DropReason::Purge);
+            self.stats.on_drop(&pkt, DropReason::Purge);
             drops.push(Dropped {
                 pkt,
                 reason: DropReason::Purge,
@@ -551,10 +607,10 @@ impl Qdisc for FqCodel {
         // each active flow once.
         for which in [OnList::New, OnList::Old] {
             while let Some(idx) = self.pop_head(which) {
-                let f = &mut self.flows[idx as usize];
+                let f = &mut self.flows[idx as usize].0;
                 // Bounded by the flow's packets.
                 while let Some(pkt) = self.slab.pop(&mut f.head, &mut f.tail) {
-                    self.stats.on_drop_resident(&pkt, DropReason::Purge);
+                    self.stats.on_drop(&pkt, DropReason::Purge);
                     drops.push(Dropped {
                         pkt,
                         reason: DropReason::Purge,
@@ -570,7 +626,7 @@ impl Qdisc for FqCodel {
     }
 
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        f(ClassId::ROOT, &self.stats);
+        f(ClassId::ROOT, &self.stats());
     }
 }
 

@@ -11,6 +11,7 @@
 //! The op-sequence model checker in [`testing`] asserts the invariants of the
 //! trait after every step; every discipline runs through it.
 
+mod leaf;
 mod packet;
 mod qdisc;
 mod stats;

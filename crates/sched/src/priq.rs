@@ -16,14 +16,21 @@
 //!   `p` is set ⇔ ring `p` is non-empty ⇔ some class of priority `p` is
 //!   non-empty (restored after every operation on a child).
 //! - PRIQ does not rate-limit; the engine puts a token-bucket regulator above.
+//! - Layout: a FIFO child (the usual one) is stored inline in the class
+//!   table (`leaf.rs`) and each class's priority and ring flag sit in a
+//!   dense side array, so a packet touches its class's FIFO lines and the
+//!   packet's own line, not a box, a vtable and scattered metadata.
 //! - `peek_len` follows the Linux "peeked packet" rule: the class chosen by a
 //!   peek is the one the next `dequeue` serves, even if a higher-priority packet
 //!   arrives in between, so a parent that sized the packet gets that packet.
 //!
 //! Statistics: each class reports its leaf's counters under its own id; PRIQ's
 //! own aggregate (including `NoClass` refusals) is reported as
-//! [`ClassId::ROOT`], which is therefore not a valid class id.
+//! [`ClassId::ROOT`], which is therefore not a valid class id. The aggregate
+//! is summed from the classes when asked for, so the packet path counts each
+//! packet once (in its class), not twice.
 
+use crate::leaf::Leaf;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::VecDeque;
@@ -66,18 +73,23 @@ impl fmt::Display for PriqError {
 
 impl std::error::Error for PriqError {}
 
-struct Class {
-    id: ClassId,
+/// Per-class scheduling state, apart from the leaves so the ring and bitmap
+/// bookkeeping reads a dense array (2 bytes a class) instead of a line of
+/// each class.
+#[derive(Clone, Copy, Debug)]
+struct Meta {
     priority: u8,
-    leaf: Box<dyn Qdisc>,
     /// In its priority's ring (i.e. non-empty).
     active: bool,
 }
 
 /// Strict priority scheduler over child disciplines.
 pub struct Priq {
-    classes: Vec<Class>,
-    /// `dense[id]` = index into `classes` + 1 (0 = none), for ids < `DENSE_IDS`.
+    /// The child of each class, by index (a FIFO inline, see `leaf.rs`).
+    leaves: Vec<Leaf>,
+    meta: Vec<Meta>,
+    ids: Vec<ClassId>,
+    /// `dense[id]` = index into `leaves` + 1 (0 = none), for ids < `DENSE_IDS`.
     dense: Vec<u32>,
     /// Sorted (id, index) for ids ≥ `DENSE_IDS`.
     sparse: Vec<(u32, u32)>,
@@ -90,7 +102,10 @@ pub struct Priq {
     len: usize,
     backlog_bytes: u64,
     last_now: Instant,
-    stats: QueueStats,
+    /// PRIQ's own refusals (`NoClass`). The root's statistics are these plus
+    /// the sum of the classes' (see [`Priq::stats`]): every other packet is
+    /// counted once, by its class, not a second time here on the packet path.
+    own: QueueStats,
 }
 
 impl Default for Priq {
@@ -102,7 +117,7 @@ impl Default for Priq {
 impl fmt::Debug for Priq {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Priq")
-            .field("classes", &self.classes.len())
+            .field("classes", &self.leaves.len())
             .field("len", &self.len)
             .field("backlog_bytes", &self.backlog_bytes)
             .finish()
@@ -112,7 +127,9 @@ impl fmt::Debug for Priq {
 impl Priq {
     pub fn new() -> Priq {
         Priq {
-            classes: Vec::new(),
+            leaves: Vec::new(),
+            meta: Vec::new(),
+            ids: Vec::new(),
             dense: Vec::new(),
             sparse: Vec::new(),
             default: None,
@@ -122,7 +139,7 @@ impl Priq {
             len: 0,
             backlog_bytes: 0,
             last_now: Instant::ZERO,
-            stats: QueueStats::default(),
+            own: QueueStats::default(),
         }
     }
 
@@ -142,16 +159,13 @@ impl Priq {
         if self.index_of(id).is_some() {
             return Err(PriqError::DuplicateClass(id));
         }
-        let idx = self.classes.len() as u32;
+        let idx = self.leaves.len() as u32;
         let active = !leaf.is_empty();
         self.len += leaf.len();
         self.backlog_bytes += leaf.backlog_bytes();
-        self.classes.push(Class {
-            id,
-            priority,
-            leaf,
-            active,
-        });
+        self.leaves.push(Leaf::new(leaf));
+        self.meta.push(Meta { priority, active });
+        self.ids.push(id);
         if active {
             self.activate(idx);
         }
@@ -168,7 +182,7 @@ impl Priq {
         for r in &mut self.rings {
             // Rings never hold more than all classes; reserve now so the
             // packet path never reallocates.
-            r.reserve(self.classes.len().saturating_sub(r.len()));
+            r.reserve(self.leaves.len().saturating_sub(r.len()));
         }
         Ok(())
     }
@@ -182,14 +196,27 @@ impl Priq {
 
     /// The child of class `id`, for inspection.
     pub fn class(&self, id: ClassId) -> Option<&dyn Qdisc> {
-        self.index_of(id)
-            .map(|i| self.classes[i as usize].leaf.as_ref())
+        self.index_of(id).map(|i| self.leaves[i as usize].as_dyn())
     }
 
-    pub fn stats(&self) -> &QueueStats {
-        &self.stats
+    /// PRIQ's aggregate: its own refusals plus every class's counters (what
+    /// `visit_stats` reports as [`ClassId::ROOT`]). Built on demand, off the
+    /// packet path.
+    pub fn stats(&self) -> QueueStats {
+        let mut total = self.own.clone();
+        for leaf in &self.leaves {
+            leaf.visit_stats(&mut |cid, st| {
+                // A classful child reports its own aggregate as its root;
+                // its inner classes are already in that.
+                if cid == ClassId::ROOT {
+                    total.add(st);
+                }
+            });
+        }
+        total
     }
 
+    #[inline]
     fn index_of(&self, id: ClassId) -> Option<u32> {
         if id.0 < DENSE_IDS {
             match self.dense.get(id.0 as usize) {
@@ -204,12 +231,16 @@ impl Priq {
         }
     }
 
+    #[inline]
     fn activate(&mut self, idx: u32) {
-        let p = self.classes[idx as usize].priority as usize;
+        let m = &mut self.meta[idx as usize];
+        m.active = true;
+        let p = m.priority as usize;
         self.rings[p].push_back(idx);
         self.nonempty |= 1 << p;
     }
 
+    #[inline]
     fn clamp(&mut self, now: Instant) -> Instant {
         if now > self.last_now {
             self.last_now = now;
@@ -217,8 +248,9 @@ impl Priq {
         self.last_now
     }
 
-    /// Accounts packets a child dropped (all of them were resident, except the
-    /// refused newcomer `fresh_id` if present from index `from`).
+    /// Takes packets a child dropped out of PRIQ's length and backlog (all
+    /// of them were resident, except the refused newcomer `fresh_id` if
+    /// present from index `from`). The child counted them in its statistics.
     #[inline]
     fn absorb_drops(&mut self, drops: &Drops, from: usize, fresh_id: Option<u64>) {
         if drops.len() <= from {
@@ -226,12 +258,9 @@ impl Priq {
             return;
         }
         for d in drops.iter().skip(from) {
-            if Some(d.pkt.id) == fresh_id {
-                self.stats.on_drop(&d.pkt, d.reason);
-            } else {
+            if Some(d.pkt.id) != fresh_id {
                 self.len = self.len.saturating_sub(1);
                 self.backlog_bytes = self.backlog_bytes.saturating_sub(d.pkt.len as u64);
-                self.stats.on_drop_resident(&d.pkt, d.reason);
             }
         }
     }
@@ -240,19 +269,16 @@ impl Priq {
     /// one), re-inserting it at the ring's tail if it stays non-empty.
     // Inlined: the packet path; out of line it costs a call frame and one
     // more move of the packet through a return slot.
-    #[inline]
+    #[inline(always)]
     fn dequeue_class(&mut self, idx: u32, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let from = drops.len();
-        let cl = &mut self.classes[idx as usize];
-        let pkt = cl.leaf.dequeue(now, drops);
-        let still = !cl.leaf.is_empty();
+        let leaf = &mut self.leaves[idx as usize];
+        let pkt = leaf.dequeue(now, drops);
+        let still = !leaf.is_empty();
         self.absorb_drops(drops, from, None);
         if let Some(p) = &pkt {
             self.len = self.len.saturating_sub(1);
             self.backlog_bytes = self.backlog_bytes.saturating_sub(p.len as u64);
-            self.stats.on_dequeue(p, now);
-        }
-        if pkt.is_some() {
             self.settle(idx, still);
         }
         pkt
@@ -262,11 +288,12 @@ impl Priq {
     /// tail if non-empty, else mark it inactive and fix the bitmap.
     #[inline]
     fn settle(&mut self, idx: u32, nonempty: bool) {
-        let p = self.classes[idx as usize].priority as usize;
+        let m = &mut self.meta[idx as usize];
+        let p = m.priority as usize;
         if nonempty {
             self.rings[p].push_back(idx);
         } else {
-            self.classes[idx as usize].active = false;
+            m.active = false;
         }
         if self.rings[p].is_empty() {
             self.nonempty &= !(1 << p);
@@ -277,7 +304,7 @@ impl Priq {
 
     /// Removes `idx` from its ring wherever it is (peek path; rings are short).
     fn unlink(&mut self, idx: u32) {
-        let p = self.classes[idx as usize].priority as usize;
+        let p = self.meta[idx as usize].priority as usize;
         if let Some(pos) = self.rings[p].iter().position(|&i| i == idx) {
             self.rings[p].remove(pos);
         }
@@ -290,7 +317,7 @@ impl Qdisc for Priq {
         let idx = match self.index_of(pkt.class).or(self.default) {
             Some(i) => i,
             None => {
-                self.stats.on_drop(&pkt, DropReason::NoClass);
+                self.own.on_drop(&pkt, DropReason::NoClass);
                 drops.push(Dropped {
                     pkt,
                     reason: DropReason::NoClass,
@@ -300,27 +327,29 @@ impl Qdisc for Priq {
         };
         let (id, len) = (pkt.id, pkt.len);
         let from = drops.len();
-        let cl = &mut self.classes[idx as usize];
-        let r = cl.leaf.enqueue(pkt, now, drops);
-        // Queued with nothing dropped: the newcomer is resident, so the leaf
-        // is non-empty without asking it (a virtual call on every packet).
-        let nonempty = (r == Enqueue::Queued && drops.len() == from) || !cl.leaf.is_empty();
-        let was_active = cl.active;
+        let leaf = &mut self.leaves[idx as usize];
+        let r = leaf.enqueue(pkt, now, drops);
+        if r == Enqueue::Queued && drops.len() == from {
+            // The common case: the newcomer is resident and nothing left,
+            // so the leaf is non-empty without asking it.
+            self.len += 1;
+            self.backlog_bytes += len as u64;
+            if !self.meta[idx as usize].active {
+                self.activate(idx);
+            }
+            return r;
+        }
+        let nonempty = !leaf.is_empty();
+        let was_active = self.meta[idx as usize].active;
         // Count the newcomer in first so a drop of it (as part of making
         // room) balances out in `absorb_drops`.
         let refused = drops[from..].iter().any(|d| d.pkt.id == id);
         if !refused {
             self.len += 1;
             self.backlog_bytes += len as u64;
-            // `QueueStats::on_enqueue` without a copy of the packet.
-            self.stats.enq_packets += 1;
-            self.stats.enq_bytes += len as u64;
-            self.stats.qlen += 1;
-            self.stats.backlog_bytes += len as u64;
         }
         self.absorb_drops(drops, from, Some(id));
         if nonempty && !was_active {
-            self.classes[idx as usize].active = true;
             self.activate(idx);
         } else if !nonempty && was_active && self.peeked != Some(idx) {
             self.unlink(idx);
@@ -337,7 +366,7 @@ impl Qdisc for Priq {
             }
             // The peeked child gave nothing after all (emptied by a purge of
             // its own, or throttled): fall through to a normal selection.
-            let still = !self.classes[idx as usize].leaf.is_empty();
+            let still = !self.leaves[idx as usize].is_empty();
             self.settle(idx, still);
         }
         let mut mask = self.nonempty;
@@ -351,11 +380,23 @@ impl Qdisc for Priq {
                 let Some(idx) = self.rings[p].pop_front() else {
                     break;
                 };
+                if let Some(Leaf::Fifo(f)) = self.leaves.get(idx as usize) {
+                    if let Some(len) = f.head_len() {
+                        // A FIFO drops nothing on dequeue: settle from its
+                        // head, then its pop is the return value, so the
+                        // packet moves once, slot to return slot.
+                        let still = f.len() > 1;
+                        self.len = self.len.saturating_sub(1);
+                        self.backlog_bytes = self.backlog_bytes.saturating_sub(len as u64);
+                        self.settle(idx, still);
+                        return self.leaves[idx as usize].dequeue(now, drops);
+                    }
+                }
                 if let Some(pkt) = self.dequeue_class(idx, now, drops) {
                     return Some(pkt);
                 }
                 // Nothing: emptied by its AQM, or throttled.
-                let still = !self.classes[idx as usize].leaf.is_empty();
+                let still = !self.leaves[idx as usize].is_empty();
                 self.settle(idx, still);
             }
         }
@@ -366,13 +407,13 @@ impl Qdisc for Priq {
         let now = self.clamp(now);
         if let Some(idx) = self.peeked {
             let from = drops.len();
-            let r = self.classes[idx as usize].leaf.peek_len(now, drops);
+            let r = self.leaves[idx as usize].peek_len(now, drops);
             self.absorb_drops(drops, from, None);
             if r.is_some() {
                 return r;
             }
             self.peeked = None;
-            let still = !self.classes[idx as usize].leaf.is_empty();
+            let still = !self.leaves[idx as usize].is_empty();
             self.settle(idx, still);
         }
         let mut mask = self.nonempty;
@@ -386,7 +427,7 @@ impl Qdisc for Priq {
                     break;
                 };
                 let from = drops.len();
-                let r = self.classes[idx as usize].leaf.peek_len(now, drops);
+                let r = self.leaves[idx as usize].peek_len(now, drops);
                 self.absorb_drops(drops, from, None);
                 if r.is_some() {
                     // Held out of its ring until the dequeue that takes it.
@@ -396,7 +437,7 @@ impl Qdisc for Priq {
                     }
                     return r;
                 }
-                let still = !self.classes[idx as usize].leaf.is_empty();
+                let still = !self.leaves[idx as usize].is_empty();
                 self.settle(idx, still);
             }
         }
@@ -410,12 +451,12 @@ impl Qdisc for Priq {
         // Only meaningful when every non-empty child is throttled; classes are
         // few, so a scan over them is acceptable off the packet path.
         let mut best: Option<Instant> = None;
-        for cl in &self.classes {
-            if cl.active {
-                match cl.leaf.next_wakeup() {
+        for (leaf, m) in self.leaves.iter().zip(&self.meta) {
+            if m.active {
+                match leaf.next_wakeup() {
                     Some(w) => best = Some(best.map_or(w, |b: Instant| b.min(w))),
                     // This child can send now.
-                    None if !cl.leaf.is_empty() => return None,
+                    None if !leaf.is_empty() => return None,
                     None => {}
                 }
             }
@@ -433,11 +474,9 @@ impl Qdisc for Priq {
 
     fn purge(&mut self, drops: &mut Drops) {
         // Bounded by the number of classes.
-        for i in 0..self.classes.len() {
-            let from = drops.len();
-            self.classes[i].leaf.purge(drops);
-            self.classes[i].active = false;
-            self.absorb_drops(drops, from, None);
+        for (leaf, m) in self.leaves.iter_mut().zip(&mut self.meta) {
+            leaf.purge(drops);
+            m.active = false;
         }
         for r in &mut self.rings {
             r.clear();
@@ -449,11 +488,9 @@ impl Qdisc for Priq {
     }
 
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        f(ClassId::ROOT, &self.stats);
-        for cl in &self.classes {
-            let id = cl.id;
-            cl.leaf
-                .visit_stats(&mut |cid, st| f(if cid == ClassId::ROOT { id } else { cid }, st));
+        f(ClassId::ROOT, &self.stats());
+        for (leaf, &id) in self.leaves.iter().zip(&self.ids) {
+            leaf.visit_stats(&mut |cid, st| f(if cid == ClassId::ROOT { id } else { cid }, st));
         }
     }
 }

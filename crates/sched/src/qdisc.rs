@@ -74,7 +74,10 @@ pub enum Enqueue {
 ///   is non-empty but `dequeue` returned nothing (throttled);
 /// - a `now` earlier than one seen before is treated as the latest one seen;
 /// - no operation panics, whatever the sequence.
-pub trait Qdisc: Send {
+///
+/// `Any` lets a classful parent recognize a child it can store inline (see
+/// `leaf.rs`); every `'static` type has it.
+pub trait Qdisc: Send + std::any::Any {
     /// Offers a packet. A refused packet is pushed to `drops`.
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue;
 
