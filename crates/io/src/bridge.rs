@@ -5,7 +5,7 @@ use crate::pool::Pool;
 use crate::sock::{PacketSocket, RingConfig};
 use crate::sys;
 use sluice_engine::Engine;
-use sluice_time::Duration;
+use sluice_time::{Duration, Instant};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -225,6 +225,10 @@ impl Bridge {
         let mut readable = [true, true];
         let mut spin = false;
         let mut next_stats = sys::now() + STATS_PERIOD;
+        // What the timerfd is armed at: re-arming an unchanged deadline is a
+        // syscall per turn for nothing (at high rates the deadline is "now"
+        // turn after turn, and spinning skips the timer altogether).
+        let mut armed: Option<Option<Instant>> = None;
         while !stop.load(Ordering::Relaxed) {
             let wait_ms = if spin { 0 } else { IDLE_WAIT_MS };
             let n = sys::epoll_wait(&self.epoll, &mut events, wait_ms)?;
@@ -239,6 +243,8 @@ impl Bridge {
                     }
                     TOK_TIMER => {
                         sys::drain_counter(self.timer.as_raw_fd());
+                        // A fired one-shot timer is disarmed.
+                        armed = None;
                     }
                     _ => {
                         sys::drain_counter(self.waker.0.as_raw_fd());
@@ -293,8 +299,9 @@ impl Bridge {
                 (d, false) => d,
             };
             spin = !blocked && at.is_some_and(|d| d.as_nanos() <= now.as_nanos() + self.spin_ns);
-            if !spin {
+            if !spin && armed != Some(at) {
                 sys::timer_set(&self.timer, at)?;
+                armed = Some(at);
             }
         }
         Ok(())
