@@ -2,7 +2,7 @@
 
 use crate::offload::{self, OffloadResult};
 use crate::pool::Pool;
-use crate::sock::{PacketSocket, RingConfig};
+use crate::sock::{PacketSocket, RingConfig, RingVersion};
 use crate::sys;
 use sluice_engine::Engine;
 use sluice_time::{Duration, Instant};
@@ -45,9 +45,13 @@ pub enum Method {
     /// timeout) and the best TCP throughput measured on veth.
     #[default]
     Mmsg,
-    /// TPACKET_V3 RX ring, falling back to recvmmsg where the kernel
-    /// refuses the ring; [`Bridge::method`] says which one runs.
+    /// TPACKET_V2 RX ring (one status word per frame slot, so no retire
+    /// timer), falling back to recvmmsg where the kernel refuses the ring;
+    /// [`Bridge::method`] says which one runs.
     Ring,
+    /// TPACKET_V3 RX ring (blocks handed over whole; a partly filled block
+    /// waits for the retire timer), falling back to recvmmsg.
+    RingV3,
 }
 
 /// Options of [`Bridge::open`].
@@ -95,6 +99,9 @@ pub struct IfaceIoStats {
     pub ring_drops: AtomicU64,
     /// Frames longer than MTU + L2 header (an offload still on upstream).
     pub oversize: AtomicU64,
+    /// Frames longer than a ring slot, received only in part and therefore
+    /// not forwarded (V2 ring with offloads left on upstream).
+    pub truncated: AtomicU64,
 }
 
 /// Counters of both interfaces, index 0 = LAN, 1 = WAN.
@@ -132,17 +139,18 @@ pub struct Bridge {
 }
 
 fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
-    let ring = RingConfig {
+    let ring = |version| RingConfig {
         block_bytes: o.ring_block_bytes,
         blocks: o.ring_blocks,
         retire_ms: o.ring_retire_ms,
+        version,
     };
-    match o.method {
-        Method::Mmsg => PacketSocket::open(name, None),
-        Method::Ring => {
-            PacketSocket::open(name, Some(ring)).or_else(|_| PacketSocket::open(name, None))
-        }
-    }
+    let version = match o.method {
+        Method::Mmsg => return PacketSocket::open(name, None),
+        Method::Ring => RingVersion::V2,
+        Method::RingV3 => RingVersion::V3,
+    };
+    PacketSocket::open(name, Some(ring(version))).or_else(|_| PacketSocket::open(name, None))
 }
 
 impl Bridge {
@@ -151,7 +159,8 @@ impl Bridge {
         let s0 = open_sock(lan, &o)?;
         let s1 = open_sock(wan, &o)?;
         let method = match (s0.has_ring(), s1.has_ring()) {
-            (true, true) => "af_packet-tpacket_v3+sendmmsg",
+            (true, true) if o.method == Method::RingV3 => "af_packet-tpacket_v3+sendmmsg",
+            (true, true) => "af_packet-tpacket_v2+sendmmsg",
             (false, false) => "af_packet-recvmmsg+sendmmsg",
             _ => "af_packet-mixed",
         };
@@ -320,6 +329,10 @@ impl Bridge {
             let limit = self.mtu[i] + L2_MAX_OVERHEAD;
             let pool = &mut self.pool;
             let got = self.socks[i].recv(RX_BATCH_FRAMES, &mut |f| {
+                if f.truncated {
+                    st.truncated.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
                 let mut v = pool.take_copy(&[]);
                 crate::ring::copy_with_vlan(&mut v, f.data, f.vlan);
                 st.rx_frames.fetch_add(1, Ordering::Relaxed);
