@@ -36,6 +36,8 @@ const TOK_SOCK0: u64 = 0;
 const TOK_SOCK1: u64 = 1;
 const TOK_TIMER: u64 = 2;
 const TOK_WAKER: u64 = 3;
+/// EPOLLOUT of the transmit sockets (registered only while frames wait).
+const TOK_TX0: u64 = 4;
 
 /// Which receive path to use (TX is sendmmsg in both).
 /// docs/adr/0002-packet-io.md has the measurements behind the default.
@@ -125,6 +127,8 @@ impl Waker {
 /// is socket `i`: 0 = LAN, 1 = WAN (the order given to `open`).
 pub struct Bridge {
     socks: [PacketSocket; 2],
+    /// Transmit-only sockets, kept out of epoll in the common case.
+    tx_socks: [PacketSocket; 2],
     mtu: [usize; 2],
     epoll: OwnedFd,
     timer: OwnedFd,
@@ -190,6 +194,7 @@ impl Bridge {
         let buf = mtu[0].max(mtu[1]) + L2_MAX_OVERHEAD;
         Ok(Bridge {
             socks: [s0, s1],
+            tx_socks: [PacketSocket::open_tx(lan)?, PacketSocket::open_tx(wan)?],
             mtu,
             epoll,
             timer,
@@ -250,6 +255,8 @@ impl Bridge {
                             readable[i] = true;
                         }
                     }
+                    // Nothing to do: flush runs every turn.
+                    t if t >= TOK_TX0 => {}
                     TOK_TIMER => {
                         sys::drain_counter(self.timer.as_raw_fd());
                         // A fired one-shot timer is disarmed.
@@ -356,7 +363,7 @@ impl Bridge {
         // Each pass sends a batch or stops; PENDING_CAP bounds the passes.
         while !self.pending[i].is_empty() {
             let batch = self.pending[i].make_contiguous();
-            match self.socks[i].send(batch) {
+            match self.tx_socks[i].send(batch) {
                 Ok(0) => {
                     st.tx_blocked.fetch_add(1, Ordering::Relaxed);
                     break;
@@ -381,16 +388,17 @@ impl Bridge {
             .store(self.pending[i].len() as u64, Ordering::Relaxed);
         let want = !self.pending[i].is_empty();
         if want != self.want_out[i] {
-            let mut bits = libc::EPOLLIN as u32;
-            if want {
-                bits |= libc::EPOLLOUT as u32;
-            }
+            let op = if want {
+                libc::EPOLL_CTL_ADD
+            } else {
+                libc::EPOLL_CTL_DEL
+            };
             sys::epoll_ctl(
                 &self.epoll,
-                libc::EPOLL_CTL_MOD,
-                self.socks[i].fd(),
-                bits,
-                i as u64,
+                op,
+                self.tx_socks[i].fd(),
+                libc::EPOLLOUT as u32,
+                TOK_TX0 + i as u64,
             )?;
             self.want_out[i] = want;
         }

@@ -237,6 +237,57 @@ impl PacketSocket {
         Ok(PacketSocket { fd, ring, scratch })
     }
 
+    /// A transmit-only socket on `name`: protocol 0, so the kernel queues
+    /// nothing to it, and never in epoll unless the kernel pushed back — a
+    /// socket with an epoll entry is woken (a wait-queue spinlock round) for
+    /// every frame it sent once the frame is freed (sock_wfree).
+    pub fn open_tx(name: &str) -> io::Result<PacketSocket> {
+        let ifindex = ifindex(name)?;
+        // SAFETY: plain syscall without pointers.
+        let raw = cvt(unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        })?;
+        // SAFETY: `raw` is a fresh descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        if setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            &SOCK_BUF_BYTES,
+        )
+        .is_err()
+        {
+            let _ = setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                &SOCK_BUF_BYTES,
+            );
+        }
+        // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = 0;
+        sll.sll_ifindex = ifindex;
+        // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
+        cvt(unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        })?;
+        Ok(PacketSocket {
+            fd,
+            ring: None,
+            scratch: Vec::new(),
+        })
+    }
+
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
