@@ -304,7 +304,20 @@ impl PacketSocket {
         match self.ring.as_mut() {
             Some(r) if r.frame_bytes > 0 => Ok(recv_ring_v2(r, max_frames, f)),
             Some(r) => Ok(recv_ring(r, max_frames, f)),
-            None => recv_mmsg(self.fd.as_raw_fd(), &mut self.scratch, max_frames, f),
+            None => {
+                // Several recvmmsg calls fill one batch; a short one means
+                // the socket is empty. Bounded by max_frames / MMSG_BATCH.
+                let mut total = 0usize;
+                while total < max_frames {
+                    let want = (max_frames - total).min(MMSG_BATCH);
+                    let (taken, _) = recv_mmsg(self.fd.as_raw_fd(), &mut self.scratch, want, f)?;
+                    total += taken;
+                    if taken < want {
+                        break;
+                    }
+                }
+                Ok(total)
+            }
         }
     }
 
@@ -524,12 +537,13 @@ fn control_bytes(words: &[u64; CONTROL_WORDS]) -> [u8; CONTROL_WORDS * 8] {
     out
 }
 
+/// One recvmmsg call: (messages taken from the socket, frames passed to `f`).
 fn recv_mmsg(
     fd: RawFd,
     scratch: &mut [u8],
     max_frames: usize,
     f: &mut dyn FnMut(RxFrame<'_>),
-) -> io::Result<usize> {
+) -> io::Result<(usize, usize)> {
     let n = max_frames.clamp(1, MMSG_BATCH);
     // SAFETY: all-zero arrays of these C structs are valid values.
     let mut iov: [libc::iovec; MMSG_BATCH] = unsafe { std::mem::zeroed() };
@@ -565,7 +579,7 @@ fn recv_mmsg(
     if r < 0 {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok((0, 0)),
             _ => Err(e),
         };
     }
@@ -587,5 +601,5 @@ fn recv_mmsg(
             });
         }
     }
-    Ok(got)
+    Ok((r as usize, got))
 }
