@@ -11,7 +11,9 @@
 # every frame anyway.
 #
 # usage (root): crates/io/scripts/pps.sh SLUICE_BIN BLAST_BIN [ROUNDS] [SECS] [CASES]
-#   CASES: space-separated from: kernel mmsg ring fq-mmsg fq-ring gen
+#   CASES: space-separated from: kernel mmsg ring fq-mmsg fq-ring
+# The generator's own ceiling: blast from one namespace to another over a
+# single veth pair with --rx-file/--rx-if (docs/adr/0002-packet-io.md).
 #   LENS (env): frame lengths without FCS, default "60 1514"; TCP=1 adds iperf3.
 # Prints one line per (round, case, len): "case len rx_pps sent_pps".
 set -eu
@@ -43,7 +45,7 @@ for p in $C:c0 $S:lan0 $S:wan0 $V:v0; do
 	ip -n ${p%:*} link set ${p#*:} up
 	ip netns exec ${p%:*} ethtool -K ${p#*:} tso off gso off tx off gro off >/dev/null 2>&1 || true
 done
-VMAC=$(cat /sys/class/net/lo/address >/dev/null; ip netns exec $V cat /sys/class/net/v0/address)
+VMAC=$(ip netns exec $V cat /sys/class/net/v0/address)
 ip -n $C neigh replace 10.76.0.2 lladdr $VMAC dev c0
 ip -n $V neigh replace 10.76.0.1 lladdr $(ip netns exec $C cat /sys/class/net/c0/address) dev v0
 ip netns exec $V sleep 100000 &
@@ -83,13 +85,6 @@ measure() { # case
 for r in $(seq $ROUNDS); do
 	for c in $CASES; do
 		case $c in
-		gen)  # the generator alone: c0 → v0 through one veth pair is not
-		      # available here; see the doc: the bridge-less ceiling is
-		      # measured by sending to lan0 with nothing reading it.
-			for len in $LENS; do
-				echo "gen $len $(ip netns exec $C "$BLAST" --dev c0 --dst-mac 02:00:00:00:00:02 \
-					--len $len --flows $FLOWS --secs $SECS 2>/dev/null | sed -n 's/.*: \([0-9]*\) pps.*/\1/p')"
-			done ;;
 		kernel)
 			ip -n $S link add br0 type bridge
 			ip -n $S link set lan0 master br0
