@@ -32,7 +32,7 @@ pub struct Args {
     control: String,
     #[command(flatten)]
     metrics: crate::metrics::MetricsArgs,
-    /// Packet I/O: mmsg (recvmmsg/sendmmsg) or ring (TPACKET_V3 RX ring,
+    /// Packet I/O: mmsg (recvmmsg/sendmmsg) or ring (TPACKET_V2 RX ring,
     /// recvmmsg where the kernel refuses it).
     #[arg(long, value_name = "METHOD", default_value = "mmsg", value_parser = parse_method)]
     io: Method,

@@ -3,7 +3,7 @@
 use crate::delay::WakeEstimator;
 use crate::offload::{self, OffloadResult};
 use crate::pool::Pool;
-use crate::sock::{PacketSocket, RingConfig};
+use crate::sock::{PacketSocket, RingConfig, RingVersion};
 use crate::sys;
 use sluice_engine::Engine;
 use sluice_time::{Duration, Instant};
@@ -23,6 +23,9 @@ const TX_DRAIN_FRAMES: usize = 256;
 const PENDING_CAP: usize = 256;
 /// Retry delay after ENOBUFS (no EPOLLOUT will come for a full peer queue).
 const TX_RETRY: Duration = Duration::from_micros(20);
+/// Loop turns in a row that may skip epoll_wait while a socket keeps
+/// filling whole batches.
+const EPOLL_SKIP_MAX: u32 = 8;
 /// Longest epoll sleep, so a stop flag set without a wake-up is still seen.
 const IDLE_WAIT_MS: i32 = 100;
 /// How often the kernel ring-drop counters are collected.
@@ -47,6 +50,8 @@ const TOK_SOCK0: u64 = 0;
 const TOK_SOCK1: u64 = 1;
 const TOK_TIMER: u64 = 2;
 const TOK_WAKER: u64 = 3;
+/// EPOLLOUT of the transmit sockets (registered only while frames wait).
+const TOK_TX0: u64 = 4;
 
 /// Which receive path to use (TX is sendmmsg in both).
 /// docs/adr/0002-packet-io.md has the measurements behind the default.
@@ -56,9 +61,13 @@ pub enum Method {
     /// timeout) and the best TCP throughput measured on veth.
     #[default]
     Mmsg,
-    /// TPACKET_V3 RX ring, falling back to recvmmsg where the kernel
-    /// refuses the ring; [`Bridge::method`] says which one runs.
+    /// TPACKET_V2 RX ring (one status word per frame slot, so no retire
+    /// timer), falling back to recvmmsg where the kernel refuses the ring;
+    /// [`Bridge::method`] says which one runs.
     Ring,
+    /// TPACKET_V3 RX ring (blocks handed over whole; a partly filled block
+    /// waits for the retire timer), falling back to recvmmsg.
+    RingV3,
 }
 
 /// Options of [`Bridge::open`].
@@ -106,6 +115,9 @@ pub struct IfaceIoStats {
     pub ring_drops: AtomicU64,
     /// Frames longer than MTU + L2 header (an offload still on upstream).
     pub oversize: AtomicU64,
+    /// Frames longer than a ring slot, received only in part and therefore
+    /// not forwarded (V2 ring with offloads left on upstream).
+    pub truncated: AtomicU64,
 }
 
 /// Counters of both interfaces, index 0 = LAN, 1 = WAN.
@@ -129,6 +141,8 @@ impl Waker {
 /// is socket `i`: 0 = LAN, 1 = WAN (the order given to `open`).
 pub struct Bridge {
     socks: [PacketSocket; 2],
+    /// Transmit-only sockets, kept out of epoll in the common case.
+    tx_socks: [PacketSocket; 2],
     mtu: [usize; 2],
     epoll: OwnedFd,
     timer: OwnedFd,
@@ -149,17 +163,18 @@ pub struct Bridge {
 }
 
 fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
-    let ring = RingConfig {
+    let ring = |version| RingConfig {
         block_bytes: o.ring_block_bytes,
         blocks: o.ring_blocks,
         retire_ms: o.ring_retire_ms,
+        version,
     };
-    match o.method {
-        Method::Mmsg => PacketSocket::open(name, None),
-        Method::Ring => {
-            PacketSocket::open(name, Some(ring)).or_else(|_| PacketSocket::open(name, None))
-        }
-    }
+    let version = match o.method {
+        Method::Mmsg => return PacketSocket::open(name, None),
+        Method::Ring => RingVersion::V2,
+        Method::RingV3 => RingVersion::V3,
+    };
+    PacketSocket::open(name, Some(ring(version))).or_else(|_| PacketSocket::open(name, None))
 }
 
 impl Bridge {
@@ -168,7 +183,8 @@ impl Bridge {
         let s0 = open_sock(lan, &o)?;
         let s1 = open_sock(wan, &o)?;
         let method = match (s0.has_ring(), s1.has_ring()) {
-            (true, true) => "af_packet-tpacket_v3+sendmmsg",
+            (true, true) if o.method == Method::RingV3 => "af_packet-tpacket_v3+sendmmsg",
+            (true, true) => "af_packet-tpacket_v2+sendmmsg",
             (false, false) => "af_packet-recvmmsg+sendmmsg",
             _ => "af_packet-mixed",
         };
@@ -198,6 +214,7 @@ impl Bridge {
         let buf = mtu[0].max(mtu[1]) + L2_MAX_OVERHEAD;
         Ok(Bridge {
             socks: [s0, s1],
+            tx_socks: [PacketSocket::open_tx(lan)?, PacketSocket::open_tx(wan)?],
             mtu,
             epoll,
             timer,
@@ -243,11 +260,30 @@ impl Bridge {
             Vec::with_capacity(TX_DRAIN_FRAMES),
         ];
         let mut readable = [true, true];
+        let mut skipped = 0u32;
         let mut spin = false;
         let mut next_stats = sys::now() + STATS_PERIOD;
+        // What the timerfd is armed at: re-arming an unchanged deadline is a
+        // syscall per turn for nothing (at high rates the deadline is "now"
+        // turn after turn, and spinning skips the timer altogether).
+        let mut armed: Option<Option<Instant>> = None;
         while !stop.load(Ordering::Relaxed) {
-            let wait_ms = if spin { 0 } else { IDLE_WAIT_MS };
-            let n = sys::epoll_wait(&self.epoll, &mut events, wait_ms)?;
+            // A socket that filled its last batch is read again without
+            // asking epoll (a syscall per batch for an answer we know), but
+            // epoll is still consulted every EPOLL_SKIP_MAX turns so the
+            // timer, the waker and the other socket are never starved.
+            let n = if readable.iter().any(|r| *r) && skipped < EPOLL_SKIP_MAX {
+                skipped += 1;
+                0
+            } else {
+                skipped = 0;
+                let wait_ms = if spin || readable.iter().any(|r| *r) {
+                    0
+                } else {
+                    IDLE_WAIT_MS
+                };
+                sys::epoll_wait(&self.epoll, &mut events, wait_ms)?
+            };
             for ev in events.iter().take(n) {
                 let (tok, bits) = (ev.u64, ev.events);
                 match tok {
@@ -257,12 +293,16 @@ impl Bridge {
                             readable[i] = true;
                         }
                     }
+                    // Nothing to do: flush runs every turn.
+                    t if t >= TOK_TX0 => {}
                     TOK_TIMER => {
                         if sys::drain_counter(self.timer.as_raw_fd()) > 0 {
-                            if let Some(armed) = self.armed_at.take() {
-                                let late = sys::now().saturating_since(armed);
+                            if let Some(at) = self.armed_at.take() {
+                                let late = sys::now().saturating_since(at);
                                 self.wake.observe(late.as_nanos());
                             }
+                            // A fired one-shot timer is disarmed.
+                            armed = None;
                         }
                     }
                     _ => {
@@ -332,8 +372,11 @@ impl Bridge {
                     Some(d) => Some(d - early),
                     None => at,
                 };
-                sys::timer_set(&self.timer, arm)?;
-                self.armed_at = arm;
+                if armed != Some(arm) {
+                    sys::timer_set(&self.timer, arm)?;
+                    armed = Some(arm);
+                    self.armed_at = arm;
+                }
                 self.early_for = far;
             }
         }
@@ -352,16 +395,33 @@ impl Bridge {
             let st = &self.stats.ifaces[i];
             let limit = self.mtu[i] + L2_MAX_OVERHEAD;
             let pool = &mut self.pool;
+            // Summed per batch: an atomic add per frame and counter is a
+            // locked instruction each, for readers that look once a second.
+            let (mut frames, mut bytes, mut oversize, mut truncated) = (0u64, 0u64, 0u64, 0u64);
             let got = self.socks[i].recv(RX_BATCH_FRAMES, &mut |f| {
+                if f.truncated {
+                    truncated += 1;
+                    return;
+                }
                 let mut v = pool.take_copy(&[]);
                 crate::ring::copy_with_vlan(&mut v, f.data, f.vlan);
-                st.rx_frames.fetch_add(1, Ordering::Relaxed);
-                st.rx_bytes.fetch_add(v.len() as u64, Ordering::Relaxed);
+                frames += 1;
+                bytes += v.len() as u64;
                 if v.len() > limit {
-                    st.oversize.fetch_add(1, Ordering::Relaxed);
+                    oversize += 1;
                 }
                 rx.push((i, v));
             })?;
+            for (c, n) in [
+                (&st.rx_frames, frames),
+                (&st.rx_bytes, bytes),
+                (&st.oversize, oversize),
+                (&st.truncated, truncated),
+            ] {
+                if n > 0 {
+                    c.fetch_add(n, Ordering::Relaxed);
+                }
+            }
             // Level-triggered epoll tells us again if more is waiting; a
             // partial batch means the socket is (momentarily) empty.
             *ready = got >= RX_BATCH_FRAMES;
@@ -376,17 +436,19 @@ impl Bridge {
         // Each pass sends a batch or stops; PENDING_CAP bounds the passes.
         while !self.pending[i].is_empty() {
             let batch = self.pending[i].make_contiguous();
-            match self.socks[i].send(batch) {
+            match self.tx_socks[i].send(batch) {
                 Ok(0) => {
                     st.tx_blocked.fetch_add(1, Ordering::Relaxed);
                     break;
                 }
                 Ok(sent) => {
+                    let mut bytes = 0u64;
                     for f in self.pending[i].drain(..sent) {
-                        st.tx_frames.fetch_add(1, Ordering::Relaxed);
-                        st.tx_bytes.fetch_add(f.len() as u64, Ordering::Relaxed);
+                        bytes += f.len() as u64;
                         self.pool.put(f);
                     }
+                    st.tx_frames.fetch_add(sent as u64, Ordering::Relaxed);
+                    st.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
                 }
                 Err((_, _e)) => {
                     // The head frame is unsendable (e.g. EMSGSIZE): count it.
@@ -401,16 +463,17 @@ impl Bridge {
             .store(self.pending[i].len() as u64, Ordering::Relaxed);
         let want = !self.pending[i].is_empty();
         if want != self.want_out[i] {
-            let mut bits = libc::EPOLLIN as u32;
-            if want {
-                bits |= libc::EPOLLOUT as u32;
-            }
+            let op = if want {
+                libc::EPOLL_CTL_ADD
+            } else {
+                libc::EPOLL_CTL_DEL
+            };
             sys::epoll_ctl(
                 &self.epoll,
-                libc::EPOLL_CTL_MOD,
-                self.socks[i].fd(),
-                bits,
-                i as u64,
+                op,
+                self.tx_socks[i].fd(),
+                libc::EPOLLOUT as u32,
+                TOK_TX0 + i as u64,
             )?;
             self.want_out[i] = want;
         }

@@ -1,4 +1,4 @@
-//! TPACKET_V3 block and frame headers, parsed from bytes.
+//! TPACKET_V2 frame and TPACKET_V3 block/frame headers, parsed from bytes.
 //!
 //! # Principles
 //! The kernel hands a whole block of frames to user space at once
@@ -7,7 +7,8 @@
 //! (linux/if_packet.h, Documentation/networking/packet_mmap.rst). This module
 //! only reads byte slices: every offset from the kernel is bounds-checked, a
 //! corrupt header ends the walk instead of panicking, and the walk is capped
-//! by `num_pkts`. The mmap itself lives in `sock.rs`; here nothing is unsafe,
+//! by `num_pkts`. TPACKET_V2 slots are fixed-size and carry their own
+//! status word (no block, no retire timer). The mmap itself lives in `sock.rs`; here nothing is unsafe,
 //! so it is unit-tested from byte arrays.
 
 /// `block_status` bit: the block belongs to user space.
@@ -222,6 +223,43 @@ pub fn copy_with_vlan(out: &mut Vec<u8>, data: &[u8], vlan: Option<(u16, u16)>) 
     }
 }
 
+/// Size of `struct tpacket2_hdr` (32 bytes, already TPACKET_ALIGNed); the
+/// `struct sockaddr_ll` follows it.
+pub const TPACKET2_HDRLEN: usize = 32;
+
+/// Parses one TPACKET_V2 frame slot (`struct tpacket2_hdr`, then
+/// `sockaddr_ll`, then the frame at `tp_mac`). Used for a slot whose status
+/// says user space owns it; `None` for a header that points outside the
+/// slot. A frame longer than the slot (`wire_len > data.len()`) is
+/// truncated: the caller must not forward it as if whole.
+pub fn parse_v2_frame(slot: &[u8]) -> Option<Frame<'_>> {
+    let status = u32_at(slot, 0)?;
+    let wire_len = u32_at(slot, 4)?;
+    let snaplen = u32_at(slot, 8)? as usize;
+    let mac = u16_at(slot, 12)? as usize;
+    let vlan_tci = u16_at(slot, 24)?;
+    let vlan_tpid = u16_at(slot, 26)?;
+    let pkttype = *slot.get(TPACKET2_HDRLEN + 10)?;
+    let data = slot.get(mac..mac.checked_add(snaplen)?)?;
+    let vlan = if status & TP_STATUS_VLAN_VALID != 0 {
+        let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 && vlan_tpid != 0 {
+            vlan_tpid
+        } else {
+            0x8100
+        };
+        Some((tpid, vlan_tci))
+    } else {
+        None
+    };
+    Some(Frame {
+        data,
+        wire_len,
+        status,
+        vlan,
+        pkttype,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +308,58 @@ mod tests {
         }
         put32(&mut b, BLOCK_H1 + 12, at as u32);
         b
+    }
+
+    fn v2_slot(data: &[u8], wire_len: u32, pkttype: u8, vlan: Option<(u16, u16)>) -> Vec<u8> {
+        // Layout as the kernel writes it: header, sockaddr_ll, data at 66.
+        let mac = 66usize;
+        let mut s = vec![0u8; 2048];
+        let mut status = TP_STATUS_USER;
+        if let Some((tpid, tci)) = vlan {
+            status |= TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID;
+            put16(&mut s, 24, tci);
+            put16(&mut s, 26, tpid);
+        }
+        put32(&mut s, 0, status);
+        put32(&mut s, 4, wire_len);
+        put32(&mut s, 8, data.len() as u32);
+        put16(&mut s, 12, mac as u16);
+        s[TPACKET2_HDRLEN + 10] = pkttype;
+        s[mac..mac + data.len()].copy_from_slice(data);
+        s
+    }
+
+    #[test]
+    fn v2_slot_gives_frame_tag_and_pkttype() {
+        let data: Vec<u8> = (0..60u8).collect();
+        let s = v2_slot(&data, 60, PACKET_OUTGOING, Some((0x88a8, 42)));
+        let f = parse_v2_frame(&s).expect("valid slot");
+        assert_eq!(f.data, &data[..]);
+        assert_eq!(f.wire_len, 60);
+        assert_eq!(f.pkttype, PACKET_OUTGOING);
+        assert_eq!(f.vlan, Some((0x88a8, 42)));
+        let slot = v2_slot(&data, 60, 0, None);
+        let plain = parse_v2_frame(&slot).expect("valid slot");
+        assert_eq!(plain.vlan, None);
+    }
+
+    #[test]
+    fn v2_truncated_frame_is_recognisable() {
+        let data = [7u8; 100];
+        let slot = v2_slot(&data, 9000, 0, None);
+        let f = parse_v2_frame(&slot).expect("valid slot");
+        assert!(f.wire_len as usize > f.data.len());
+    }
+
+    #[test]
+    fn v2_bad_offsets_and_short_slots_yield_none() {
+        let data = [1u8; 64];
+        let mut s = v2_slot(&data, 64, 0, None);
+        put16(&mut s, 12, 2040); // mac + snaplen beyond the slot
+        assert_eq!(parse_v2_frame(&s), None);
+        for len in 0..TPACKET2_HDRLEN + 11 {
+            assert_eq!(parse_v2_frame(&s[..len]), None, "{len}-byte slot");
+        }
     }
 
     #[test]

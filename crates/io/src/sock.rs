@@ -1,13 +1,16 @@
-//! One AF_PACKET socket bound to one interface: a TPACKET_V3 RX ring when
-//! the kernel offers it, plain `recvmmsg` otherwise; TX by `sendmmsg`.
+//! One AF_PACKET socket bound to one interface: a TPACKET_V2 (per-frame) or
+//! TPACKET_V3 (per-block) RX ring when the kernel offers it, plain
+//! `recvmmsg` otherwise; TX by `sendmmsg`.
 //!
 //! # Principles
 //! - The socket sees every frame of the interface (promiscuous membership,
 //!   ETH_P_ALL) except those it sent itself (PACKET_IGNORE_OUTGOING, and the
 //!   `PACKET_OUTGOING` pkttype is skipped as a second line on older kernels).
-//! - A ring block is read only once its status says user space owns it
-//!   (acquire load), and handed back (release store) after every frame in it
-//!   was copied out; no reference into the ring outlives that.
+//! - A ring block (V3) or frame slot (V2) is read only once its status says
+//!   user space owns it (acquire load), and handed back (release store) after
+//!   its frames were copied out; no reference into the ring outlives that.
+//! - A V2 slot holds one MTU-sized frame: a longer frame arrives truncated
+//!   and is reported as such, never forwarded as if whole.
 //! - TX never blocks: `MSG_DONTWAIT`, and the caller keeps what was not sent.
 
 use crate::ring::{self, Frames, PACKET_OUTGOING};
@@ -24,7 +27,11 @@ const PACKET_STATISTICS: libc::c_int = 6;
 const PACKET_VERSION: libc::c_int = 10;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_MR_PROMISC: u16 = 1;
+const TPACKET_V2: libc::c_int = 1;
 const TPACKET_V3: libc::c_int = 2;
+/// Room in a V2 slot before the frame: tpacket2_hdr (32) + sockaddr_ll (20),
+/// aligned, plus the kernel's 16-byte minimum MAC allowance (net offset 80).
+const V2_SLOT_HEADROOM: usize = 80;
 const ETH_P_ALL: u16 = 0x0003;
 /// Socket buffers: a few milliseconds of a 1 Gbit/s burst.
 const SOCK_BUF_BYTES: libc::c_int = 4 << 20;
@@ -54,13 +61,25 @@ struct PacketMreq {
     mr_address: [u8; 8],
 }
 
+/// Which ring layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingVersion {
+    /// Fixed-size slots, each with its own status word: a frame is visible
+    /// as soon as the kernel wrote it (no retire timer).
+    V2,
+    /// Variable-size frames packed in blocks handed over whole: a partly
+    /// filled block waits for the retire timer.
+    V3,
+}
+
 /// Ring geometry.
 #[derive(Clone, Copy, Debug)]
 pub struct RingConfig {
     pub block_bytes: u32,
     pub blocks: u32,
-    /// How long a partly filled block waits before the kernel hands it over.
+    /// How long a partly filled block waits before the kernel hands it over (V3).
     pub retire_ms: u32,
+    pub version: RingVersion,
 }
 
 struct Ring {
@@ -68,7 +87,11 @@ struct Ring {
     len: usize,
     block_bytes: usize,
     blocks: usize,
+    /// Next block (V3) or frame slot (V2) to read.
     next: usize,
+    /// V2 only: slot size and slots per block (0 for V3).
+    frame_bytes: usize,
+    frames_per_block: usize,
 }
 
 // SAFETY: the mapping is owned exclusively by this Ring (and its socket); the
@@ -87,6 +110,8 @@ impl Drop for Ring {
 pub struct RxFrame<'a> {
     pub data: &'a [u8],
     pub vlan: Option<(u16, u16)>,
+    /// The frame was longer than the ring slot: `data` is only its head.
+    pub truncated: bool,
 }
 
 pub struct PacketSocket {
@@ -178,7 +203,10 @@ impl PacketSocket {
             }
         }
         let ring = match ring {
-            Some(cfg) => Some(setup_ring(&fd, cfg)?),
+            Some(cfg) => {
+                let mtu = mtu(fd.as_raw_fd(), name).unwrap_or(1500) as usize;
+                Some(setup_ring(&fd, cfg, mtu)?)
+            }
             None => None,
         };
         // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
@@ -209,6 +237,57 @@ impl PacketSocket {
         Ok(PacketSocket { fd, ring, scratch })
     }
 
+    /// A transmit-only socket on `name`: protocol 0, so the kernel queues
+    /// nothing to it, and never in epoll unless the kernel pushed back — a
+    /// socket with an epoll entry is woken (a wait-queue spinlock round) for
+    /// every frame it sent once the frame is freed (sock_wfree).
+    pub fn open_tx(name: &str) -> io::Result<PacketSocket> {
+        let ifindex = ifindex(name)?;
+        // SAFETY: plain syscall without pointers.
+        let raw = cvt(unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        })?;
+        // SAFETY: `raw` is a fresh descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        if setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            &SOCK_BUF_BYTES,
+        )
+        .is_err()
+        {
+            let _ = setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                &SOCK_BUF_BYTES,
+            );
+        }
+        // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = 0;
+        sll.sll_ifindex = ifindex;
+        // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
+        cvt(unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        })?;
+        Ok(PacketSocket {
+            fd,
+            ring: None,
+            scratch: Vec::new(),
+        })
+    }
+
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
@@ -217,13 +296,28 @@ impl PacketSocket {
         self.ring.is_some()
     }
 
-    /// Receives up to about `max_frames` frames (whole ring blocks are
-    /// consumed, so it may exceed it by one block's worth) and passes each
-    /// one to `f`. Returns the number of frames passed.
+    /// Receives up to about `max_frames` frames (a V3 ring consumes whole
+    /// blocks, so it may exceed it by one block's worth) and passes each
+    /// one to `f`. Returns the number of frames taken from the kernel
+    /// (including own outgoing ones that were skipped).
     pub fn recv(&mut self, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> io::Result<usize> {
         match self.ring.as_mut() {
+            Some(r) if r.frame_bytes > 0 => Ok(recv_ring_v2(r, max_frames, f)),
             Some(r) => Ok(recv_ring(r, max_frames, f)),
-            None => recv_mmsg(self.fd.as_raw_fd(), &mut self.scratch, max_frames, f),
+            None => {
+                // Several recvmmsg calls fill one batch; a short one means
+                // the socket is empty. Bounded by max_frames / MMSG_BATCH.
+                let mut total = 0usize;
+                while total < max_frames {
+                    let want = (max_frames - total).min(MMSG_BATCH);
+                    let (taken, _) = recv_mmsg(self.fd.as_raw_fd(), &mut self.scratch, want, f)?;
+                    total += taken;
+                    if taken < want {
+                        break;
+                    }
+                }
+                Ok(total)
+            }
         }
     }
 
@@ -286,21 +380,37 @@ impl PacketSocket {
     }
 }
 
-fn setup_ring(fd: &OwnedFd, cfg: RingConfig) -> io::Result<Ring> {
-    setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &TPACKET_V3)?;
-    // frame_size is only a sanity value for V3 (frames are variable-sized).
-    let frame_size = 2048u32;
+/// V2 slot size for an interface MTU: headroom plus the largest frame
+/// (MTU + Ethernet + one VLAN tag), rounded up to a power of two so slots
+/// tile a block exactly.
+pub fn v2_frame_bytes(mtu: usize) -> usize {
+    (V2_SLOT_HEADROOM + mtu.saturating_add(18))
+        .max(2048)
+        .next_power_of_two()
+}
+
+fn setup_ring(fd: &OwnedFd, cfg: RingConfig, mtu: usize) -> io::Result<Ring> {
+    let (version, frame_size, block_bytes) = match cfg.version {
+        RingVersion::V2 => {
+            let fb = v2_frame_bytes(mtu).min(1 << 20) as u32;
+            (TPACKET_V2, fb, cfg.block_bytes.max(fb))
+        }
+        // frame_size is only a sanity value for V3 (frames are variable-sized).
+        RingVersion::V3 => (TPACKET_V3, 2048u32, cfg.block_bytes),
+    };
+    setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &version)?;
+    // The kernel reads only the first four fields (struct tpacket_req) for V2.
     let req = TpacketReq3 {
-        tp_block_size: cfg.block_bytes,
+        tp_block_size: block_bytes,
         tp_block_nr: cfg.blocks,
         tp_frame_size: frame_size,
-        tp_frame_nr: cfg.block_bytes / frame_size * cfg.blocks,
+        tp_frame_nr: block_bytes / frame_size * cfg.blocks,
         tp_retire_blk_tov: cfg.retire_ms,
         tp_sizeof_priv: 0,
         tp_feature_req_word: 0,
     };
     setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_RX_RING, &req)?;
-    let len = cfg.block_bytes as usize * cfg.blocks as usize;
+    let len = block_bytes as usize * cfg.blocks as usize;
     // SAFETY: maps the ring the kernel just allocated for this socket; the
     // length is exactly block_size × block_nr as requested.
     let base = unsafe {
@@ -316,12 +426,21 @@ fn setup_ring(fd: &OwnedFd, cfg: RingConfig) -> io::Result<Ring> {
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    let (frame_bytes, frames_per_block) = match cfg.version {
+        RingVersion::V2 => (
+            frame_size as usize,
+            (block_bytes / frame_size).max(1) as usize,
+        ),
+        RingVersion::V3 => (0, 0),
+    };
     Ok(Ring {
         base: base.cast(),
         len,
-        block_bytes: cfg.block_bytes as usize,
+        block_bytes: block_bytes as usize,
         blocks: cfg.blocks as usize,
         next: 0,
+        frame_bytes,
+        frames_per_block,
     })
 }
 
@@ -358,12 +477,50 @@ fn recv_ring(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) ->
             f(RxFrame {
                 data: fr.data,
                 vlan: fr.vlan,
+                truncated: (fr.wire_len as usize) > fr.data.len(),
             });
         }
         status.store(0, Ordering::Release);
         r.next = (idx + 1) % r.blocks;
     }
     got
+}
+
+fn recv_ring_v2(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
+    let slots = r.blocks * r.frames_per_block;
+    let mut taken = 0usize;
+    // At most one pass over the ring, and at most `max_frames` slots.
+    for _ in 0..max_frames.min(slots) {
+        let idx = r.next;
+        let off =
+            (idx / r.frames_per_block) * r.block_bytes + (idx % r.frames_per_block) * r.frame_bytes;
+        // SAFETY: slot `idx < slots` lies inside the mapping (block
+        // `idx / frames_per_block < blocks`, slot offset + frame_bytes <=
+        // block_bytes); its first word is the u32 tp_status the kernel
+        // updates concurrently, 16-byte aligned, hence the atomic view. The
+        // mapping lives as long as `r`.
+        let status = unsafe { AtomicU32::from_ptr(r.base.add(off).cast()) };
+        if status.load(Ordering::Acquire) & ring::TP_STATUS_USER == 0 {
+            break;
+        }
+        // SAFETY: the slot belongs to user space until TP_STATUS_KERNEL is
+        // stored below; the kernel does not write it meanwhile, and the
+        // slice is dropped before that store.
+        let slot = unsafe { std::slice::from_raw_parts(r.base.add(off), r.frame_bytes) };
+        if let Some(fr) = ring::parse_v2_frame(slot) {
+            if fr.pkttype != PACKET_OUTGOING {
+                f(RxFrame {
+                    data: fr.data,
+                    vlan: fr.vlan,
+                    truncated: (fr.wire_len as usize) > fr.data.len(),
+                });
+            }
+        }
+        status.store(0, Ordering::Release);
+        r.next = (idx + 1) % slots;
+        taken += 1;
+    }
+    taken
 }
 
 /// Control buffer per message: one `tpacket_auxdata` (20 B) behind its
@@ -380,12 +537,13 @@ fn control_bytes(words: &[u64; CONTROL_WORDS]) -> [u8; CONTROL_WORDS * 8] {
     out
 }
 
+/// One recvmmsg call: (messages taken from the socket, frames passed to `f`).
 fn recv_mmsg(
     fd: RawFd,
     scratch: &mut [u8],
     max_frames: usize,
     f: &mut dyn FnMut(RxFrame<'_>),
-) -> io::Result<usize> {
+) -> io::Result<(usize, usize)> {
     let n = max_frames.clamp(1, MMSG_BATCH);
     // SAFETY: all-zero arrays of these C structs are valid values.
     let mut iov: [libc::iovec; MMSG_BATCH] = unsafe { std::mem::zeroed() };
@@ -421,7 +579,7 @@ fn recv_mmsg(
     if r < 0 {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok((0, 0)),
             _ => Err(e),
         };
     }
@@ -436,8 +594,12 @@ fn recv_mmsg(
         let vlan = ring::auxdata_vlan(&control_bytes(&control[i])[..clen]);
         if let Some(data) = scratch.get(start..start + len) {
             got += 1;
-            f(RxFrame { data, vlan });
+            f(RxFrame {
+                data,
+                vlan,
+                truncated: false,
+            });
         }
     }
-    Ok(got)
+    Ok((r as usize, got))
 }
