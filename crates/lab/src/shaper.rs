@@ -56,9 +56,11 @@ fn tc_root(net: &LabNet, dev: &str, args: &str) -> Result<(), String> {
 }
 
 impl Shaper {
-    /// Starts `spec` in the shaper namespace of `net`; sluice's control
-    /// socket and log go to `dir`, its config is copied there
-    /// (`shaper.conf`).
+    /// Starts `spec` in the shaper namespace of `net`; sluice's log goes to
+    /// `dir`, its config is copied there (`shaper.conf`). The control socket
+    /// lives in the temporary directory, not in `dir`: a run directory may
+    /// be on a file system without Unix sockets (9p, some FUSE mounts) or
+    /// deeper than a socket path may be (108 bytes).
     pub fn start(
         net: &mut LabNet,
         spec: &ShaperSpec,
@@ -68,7 +70,7 @@ impl Shaper {
         let mut sh = Shaper {
             spec: spec.clone(),
             proc_id: None,
-            control: dir.join("ctl.sock"),
+            control: std::env::temp_dir().join(format!("{}.ctl.sock", net.shaper.name())),
             log: dir.join("sluice.log"),
         };
         match spec {
@@ -161,5 +163,12 @@ impl Shaper {
         if let Some(id) = self.proc_id {
             let _ = net.topo.stop(id, "TERM");
         }
+    }
+}
+
+impl Drop for Shaper {
+    fn drop(&mut self) {
+        // A sluice killed rather than stopped leaves its socket file behind.
+        let _ = std::fs::remove_file(&self.control);
     }
 }
