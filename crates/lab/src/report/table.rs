@@ -135,7 +135,7 @@ fn block(title: String, runs: &[&Summary]) -> Block {
                     };
                     Some(vec![
                         p.name.clone(),
-                        s.shaper.clone(),
+                        short_label(&s.shaper),
                         fmt_rate(p.down_bps),
                         fmt_rate(p.up_bps),
                         p50,
@@ -158,7 +158,7 @@ fn block(title: String, runs: &[&Summary]) -> Block {
                 fmt_ms(s.idle_latency_ms.p50)
             };
             let mut row = vec![
-                s.shaper.clone(),
+                short_label(&s.shaper),
                 idle,
                 g.overall.clone(),
                 g.down.clone().unwrap_or_else(|| "-".into()),
@@ -224,8 +224,31 @@ fn render(out: &mut String, rows: &[Vec<String>], left: usize) {
     }
 }
 
+/// Longest shaper label a table column shows: a `tc:` spec can be a whole
+/// command line; the full label is in summary.json and the report.
+const LABEL_MAX_CHARS: usize = 40;
+
+/// `label`, cut to [`LABEL_MAX_CHARS`] with an ellipsis.
+fn short_label(label: &str) -> String {
+    if label.chars().count() <= LABEL_MAX_CHARS {
+        return label.to_string();
+    }
+    let mut s: String = label.chars().take(LABEL_MAX_CHARS - 1).collect();
+    s.push('…');
+    s
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn long_shaper_labels_are_cut_with_an_ellipsis() {
+        assert_eq!(super::short_label("none"), "none");
+        let long = "tc:cake bandwidth 120kbit besteffort pppoe-llcsnap;cake bandwidth 490kbit";
+        let cut = super::short_label(long);
+        assert_eq!(cut.chars().count(), super::LABEL_MAX_CHARS);
+        assert!(cut.ends_with('…') && long.starts_with(cut.trim_end_matches('…')));
+    }
+
     use super::*;
 
     #[test]
