@@ -32,16 +32,16 @@ pub struct Args {
     control: String,
     #[command(flatten)]
     metrics: crate::metrics::MetricsArgs,
-    /// Packet I/O: mmsg (recvmmsg/sendmmsg) or ring (TPACKET_V2 RX ring,
-    /// recvmmsg where the kernel refuses it).
-    #[arg(long, value_name = "METHOD", default_value = "mmsg", value_parser = parse_method)]
+    /// Packet I/O: ring (TPACKET_V2 RX ring + sendmmsg; recvmmsg where the
+    /// kernel refuses the ring) or mmsg (recvmmsg/sendmmsg).
+    #[arg(long, value_name = "METHOD", default_value = "ring", value_parser = parse_method)]
     io: Method,
     /// Busy-wait for deadlines closer than this many microseconds instead of
     /// sleeping on the timer (0: always sleep).
     #[arg(long, value_name = "US", default_value_t = 50)]
     spin_us: u64,
-    /// TPACKET_V3 ring block size in KiB (a partly filled block waits up to
-    /// the retire timeout, so smaller blocks mean lower latency at low load).
+    /// RX ring block size in KiB: the unit the ring's frame slots are carved
+    /// from (64 blocks per interface).
     #[arg(long, value_name = "KIB", default_value_t = 256)]
     ring_block_kib: u32,
     /// Leave NIC offloads (GRO/GSO/TSO/LRO/rxvlan) as they are.
