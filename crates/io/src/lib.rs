@@ -13,8 +13,9 @@
 //! - Buffers are recycled ([`pool::Pool`]): steady state does not allocate.
 //! - Receive by a TPACKET_V2 RX ring (`Method::Ring`, the default; the V3
 //!   block ring is `Method::RingV3`) that falls back to recvmmsg where the
-//!   kernel refuses it, or by recvmmsg (`Method::Mmsg`); TX is sendmmsg on a transmit-only socket
-//!   in all cases (docs/adr/0002-packet-io.md has the numbers).
+//!   kernel refuses it, or by recvmmsg (`Method::Mmsg`); TX is sendmmsg on
+//!   a transmit-only socket in all cases (docs/adr/0002-packet-io.md has
+//!   the numbers).
 //! - This is the only crate of the workspace with `unsafe`, confined to
 //!   `sys.rs`, `sock.rs`, `offload.rs`, `signals.rs`, two calls (`prctl`,
 //!   `sched_setscheduler`) in `delay.rs` and the `blast` example; each block
