@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
 """Sends hand-made Ethernet frames out of an interface (AF_PACKET, root).
 
-Used by netns_e2e.rs to feed sluice bad input. Usage:
+Used by netns_e2e.rs to feed sluice bad input and encapsulated traffic.
     inject.py IFACE SRC_MAC DST_MAC SRC_IP DST_IP MODE COUNT
 MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
-Prints the number of frames sent.
+      (prints the number of frames sent)
+    | vlan | qinq | pppoe4 | pppoe6 | vlan_bulk
+      (UDP to port 5060 — 9 for vlan_bulk — inside an 802.1Q tag, an
+      802.1ad + 802.1Q pair, a PPPoE session carrying IPv4 or IPv6; each
+      payload holds the marker SLUICE-MODE-; prints "frames bytes", the
+      bytes being whole frames as sent, tags and PPPoE headers included)
+    inject.py capture IFACE SECONDS
+      counts, for SECONDS, the frames seen on IFACE by marker; prints JSON
+      {"MODE": frames, ...}
 """
+import json
+import time
 import random
 import socket
 import struct
@@ -37,7 +47,61 @@ def udp(sport, dport, data):
     return struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
 
 
+def udp6(src, dst, sport, dport, data):
+    """IPv6 + UDP with its (mandatory) checksum."""
+    u = struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
+    s6, d6 = socket.inet_pton(socket.AF_INET6, src), socket.inet_pton(socket.AF_INET6, dst)
+    c = csum(s6 + d6 + struct.pack("!IxxxB", len(u), 17) + u) or 0xFFFF
+    u = u[:6] + struct.pack("!H", c) + u[8:]
+    return struct.pack("!IHBB16s16s", 6 << 28, len(u), 17, 64, s6, d6) + u
+
+
+def pppoe(ppp_proto, packet):
+    """A PPPoE session frame's payload (RFC 2516): ver/type 0x11, code 0,
+    session 0x1234, length = PPP protocol field + packet."""
+    return struct.pack("!BBHHH", 0x11, 0, 0x1234, 2 + len(packet), ppp_proto) + packet
+
+
+ENCAP = ("vlan", "qinq", "pppoe4", "pppoe6", "vlan_bulk")
+
+
+def encap(mode, i, smac, dmac, src, dst):
+    # Payload lengths vary so the byte count checks each frame's own length.
+    data = ("SLUICE-%s-%d-" % (mode, i)).encode() + b"p" * (i % 7 * 50)
+    l2 = mac(dmac) + mac(smac)
+    v4 = ipv4(src, dst, 17, udp(5000 + i % 4, 9 if mode == "vlan_bulk" else 5060, data))
+    if mode in ("vlan", "vlan_bulk"):
+        return l2 + struct.pack("!HH", 0x8100, 10) + b"\x08\x00" + v4
+    if mode == "qinq":
+        return l2 + struct.pack("!HHHH", 0x88A8, 100, 0x8100, 10) + b"\x08\x00" + v4
+    if mode == "pppoe4":
+        return l2 + b"\x88\x64" + pppoe(0x0021, v4)
+    v6 = udp6("2001:db8::1", "2001:db8::2", 5000 + i % 4, 5060, data)
+    return l2 + b"\x88\x64" + pppoe(0x0057, v6)
+
+
+def capture(iface, seconds):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.bind((iface, 0))
+    s.settimeout(0.2)
+    seen = {}
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            f = s.recv(65536)
+        except socket.timeout:
+            continue
+        k = f.find(b"SLUICE-")
+        if k >= 0:
+            mode = f[k + 7:].split(b"-", 1)[0].decode()
+            seen[mode] = seen.get(mode, 0) + 1
+    print(json.dumps(seen))
+
+
 def main():
+    if sys.argv[1] == "capture":
+        capture(sys.argv[2], float(sys.argv[3]))
+        return
     iface, smac, dmac, src, dst, mode, count = sys.argv[1:8]
     count = int(count)
     eth4 = mac(dmac) + mac(smac) + b"\x08\x00"
@@ -46,6 +110,15 @@ def main():
     s.bind((iface, 0))
     rnd = random.Random(7)
     sent = 0
+    if mode in ENCAP:
+        total = 0
+        for i in range(count):
+            f = encap(mode, i, smac, dmac, src, dst)
+            f = f + b"\0" * max(0, 60 - len(f))
+            s.send(f)
+            total += len(f)
+        print(sent + count, total)
+        return
     for i in range(count):
         if mode == "truncated":
             f = (eth4 + ipv4(src, dst, 17, udp(1000, 2000, b"x" * 40)))[: 14 + rnd.randrange(1, 27)]
