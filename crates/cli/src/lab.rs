@@ -1,5 +1,6 @@
-//! `sluice lab list|run|compare`: the bufferbloat experiments in network
-//! namespaces (docs/lab.md).
+//! `sluice lab list|run|compare|bench|blast`: the bufferbloat experiments in
+//! network namespaces (docs/lab.md), the data-plane benchmark and its
+//! packet generator.
 //!
 //! # Principles
 //! - Everything that can be refused is refused before a namespace exists:
@@ -45,19 +46,115 @@ enum LabCmd {
     /// Data-plane benchmark: forwarding through sluice versus the kernel
     /// bridge on the same namespaces, and shaping accuracy 128k-1G.
     Bench(BenchArgs),
+    /// Packet generator: fixed-size UDP/IPv4 frames out of one interface as
+    /// fast as one core can send them (AF_PACKET sendmmsg, qdisc bypassed),
+    /// or paced; what `sluice lab bench` measures forwarding with.
+    Blast(BlastArgs),
+}
+
+#[derive(Args)]
+struct BlastArgs {
+    /// Interface to send from.
+    #[arg(long, value_name = "IF")]
+    dev: String,
+    /// Destination MAC address (a MAC nobody owns makes receivers drop the
+    /// frames at the door, keeping their IP stack out of the measurement).
+    #[arg(long, value_name = "MAC", default_value = "02:00:00:00:00:02", value_parser = sluice_io::blast::parse_mac)]
+    dst_mac: [u8; 6],
+    /// Source IPv4 address.
+    #[arg(long, value_name = "ADDR", default_value = "10.77.0.1")]
+    src: std::net::Ipv4Addr,
+    /// Destination IPv4 address.
+    #[arg(long, value_name = "ADDR", default_value = "10.77.0.2")]
+    dst: std::net::Ipv4Addr,
+    /// First UDP source port; flow i uses SPORT + i.
+    #[arg(long, value_name = "PORT", default_value_t = 10_000)]
+    sport: u16,
+    /// UDP destination port.
+    #[arg(long, value_name = "PORT", default_value_t = 9)]
+    dport: u16,
+    /// Frame length without the FCS: 60 is a 64 B frame on the wire, 1514 a
+    /// 1518 B one.
+    #[arg(long, value_name = "BYTES", default_value_t = 60)]
+    len: usize,
+    /// Flows (source ports), interleaved.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    flows: usize,
+    /// How long to send.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    secs: f64,
+    /// Frames per second (0: as fast as possible).
+    #[arg(long, value_name = "PPS", default_value_t = 0.0)]
+    pps: f64,
+    /// Frames per sendmmsg call.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    batch: usize,
+    /// Print a JSON object ({"sent","blocked","seconds","pps"}) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn blast(a: BlastArgs) -> Result<(), Failure> {
+    let duration = std::time::Duration::try_from_secs_f64(a.secs)
+        .ok()
+        .filter(|d| !d.is_zero() && d.as_secs() <= 3600)
+        .ok_or_else(|| {
+            Failure::Error(format!(
+                "--secs {}: allowed more than 0 and at most 3600 seconds",
+                a.secs
+            ))
+        })?;
+    let o = sluice_io::blast::BlastOptions {
+        dev: a.dev,
+        dst_mac: a.dst_mac,
+        src: a.src,
+        dst: a.dst,
+        sport: a.sport,
+        dport: a.dport,
+        len: a.len,
+        flows: a.flows,
+        duration,
+        pps: a.pps,
+        batch: a.batch,
+    };
+    o.validate().map_err(Failure::Error)?;
+    let r = sluice_io::blast::run(&o, &mut |pps| {
+        if !a.json {
+            eprintln!("blast: {pps:.0} pps")
+        }
+    })
+    .map_err(|e| Failure::Error(format!("blast on {}: {e}", o.dev)))?;
+    let secs = r.elapsed.as_secs_f64();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"sent": r.sent, "blocked": r.blocked, "seconds": secs, "pps": r.pps()})
+        );
+    } else {
+        println!(
+            "sent {} frames of {} B in {secs:.2} s: {:.0} pps, {:.3} Gbit/s on the wire (blocked {})",
+            r.sent,
+            o.len,
+            r.pps(),
+            r.sent as f64 * (o.len + 24) as f64 * 8.0 / secs / 1e9,
+            r.blocked
+        );
+    }
+    Ok(())
 }
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Seconds per iperf3 measurement.
+    /// Seconds per measurement (64 B frames, 1518 B frames, TCP).
     #[arg(long, value_name = "S", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=600))]
     seconds: u32,
     /// Measure each path this many times and keep the best figure.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     repeats: u32,
-    /// Also measure the TPACKET RX ring (`sluice run --ring`).
-    #[arg(long)]
-    ring: bool,
+    /// sluice receive paths to measure (`sluice run --io`), comma-separated;
+    /// each unshaped and with FQ-CoDel.
+    #[arg(long, value_name = "METHOD,…", value_delimiter = ',', default_value = "ring", value_parser = ["ring", "mmsg"])]
+    io: Vec<String>,
     /// Only the shaping-accuracy part.
     #[arg(long, conflicts_with = "no_accuracy")]
     accuracy_only: bool,
@@ -86,9 +183,7 @@ fn bench(a: BenchArgs) -> Result<(), Failure> {
         forwarding: !a.accuracy_only,
         ..Default::default()
     };
-    if a.ring {
-        o.io_methods.push("ring".into());
-    }
+    o.io_methods = a.io;
     if a.no_accuracy {
         o.accuracy_rates_bps.clear();
     } else if !a.rates.is_empty() {
@@ -207,6 +302,7 @@ pub fn run(a: LabArgs) -> ExitCode {
             ))
         }
         LabCmd::Bench(b) => finish(bench(b)),
+        LabCmd::Blast(b) => finish(blast(b)),
         LabCmd::Compare(c) => {
             let shapers = if c.shaper.is_empty() {
                 vec![Some("none".to_string()), None]

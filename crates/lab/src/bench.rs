@@ -2,20 +2,25 @@
 //! forwarding the same path.
 //!
 //! # Principles
-//! - One topology ([`BridgeLab`]: client — middle — server), one traffic
-//!   generator (iperf3, CUBIC for TCP), and the same measurements for every
-//!   path: UDP 64 B frames per second, UDP 1514 B frames per second (both
-//!   received, `-b 0`), TCP goodput. The reference is the kernel bridging
-//!   the same two interfaces in the middle namespace; every sluice figure
-//!   is reported with its ratio to the kernel's.
+//! - One topology ([`BridgeLab`]: client — middle — server), the same
+//!   generators and measurements for every path: 64 B and 1518 B frames
+//!   per second received by the server, sent unpaced by `sluice lab blast`
+//!   (AF_PACKET sendmmsg, 16 UDP flows, to a MAC nobody owns so the server
+//!   drops them at the door and its IP stack stays out of the figure), and
+//!   TCP goodput of one iperf3 CUBIC flow. The reference is the kernel
+//!   bridging the same two interfaces in the middle namespace; every sluice
+//!   figure is reported with its ratio to the kernel's.
+//! - The generator and the forwarder share the machine's cores, so a
+//!   wall-clock packet rate may be the generator's limit. sluice's own CPU
+//!   time per forwarded frame (utime + stime of the process over the
+//!   measured span, from /proc) says what one core of sluice carries
+//!   whatever the generator manages: 1 s ÷ CPU per frame.
 //! - The sluice paths are unshaped (`pass keep state`) and FQ-CoDel at a
 //!   rate it cannot reach (10 Gbit/s on the measured direction), so the
 //!   second measures the cost of classification, queueing and AQM, not a
 //!   rate limit.
-//! - The generator runs on the same cores as the forwarder, so absolute
-//!   packet rates are bounded by it; the ratio is the figure to read. A
-//!   shared machine is noisy: `repeats` > 1 keeps the best of each figure
-//!   (interference only ever lowers a figure).
+//! - A shared machine is noisy: `repeats` > 1 keeps the best of each
+//!   figure (interference only ever lowers a rate or raises a CPU cost).
 //! - Everything the benchmark creates belongs to one `BridgeLab`, torn down
 //!   on every exit path (errors are returned, not panicked).
 
@@ -29,26 +34,34 @@ use std::time::Duration;
 /// blocking/listening states for a moment after `ip link set master`).
 const BRIDGE_WAIT_TRIES: u32 = 50;
 const BRIDGE_WAIT_STEP: Duration = Duration::from_millis(100);
-/// Ethernet + IPv4 + UDP headers: 14 + 20 + 8.
-const UDP_FRAME_OVERHEAD: u32 = 42;
-/// UDP payload of a 60-byte frame (64 B on the wire with the FCS).
-const SMALL_PAYLOAD: u32 = 18;
-/// UDP payload of a 1514-byte frame (1518 B with the FCS).
-const LARGE_PAYLOAD: u32 = 1472;
+/// Frame lengths without the FCS: 64 B and 1518 B on the wire.
+const SMALL_FRAME: usize = 60;
+const LARGE_FRAME: usize = 1514;
+/// Generator flows (source ports): several states, FQ-CoDel buckets.
+const BLAST_FLOWS: &str = "16";
+/// A MAC nobody on the path owns: the kernel bridge floods such frames to
+/// its other port, sluice forwards every frame, and the server drops them
+/// before its IP stack (PACKET_OTHERHOST).
+const BLAST_DST_MAC: &str = "02:00:00:00:00:02";
+/// The generator runs this long before and after the measured span.
+const BLAST_MARGIN: Duration = Duration::from_millis(500);
+/// /proc/PID/stat counts CPU time in USER_HZ ticks, 100 per second in the
+/// Linux ABI.
+const USER_HZ: f64 = 100.0;
 /// Upper bound on `repeats`, so a typo cannot run the benchmark for hours.
 const MAX_REPEATS: u32 = 10;
 
 /// What to run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchOptions {
-    /// Seconds per iperf3 measurement (three per path).
+    /// Seconds per measurement (three per path).
     pub seconds: u32,
     /// Leading TCP seconds left out (slow start), iperf3 `-O`.
     pub tcp_omit_seconds: u32,
     /// Each path is measured this many times; the best figure is kept.
     pub repeats: u32,
-    /// sluice receive paths to measure (`mmsg`, `ring`); each is measured
-    /// unshaped and with FQ-CoDel.
+    /// sluice receive paths to measure (`sluice run --io`: `ring`, `mmsg`);
+    /// each is measured unshaped and with FQ-CoDel.
     pub io_methods: Vec<String>,
     /// FQ-CoDel's configured bandwidth (pf.conf syntax), above what the
     /// path can carry.
@@ -70,7 +83,7 @@ impl Default for BenchOptions {
             seconds: 4,
             tcp_omit_seconds: 1,
             repeats: 1,
-            io_methods: vec!["mmsg".into()],
+            io_methods: vec!["ring".into()],
             fq_codel_bandwidth: "10G".into(),
             forwarding: true,
             accuracy_rates_bps: vec![128_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000],
@@ -83,9 +96,9 @@ impl Default for BenchOptions {
 /// The three figures of one path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
-    /// UDP 60-byte frames (64 B with FCS) received per second.
+    /// 60-byte UDP frames (64 B with FCS) received per second.
     pub udp_64b_pps: f64,
-    /// UDP 1514-byte frames received per second.
+    /// 1514-byte UDP frames (1518 B with FCS) received per second.
     pub udp_1514b_pps: f64,
     /// TCP goodput (payload bit/s at the receiver), one CUBIC flow.
     pub tcp_bps: f64,
@@ -124,6 +137,31 @@ pub struct SluiceRow {
     pub figures: Figures,
     /// `figures` / kernel figures.
     pub ratio: Figures,
+    /// sluice's CPU time per forwarded frame, 64 B and 1518 B frames (ns).
+    #[serde(default)]
+    pub cpu_ns_per_frame: CpuPerFrame,
+}
+
+/// CPU time of the forwarder per forwarded frame (ns; 0 = not measured).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuPerFrame {
+    pub frame_64b: f64,
+    pub frame_1518b: f64,
+}
+
+impl CpuPerFrame {
+    /// The cheaper of two measurements, size by size (0 = unmeasured).
+    fn best(&self, other: &CpuPerFrame) -> CpuPerFrame {
+        let m = |a: f64, b: f64| match (a > 0.0, b > 0.0) {
+            (true, true) => a.min(b),
+            (true, false) => a,
+            _ => b,
+        };
+        CpuPerFrame {
+            frame_64b: m(self.frame_64b, other.frame_64b),
+            frame_1518b: m(self.frame_1518b, other.frame_1518b),
+        }
+    }
 }
 
 /// Everything the benchmark measured.
@@ -196,52 +234,161 @@ impl Ports {
     }
 }
 
-fn measure_once(
-    lab: &mut BridgeLab,
-    ports: &mut Ports,
-    o: &BenchOptions,
-    progress: &mut dyn FnMut(&str),
-    label: &str,
-) -> Result<Figures, String> {
-    let mut run = |what: &str, udp: Option<u32>| -> Result<iperf3::Iperf3Result, String> {
-        progress(&format!("{label}: {what}"));
-        let port = ports.next();
-        let server = lab.server.clone();
-        iperf3::server(&mut lab.topo, &server, port)
-            .map_err(|e| format!("{label}: iperf3 server: {e}"))?;
-        let mut c = ClientOptions::new(SERVER_IP, port);
-        c.seconds = o.seconds;
-        c.udp_len = udp;
-        if udp.is_none() {
-            c.omit_seconds = o.tcp_omit_seconds;
-        }
-        iperf3::client(&lab.topo, &lab.client, &c).map_err(|e| format!("{label}: {what}: {e}"))
+/// utime + stime of a process, in seconds.
+fn cpu_seconds(pid: u32) -> Result<f64, String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
+    // The command name may hold spaces; fields count from after its ')'.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or("/proc/PID/stat: no command field")?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 here.
+    let tick = |k: usize| {
+        f.get(k)
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or("/proc/PID/stat: no utime/stime")
     };
-    let pps = |r: iperf3::Iperf3Result| r.udp.map_or(0.0, |u| u.received_pps());
-    let small = pps(run(
-        &format!("UDP {} B frames", SMALL_PAYLOAD + UDP_FRAME_OVERHEAD),
-        Some(SMALL_PAYLOAD),
-    )?);
-    let large = pps(run(
-        &format!("UDP {} B frames", LARGE_PAYLOAD + UDP_FRAME_OVERHEAD),
-        Some(LARGE_PAYLOAD),
-    )?);
-    let tcp = run("TCP", None)?.goodput_bps;
-    Ok(Figures {
-        udp_64b_pps: small,
-        udp_1514b_pps: large,
-        tcp_bps: tcp,
-    })
+    Ok((tick(11)? + tick(12)?) as f64 / USER_HZ)
 }
 
-fn measure(
+/// Frames per second received by the server while `sluice lab blast`
+/// sends `len`-byte frames unpaced from the client, and the forwarder's
+/// CPU time per frame when `forwarder` is sluice's pid (ns).
+fn blast_once(
     lab: &mut BridgeLab,
+    bin: &str,
+    o: &BenchOptions,
+    len: usize,
+    forwarder: Option<u32>,
+) -> Result<(f64, f64), String> {
+    let span = Duration::from_secs(u64::from(o.seconds));
+    let secs = (span + 2 * BLAST_MARGIN).as_secs_f64().to_string();
+    let len_s = len.to_string();
+    let client = lab.client.clone();
+    let log = lab.dir.join("blast.log");
+    let id = lab
+        .topo
+        .spawn(
+            &client,
+            &[
+                bin,
+                "lab",
+                "blast",
+                "--dev",
+                "c0",
+                "--dst-mac",
+                BLAST_DST_MAC,
+                "--src",
+                crate::bridge::CLIENT_IP,
+                "--dst",
+                SERVER_IP,
+                "--len",
+                &len_s,
+                "--flows",
+                BLAST_FLOWS,
+                "--secs",
+                &secs,
+                "--json",
+            ],
+            Some(&log),
+        )
+        .map_err(|e| format!("starting the generator: {e}"))?;
+    let measured = (|| {
+        std::thread::sleep(BLAST_MARGIN);
+        let cpu = |p: Option<u32>| p.map(cpu_seconds).transpose();
+        let (t0, c0, rx0) = (
+            std::time::Instant::now(),
+            cpu(forwarder)?,
+            rx_counters(lab)?.1,
+        );
+        std::thread::sleep(span);
+        let (t1, c1, rx1) = (
+            std::time::Instant::now(),
+            cpu(forwarder)?,
+            rx_counters(lab)?.1,
+        );
+        let frames = rx1.saturating_sub(rx0);
+        let pps = frames as f64 / t1.duration_since(t0).as_secs_f64();
+        let cpu_ns = match (c0, c1) {
+            (Some(a), Some(b)) if frames > 0 => (b - a) * 1e9 / frames as f64,
+            _ => 0.0,
+        };
+        Ok::<_, String>((pps, cpu_ns))
+    })();
+    // Bounded: the generator stops by itself after `secs`; TERM after that.
+    let mut status = None;
+    for _ in 0..BRIDGE_WAIT_TRIES {
+        status = lab.topo.try_status(id).map_err(|e| e.to_string())?;
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(BRIDGE_WAIT_STEP);
+    }
+    let status = match status {
+        Some(s) => Some(s),
+        None => lab.topo.stop(id, "TERM").map_err(|e| e.to_string())?,
+    };
+    if !status.is_some_and(|s| s.success()) {
+        return Err(format!(
+            "the generator failed ({status:?}): {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        ));
+    }
+    measured
+}
+
+fn measure_once(
+    lab: &mut BridgeLab,
+    bin: &str,
     ports: &mut Ports,
     o: &BenchOptions,
     progress: &mut dyn FnMut(&str),
     label: &str,
-) -> Result<Figures, String> {
-    let mut best = Figures::default();
+    forwarder: Option<u32>,
+) -> Result<(Figures, CpuPerFrame), String> {
+    let mut frames = |len: usize| {
+        progress(&format!("{label}: {} B frames", len + 4));
+        blast_once(lab, bin, o, len, forwarder).map_err(|e| format!("{label}: {e}"))
+    };
+    let (small, small_cpu) = frames(SMALL_FRAME)?;
+    let (large, large_cpu) = frames(LARGE_FRAME)?;
+    progress(&format!("{label}: TCP"));
+    let port = ports.next();
+    let server = lab.server.clone();
+    iperf3::server(&mut lab.topo, &server, port)
+        .map_err(|e| format!("{label}: iperf3 server: {e}"))?;
+    let mut c = ClientOptions::new(SERVER_IP, port);
+    c.seconds = o.seconds;
+    c.omit_seconds = o.tcp_omit_seconds;
+    let tcp = iperf3::client(&lab.topo, &lab.client, &c)
+        .map_err(|e| format!("{label}: TCP: {e}"))?
+        .goodput_bps;
+    Ok((
+        Figures {
+            udp_64b_pps: small,
+            udp_1514b_pps: large,
+            tcp_bps: tcp,
+        },
+        CpuPerFrame {
+            frame_64b: small_cpu,
+            frame_1518b: large_cpu,
+        },
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    lab: &mut BridgeLab,
+    bin: &str,
+    ports: &mut Ports,
+    o: &BenchOptions,
+    progress: &mut dyn FnMut(&str),
+    label: &str,
+    forwarder: Option<u32>,
+) -> Result<(Figures, CpuPerFrame), String> {
+    let mut best = (Figures::default(), CpuPerFrame::default());
     // Bounded by MAX_REPEATS (checked in `run`).
     for i in 0..o.repeats {
         let l = if o.repeats > 1 {
@@ -249,13 +396,15 @@ fn measure(
         } else {
             label.to_string()
         };
-        best = best.best(&measure_once(lab, ports, o, progress, &l)?);
+        let (f, c) = measure_once(lab, bin, ports, o, progress, &l, forwarder)?;
+        best = (best.0.best(&f), best.1.best(&c));
     }
     Ok(best)
 }
 
 fn kernel_bridge(
     lab: &mut BridgeLab,
+    bin: &str,
     ports: &mut Ports,
     o: &BenchOptions,
     progress: &mut dyn FnMut(&str),
@@ -280,7 +429,7 @@ fn kernel_bridge(
         std::thread::sleep(BRIDGE_WAIT_STEP);
     }
     let result = if up {
-        measure(lab, ports, o, progress, "kernel bridge")
+        measure(lab, bin, ports, o, progress, "kernel bridge", None).map(|(f, _)| f)
     } else {
         Err("kernel bridge: no path".to_string())
     };
@@ -313,9 +462,10 @@ fn sluice_path(
     progress(&format!("{path}: starting"));
     lab.start_sluice(bin, &conf, &["--io", io])
         .map_err(|e| format!("{path}: {e}"))?;
-    let figures = measure(lab, ports, o, progress, &path);
+    let pid = lab.sluice_pid();
+    let figures = measure(lab, bin, ports, o, progress, &path, pid);
     let stopped = lab.stop_sluice();
-    let figures = figures.map_err(|e| format!("{e}\n{}", lab.log()))?;
+    let (figures, cpu) = figures.map_err(|e| format!("{e}\n{}", lab.log()))?;
     match stopped {
         Ok(Some(st)) if st.success() => {}
         other => {
@@ -331,6 +481,7 @@ fn sluice_path(
         shaped,
         figures,
         ratio: Figures::default(),
+        cpu_ns_per_frame: cpu,
     })
 }
 
@@ -487,7 +638,7 @@ pub fn run(
     let mut lab = BridgeLab::new("bench").map_err(|e| format!("namespaces: {e}"))?;
     let mut ports = Ports(5300);
     let kernel = if opts.forwarding {
-        kernel_bridge(&mut lab, &mut ports, opts, progress)?
+        kernel_bridge(&mut lab, bin, &mut ports, opts, progress)?
     } else {
         Figures::default()
     };
@@ -534,33 +685,52 @@ pub fn table(r: &BenchReport) -> String {
         return out;
     }
     out.push_str(
-        "| path | UDP 64 B kpps | ratio | UDP 1514 B kpps | ratio | TCP Gbit/s | ratio |\n",
+        "| path | 64 B kpps | ratio | 1518 B kpps | ratio | TCP Gbit/s | ratio \
+         | CPU ns/frame 64 B | 1518 B | 64 B Mpps per core |\n",
     );
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let one = Figures {
         udp_64b_pps: 1.0,
         udp_1514b_pps: 1.0,
         tcp_bps: 1.0,
     };
-    let rows = std::iter::once(("kernel bridge", &r.kernel, &one)).chain(
+    let none = CpuPerFrame::default();
+    let rows = std::iter::once(("kernel bridge", &r.kernel, &one, &none)).chain(
         r.sluice
             .iter()
-            .map(|s| (s.path.as_str(), &s.figures, &s.ratio)),
+            .map(|s| (s.path.as_str(), &s.figures, &s.ratio, &s.cpu_ns_per_frame)),
     );
-    for (name, f, ratio) in rows {
+    let ns = |v: f64| {
+        if v > 0.0 {
+            format!("{v:.0}")
+        } else {
+            "–".to_string()
+        }
+    };
+    for (name, f, ratio, cpu) in rows {
+        let per_core = if cpu.frame_64b > 0.0 {
+            format!("{:.2}", 1e3 / cpu.frame_64b)
+        } else {
+            "–".to_string()
+        };
         out.push_str(&format!(
-            "| {name} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2} |\n",
+            "| {name} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {per_core} |\n",
             f.udp_64b_pps / 1e3,
             ratio.udp_64b_pps,
             f.udp_1514b_pps / 1e3,
             ratio.udp_1514b_pps,
             f.tcp_bps / 1e9,
-            ratio.tcp_bps
+            ratio.tcp_bps,
+            ns(cpu.frame_64b),
+            ns(cpu.frame_1518b),
         ));
     }
     out.push_str(&format!(
-        "\n{} s per measurement, best of {}, kernel {}, {} CPUs; one iperf3 on the same \
-         cores generates the traffic, so the ratios are the figures to read.\n",
+        "\n{} s per measurement, best of {}, kernel {}, {} CPUs. Frames: `sluice lab blast` \
+         (16 UDP flows, unpaced) from the client, counted at the server; TCP: one iperf3 \
+         CUBIC flow. Generator and forwarder share the cores, so the rates may be the \
+         generator's; CPU ns/frame is sluice's own time (all threads) per forwarded frame, \
+         and 1 s divided by it is what one core of sluice carries.\n",
         r.seconds, r.repeats, r.kernel_release, r.cpus
     ));
     accuracy_table(r, &mut out);
@@ -629,6 +799,10 @@ mod tests {
                 shaped: false,
                 figures: f,
                 ratio: f.ratio_to(&kernel),
+                cpu_ns_per_frame: CpuPerFrame {
+                    frame_64b: 800.0,
+                    frame_1518b: 1250.0,
+                },
             }],
             accuracy: vec![AccuracyRow {
                 rate_bps: 128_000,
@@ -654,16 +828,41 @@ mod tests {
     }
 
     #[test]
+    fn cpu_per_frame_keeps_the_cheaper_measured_figure() {
+        let a = CpuPerFrame {
+            frame_64b: 900.0,
+            frame_1518b: 0.0,
+        };
+        let b = CpuPerFrame {
+            frame_64b: 1000.0,
+            frame_1518b: 1200.0,
+        };
+        assert_eq!(
+            a.best(&b),
+            CpuPerFrame {
+                frame_64b: 900.0,
+                frame_1518b: 1200.0
+            }
+        );
+    }
+
+    #[test]
+    fn cpu_seconds_reads_this_process() {
+        let s = cpu_seconds(std::process::id()).unwrap();
+        assert!((0.0..1e6).contains(&s), "{s}");
+    }
+
+    #[test]
     fn table_has_every_figure_and_ratio() {
         let t = table(&report());
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[2],
-            "| kernel bridge | 300 | 1.00 | 250 | 1.00 | 5.00 | 1.00 |"
+            "| kernel bridge | 300 | 1.00 | 250 | 1.00 | 5.00 | 1.00 | – | – | – |"
         );
         assert_eq!(
             lines[3],
-            "| sluice mmsg, unshaped | 150 | 0.50 | 125 | 0.50 | 2.50 | 0.50 |"
+            "| sluice mmsg, unshaped | 150 | 0.50 | 125 | 0.50 | 2.50 | 0.50 | 800 | 1250 | 1.25 |"
         );
         assert!(t.contains("best of 1, kernel 6.18.0, 2 CPUs"), "{t}");
     }
