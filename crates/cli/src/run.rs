@@ -32,8 +32,10 @@ pub struct Args {
     control: String,
     #[command(flatten)]
     metrics: crate::metrics::MetricsArgs,
-    /// Packet I/O: mmsg (recvmmsg/sendmmsg) or ring (TPACKET_V2 RX ring,
-    /// recvmmsg where the kernel refuses it).
+    /// Packet I/O: mmsg (recvmmsg/sendmmsg), ring (TPACKET_V2 RX ring,
+    /// recvmmsg where the kernel refuses it) or xdp (AF_XDP socket per
+    /// interface, XDP program in native mode else generic; single-queue
+    /// interfaces only; falls back to ring, then mmsg, with a warning).
     #[arg(long, value_name = "METHOD", default_value = "mmsg", value_parser = parse_method)]
     io: Method,
     /// Busy-wait for deadlines closer than this many microseconds instead of
@@ -74,7 +76,8 @@ fn parse_method(s: &str) -> Result<Method, String> {
     match s {
         "ring" => Ok(Method::Ring),
         "mmsg" => Ok(Method::Mmsg),
-        _ => Err(format!("expected mmsg or ring, got `{s}`")),
+        "xdp" => Ok(Method::Xdp),
+        _ => Err(format!("expected mmsg, ring or xdp, got `{s}`")),
     }
 }
 
@@ -200,6 +203,9 @@ pub fn run(a: Args) -> ExitCode {
                 o.iface, o.feature
             ),
         }
+    }
+    if let Some(why) = bridge.fallback() {
+        warn!("--io fallback: {why}; using {}", bridge.method());
     }
     info!(
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",

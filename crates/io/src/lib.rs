@@ -13,10 +13,12 @@
 //! - Buffers are recycled ([`pool::Pool`]): steady state does not allocate.
 //! - Receive by recvmmsg (default) or a TPACKET_V2 RX ring (`Method::Ring`;
 //!   the V3 block ring is `Method::RingV3`) that falls back to recvmmsg
-//!   where the kernel refuses it; TX is sendmmsg on a transmit-only socket
-//!   in all cases (docs/adr/0002-packet-io.md has the numbers).
+//!   where the kernel refuses it; TX is sendmmsg on a transmit-only socket.
+//!   `Method::Xdp` uses one AF_XDP socket per interface for both directions
+//!   (`xdp.rs`), falling back to the ring, then recvmmsg
+//!   (docs/adr/0002-packet-io.md has the numbers).
 //! - This is the only crate of the workspace with `unsafe`, confined to
-//!   `sys.rs`, `sock.rs`, `offload.rs`, `signals.rs`, two calls (`prctl`,
+//!   `sys.rs`, `sock.rs`, `xdp.rs`, `offload.rs`, `signals.rs`, two calls (`prctl`,
 //!   `sched_setscheduler`) in `delay.rs` and the `blast` example; each block
 //!   says why it is sound.
 
@@ -28,6 +30,7 @@ pub mod ring;
 pub mod signals;
 mod sock;
 mod sys;
+mod xdp;
 
 pub use bridge::{Bridge, IfaceIoStats, IoOptions, IoStats, Method, Waker};
 pub use delay::{DelayLine, DelayOptions, DelayStats};
