@@ -11,11 +11,13 @@
 # every frame anyway.
 #
 # usage (root): crates/io/scripts/pps.sh SLUICE_BIN BLAST_BIN [ROUNDS] [SECS] [CASES]
-#   CASES: space-separated from: kernel mmsg ring fq-mmsg fq-ring
+#   CASES: space-separated from: kernel mmsg ring xdp fq-mmsg fq-ring fq-xdp
 # The generator's own ceiling: blast from one namespace to another over a
 # single veth pair with --rx-file/--rx-if (docs/adr/0002-packet-io.md).
 #   LENS (env): frame lengths without FCS, default "60 1514"; TCP=1 adds iperf3.
-# Prints one line per (round, case, len): "case len rx_pps sent_pps".
+# Prints one line per (round, case, len): "case len rx_pps sent_pps", and
+# for sluice's cases a fifth field: sluice's CPU time (utime + stime from
+# /proc/PID/stat over the run) in ns per frame received at v0.
 set -eu
 SLUICE=$1
 BLAST=$2
@@ -77,8 +79,21 @@ start() { # conf io
 	echo "no path through sluice" >&2; cat "$DIR/sluice.log" >&2; exit 1
 }
 stop() { kill $SL; wait $SL || true; SL=; }
+ticks() { # utime + stime of sluice in clock ticks
+	awk '{ print $14 + $15 }' /proc/$SL/stat
+}
 measure() { # case
-	for len in $LENS; do echo "$1 $len $(blast $len)"; done
+	for len in $LENS; do
+		if [ -n "$SL" ]; then
+			t0=$(ticks)
+			r=$(blast $len)
+			t1=$(ticks)
+			echo "$1 $len $r $(echo "$r" | awk -v d=$((t1 - t0)) -v hz=$(getconf CLK_TCK) -v s=$SECS \
+				'$1 > 0 { printf "%.0f", d / hz * 1e9 / ($1 * s) }')"
+		else
+			echo "$1 $len $(blast $len)"
+		fi
+	done
 	[ "${TCP:-0}" = 1 ] && echo "$1 tcp $(tcp)"
 	true
 }
@@ -97,6 +112,8 @@ for r in $(seq $ROUNDS); do
 		ring) start unshaped ring; measure ring; stop ;;
 		fq-mmsg) start fq mmsg; measure fq-mmsg; stop ;;
 		fq-ring) start fq ring; measure fq-ring; stop ;;
+		xdp) start unshaped xdp; measure xdp; stop ;;
+		fq-xdp) start fq xdp; measure fq-xdp; stop ;;
 		esac
 	done
 done

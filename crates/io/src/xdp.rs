@@ -10,9 +10,10 @@
 //!   link's descriptor is the attachment, so closing it (or the process
 //!   dying) detaches the program. Native (driver) mode is tried first, then
 //!   generic (skb) mode.
-//! - One UMEM per socket, `FRAMES` chunks: the first half is handed to the
-//!   fill ring for reception, the second half is a free list for
-//!   transmission. A received frame is copied out by the caller's closure
+//! - One UMEM per interface, `FRAMES` chunks: `RX_FRAMES` are handed to
+//!   the fill ring for reception (as many slots as the TPACKET_V2 ring
+//!   has, to absorb the same bursts while the loop is descheduled), the
+//!   other `TX_FRAMES` are a free list for transmission. A received frame is copied out by the caller's closure
 //!   and its chunk goes straight back to the fill ring, so the fill ring
 //!   never runs dry because of us; a transmit chunk returns to the free list
 //!   through the completion ring.
@@ -20,6 +21,9 @@
 //!   producer publishes with a release store after writing descriptors, the
 //!   consumer reads the other side's index with an acquire load before
 //!   reading descriptors ([`RingIdx`] holds the arithmetic, unit-tested).
+//! - Two sockets per interface on queue 0: the receiving one (in the map
+//!   and in epoll) owns the UMEM, fill and completion rings; a
+//!   transmit-only one shares its UMEM and stays out of epoll.
 //! - TX never blocks and never drops: a frame for which there is no free
 //!   chunk or ring slot is not taken (the caller keeps it); descriptors
 //!   the kernel has not consumed yet are kicked again on the next call
@@ -44,6 +48,7 @@ const XDP_OPTIONS: libc::c_int = 8;
 /// older kernels refuse the option and keep their 32).
 const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
 const XDP_OPTIONS_ZEROCOPY: u32 = 1;
+const XDP_SHARED_UMEM: u16 = 1;
 const XDP_USE_NEED_WAKEUP: u16 = 1 << 3;
 const XDP_RING_NEED_WAKEUP: u32 = 1;
 const XDP_PGOFF_RX_RING: libc::off_t = 0;
@@ -55,10 +60,9 @@ const XDP_UMEM_PGOFF_COMPLETION_RING: libc::off_t = 0x1_8000_0000;
 const XDP_PACKET_HEADROOM: usize = 256;
 
 /// UMEM chunks per socket: half for RX (all in the fill ring), half for TX.
-const FRAMES: u32 = 4096;
-const RX_FRAMES: u32 = FRAMES / 2;
-/// Ring sizes (powers of two): each ring can hold every chunk of its half.
-const RING_SIZE: u32 = FRAMES / 2;
+const RX_FRAMES: u32 = 8192;
+const TX_FRAMES: u32 = 2048;
+const FRAMES: u32 = RX_FRAMES + TX_FRAMES;
 /// Copy-mode kicks per `send`/`service` call at most.
 const KICKS_MAX: usize = 16;
 
@@ -278,8 +282,14 @@ pub enum XdpMode {
 
 /// An AF_XDP socket on queue 0 of one interface, with its program attached.
 pub struct XdpSocket {
-    // Field order is drop order: socket first (unregisters the UMEM and
-    // leaves the map), then the link (detaches the program), then memory.
+    // Field order is drop order: sockets first (unregister the UMEM and
+    // leave the map), then the link (detaches the program), then memory.
+    /// Transmit-only socket sharing the UMEM (XDP_SHARED_UMEM, same queue),
+    /// kept out of epoll: every transmitted frame's skb, when freed, wakes
+    /// the wait queue of the socket that sent it (sock_wfree), which costs
+    /// a spinlock round per frame if that socket sits in epoll.
+    tx_fd: OwnedFd,
+    /// The receiving socket: RX, fill and completion rings; in the map and in epoll.
     fd: OwnedFd,
     _link: OwnedFd,
     _prog: OwnedFd,
@@ -476,6 +486,42 @@ fn map_ring(
     Ok(r)
 }
 
+/// The transmit-only socket: a TX ring on the UMEM of `owner` (same
+/// interface and queue, so it shares its fill and completion rings).
+fn open_tx(owner: RawFd, ifindex: u32) -> io::Result<(OwnedFd, Ring)> {
+    // SAFETY: plain syscall without pointers.
+    let fd = owned(cvt(unsafe {
+        libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0)
+    })?);
+    let raw = fd.as_raw_fd();
+    setsockopt(raw, XDP_TX_RING, &TX_FRAMES)?;
+    // Larger kicks where the kernel allows (≥ 6.17); a refusal is fine.
+    let _ = setsockopt(raw, XDP_MAX_TX_SKB_BUDGET, &TX_FRAMES);
+    // SAFETY: all-zero is a valid xdp_mmap_offsets.
+    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+    getsockopt(raw, XDP_MMAP_OFFSETS, &mut off)?;
+    let d = std::mem::size_of::<libc::xdp_desc>();
+    let ring = map_ring(raw, &off.tx, XDP_PGOFF_TX_RING, TX_FRAMES, d)?;
+    // SAFETY: all-zero is a valid sockaddr_xdp; fields set below.
+    let mut sxdp: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
+    sxdp.sxdp_family = libc::AF_XDP as u16;
+    sxdp.sxdp_ifindex = ifindex;
+    sxdp.sxdp_queue_id = 0;
+    // A socket sharing a UMEM takes no other flag: need-wakeup and
+    // copy/zero-copy come from the owner.
+    sxdp.sxdp_flags = XDP_SHARED_UMEM;
+    sxdp.sxdp_shared_umem_fd = owner as u32;
+    // SAFETY: `sxdp` is a valid sockaddr_xdp and the length matches it.
+    cvt(unsafe {
+        libc::bind(
+            raw,
+            (&sxdp as *const libc::sockaddr_xdp).cast(),
+            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+        )
+    })?;
+    Ok((fd, ring))
+}
+
 /// Number of RX queues of `name` (ETHTOOL_GCHANNELS: rx + combined), if
 /// the driver says.
 pub fn rx_queues(fd: RawFd, name: &str) -> io::Result<u32> {
@@ -554,13 +600,13 @@ impl XdpSocket {
             tx_metadata_len: 0,
         };
         setsockopt(raw, XDP_UMEM_REG, &reg)?;
-        for opt in [
-            XDP_UMEM_FILL_RING,
-            XDP_UMEM_COMPLETION_RING,
-            XDP_RX_RING,
-            XDP_TX_RING,
+        // Ring sizes (powers of two): each ring can hold every chunk of its side.
+        for (opt, size) in [
+            (XDP_UMEM_FILL_RING, RX_FRAMES),
+            (XDP_UMEM_COMPLETION_RING, TX_FRAMES),
+            (XDP_RX_RING, RX_FRAMES),
         ] {
-            setsockopt(raw, opt, &RING_SIZE)?;
+            setsockopt(raw, opt, &size)?;
         }
         // SAFETY: all-zero is a valid xdp_mmap_offsets.
         let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
@@ -572,10 +618,9 @@ impl XdpSocket {
             ));
         }
         let d = std::mem::size_of::<libc::xdp_desc>();
-        let rx = map_ring(raw, &off.rx, XDP_PGOFF_RX_RING, RING_SIZE, d)?;
-        let tx = map_ring(raw, &off.tx, XDP_PGOFF_TX_RING, RING_SIZE, d)?;
-        let mut fill = map_ring(raw, &off.fr, XDP_UMEM_PGOFF_FILL_RING, RING_SIZE, 8)?;
-        let comp = map_ring(raw, &off.cr, XDP_UMEM_PGOFF_COMPLETION_RING, RING_SIZE, 8)?;
+        let rx = map_ring(raw, &off.rx, XDP_PGOFF_RX_RING, RX_FRAMES, d)?;
+        let mut fill = map_ring(raw, &off.fr, XDP_UMEM_PGOFF_FILL_RING, RX_FRAMES, 8)?;
+        let comp = map_ring(raw, &off.cr, XDP_UMEM_PGOFF_COMPLETION_RING, TX_FRAMES, 8)?;
         // The first half of the chunks to the fill ring, before bind.
         let n = fill.prod_free(RX_FRAMES).min(RX_FRAMES);
         for i in 0..n {
@@ -591,9 +636,6 @@ impl XdpSocket {
             .rev()
             .map(|i| (i as usize * chunk) as u64)
             .collect();
-        // Larger kicks where the kernel allows (≥ 6.17); a refusal is fine.
-        let budget: u32 = RING_SIZE;
-        let _ = setsockopt(raw, XDP_MAX_TX_SKB_BUDGET, &budget);
 
         let map = create_xskmap().map_err(|e| io::Error::new(e.kind(), format!("XSKMAP: {e}")))?;
         let prog = load_program(&map)?;
@@ -626,10 +668,13 @@ impl XdpSocket {
         .map_err(|e| io::Error::new(e.kind(), format!("bind AF_XDP socket: {e}")))?;
         map_insert(&map, 0, raw as u32)
             .map_err(|e| io::Error::new(e.kind(), format!("XSKMAP insert: {e}")))?;
+        let (tx_fd, tx) = open_tx(raw, ifindex)
+            .map_err(|e| io::Error::new(e.kind(), format!("AF_XDP TX socket: {e}")))?;
         let mut opts = 0u32;
         let zerocopy =
             getsockopt(raw, XDP_OPTIONS, &mut opts).is_ok() && opts & XDP_OPTIONS_ZEROCOPY != 0;
         Ok(XdpSocket {
+            tx_fd,
             fd,
             _link: link,
             _prog: prog,
@@ -749,7 +794,7 @@ impl XdpSocket {
             // kernel transmits from the TX ring.
             let r = unsafe {
                 libc::sendto(
-                    self.fd(),
+                    self.tx_fd.as_raw_fd(),
                     std::ptr::null(),
                     0,
                     libc::MSG_DONTWAIT,
