@@ -35,7 +35,8 @@ pub struct Args {
     /// Packet I/O: mmsg (recvmmsg/sendmmsg), ring (TPACKET_V2 RX ring,
     /// recvmmsg where the kernel refuses it) or xdp (AF_XDP socket per
     /// interface, XDP program in native mode else generic; single-queue
-    /// interfaces only; falls back to ring, then mmsg, with a warning).
+    /// interfaces only; falls back to ring, then mmsg, with a warning) or
+    /// xdp-generic (the same, generic mode only).
     #[arg(long, value_name = "METHOD", default_value = "mmsg", value_parser = parse_method)]
     io: Method,
     /// Busy-wait for deadlines closer than this many microseconds instead of
@@ -77,7 +78,10 @@ fn parse_method(s: &str) -> Result<Method, String> {
         "ring" => Ok(Method::Ring),
         "mmsg" => Ok(Method::Mmsg),
         "xdp" => Ok(Method::Xdp),
-        _ => Err(format!("expected mmsg, ring or xdp, got `{s}`")),
+        "xdp-generic" => Ok(Method::XdpGeneric),
+        _ => Err(format!(
+            "expected mmsg, ring, xdp or xdp-generic, got `{s}`"
+        )),
     }
 }
 

@@ -11,7 +11,7 @@
 # every frame anyway.
 #
 # usage (root): crates/io/scripts/pps.sh SLUICE_BIN BLAST_BIN [ROUNDS] [SECS] [CASES]
-#   CASES: space-separated from: kernel mmsg ring xdp fq-mmsg fq-ring fq-xdp
+#   CASES: space-separated from: kernel mmsg ring xdp xdp-generic fq-mmsg fq-ring fq-xdp
 # The generator's own ceiling: blast from one namespace to another over a
 # single veth pair with --rx-file/--rx-if (docs/adr/0002-packet-io.md).
 #   LENS (env): frame lengths without FCS, default "60 1514"; TCP=1 adds iperf3.
@@ -113,6 +113,7 @@ for r in $(seq $ROUNDS); do
 		fq-mmsg) start fq mmsg; measure fq-mmsg; stop ;;
 		fq-ring) start fq ring; measure fq-ring; stop ;;
 		xdp) start unshaped xdp; measure xdp; stop ;;
+		xdp-generic) start unshaped xdp-generic; measure xdp-generic; stop ;;
 		fq-xdp) start fq xdp; measure fq-xdp; stop ;;
 		esac
 	done

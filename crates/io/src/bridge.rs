@@ -74,6 +74,9 @@ pub enum Method {
     /// TPACKET_V2 ring, then recvmmsg, where AF_XDP cannot be set up (the
     /// reason is in [`Bridge::fallback`]).
     Xdp,
+    /// As `Xdp`, but the program is attached in generic (skb) mode only,
+    /// for drivers whose native XDP misbehaves.
+    XdpGeneric,
 }
 
 /// Options of [`Bridge::open`].
@@ -227,7 +230,7 @@ fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
         Method::Mmsg => return PacketSocket::open(name, None),
         Method::Ring => RingVersion::V2,
         Method::RingV3 => RingVersion::V3,
-        Method::Xdp => RingVersion::V2,
+        Method::Xdp | Method::XdpGeneric => RingVersion::V2,
     };
     PacketSocket::open(name, Some(ring(version))).or_else(|_| PacketSocket::open(name, None))
 }
@@ -235,11 +238,12 @@ fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
 /// AF_XDP on both interfaces, or the reason it cannot be had. The
 /// transmit-only packet sockets serve the ethtool/MTU ioctls (an AF_XDP
 /// socket does not take them) and are closed afterwards.
-fn open_xdp(names: [&str; 2], mtu: [usize; 2]) -> Result<[Port; 2], String> {
+fn open_xdp(names: [&str; 2], mtu: [usize; 2], generic: bool) -> Result<[Port; 2], String> {
     let mut ports = Vec::with_capacity(2);
     for (name, mtu) in names.into_iter().zip(mtu) {
         let ctl = PacketSocket::open_tx(name).map_err(|e| format!("{name}: {e}"))?;
-        let x = XdpSocket::open(name, mtu, ctl.fd()).map_err(|e| format!("{name}: {e}"))?;
+        let x =
+            XdpSocket::open(name, mtu, ctl.fd(), generic).map_err(|e| format!("{name}: {e}"))?;
         ports.push(Port::Xdp(Box::new(x)));
     }
     let p1 = ports.pop();
@@ -288,8 +292,9 @@ impl Bridge {
             mtu[1] = crate::sock::mtu(c1.fd(), wan).unwrap_or(1500) as usize;
         }
         let mut fallback = None;
-        let xdp = if o.method == Method::Xdp {
-            match open_xdp([lan, wan], mtu) {
+        let want_xdp = matches!(o.method, Method::Xdp | Method::XdpGeneric);
+        let xdp = if want_xdp {
+            match open_xdp([lan, wan], mtu, o.method == Method::XdpGeneric) {
                 Ok(p) => Some(p),
                 Err(why) => {
                     fallback = Some(format!("AF_XDP unavailable ({why})"));
@@ -306,11 +311,7 @@ impl Bridge {
             }
             None => {
                 let po = IoOptions {
-                    method: if o.method == Method::Xdp {
-                        Method::Ring
-                    } else {
-                        o.method
-                    },
+                    method: if want_xdp { Method::Ring } else { o.method },
                     ..o.clone()
                 };
                 let s0 = open_sock(lan, &po)?;

@@ -550,8 +550,14 @@ pub fn chunk_bytes(mtu: usize) -> Option<usize> {
 impl XdpSocket {
     /// Loads and attaches the program to `name`, creates the socket on
     /// queue 0 and puts it into the map. `ioctl_fd`: any socket for ethtool
-    /// queries (an AF_XDP socket does not take them).
-    pub fn open(name: &str, mtu: usize, ioctl_fd: RawFd) -> io::Result<XdpSocket> {
+    /// queries (an AF_XDP socket does not take them). `generic_only`
+    /// skips the native attempt.
+    pub fn open(
+        name: &str,
+        mtu: usize,
+        ioctl_fd: RawFd,
+        generic_only: bool,
+    ) -> io::Result<XdpSocket> {
         let ifindex = crate::sock::ifindex(name)? as u32;
         let queues = rx_queues(ioctl_fd, name)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot count the RX queues: {e}")))?;
@@ -639,7 +645,12 @@ impl XdpSocket {
 
         let map = create_xskmap().map_err(|e| io::Error::new(e.kind(), format!("XSKMAP: {e}")))?;
         let prog = load_program(&map)?;
-        let (link, mode) = match attach(&prog, ifindex, XDP_FLAGS_DRV_MODE) {
+        let native = if generic_only {
+            Err(io::Error::new(io::ErrorKind::Unsupported, "not tried"))
+        } else {
+            attach(&prog, ifindex, XDP_FLAGS_DRV_MODE)
+        };
+        let (link, mode) = match native {
             Ok(l) => (l, XdpMode::Native),
             Err(native) => match attach(&prog, ifindex, XDP_FLAGS_SKB_MODE) {
                 Ok(l) => (l, XdpMode::Generic),
