@@ -63,6 +63,8 @@ const XDP_PACKET_HEADROOM: usize = 256;
 const RX_FRAMES: u32 = 8192;
 const TX_FRAMES: u32 = 2048;
 const FRAMES: u32 = RX_FRAMES + TX_FRAMES;
+/// Send buffer of the transmit socket (copy mode charges each frame's skb to it).
+const TX_SNDBUF: libc::c_int = 8 << 20;
 /// Copy-mode kicks per `send`/`service` call at most.
 const KICKS_MAX: usize = 16;
 
@@ -495,6 +497,32 @@ fn open_tx(owner: RawFd, ifindex: u32) -> io::Result<(OwnedFd, Ring)> {
     })?);
     let raw = fd.as_raw_fd();
     setsockopt(raw, XDP_TX_RING, &TX_FRAMES)?;
+    // Copy mode allocates an skb per frame against the socket's send
+    // buffer: with the default (~200 KiB) a kick stops (EAGAIN) after ~90
+    // frames of 1.5 KB still in flight. Room for the whole TX ring.
+    let sndbuf = TX_SNDBUF;
+    // SAFETY: `sndbuf` is a live c_int for the duration of each call.
+    let forced = cvt(unsafe {
+        libc::setsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            (&sndbuf as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    });
+    if forced.is_err() {
+        // SAFETY: as above.
+        unsafe {
+            libc::setsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&sndbuf as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
     // Larger kicks where the kernel allows (≥ 6.17); a refusal is fine.
     let _ = setsockopt(raw, XDP_MAX_TX_SKB_BUDGET, &TX_FRAMES);
     // SAFETY: all-zero is a valid xdp_mmap_offsets.
