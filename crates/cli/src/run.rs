@@ -33,10 +33,10 @@ pub struct Args {
     #[command(flatten)]
     metrics: crate::metrics::MetricsArgs,
     /// Packet I/O: mmsg (recvmmsg/sendmmsg), ring (TPACKET_V2 RX ring,
-    /// recvmmsg where the kernel refuses it) or xdp (AF_XDP socket per
-    /// interface, XDP program in native mode else generic; single-queue
-    /// interfaces only; falls back to ring, then mmsg, with a warning) or
-    /// xdp-generic (the same, generic mode only).
+    /// recvmmsg where the kernel refuses it), xdp (AF_XDP sockets on queue
+    /// 0, XDP program in native mode else generic; single-queue interfaces
+    /// only; falls back to ring, then mmsg, with a warning) or xdp-generic
+    /// (the same in generic mode only).
     #[arg(long, value_name = "METHOD", default_value = "mmsg", value_parser = parse_method)]
     io: Method,
     /// Busy-wait for deadlines closer than this many microseconds instead of
