@@ -1,4 +1,5 @@
-//! AF_XDP: one XDP socket per interface, fed by a hand-assembled XDP program.
+//! AF_XDP: XDP sockets on queue 0 of an interface, fed by a hand-assembled
+//! XDP program.
 //!
 //! # Principles
 //! - The XDP program is six BPF instructions:
@@ -13,10 +14,10 @@
 //! - One UMEM per interface, `FRAMES` chunks: `RX_FRAMES` are handed to
 //!   the fill ring for reception (as many slots as the TPACKET_V2 ring
 //!   has, to absorb the same bursts while the loop is descheduled), the
-//!   other `TX_FRAMES` are a free list for transmission. A received frame is copied out by the caller's closure
-//!   and its chunk goes straight back to the fill ring, so the fill ring
-//!   never runs dry because of us; a transmit chunk returns to the free list
-//!   through the completion ring.
+//!   other `TX_FRAMES` are a free list for transmission. A received frame
+//!   is copied out by the caller's closure and its chunk goes straight back
+//!   to the fill ring, so the fill ring never runs dry because of us; a
+//!   transmit chunk returns to the free list through the completion ring.
 //! - Ring indices are free-running `u32`s shared with the kernel: the
 //!   producer publishes with a release store after writing descriptors, the
 //!   consumer reads the other side's index with an acquire load before
@@ -28,6 +29,9 @@
 //!   chunk or ring slot is not taken (the caller keeps it); descriptors
 //!   the kernel has not consumed yet are kicked again on the next call
 //!   ([`XdpSocket::service`]).
+//! - Zero-copy mode needs no other code: the kernel picks it where the
+//!   driver offers it, and completions, asynchronous there, are reclaimed
+//!   on every send. Only copy mode (veth) has been run.
 
 use crate::sock::RxFrame;
 use crate::sys::cvt;
@@ -773,6 +777,14 @@ impl XdpSocket {
                     data,
                     vlan: None,
                     truncated: false,
+                });
+            } else {
+                // Cannot come from a sane kernel; counted (as not received
+                // whole), not forwarded.
+                f(RxFrame {
+                    data: &[],
+                    vlan: None,
+                    truncated: true,
                 });
             }
             if i < give {
