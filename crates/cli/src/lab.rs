@@ -151,9 +151,9 @@ struct BenchArgs {
     /// Measure each path this many times and keep the best figure.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     repeats: u32,
-    /// sluice receive paths to measure (`sluice run --io`), comma-separated;
+    /// sluice packet I/O methods to measure (`sluice run --io`), comma-separated;
     /// each unshaped and with FQ-CoDel.
-    #[arg(long, value_name = "METHOD,…", value_delimiter = ',', default_value = "ring", value_parser = ["ring", "mmsg"])]
+    #[arg(long, value_name = "METHOD,…", value_delimiter = ',', default_value = "xdp,ring", value_parser = ["xdp", "xdp-generic", "ring", "mmsg"])]
     io: Vec<String>,
     /// Only the shaping-accuracy part.
     #[arg(long, conflicts_with = "no_accuracy")]

@@ -32,9 +32,15 @@ pub struct Args {
     control: String,
     #[command(flatten)]
     metrics: crate::metrics::MetricsArgs,
-    /// Packet I/O: ring (TPACKET_V2 RX ring + sendmmsg; recvmmsg where the
-    /// kernel refuses the ring) or mmsg (recvmmsg/sendmmsg).
-    #[arg(long, value_name = "METHOD", default_value = "ring", value_parser = parse_method)]
+    /// Packet I/O: xdp (AF_XDP sockets on queue 0 of single-queue
+    /// interfaces, XDP program in generic mode on veth and native mode
+    /// elsewhere, each falling back to the other; where AF_XDP cannot be set
+    /// up, ring with a warning), xdp-generic (generic mode only), ring
+    /// (TPACKET_V2 RX ring + sendmmsg, recvmmsg where the kernel refuses the
+    /// ring) or mmsg (recvmmsg/sendmmsg). With AF_XDP, tcpdump on the
+    /// bridged interfaces sees none of the bridged traffic: capture with
+    /// --io ring.
+    #[arg(long, value_name = "METHOD", default_value = "xdp", value_parser = parse_method)]
     io: Method,
     /// Busy-wait for deadlines closer than this many microseconds instead of
     /// sleeping on the timer (0: always sleep).
@@ -74,7 +80,11 @@ fn parse_method(s: &str) -> Result<Method, String> {
     match s {
         "ring" => Ok(Method::Ring),
         "mmsg" => Ok(Method::Mmsg),
-        _ => Err(format!("expected mmsg or ring, got `{s}`")),
+        "xdp" => Ok(Method::Xdp),
+        "xdp-generic" => Ok(Method::XdpGeneric),
+        _ => Err(format!(
+            "expected mmsg, ring, xdp or xdp-generic, got `{s}`"
+        )),
     }
 }
 
@@ -200,6 +210,9 @@ pub fn run(a: Args) -> ExitCode {
                 o.iface, o.feature
             ),
         }
+    }
+    if let Some(why) = bridge.fallback() {
+        warn!("--io fallback: {why}; using {}", bridge.method());
     }
     info!(
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",

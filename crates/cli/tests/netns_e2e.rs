@@ -329,15 +329,16 @@ fn queue_counts(v: &serde_json::Value, iface: &str, queue: &str) -> (u64, u64) {
 /// unchanged. The frames are made by hand (this kernel has no 8021q or
 /// pppoe module to make them), so this also covers tags the receiving
 /// kernel strips before AF_PACKET sees them (sluice puts them back: from
-/// the ring's slot header, or from PACKET_AUXDATA with recvmmsg — both
-/// receive paths are run).
+/// the ring's slot header, or from PACKET_AUXDATA with recvmmsg), and
+/// AF_XDP, which sees them before the kernel strips anything: all three
+/// receive paths are run.
 #[test]
 fn vlan_qinq_and_pppoe_traffic_is_classified_charged_and_forwarded() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if skip("encap") {
         return;
     }
-    for io in ["ring", "mmsg"] {
+    for io in ["xdp", "ring", "mmsg"] {
         encap_case(io);
     }
 }

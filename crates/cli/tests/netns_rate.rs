@@ -76,6 +76,12 @@ fn check(what: &str, rate_bps: f64, got_bps: f64) -> Result<(), String> {
 }
 
 fn rate_case(rate: &str, rate_bps: f64, needs_release: bool) {
+    rate_case_io(rate, rate_bps, needs_release, None)
+}
+
+/// `io`: a `--io` method for sluice; with `Some("xdp")` the log must name an
+/// AF_XDP method, unless sluice logged that the kernel refused AF_XDP (SKIP).
+fn rate_case_io(rate: &str, rate_bps: f64, needs_release: bool, io: Option<&str>) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if let Err(why) = have_tools(&["iperf3", "ethtool", "ss"]) {
         eprintln!(
@@ -94,8 +100,25 @@ fn rate_case(rate: &str, rate_bps: f64, needs_release: bool) {
     let log = lab.log_path();
     let show_log = || std::fs::read_to_string(&log).unwrap_or_default();
     // Waits until a ping crosses; fails if sluice exits first.
-    lab.start_sluice(&bin, &config(rate), &["-vv"])
+    let mut args = vec!["-vv"];
+    if let Some(m) = io {
+        args.extend(["--io", m]);
+    }
+    lab.start_sluice(&bin, &config(rate), &args)
         .unwrap_or_else(|e| panic!("{e}"));
+    if io == Some("xdp") {
+        let text = show_log();
+        if let Some(line) = text.lines().find(|l| l.contains("AF_XDP unavailable")) {
+            eprintln!("\n!!!! SKIP netns_rate {rate} --io xdp: {line} !!!!\n");
+            let _ = lab.stop_sluice();
+            return;
+        }
+        assert!(
+            text.lines()
+                .any(|l| l.contains("bridging") && l.contains("via af_xdp-")),
+            "--io xdp: no AF_XDP method in the log:\n{text}"
+        );
+    }
     let client = lab.client.clone();
 
     let mut failures = Vec::new();
@@ -155,6 +178,12 @@ fn rate_1mbit_both_directions() {
 #[test]
 fn rate_10mbit_both_directions() {
     rate_case("10Mb", 10e6, false);
+}
+
+/// The same HFSC/PRIQ check through the AF_XDP path (`--io xdp`).
+#[test]
+fn rate_10mbit_af_xdp_both_directions() {
+    rate_case_io("10Mb", 10e6, false, Some("xdp"));
 }
 
 #[test]

@@ -11,11 +11,16 @@
 # every frame anyway.
 #
 # usage (root): crates/io/scripts/pps.sh SLUICE_BIN BLAST_BIN [ROUNDS] [SECS] [CASES]
-#   CASES: space-separated from: kernel mmsg ring fq-mmsg fq-ring
+#   CASES: space-separated from: kernel mmsg ring xdp xdp-generic fq-mmsg fq-ring fq-xdp
 # The generator's own ceiling: blast from one namespace to another over a
 # single veth pair with --rx-file/--rx-if (docs/adr/0002-packet-io.md).
 #   LENS (env): frame lengths without FCS, default "60 1514"; TCP=1 adds iperf3.
-# Prints one line per (round, case, len): "case len rx_pps sent_pps".
+# Prints one line per (round, case, len): "case len rx_pps sent_pps
+# sluice_ns machine_ns": sluice's CPU time (utime + stime from
+# /proc/PID/stat over the run; "-" for the kernel bridge) and the whole
+# machine's non-idle time (/proc/stat, generator and softirqs included, so
+# only meaningful on an otherwise idle machine), each in ns per frame
+# received at v0.
 set -eu
 SLUICE=$1
 BLAST=$2
@@ -77,8 +82,24 @@ start() { # conf io
 	echo "no path through sluice" >&2; cat "$DIR/sluice.log" >&2; exit 1
 }
 stop() { kill $SL; wait $SL || true; SL=; }
+ticks() { # utime + stime of sluice in clock ticks
+	awk '{ print $14 + $15 }' /proc/$SL/stat
+}
+busy() { # non-idle ticks of the whole machine (all cores, every process)
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat
+}
 measure() { # case
-	for len in $LENS; do echo "$1 $len $(blast $len)"; done
+	for len in $LENS; do
+		t0=$([ -n "$SL" ] && ticks || echo 0)
+		b0=$(busy)
+		r=$(blast $len)
+		b1=$(busy)
+		t1=$([ -n "$SL" ] && ticks || echo 0)
+		echo "$1 $len $r $(echo "$r" | awk -v d=$((t1 - t0)) -v b=$((b1 - b0)) -v sl="$SL" \
+			-v hz=$(getconf CLK_TCK) -v s=$SECS '$1 > 0 {
+				f = $1 * s
+				printf "%s %.0f", sl == "" ? "-" : sprintf("%.0f", d / hz * 1e9 / f), b / hz * 1e9 / f }')"
+	done
 	[ "${TCP:-0}" = 1 ] && echo "$1 tcp $(tcp)"
 	true
 }
@@ -97,6 +118,9 @@ for r in $(seq $ROUNDS); do
 		ring) start unshaped ring; measure ring; stop ;;
 		fq-mmsg) start fq mmsg; measure fq-mmsg; stop ;;
 		fq-ring) start fq ring; measure fq-ring; stop ;;
+		xdp) start unshaped xdp; measure xdp; stop ;;
+		xdp-generic) start unshaped xdp-generic; measure xdp-generic; stop ;;
+		fq-xdp) start fq xdp; measure fq-xdp; stop ;;
 		esac
 	done
 done

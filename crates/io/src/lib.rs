@@ -11,15 +11,16 @@
 //!   engine is not asked for more until it drains; a frame it refuses for
 //!   good is counted in `tx_errors`.
 //! - Buffers are recycled ([`pool::Pool`]): steady state does not allocate.
-//! - Receive by a TPACKET_V2 RX ring (`Method::Ring`, the default; the V3
-//!   block ring is `Method::RingV3`) that falls back to recvmmsg where the
-//!   kernel refuses it, or by recvmmsg (`Method::Mmsg`); TX is sendmmsg on
-//!   a transmit-only socket in all cases (docs/adr/0002-packet-io.md has
-//!   the numbers).
+//! - Packet I/O by AF_XDP (`Method::Xdp`, the default: one AF_XDP socket
+//!   pair per interface for both directions, `xdp.rs`), falling back to a
+//!   TPACKET_V2 RX ring (`Method::Ring`; the V3 block ring is
+//!   `Method::RingV3`) with sendmmsg on a transmit-only socket, which falls
+//!   back to recvmmsg (`Method::Mmsg`) where the kernel refuses the ring
+//!   (docs/adr/0002-packet-io.md has the numbers).
 //! - This is the only crate of the workspace with `unsafe`, confined to
-//!   `sys.rs`, `sock.rs`, `offload.rs`, `signals.rs`, two calls (`prctl`,
-//!   `sched_setscheduler`) in `delay.rs` and the generator in `blast.rs`;
-//!   each block says why it is sound.
+//!   `sys.rs`, `sock.rs`, `xdp.rs`, `offload.rs`, `signals.rs`, two calls
+//!   (`prctl`, `sched_setscheduler`) in `delay.rs` and the generator in
+//!   `blast.rs`; each block says why it is sound.
 
 pub mod blast;
 mod bridge;
@@ -30,6 +31,7 @@ pub mod ring;
 pub mod signals;
 mod sock;
 mod sys;
+mod xdp;
 
 pub use bridge::{Bridge, IfaceIoStats, IoOptions, IoStats, Method, Waker};
 pub use delay::{DelayLine, DelayOptions, DelayStats};

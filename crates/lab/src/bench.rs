@@ -60,8 +60,8 @@ pub struct BenchOptions {
     pub tcp_omit_seconds: u32,
     /// Each path is measured this many times; the best figure is kept.
     pub repeats: u32,
-    /// sluice receive paths to measure (`sluice run --io`: `ring`, `mmsg`);
-    /// each is measured unshaped and with FQ-CoDel.
+    /// sluice packet I/O methods to measure (`sluice run --io`: `xdp`,
+    /// `xdp-generic`, `ring`, `mmsg`); each unshaped and with FQ-CoDel.
     pub io_methods: Vec<String>,
     /// FQ-CoDel's configured bandwidth (pf.conf syntax), above what the
     /// path can carry.
@@ -83,7 +83,7 @@ impl Default for BenchOptions {
             seconds: 4,
             tcp_omit_seconds: 1,
             repeats: 1,
-            io_methods: vec!["ring".into()],
+            io_methods: vec!["xdp".into(), "ring".into()],
             fq_codel_bandwidth: "10G".into(),
             forwarding: true,
             accuracy_rates_bps: vec![128_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000],
@@ -132,6 +132,10 @@ pub struct SluiceRow {
     pub path: String,
     /// `--io` method.
     pub io: String,
+    /// The I/O method sluice reported running (`show info`), e.g.
+    /// `af_xdp-copy-generic`; differs from `io` where it fell back.
+    #[serde(default)]
+    pub method: String,
     /// True for FQ-CoDel at `fq_codel_bandwidth`, false for unshaped.
     pub shaped: bool,
     pub figures: Figures,
@@ -462,6 +466,14 @@ fn sluice_path(
     progress(&format!("{path}: starting"));
     lab.start_sluice(bin, &conf, &["--io", io])
         .map_err(|e| format!("{path}: {e}"))?;
+    // What runs, which is not what was asked for where a method fell back.
+    let method = lab
+        .ctl(bin, &["show", "info", "--json"])
+        .ok()
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+        .and_then(|v| v["io_method"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    progress(&format!("{path}: running as {method}"));
     let pid = lab.sluice_pid();
     let figures = measure(lab, bin, ports, o, progress, &path, pid);
     let stopped = lab.stop_sluice();
@@ -476,8 +488,9 @@ fn sluice_path(
         }
     }
     Ok(SluiceRow {
-        path,
+        path: format!("{path} [{method}]"),
         io: io.to_string(),
+        method,
         shaped,
         figures,
         ratio: Figures::default(),
@@ -628,9 +641,11 @@ pub fn run(
     if let Some(m) = opts
         .io_methods
         .iter()
-        .find(|m| !matches!(m.as_str(), "mmsg" | "ring"))
+        .find(|m| !matches!(m.as_str(), "xdp" | "xdp-generic" | "ring" | "mmsg"))
     {
-        return Err(format!("unknown io method `{m}` (mmsg or ring)"));
+        return Err(format!(
+            "unknown io method `{m}` (xdp, xdp-generic, ring or mmsg)"
+        ));
     }
     if !std::path::Path::new(bin).exists() {
         return Err(format!("no sluice binary at {bin}"));
@@ -796,6 +811,7 @@ mod tests {
             sluice: vec![SluiceRow {
                 path: "sluice mmsg, unshaped".into(),
                 io: "mmsg".into(),
+                method: String::new(),
                 shaped: false,
                 figures: f,
                 ratio: f.ratio_to(&kernel),
