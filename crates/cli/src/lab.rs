@@ -124,21 +124,14 @@ fn blast(a: BlastArgs) -> Result<(), Failure> {
         }
     })
     .map_err(|e| Failure::Error(format!("blast on {}: {e}", o.dev)))?;
-    let secs = r.elapsed.as_secs_f64();
     if a.json {
         println!(
             "{}",
-            serde_json::json!({"sent": r.sent, "blocked": r.blocked, "seconds": secs, "pps": r.pps()})
+            serde_json::json!({"sent": r.sent, "blocked": r.blocked,
+                "seconds": r.elapsed.as_secs_f64(), "pps": r.pps()})
         );
     } else {
-        println!(
-            "sent {} frames of {} B in {secs:.2} s: {:.0} pps, {:.3} Gbit/s on the wire (blocked {})",
-            r.sent,
-            o.len,
-            r.pps(),
-            r.sent as f64 * (o.len + 24) as f64 * 8.0 / secs / 1e9,
-            r.blocked
-        );
+        println!("{}", r.summary(o.len));
     }
     Ok(())
 }

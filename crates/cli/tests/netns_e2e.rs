@@ -381,15 +381,8 @@ fn encap_case(io: &str) {
     }
     let (bulk, bulk_bytes) = inject_encap(&lab, "vlan_bulk", n);
     sent.insert("vlan_bulk", bulk);
-    // Bounded: the capture ends by itself after its 4 s.
-    let mut status = None;
-    for _ in 0..100 {
-        status = lab.topo.try_status(cap).unwrap();
-        if status.is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // The capture ends by itself after its 4 s.
+    let status = lab.topo.wait(cap, Duration::from_secs(10)).unwrap();
     assert!(status.is_some_and(|s| s.success()), "capture failed");
     let seen: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&cap_out).unwrap()).expect("capture JSON");

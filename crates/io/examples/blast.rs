@@ -96,14 +96,7 @@ fn main() {
     std::thread::sleep(Duration::from_millis(200));
     let rx1 = rx_file.as_deref().and_then(|f| rx_packets(f, &rx_if));
     let secs = r.elapsed.as_secs_f64();
-    print!(
-        "sent {} frames of {} B in {secs:.2} s: {:.0} pps, {:.3} Gbit/s on the wire (blocked {})",
-        r.sent,
-        o.len,
-        r.pps(),
-        r.sent as f64 * (o.len + 24) as f64 * 8.0 / secs / 1e9,
-        r.blocked
-    );
+    print!("{}", r.summary(o.len));
     match (rx0, rx1) {
         (Some(r0), Some(r1)) => println!(
             "; received {} ({:.0} pps, {:.1} %)",

@@ -15,7 +15,7 @@
 //! - A frame the kernel refuses for now (EAGAIN/ENOBUFS) is retried, never
 //!   counted as sent; any other error ends the run with that error.
 
-use crate::sock::ifindex;
+use crate::sock::{bind_ll, ifindex};
 use crate::sys::cvt;
 use sluice_wire::build;
 use std::io;
@@ -101,6 +101,19 @@ impl BlastReport {
     pub fn pps(&self) -> f64 {
         self.sent as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
+
+    /// One line for people: frames, rate, wire bit rate (frames of `len`
+    /// bytes plus FCS, preamble and gap: 24 B each).
+    pub fn summary(&self, len: usize) -> String {
+        let secs = self.elapsed.as_secs_f64();
+        format!(
+            "sent {} frames of {len} B in {secs:.2} s: {:.0} pps, {:.3} Gbit/s on the wire (blocked {})",
+            self.sent,
+            self.pps(),
+            self.sent as f64 * (len + 24) as f64 * 8.0 / secs.max(1e-9) / 1e9,
+            self.blocked
+        )
+    }
 }
 
 /// Parses `aa:bb:cc:dd:ee:ff`.
@@ -161,18 +174,7 @@ fn tx_socket(dev: &str) -> io::Result<OwnedFd> {
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    // SAFETY: an all-zero sockaddr_ll is valid; the fields that matter are set.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_ifindex = ifindex;
-    // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
-    cvt(unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&sll as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    })?;
+    bind_ll(fd.as_raw_fd(), ifindex, 0)?;
     Ok(fd)
 }
 

@@ -610,25 +610,11 @@ impl Bridge {
                     st.tx_blocked.fetch_add(1, Ordering::Relaxed);
                     break;
                 }
-                Ok(sent) => {
-                    let mut bytes = 0u64;
-                    for f in self.pending[i].drain(..sent) {
-                        bytes += f.len() as u64;
-                        self.pool.put(f);
-                    }
-                    st.tx_frames.fetch_add(sent as u64, Ordering::Relaxed);
-                    st.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
-                }
-                Err((sent, _e)) => {
-                    // Frames before `sent` went out; the next one is
+                Ok(n) => sent(&mut self.pending[i], n, &mut self.pool, st),
+                Err((n, _e)) => {
+                    // Frames before `n` went out; the next one is
                     // unsendable (e.g. EMSGSIZE): count it.
-                    let mut bytes = 0u64;
-                    for f in self.pending[i].drain(..sent) {
-                        bytes += f.len() as u64;
-                        self.pool.put(f);
-                    }
-                    st.tx_frames.fetch_add(sent as u64, Ordering::Relaxed);
-                    st.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
+                    sent(&mut self.pending[i], n, &mut self.pool, st);
                     if let Some(f) = self.pending[i].pop_front() {
                         st.tx_errors.fetch_add(1, Ordering::Relaxed);
                         self.pool.put(f);
@@ -660,4 +646,16 @@ impl Bridge {
         }
         Ok(())
     }
+}
+
+/// The first `n` frames of `pending` left: counted, and their buffers
+/// recycled.
+fn sent(pending: &mut VecDeque<Vec<u8>>, n: usize, pool: &mut Pool, st: &IfaceIoStats) {
+    let mut bytes = 0u64;
+    for f in pending.drain(..n) {
+        bytes += f.len() as u64;
+        pool.put(f);
+    }
+    st.tx_frames.fetch_add(n as u64, Ordering::Relaxed);
+    st.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
 }

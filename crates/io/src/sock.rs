@@ -135,6 +135,25 @@ fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, val: &T) -> i
     Ok(())
 }
 
+/// Binds a packet socket to interface `ifindex` for `protocol` (an
+/// ETH_P_* value in host order; 0: receive nothing, transmit only).
+pub fn bind_ll(fd: RawFd, ifindex: libc::c_int, protocol: u16) -> io::Result<()> {
+    // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = protocol.to_be();
+    sll.sll_ifindex = ifindex;
+    // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
+    cvt(unsafe {
+        libc::bind(
+            fd,
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
 pub fn ifindex(name: &str) -> io::Result<libc::c_int> {
     let c = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: `c` is a valid NUL-terminated string.
@@ -209,19 +228,7 @@ impl PacketSocket {
             }
             None => None,
         };
-        // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
-        sll.sll_ifindex = ifindex;
-        // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
-        cvt(unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        })?;
+        bind_ll(fd.as_raw_fd(), ifindex, ETH_P_ALL)?;
         let mreq = PacketMreq {
             mr_ifindex: ifindex,
             mr_type: PACKET_MR_PROMISC,
@@ -268,19 +275,7 @@ impl PacketSocket {
                 &SOCK_BUF_BYTES,
             );
         }
-        // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = 0;
-        sll.sll_ifindex = ifindex;
-        // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
-        cvt(unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        })?;
+        bind_ll(fd.as_raw_fd(), ifindex, 0)?;
         Ok(PacketSocket {
             fd,
             ring: None,

@@ -321,15 +321,11 @@ fn blast_once(
         };
         Ok::<_, String>((pps, cpu_ns))
     })();
-    // Bounded: the generator stops by itself after `secs`; TERM after that.
-    let mut status = None;
-    for _ in 0..BRIDGE_WAIT_TRIES {
-        status = lab.topo.try_status(id).map_err(|e| e.to_string())?;
-        if status.is_some() {
-            break;
-        }
-        std::thread::sleep(BRIDGE_WAIT_STEP);
-    }
+    // The generator stops by itself after `secs`; TERM after that.
+    let status = lab
+        .topo
+        .wait(id, BLAST_MARGIN * 10)
+        .map_err(|e| e.to_string())?;
     let status = match status {
         Some(s) => Some(s),
         None => lab.topo.stop(id, "TERM").map_err(|e| e.to_string())?,

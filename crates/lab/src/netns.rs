@@ -235,6 +235,21 @@ impl Topology {
         .map(|_| ())
     }
 
+    /// Waits up to `limit` for a child that ends by itself; `Ok(None)` if
+    /// it is still running then.
+    pub fn wait(&mut self, id: ProcId, limit: Duration) -> io::Result<Option<ExitStatus>> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = self.try_status(id)? {
+                return Ok(Some(st));
+            }
+            if t0.elapsed() >= limit {
+                return Ok(None);
+            }
+            std::thread::sleep(WAIT_STEP);
+        }
+    }
+
     /// Sends `signal` and waits for the exit; after `STOP_GRACE` the child
     /// is killed and `Ok(None)` says it did not stop on its own.
     pub fn stop(&mut self, id: ProcId, signal: &str) -> io::Result<Option<ExitStatus>> {
