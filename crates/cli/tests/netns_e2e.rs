@@ -381,6 +381,9 @@ fn encap_case(io: &str) {
     }
     let (bulk, bulk_bytes) = inject_encap(&lab, "vlan_bulk", n);
     sent.insert("vlan_bulk", bulk);
+    // Not IP at all: forwarded as it is, counted as non-IP.
+    let (nonip, _) = inject_encap(&lab, "nonip", n);
+    sent.insert("nonip", nonip);
     // The capture ends by itself after its 4 s.
     let status = lab.topo.wait(cap, Duration::from_secs(10)).unwrap();
     assert!(status.is_some_and(|s| s.success()), "capture failed");
@@ -423,5 +426,57 @@ fn encap_case(io: &str) {
         "the tagged bulk frames in the default queue"
     );
     assert_eq!(info["counters"][0]["malformed"].as_u64(), Some(0));
+    assert!(
+        info["counters"][0]["non_ip"].as_u64().unwrap() >= nonip,
+        "{io}: non-IP frames counted as such"
+    );
+    assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));
+}
+
+/// IPv6 needs neighbour discovery (multicast solicitations, unicast
+/// advertisements) to cross the bridge before the first echo can: with no
+/// static neighbours, a ping between two ULAs inside the lab proves it.
+#[test]
+fn ipv6_neighbour_discovery_and_ping_cross_sluice() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if skip("ipv6") {
+        return;
+    }
+    let mut lab = BridgeLab::new("v6").expect("namespaces");
+    let b = bin();
+    lab.start_sluice(&b, "pass keep state\n", &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (client, server) = (lab.client.clone(), lab.server.clone());
+    for (ns, ifc, addr) in [(&client, "c0", "fd77::1/64"), (&server, "v0", "fd77::2/64")] {
+        lab.topo
+            .ip(ns, &["-6", "addr", "add", addr, "dev", ifc, "nodad"])
+            .unwrap();
+    }
+    let out = lab
+        .topo
+        .exec_unchecked(
+            &client,
+            &["ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "fd77::2"],
+        )
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "ping6 through sluice failed:\n{text}\n{}",
+        lab.log()
+    );
+    let neigh = lab
+        .topo
+        .ip(&client, &["-6", "neigh", "show", "fd77::2"])
+        .unwrap();
+    let neigh = String::from_utf8_lossy(&neigh.stdout).to_string();
+    assert!(
+        neigh.contains("lladdr"),
+        "the neighbour was learned by ND through sluice: {neigh}"
+    );
+    eprintln!(
+        "netns_e2e: ping6 through sluice: {}",
+        text.lines().last().unwrap_or("")
+    );
     assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));
 }

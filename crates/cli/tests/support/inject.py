@@ -5,11 +5,12 @@ Used by netns_e2e.rs to feed sluice bad input and encapsulated traffic.
     inject.py IFACE SRC_MAC DST_MAC SRC_IP DST_IP MODE COUNT
 MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
       (prints the number of frames sent)
-    | vlan | qinq | pppoe4 | pppoe6 | vlan_bulk
+    | vlan | qinq | pppoe4 | pppoe6 | vlan_bulk | nonip
       (UDP to port 5060 — 9 for vlan_bulk — inside an 802.1Q tag, an
-      802.1ad + 802.1Q pair, a PPPoE session carrying IPv4 or IPv6; each
-      payload holds the marker SLUICE-MODE-; prints "frames bytes", the
-      bytes being whole frames as sent, tags and PPPoE headers included)
+      802.1ad + 802.1Q pair, a PPPoE session carrying IPv4 or IPv6; nonip:
+      a frame of the local experimental EtherType 0x88B5; each payload holds
+      the marker SLUICE-MODE-; prints "frames bytes", the bytes being whole
+      frames as sent, tags and PPPoE headers included)
     inject.py capture IFACE SECONDS
       counts, for SECONDS, the frames seen on IFACE by marker; prints JSON
       {"MODE": frames, ...}
@@ -62,7 +63,7 @@ def pppoe(ppp_proto, packet):
     return struct.pack("!BBHHH", 0x11, 0, 0x1234, 2 + len(packet), ppp_proto) + packet
 
 
-ENCAP = ("vlan", "qinq", "pppoe4", "pppoe6", "vlan_bulk")
+ENCAP = ("vlan", "qinq", "pppoe4", "pppoe6", "vlan_bulk", "nonip")
 
 
 def encap(mode, i, smac, dmac, src, dst):
@@ -76,6 +77,8 @@ def encap(mode, i, smac, dmac, src, dst):
         return l2 + struct.pack("!HHHH", 0x88A8, 100, 0x8100, 10) + b"\x08\x00" + v4
     if mode == "pppoe4":
         return l2 + b"\x88\x64" + pppoe(0x0021, v4)
+    if mode == "nonip":
+        return l2 + b"\x88\xb5" + data
     v6 = udp6("2001:db8::1", "2001:db8::2", 5000 + i % 4, 5060, data)
     return l2 + b"\x88\x64" + pppoe(0x0057, v6)
 
