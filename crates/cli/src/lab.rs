@@ -117,7 +117,6 @@ fn blast(a: BlastArgs) -> Result<(), Failure> {
         pps: a.pps,
         batch: a.batch,
     };
-    o.validate().map_err(Failure::Error)?;
     let r = sluice_io::blast::run(&o, &mut |pps| {
         if !a.json {
             eprintln!("blast: {pps:.0} pps")

@@ -238,23 +238,21 @@ fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
     PacketSocket::open(name, Some(ring(version))).or_else(|_| PacketSocket::open(name, None))
 }
 
-/// AF_XDP on both interfaces, or the reason it cannot be had. The
-/// transmit-only packet sockets serve the ethtool/MTU ioctls (an AF_XDP
-/// socket does not take them) and are closed afterwards.
-fn open_xdp(names: [&str; 2], mtu: [usize; 2], generic: bool) -> Result<[Port; 2], String> {
-    let mut ports = Vec::with_capacity(2);
-    for (name, mtu) in names.into_iter().zip(mtu) {
-        let ctl = PacketSocket::open_tx(name).map_err(|e| format!("{name}: {e}"))?;
-        let x =
-            XdpSocket::open(name, mtu, ctl.fd(), generic).map_err(|e| format!("{name}: {e}"))?;
-        ports.push(Port::Xdp(Box::new(x)));
-    }
-    let p1 = ports.pop();
-    let p0 = ports.pop();
-    match (p0, p1) {
-        (Some(a), Some(b)) => Ok([a, b]),
-        _ => Err("internal: two ports expected".into()),
-    }
+/// AF_XDP on both interfaces, or the reason it cannot be had. `ctl`:
+/// packet sockets for the ethtool ioctls (an AF_XDP socket does not take
+/// them).
+fn open_xdp(
+    names: [&str; 2],
+    ctl: [RawFd; 2],
+    mtu: [usize; 2],
+    generic: bool,
+) -> Result<[Port; 2], String> {
+    let one = |k: usize| {
+        XdpSocket::open(names[k], mtu[k], ctl[k], generic)
+            .map(|x| Port::Xdp(Box::new(x)))
+            .map_err(|e| format!("{}: {e}", names[k]))
+    };
+    Ok([one(0)?, one(1)?])
 }
 
 fn xdp_name(ports: &[Port; 2]) -> String {
@@ -279,22 +277,23 @@ impl Bridge {
     pub fn open(lan: &str, wan: &str, o: IoOptions) -> io::Result<Bridge> {
         // Offloads go off first: native XDP on veth refuses GSO/LRO peers,
         // and every path wants wire-sized frames.
+        // The AF_PACKET transmit sockets also serve the ioctls; AF_XDP
+        // closes them once it runs.
+        let tx = [PacketSocket::open_tx(lan)?, PacketSocket::open_tx(wan)?];
         let mut offloads = Vec::new();
-        let mut mtu = [1500usize; 2];
-        {
-            let c0 = PacketSocket::open_tx(lan)?;
-            let c1 = PacketSocket::open_tx(wan)?;
-            if o.disable_offloads {
-                offloads.extend(offload::disable(c0.fd(), lan));
-                offloads.extend(offload::disable(c1.fd(), wan));
-            }
-            mtu[0] = crate::sock::mtu(c0.fd(), lan).unwrap_or(1500) as usize;
-            mtu[1] = crate::sock::mtu(c1.fd(), wan).unwrap_or(1500) as usize;
+        if o.disable_offloads {
+            offloads.extend(offload::disable(tx[0].fd(), lan));
+            offloads.extend(offload::disable(tx[1].fd(), wan));
         }
+        let mtu = [
+            crate::sock::mtu(tx[0].fd(), lan).unwrap_or(1500) as usize,
+            crate::sock::mtu(tx[1].fd(), wan).unwrap_or(1500) as usize,
+        ];
         let mut fallback = None;
         let want_xdp = matches!(o.method, Method::Xdp | Method::XdpGeneric);
+        let ctl = [tx[0].fd(), tx[1].fd()];
         let xdp = if want_xdp {
-            match open_xdp([lan, wan], mtu, o.method == Method::XdpGeneric) {
+            match open_xdp([lan, wan], ctl, mtu, o.method == Method::XdpGeneric) {
                 Ok(p) => Some(p),
                 Err(why) => {
                     fallback = Some(format!("AF_XDP unavailable ({why})"));
@@ -310,34 +309,26 @@ impl Bridge {
                 (p, name)
             }
             None => {
-                let po = IoOptions {
-                    method: if want_xdp { Method::Ring } else { o.method },
-                    ..o.clone()
-                };
-                let s0 = open_sock(lan, &po)?;
-                let s1 = open_sock(wan, &po)?;
+                // open_sock runs the V2 ring where AF_XDP was asked for.
+                let s0 = open_sock(lan, &o)?;
+                let s1 = open_sock(wan, &o)?;
                 let method = match (s0.has_ring(), s1.has_ring()) {
-                    (true, true) if po.method == Method::RingV3 => "af_packet-tpacket_v3+sendmmsg",
+                    (true, true) if o.method == Method::RingV3 => "af_packet-tpacket_v3+sendmmsg",
                     (true, true) => "af_packet-tpacket_v2+sendmmsg",
                     (false, false) => "af_packet-recvmmsg+sendmmsg",
                     _ => "af_packet-mixed",
                 };
-                if po.method != Method::Mmsg && !(s0.has_ring() && s1.has_ring()) {
+                if o.method != Method::Mmsg && !(s0.has_ring() && s1.has_ring()) {
                     let why = "the kernel refused the TPACKET ring";
                     fallback = Some(match fallback {
                         Some(f) => format!("{f}; {why}"),
                         None => why.to_string(),
                     });
                 }
+                let [t0, t1] = tx;
                 let ports = [
-                    Port::Packet {
-                        rx: s0,
-                        tx: PacketSocket::open_tx(lan)?,
-                    },
-                    Port::Packet {
-                        rx: s1,
-                        tx: PacketSocket::open_tx(wan)?,
-                    },
+                    Port::Packet { rx: s0, tx: t0 },
+                    Port::Packet { rx: s1, tx: t1 },
                 ];
                 (ports, method.to_string())
             }

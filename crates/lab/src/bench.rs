@@ -378,7 +378,6 @@ fn measure_once(
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn measure(
     lab: &mut BridgeLab,
     bin: &str,
