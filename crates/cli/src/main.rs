@@ -1,5 +1,6 @@
 //! The `sluice` binary: a thin layer of argument parsing over the library
 //! crates. Each subcommand lives in its own module.
+#![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -11,6 +11,7 @@
 //!
 //! Every frame that is not forwarded is counted with its cause and handed back
 //! through [`Engine::poll_dropped`]; nothing disappears silently.
+#![forbid(unsafe_code)]
 
 pub mod build;
 mod engine;

@@ -5,6 +5,7 @@
 //! link-layer `Overhead` (fixed bytes or ATM cell framing) and a small log-bucket
 //! `Histogram` for sojourn percentiles. Depends on nothing. No clock is read here:
 //! time is always an argument.
+#![forbid(unsafe_code)]
 
 mod histogram;
 mod overhead;
