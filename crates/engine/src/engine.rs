@@ -138,12 +138,11 @@ pub struct Engine {
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
-    if d.pass {
-        None
-    } else if d.block_reason == Some(sluice_classify::BlockReason::StateLimit) {
-        Some(DropCause::StateLimit)
-    } else {
-        Some(DropCause::Blocked)
+    use sluice_classify::{BlockReason, Verdict};
+    match d.verdict {
+        Verdict::Pass => None,
+        Verdict::Block(BlockReason::StateLimit) => Some(DropCause::StateLimit),
+        Verdict::Block(BlockReason::Rule) => Some(DropCause::Blocked),
     }
 }
 
