@@ -400,9 +400,13 @@ impl Engine {
         let now = self.clamp(now);
         self.housekeeping(now);
         let eg = self.ifaces.get_mut(iface)?;
-        let pkt = match eg.tree.as_mut() {
-            Some(t) => t.root.dequeue(now, &mut self.drops),
-            None => eg.passthrough.pop_front(),
+        // Frames that arrived before a reload gave this interface a tree
+        // leave first: left behind, they would wait forever while
+        // `poll_timeout` keeps answering "now".
+        let pkt = match (eg.passthrough.pop_front(), eg.tree.as_mut()) {
+            (Some(p), _) => Some(p),
+            (None, Some(t)) => t.root.dequeue(now, &mut self.drops),
+            (None, None) => None,
         };
         if !self.drops.is_empty() {
             self.absorb_drops(iface);
