@@ -13,7 +13,7 @@
 //! - Errors are values ([`UnitError`]); callers put them into their own
 //!   located diagnostics with their own hints.
 //! - What a formatter writes, the parser reads back to the same value
-//!   (except [`format_measured`], which is for measured, inexact rates).
+//!   (except the `format_measured*` ones, for measured, inexact rates).
 
 use crate::{Duration, Rate};
 use core::fmt;
@@ -156,6 +156,16 @@ pub fn format_measured(bps: f64, decimals: usize) -> String {
     format!("{:.d$} {unit}", bps / div)
 }
 
+/// A measured rate in pfctl's spelling (`pfctl -vvsq`, `sluice show`):
+/// `1.00Mb/s`, `12.35Kb/s`, `999.00b/s`.
+pub fn format_measured_pf(bps: f64) -> String {
+    let (div, prefix) = [(1e9, "G"), (1e6, "M"), (1e3, "K")]
+        .into_iter()
+        .find(|(div, _)| bps >= *div)
+        .unwrap_or((1.0, ""));
+    format!("{:.2}{prefix}b/s", bps / div)
+}
+
 /// The largest of `s`, `ms`, `us` that divides exactly, else `ns`
 /// (`5ms`, `2s`, `1500us`, `7ns`). What `Duration`'s `Display` writes.
 pub fn format_duration(d: Duration) -> String {
@@ -274,6 +284,10 @@ mod tests {
         assert_eq!(format_measured(9_998_000.0, 3), "9.998 Mbit/s");
         assert_eq!(format_measured(1e9, 3), "1.000 Gbit/s");
         assert_eq!(format_measured(f64::NAN, 2), "-");
+        assert_eq!(format_measured_pf(1e6), "1.00Mb/s");
+        assert_eq!(format_measured_pf(12_345.0), "12.35Kb/s");
+        assert_eq!(format_measured_pf(999.0), "999.00b/s");
+        assert_eq!(format_measured_pf(2.5e9), "2.50Gb/s");
         assert_eq!(format_duration(Duration::from_millis(5)), "5ms");
         assert_eq!(format_duration(Duration::ZERO), "0ns");
     }
