@@ -542,14 +542,7 @@ impl Checker {
                 iface,
                 frame,
                 damage,
-            } => {
-                let iface = usize::from(*iface);
-                let mut f = frame.build(iface);
-                if let Some(d) = damage {
-                    d.apply(&mut f);
-                }
-                self.rx_frame(iface, f);
-            }
+            } => self.rx_built(usize::from(*iface), frame, *damage),
             Op::RxRaw { iface, bytes } => self.rx_frame(usize::from(*iface), bytes.clone()),
             Op::PollTx { iface, max } => {
                 self.poll_tx(self.now, usize::from(*iface), usize::from(*max));
@@ -591,6 +584,14 @@ impl Checker {
                 self.collect_dropped();
             }
         }
+    }
+
+    fn rx_built(&mut self, iface: usize, frame: &Frame, damage: Option<Damage>) {
+        let mut f = frame.build(iface);
+        if let Some(d) = damage {
+            d.apply(&mut f);
+        }
+        self.rx_frame(iface, f);
     }
 
     fn rx_frame(&mut self, iface: usize, f: Vec<u8>) {

@@ -81,17 +81,28 @@ fn udp_burst(v6: bool, iface: u8) -> Vec<Op> {
     ops
 }
 
+/// One valid segment, damaged forty ways: cut short or with a byte flipped.
+fn damaged_run(v6: bool, stride: u8, xor: u8) -> Vec<Op> {
+    let damage = |i: u8| match i % 2 {
+        0 => Damage::Truncate(i * stride),
+        _ => Damage::Xor(i * stride, xor),
+    };
+    (0..40)
+        .map(|i| Op::Rx {
+            iface: 0,
+            frame: tcp(v6, 3, 40),
+            damage: Some(damage(i)),
+        })
+        .chain([Op::Service])
+        .collect()
+}
+
 fn malformed() -> Vec<(String, Vec<Op>)> {
     let raw = |bytes: Vec<u8>| Op::RxRaw { iface: 0, bytes };
     let mut ipv4_header_only = vec![0xff; 12];
     ipv4_header_only.extend([0x08, 0x00, 0x45, 0x00, 0x00, 0x14]);
     let mut ipv6_bad_len = vec![0xff; 12];
     ipv6_bad_len.extend([0x86, 0xdd, 0x60, 0, 0, 0, 0xff, 0xff, 17, 64]);
-    let damaged = |v6, at, d: fn(u8) -> Damage| Op::Rx {
-        iface: 0,
-        frame: tcp(v6, 3, 40),
-        damage: Some(d(at)),
-    };
     vec![
         (
             "raw_empty_and_short".into(),
@@ -105,40 +116,8 @@ fn malformed() -> Vec<(String, Vec<Op>)> {
             "raw_ipv6_bad_payload_len".into(),
             vec![raw(ipv6_bad_len), Op::Service],
         ),
-        (
-            "damaged_ipv4".into(),
-            (0..40)
-                .map(|at| {
-                    damaged(
-                        false,
-                        at * 3,
-                        if at % 2 == 0 {
-                            Damage::Truncate
-                        } else {
-                            |a| Damage::Xor(a, 0xa5)
-                        },
-                    )
-                })
-                .chain([Op::Service])
-                .collect(),
-        ),
-        (
-            "damaged_ipv6".into(),
-            (0..40)
-                .map(|at| {
-                    damaged(
-                        true,
-                        at * 2,
-                        if at % 2 == 0 {
-                            Damage::Truncate
-                        } else {
-                            |a| Damage::Xor(a, 0x0f)
-                        },
-                    )
-                })
-                .chain([Op::Service])
-                .collect(),
-        ),
+        ("damaged_ipv4".into(), damaged_run(false, 3, 0xa5)),
+        ("damaged_ipv6".into(), damaged_run(true, 2, 0x0f)),
         (
             "vlan_arp_icmp".into(),
             [L4::Arp, L4::Icmp, L4::Icmp]

@@ -113,13 +113,21 @@ pub fn parse_duration(s: &str, bare_unit: Duration) -> Result<Duration, UnitErro
 /// pf's spelling: the largest of `Gb`, `Mb`, `Kb` that divides exactly,
 /// else bits (`100Kb`, `1Mb`, `1500b`). What `Rate`'s `Display` writes.
 pub fn format_rate(r: Rate) -> String {
-    let b = r.as_bps();
-    match [(1_000_000_000, "Gb"), (1_000_000, "Mb"), (1_000, "Kb")]
-        .into_iter()
-        .find(|(unit, _)| b != 0 && b.is_multiple_of(*unit))
+    largest_exact(
+        r.as_bps(),
+        &[(1_000_000_000, "Gb"), (1_000_000, "Mb"), (1_000, "Kb")],
+        "b",
+    )
+}
+
+/// `v` in the largest unit that divides it exactly, else in `base`.
+fn largest_exact(v: u64, units: &[(u64, &str)], base: &str) -> String {
+    match units
+        .iter()
+        .find(|(unit, _)| v != 0 && v.is_multiple_of(*unit))
     {
-        Some((unit, name)) => format!("{}{name}", b / unit),
-        None => format!("{b}b"),
+        Some((unit, name)) => format!("{}{name}", v / unit),
+        None => format!("{v}{base}"),
     }
 }
 
@@ -169,14 +177,11 @@ pub fn format_measured_pf(bps: f64) -> String {
 /// The largest of `s`, `ms`, `us` that divides exactly, else `ns`
 /// (`5ms`, `2s`, `1500us`, `7ns`). What `Duration`'s `Display` writes.
 pub fn format_duration(d: Duration) -> String {
-    let ns = d.as_nanos();
-    match [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
-        .into_iter()
-        .find(|(unit, _)| ns != 0 && ns.is_multiple_of(*unit))
-    {
-        Some((unit, name)) => format!("{}{name}", ns / unit),
-        None => format!("{ns}ns"),
-    }
+    largest_exact(
+        d.as_nanos(),
+        &[(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")],
+        "ns",
+    )
 }
 
 #[cfg(test)]
