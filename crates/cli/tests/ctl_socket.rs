@@ -4,7 +4,7 @@
 //! in crates/control/tests/ctl_socket.rs.
 
 use sluice_control::proto::Reply;
-use sluice_control::testing::{clock, example_daemon, BAD_CONF, LAN, NEW_CONF, WAN};
+use sluice_control::testing::{example_daemon, BAD_CONF, LAN, NEW_CONF, WAN};
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -119,10 +119,11 @@ fn show_rules_states_and_info() {
 
 #[test]
 fn bad_reload_is_refused_and_good_one_swaps() {
+    // What the engine does is tested in crates/control; here, what the
+    // commands print.
     let d = example_daemon("reload");
     let bad = d.dir.join("bad.conf");
     std::fs::write(&bad, BAD_CONF).unwrap();
-    let before = d.state.engine.lock().unwrap().report();
     let o = sluice(&["reload", "-f", bad.to_str().unwrap()], &d.sock);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -134,9 +135,6 @@ fn bad_reload_is_refused_and_good_one_swaps() {
         .unwrap();
     assert_eq!(err, String::from_utf8_lossy(&check.stderr), "{err}");
     assert!(err.contains("bad.conf:2"), "{err}");
-    let after = d.state.engine.lock().unwrap().report();
-    assert_eq!(format!("{before:?}"), format!("{after:?}"));
-    assert_eq!(d.wakes.load(Ordering::SeqCst), 0);
 
     let good = d.dir.join("new.conf");
     std::fs::write(&good, NEW_CONF).unwrap();
@@ -167,17 +165,7 @@ fn bad_reload_is_refused_and_good_one_swaps() {
     let states = stdout(&sluice(&["show", "states"], &d.sock));
     assert!(states.contains(" bytes, rule -\n"), "{states}");
     // A connection after the reload is the new @0's.
-    {
-        let now = clock();
-        let f = sluice_wire::build::udp_v4(
-            Ipv4Addr::new(10, 0, 0, 3),
-            Ipv4Addr::new(192, 0, 2, 1),
-            7000,
-            53,
-            100,
-        );
-        d.state.engine.lock().unwrap().handle_rx(now, LAN, f);
-    }
+    d.receive_udp(Ipv4Addr::new(10, 0, 0, 3), 7000, 53, 100);
     let rules = stdout(&sluice(&["show", "rules"], &d.sock));
     assert!(
         rules.lines().nth(1).unwrap().contains("States: 1 "),

@@ -64,6 +64,15 @@ pub struct TestDaemon {
     pub handle: Option<JoinHandle<()>>,
 }
 
+impl TestDaemon {
+    /// The engine receives, on the LAN side, a UDP datagram from
+    /// `src:sport` to `192.0.2.1:dport` with `payload` bytes.
+    pub fn receive_udp(&self, src: Ipv4Addr, sport: u16, dport: u16, payload: usize) {
+        let f = sluice_wire::build::udp_v4(src, Ipv4Addr::new(192, 0, 2, 1), sport, dport, payload);
+        crate::lock(&self.state).handle_rx(clock(), LAN, f);
+    }
+}
+
 impl Drop for TestDaemon {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::SeqCst);
@@ -120,42 +129,33 @@ pub fn example_daemon(name: &str) -> TestDaemon {
         }),
         stop: Arc::new(AtomicBool::new(false)),
     });
-    {
-        let now = clock();
-        let mut e = crate::lock(&state);
-        let syn = sluice_wire::build::tcp_v4(
-            Ipv4Addr::new(10, 0, 0, 2),
-            Ipv4Addr::new(192, 0, 2, 1),
-            40000,
-            80,
-            sluice_wire::tcp_flags::SYN,
-            0,
-        );
-        e.handle_rx(now, LAN, syn);
-        for i in 0..20 {
-            let f = sluice_wire::build::udp_v4(
-                Ipv4Addr::new(10, 0, 0, 2),
-                Ipv4Addr::new(192, 0, 2, 1),
-                5000 + i,
-                53,
-                1000,
-            );
-            e.handle_rx(now, LAN, f);
-        }
-        // The token bucket starts full enough for a few packets.
-        let mut sent = 0;
-        while sent < 3 && e.poll_tx(now, WAN).is_some() {
-            sent += 1;
-        }
-        assert!(sent > 0, "nothing left the queue");
-    }
     let sock = dir.join("ctl.sock");
     let handle = crate::spawn_control(&sock, state.clone()).expect("serve the control socket");
-    TestDaemon {
+    let d = TestDaemon {
         dir,
         sock,
         state,
         wakes,
         handle: Some(handle),
+    };
+    let syn = sluice_wire::build::tcp_v4(
+        Ipv4Addr::new(10, 0, 0, 2),
+        Ipv4Addr::new(192, 0, 2, 1),
+        40000,
+        80,
+        sluice_wire::tcp_flags::SYN,
+        0,
+    );
+    crate::lock(&d.state).handle_rx(clock(), LAN, syn);
+    for i in 0..20 {
+        d.receive_udp(Ipv4Addr::new(10, 0, 0, 2), 5000 + i, 53, 1000);
     }
+    // The token bucket starts full enough for a few packets.
+    let (mut e, mut sent) = (crate::lock(&d.state), 0);
+    while sent < 3 && e.poll_tx(clock(), WAN).is_some() {
+        sent += 1;
+    }
+    assert!(sent > 0, "nothing left the queue");
+    drop(e);
+    d
 }

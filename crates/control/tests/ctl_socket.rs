@@ -5,7 +5,7 @@
 //! over the same daemon are tested in crates/cli/tests/ctl_socket.rs.
 
 use sluice_control::proto::{Reply, Request};
-use sluice_control::testing::{clock, example_daemon, BAD_CONF, LAN, NEW_CONF, WAN};
+use sluice_control::testing::{example_daemon, BAD_CONF, LAN, NEW_CONF, WAN};
 use sluice_control::{request, ClientError};
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -143,16 +143,7 @@ fn bad_reload_is_refused_and_good_one_swaps() {
     };
     assert!(states(&d).iter().all(|s| s.rule.is_none()));
     // A connection after the reload is the new @0's.
-    {
-        let f = sluice_wire::build::udp_v4(
-            Ipv4Addr::new(10, 0, 0, 3),
-            Ipv4Addr::new(192, 0, 2, 1),
-            7000,
-            53,
-            100,
-        );
-        d.state.engine.lock().unwrap().handle_rx(clock(), LAN, f);
-    }
+    d.receive_udp(Ipv4Addr::new(10, 0, 0, 3), 7000, 53, 100);
     assert_eq!(rules(&d)[0].states, 1);
     let st = states(&d);
     let s = st
