@@ -1,12 +1,13 @@
-//! The `sluice` binary: a thin layer of argument parsing over the library
-//! crates. Each subcommand lives in its own module.
+//! The `sluice` binary: a thin layer of argument parsing and printing over
+//! the library crates (the daemon's control plane is sluice-control). Each
+//! subcommand lives in its own module.
+
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod check;
-mod ctl;
 mod delay_line;
 mod lab;
 mod metrics;

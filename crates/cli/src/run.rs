@@ -7,8 +7,8 @@
 //! thread that turns SIGHUP into a reload under the engine lock and
 //! SIGTERM/SIGINT into a clean stop. Exit 0 on a clean stop, 1 otherwise.
 
-use crate::ctl::DaemonState;
 use clap::Args as ClapArgs;
+use sluice_control::{DaemonState, Running};
 use sluice_engine::{Engine, Options};
 use sluice_io::{Bridge, IoOptions, IoStats, Method, Signal, Signals};
 use std::process::ExitCode;
@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = parse_bridge)]
     bridge: (String, String),
     /// Control socket for `sluice show|reload|stop` (root only).
-    #[arg(long, value_name = "PATH", default_value = crate::ctl::DEFAULT_SOCKET)]
+    #[arg(long, value_name = "PATH", default_value = sluice_control::DEFAULT_SOCKET)]
     control: String,
     #[command(flatten)]
     metrics: crate::metrics::MetricsArgs,
@@ -117,31 +117,6 @@ macro_rules! warn { ($($t:tt)*) => { log(Level::Warn, format_args!($($t)*)) } }
 macro_rules! info { ($($t:tt)*) => { log(Level::Info, format_args!($($t)*)) } }
 macro_rules! debug { ($($t:tt)*) => { log(Level::Debug, format_args!($($t)*)) } }
 
-/// Reads and checks the file; diagnostics go to stderr.
-fn load(file: &str, defines: &[(String, String)]) -> Option<sluice_conf::ir::Config> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) => {
-            error!("cannot read {file}: {e}");
-            return None;
-        }
-    };
-    match sluice_conf::check(file, &text, defines) {
-        Ok(checked) => {
-            for w in &checked.warnings {
-                eprint!("{}", w.render(file, &text));
-            }
-            Some(checked.config)
-        }
-        Err(diags) => {
-            for d in &diags {
-                eprint!("{}", d.render(file, &text));
-            }
-            None
-        }
-    }
-}
-
 pub fn run(a: Args) -> ExitCode {
     VERBOSITY.store(
         (Level::Warn as u8)
@@ -156,9 +131,17 @@ pub fn run(a: Args) -> ExitCode {
             defines.push((name.to_string(), val.clone()));
         }
     }
-    let Some(cfg) = load(&a.file, &defines) else {
-        error!("{}: invalid configuration, not starting", a.file);
-        return ExitCode::FAILURE;
+    // What is checked here is what runs, and what `show` reports.
+    let loaded = match sluice_control::load(std::path::Path::new(&a.file), &defines) {
+        Ok(c) => {
+            eprint!("{}", c.warnings);
+            c.loaded
+        }
+        Err(diags) => {
+            eprint!("{diags}");
+            error!("{}: invalid configuration, not starting", a.file);
+            return ExitCode::FAILURE;
+        }
     };
     let metrics_addr = match a.metrics.addr() {
         Ok(m) => m,
@@ -180,7 +163,7 @@ pub fn run(a: Args) -> ExitCode {
         hash_key,
         iface_addrs: Vec::new(),
     };
-    let engine = match Engine::new(&cfg, opts) {
+    let engine = match Engine::new(&loaded.config, opts) {
         Ok(e) => Arc::new(Mutex::new(e)),
         Err(e) => {
             error!("cannot build the queues: {e}");
@@ -231,25 +214,27 @@ pub fn run(a: Args) -> ExitCode {
         let names = [lan.clone(), wan.clone()];
         Arc::new(DaemonState {
             engine: engine.clone(),
+            running: Running::new(loaded),
+            config_path: std::path::PathBuf::from(&a.file),
+            now: sluice_io::now,
             started: std::time::Instant::now(),
             ifaces: [lan.clone(), wan.clone()],
             io_method: bridge.method().to_string(),
             io_stats: Arc::new(move || io_counters(&names, &stats)),
-            config_path: std::path::PathBuf::from(&a.file),
-            defines: defines.clone(),
             wake: Arc::new(move || waker.wake()),
             stop: stop.clone(),
         })
     };
-    let control = match crate::ctl::spawn_control(std::path::Path::new(&a.control), state.clone()) {
-        Ok(h) => h,
-        Err(e) => {
-            error!("control socket {}: {e}", a.control);
-            return ExitCode::FAILURE;
-        }
-    };
+    let control =
+        match sluice_control::spawn_control(std::path::Path::new(&a.control), state.clone()) {
+            Ok(h) => h,
+            Err(e) => {
+                error!("control socket {}: {e}", a.control);
+                return ExitCode::FAILURE;
+            }
+        };
     let metrics =
-        match metrics_addr.map(|addr| (addr, crate::ctl::spawn_metrics(addr, state.clone()))) {
+        match metrics_addr.map(|addr| (addr, sluice_control::spawn_metrics(addr, state.clone()))) {
             None => None,
             Some((_, Ok(h))) => Some(h),
             Some((addr, Err(e))) => {
@@ -271,7 +256,7 @@ pub fn run(a: Args) -> ExitCode {
                 Signal::Reload => {
                     info!("SIGHUP: reloading {}", state.config_path.display());
                     // Checked before the engine lock is taken; all or nothing.
-                    match crate::ctl::reload_from(&state, None) {
+                    match sluice_control::reload_from(&state, None) {
                         Ok(rep) => info!(
                             "reloaded {}: {} packets kept, {} dropped",
                             rep.file, rep.kept, rep.dropped

@@ -1,26 +1,18 @@
-//! The client side of the control socket: `sluice show queues|states|rules|info`,
-//! `sluice reload` and `sluice stop`. Each command sends one request line and
-//! prints the reply, as text in pfctl's layouts or as JSON (docs/control.md).
+//! The client commands of the control socket: `sluice show
+//! queues|states|rules|info`, `sluice reload` and `sluice stop`. Each sends
+//! one request ([`sluice_control::request`]) and prints the reply, as text in
+//! pfctl's layouts or as JSON (docs/control.md).
 
-#![forbid(unsafe_code)]
-
-use crate::ctl::proto::*;
-use crate::ctl::DEFAULT_SOCKET;
 use clap::{Args, Subcommand};
-use std::io::{BufRead, BufReader, IsTerminal, Write};
-use std::os::unix::net::UnixStream;
+use sluice_control::proto::*;
+use sluice_control::DEFAULT_SOCKET;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 mod format;
 pub use format::{format_info, format_queues, format_queues_measured, format_rules, format_states};
-
-/// A reply larger than this is refused (a full state table of 100k states
-/// is about 40 MB of JSON).
-const MAX_REPLY_BYTES: u64 = 256 << 20;
-/// Reload checks and builds a whole config; give it time.
-const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Args, Clone, Debug)]
 pub struct ControlArg {
@@ -96,36 +88,9 @@ pub struct StopArgs {
     ctl: ControlArg,
 }
 
-/// Sends one request and returns the reply, or a message for a person.
-pub fn request(path: &Path, req: &Request) -> Result<Reply, String> {
-    let stream = UnixStream::connect(path).map_err(|e| connect_error(path, &e))?;
-    let io = |e: std::io::Error| format!("{}: {e}", path.display());
-    stream.set_read_timeout(Some(REPLY_TIMEOUT)).map_err(io)?;
-    let mut line = serde_json::to_vec(req).map_err(|e| e.to_string())?;
-    line.push(b'\n');
-    (&stream).write_all(&line).map_err(io)?;
-    let mut reply = Vec::new();
-    BufReader::new(std::io::Read::take(&stream, MAX_REPLY_BYTES))
-        .read_until(b'\n', &mut reply)
-        .map_err(io)?;
-    if reply.is_empty() {
-        return Err(format!(
-            "{}: the daemon closed the connection",
-            path.display()
-        ));
-    }
-    serde_json::from_slice(&reply).map_err(|e| format!("{}: bad reply: {e}", path.display()))
-}
-
-fn connect_error(path: &Path, e: &std::io::Error) -> String {
-    let p = path.display();
-    let why = match e.kind() {
-        std::io::ErrorKind::NotFound => "no such socket".to_string(),
-        std::io::ErrorKind::PermissionDenied => "permission denied: run as root".to_string(),
-        std::io::ErrorKind::ConnectionRefused => "connection refused: stale socket".to_string(),
-        _ => e.to_string(),
-    };
-    format!("cannot connect to {p}: is `sluice run` running? ({why})")
+/// One request; a failure to get a reply becomes a message for a person.
+fn request(path: &Path, req: &Request) -> Result<Reply, String> {
+    sluice_control::request(path, req).map_err(|e| e.to_string())
 }
 
 fn fail(msg: &str) -> ExitCode {

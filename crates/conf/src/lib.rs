@@ -24,7 +24,7 @@ mod sema;
 mod units;
 
 pub use diag::{Diagnostic, Severity, Span};
-pub use print::print;
+pub use print::{print, queue_options, sched_name, sched_options};
 
 /// A configuration that passed every check, and the warnings about it.
 #[derive(Clone, Debug, PartialEq)]

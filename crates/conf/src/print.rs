@@ -9,7 +9,7 @@
 //!   (`flows`, `quantum`); pipes in the dummynet dialect.
 
 use crate::ir::*;
-use crate::sema::sched_name;
+pub use crate::sema::sched_name;
 use crate::units::{proto_name, tcp_flags_str};
 use std::fmt::Write as _;
 
@@ -113,6 +113,54 @@ fn curve(c: &ServiceCurve) -> String {
     }
 }
 
+/// The options ALTQ writes in a queue's scheduler parentheses
+/// (`hfsc(default red realtime 1Mb)`), in the printer's order and spelling.
+pub fn sched_options(q: &Queue) -> Vec<String> {
+    let mut opts: Vec<String> = Vec::new();
+    for (on, name) in [
+        (q.default, "default"),
+        (q.borrow, "borrow"),
+        (q.red, "red"),
+        (q.ecn, "ecn"),
+        (q.rio, "rio"),
+    ] {
+        if on {
+            opts.push(name.into());
+        }
+    }
+    if let Some(c) = &q.realtime {
+        opts.push(format!("realtime {}", curve(c)));
+    }
+    if let Some(c) = &q.linkshare {
+        // Linkshare defaults to the bandwidth; only a different one is news.
+        if Some(*c) != q.bandwidth.map(ServiceCurve::linear) {
+            opts.push(format!("linkshare {}", curve(c)));
+        }
+    }
+    if let Some(c) = &q.upperlimit {
+        opts.push(format!("upperlimit {}", curve(c)));
+    }
+    opts
+}
+
+/// Every option of a queue as one list, for `sluice show`: the scheduler
+/// options of [`sched_options`], then the counts only OpenBSD 5.5+ queues
+/// (`flows`, `quantum`) and pipes (`weight`) carry, spelled as
+/// [`print`] writes them.
+pub fn queue_options(q: &Queue) -> Vec<String> {
+    let mut opts = sched_options(q);
+    for (word, n) in [
+        ("flows", q.flows),
+        ("quantum", q.quantum),
+        ("weight", q.weight),
+    ] {
+        if let Some(n) = n {
+            opts.push(format!("{word} {n}"));
+        }
+    }
+    opts
+}
+
 fn altq(o: &mut String, iq: &IfaceQueueing) {
     let top: Vec<&str> = iq
         .queues
@@ -137,29 +185,7 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
             let _ = write!(o, " bandwidth {b}");
         }
         let _ = write!(o, " priority {} qlimit {}", q.priority, q.qlimit);
-        let mut opts: Vec<String> = Vec::new();
-        for (on, name) in [
-            (q.default, "default"),
-            (q.borrow, "borrow"),
-            (q.red, "red"),
-            (q.ecn, "ecn"),
-            (q.rio, "rio"),
-        ] {
-            if on {
-                opts.push(name.into());
-            }
-        }
-        if let Some(c) = &q.realtime {
-            opts.push(format!("realtime {}", curve(c)));
-        }
-        if let Some(c) = &q.linkshare {
-            if Some(*c) != q.bandwidth.map(ServiceCurve::linear) {
-                opts.push(format!("linkshare {}", curve(c)));
-            }
-        }
-        if let Some(c) = &q.upperlimit {
-            opts.push(format!("upperlimit {}", curve(c)));
-        }
+        let opts = sched_options(q);
         if !opts.is_empty() {
             let _ = write!(o, " {}({})", sched_name(iq.sched), opts.join(" "));
         }

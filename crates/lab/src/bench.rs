@@ -28,6 +28,7 @@ use crate::bridge::{BridgeLab, SERVER_IP};
 use crate::iperf3::{self, ClientOptions};
 use crate::netns::have_tools;
 use serde::{Deserialize, Serialize};
+use sluice_control::proto::Reply;
 use std::time::Duration;
 
 /// How long the kernel bridge gets to start forwarding (ports start in the
@@ -465,8 +466,11 @@ fn sluice_path(
     let method = lab
         .ctl(bin, &["show", "info", "--json"])
         .ok()
-        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
-        .and_then(|v| v["io_method"].as_str().map(str::to_string))
+        .and_then(|o| serde_json::from_slice::<Reply>(&o.stdout).ok())
+        .and_then(|r| match r {
+            Reply::Info(i) => Some(i.io_method),
+            _ => None,
+        })
         .unwrap_or_default();
     progress(&format!("{path}: running as {method}"));
     let pid = lab.sluice_pid();

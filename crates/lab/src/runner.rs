@@ -412,8 +412,13 @@ pub fn run(
             sh.log_text()
         ));
     }
-    if let Some(q) = sh.queues_json(&net, &o.sluice_bin) {
-        let _ = std::fs::write(o.dir.join("queues.json"), q);
+    if let Some(q) = sh.queues(&net, &o.sluice_bin) {
+        // As `sluice show queues --json` prints it.
+        let reply = sluice_control::proto::Reply::Queues(q);
+        let _ = std::fs::write(
+            o.dir.join("queues.json"),
+            serde_json::to_string_pretty(&reply).unwrap_or_default(),
+        );
     }
     let _ = std::fs::write(o.dir.join("modem.txt"), net.qdisc_report());
     sh.stop(&mut net);

@@ -13,6 +13,7 @@
 use crate::model::ShaperSpec;
 use crate::netns::ProcId;
 use crate::topo::{bridge, LabNet, LAN_IF, WAN_IF};
+use sluice_control::proto::{QueuesReply, Reply};
 use std::path::{Path, PathBuf};
 
 /// A started shaper.
@@ -140,7 +141,7 @@ impl Shaper {
     }
 
     /// `sluice show queues --json` of the running shaper, if it is sluice.
-    pub fn queues_json(&self, net: &LabNet, sluice_bin: &Path) -> Option<String> {
+    pub fn queues(&self, net: &LabNet, sluice_bin: &Path) -> Option<QueuesReply> {
         self.proc_id?;
         let (bin, ctl) = (
             sluice_bin.to_string_lossy().into_owned(),
@@ -153,9 +154,13 @@ impl Shaper {
                 &[&bin, "show", "queues", "--json", "--control", &ctl],
             )
             .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        if !out.status.success() {
+            return None;
+        }
+        match serde_json::from_slice(&out.stdout).ok()? {
+            Reply::Queues(q) => Some(q),
+            _ => None,
+        }
     }
 
     /// Stops sluice with SIGTERM (its counters go to the log).

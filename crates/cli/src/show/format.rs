@@ -1,7 +1,7 @@
 //! Text layouts of `sluice show`, after pfctl's (`-vvsq`, `-vss`, `-vsr`,
 //! `-si`). Pure functions of the replies; golden tests pin them.
 
-use crate::ctl::proto::*;
+use sluice_control::proto::*;
 use sluice_time::Rate;
 use std::fmt::Write as _;
 

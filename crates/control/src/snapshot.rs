@@ -1,68 +1,13 @@
 //! Copies of the engine's statistics in the protocol's shape. Each function
 //! holds the engine lock only while it copies.
 
-use super::proto::*;
-use super::{engine_now, loaded, lock, DaemonState};
+use crate::proto::*;
+use crate::{lock, DaemonState};
 use sluice_classify::StateView;
-use sluice_conf::ir::{self, Direction, SchedKind, ServiceCurve};
+use sluice_conf::ir::{self, Direction};
+use sluice_conf::{queue_options, sched_name};
 use sluice_engine::{ClassReport, IfaceCounters, IfaceReport};
 use sluice_time::Instant;
-
-pub fn sched_name(k: SchedKind) -> &'static str {
-    match k {
-        SchedKind::Priq => "priq",
-        SchedKind::Cbq => "cbq",
-        SchedKind::Hfsc => "hfsc",
-        SchedKind::Pipe => "pipe",
-    }
-}
-
-fn curve(c: &ServiceCurve) -> String {
-    if c.d.as_nanos() == 0 {
-        c.m2.to_string()
-    } else {
-        // pf.conf(5): `(m1 d m2)` with d in milliseconds.
-        format!("({} {} {})", c.m1, c.d.as_nanos() / 1_000_000, c.m2)
-    }
-}
-
-/// The options of a queue as pf.conf spells them.
-pub fn queue_options(q: &ir::Queue) -> Vec<String> {
-    let mut o = Vec::new();
-    for (on, word) in [
-        (q.default, "default"),
-        (q.red, "red"),
-        (q.rio, "rio"),
-        (q.ecn, "ecn"),
-        (q.borrow, "borrow"),
-    ] {
-        if on {
-            o.push(word.to_string());
-        }
-    }
-    if let Some(c) = &q.realtime {
-        o.push(format!("realtime {}", curve(c)));
-    }
-    if let Some(c) = &q.linkshare {
-        // pfctl fills linkshare from bandwidth; only a different one is news.
-        if q.bandwidth.map(ServiceCurve::linear).as_ref() != Some(c) {
-            o.push(format!("linkshare {}", curve(c)));
-        }
-    }
-    if let Some(c) = &q.upperlimit {
-        o.push(format!("upperlimit {}", curve(c)));
-    }
-    if let Some(n) = q.flows {
-        o.push(format!("flows {n}"));
-    }
-    if let Some(n) = q.quantum {
-        o.push(format!("quantum {n}"));
-    }
-    if let Some(n) = q.weight {
-        o.push(format!("weight {n}"));
-    }
-    o
-}
 
 fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueueing>) -> QueueJson {
     let name = match &c.name {
@@ -164,8 +109,11 @@ fn counters_json(iface: &IfaceReport) -> IfaceCountersJson {
 }
 
 pub fn queues(state: &DaemonState) -> QueuesReply {
-    let report = lock(state).report();
-    queues_from(&report, loaded(state).as_ref().map(|l| &l.config))
+    let (report, running) = {
+        let e = lock(state);
+        (e.report(), state.running.get())
+    };
+    queues_from(&report, Some(&running.config))
 }
 
 pub fn queues_from(report: &[IfaceReport], conf: Option<&ir::Config>) -> QueuesReply {
@@ -267,16 +215,12 @@ fn state_json(s: &RawState, names: &[String], now: Instant, since: Instant) -> S
     }
 }
 
-/// Engine time since which states index the current rules.
-fn rules_since(state: &DaemonState) -> Instant {
-    loaded(state).map_or(Instant::ZERO, |l| l.since)
-}
-
 pub fn states(state: &DaemonState) -> StatesReply {
-    let now = engine_now(state);
-    let since = rules_since(state);
-    let (st, raw, names) = {
+    let now = (state.now)();
+    let (st, raw, names, since) = {
         let e = lock(state);
+        // Under the engine lock: the rules that index the states copied.
+        let since = state.running.get().since;
         let c = e.classifier();
         let mut names: Vec<&str> = Vec::new();
         let mut raw = Vec::with_capacity(c.stats().states.min(STATES_SHOWN_CAP));
@@ -284,7 +228,7 @@ pub fn states(state: &DaemonState) -> StatesReply {
             raw.push(raw_state(&s, &mut names));
         }
         let names: Vec<String> = names.into_iter().map(str::to_string).collect();
-        (c.stats(), raw, names)
+        (c.stats(), raw, names, since)
     };
     StatesReply {
         total: st.states as u64,
@@ -308,37 +252,31 @@ fn rule_text(r: &ir::Rule) -> String {
 }
 
 pub fn rules(state: &DaemonState) -> RulesReply {
-    let since = rules_since(state);
-    let (stats, per_rule_states) = {
+    let (stats, per_rule_states, running) = {
         let e = lock(state);
+        // Under the engine lock: the configuration these counters are of.
+        let running = state.running.get();
         let stats = e.classifier().rule_stats().to_vec();
         let mut n = vec![0u64; stats.len()];
         // Bounded by the state limit.
-        for s in e.classifier().states().filter(|s| s.created >= since) {
+        for s in e
+            .classifier()
+            .states()
+            .filter(|s| s.created >= running.since)
+        {
             if let Some(c) = n.get_mut(s.rule as usize) {
                 *c += 1;
             }
         }
-        (stats, n)
+        (stats, n, running)
     };
-    let conf = loaded(state);
-    // The text is only trusted if it describes the rules the engine runs.
-    let texts: Option<Vec<String>> = conf.as_ref().and_then(|l| {
-        let same = l.config.rules.len() == stats.len()
-            && l.config
-                .rules
-                .iter()
-                .zip(&stats)
-                .all(|(r, s)| r.line == s.line);
-        same.then(|| l.config.rules.iter().map(rule_text).collect())
-    });
     let rules = stats
         .iter()
         .enumerate()
         .map(|(i, s)| RuleJson {
             number: i as u32,
             line: s.line,
-            text: texts.as_ref().and_then(|t| t.get(i).cloned()),
+            text: running.config.rules.get(i).map(rule_text),
             evaluations: s.evaluations,
             matches: s.matches,
             packets: s.packets,
@@ -355,9 +293,7 @@ pub fn info(state: &DaemonState) -> InfoReply {
         let e = lock(state);
         (e.report(), e.classifier().stats())
     };
-    let config = loaded(state)
-        .map(|l| l.path.display().to_string())
-        .unwrap_or_else(|| state.config_path.display().to_string());
+    let config = state.running.get().path.display().to_string();
     InfoReply {
         version: env!("CARGO_PKG_VERSION").to_string(),
         pid: std::process::id(),
@@ -392,7 +328,11 @@ pass out on wan0 proto udp to port 53 queue bulk
 ";
 
     fn engine() -> (Engine, ir::Config) {
-        let cfg = sluice_conf::check("t.conf", HFSC, &[]).unwrap().config;
+        engine_of(HFSC)
+    }
+
+    fn engine_of(text: &str) -> (Engine, ir::Config) {
+        let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
         let mut e = Engine::new(
             &cfg,
             Options {
@@ -429,7 +369,8 @@ pass out on wan0 proto udp to port 53 queue bulk
                 .options
                 .clone()
         };
-        assert_eq!(opts("voip"), ["realtime (160Kb 20 64Kb)"]);
+        // As `sluice check -v` prints them (conf's printer): d with its unit.
+        assert_eq!(opts("voip"), ["realtime (160Kb 20ms 64Kb)"]);
         assert_eq!(opts("interactive"), ["red"]);
         assert_eq!(opts("bulk"), ["default", "ecn", "upperlimit 950Kb"]);
         assert!(opts("parent").is_empty());
@@ -437,6 +378,33 @@ pass out on wan0 proto udp to port 53 queue bulk
         let bare = queues_from(&e.report(), None);
         assert!(bare.ifaces[1].queues.iter().all(|q| q.options.is_empty()));
         assert_eq!(bare.ifaces[1].queues.len(), wan.queues.len());
+    }
+
+    /// `show` and `sluice check -v` spell a queue's options alike: the
+    /// options of each queue are those the printer writes in its
+    /// parentheses, in the printer's order, not the file's.
+    #[test]
+    fn queue_options_are_the_printers() {
+        let (e, cfg) = engine_of(
+            "altq on wan0 cbq bandwidth 1Mb queue { a, b }\n\
+             queue a bandwidth 50% cbq(ecn red borrow)\n\
+             queue b bandwidth 50% cbq(default)\n",
+        );
+        let printed = sluice_conf::print(&cfg);
+        let q = queues_from(&e.report(), Some(&cfg));
+        let a = q.ifaces[1].queues.iter().find(|q| q.name == "a").unwrap();
+        assert_eq!(a.options, ["borrow", "red", "ecn"]);
+        for q in q.ifaces[1].queues.iter().filter(|q| q.id != 0) {
+            let line = printed
+                .lines()
+                .find(|l| l.starts_with(&format!("queue {} on wan0", q.name)))
+                .unwrap_or_else(|| panic!("{printed}"));
+            assert!(
+                line.contains(&format!("cbq({})", q.options.join(" "))),
+                "{line} vs {:?}",
+                q.options
+            );
+        }
     }
 
     #[test]

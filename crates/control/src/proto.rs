@@ -35,13 +35,26 @@ pub enum Reply {
     States(StatesReply),
     Rules(RulesReply),
     Info(InfoReply),
-    Reloaded(super::ReloadReport),
+    Reloaded(ReloadReport),
     Stopping,
     /// The request failed; `message` is meant for a person (for a refused
     /// reload: the rendered diagnostics of `sluice check`).
     Error {
         message: String,
     },
+}
+
+/// What a successful reload did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadReport {
+    /// The file that was loaded.
+    pub file: String,
+    /// Packets moved into a queue of the same name in the new tree.
+    pub kept: u64,
+    /// Packets whose queue vanished or no longer fitted (counted as drops).
+    pub dropped: u64,
+    /// Rendered warnings of the check (as `sluice check` prints them).
+    pub warnings: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -67,8 +80,9 @@ pub struct QueueJson {
     /// pfctl's name for the unnamed root: `root_IFACE`.
     pub name: String,
     pub parent: Option<String>,
-    /// Options as written in pf.conf: `default`, `red`, `ecn`, `rio`,
-    /// `borrow`, `realtime 1Mb`, `flows 1024` …
+    /// Options in the order and spelling of `sluice check -v` (the config
+    /// printer's `queue_options`): `default`, `borrow`, `red`, `ecn`,
+    /// `rio`, `realtime 1Mb`, `flows 1024` …
     pub options: Vec<String>,
     pub bandwidth_bps: Option<u64>,
     pub priority: Option<u8>,
@@ -141,8 +155,8 @@ pub struct RuleJson {
     /// Position after list expansion (pfctl's `@N`).
     pub number: u32,
     pub line: u32,
-    /// The rule in canonical form; none when the daemon cannot tell (its
-    /// file changed since it was loaded at start-up).
+    /// The rule in canonical form, from the configuration that runs; none
+    /// only if the engine counts a rule that configuration lacks.
     pub text: Option<String>,
     pub evaluations: u64,
     pub matches: u64,
@@ -258,7 +272,7 @@ mod tests {
     /// parses as a reply and prints back with exactly the same fields.
     #[test]
     fn documented_examples_are_the_schema() {
-        let doc = include_str!("../../../../docs/control.md");
+        let doc = include_str!("../../../docs/control.md");
         let mut kinds = Vec::new();
         let mut rest = doc;
         // Bounded by the number of code blocks in the file.

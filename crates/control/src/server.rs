@@ -1,7 +1,7 @@
 //! The Unix-socket server: one thread, one client at a time.
 
-use super::proto::{Reply, Request, MAX_REQUEST_BYTES};
-use super::{note_startup_config, reload_from, snapshot, DaemonState};
+use crate::proto::{Reply, Request, MAX_REQUEST_BYTES};
+use crate::{reload_from, snapshot, DaemonState};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -25,7 +25,6 @@ const STOP_POLL: Duration = Duration::from_millis(50);
 pub fn spawn_control(path: &Path, state: Arc<DaemonState>) -> io::Result<JoinHandle<()>> {
     let listener = bind(path)?;
     listener.set_nonblocking(true)?;
-    note_startup_config(&state);
     let path = path.to_path_buf();
     std::thread::Builder::new()
         .name("sluice-ctl".into())
@@ -139,7 +138,8 @@ fn send(out: &mut UnixStream, reply: &Reply) -> io::Result<()> {
     out.write_all(&text)
 }
 
-pub(crate) fn handle(req: Request, state: &DaemonState) -> Reply {
+/// The answer to one request (the socket server's, and anyone's in-process).
+pub fn handle(req: Request, state: &DaemonState) -> Reply {
     match req {
         Request::ShowQueues => Reply::Queues(snapshot::queues(state)),
         Request::ShowStates => Reply::States(snapshot::states(state)),

@@ -1,0 +1,399 @@
+//! `--metrics ADDR:PORT`: the Prometheus text exposition (format 0.0.4) of a
+//! running daemon over a minimal HTTP/1.0 server (`GET /metrics`).
+//!
+//! # Principles
+//!
+//! - **Loopback unless told otherwise**: the counters tell who talks to whom
+//!   how much; `sluice run` refuses a non-loopback address without
+//!   `--metrics-public`.
+//! - **Cheap for the data plane**: a scrape copies the same snapshots as
+//!   `sluice show` (the engine lock is held only to copy) and formats outside.
+//! - **Bounded**: one thread, one scrape at a time; a request head is read up
+//!   to [`MAX_HEAD_BYTES`] with a timeout, so a slow client cannot hold it.
+//! - Names follow Prometheus conventions: `_total` counters, base units
+//!   (`_bytes`, `_seconds`), labels `iface`, `queue`, `reason`, `cause`.
+
+use crate::proto::{IfaceCountersJson, InfoReply, QueueJson, QueuesReply};
+use crate::{snapshot, DaemonState};
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// An HTTP request head longer than this is answered 431 and dropped.
+pub const MAX_HEAD_BYTES: usize = 8192;
+/// Input read and discarded after refusing an oversized head.
+const MAX_DRAIN_BYTES: u64 = 1 << 20;
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often the idle server looks at `stop` (see the socket server).
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// Serves `GET /metrics` on `addr` until `state.stop` is set.
+pub fn spawn_metrics(addr: SocketAddr, state: Arc<DaemonState>) -> io::Result<JoinHandle<()>> {
+    let listener = TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    std::thread::Builder::new()
+        .name("sluice-metrics".into())
+        .spawn(move || {
+            while !state.stop.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        let _ = scrape(s, &state);
+                    }
+                    Err(_) => std::thread::sleep(STOP_POLL),
+                }
+            }
+        })
+}
+
+fn scrape(mut s: TcpStream, state: &DaemonState) -> io::Result<()> {
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    // Bounded by MAX_HEAD_BYTES (each read adds at least one byte or ends).
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        if head.len() > MAX_HEAD_BYTES {
+            respond(
+                &mut s,
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                "",
+            )?;
+            // Closing with unread input would reset the connection before
+            // the client reads the answer: send FIN, then drain (bounded).
+            s.shutdown(std::net::Shutdown::Write)?;
+            let _ = io::copy(&mut (&mut s).take(MAX_DRAIN_BYTES), &mut io::sink());
+            return Ok(());
+        }
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(buf.get(..n).unwrap_or(&[]));
+    }
+    let first = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let first = String::from_utf8_lossy(first);
+    let mut words = first.split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    match (method, path) {
+        ("GET", "/metrics") => {
+            let body = render(state);
+            respond(
+                &mut s,
+                "200 OK",
+                "text/plain; version=0.0.4; charset=utf-8",
+                &body,
+            )
+        }
+        ("GET", "/") => respond(
+            &mut s,
+            "200 OK",
+            "text/plain; charset=utf-8",
+            "sluice: metrics at /metrics\n",
+        ),
+        ("GET", _) => respond(&mut s, "404 Not Found", "text/plain", "not found\n"),
+        _ => respond(&mut s, "405 Method Not Allowed", "text/plain", "GET only\n"),
+    }
+}
+
+fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    s.write_all(body.as_bytes())
+}
+
+/// The exposition of a running daemon.
+pub fn render(state: &DaemonState) -> String {
+    render_from(&snapshot::queues(state), &snapshot::info(state))
+}
+
+/// Exposition text, written family by family (`# HELP`, `# TYPE`, samples).
+struct Out {
+    text: String,
+}
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            self.text.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.text.push(',');
+                }
+                let _ = write!(self.text, "{k}=\"{}\"", escape(v));
+            }
+            self.text.push('}');
+        }
+        let _ = writeln!(self.text, " {value}");
+    }
+}
+
+/// Label values escape backslash, double quote and newline (format 0.0.4).
+fn escape(v: &str) -> String {
+    v.replace('\\', r"\\")
+        .replace('"', r#"\""#)
+        .replace('\n', r"\n")
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Pure formatter over the same snapshots `sluice show` uses.
+pub fn render_from(q: &QueuesReply, info: &InfoReply) -> String {
+    let mut o = Out {
+        text: String::new(),
+    };
+    o.family(
+        "sluice_info",
+        "gauge",
+        "Constant 1, labelled with the version and I/O method.",
+    );
+    o.sample(
+        "sluice_info",
+        &[("version", &info.version), ("io_method", &info.io_method)],
+        1,
+    );
+    o.family(
+        "sluice_uptime_seconds",
+        "gauge",
+        "Seconds since the daemon started.",
+    );
+    o.sample("sluice_uptime_seconds", &[], secs(info.uptime_ns));
+
+    queue_families(&mut o, q);
+    iface_families(&mut o, info);
+
+    o.family("sluice_states", "gauge", "Resident states.");
+    o.sample("sluice_states", &[], info.states);
+    o.family(
+        "sluice_state_limit",
+        "gauge",
+        "Maximum number of states (set limit states).",
+    );
+    o.sample("sluice_state_limit", &[], info.state_limit);
+    o.family("sluice_state_inserts_total", "counter", "States created.");
+    o.sample("sluice_state_inserts_total", &[], info.state_inserts);
+    o.family(
+        "sluice_state_removals_total",
+        "counter",
+        "States removed (expired or replaced).",
+    );
+    o.sample("sluice_state_removals_total", &[], info.state_removals);
+    o.family(
+        "sluice_state_limit_hits_total",
+        "counter",
+        "Packets blocked because the state table was full.",
+    );
+    o.sample("sluice_state_limit_hits_total", &[], info.state_limit_hits);
+
+    o.family(
+        "sluice_io",
+        "untyped",
+        "Counters of the packet I/O layer, by name.",
+    );
+    for (name, v) in &info.io {
+        o.sample("sluice_io", &[("stat", name)], v);
+    }
+    o.text
+}
+
+fn queue_families(o: &mut Out, q: &QueuesReply) {
+    type Get = fn(&QueueJson) -> Option<f64>;
+    let simple: [(&str, &str, &str, Get); 9] = [
+        (
+            "sluice_queue_packets_total",
+            "counter",
+            "Packets passed by the queue.",
+            |c| Some(c.packets as f64),
+        ),
+        (
+            "sluice_queue_bytes_total",
+            "counter",
+            "Bytes passed by the queue.",
+            |c| Some(c.bytes as f64),
+        ),
+        (
+            "sluice_queue_ecn_marks_total",
+            "counter",
+            "Packets marked CE instead of dropped.",
+            |c| Some(c.ecn_marks as f64),
+        ),
+        (
+            "sluice_queue_borrows_total",
+            "counter",
+            "Times the class borrowed from its parent (CBQ).",
+            |c| Some(c.borrows as f64),
+        ),
+        (
+            "sluice_queue_overlimits_total",
+            "counter",
+            "Times the class was held back by its rate.",
+            |c| Some(c.overlimits as f64),
+        ),
+        (
+            "sluice_queue_qlength",
+            "gauge",
+            "Packets in the queue now.",
+            |c| Some(c.qlength as f64),
+        ),
+        (
+            "sluice_queue_backlog_bytes",
+            "gauge",
+            "Bytes in the queue now.",
+            |c| Some(c.backlog_bytes as f64),
+        ),
+        (
+            "sluice_queue_qlimit",
+            "gauge",
+            "Queue limit in packets.",
+            |c| c.qlimit.map(f64::from),
+        ),
+        (
+            "sluice_queue_sojourn_max_seconds",
+            "gauge",
+            "Longest time a forwarded packet waited in the queue.",
+            |c| c.sojourn_max_ns.map(secs),
+        ),
+    ];
+    for (name, kind, help, get) in simple {
+        o.family(name, kind, help);
+        for i in &q.ifaces {
+            for c in &i.queues {
+                if let Some(v) = get(c) {
+                    o.sample(name, &[("iface", &i.name), ("queue", &c.name)], v);
+                }
+            }
+        }
+    }
+    for (name, help, bytes) in [
+        (
+            "sluice_queue_drops_total",
+            "Packets the queue dropped, by reason.",
+            false,
+        ),
+        (
+            "sluice_queue_dropped_bytes_total",
+            "Bytes the queue dropped, by reason.",
+            true,
+        ),
+    ] {
+        o.family(name, "counter", help);
+        for i in &q.ifaces {
+            for c in &i.queues {
+                for d in &c.drops {
+                    let v = if bytes { d.bytes } else { d.packets };
+                    o.sample(
+                        name,
+                        &[
+                            ("iface", &i.name),
+                            ("queue", &c.name),
+                            ("reason", &d.reason),
+                        ],
+                        v,
+                    );
+                }
+            }
+        }
+    }
+    let name = "sluice_queue_sojourn_seconds";
+    o.family(
+        name,
+        "gauge",
+        "Time forwarded packets waited in the queue, by quantile.",
+    );
+    for i in &q.ifaces {
+        for c in &i.queues {
+            for (qt, v) in [("0.5", c.sojourn_p50_ns), ("0.99", c.sojourn_p99_ns)] {
+                if let Some(v) = v {
+                    let l = [
+                        ("iface", i.name.as_str()),
+                        ("queue", &c.name),
+                        ("quantile", qt),
+                    ];
+                    o.sample(name, &l, secs(v));
+                }
+            }
+        }
+    }
+}
+
+fn iface_families(o: &mut Out, info: &InfoReply) {
+    type Get = fn(&IfaceCountersJson) -> u64;
+    let simple: [(&str, &str, Get); 6] = [
+        ("sluice_iface_rx_packets_total", "Frames received.", |c| {
+            c.rx_packets
+        }),
+        ("sluice_iface_rx_bytes_total", "Bytes received.", |c| {
+            c.rx_bytes
+        }),
+        (
+            "sluice_iface_tx_packets_total",
+            "Frames transmitted.",
+            |c| c.tx_packets,
+        ),
+        ("sluice_iface_tx_bytes_total", "Bytes transmitted.", |c| {
+            c.tx_bytes
+        }),
+        (
+            "sluice_iface_non_ip_total",
+            "Non-IP frames forwarded (ARP, LLDP …).",
+            |c| c.non_ip,
+        ),
+        (
+            "sluice_iface_ecn_marked_total",
+            "Frames sent with CE set by an AQM.",
+            |c| c.ecn_marked,
+        ),
+    ];
+    for (name, help, get) in simple {
+        o.family(name, "counter", help);
+        for c in &info.counters {
+            o.sample(name, &[("iface", &c.name)], get(c));
+        }
+    }
+    let name = "sluice_iface_dropped_total";
+    o.family(
+        name,
+        "counter",
+        "Frames received and not forwarded, by cause (queue drops counted on the egress interface).",
+    );
+    for c in &info.counters {
+        for (cause, v) in [
+            ("malformed", c.malformed),
+            ("blocked", c.blocked),
+            ("state-limit", c.state_limit),
+            ("no-route", c.no_route),
+            ("queue", c.queue_drops),
+            ("reload", c.reload_drops),
+        ] {
+            o.sample(name, &[("iface", &c.name), ("cause", cause)], v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(escape("x\ny"), r"x\ny");
+    }
+}
