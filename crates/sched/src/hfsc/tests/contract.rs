@@ -442,73 +442,41 @@ fn extreme_curves_neither_panic_nor_lose_packets() {
 
 /// A leaf with an AQM's habits: `peek_len` and `dequeue` may drop packets
 /// (here by packet id), and may find the queue empty after dropping.
-struct Lossy {
-    q: std::collections::VecDeque<Packet>,
-    bytes: u64,
-}
+struct Lossy(DropTail);
 
 impl Lossy {
     fn boxed() -> Option<Box<dyn Qdisc>> {
-        Some(Box::new(Lossy {
-            q: Default::default(),
-            bytes: 0,
-        }))
-    }
-
-    /// Drops heads whose id is a multiple of `m`; bounded by the queue length.
-    fn drop_heads(&mut self, m: u64, drops: &mut Drops) {
-        while self.q.front().is_some_and(|p| p.id % m == 0) {
-            if let Some(pkt) = self.q.pop_front() {
-                self.bytes -= pkt.len as u64;
-                drops.push(Dropped {
-                    pkt,
-                    reason: DropReason::Aqm,
-                });
-            }
-        }
+        Some(Box::new(Lossy(DropTail::new(8))))
     }
 }
 
 impl Qdisc for Lossy {
-    fn enqueue(&mut self, pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
-        if self.q.len() >= 8 {
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
-            return Enqueue::Rejected;
-        }
-        self.bytes += pkt.len as u64;
-        self.q.push_back(pkt);
-        Enqueue::Queued
+    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        self.0.enqueue(pkt, now, drops)
     }
-    fn dequeue(&mut self, _now: Instant, drops: &mut Drops) -> Option<Packet> {
-        self.drop_heads(3, drops);
-        let p = self.q.pop_front()?;
-        self.bytes -= p.len as u64;
-        Some(p)
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.0.drop_heads(|p| p.id % 3 == 0, drops);
+        self.0.dequeue(now, drops)
     }
-    fn peek_len(&mut self, _now: Instant, drops: &mut Drops) -> Option<u32> {
-        self.drop_heads(5, drops);
-        self.q.front().map(|p| p.cost)
+    fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
+        self.0.drop_heads(|p| p.id % 5 == 0, drops);
+        self.0.peek_len(now, drops)
     }
     fn next_wakeup(&self) -> Option<Instant> {
-        None
+        self.0.next_wakeup()
     }
     fn len(&self) -> usize {
-        self.q.len()
+        self.0.len()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.0.backlog_bytes()
     }
     fn purge(&mut self, drops: &mut Drops) {
-        self.bytes = 0;
-        drops.extend(self.q.drain(..).map(|pkt| Dropped {
-            pkt,
-            reason: DropReason::Purge,
-        }));
+        self.0.purge(drops)
     }
-    fn visit_stats(&self, _f: &mut dyn FnMut(ClassId, &QueueStats)) {}
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        self.0.visit_stats(f)
+    }
 }
 
 #[test]

@@ -1,77 +1,16 @@
-//! Test support: a private FIFO leaf and a link simulator in virtual time.
+//! Test support: a FIFO leaf and a link simulator in virtual time.
 
 pub(super) use super::super::*;
-pub(super) use crate::testing::{check_random, OpSpace};
+pub(super) use crate::testing::{check_random, DropTail, OpSpace};
 pub(super) use sluice_time::Duration;
-use std::collections::VecDeque;
 
-/// A tiny drop-tail leaf, private to these tests.
-/// Marks every ECN-capable packet it accepts (a stand-in for an AQM), so
+/// The tests' leaf: the shared drop-tail one, marking ECT(0) packets so
 /// tests can see marks surface in HFSC's statistics.
-pub(super) struct Fifo {
-    q: VecDeque<Packet>,
-    limit: usize,
-    bytes: u64,
-    marks: u64,
-}
+pub(super) struct Fifo;
 
 impl Fifo {
     pub(super) fn boxed(limit: usize) -> Option<Box<dyn Qdisc>> {
-        Some(Box::new(Fifo {
-            q: VecDeque::new(),
-            limit,
-            bytes: 0,
-            marks: 0,
-        }))
-    }
-}
-
-impl Qdisc for Fifo {
-    fn enqueue(&mut self, mut pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
-        if self.q.len() >= self.limit {
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
-            return Enqueue::Rejected;
-        }
-        self.bytes += pkt.len as u64;
-        if pkt.ecn == crate::Ecn::Ect0 && pkt.mark_ce() {
-            self.marks += 1;
-        }
-        self.q.push_back(pkt);
-        Enqueue::Queued
-    }
-    fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.len as u64;
-        Some(p)
-    }
-    fn peek_len(&mut self, _now: Instant, _drops: &mut Drops) -> Option<u32> {
-        self.q.front().map(|p| p.cost)
-    }
-    fn next_wakeup(&self) -> Option<Instant> {
-        None
-    }
-    fn len(&self) -> usize {
-        self.q.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.bytes
-    }
-    fn purge(&mut self, drops: &mut Drops) {
-        self.bytes = 0;
-        drops.extend(self.q.drain(..).map(|pkt| Dropped {
-            pkt,
-            reason: DropReason::Purge,
-        }));
-    }
-    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        let s = QueueStats {
-            ecn_marks: self.marks,
-            ..Default::default()
-        };
-        f(ClassId::ROOT, &s);
+        Some(Box::new(DropTail::marking(limit)))
     }
 }
 
