@@ -10,8 +10,8 @@ use sluice_sched::cbq::{Cbq, ClassParams};
 use sluice_sched::drr::Drr;
 use sluice_sched::pipe::{self, Pipe};
 use sluice_sched::tbr::{self, Tbr};
-use sluice_sched::wf2q::Wf2q;
 use sluice_sched::testing::DropTail;
+use sluice_sched::wf2q::Wf2q;
 use sluice_sched::{ClassId, Drops, Packet, Qdisc};
 use sluice_time::{Duration, Instant, Rate};
 
@@ -54,8 +54,7 @@ fn drr(c: &mut Criterion) {
     for n in [1u32, 64, 1024] {
         let mut d = Drr::new(1514);
         for k in 0..n {
-            d.add_class(ClassId(k + 1), 1 + k % 100, fifo())
-                .unwrap();
+            d.add_class(ClassId(k + 1), 1 + k % 100, fifo()).unwrap();
         }
         steady(c, "drr", n, Box::new(d), Duration::ZERO);
     }
@@ -65,8 +64,7 @@ fn wf2q(c: &mut Criterion) {
     for n in [1u32, 64, 1024] {
         let mut w = Wf2q::new();
         for k in 0..n {
-            w.add_class(ClassId(k + 1), 1 + k % 100, fifo())
-                .unwrap();
+            w.add_class(ClassId(k + 1), 1 + k % 100, fifo()).unwrap();
         }
         steady(c, "wf2q", n, Box::new(w), Duration::ZERO);
     }

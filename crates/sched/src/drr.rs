@@ -22,6 +22,7 @@
 //! This module also hosts the pieces the other classful disciplines of this
 //! crate share: [`ClassError`] and the leaf wrapper that keeps class counters.
 
+use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::{HashMap, VecDeque};
@@ -30,7 +31,7 @@ pub(crate) mod leaf;
 #[cfg(test)]
 pub(crate) mod test_fifo;
 
-use leaf::{Leaf, Totals};
+use leaf::{resident_from_totals, Leaf, Totals};
 
 /// Why a class could not be added or chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,13 +195,6 @@ impl Drr {
         &self.no_class
     }
 
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last {
-            self.last = now;
-        }
-        self.last
-    }
-
     /// Removes the front class from the round (it emptied): no banked credit.
     fn retire_front(&mut self) {
         if let Some(i) = self.active.pop_front() {
@@ -221,7 +215,7 @@ impl Drr {
 
 impl Qdisc for Drr {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         let Some(i) = route(&self.index, self.default, pkt.class) else {
             self.no_class.on_drop(&pkt, DropReason::NoClass);
             return reject_no_class(pkt, drops);
@@ -239,7 +233,7 @@ impl Qdisc for Drr {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         self.stalled = None;
         // Consecutive classes skipped because their leaf held back a packet;
         // a full lap of those means nothing can be sent now.
@@ -300,7 +294,7 @@ impl Qdisc for Drr {
         // The packet dequeue would pick depends on deficits; report the head
         // of the class being served, the common parent's need (a size
         // estimate for a shaper above).
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         let cap = self.active.len();
         for _ in 0..cap {
             let &i = self.active.front()?;
@@ -315,26 +309,11 @@ impl Qdisc for Drr {
         None
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        if self.totals.packets == 0 {
-            None
-        } else {
-            self.stalled
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.totals.packets as usize
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.totals.bytes
-    }
+    resident_from_totals!(stalled);
 
     fn purge(&mut self, drops: &mut Drops) {
         for c in &mut self.classes {
-            let d = c.leaf.purge(drops);
-            self.totals.apply(d);
+            self.totals.apply(c.leaf.purge(drops));
             c.active = false;
             c.deficit_bytes = 0;
             c.credited = false;

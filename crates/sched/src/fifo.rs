@@ -11,7 +11,8 @@
 //!   (ALTQ's `qlimit 0` means "default"; the config layer maps it, but a bare 0
 //!   here must not black-hole).
 
-use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use crate::qdisc::clamp;
+use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::VecDeque;
 
@@ -129,14 +130,6 @@ impl Fifo {
         self.queue.len() < self.limit_packets as usize
             && self.backlog_bytes.saturating_add(pkt.len as u64) <= self.limit_bytes
     }
-
-    #[inline]
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last_now {
-            self.last_now = now;
-        }
-        self.last_now
-    }
 }
 
 // `#[inline]` on the packet path: classful parents that hold a FIFO inline
@@ -145,13 +138,9 @@ impl Fifo {
 impl Qdisc for Fifo {
     #[inline(always)]
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         if !self.fits(&pkt) {
-            self.stats.on_drop(&pkt, DropReason::QueueFull);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
+            self.stats.push_drop(pkt, DropReason::QueueFull, drops);
             return Enqueue::Rejected;
         }
         pkt.enqueued_at = now;
@@ -163,7 +152,7 @@ impl Qdisc for Fifo {
 
     #[inline]
     fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         // Counted from the head in place, then popped as the result, so the
         // packet moves once (slot to return slot) when this is inlined.
         let head = &self.queue.front()?.0;
@@ -178,7 +167,7 @@ impl Qdisc for Fifo {
     }
 
     fn peek_len(&mut self, now: Instant, _drops: &mut Drops) -> Option<u32> {
-        self.clamp(now);
+        clamp(&mut self.last_now, now);
         self.queue.front().map(|s| s.0.cost)
     }
 
@@ -205,11 +194,7 @@ impl Qdisc for Fifo {
         for Slot(pkt) in self.queue.drain(..) {
             // `on_drop`, not `on_drop_resident`: the resident counts are
             // derived.
-            self.stats.on_drop(&pkt, DropReason::Purge);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::Purge,
-            });
+            self.stats.push_drop(pkt, DropReason::Purge, drops);
         }
         self.backlog_bytes = 0;
     }

@@ -29,8 +29,9 @@
 //! Leaves are expected to be work-conserving (FIFO, RED, CoDel): a leaf that
 //! holds a packet back stalls its class until the leaf's own wake-up.
 
-use crate::drr::leaf::{Leaf, Totals};
+use crate::drr::leaf::{resident_from_totals, Leaf, Totals};
 use crate::drr::{reject_no_class, route, MAX_WEIGHT};
+use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::cmp::Reverse;
@@ -172,13 +173,6 @@ impl Wf2q {
         &self.no_class
     }
 
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last {
-            self.last = now;
-        }
-        self.last
-    }
-
     fn tag_len(cost: u32, weight: u64) -> u128 {
         ((cost as u128) << TAG_SHIFT) / weight.max(1) as u128
     }
@@ -297,7 +291,7 @@ impl Wf2q {
 
 impl Qdisc for Wf2q {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         let Some(i) = route(&self.index, self.default, pkt.class) else {
             self.no_class.on_drop(&pkt, DropReason::NoClass);
             return reject_no_class(pkt, drops);
@@ -316,7 +310,7 @@ impl Qdisc for Wf2q {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         self.stalled = None;
         // Bound: each iteration either returns or retires one flow that the
         // leaf reports empty (AQM dropped its last packets), so at most
@@ -360,7 +354,7 @@ impl Qdisc for Wf2q {
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         // Bound: as in dequeue, one retirement per iteration.
         for _ in 0..=self.flows.len() {
             if self.backlogged == 0 {
@@ -380,26 +374,11 @@ impl Qdisc for Wf2q {
         None
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        if self.totals.packets == 0 {
-            None
-        } else {
-            self.stalled
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.totals.packets as usize
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.totals.bytes
-    }
+    resident_from_totals!(stalled);
 
     fn purge(&mut self, drops: &mut Drops) {
         for f in &mut self.flows {
-            let d = f.leaf.purge(drops);
-            self.totals.apply(d);
+            self.totals.apply(f.leaf.purge(drops));
             // The fluid system would have finished them all.
             self.vtime = self.vtime.max(f.finish);
             f.state = State::Idle;
