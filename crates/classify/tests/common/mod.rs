@@ -71,27 +71,7 @@ pub fn queue_pair(q: &str, p: Option<&str>) -> Option<(String, Option<String>)> 
 }
 
 pub fn queue(name: &str) -> Queue {
-    Queue {
-        name: name.to_string(),
-        parent: None,
-        bandwidth: None,
-        priority: 1,
-        qlimit: 50,
-        qlimit_bytes: None,
-        default: false,
-        red: false,
-        rio: false,
-        ecn: false,
-        borrow: false,
-        realtime: None,
-        linkshare: None,
-        upperlimit: None,
-        flows: None,
-        quantum: None,
-        weight: None,
-        children: Vec::new(),
-        line: 0,
-    }
+    Queue::new(name, 0)
 }
 
 pub fn iface_queueing(ifname: &str, sched: SchedKind, queues: Vec<Queue>) -> IfaceQueueing {
