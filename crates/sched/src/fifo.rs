@@ -373,10 +373,7 @@ mod tests {
 
     #[test]
     fn model_check() {
-        let space = OpSpace {
-            flows: 16,
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_flows(16);
         let r = check_random(
             || {
                 Box::new(Fifo::new(Params {

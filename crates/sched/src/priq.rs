@@ -651,11 +651,7 @@ mod tests {
 
     #[test]
     fn model_check_many_classes() {
-        let space = OpSpace {
-            classes: (1..=6).map(ClassId).collect(),
-            flows: 24,
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_classes(1..=6).with_flows(24);
         let r = check_random(
             || {
                 let mut q = Priq::new();
@@ -676,11 +672,7 @@ mod tests {
     #[test]
     fn model_check_default_routing() {
         // Classes 1..=4 are generated; only 1 and 2 exist, 2 is the default.
-        let space = OpSpace {
-            classes: (1..=4).map(ClassId).collect(),
-            flows: 16,
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_classes(1..=4).with_flows(16);
         let r = check_random(
             || {
                 let mut q = Priq::new();
@@ -702,11 +694,7 @@ mod tests {
         use crate::fq_codel::{self, FqCodel};
         use crate::red::{self, Red, Rio};
         use sluice_time::Duration;
-        let space = OpSpace {
-            classes: (1..=5).map(ClassId).collect(),
-            flows: 20,
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_classes(1..=5).with_flows(20);
         let r = check_random(
             || {
                 let aqm = codel::Params {

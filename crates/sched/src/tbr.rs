@@ -472,10 +472,7 @@ mod tests {
 
     #[test]
     fn model_checker_tbr_over_fifo() {
-        let space = OpSpace {
-            max_advance: Duration::from_millis(5),
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_max_advance(Duration::from_millis(5));
         let r = check_random(
             || {
                 Box::new(Tbr::new(

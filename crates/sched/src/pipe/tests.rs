@@ -300,10 +300,7 @@ fn pipe_over_drr_keeps_weights_at_the_pipe_rate() {
 
 #[test]
 fn model_checker_pipe_with_loss_and_delay() {
-    let space = OpSpace {
-        max_advance: Duration::from_millis(10),
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_max_advance(Duration::from_millis(10));
     let r = check_random(
         || {
             Box::new(Pipe::new(
@@ -327,10 +324,7 @@ fn model_checker_pipe_with_loss_and_delay() {
 
 #[test]
 fn model_checker_pipe_over_drr_unlimited_rate() {
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_classes([1, 2, 3]);
     let r = check_random(
         || {
             let mut drr = Drr::new(600);

@@ -196,10 +196,7 @@ fn configuration_errors_are_reported() {
 
 #[test]
 fn model_checker_three_classes_and_default() {
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3), ClassId(42)],
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_classes([1, 2, 3, 42]);
     let r = check_random(
         || {
             let mut q = Wf2q::new();
@@ -218,10 +215,7 @@ fn model_checker_three_classes_and_default() {
 
 #[test]
 fn model_checker_without_default() {
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(9)],
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_classes([1, 2, 9]);
     let r = check_random(|| Box::new(wf2q(&[3, 1])), &space, 32, 400);
     assert!(r.dropped > 0 && r.dequeued > 0);
 }

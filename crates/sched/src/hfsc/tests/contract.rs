@@ -49,12 +49,10 @@ fn random_ops_keep_the_contract() {
         Box::new(q)
     };
     // Class 9 does not exist: those packets go to the default.
-    let space = OpSpace {
-        classes: vec![ClassId(2), ClassId(3), ClassId(4), ClassId(5), ClassId(9)],
-        flows: 10,
-        max_advance: Duration::from_millis(5),
-        ..Default::default()
-    };
+    let space = OpSpace::default()
+        .with_classes([2, 3, 4, 5, 9])
+        .with_flows(10)
+        .with_max_advance(Duration::from_millis(5));
     let r = check_random(make, &space, 60, 400);
     assert!(r.dequeued > 1000, "{r:?}");
     assert!(
@@ -375,12 +373,10 @@ fn random_ops_on_a_deep_tree_with_many_upper_limits() {
         }
         Box::new(q)
     };
-    let space = OpSpace {
-        classes: (1..=9).map(ClassId).collect(),
-        flows: 18,
-        max_advance: Duration::from_millis(3),
-        ..Default::default()
-    };
+    let space = OpSpace::default()
+        .with_classes(1..=9)
+        .with_flows(18)
+        .with_max_advance(Duration::from_millis(3));
     let r = check_random(make, &space, 60, 500);
     assert!(r.dequeued > 1000 && r.throttled > 50, "{r:?}");
 }
@@ -431,11 +427,9 @@ fn extreme_curves_neither_panic_nor_lose_packets() {
         }
         Box::new(q)
     };
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
-        max_advance: Duration::from_secs(3),
-        ..Default::default()
-    };
+    let space = OpSpace::default()
+        .with_classes([1, 2, 3])
+        .with_max_advance(Duration::from_secs(3));
     let r = check_random(make, &space, 30, 300);
     assert!(r.dequeued > 100 && r.throttled > 10, "{r:?}");
 }
@@ -511,11 +505,9 @@ fn leaves_that_drop_on_peek_and_dequeue_keep_the_books_straight() {
         }
         Box::new(q)
     };
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
-        max_advance: Duration::from_millis(5),
-        ..Default::default()
-    };
+    let space = OpSpace::default()
+        .with_classes([1, 2, 3])
+        .with_max_advance(Duration::from_millis(5));
     let r = check_random(make, &space, 60, 400);
     assert!(
         r.dequeued > 1000 && r.dropped > 500 && r.throttled > 20,
