@@ -483,11 +483,7 @@ impl Codel {
             now,
             drops,
         );
-        if drops.len() > from {
-            for d in &drops[from..] {
-                self.stats.on_drop_resident(&d.pkt, d.reason);
-            }
-        }
+        self.stats.on_drops_resident(&drops[from..]);
         self.stats.ecn_marks +=
             self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks - marks_before;
         found

@@ -419,11 +419,8 @@ impl FqCodel {
         while self.over_limit() && self.queued > 0 {
             self.drop_batch(drops);
         }
-        let mut refused = false;
-        for d in &drops[from..] {
-            self.stats.on_drop(&d.pkt, d.reason);
-            refused |= d.pkt.id == id;
-        }
+        self.stats.on_drops(&drops[from..]);
+        let refused = drops[from..].iter().any(|d| d.pkt.id == id);
         if refused {
             Enqueue::Rejected
         } else {
@@ -481,12 +478,8 @@ impl FqCodel {
                     now,
                     drops,
                 );
-                if drops.len() > from {
-                    for d in &drops[from..] {
-                        // Resident counts are derived (see `stats`).
-                        self.stats.on_drop(&d.pkt, d.reason);
-                    }
-                }
+                // Resident counts are derived (see `stats`).
+                self.stats.on_drops(&drops[from..]);
                 found
             };
             if found {

@@ -84,6 +84,23 @@ impl QueueStats {
         drops.push(Dropped { pkt, reason });
     }
 
+    /// Counts `dropped` (what a child or the control law just pushed) as
+    /// resident drops.
+    #[inline]
+    pub(crate) fn on_drops_resident(&mut self, dropped: &[Dropped]) {
+        for d in dropped {
+            self.on_drop_resident(&d.pkt, d.reason);
+        }
+    }
+
+    /// Counts `dropped` as drops only (see [`Self::on_drop`]).
+    #[inline]
+    pub(crate) fn on_drops(&mut self, dropped: &[Dropped]) {
+        for d in dropped {
+            self.on_drop(&d.pkt, d.reason);
+        }
+    }
+
     /// Adds `other`'s counters to these (an aggregate over queues).
     pub fn add(&mut self, other: &QueueStats) {
         self.enq_packets += other.enq_packets;
