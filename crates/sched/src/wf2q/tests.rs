@@ -26,17 +26,23 @@ fn fill_random(q: &mut Wf2q, classes: u32, n: u64, seed: u64) {
     }
 }
 
+/// Bytes of class 1 over bytes of class 2 in the next `packets` dequeued
+/// (every class stays backlogged).
+fn byte_ratio(q: &mut Wf2q, packets: u32) -> f64 {
+    let mut bytes = [0u64; 3];
+    let mut drops = Vec::new();
+    for _ in 0..packets {
+        let p = q.dequeue(Instant(0), &mut drops).unwrap();
+        bytes[p.class.0 as usize] += p.cost as u64;
+    }
+    bytes[1] as f64 / bytes[2] as f64
+}
+
 #[test]
 fn weights_10_to_1_share_bytes_10_to_1() {
     let mut q = wf2q(&[10, 1]);
     fill_random(&mut q, 2, 30_000, 7);
-    let mut bytes = [0u64; 3];
-    let mut drops = Vec::new();
-    for _ in 0..20_000 {
-        let p = q.dequeue(Instant(0), &mut drops).unwrap();
-        bytes[p.class.0 as usize] += p.cost as u64;
-    }
-    let ratio = bytes[1] as f64 / bytes[2] as f64;
+    let ratio = byte_ratio(&mut q, 20_000);
     assert!(
         (ratio - 10.0).abs() <= 0.5,
         "byte ratio {ratio:.3}, want 10 ± 5 %"
@@ -226,12 +232,6 @@ fn changing_a_weight_changes_the_share() {
     fill_random(&mut q, 2, 20_000, 4);
     q.set_weight(ClassId(1), 4).unwrap();
     assert_eq!(q.set_weight(ClassId(1), 0), Err(ClassError::Weight(0)));
-    let mut bytes = [0u64; 3];
-    let mut drops = Vec::new();
-    for _ in 0..10_000 {
-        let p = q.dequeue(Instant(0), &mut drops).unwrap();
-        bytes[p.class.0 as usize] += p.cost as u64;
-    }
-    let ratio = bytes[1] as f64 / bytes[2] as f64;
+    let ratio = byte_ratio(&mut q, 10_000);
     assert!((ratio - 4.0).abs() <= 0.2, "ratio {ratio:.3}, want 4 ± 5 %");
 }
