@@ -213,12 +213,16 @@ mod tests {
         Packet::synthetic(id, len, 0, ClassId::ROOT)
     }
 
+    fn fifo(limit_packets: u32, limit_bytes: Option<u64>) -> Fifo {
+        Fifo::new(Params {
+            limit_packets,
+            limit_bytes,
+        })
+    }
+
     #[test]
     fn limit_in_packets_rejects_newcomer() {
-        let mut q = Fifo::new(Params {
-            limit_packets: 3,
-            limit_bytes: None,
-        });
+        let mut q = fifo(3, None);
         let mut drops = Vec::new();
         for id in 0..3 {
             assert_eq!(
@@ -240,19 +244,14 @@ mod tests {
 
     #[test]
     fn limit_in_bytes_rejects_newcomer() {
-        let mut q = Fifo::new(Params {
-            limit_packets: 100,
-            limit_bytes: Some(1000),
-        });
+        let mut q = fifo(100, Some(1000));
         let mut drops = Vec::new();
-        assert_eq!(
-            q.enqueue(pkt(0, 600), Instant(0), &mut drops),
-            Enqueue::Queued
-        );
-        assert_eq!(
-            q.enqueue(pkt(1, 400), Instant(0), &mut drops),
-            Enqueue::Queued
-        );
+        for (id, len) in [(0, 600), (1, 400)] {
+            assert_eq!(
+                q.enqueue(pkt(id, len), Instant(0), &mut drops),
+                Enqueue::Queued
+            );
+        }
         assert_eq!(
             q.backlog_bytes(),
             1000,
@@ -274,19 +273,11 @@ mod tests {
 
     #[test]
     fn zero_limit_still_carries_one_packet() {
-        let mut q = Fifo::new(Params {
-            limit_packets: 0,
-            limit_bytes: None,
-        });
+        let mut q = fifo(0, None);
         let mut drops = Vec::new();
-        assert_eq!(
-            q.enqueue(pkt(0, 60), Instant(0), &mut drops),
-            Enqueue::Queued
-        );
-        assert_eq!(
-            q.enqueue(pkt(1, 60), Instant(0), &mut drops),
-            Enqueue::Rejected
-        );
+        for (id, want) in [(0, Enqueue::Queued), (1, Enqueue::Rejected)] {
+            assert_eq!(q.enqueue(pkt(id, 60), Instant(0), &mut drops), want);
+        }
     }
 
     #[test]
@@ -328,10 +319,7 @@ mod tests {
         // Counts kept the plain way beside a random mix of arrivals (some
         // refused), departures and a purge; the FIFO's derived arrival,
         // length and backlog counters must agree at every step.
-        let mut q = Fifo::new(Params {
-            limit_packets: 8,
-            limit_bytes: Some(5_000),
-        });
+        let mut q = fifo(8, Some(5_000));
         let mut rng = crate::testing::Rng::new(11);
         let mut drops = Vec::new();
         let (mut enq, mut enq_bytes, mut resident, mut bytes) = (0u64, 0u64, 0u64, 0u64);
@@ -374,17 +362,7 @@ mod tests {
     #[test]
     fn model_check() {
         let space = OpSpace::default().with_flows(16);
-        let r = check_random(
-            || {
-                Box::new(Fifo::new(Params {
-                    limit_packets: 20,
-                    limit_bytes: Some(12_000),
-                }))
-            },
-            &space,
-            300,
-            300,
-        );
+        let r = check_random(|| Box::new(fifo(20, Some(12_000))), &space, 300, 300);
         assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
     }
 }
