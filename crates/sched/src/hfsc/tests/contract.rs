@@ -10,7 +10,7 @@ fn random_ops_keep_the_contract() {
         let mut q = Hfsc::new(link);
         q.add_class(ClassId(1), None, ls(Rate::kbps(500)), None)
             .unwrap();
-        let rt = ClassParams {
+        let rt_ls = ClassParams {
             rt: Some(ServiceCurve {
                 m1: Rate::kbps(400),
                 d: Duration::from_millis(20),
@@ -19,7 +19,7 @@ fn random_ops_keep_the_contract() {
             ls: lin(Rate::kbps(200)),
             ul: None,
         };
-        q.add_class(ClassId(2), Some(ClassId(1)), rt, Fifo::boxed(10))
+        q.add_class(ClassId(2), Some(ClassId(1)), rt_ls, Fifo::boxed(10))
             .unwrap();
         let held = ClassParams {
             ls: lin(Rate::kbps(300)),
@@ -28,10 +28,7 @@ fn random_ops_keep_the_contract() {
         };
         q.add_class(ClassId(3), Some(ClassId(1)), held, Fifo::boxed(10))
             .unwrap();
-        let rt_only = ClassParams {
-            rt: lin(Rate::kbps(100)),
-            ..Default::default()
-        };
+        let rt_only = rt(Rate::kbps(100));
         q.add_class(ClassId(4), None, rt_only, Fifo::boxed(10))
             .unwrap();
         let convex = ClassParams {
@@ -150,27 +147,21 @@ fn tree_validation_names_the_problem() {
         e(q.add_class(ClassId(2), None, ClassParams::default(), Fifo::boxed(1))),
         HfscError::NoCurve(ClassId(2))
     );
-    let rt = ClassParams {
-        rt: lin(link),
-        ..Default::default()
-    };
     assert_eq!(
-        e(q.add_class(ClassId(2), None, rt, None)),
+        e(q.add_class(ClassId(2), None, rt(link), None)),
         HfscError::InteriorNeedsLinkShare(ClassId(2))
     );
     let rt_ls = ClassParams {
-        rt: lin(link),
         ls: lin(link),
-        ul: None,
+        ..rt(link)
     };
     assert_eq!(
         e(q.add_class(ClassId(2), None, rt_ls, None)),
         HfscError::RealTimeOnInterior(ClassId(2))
     );
     let ul = ClassParams {
-        rt: lin(link),
         ul: lin(link),
-        ls: None,
+        ..rt(link)
     };
     assert_eq!(
         e(q.add_class(ClassId(2), None, ul, Fifo::boxed(1))),
@@ -183,25 +174,9 @@ fn tree_validation_names_the_problem() {
             curve: "linkshare"
         }
     );
-    q.add_class(
-        ClassId(2),
-        None,
-        ClassParams {
-            rt: lin(link.percent(60)),
-            ..Default::default()
-        },
-        Fifo::boxed(1),
-    )
-    .unwrap();
-    let err = e(q.add_class(
-        ClassId(3),
-        None,
-        ClassParams {
-            rt: lin(link.percent(50)),
-            ..Default::default()
-        },
-        Fifo::boxed(1),
-    ));
+    q.add_class(ClassId(2), None, rt(link.percent(60)), Fifo::boxed(1))
+        .unwrap();
+    let err = e(q.add_class(ClassId(3), None, rt(link.percent(50)), Fifo::boxed(1)));
     assert_eq!(
         err,
         HfscError::RealTimeOverbooked {
@@ -331,8 +306,7 @@ fn purge_gives_everything_back_and_the_tree_restarts() {
     );
     // After the purge the shares are those of a fresh tree.
     let sent = sim.saturate(&[1, 2], Duration::from_secs(3));
-    let s1 = share(&sent, 1);
-    assert!((s1 - 0.10).abs() <= 0.02, "class 1 got {s1}");
+    assert_share(&sent, 1, 0.10, 0.02, "after the purge");
 }
 
 #[test]

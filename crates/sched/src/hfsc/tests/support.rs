@@ -25,7 +25,34 @@ pub(super) fn ls(r: Rate) -> ClassParams {
     }
 }
 
+/// A class with only a real-time curve, linear at `r`.
+pub(super) fn rt(r: Rate) -> ClassParams {
+    ClassParams {
+        rt: lin(r),
+        ..Default::default()
+    }
+}
+
 pub(super) const MTU: u32 = 1500;
+
+/// A tree of link-share classes, each `(id, parent, percent of link)`,
+/// parents first. A class no other names as its parent is a leaf with a
+/// 50-packet FIFO.
+pub(super) fn ls_tree(link: Rate, classes: &[(u32, Option<u32>, u64)]) -> Hfsc {
+    let mut q = Hfsc::new(link);
+    for &(id, parent, pct) in classes {
+        let leaf = !classes.iter().any(|&(_, p, _)| p == Some(id));
+        let fifo = if leaf { Fifo::boxed(50) } else { None };
+        q.add_class(
+            ClassId(id),
+            parent.map(ClassId),
+            ls(link.percent(pct)),
+            fifo,
+        )
+        .unwrap();
+    }
+    q
+}
 
 /// A link at the scheduler's rate: each step sends one packet and advances
 /// time by its transmission time, or idles to the next wakeup.
@@ -101,6 +128,16 @@ pub(super) fn share(sent: &[(u32, u64)], class: u32) -> f64 {
     let total: u64 = sent.iter().map(|e| e.1).sum();
     let mine = sent.iter().find(|e| e.0 == class).map_or(0, |e| e.1);
     mine as f64 / total as f64
+}
+
+/// Asserts `class` got `want` ± `tol` of the bytes in `sent`; `what` says
+/// which run failed.
+pub(super) fn assert_share(sent: &[(u32, u64)], class: u32, want: f64, tol: f64, what: &str) {
+    let got = share(sent, class);
+    assert!(
+        (got - want).abs() <= tol,
+        "{what}: class {class} got {got}, want {want} ± {tol}"
+    );
 }
 
 pub(super) fn top_up(sim: &mut Sim, busy: &[u32], depth: usize) {
