@@ -80,6 +80,57 @@ pub(crate) fn route(
     index.get(&class).copied().or(default)
 }
 
+/// Where DRR and WF2Q+ find a class: ids to slots, and the default slot.
+#[derive(Default)]
+pub(crate) struct ClassIndex {
+    slots: HashMap<ClassId, usize>,
+    default: Option<usize>,
+}
+
+impl ClassIndex {
+    /// Checks a new class (weight in 1..=[`MAX_WEIGHT`], id not taken) and
+    /// gives it `slot`.
+    pub(crate) fn admit(
+        &mut self,
+        id: ClassId,
+        weight: u32,
+        slot: usize,
+    ) -> Result<(), ClassError> {
+        check_weight(weight)?;
+        if self.slots.contains_key(&id) {
+            return Err(ClassError::Duplicate(id));
+        }
+        self.slots.insert(id, slot);
+        Ok(())
+    }
+
+    /// The slot of class `id`.
+    pub(crate) fn slot(&self, id: ClassId) -> Result<usize, ClassError> {
+        self.slots.get(&id).copied().ok_or(ClassError::Unknown(id))
+    }
+
+    /// Packets whose class is unknown go to `id`.
+    pub(crate) fn set_default(&mut self, id: ClassId) -> Result<(), ClassError> {
+        self.default = Some(self.slot(id)?);
+        Ok(())
+    }
+
+    /// A packet's slot: its own class's, else the default.
+    #[inline]
+    pub(crate) fn route(&self, class: ClassId) -> Option<usize> {
+        route(&self.slots, self.default, class)
+    }
+}
+
+/// A weight dummynet accepts: 1..=[`MAX_WEIGHT`].
+pub(crate) fn check_weight(weight: u32) -> Result<(), ClassError> {
+    if (1..=MAX_WEIGHT).contains(&weight) {
+        Ok(())
+    } else {
+        Err(ClassError::Weight(weight))
+    }
+}
+
 /// Gives a packet back as having no class.
 pub(crate) fn reject_no_class(pkt: Packet, drops: &mut Drops) -> Enqueue {
     drops.push(Dropped {
@@ -104,8 +155,7 @@ struct Class {
 pub struct Drr {
     base_quantum_bytes: u32,
     classes: Vec<Class>,
-    index: HashMap<ClassId, usize>,
-    default: Option<usize>,
+    index: ClassIndex,
     /// Backlogged classes in round-robin order; the front is being served.
     active: VecDeque<usize>,
     totals: Totals,
@@ -124,8 +174,7 @@ impl Drr {
         Drr {
             base_quantum_bytes: base_quantum_bytes.max(1),
             classes: Vec::new(),
-            index: HashMap::new(),
-            default: None,
+            index: ClassIndex::default(),
             active: VecDeque::new(),
             totals: Totals::default(),
             last: Instant::ZERO,
@@ -141,13 +190,7 @@ impl Drr {
         weight: u32,
         leaf: Box<dyn Qdisc>,
     ) -> Result<(), ClassError> {
-        if !(1..=MAX_WEIGHT).contains(&weight) {
-            return Err(ClassError::Weight(weight));
-        }
-        if self.index.contains_key(&id) {
-            return Err(ClassError::Duplicate(id));
-        }
-        self.index.insert(id, self.classes.len());
+        self.index.admit(id, weight, self.classes.len())?;
         self.classes.push(Class {
             id,
             weight,
@@ -162,17 +205,13 @@ impl Drr {
 
     /// Packets whose class is unknown go to `id`.
     pub fn set_default(&mut self, id: ClassId) -> Result<(), ClassError> {
-        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
-        self.default = Some(i);
-        Ok(())
+        self.index.set_default(id)
     }
 
     /// Changes a class's weight; takes effect from its next quantum.
     pub fn set_weight(&mut self, id: ClassId, weight: u32) -> Result<(), ClassError> {
-        if !(1..=MAX_WEIGHT).contains(&weight) {
-            return Err(ClassError::Weight(weight));
-        }
-        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
+        check_weight(weight)?;
+        let i = self.index.slot(id)?;
         let c = &mut self.classes[i];
         c.weight = weight;
         c.quantum_bytes = weight as u64 * self.base_quantum_bytes as u64;
@@ -180,14 +219,15 @@ impl Drr {
     }
 
     pub fn weight(&self, id: ClassId) -> Option<u32> {
-        self.index.get(&id).map(|&i| self.classes[i].weight)
+        self.index.slot(id).ok().map(|i| self.classes[i].weight)
     }
 
     /// The leaf of a class, for the engine's `show` and reconfiguration.
     pub fn leaf(&self, id: ClassId) -> Option<&dyn Qdisc> {
         self.index
-            .get(&id)
-            .map(|&i| self.classes[i].leaf.q.as_ref())
+            .slot(id)
+            .ok()
+            .map(|i| self.classes[i].leaf.q.as_ref())
     }
 
     /// Packets refused for want of a class (no default set).
@@ -216,7 +256,7 @@ impl Drr {
 impl Qdisc for Drr {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last, now);
-        let Some(i) = route(&self.index, self.default, pkt.class) else {
+        let Some(i) = self.index.route(pkt.class) else {
             self.no_class.on_drop(&pkt, DropReason::NoClass);
             return reject_no_class(pkt, drops);
         };
