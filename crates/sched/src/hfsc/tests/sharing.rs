@@ -5,7 +5,7 @@ use super::support::*;
 #[test]
 fn link_share_30_70_within_3_percent() {
     let link = Rate::mbps(10);
-    let mut sim = Sim::new(ls_tree(link, &[(1, None, 30), (2, None, 70)]));
+    let mut sim = Sim::new(ls_tree(link, &[(1, 0, 30), (2, 0, 70)]));
     let sent = sim.saturate(&[1, 2], Duration::from_secs(5));
     assert_share(&sent, 1, 0.30, 0.03, "30/70");
     let total: u64 = sent.iter().map(|e| e.1).sum();
@@ -22,12 +22,12 @@ fn hierarchical_share_parents_first_then_children() {
     let q = ls_tree(
         link,
         &[
-            (10, None, 50),
-            (20, None, 50),
-            (11, Some(10), 1),
-            (12, Some(10), 1),
-            (21, Some(20), 10),
-            (22, Some(20), 30),
+            (10, 0, 50),
+            (20, 0, 50),
+            (11, 10, 1),
+            (12, 10, 1),
+            (21, 20, 10),
+            (22, 20, 30),
         ],
     );
     let mut sim = Sim::new(q);
@@ -50,7 +50,7 @@ fn hierarchical_share_parents_first_then_children() {
 #[test]
 fn newly_active_class_gets_no_burst_credit() {
     let link = Rate::mbps(10);
-    let mut sim = Sim::new(ls_tree(link, &[(1, None, 50), (2, None, 50)]));
+    let mut sim = Sim::new(ls_tree(link, &[(1, 0, 50), (2, 0, 50)]));
     sim.saturate(&[1], Duration::from_secs(1));
     // Window of 100 ms (~83 packets); the bound: 3 packets of slack.
     let sent = sim.saturate(&[1, 2], Duration::from_millis(100));
@@ -60,15 +60,7 @@ fn newly_active_class_gets_no_burst_credit() {
         assert_share(&sent, c, 0.5, slack, "right after class 2 woke");
     }
     // Same when the newcomer sits under another parent (vt of the parents).
-    let q = ls_tree(
-        link,
-        &[
-            (10, None, 50),
-            (20, None, 50),
-            (1, Some(10), 50),
-            (2, Some(20), 50),
-        ],
-    );
+    let q = ls_tree(link, &[(10, 0, 50), (20, 0, 50), (1, 10, 50), (2, 20, 50)]);
     let mut sim = Sim::new(q);
     sim.saturate(&[1], Duration::from_secs(1));
     let sent = sim.saturate(&[1, 2], Duration::from_millis(100));

@@ -36,20 +36,16 @@ pub(super) fn rt(r: Rate) -> ClassParams {
 pub(super) const MTU: u32 = 1500;
 
 /// A tree of link-share classes, each `(id, parent, percent of link)`,
-/// parents first. A class no other names as its parent is a leaf with a
-/// 50-packet FIFO.
-pub(super) fn ls_tree(link: Rate, classes: &[(u32, Option<u32>, u64)]) -> Hfsc {
+/// parents first; parent 0 ([`ClassId::ROOT`]) is the root. A class no
+/// other names as its parent is a leaf with a 50-packet FIFO.
+pub(super) fn ls_tree(link: Rate, classes: &[(u32, u32, u64)]) -> Hfsc {
     let mut q = Hfsc::new(link);
     for &(id, parent, pct) in classes {
-        let leaf = !classes.iter().any(|&(_, p, _)| p == Some(id));
+        let leaf = !classes.iter().any(|&(_, p, _)| p == id);
         let fifo = if leaf { Fifo::boxed(50) } else { None };
-        q.add_class(
-            ClassId(id),
-            parent.map(ClassId),
-            ls(link.percent(pct)),
-            fifo,
-        )
-        .unwrap();
+        let parent = (parent != ClassId::ROOT.0).then_some(ClassId(parent));
+        q.add_class(ClassId(id), parent, ls(link.percent(pct)), fifo)
+            .unwrap();
     }
     q
 }
