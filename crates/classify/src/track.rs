@@ -182,16 +182,14 @@ impl ProtoState {
                 tcp_timeout(p)
             }
             ProtoState::Udp(p) => {
-                pseudo_update(p, s, d);
-                if p[0] == PseudoPeer::Multiple && p[1] == PseudoPeer::Multiple {
+                if pseudo_update(p, s, d) {
                     TimeoutKind::UdpMultiple
                 } else {
                     TimeoutKind::UdpSingle
                 }
             }
             ProtoState::Other(p) => {
-                pseudo_update(p, s, d);
-                if p[0] == PseudoPeer::Multiple && p[1] == PseudoPeer::Multiple {
+                if pseudo_update(p, s, d) {
                     TimeoutKind::OtherMultiple
                 } else {
                     TimeoutKind::OtherSingle
@@ -208,13 +206,17 @@ impl ProtoState {
     }
 }
 
-fn pseudo_update(p: &mut [PseudoPeer; 2], s: usize, d: usize) {
+/// Moves the pseudo-state of a UDP or other flow on a packet from `s` to
+/// `d`; true once both sides are `Multiple` (pf's MULTIPLE:MULTIPLE, the
+/// longer timeout).
+fn pseudo_update(p: &mut [PseudoPeer; 2], s: usize, d: usize) -> bool {
     if p[s] < PseudoPeer::Single {
         p[s] = PseudoPeer::Single;
     }
     if p[d] == PseudoPeer::Single {
         p[d] = PseudoPeer::Multiple;
     }
+    p[0] == PseudoPeer::Multiple && p[1] == PseudoPeer::Multiple
 }
 
 fn tcp_timeout(p: &[TcpPeer; 2]) -> TimeoutKind {

@@ -19,19 +19,12 @@ fn qname(c: &Classifier, d: &sluice_classify::Decision) -> Option<String> {
 /// `altq on ext priq … queue { q_pri q_def }`
 /// `pass out on ext proto tcp from ext to any flags S/SA keep state queue(q_def, q_pri)`
 fn priq_reference() -> Classifier {
-    let mut r = pass();
-    r.direction = Some(OUT);
-    r.iface = Some(("ext".into(), false));
+    let mut r = pass_on(OUT, "ext", None);
     r.proto = Some(6);
     r.from = ep(AddrMatch::Iface("ext".into()));
     r.flags = Some((SYN, SYN | ACK));
     r.queue = queue_pair("q_def", Some("q_pri"));
-    let mut cfg = config(vec![r]);
-    cfg.interfaces.push(iface_queueing(
-        "ext",
-        SchedKind::Priq,
-        vec![queue("q_pri"), queue("q_def")],
-    ));
+    let cfg = config_on_ext(vec![r], SchedKind::Priq, &["q_pri", "q_def"]);
     let mut c = classifier(&cfg);
     let ext = c.iface("ext");
     c.set_iface_addrs(ext, &[net("203.0.113.2", 24)]);
@@ -115,16 +108,8 @@ fn priq_reference_config() {
 /// `pass out on ext keep state queue(bb)` (the HFSC reference config).
 #[test]
 fn hfsc_reference_config() {
-    let mut r = pass();
-    r.direction = Some(OUT);
-    r.iface = Some(("ext".into(), false));
-    r.queue = queue_pair("bb", None);
-    let mut cfg = config(vec![r]);
-    cfg.interfaces.push(iface_queueing(
-        "ext",
-        SchedKind::Hfsc,
-        vec![queue("root"), queue("bb")],
-    ));
+    let r = pass_on(OUT, "ext", Some("bb"));
+    let cfg = config_on_ext(vec![r], SchedKind::Hfsc, &["root", "bb"]);
     let mut c = classifier(&cfg);
     let ext = c.iface("ext");
     let lan = c.iface("lan");
@@ -157,14 +142,8 @@ fn hfsc_reference_config() {
 /// A router evaluates a forwarded packet twice; each half finds its own state.
 #[test]
 fn router_double_evaluation() {
-    let mut a = pass();
-    a.direction = Some(IN);
-    a.iface = Some(("lan".into(), false));
-    a.queue = queue_pair("down", None);
-    let mut b = pass();
-    b.direction = Some(OUT);
-    b.iface = Some(("ext".into(), false));
-    b.queue = queue_pair("up", None);
+    let a = pass_on(IN, "lan", Some("down"));
+    let b = pass_on(OUT, "ext", Some("up"));
     let cfg = config(vec![a, b]);
     let mut c = classifier(&cfg);
     let (lan, ext) = (c.iface("lan"), c.iface("ext"));

@@ -107,6 +107,39 @@ pub struct Queue {
     pub line: u32,
 }
 
+impl Queue {
+    /// pf's default qlimit in packets.
+    pub const DEFAULT_QLIMIT: u32 = 50;
+    /// pfctl's DEFAULT_PRIORITY.
+    pub const DEFAULT_PRIORITY: u8 = 1;
+
+    /// A queue named `name` (declared at `line`) with pf's defaults and
+    /// nothing else set: the start of every queue sema builds.
+    pub fn new(name: &str, line: u32) -> Queue {
+        Queue {
+            name: name.to_string(),
+            parent: None,
+            bandwidth: None,
+            priority: Queue::DEFAULT_PRIORITY,
+            qlimit: Queue::DEFAULT_QLIMIT,
+            qlimit_bytes: None,
+            default: false,
+            red: false,
+            rio: false,
+            ecn: false,
+            borrow: false,
+            realtime: None,
+            linkshare: None,
+            upperlimit: None,
+            flows: None,
+            quantum: None,
+            weight: None,
+            children: Vec::new(),
+            line,
+        }
+    }
+}
+
 /// A service curve: `m1` for the first `d`, then `m2` (HFSC paper §2). A linear
 /// curve has `d = 0` and `m1 = m2`... written simply as `m2`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -149,22 +149,17 @@ pub fn lex(text: &str, fixed_span: Option<Span>) -> Vec<Token> {
                     Tok::Macro(name)
                 }
             }
-            '{' | '(' => {
-                depth = depth.saturating_add(1);
+            '{' | '(' | '}' | ')' => {
+                depth = match c {
+                    '{' | '(' => depth.saturating_add(1),
+                    _ => depth.saturating_sub(1),
+                };
                 i += 1;
-                if c == '{' {
-                    Tok::LBrace
-                } else {
-                    Tok::LParen
-                }
-            }
-            '}' | ')' => {
-                depth = depth.saturating_sub(1);
-                i += 1;
-                if c == '}' {
-                    Tok::RBrace
-                } else {
-                    Tok::RParen
+                match c {
+                    '{' => Tok::LBrace,
+                    '(' => Tok::LParen,
+                    '}' => Tok::RBrace,
+                    _ => Tok::RParen,
                 }
             }
             ',' => {
@@ -198,32 +193,16 @@ pub fn lex(text: &str, fixed_span: Option<Span>) -> Vec<Token> {
                         continue;
                     }
                 }
-                i += 1;
-                match at(i) {
-                    Some('=') => {
-                        i += 1;
-                        Tok::Le
-                    }
-                    Some('>') => {
-                        i += 1;
-                        Tok::Outside
-                    }
-                    _ => Tok::Lt,
-                }
+                let (tok, len) =
+                    operator(at(i + 1), [('=', Tok::Le), ('>', Tok::Outside)], Tok::Lt);
+                i += len;
+                tok
             }
             '>' => {
-                i += 1;
-                match at(i) {
-                    Some('=') => {
-                        i += 1;
-                        Tok::Ge
-                    }
-                    Some('<') => {
-                        i += 1;
-                        Tok::Between
-                    }
-                    _ => Tok::Gt,
-                }
+                let (tok, len) =
+                    operator(at(i + 1), [('=', Tok::Ge), ('<', Tok::Between)], Tok::Gt);
+                i += len;
+                tok
             }
             c if is_word_char(c) => {
                 let mut j = i;
@@ -242,6 +221,15 @@ pub fn lex(text: &str, fixed_span: Option<Span>) -> Vec<Token> {
         push(&mut out, tok, off(start), off(i), fixed_span);
     }
     out
+}
+
+/// A comparison operator starting with `<` or `>`: the two-character one
+/// whose second character is `next`, else `single`; with its length.
+fn operator(next: Option<char>, pairs: [(char, Tok); 2], single: Tok) -> (Tok, usize) {
+    match pairs.into_iter().find(|(c, _)| Some(*c) == next) {
+        Some((_, tok)) => (tok, 2),
+        None => (single, 1),
+    }
 }
 
 fn push(out: &mut Vec<Token>, tok: Tok, start: usize, end: usize, fixed: Option<Span>) {

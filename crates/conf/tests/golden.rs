@@ -8,7 +8,8 @@ use sluice_conf::{check, print, strip_lines};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn files(dir: &str) -> Vec<PathBuf> {
+/// The `.conf` files of `dir`, sorted, each with its file name and text.
+fn files(dir: &str) -> Vec<(PathBuf, String, String)> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(dir);
@@ -19,7 +20,13 @@ fn files(dir: &str) -> Vec<PathBuf> {
         .collect();
     v.sort();
     assert!(!v.is_empty(), "no golden files in {}", d.display());
-    v
+    v.into_iter()
+        .map(|f| {
+            let name = f.file_name().unwrap().to_string_lossy().to_string();
+            let text = fs::read_to_string(&f).unwrap();
+            (f, name, text)
+        })
+        .collect()
 }
 
 fn defines(text: &str) -> Vec<(String, String)> {
@@ -57,9 +64,7 @@ fn expect(path: &Path, got: &str, failures: &mut Vec<String>) {
 #[test]
 fn valid_files_print_canonically_and_reach_a_fixed_point() {
     let mut failures = Vec::new();
-    for f in files("valid") {
-        let name = f.file_name().unwrap().to_string_lossy().to_string();
-        let text = fs::read_to_string(&f).unwrap();
+    for (f, name, text) in files("valid") {
         let c = match check(&name, &text, &defines(&text)) {
             Ok(c) => c,
             Err(d) => {
@@ -103,9 +108,7 @@ fn valid_files_print_canonically_and_reach_a_fixed_point() {
 #[test]
 fn invalid_files_give_exact_diagnostics() {
     let mut failures = Vec::new();
-    for f in files("invalid") {
-        let name = f.file_name().unwrap().to_string_lossy().to_string();
-        let text = fs::read_to_string(&f).unwrap();
+    for (f, name, text) in files("invalid") {
         match check(&name, &text, &defines(&text)) {
             Ok(_) => failures.push(format!("{name} should be invalid")),
             Err(d) => {

@@ -31,6 +31,11 @@ fn flow(dir: Dir, streams: u32, from: usize, to: usize) -> FlowSpec {
     }
 }
 
+/// `streams` TCP streams each way, through the loaded phase (index 1).
+fn both_ways(streams: u32) -> Vec<FlowSpec> {
+    vec![flow(Dir::Up, streams, 1, 1), flow(Dir::Down, streams, 1, 1)]
+}
+
 fn link(down_bps: u64, up_bps: u64, buffer_pkts: u32) -> Link {
     Link {
         down_bps,
@@ -43,6 +48,34 @@ fn link(down_bps: u64, up_bps: u64, buffer_pkts: u32) -> Link {
     }
 }
 
+/// What every scenario shares: `idle_s` idle, the `loaded` phases, `idle_s`
+/// idle again (so latency under load has an idle baseline on both sides);
+/// ping every 100 ms, no irtt, CUBIC. Scenarios override the rest.
+fn scenario(name: &str, about: &str, link: Link, idle_s: f64, loaded: &[(&str, f64)]) -> Scenario {
+    let mut phases = vec![phase("idle", idle_s)];
+    phases.extend(loaded.iter().map(|&(n, secs)| phase(n, secs)));
+    phases.push(phase("idle again", idle_s));
+    Scenario {
+        name: name.into(),
+        about: about.into(),
+        link,
+        phases,
+        flows: Vec::new(),
+        ping_interval_ms: 100,
+        irtt: None,
+        cc: "cubic".into(),
+        shaper_example: String::new(),
+    }
+}
+
+/// A G.711-like stream (20 ms, 172 B) through the whole run (phases 0 to 2).
+const G711_IRTT: IrttSpec = IrttSpec {
+    interval_ms: 20,
+    payload_bytes: 172,
+    from: 0,
+    to: 2,
+};
+
 /// DSL 512/128 with PPPoE over ATM; the PRIQ empty-ACK configuration.
 pub fn ack_priority() -> Scenario {
     let mut l = link(512 * KBIT, 128 * KBIT, 100);
@@ -53,135 +86,100 @@ pub fn ack_priority() -> Scenario {
     down.window = Some("64K".into());
     let mut up = flow(Dir::Up, 1, 2, 3);
     up.window = Some("64K".into());
+    let loaded = [
+        ("download", 30.0),
+        ("download+upload", 30.0),
+        ("upload", 30.0),
+    ];
     Scenario {
-        name: "ack_priority".into(),
-        about:
-            "DSL 512k/128k: does a download survive a concurrent upload? (PRIQ, empty ACKs first)"
-                .into(),
-        link: l,
-        phases: vec![
-            phase("idle", 30.0),
-            phase("download", 30.0),
-            phase("download+upload", 30.0),
-            phase("upload", 30.0),
-            phase("idle again", 30.0),
-        ],
         flows: vec![down, up],
         ping_interval_ms: 200,
-        irtt: None,
-        cc: "cubic".into(),
         shaper_example: "examples/priq-ack.conf".into(),
+        ..scenario(
+            "ack_priority",
+            "DSL 512k/128k: does a download survive a concurrent upload? (PRIQ, empty ACKs first)",
+            l,
+            30.0,
+            &loaded,
+        )
     }
 }
 
 /// Cable 5/1: ping during one saturating upload (HFSC, qlimit 9).
 pub fn tcp_1up() -> Scenario {
     Scenario {
-        name: "tcp_1up".into(),
-        about:
-            "cable 5M/1M: ping before, during and after one saturating TCP upload (HFSC qlimit 9)"
-                .into(),
-        link: link(5 * MBIT, MBIT, 200),
-        phases: vec![
-            phase("idle", 20.0),
-            phase("upload", 30.0),
-            phase("idle again", 20.0),
-        ],
         flows: vec![flow(Dir::Up, 1, 1, 1)],
-        ping_interval_ms: 100,
-        irtt: None,
-        cc: "cubic".into(),
         shaper_example: "examples/hfsc-qlimit9.conf".into(),
+        ..scenario(
+            "tcp_1up",
+            "cable 5M/1M: ping before, during and after one saturating TCP upload (HFSC qlimit 9)",
+            link(5 * MBIT, MBIT, 200),
+            20.0,
+            &[("upload", 30.0)],
+        )
     }
 }
 
 /// Cable 5/1: ping during one saturating download (HFSC on the LAN side).
 pub fn tcp_1down() -> Scenario {
     Scenario {
-        name: "tcp_1down".into(),
-        about: "cable 5M/1M: ping before, during and after one saturating TCP download (HFSC on int_if)"
-            .into(),
-        link: link(5 * MBIT, MBIT, 200),
-        phases: vec![
-            phase("idle", 20.0),
-            phase("download", 30.0),
-            phase("idle again", 20.0),
-        ],
         flows: vec![flow(Dir::Down, 1, 1, 1)],
-        ping_interval_ms: 100,
-        irtt: None,
-        cc: "cubic".into(),
         shaper_example: "examples/lab/hfsc-down.conf".into(),
+        ..scenario(
+            "tcp_1down",
+            "cable 5M/1M: ping before, during and after one saturating TCP download (HFSC on int_if)",
+            link(5 * MBIT, MBIT, 200),
+            20.0,
+            &[("download", 30.0)],
+        )
     }
 }
 
 /// Realtime Response Under Load at 30/5: 4 TCP up, 4 down, ping and irtt.
 pub fn rrul() -> Scenario {
     Scenario {
-        name: "rrul".into(),
-        about:
-            "30M/5M: 4 TCP up + 4 TCP down + ping + irtt (FQ-CoDel pipes at 97 %, weighted queues)"
-                .into(),
-        link: link(30 * MBIT, 5 * MBIT, 1000),
-        phases: vec![
-            phase("idle", 10.0),
-            phase("rrul", 60.0),
-            phase("idle again", 10.0),
-        ],
-        flows: vec![flow(Dir::Up, 4, 1, 1), flow(Dir::Down, 4, 1, 1)],
-        ping_interval_ms: 100,
-        irtt: Some(IrttSpec {
-            interval_ms: 20,
-            payload_bytes: 172,
-            from: 0,
-            to: 2,
-        }),
-        cc: "cubic".into(),
+        flows: both_ways(4),
+        irtt: Some(G711_IRTT),
         shaper_example: "examples/lab/rrul-fqcodel.conf".into(),
+        ..scenario(
+            "rrul",
+            "30M/5M: 4 TCP up + 4 TCP down + ping + irtt (FQ-CoDel pipes at 97 %, weighted queues)",
+            link(30 * MBIT, 5 * MBIT, 1000),
+            10.0,
+            &[("rrul", 60.0)],
+        )
     }
 }
 
 /// A G.711-like call during RRUL load at 25/2.
 pub fn voip() -> Scenario {
     Scenario {
-        name: "voip".into(),
-        about: "25M/2M: a G.711-like irtt stream (20 ms, 172 B) during rrul load; delay, jitter, loss, MOS"
-            .into(),
-        link: link(25 * MBIT, 2 * MBIT, 1000),
-        phases: vec![
-            phase("idle", 10.0),
-            phase("call under load", 60.0),
-            phase("idle again", 10.0),
-        ],
-        flows: vec![flow(Dir::Up, 4, 1, 1), flow(Dir::Down, 4, 1, 1)],
+        flows: both_ways(4),
         ping_interval_ms: 200,
-        irtt: Some(IrttSpec {
-            interval_ms: 20,
-            payload_bytes: 172,
-            from: 0,
-            to: 2,
-        }),
-        cc: "cubic".into(),
+        irtt: Some(G711_IRTT),
         shaper_example: "examples/lab/voip-fqcodel.conf".into(),
+        ..scenario(
+            "voip",
+            "25M/2M: a G.711-like irtt stream (20 ms, 172 B) during rrul load; delay, jitter, loss, MOS",
+            link(25 * MBIT, 2 * MBIT, 1000),
+            10.0,
+            &[("call under load", 60.0)],
+        )
     }
 }
 
 /// RRUL with 100 flows each way at 30/5.
 pub fn rrul_heavy() -> Scenario {
     Scenario {
-        name: "rrul_heavy".into(),
-        about: "30M/5M: 100 TCP up + 100 TCP down + ping (FQ-CoDel pipes at 97 %)".into(),
-        link: link(30 * MBIT, 5 * MBIT, 1000),
-        phases: vec![
-            phase("idle", 10.0),
-            phase("rrul 100+100", 60.0),
-            phase("idle again", 10.0),
-        ],
-        flows: vec![flow(Dir::Up, 100, 1, 1), flow(Dir::Down, 100, 1, 1)],
-        ping_interval_ms: 100,
-        irtt: None,
-        cc: "cubic".into(),
+        flows: both_ways(100),
         shaper_example: "examples/lab/rrul-fqcodel.conf".into(),
+        ..scenario(
+            "rrul_heavy",
+            "30M/5M: 100 TCP up + 100 TCP down + ping (FQ-CoDel pipes at 97 %)",
+            link(30 * MBIT, 5 * MBIT, 1000),
+            10.0,
+            &[("rrul 100+100", 60.0)],
+        )
     }
 }
 

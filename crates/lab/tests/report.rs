@@ -158,6 +158,12 @@ fn names(paths: &[PathBuf]) -> BTreeSet<String> {
         .collect()
 }
 
+/// The file names of `paths` are exactly `want`.
+fn assert_names(paths: &[PathBuf], want: &[&str]) {
+    let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+    assert_eq!(names(paths), want);
+}
+
 /// Width and height from a PNG's IHDR, after checking the signature.
 fn png_size(path: &Path) -> (u32, u32) {
     let b = std::fs::read(path).unwrap();
@@ -200,6 +206,13 @@ fn assert_links_exist(page: &Path) -> Vec<String> {
     refs
 }
 
+/// One synthetic run of `s` per `(shaper, profile, seed)`.
+fn synth_each(s: &Scenario, runs: &[(&str, &Profile, u64)]) -> Vec<RunResult> {
+    runs.iter()
+        .map(|&(shaper, p, seed)| synth(s, shaper, p, seed))
+        .collect()
+}
+
 fn csv_rows(path: &Path) -> usize {
     let text = std::fs::read_to_string(path).unwrap();
     text.lines().count() - 1
@@ -218,21 +231,20 @@ fn a_bloated_run_directory_has_every_file_and_they_read_back() {
     for p in &paths {
         assert!(p.is_file(), "{p:?} returned but not written");
     }
-    let expected: BTreeSet<String> = [
-        "report.html",
-        "summary.json",
-        "rate.csv",
-        "ping.csv",
-        "flows.csv",
-        "timeline.png",
-        "timeline.svg",
-        "cdf.png",
-        "cdf.svg",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    assert_eq!(names(&paths), expected);
+    assert_names(
+        &paths,
+        &[
+            "report.html",
+            "summary.json",
+            "rate.csv",
+            "ping.csv",
+            "flows.csv",
+            "timeline.png",
+            "timeline.svg",
+            "cdf.png",
+            "cdf.svg",
+        ],
+    );
 
     let back: Summary =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
@@ -300,11 +312,10 @@ fn a_voip_run_writes_irtt_and_shows_the_call() {
 
 #[test]
 fn a_comparison_shares_scales_and_links_each_run() {
-    let s = scenario::ack_priority();
-    let runs = vec![
-        synth(&s, "none", &BLOATED, 3),
-        synth(&s, "priq-ack.conf", &SHAPED, 5),
-    ];
+    let runs = synth_each(
+        &scenario::ack_priority(),
+        &[("none", &BLOATED, 3), ("priq-ack.conf", &SHAPED, 5)],
+    );
     let base = out_dir("ack_priority-compare");
     let run_dirs: Vec<PathBuf> = ["none", "priq-ack"]
         .iter()
@@ -316,18 +327,17 @@ fn a_comparison_shares_scales_and_links_each_run() {
     let dir = base.join("compare");
     let paths = report::write_compare(&dir, &runs, &run_dirs).unwrap();
     assert_eq!(paths[0], dir.join("report.html"));
-    let expected: BTreeSet<String> = [
-        "report.html",
-        "summaries.json",
-        "compare_timeline.png",
-        "compare_timeline.svg",
-        "compare_cdf.png",
-        "compare_cdf.svg",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    assert_eq!(names(&paths), expected);
+    assert_names(
+        &paths,
+        &[
+            "report.html",
+            "summaries.json",
+            "compare_timeline.png",
+            "compare_timeline.svg",
+            "compare_cdf.png",
+            "compare_cdf.svg",
+        ],
+    );
     let back: Vec<Summary> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summaries.json")).unwrap())
             .unwrap();
@@ -358,12 +368,14 @@ fn a_comparison_shares_scales_and_links_each_run() {
 
 #[test]
 fn three_configurations_make_three_columns_and_three_curves() {
-    let s = scenario::tcp_1up();
-    let runs = vec![
-        synth(&s, "none", &BLOATED, 21),
-        synth(&s, "hfsc-qlimit9.conf", &SHAPED, 22),
-        synth(&s, "tc:cake bandwidth 950kbit", &SHAPED, 23),
-    ];
+    let runs = synth_each(
+        &scenario::tcp_1up(),
+        &[
+            ("none", &BLOATED, 21),
+            ("hfsc-qlimit9.conf", &SHAPED, 22),
+            ("tc:cake bandwidth 950kbit", &SHAPED, 23),
+        ],
+    );
     let dir = out_dir("tcp_1up-compare3");
     let paths = report::write_compare(&dir, &runs, &[]).unwrap();
     assert_eq!(png_size(&dir.join("compare_timeline.png")), (3 * 640, 800));

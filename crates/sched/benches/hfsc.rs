@@ -3,62 +3,14 @@
 //! leaf backlogged so each dequeue runs the full selection and update path.
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use sluice_sched::hfsc::{ClassParams, Hfsc, ServiceCurve};
-use sluice_sched::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use sluice_sched::testing::DropTail;
+use sluice_sched::{ClassId, Drops, Packet, Qdisc};
 use sluice_time::{Duration, Instant, Rate};
-use std::collections::VecDeque;
 use std::hint::black_box;
 
-/// Minimal drop-tail leaf (the real FIFO lives in fifo.rs).
-struct Leaf {
-    q: VecDeque<Packet>,
-    bytes: u64,
-}
-
-impl Qdisc for Leaf {
-    fn enqueue(&mut self, pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
-        if self.q.len() >= 64 {
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
-            return Enqueue::Rejected;
-        }
-        self.bytes += pkt.len as u64;
-        self.q.push_back(pkt);
-        Enqueue::Queued
-    }
-    fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.len as u64;
-        Some(p)
-    }
-    fn peek_len(&mut self, _now: Instant, _drops: &mut Drops) -> Option<u32> {
-        self.q.front().map(|p| p.cost)
-    }
-    fn next_wakeup(&self) -> Option<Instant> {
-        None
-    }
-    fn len(&self) -> usize {
-        self.q.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.bytes
-    }
-    fn purge(&mut self, drops: &mut Drops) {
-        self.bytes = 0;
-        drops.extend(self.q.drain(..).map(|pkt| Dropped {
-            pkt,
-            reason: DropReason::Purge,
-        }));
-    }
-    fn visit_stats(&self, _f: &mut dyn FnMut(ClassId, &QueueStats)) {}
-}
-
+/// A boxed drop-tail leaf (the real FIFO would be stored inline).
 fn leaf() -> Option<Box<dyn Qdisc>> {
-    Some(Box::new(Leaf {
-        q: VecDeque::with_capacity(64),
-        bytes: 0,
-    }))
+    Some(DropTail::boxed(64))
 }
 
 const LINK: Rate = Rate::gbps(1);

@@ -10,70 +10,14 @@ use sluice_sched::cbq::{Cbq, ClassParams};
 use sluice_sched::drr::Drr;
 use sluice_sched::pipe::{self, Pipe};
 use sluice_sched::tbr::{self, Tbr};
+use sluice_sched::testing::DropTail;
 use sluice_sched::wf2q::Wf2q;
-use sluice_sched::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use sluice_sched::{ClassId, Drops, Packet, Qdisc};
 use sluice_time::{Duration, Instant, Rate};
-use std::collections::VecDeque;
 
-/// A bare FIFO leaf (the crate's real FIFO lives in another module).
-struct Fifo {
-    q: VecDeque<Packet>,
-    bytes: u64,
-    stats: QueueStats,
-}
-
-impl Fifo {
-    fn boxed() -> Box<dyn Qdisc> {
-        Box::new(Fifo {
-            q: VecDeque::new(),
-            bytes: 0,
-            stats: QueueStats::default(),
-        })
-    }
-}
-
-impl Qdisc for Fifo {
-    fn enqueue(&mut self, pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
-        if self.q.len() >= 10_000 {
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
-            return Enqueue::Rejected;
-        }
-        self.bytes += pkt.len as u64;
-        self.q.push_back(pkt);
-        Enqueue::Queued
-    }
-    fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.len as u64;
-        Some(p)
-    }
-    fn peek_len(&mut self, _now: Instant, _drops: &mut Drops) -> Option<u32> {
-        self.q.front().map(|p| p.cost)
-    }
-    fn next_wakeup(&self) -> Option<Instant> {
-        None
-    }
-    fn len(&self) -> usize {
-        self.q.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.bytes
-    }
-    fn purge(&mut self, drops: &mut Drops) {
-        for pkt in self.q.drain(..) {
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::Purge,
-            });
-        }
-        self.bytes = 0;
-    }
-    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        f(ClassId::ROOT, &self.stats);
-    }
+/// A boxed drop-tail leaf (the crate's real FIFO would be stored inline).
+fn fifo() -> Box<dyn Qdisc> {
+    DropTail::boxed(10_000)
 }
 
 const SIZES: [u32; 4] = [1500, 64, 576, 1200];
@@ -110,8 +54,7 @@ fn drr(c: &mut Criterion) {
     for n in [1u32, 64, 1024] {
         let mut d = Drr::new(1514);
         for k in 0..n {
-            d.add_class(ClassId(k + 1), 1 + k % 100, Fifo::boxed())
-                .unwrap();
+            d.add_class(ClassId(k + 1), 1 + k % 100, fifo()).unwrap();
         }
         steady(c, "drr", n, Box::new(d), Duration::ZERO);
     }
@@ -121,8 +64,7 @@ fn wf2q(c: &mut Criterion) {
     for n in [1u32, 64, 1024] {
         let mut w = Wf2q::new();
         for k in 0..n {
-            w.add_class(ClassId(k + 1), 1 + k % 100, Fifo::boxed())
-                .unwrap();
+            w.add_class(ClassId(k + 1), 1 + k % 100, fifo()).unwrap();
         }
         steady(c, "wf2q", n, Box::new(w), Duration::ZERO);
     }
@@ -145,7 +87,7 @@ fn cbq(c: &mut Criterion) {
                 priority: (k % 8) as u8,
                 borrow: true,
             };
-            q.add_class(ClassId(k + 1), Some(root), p, Some(Fifo::boxed()))
+            q.add_class(ClassId(k + 1), Some(root), p, Some(fifo()))
                 .unwrap();
         }
         // Time advances by one average packet at the link rate per packet,
@@ -156,7 +98,7 @@ fn cbq(c: &mut Criterion) {
 
 fn tbr_pipe(c: &mut Criterion) {
     let rate = Rate::gbps(10);
-    let t = Tbr::new(tbr::Params::for_rate(rate), Fifo::boxed());
+    let t = Tbr::new(tbr::Params::for_rate(rate), fifo());
     steady(c, "tbr_fifo", 1, Box::new(t), rate.tx_time(835));
     let p = Pipe::new(
         pipe::Params {
@@ -167,7 +109,7 @@ fn tbr_pipe(c: &mut Criterion) {
             queue_limit_packets: 0,
             ..pipe::Params::default()
         },
-        Fifo::boxed(),
+        fifo(),
     );
     steady(c, "pipe_fifo", 1, Box::new(p), rate.tx_time(835));
 }

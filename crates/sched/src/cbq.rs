@@ -39,8 +39,9 @@
 //! Work per dequeue: 2 passes × 8 priorities × a DRR scan of the backlogged
 //! leaves (bounded like [`crate::drr`]), plus one walk up the tree per check.
 
-use crate::drr::leaf::{Leaf, Totals};
+use crate::drr::leaf::{resident_from_totals, Leaf, Totals};
 use crate::drr::{reject_no_class, route};
+use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant, Rate};
 use std::collections::{HashMap, VecDeque};
@@ -232,7 +233,7 @@ impl Cbq {
             return Err(ClassError::Priority(params.priority));
         }
         let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         let old_prio = self.classes[i].params.priority as usize;
         let c = &mut self.classes[i];
         c.refresh(now);
@@ -276,13 +277,6 @@ impl Cbq {
             let q = MAX_QUANTUM_BYTES as u128 * c.params.rate.as_bps() as u128 / top;
             c.quantum_bytes = (q as u64).max(MIN_QUANTUM_BYTES);
         }
-    }
-
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last {
-            self.last = now;
-        }
-        self.last
     }
 
     /// The ancestor `i` may borrow from now, following `borrow` links.
@@ -459,7 +453,7 @@ impl Cbq {
 
 impl Qdisc for Cbq {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         let target = route(&self.index, None, pkt.class)
             .filter(|&i| self.classes[i].leaf.is_some())
             .or(self.default);
@@ -488,7 +482,7 @@ impl Qdisc for Cbq {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         self.wakeup = None;
         if self.totals.packets == 0 {
             return None;
@@ -510,7 +504,7 @@ impl Qdisc for Cbq {
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         // The head of the highest-priority backlogged leaf: a size estimate
         // for a parent (CBQ is normally the root under a token bucket).
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         for prio in (0..PRIORITIES).rev() {
             // Bound: each iteration retires an emptied class or returns.
             for _ in 0..self.active[prio].len() {
@@ -529,27 +523,12 @@ impl Qdisc for Cbq {
         None
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        if self.totals.packets == 0 {
-            None
-        } else {
-            self.wakeup
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.totals.packets as usize
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.totals.bytes
-    }
+    resident_from_totals!(wakeup);
 
     fn purge(&mut self, drops: &mut Drops) {
         for c in &mut self.classes {
             if let Some(leaf) = c.leaf.as_mut() {
-                let d = leaf.purge(drops);
-                self.totals.apply(d);
+                self.totals.apply(leaf.purge(drops));
             }
             c.active = false;
             c.deficit_bytes = 0;

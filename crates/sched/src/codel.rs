@@ -34,6 +34,7 @@
 //! `isqrt(2^64 / count)` instead. The control law is then `t + interval *
 //! rec_inv_sqrt >> 32`.
 
+use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant};
 use std::collections::VecDeque;
@@ -462,13 +463,6 @@ impl Codel {
         &self.stats
     }
 
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last_now {
-            self.last_now = now;
-        }
-        self.last_now
-    }
-
     /// Runs the control step and accounts its drops and marks; true if a
     /// packet to send is left at the head of the queue.
     // Inlined into `dequeue`, which then pops the packet straight into its
@@ -489,11 +483,7 @@ impl Codel {
             now,
             drops,
         );
-        if drops.len() > from {
-            for d in &drops[from..] {
-                self.stats.on_drop_resident(&d.pkt, d.reason);
-            }
-        }
+        self.stats.on_drops_resident(&drops[from..]);
         self.stats.ecn_marks +=
             self.codel_stats.ecn_marks + self.codel_stats.ce_threshold_marks - marks_before;
         found
@@ -510,13 +500,9 @@ impl Codel {
 
 impl Qdisc for Codel {
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         if self.len() >= self.limit_packets as usize {
-            self.stats.on_drop(&pkt, DropReason::QueueFull);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
+            self.stats.push_drop(pkt, DropReason::QueueFull, drops);
             return Enqueue::Rejected;
         }
         pkt.enqueued_at = now;
@@ -527,7 +513,7 @@ impl Qdisc for Codel {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         let pkt = if self.held.is_some() {
             self.held.take()?
         } else if self.pull(now, drops) {
@@ -540,7 +526,7 @@ impl Qdisc for Codel {
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         if self.held.is_none() && self.pull(now, drops) {
             self.held = self.take_head();
         }
@@ -562,11 +548,7 @@ impl Qdisc for Codel {
     fn purge(&mut self, drops: &mut Drops) {
         // Bounded by the resident count (≤ limit_packets + 1).
         for pkt in self.held.take().into_iter().chain(self.queue.drain(..)) {
-            self.stats.on_drop_resident(&pkt, DropReason::Purge);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::Purge,
-            });
+            self.stats.push_drop_resident(pkt, DropReason::Purge, drops);
         }
         self.queue_bytes = 0;
         self.vars.reset();

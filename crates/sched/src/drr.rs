@@ -22,6 +22,7 @@
 //! This module also hosts the pieces the other classful disciplines of this
 //! crate share: [`ClassError`] and the leaf wrapper that keeps class counters.
 
+use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::{HashMap, VecDeque};
@@ -30,7 +31,7 @@ pub(crate) mod leaf;
 #[cfg(test)]
 pub(crate) mod test_fifo;
 
-use leaf::{Leaf, Totals};
+use leaf::{resident_from_totals, Leaf, Totals};
 
 /// Why a class could not be added or chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +80,57 @@ pub(crate) fn route(
     index.get(&class).copied().or(default)
 }
 
+/// Where DRR and WF2Q+ find a class: ids to slots, and the default slot.
+#[derive(Default)]
+pub(crate) struct ClassIndex {
+    slots: HashMap<ClassId, usize>,
+    default: Option<usize>,
+}
+
+impl ClassIndex {
+    /// Checks a new class (weight in 1..=[`MAX_WEIGHT`], id not taken) and
+    /// gives it `slot`.
+    pub(crate) fn admit(
+        &mut self,
+        id: ClassId,
+        weight: u32,
+        slot: usize,
+    ) -> Result<(), ClassError> {
+        check_weight(weight)?;
+        if self.slots.contains_key(&id) {
+            return Err(ClassError::Duplicate(id));
+        }
+        self.slots.insert(id, slot);
+        Ok(())
+    }
+
+    /// The slot of class `id`.
+    pub(crate) fn slot(&self, id: ClassId) -> Result<usize, ClassError> {
+        self.slots.get(&id).copied().ok_or(ClassError::Unknown(id))
+    }
+
+    /// Packets whose class is unknown go to `id`.
+    pub(crate) fn set_default(&mut self, id: ClassId) -> Result<(), ClassError> {
+        self.default = Some(self.slot(id)?);
+        Ok(())
+    }
+
+    /// A packet's slot: its own class's, else the default.
+    #[inline]
+    pub(crate) fn route(&self, class: ClassId) -> Option<usize> {
+        route(&self.slots, self.default, class)
+    }
+}
+
+/// A weight dummynet accepts: 1..=[`MAX_WEIGHT`].
+pub(crate) fn check_weight(weight: u32) -> Result<(), ClassError> {
+    if (1..=MAX_WEIGHT).contains(&weight) {
+        Ok(())
+    } else {
+        Err(ClassError::Weight(weight))
+    }
+}
+
 /// Gives a packet back as having no class.
 pub(crate) fn reject_no_class(pkt: Packet, drops: &mut Drops) -> Enqueue {
     drops.push(Dropped {
@@ -103,8 +155,7 @@ struct Class {
 pub struct Drr {
     base_quantum_bytes: u32,
     classes: Vec<Class>,
-    index: HashMap<ClassId, usize>,
-    default: Option<usize>,
+    index: ClassIndex,
     /// Backlogged classes in round-robin order; the front is being served.
     active: VecDeque<usize>,
     totals: Totals,
@@ -123,8 +174,7 @@ impl Drr {
         Drr {
             base_quantum_bytes: base_quantum_bytes.max(1),
             classes: Vec::new(),
-            index: HashMap::new(),
-            default: None,
+            index: ClassIndex::default(),
             active: VecDeque::new(),
             totals: Totals::default(),
             last: Instant::ZERO,
@@ -140,13 +190,7 @@ impl Drr {
         weight: u32,
         leaf: Box<dyn Qdisc>,
     ) -> Result<(), ClassError> {
-        if !(1..=MAX_WEIGHT).contains(&weight) {
-            return Err(ClassError::Weight(weight));
-        }
-        if self.index.contains_key(&id) {
-            return Err(ClassError::Duplicate(id));
-        }
-        self.index.insert(id, self.classes.len());
+        self.index.admit(id, weight, self.classes.len())?;
         self.classes.push(Class {
             id,
             weight,
@@ -161,17 +205,13 @@ impl Drr {
 
     /// Packets whose class is unknown go to `id`.
     pub fn set_default(&mut self, id: ClassId) -> Result<(), ClassError> {
-        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
-        self.default = Some(i);
-        Ok(())
+        self.index.set_default(id)
     }
 
     /// Changes a class's weight; takes effect from its next quantum.
     pub fn set_weight(&mut self, id: ClassId, weight: u32) -> Result<(), ClassError> {
-        if !(1..=MAX_WEIGHT).contains(&weight) {
-            return Err(ClassError::Weight(weight));
-        }
-        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
+        check_weight(weight)?;
+        let i = self.index.slot(id)?;
         let c = &mut self.classes[i];
         c.weight = weight;
         c.quantum_bytes = weight as u64 * self.base_quantum_bytes as u64;
@@ -179,26 +219,20 @@ impl Drr {
     }
 
     pub fn weight(&self, id: ClassId) -> Option<u32> {
-        self.index.get(&id).map(|&i| self.classes[i].weight)
+        self.index.slot(id).ok().map(|i| self.classes[i].weight)
     }
 
     /// The leaf of a class, for the engine's `show` and reconfiguration.
     pub fn leaf(&self, id: ClassId) -> Option<&dyn Qdisc> {
         self.index
-            .get(&id)
-            .map(|&i| self.classes[i].leaf.q.as_ref())
+            .slot(id)
+            .ok()
+            .map(|i| self.classes[i].leaf.q.as_ref())
     }
 
     /// Packets refused for want of a class (no default set).
     pub fn unclassified(&self) -> &QueueStats {
         &self.no_class
-    }
-
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last {
-            self.last = now;
-        }
-        self.last
     }
 
     /// Removes the front class from the round (it emptied): no banked credit.
@@ -221,8 +255,8 @@ impl Drr {
 
 impl Qdisc for Drr {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
-        let Some(i) = route(&self.index, self.default, pkt.class) else {
+        let now = clamp(&mut self.last, now);
+        let Some(i) = self.index.route(pkt.class) else {
             self.no_class.on_drop(&pkt, DropReason::NoClass);
             return reject_no_class(pkt, drops);
         };
@@ -239,7 +273,7 @@ impl Qdisc for Drr {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         self.stalled = None;
         // Consecutive classes skipped because their leaf held back a packet;
         // a full lap of those means nothing can be sent now.
@@ -300,7 +334,7 @@ impl Qdisc for Drr {
         // The packet dequeue would pick depends on deficits; report the head
         // of the class being served, the common parent's need (a size
         // estimate for a shaper above).
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         let cap = self.active.len();
         for _ in 0..cap {
             let &i = self.active.front()?;
@@ -315,26 +349,11 @@ impl Qdisc for Drr {
         None
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        if self.totals.packets == 0 {
-            None
-        } else {
-            self.stalled
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.totals.packets as usize
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.totals.bytes
-    }
+    resident_from_totals!(stalled);
 
     fn purge(&mut self, drops: &mut Drops) {
         for c in &mut self.classes {
-            let d = c.leaf.purge(drops);
-            self.totals.apply(d);
+            self.totals.apply(c.leaf.purge(drops));
             c.active = false;
             c.deficit_bytes = 0;
             c.credited = false;

@@ -11,7 +11,8 @@
 //!   (ALTQ's `qlimit 0` means "default"; the config layer maps it, but a bare 0
 //!   here must not black-hole).
 
-use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use crate::qdisc::clamp;
+use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::VecDeque;
 
@@ -129,14 +130,6 @@ impl Fifo {
         self.queue.len() < self.limit_packets as usize
             && self.backlog_bytes.saturating_add(pkt.len as u64) <= self.limit_bytes
     }
-
-    #[inline]
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last_now {
-            self.last_now = now;
-        }
-        self.last_now
-    }
 }
 
 // `#[inline]` on the packet path: classful parents that hold a FIFO inline
@@ -145,13 +138,9 @@ impl Fifo {
 impl Qdisc for Fifo {
     #[inline(always)]
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         if !self.fits(&pkt) {
-            self.stats.on_drop(&pkt, DropReason::QueueFull);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
+            self.stats.push_drop(pkt, DropReason::QueueFull, drops);
             return Enqueue::Rejected;
         }
         pkt.enqueued_at = now;
@@ -163,7 +152,7 @@ impl Qdisc for Fifo {
 
     #[inline]
     fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         // Counted from the head in place, then popped as the result, so the
         // packet moves once (slot to return slot) when this is inlined.
         let head = &self.queue.front()?.0;
@@ -178,7 +167,7 @@ impl Qdisc for Fifo {
     }
 
     fn peek_len(&mut self, now: Instant, _drops: &mut Drops) -> Option<u32> {
-        self.clamp(now);
+        clamp(&mut self.last_now, now);
         self.queue.front().map(|s| s.0.cost)
     }
 
@@ -205,11 +194,7 @@ impl Qdisc for Fifo {
         for Slot(pkt) in self.queue.drain(..) {
             // `on_drop`, not `on_drop_resident`: the resident counts are
             // derived.
-            self.stats.on_drop(&pkt, DropReason::Purge);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::Purge,
-            });
+            self.stats.push_drop(pkt, DropReason::Purge, drops);
         }
         self.backlog_bytes = 0;
     }
@@ -228,12 +213,16 @@ mod tests {
         Packet::synthetic(id, len, 0, ClassId::ROOT)
     }
 
+    fn fifo(limit_packets: u32, limit_bytes: Option<u64>) -> Fifo {
+        Fifo::new(Params {
+            limit_packets,
+            limit_bytes,
+        })
+    }
+
     #[test]
     fn limit_in_packets_rejects_newcomer() {
-        let mut q = Fifo::new(Params {
-            limit_packets: 3,
-            limit_bytes: None,
-        });
+        let mut q = fifo(3, None);
         let mut drops = Vec::new();
         for id in 0..3 {
             assert_eq!(
@@ -255,19 +244,14 @@ mod tests {
 
     #[test]
     fn limit_in_bytes_rejects_newcomer() {
-        let mut q = Fifo::new(Params {
-            limit_packets: 100,
-            limit_bytes: Some(1000),
-        });
+        let mut q = fifo(100, Some(1000));
         let mut drops = Vec::new();
-        assert_eq!(
-            q.enqueue(pkt(0, 600), Instant(0), &mut drops),
-            Enqueue::Queued
-        );
-        assert_eq!(
-            q.enqueue(pkt(1, 400), Instant(0), &mut drops),
-            Enqueue::Queued
-        );
+        for (id, len) in [(0, 600), (1, 400)] {
+            assert_eq!(
+                q.enqueue(pkt(id, len), Instant(0), &mut drops),
+                Enqueue::Queued
+            );
+        }
         assert_eq!(
             q.backlog_bytes(),
             1000,
@@ -289,19 +273,11 @@ mod tests {
 
     #[test]
     fn zero_limit_still_carries_one_packet() {
-        let mut q = Fifo::new(Params {
-            limit_packets: 0,
-            limit_bytes: None,
-        });
+        let mut q = fifo(0, None);
         let mut drops = Vec::new();
-        assert_eq!(
-            q.enqueue(pkt(0, 60), Instant(0), &mut drops),
-            Enqueue::Queued
-        );
-        assert_eq!(
-            q.enqueue(pkt(1, 60), Instant(0), &mut drops),
-            Enqueue::Rejected
-        );
+        for (id, want) in [(0, Enqueue::Queued), (1, Enqueue::Rejected)] {
+            assert_eq!(q.enqueue(pkt(id, 60), Instant(0), &mut drops), want);
+        }
     }
 
     #[test]
@@ -343,10 +319,7 @@ mod tests {
         // Counts kept the plain way beside a random mix of arrivals (some
         // refused), departures and a purge; the FIFO's derived arrival,
         // length and backlog counters must agree at every step.
-        let mut q = Fifo::new(Params {
-            limit_packets: 8,
-            limit_bytes: Some(5_000),
-        });
+        let mut q = fifo(8, Some(5_000));
         let mut rng = crate::testing::Rng::new(11);
         let mut drops = Vec::new();
         let (mut enq, mut enq_bytes, mut resident, mut bytes) = (0u64, 0u64, 0u64, 0u64);
@@ -388,21 +361,8 @@ mod tests {
 
     #[test]
     fn model_check() {
-        let space = OpSpace {
-            flows: 16,
-            ..OpSpace::default()
-        };
-        let r = check_random(
-            || {
-                Box::new(Fifo::new(Params {
-                    limit_packets: 20,
-                    limit_bytes: Some(12_000),
-                }))
-            },
-            &space,
-            300,
-            300,
-        );
+        let space = OpSpace::default().with_flows(16);
+        let r = check_random(|| Box::new(fifo(20, Some(12_000))), &space, 300, 300);
         assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
     }
 }

@@ -27,6 +27,7 @@
 //!   a batch).
 
 use crate::codel;
+use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant};
 use std::fmt;
@@ -324,14 +325,6 @@ impl FqCodel {
     }
 
     #[inline]
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last_now {
-            self.last_now = now;
-        }
-        self.last_now
-    }
-
-    #[inline]
     fn over_limit(&self) -> bool {
         self.queued > self.params.limit_packets
             || self.queued_bytes > self.params.memory_limit_bytes
@@ -426,11 +419,8 @@ impl FqCodel {
         while self.over_limit() && self.queued > 0 {
             self.drop_batch(drops);
         }
-        let mut refused = false;
-        for d in &drops[from..] {
-            self.stats.on_drop(&d.pkt, d.reason);
-            refused |= d.pkt.id == id;
-        }
+        self.stats.on_drops(&drops[from..]);
+        let refused = drops[from..].iter().any(|d| d.pkt.id == id);
         if refused {
             Enqueue::Rejected
         } else {
@@ -488,12 +478,8 @@ impl FqCodel {
                     now,
                     drops,
                 );
-                if drops.len() > from {
-                    for d in &drops[from..] {
-                        // Resident counts are derived (see `stats`).
-                        self.stats.on_drop(&d.pkt, d.reason);
-                    }
-                }
+                // Resident counts are derived (see `stats`).
+                self.stats.on_drops(&drops[from..]);
                 found
             };
             if found {
@@ -529,7 +515,7 @@ impl FqCodel {
 
 impl Qdisc for FqCodel {
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         let idx = self.bucket(pkt.flow);
         let id = pkt.id;
         pkt.enqueued_at = now;
@@ -557,7 +543,7 @@ impl Qdisc for FqCodel {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         // Test before taking: `take()` on an empty slot still moves the
         // whole (64-byte) option out, on every dequeue.
         let pkt = if self.held.is_some() {
@@ -576,7 +562,7 @@ impl Qdisc for FqCodel {
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         if self.held.is_none() {
             self.held = self.pull(now, drops).and_then(|idx| self.take_head(idx));
         }
@@ -597,11 +583,7 @@ impl Qdisc for FqCodel {
 
     fn purge(&mut self, drops: &mut Drops) {
         if let Some(pkt) = self.held.take() {
-            self.stats.on_drop(&pkt, DropReason::Purge);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::Purge,
-            });
+            self.stats.push_drop(pkt, DropReason::Purge, drops);
         }
         // Only flows on a list can hold packets; walking both lists visits
         // each active flow once.
@@ -610,11 +592,7 @@ impl Qdisc for FqCodel {
                 let f = &mut self.flows[idx as usize].0;
                 // Bounded by the flow's packets.
                 while let Some(pkt) = self.slab.pop(&mut f.head, &mut f.tail) {
-                    self.stats.on_drop(&pkt, DropReason::Purge);
-                    drops.push(Dropped {
-                        pkt,
-                        reason: DropReason::Purge,
-                    });
+                    self.stats.push_drop(pkt, DropReason::Purge, drops);
                 }
                 f.vars.reset();
                 f.deficit = 0;

@@ -417,11 +417,7 @@ impl Qdisc for Hfsc {
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = self.clamp(now);
         let Some(slot) = self.leaf_slot(pkt.class) else {
-            self.root_stats().on_drop(&pkt, DropReason::NoClass);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::NoClass,
-            });
+            self.root_stats().push_drop(pkt, DropReason::NoClass, drops);
             return Enqueue::Rejected;
         };
         pkt.enqueued_at = Instant(now);

@@ -32,7 +32,8 @@
 //! The scheduler is assumed work-conserving; if it holds packets back, the
 //! link idles until the scheduler's own wake-up.
 
-use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use crate::qdisc::clamp;
+use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant, Rate};
 use std::collections::VecDeque;
 
@@ -153,13 +154,6 @@ impl Pipe {
         self.line.len()
     }
 
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last {
-            self.last = now;
-        }
-        self.last
-    }
-
     /// Counts drops the scheduler pushed at `drops[start..]` (all resident).
     fn count_sched_drops(&mut self, drops: &Drops, start: usize) {
         for d in drops.iter().skip(start) {
@@ -214,24 +208,16 @@ impl Pipe {
 
 impl Qdisc for Pipe {
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         let first = drops.len();
         self.advance(now, drops);
         if self.rng.lose(self.params.loss_ppm) {
-            self.stats.on_drop(&pkt, DropReason::Loss);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::Loss,
-            });
+            self.stats.push_drop(pkt, DropReason::Loss, drops);
             return Enqueue::Rejected;
         }
         let limit = self.params.queue_limit_packets as usize;
         if limit > 0 && self.sched.len() >= limit {
-            self.stats.on_drop(&pkt, DropReason::QueueFull);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
+            self.stats.push_drop(pkt, DropReason::QueueFull, drops);
             return Enqueue::Rejected;
         }
         pkt.enqueued_at = now;
@@ -260,7 +246,7 @@ impl Qdisc for Pipe {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         self.advance(now, drops);
         match self.line.front() {
             Some((exit, _)) if *exit <= now => {}
@@ -273,7 +259,7 @@ impl Qdisc for Pipe {
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         self.advance(now, drops);
         match self.line.front() {
             Some((_, p)) => Some(p.cost),
@@ -323,11 +309,7 @@ impl Qdisc for Pipe {
         self.sched.purge(drops);
         self.count_sched_drops(drops, start);
         for (_, pkt) in self.line.drain(..) {
-            self.stats.on_drop_resident(&pkt, DropReason::Purge);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::Purge,
-            });
+            self.stats.push_drop_resident(pkt, DropReason::Purge, drops);
         }
         self.line_bytes = 0;
     }

@@ -31,7 +31,8 @@
 //! packet once (in its class), not twice.
 
 use crate::leaf::Leaf;
-use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use crate::qdisc::clamp;
+use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::VecDeque;
 use std::fmt;
@@ -240,14 +241,6 @@ impl Priq {
         self.nonempty |= 1 << p;
     }
 
-    #[inline]
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last_now {
-            self.last_now = now;
-        }
-        self.last_now
-    }
-
     /// Takes packets a child dropped out of PRIQ's length and backlog (all
     /// of them were resident, except the refused newcomer `fresh_id` if
     /// present from index `from`). The child counted them in its statistics.
@@ -313,15 +306,11 @@ impl Priq {
 
 impl Qdisc for Priq {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         let idx = match self.index_of(pkt.class).or(self.default) {
             Some(i) => i,
             None => {
-                self.own.on_drop(&pkt, DropReason::NoClass);
-                drops.push(Dropped {
-                    pkt,
-                    reason: DropReason::NoClass,
-                });
+                self.own.push_drop(pkt, DropReason::NoClass, drops);
                 return Enqueue::Rejected;
             }
         };
@@ -359,7 +348,7 @@ impl Qdisc for Priq {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         if let Some(idx) = self.peeked.take() {
             if let Some(p) = self.dequeue_class(idx, now, drops) {
                 return Some(p);
@@ -404,7 +393,7 @@ impl Qdisc for Priq {
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last_now, now);
         if let Some(idx) = self.peeked {
             let from = drops.len();
             let r = self.leaves[idx as usize].peek_len(now, drops);
@@ -662,11 +651,7 @@ mod tests {
 
     #[test]
     fn model_check_many_classes() {
-        let space = OpSpace {
-            classes: (1..=6).map(ClassId).collect(),
-            flows: 24,
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_classes(1..=6).with_flows(24);
         let r = check_random(
             || {
                 let mut q = Priq::new();
@@ -687,11 +672,7 @@ mod tests {
     #[test]
     fn model_check_default_routing() {
         // Classes 1..=4 are generated; only 1 and 2 exist, 2 is the default.
-        let space = OpSpace {
-            classes: (1..=4).map(ClassId).collect(),
-            flows: 16,
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_classes(1..=4).with_flows(16);
         let r = check_random(
             || {
                 let mut q = Priq::new();
@@ -713,11 +694,7 @@ mod tests {
         use crate::fq_codel::{self, FqCodel};
         use crate::red::{self, Red, Rio};
         use sluice_time::Duration;
-        let space = OpSpace {
-            classes: (1..=5).map(ClassId).collect(),
-            flows: 20,
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_classes(1..=5).with_flows(20);
         let r = check_random(
             || {
                 let aqm = codel::Params {

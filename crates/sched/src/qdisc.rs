@@ -3,6 +3,15 @@
 use crate::{ClassId, Packet, QueueStats};
 use sluice_time::Instant;
 
+/// The time a discipline acts on: `now`, or the latest it has seen if `now`
+/// is earlier. The contract lets a caller step time backwards; every
+/// discipline keeps its own latest and never runs its clock back.
+#[inline]
+pub(crate) fn clamp(latest: &mut Instant, now: Instant) -> Instant {
+    *latest = (*latest).max(now);
+    *latest
+}
+
 /// Why a packet was not forwarded. Nothing is freed silently: every packet a
 /// discipline gives up goes back to the caller in [`Drops`] with one of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -30,7 +30,8 @@
 //! packets of precedence ≤ `i`, so packets of high drop precedence feel the
 //! whole queue while low drop precedence only feels its own kind.
 
-use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use crate::qdisc::clamp;
+use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant};
 use std::collections::VecDeque;
 
@@ -233,16 +234,8 @@ impl Base {
         }
     }
 
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last_now {
-            self.last_now = now;
-        }
-        self.last_now
-    }
-
     fn refuse(&mut self, pkt: Packet, reason: DropReason, drops: &mut Drops) -> Enqueue {
-        self.stats.on_drop(&pkt, reason);
-        drops.push(Dropped { pkt, reason });
+        self.stats.push_drop(pkt, reason, drops);
         Enqueue::Rejected
     }
 
@@ -286,11 +279,7 @@ impl Base {
     fn purge(&mut self, drops: &mut Drops) {
         // Bounded by the resident count (≤ limit_packets).
         for (pkt, _) in self.queue.drain(..) {
-            self.stats.on_drop_resident(&pkt, DropReason::Purge);
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::Purge,
-            });
+            self.stats.push_drop_resident(pkt, DropReason::Purge, drops);
         }
         self.backlog_bytes = 0;
     }
@@ -330,9 +319,36 @@ impl Red {
     }
 }
 
+/// The [`Qdisc`] methods RED and RIO answer alike, from their shared queue
+/// (`self.base`): written once here.
+macro_rules! answered_by_base {
+    () => {
+        fn peek_len(&mut self, now: Instant, _drops: &mut Drops) -> Option<u32> {
+            clamp(&mut self.base.last_now, now);
+            self.base.queue.front().map(|(p, _)| p.cost)
+        }
+
+        fn next_wakeup(&self) -> Option<Instant> {
+            None
+        }
+
+        fn len(&self) -> usize {
+            self.base.queue.len()
+        }
+
+        fn backlog_bytes(&self) -> u64 {
+            self.base.backlog_bytes
+        }
+
+        fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+            f(ClassId::ROOT, &self.base.stats);
+        }
+    };
+}
+
 impl Qdisc for Red {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.base.clamp(now);
+        let now = clamp(&mut self.base.last_now, now);
         let qlen = self.base.queue.len() as u32;
         let v = self
             .core
@@ -341,7 +357,7 @@ impl Qdisc for Red {
     }
 
     fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let now = self.base.clamp(now);
+        let now = clamp(&mut self.base.last_now, now);
         let (pkt, _) = self.base.pop(now)?;
         if self.base.queue.is_empty() {
             self.core.idle_since = Some(now);
@@ -349,26 +365,11 @@ impl Qdisc for Red {
         Some(pkt)
     }
 
-    fn peek_len(&mut self, now: Instant, _drops: &mut Drops) -> Option<u32> {
-        self.base.clamp(now);
-        self.base.queue.front().map(|(p, _)| p.cost)
-    }
+    answered_by_base!();
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        None
-    }
-    fn len(&self) -> usize {
-        self.base.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.base.backlog_bytes
-    }
     fn purge(&mut self, drops: &mut Drops) {
         self.base.purge(drops);
         self.core.idle_since = Some(self.base.last_now);
-    }
-    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        f(ClassId::ROOT, &self.base.stats);
     }
 }
 
@@ -457,7 +458,7 @@ impl Rio {
 
 impl Qdisc for Rio {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.base.clamp(now);
+        let now = clamp(&mut self.base.last_now, now);
         let dp = ((self.precedence)(&pkt) as usize).min(PRECEDENCES - 1);
         // Every precedence that counts this packet updates its average (as
         // ALTQ's rio); the packet's own precedence decides.
@@ -478,7 +479,7 @@ impl Qdisc for Rio {
     }
 
     fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let now = self.base.clamp(now);
+        let now = clamp(&mut self.base.last_now, now);
         let (pkt, dp) = self.base.pop(now)?;
         for i in dp as usize..PRECEDENCES {
             self.qlen[i] = self.qlen[i].saturating_sub(1);
@@ -489,20 +490,8 @@ impl Qdisc for Rio {
         Some(pkt)
     }
 
-    fn peek_len(&mut self, now: Instant, _drops: &mut Drops) -> Option<u32> {
-        self.base.clamp(now);
-        self.base.queue.front().map(|(p, _)| p.cost)
-    }
+    answered_by_base!();
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        None
-    }
-    fn len(&self) -> usize {
-        self.base.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.base.backlog_bytes
-    }
     fn purge(&mut self, drops: &mut Drops) {
         self.base.purge(drops);
         self.qlen = [0; PRECEDENCES];
@@ -510,9 +499,6 @@ impl Qdisc for Rio {
         for c in &mut self.cores {
             c.idle_since = Some(now);
         }
-    }
-    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        f(ClassId::ROOT, &self.base.stats);
     }
 }
 

@@ -1,6 +1,6 @@
 //! Plain per-queue counters, the material of `sluice show queues`.
 
-use crate::{DropReason, Packet};
+use crate::{DropReason, Dropped, Drops, Packet};
 use sluice_time::{Histogram, Instant};
 
 /// Counters of one queue or class. Disciplines update them; nobody resets them
@@ -61,6 +61,44 @@ impl QueueStats {
     pub fn on_drop(&mut self, pkt: &Packet, reason: DropReason) {
         self.drop_packets[reason.index()] += 1;
         self.drop_bytes[reason.index()] += pkt.len as u64;
+    }
+
+    /// Counts a refused `pkt` (see [`Self::on_drop`]) and hands it to the
+    /// caller in `drops`.
+    #[inline]
+    pub(crate) fn push_drop(&mut self, pkt: Packet, reason: DropReason, drops: &mut Drops) {
+        self.on_drop(&pkt, reason);
+        drops.push(Dropped { pkt, reason });
+    }
+
+    /// Counts a resident `pkt` leaving as a drop (see
+    /// [`Self::on_drop_resident`]) and hands it to the caller in `drops`.
+    #[inline]
+    pub(crate) fn push_drop_resident(
+        &mut self,
+        pkt: Packet,
+        reason: DropReason,
+        drops: &mut Drops,
+    ) {
+        self.on_drop_resident(&pkt, reason);
+        drops.push(Dropped { pkt, reason });
+    }
+
+    /// Counts `dropped` (what a child or the control law just pushed) as
+    /// resident drops.
+    #[inline]
+    pub(crate) fn on_drops_resident(&mut self, dropped: &[Dropped]) {
+        for d in dropped {
+            self.on_drop_resident(&d.pkt, d.reason);
+        }
+    }
+
+    /// Counts `dropped` as drops only (see [`Self::on_drop`]).
+    #[inline]
+    pub(crate) fn on_drops(&mut self, dropped: &[Dropped]) {
+        for d in dropped {
+            self.on_drop(&d.pkt, d.reason);
+        }
     }
 
     /// Adds `other`'s counters to these (an aggregate over queues).

@@ -255,6 +255,11 @@ mod tests {
         Packet::synthetic(id, len, 0, ClassId::ROOT)
     }
 
+    /// A regulator of `rate` and `bucket_bytes` over a FIFO of `limit` packets.
+    fn tbr(rate: Rate, bucket_bytes: u32, limit: usize) -> Tbr {
+        Tbr::new(Params { rate, bucket_bytes }, Fifo::boxed(limit))
+    }
+
     /// Keeps the regulator backlogged from `start` and serves it exactly at
     /// its wake-ups; returns (time of the last send, total bytes sent, packets).
     fn saturate(rate: Rate, start: Instant, n: u64) -> (Instant, u64, u64) {
@@ -326,11 +331,7 @@ mod tests {
 
     #[test]
     fn burst_after_idle_is_bounded_by_bucket() {
-        let params = Params {
-            rate: Rate::mbps(10),
-            bucket_bytes: 6000,
-        };
-        let mut t = Tbr::new(params, Fifo::boxed(1000));
+        let mut t = tbr(Rate::mbps(10), 6000, 1000);
         let mut drops = Vec::new();
         let now = Instant(5_000_000_000);
         for i in 0..100 {
@@ -356,11 +357,7 @@ mod tests {
     fn next_wakeup_is_exact_to_the_nanosecond() {
         // 1 Mbit/s: 1 byte = 8 us. Bucket 100 B, packet 300 B > bucket: it
         // needs a full bucket and leaves a 200 B debt.
-        let params = Params {
-            rate: Rate::mbps(1),
-            bucket_bytes: 100,
-        };
-        let mut t = Tbr::new(params, Fifo::boxed(10));
+        let mut t = tbr(Rate::mbps(1), 100, 10);
         let mut drops = Vec::new();
         let t0 = Instant(1_000);
         t.enqueue(pkt(1, 300), t0, &mut drops);
@@ -429,7 +426,7 @@ mod tests {
             lens in proptest::collection::vec(40u32..1500, 150),
         ) {
             let rate = Rate::kbps(rate_kbps);
-            let mut t = Tbr::new(Params { rate, bucket_bytes }, Fifo::boxed(1_000));
+            let mut t = tbr(rate, bucket_bytes, 1_000);
             let mut drops = Vec::new();
             let mut now = Instant(1_000_000_000);
             let mut sends: Vec<(Instant, u64)> = Vec::new();
@@ -472,10 +469,7 @@ mod tests {
 
     #[test]
     fn model_checker_tbr_over_fifo() {
-        let space = OpSpace {
-            max_advance: Duration::from_millis(5),
-            ..OpSpace::default()
-        };
+        let space = OpSpace::default().with_max_advance(Duration::from_millis(5));
         let r = check_random(
             || {
                 Box::new(Tbr::new(

@@ -5,14 +5,17 @@
 //! the set of resident packets. After every step the contract of [`Qdisc`] is
 //! asserted. Runs as a unit/property test (seeded, deterministic) and can be
 //! driven from a fuzz target with raw bytes via [`check_bytes`].
+//!
+//! Also home of [`DropTail`], the bare leaf that tests and benches put under
+//! classful disciplines.
 
 // The model checks `len()` itself: `is_empty()` is derived from it and may be
 // overridden, so comparing `len()` with zero is the point here.
 #![allow(clippy::len_zero)]
 
-use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc};
+use crate::{ClassId, DropReason, Dropped, Drops, Ecn, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// What the generator may produce; tune per discipline.
 #[derive(Clone, Debug)]
@@ -34,6 +37,25 @@ impl Default for OpSpace {
             min_len: 40,
             max_len: 1514,
             max_advance: Duration::from_millis(50),
+        }
+    }
+}
+
+impl OpSpace {
+    /// Packets go to these classes (by id).
+    pub fn with_classes(self, ids: impl IntoIterator<Item = u32>) -> OpSpace {
+        OpSpace {
+            classes: ids.into_iter().map(ClassId).collect(),
+            ..self
+        }
+    }
+    pub fn with_flows(self, flows: u64) -> OpSpace {
+        OpSpace { flows, ..self }
+    }
+    pub fn with_max_advance(self, max_advance: Duration) -> OpSpace {
+        OpSpace {
+            max_advance,
+            ..self
         }
     }
 }
@@ -346,8 +368,124 @@ pub fn check_random(
     total
 }
 
+/// The model check of an AQM: `make(ecn)` with ECN off, then on, through
+/// 300 seeded sequences of 300 ops over `flows` flows. Each run must both
+/// forward and drop; with ECN on and `marks`, it must also mark.
+pub fn check_aqm(flows: u64, marks: bool, mut make: impl FnMut(bool) -> Box<dyn Qdisc>) {
+    let space = OpSpace::default().with_flows(flows);
+    for ecn in [false, true] {
+        let r = check_random(|| make(ecn), &space, 300, 300);
+        assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
+        if ecn && marks {
+            assert!(r.marks > 0, "{r:?}");
+        }
+    }
+}
+
 /// Entry point for fuzz targets: raw bytes to ops, then [`check_ops`].
 pub fn check_bytes(q: &mut dyn Qdisc, space: &OpSpace, bytes: &[u8]) -> Report {
     let ops = ops_from_bytes(bytes, space);
     check_ops(q, space, &ops)
+}
+
+/// A bare drop-tail leaf for tests and benches of the classful disciplines.
+///
+/// Unlike [`crate::fifo::Fifo`], a parent cannot store it inline, so a bench
+/// built on it measures the boxed-leaf path, and its behaviour is all here:
+/// no byte limit, no statistics of its own beyond ECN marks.
+pub struct DropTail {
+    q: VecDeque<Packet>,
+    limit: usize,
+    bytes: u64,
+    mark_ect: bool,
+    marks: u64,
+}
+
+impl DropTail {
+    /// Holds at most `limit` packets; refuses the newcomer beyond.
+    pub fn new(limit: usize) -> DropTail {
+        DropTail {
+            q: VecDeque::new(),
+            limit,
+            bytes: 0,
+            mark_ect: false,
+            marks: 0,
+        }
+    }
+
+    /// Also marks every ECT(0) packet it accepts (a stand-in for an AQM), so
+    /// tests can see marks surface in the parent's statistics.
+    pub fn marking(limit: usize) -> DropTail {
+        DropTail {
+            mark_ect: true,
+            ..DropTail::new(limit)
+        }
+    }
+
+    pub fn boxed(limit: usize) -> Box<dyn Qdisc> {
+        Box::new(DropTail::new(limit))
+    }
+
+    /// Drops the heads `doomed` picks (as an AQM would, with reason `Aqm`);
+    /// bounded by the queue length.
+    pub fn drop_heads(&mut self, doomed: impl Fn(&Packet) -> bool, drops: &mut Drops) {
+        while self.q.front().is_some_and(&doomed) {
+            if let Some(pkt) = self.q.pop_front() {
+                self.bytes -= pkt.len as u64;
+                drops.push(Dropped {
+                    pkt,
+                    reason: DropReason::Aqm,
+                });
+            }
+        }
+    }
+}
+
+impl Qdisc for DropTail {
+    fn enqueue(&mut self, mut pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
+        if self.q.len() >= self.limit {
+            drops.push(Dropped {
+                pkt,
+                reason: DropReason::QueueFull,
+            });
+            return Enqueue::Rejected;
+        }
+        self.bytes += pkt.len as u64;
+        if self.mark_ect && pkt.ecn == Ecn::Ect0 && pkt.mark_ce() {
+            self.marks += 1;
+        }
+        self.q.push_back(pkt);
+        Enqueue::Queued
+    }
+    fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.len as u64;
+        Some(p)
+    }
+    fn peek_len(&mut self, _now: Instant, _drops: &mut Drops) -> Option<u32> {
+        self.q.front().map(|p| p.cost)
+    }
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn purge(&mut self, drops: &mut Drops) {
+        self.bytes = 0;
+        drops.extend(self.q.drain(..).map(|pkt| Dropped {
+            pkt,
+            reason: DropReason::Purge,
+        }));
+    }
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        let s = QueueStats {
+            ecn_marks: self.marks,
+            ..Default::default()
+        };
+        f(ClassId::ROOT, &s);
+    }
 }

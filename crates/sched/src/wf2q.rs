@@ -29,12 +29,13 @@
 //! Leaves are expected to be work-conserving (FIFO, RED, CoDel): a leaf that
 //! holds a packet back stalls its class until the leaf's own wake-up.
 
-use crate::drr::leaf::{Leaf, Totals};
-use crate::drr::{reject_no_class, route, MAX_WEIGHT};
+use crate::drr::leaf::{resident_from_totals, Leaf, Totals};
+use crate::drr::{check_weight, reject_no_class, ClassIndex};
+use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 pub use crate::drr::ClassError;
 
@@ -69,8 +70,7 @@ type Heap = BinaryHeap<Reverse<(u128, usize, u64)>>;
 /// Worst-case fair weighted fair queueing over weighted classes.
 pub struct Wf2q {
     flows: Vec<Flow>,
-    index: HashMap<ClassId, usize>,
-    default: Option<usize>,
+    index: ClassIndex,
     eligible: Heap,
     waiting: Heap,
     lingering: Heap,
@@ -96,8 +96,7 @@ impl Wf2q {
     pub fn new() -> Wf2q {
         Wf2q {
             flows: Vec::new(),
-            index: HashMap::new(),
-            default: None,
+            index: ClassIndex::default(),
             eligible: BinaryHeap::new(),
             waiting: BinaryHeap::new(),
             lingering: BinaryHeap::new(),
@@ -118,13 +117,7 @@ impl Wf2q {
         weight: u32,
         leaf: Box<dyn Qdisc>,
     ) -> Result<(), ClassError> {
-        if !(1..=MAX_WEIGHT).contains(&weight) {
-            return Err(ClassError::Weight(weight));
-        }
-        if self.index.contains_key(&id) {
-            return Err(ClassError::Duplicate(id));
-        }
-        self.index.insert(id, self.flows.len());
+        self.index.admit(id, weight, self.flows.len())?;
         self.flows.push(Flow {
             id,
             weight,
@@ -139,18 +132,14 @@ impl Wf2q {
 
     /// Packets whose class is unknown go to `id`.
     pub fn set_default(&mut self, id: ClassId) -> Result<(), ClassError> {
-        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
-        self.default = Some(i);
-        Ok(())
+        self.index.set_default(id)
     }
 
     /// Changes a class's weight; tags already computed keep the old one, the
     /// next packet's tags use the new one.
     pub fn set_weight(&mut self, id: ClassId, weight: u32) -> Result<(), ClassError> {
-        if !(1..=MAX_WEIGHT).contains(&weight) {
-            return Err(ClassError::Weight(weight));
-        }
-        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
+        check_weight(weight)?;
+        let i = self.index.slot(id)?;
         let f = &mut self.flows[i];
         if f.state != State::Idle {
             self.weight_sum = self.weight_sum - f.weight as u64 + weight as u64;
@@ -160,23 +149,19 @@ impl Wf2q {
     }
 
     pub fn weight(&self, id: ClassId) -> Option<u32> {
-        self.index.get(&id).map(|&i| self.flows[i].weight)
+        self.index.slot(id).ok().map(|i| self.flows[i].weight)
     }
 
     pub fn leaf(&self, id: ClassId) -> Option<&dyn Qdisc> {
-        self.index.get(&id).map(|&i| self.flows[i].leaf.q.as_ref())
+        self.index
+            .slot(id)
+            .ok()
+            .map(|i| self.flows[i].leaf.q.as_ref())
     }
 
     /// Packets refused for want of a class (no default set).
     pub fn unclassified(&self) -> &QueueStats {
         &self.no_class
-    }
-
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.last {
-            self.last = now;
-        }
-        self.last
     }
 
     fn tag_len(cost: u32, weight: u64) -> u128 {
@@ -297,8 +282,8 @@ impl Wf2q {
 
 impl Qdisc for Wf2q {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        let now = self.clamp(now);
-        let Some(i) = route(&self.index, self.default, pkt.class) else {
+        let now = clamp(&mut self.last, now);
+        let Some(i) = self.index.route(pkt.class) else {
             self.no_class.on_drop(&pkt, DropReason::NoClass);
             return reject_no_class(pkt, drops);
         };
@@ -316,7 +301,7 @@ impl Qdisc for Wf2q {
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         self.stalled = None;
         // Bound: each iteration either returns or retires one flow that the
         // leaf reports empty (AQM dropped its last packets), so at most
@@ -360,7 +345,7 @@ impl Qdisc for Wf2q {
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        let now = self.clamp(now);
+        let now = clamp(&mut self.last, now);
         // Bound: as in dequeue, one retirement per iteration.
         for _ in 0..=self.flows.len() {
             if self.backlogged == 0 {
@@ -380,26 +365,11 @@ impl Qdisc for Wf2q {
         None
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        if self.totals.packets == 0 {
-            None
-        } else {
-            self.stalled
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.totals.packets as usize
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.totals.bytes
-    }
+    resident_from_totals!(stalled);
 
     fn purge(&mut self, drops: &mut Drops) {
         for f in &mut self.flows {
-            let d = f.leaf.purge(drops);
-            self.totals.apply(d);
+            self.totals.apply(f.leaf.purge(drops));
             // The fluid system would have finished them all.
             self.vtime = self.vtime.max(f.finish);
             f.state = State::Idle;

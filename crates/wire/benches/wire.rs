@@ -10,14 +10,7 @@ fn bench_parse(c: &mut Criterion) {
         0x10,
         1400,
     );
-    let tcp6 = build::tcp_v6(
-        "2001:db8::1".parse().unwrap(),
-        "2001:db8::2".parse().unwrap(),
-        40000,
-        443,
-        0x10,
-        1400,
-    );
+    let tcp6 = build::tcp_v6(build::V6_SRC, build::V6_DST, 40000, 443, 0x10, 1400);
     let qinq = build::vlan_wrap(&build::vlan_wrap(&tcp4, 0x8100, 10), 0x88a8, 20);
     c.bench_function("parse/tcp_v4", |b| b.iter(|| parse(black_box(&tcp4))));
     c.bench_function("parse/tcp_v6", |b| b.iter(|| parse(black_box(&tcp6))));

@@ -13,6 +13,15 @@ use crate::checksum::{finish, sum_words};
 use crate::{parse, proto, Af, WireError, ETHERTYPE_PPPOE_SESS, PPP_IPV4, PPP_IPV6};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// The hosts the frames of tests and benches go between, when the addresses
+/// themselves do not matter: `10.0.0.1` → `10.0.0.2`.
+pub const V4_SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+pub const V4_DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// Likewise over IPv6 (RFC 3849 documentation prefix): `2001:db8::1` →
+/// `2001:db8::2`.
+pub const V6_SRC: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+pub const V6_DST: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+
 const SRC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const DST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 /// Largest L4 segment that fits in an IPv4 datagram with a 20-byte header.
@@ -142,12 +151,7 @@ pub fn tcp_v4(
     flags: u8,
     payload_len: usize,
 ) -> Vec<u8> {
-    ipv4(
-        src,
-        dst,
-        proto::TCP,
-        tcp_segment(sport, dport, flags, payload_len),
-    )
+    tcp(src.into(), dst.into(), sport, dport, flags, payload_len)
 }
 
 /// TCP over IPv6.
@@ -159,12 +163,7 @@ pub fn tcp_v6(
     flags: u8,
     payload_len: usize,
 ) -> Vec<u8> {
-    ipv6(
-        src,
-        dst,
-        proto::TCP,
-        tcp_segment(sport, dport, flags, payload_len),
-    )
+    tcp(src.into(), dst.into(), sport, dport, flags, payload_len)
 }
 
 /// UDP over IPv4.
@@ -214,19 +213,23 @@ pub fn tcp(
     flags: u8,
     payload_len: usize,
 ) -> Vec<u8> {
-    match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => tcp_v4(s, d, sport, dport, flags, payload_len),
-        (IpAddr::V6(s), IpAddr::V6(d)) => tcp_v6(s, d, sport, dport, flags, payload_len),
-        _ => panic!("build::tcp: mixed address families"),
-    }
+    let seg = tcp_segment(sport, dport, flags, payload_len);
+    ip(src, dst, proto::TCP, seg, "tcp")
 }
 
 /// UDP for either family. Panics on mixed families.
 pub fn udp(src: IpAddr, dst: IpAddr, sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
+    let seg = udp_segment(sport, dport, payload_len);
+    ip(src, dst, proto::UDP, seg, "udp")
+}
+
+/// The IP packet of either family around `seg`; `what` names the caller in
+/// the panic on mixed families.
+fn ip(src: IpAddr, dst: IpAddr, p: u8, seg: Vec<u8>, what: &str) -> Vec<u8> {
     match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => udp_v4(s, d, sport, dport, payload_len),
-        (IpAddr::V6(s), IpAddr::V6(d)) => udp_v6(s, d, sport, dport, payload_len),
-        _ => panic!("build::udp: mixed address families"),
+        (IpAddr::V4(s), IpAddr::V4(d)) => ipv4(s, d, p, seg),
+        (IpAddr::V6(s), IpAddr::V6(d)) => ipv6(s, d, p, seg),
+        _ => panic!("build::{what}: mixed address families"),
     }
 }
 
@@ -343,38 +346,19 @@ mod tests {
 
     #[test]
     fn built_frames_have_valid_checksums() {
-        let f = tcp_v4(
-            "10.0.0.1".parse().unwrap(),
-            "10.0.0.2".parse().unwrap(),
-            1,
-            2,
-            0x12,
-            33,
-        );
+        let f = tcp_v4(V4_SRC, V4_DST, 1, 2, 0x12, 33);
         assert_eq!(internet_checksum(&f[14..34]), 0);
         // TCP checksum verifies with the pseudo-header.
         let mut ph = vec![10, 0, 0, 1, 10, 0, 0, 2, 0, 6];
         ph.extend_from_slice(&((f.len() - 34) as u16).to_be_bytes());
         assert_eq!(finish(sum_words(sum_words(0, &ph), &f[34..])), 0);
-        let g = icmp_v4_echo(
-            "10.0.0.1".parse().unwrap(),
-            "10.0.0.2".parse().unwrap(),
-            9,
-            1,
-            56,
-        );
+        let g = icmp_v4_echo(V4_SRC, V4_DST, 9, 1, 56);
         assert_eq!(internet_checksum(&g[34..]), 0);
     }
 
     #[test]
     fn set_tos_and_frag_keep_checksum() {
-        let mut f = udp_v4(
-            "10.0.0.1".parse().unwrap(),
-            "10.0.0.2".parse().unwrap(),
-            1,
-            2,
-            5,
-        );
+        let mut f = udp_v4(V4_SRC, V4_DST, 1, 2, 5);
         set_tos(&mut f, 0xb8).unwrap();
         assert_eq!(internet_checksum(&f[14..34]), 0);
         assert_eq!(parse(&f).unwrap().ip.unwrap().tos, 0xb8);
@@ -388,7 +372,7 @@ mod tests {
 
     #[test]
     fn arp_and_wraps() {
-        let a = arp("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let a = arp(V4_SRC, V4_DST);
         assert_eq!(a.len(), 60);
         assert!(parse(&a).unwrap().ip.is_none());
         let v = vlan_wrap(&a, crate::ETHERTYPE_VLAN, 7);
@@ -397,14 +381,7 @@ mod tests {
             (info.ethertype, info.encap_bytes, info.l3_offset),
             (0x0806, 4, 18)
         );
-        let t = tcp_v4(
-            "10.0.0.1".parse().unwrap(),
-            "10.0.0.2".parse().unwrap(),
-            1,
-            2,
-            0x10,
-            0,
-        );
+        let t = tcp_v4(V4_SRC, V4_DST, 1, 2, 0x10, 0);
         let p = pppoe_wrap(&t, 1);
         let info = parse(&p).unwrap();
         assert_eq!(

@@ -104,6 +104,7 @@ pub(crate) fn parse_link(frame: &[u8]) -> Result<Link, WireError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::{V6_DST, V6_SRC};
     use crate::{parse, Af};
 
     /// ARP request who-has 192.168.1.1 tell 192.168.1.10, as captured (padded to 60).
@@ -192,13 +193,7 @@ mod tests {
     /// QinQ + PPPoE + IPv6: all encapsulations stacked.
     #[test]
     fn qinq_pppoe_ipv6() {
-        let inner = crate::build::udp_v6(
-            "2001:db8::1".parse().unwrap(),
-            "2001:db8::2".parse().unwrap(),
-            5000,
-            53,
-            10,
-        );
+        let inner = crate::build::udp_v6(V6_SRC, V6_DST, 5000, 53, 10);
         let f = crate::build::pppoe_wrap(&inner, 0x1234);
         let f = crate::build::vlan_wrap(&f, ETHERTYPE_VLAN, 20);
         let f = crate::build::vlan_wrap(&f, ETHERTYPE_QINQ, 300);

@@ -32,17 +32,28 @@ const NH_AH: u8 = 51;
 const NH_NONE: u8 = 59;
 const NH_DEST_OPTS: u8 = 60;
 
-pub(crate) fn parse_ipv4(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, WireError> {
-    let avail = frame
-        .get(at..end)
-        .ok_or(WireError::Truncated(Layer::Ipv4))?;
-    let h = avail
-        .get(..IPV4_MIN_HDR)
-        .ok_or(WireError::Truncated(Layer::Ipv4))?;
-    let version = h[0] >> 4;
-    if version != 4 {
-        return Err(WireError::BadIpVersion(version));
+/// The bytes from `range` of `frame` on (`avail`) and the fixed header at
+/// their start (`min_len` bytes), once both are there and the header's
+/// version is `version`.
+#[inline]
+fn ip_header(
+    frame: &[u8],
+    range: std::ops::Range<usize>,
+    min_len: usize,
+    layer: Layer,
+    version: u8,
+) -> Result<(&[u8], &[u8]), WireError> {
+    let avail = frame.get(range).ok_or(WireError::Truncated(layer))?;
+    let h = avail.get(..min_len).ok_or(WireError::Truncated(layer))?;
+    let v = h[0] >> 4;
+    if v != version {
+        return Err(WireError::BadIpVersion(v));
     }
+    Ok((avail, h))
+}
+
+pub(crate) fn parse_ipv4(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, WireError> {
+    let (avail, h) = ip_header(frame, at..end, IPV4_MIN_HDR, Layer::Ipv4, 4)?;
     let ihl = h[0] & 0x0f;
     if ihl < 5 {
         return Err(WireError::BadIhl(ihl));
@@ -86,16 +97,7 @@ pub(crate) fn parse_ipv4(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, 
 }
 
 pub(crate) fn parse_ipv6(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, WireError> {
-    let avail = frame
-        .get(at..end)
-        .ok_or(WireError::Truncated(Layer::Ipv6))?;
-    let h = avail
-        .get(..IPV6_HDR)
-        .ok_or(WireError::Truncated(Layer::Ipv6))?;
-    let version = h[0] >> 4;
-    if version != 6 {
-        return Err(WireError::BadIpVersion(version));
-    }
+    let (avail, h) = ip_header(frame, at..end, IPV6_HDR, Layer::Ipv6, 6)?;
     let tos = (h[0] << 4) | (h[1] >> 4);
     let payload_len = u16::from_be_bytes([h[4], h[5]]);
     let datagram_len = IPV6_HDR + usize::from(payload_len);
@@ -174,6 +176,7 @@ pub(crate) fn parse_ipv6(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, 
 
 #[cfg(test)]
 mod tests {
+    use crate::build::{V6_DST, V6_SRC};
     use crate::{parse, tcp_flags, Af, Frag, Layer, WireError, L4};
     use std::net::IpAddr;
 
@@ -306,13 +309,7 @@ mod tests {
 
     #[test]
     fn v6_fragment_and_chain_cap() {
-        let base = crate::build::udp_v6(
-            "2001:db8::1".parse().unwrap(),
-            "2001:db8::2".parse().unwrap(),
-            1000,
-            2000,
-            0,
-        );
+        let base = crate::build::udp_v6(V6_SRC, V6_DST, 1000, 2000, 0);
         // Insert a fragment header with offset 0, M=1 → First with ports.
         let with_frag = |offset_words: u16, more: bool| {
             let mut f = base[..54].to_vec();
@@ -357,14 +354,7 @@ mod tests {
 
     #[test]
     fn v6_truncated_and_esp() {
-        let f = crate::build::tcp_v6(
-            "2001:db8::1".parse().unwrap(),
-            "2001:db8::2".parse().unwrap(),
-            1,
-            2,
-            tcp_flags::ACK,
-            100,
-        );
+        let f = crate::build::tcp_v6(V6_SRC, V6_DST, 1, 2, tcp_flags::ACK, 100);
         assert_eq!(
             parse(&f[..f.len() - 1]),
             Err(WireError::Truncated(Layer::Ipv6))

@@ -83,6 +83,7 @@ pub(crate) fn parse_l4(af: Af, p: u8, seg: &[u8], frag: Frag) -> Result<L4, Wire
 
 #[cfg(test)]
 mod tests {
+    use crate::build::{V4_DST, V4_SRC};
     use crate::{parse, Layer, WireError, L4};
 
     /// DNS query 10.0.0.2:40000 → 1.1.1.1:53, 29-byte payload, as captured.
@@ -96,17 +97,17 @@ mod tests {
         0x00, 0x01, 0x00, 0x01,
     ];
 
+    /// What `DNS_V4` parses to at layer 4.
+    const DNS_L4: L4 = L4::Udp {
+        sport: 40000,
+        dport: 53,
+        payload_len: 29,
+    };
+
     #[test]
     fn udp_dns() {
         let ip = parse(&DNS_V4).unwrap().ip.unwrap();
-        assert_eq!(
-            ip.l4,
-            L4::Udp {
-                sport: 40000,
-                dport: 53,
-                payload_len: 29
-            }
-        );
+        assert_eq!(ip.l4, DNS_L4);
     }
 
     #[test]
@@ -124,25 +125,12 @@ mod tests {
         f[20] = 0x20; // MF
         f[38] = 0x05; // UDP length covers the whole (reassembled) datagram
         let ip = parse(&f).unwrap().ip.unwrap();
-        assert_eq!(
-            ip.l4,
-            L4::Udp {
-                sport: 40000,
-                dport: 53,
-                payload_len: 29
-            }
-        );
+        assert_eq!(ip.l4, DNS_L4);
     }
 
     #[test]
     fn icmp_echo_and_unreachable() {
-        let f = crate::build::icmp_v4_echo(
-            "10.0.0.1".parse().unwrap(),
-            "10.0.0.2".parse().unwrap(),
-            0x4242,
-            7,
-            56,
-        );
+        let f = crate::build::icmp_v4_echo(V4_SRC, V4_DST, 0x4242, 7, 56);
         assert_eq!(
             parse(&f).unwrap().ip.unwrap().l4,
             L4::Icmp {

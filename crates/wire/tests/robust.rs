@@ -59,13 +59,7 @@ fn set_ecn_v4_keeps_checksum_and_v6_keeps_dscp() {
     assert_eq!(ip.tos, 0xbb);
     assert_eq!(internet_checksum(&f[14..34]), 0);
 
-    let mut g = build::udp(
-        "2001:db8::1".parse().unwrap(),
-        "2001:db8::2".parse().unwrap(),
-        1,
-        2,
-        3,
-    );
+    let mut g = build::udp(build::V6_SRC.into(), build::V6_DST.into(), 1, 2, 3);
     build::set_tos(&mut g, 0x28 | 0b01).unwrap(); // AF11 + ECT(1)
     let info = parse(&g).unwrap();
     set_ecn(&mut g, &info, 0b11).unwrap();

@@ -51,6 +51,14 @@ pub fn rule(action: Action) -> Rule {
 pub fn pass() -> Rule {
     rule(Action::Pass)
 }
+/// `pass <dir> on <iface> keep state`, assigning `queue` when given.
+pub fn pass_on(dir: Direction, iface: &str, queue: Option<&str>) -> Rule {
+    let mut r = pass();
+    r.direction = Some(dir);
+    r.iface = Some((iface.into(), false));
+    r.queue = queue.and_then(|q| queue_pair(q, None));
+    r
+}
 pub fn block() -> Rule {
     rule(Action::Block)
 }
@@ -71,27 +79,7 @@ pub fn queue_pair(q: &str, p: Option<&str>) -> Option<(String, Option<String>)> 
 }
 
 pub fn queue(name: &str) -> Queue {
-    Queue {
-        name: name.to_string(),
-        parent: None,
-        bandwidth: None,
-        priority: 1,
-        qlimit: 50,
-        qlimit_bytes: None,
-        default: false,
-        red: false,
-        rio: false,
-        ecn: false,
-        borrow: false,
-        realtime: None,
-        linkshare: None,
-        upperlimit: None,
-        flows: None,
-        quantum: None,
-        weight: None,
-        children: Vec::new(),
-        line: 0,
-    }
+    Queue::new(name, 0)
 }
 
 pub fn iface_queueing(ifname: &str, sched: SchedKind, queues: Vec<Queue>) -> IfaceQueueing {
@@ -120,6 +108,14 @@ pub fn config(rules: Vec<Rule>) -> Config {
         rules,
         ..Config::default()
     }
+}
+
+/// `rules` with interface `ext` running `sched` over `queues` (in order).
+pub fn config_on_ext(rules: Vec<Rule>, sched: SchedKind, queues: &[&str]) -> Config {
+    let mut cfg = config(rules);
+    let queues = queues.iter().map(|q| queue(q)).collect();
+    cfg.interfaces.push(iface_queueing("ext", sched, queues));
+    cfg
 }
 
 pub fn classifier(cfg: &Config) -> Classifier {

@@ -71,20 +71,17 @@ impl<'a> P<'a> {
         }
     }
     pub fn eat(&mut self, t: &Tok) -> bool {
-        if self.peek() == Some(t) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
+        let hit = self.peek() == Some(t);
+        self.step_if(hit)
     }
     pub fn eat_word(&mut self, w: &str) -> bool {
-        if self.peek_word() == Some(w) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
+        let hit = self.peek_word() == Some(w);
+        self.step_if(hit)
+    }
+    /// Moves past the current token if `hit`; returns `hit`.
+    fn step_if(&mut self, hit: bool) -> bool {
+        self.pos += usize::from(hit);
+        hit
     }
     /// A word or quoted string.
     pub fn word(&mut self, what: &str) -> PResult<Sp<String>> {

@@ -222,20 +222,7 @@ fn skip_pool_opts(p: &mut P) -> PResult<()> {
             Some("port") => {
                 p.next();
                 // Translation ports are not acted on: accept any spelling.
-                let mut item = |p: &mut P| -> PResult<()> {
-                    if matches!(
-                        p.peek(),
-                        Some(Tok::Eq | Tok::Ne | Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge)
-                    ) {
-                        p.next();
-                    }
-                    p.word("a port")?;
-                    if p.eat(&Tok::Between) || p.eat(&Tok::Outside) {
-                        p.word("a port")?;
-                    }
-                    Ok(())
-                };
-                p.list(&mut item)?;
+                p.list(&mut |p: &mut P| skip_op_item(p, "a port"))?;
             }
             Some(
                 "static-port" | "round-robin" | "random" | "bitmask" | "least-states"
@@ -258,20 +245,24 @@ fn skip_pool_opts(p: &mut P) -> PResult<()> {
 
 /// `user`/`group` values: `1000`, `= joe`, `{ a b }`, `1000 >< 2000`.
 fn skip_id(p: &mut P) -> PResult<()> {
-    let mut item = |p: &mut P| -> PResult<()> {
-        if matches!(
-            p.peek(),
-            Some(Tok::Eq | Tok::Ne | Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge)
-        ) {
-            p.next();
-        }
-        p.word("a user or group")?;
-        if p.eat(&Tok::Between) || p.eat(&Tok::Outside) {
-            p.word("a user or group")?;
-        }
-        Ok(())
-    };
-    p.list(&mut item).map(|_| ())
+    p.list(&mut |p: &mut P| skip_op_item(p, "a user or group"))
+        .map(|_| ())
+}
+
+/// One item of a list that is not acted on: `[op] word` or
+/// `word >< word` / `word <> word`, each word being `what`.
+fn skip_op_item(p: &mut P, what: &str) -> PResult<()> {
+    if matches!(
+        p.peek(),
+        Some(Tok::Eq | Tok::Ne | Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge)
+    ) {
+        p.next();
+    }
+    p.word(what)?;
+    if p.eat(&Tok::Between) || p.eat(&Tok::Outside) {
+        p.word(what)?;
+    }
+    Ok(())
 }
 
 pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {

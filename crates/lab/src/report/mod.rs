@@ -57,6 +57,28 @@ struct PlotOutcome {
     warnings: Vec<String>,
 }
 
+impl PlotOutcome {
+    /// Draws each `(stem, figure, size)` into `dir`, adding the files to
+    /// `paths`; a figure that cannot be drawn becomes a warning, not an error
+    /// (the data files are written already).
+    fn draw(
+        &mut self,
+        dir: &Path,
+        figures: &[(&'static str, &dyn plot::Figure, (u32, u32))],
+        paths: &mut Vec<PathBuf>,
+    ) {
+        for &(stem, fig, size) in figures {
+            match plot::render(dir, stem, size, fig) {
+                Ok(p) => {
+                    self.drawn.push(stem);
+                    paths.extend(p);
+                }
+                Err(e) => self.warnings.push(format!("{stem} plot not drawn: {e}")),
+            }
+        }
+    }
+}
+
 /// `write_run` with the font's availability given, so the no-font path is
 /// tested on a machine that has the font.
 fn write_run_with(
@@ -87,15 +109,7 @@ fn write_run_with(
                 ),
                 ("cdf", &plot::PhaseCdf { run }, plot::CDF_SIZE),
             ];
-            for (stem, fig, size) in figures {
-                match plot::render(dir, stem, size, fig) {
-                    Ok(p) => {
-                        outcome.drawn.push(stem);
-                        paths.extend(p);
-                    }
-                    Err(e) => outcome.warnings.push(format!("{stem} plot not drawn: {e}")),
-                }
-            }
+            outcome.draw(dir, &figures, &mut paths);
         }
         Err(e) => outcome.warnings.push(e),
     }
@@ -127,15 +141,7 @@ fn write_compare_with(
                 ("compare_timeline", &plot::Timeline { runs }, timeline_size),
                 ("compare_cdf", &plot::CompareCdf { runs }, plot::CDF_SIZE),
             ];
-            for (stem, fig, size) in figures {
-                match plot::render(dir, stem, size, fig) {
-                    Ok(p) => {
-                        outcome.drawn.push(stem);
-                        paths.extend(p);
-                    }
-                    Err(e) => outcome.warnings.push(format!("{stem} plot not drawn: {e}")),
-                }
-            }
+            outcome.draw(dir, &figures, &mut paths);
             if runs.len() > plot::MAX_COLUMNS {
                 outcome.warnings.push(format!(
                     "compare_timeline shows the first {} of {} configurations",

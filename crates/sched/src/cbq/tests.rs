@@ -358,18 +358,9 @@ fn hierarchy() -> Box<dyn Qdisc> {
 
 #[test]
 fn model_checker_hierarchy_with_borrowing() {
-    let space = OpSpace {
-        classes: vec![
-            ClassId(10),
-            ClassId(11),
-            ClassId(12),
-            ClassId(13),
-            ClassId(2),
-            ClassId(50),
-        ],
-        max_advance: Duration::from_millis(5),
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default()
+        .with_classes([10, 11, 12, 13, 2, 50])
+        .with_max_advance(Duration::from_millis(5));
     let r = check_random(hierarchy, &space, 64, 400);
     assert!(r.throttled > 0 && r.dropped > 0 && r.dequeued > 1000);
 }
@@ -378,11 +369,9 @@ fn model_checker_hierarchy_with_borrowing() {
 fn model_checker_token_bucket_over_cbq() {
     // The usual interface root: a regulator at the link rate over CBQ.
     use crate::tbr::{Params, Tbr};
-    let space = OpSpace {
-        classes: vec![ClassId(10), ClassId(11), ClassId(12), ClassId(13)],
-        max_advance: Duration::from_millis(5),
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default()
+        .with_classes([10, 11, 12, 13])
+        .with_max_advance(Duration::from_millis(5));
     let r = check_random(
         || Box::new(Tbr::new(Params::for_rate(Rate::mbps(4)), hierarchy())),
         &space,

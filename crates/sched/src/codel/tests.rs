@@ -1,7 +1,7 @@
 //! CoDel's guarantees, proven in virtual time.
 
 use super::*;
-use crate::testing::{check_random, OpSpace};
+use crate::testing::check_aqm;
 use crate::Ecn;
 
 const MS: u64 = 1_000_000;
@@ -313,35 +313,20 @@ fn limit_refuses_newcomer_and_peek_holds() {
 
 #[test]
 fn model_check() {
-    for ecn in [false, true] {
-        let space = OpSpace {
-            flows: 8,
-            ..OpSpace::default()
-        };
-        let r = check_random(
-            || {
-                Box::new(Codel::new(
-                    Params {
-                        ecn,
-                        target: Duration::from_millis(5),
-                        interval: Duration::from_millis(30),
-                        ce_threshold: if ecn {
-                            Some(Duration::from_millis(20))
-                        } else {
-                            None
-                        },
-                        mtu_bytes: 1514,
-                    },
-                    30,
-                ))
+    check_aqm(8, true, |ecn| {
+        Box::new(Codel::new(
+            Params {
+                ecn,
+                target: Duration::from_millis(5),
+                interval: Duration::from_millis(30),
+                ce_threshold: if ecn {
+                    Some(Duration::from_millis(20))
+                } else {
+                    None
+                },
+                mtu_bytes: 1514,
             },
-            &space,
-            300,
-            300,
-        );
-        assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
-        if ecn {
-            assert!(r.marks > 0, "{r:?}");
-        }
-    }
+            30,
+        ))
+    });
 }

@@ -131,3 +131,28 @@ impl Totals {
         self.bytes = self.bytes.saturating_add_signed(d.bytes);
     }
 }
+
+/// `next_wakeup`, `len` and `backlog_bytes` of a classful parent that keeps
+/// `totals: Totals` from its leaves' deltas (DRR, WF2Q+, CBQ), written once.
+/// `$wakeup` names the parent's `Option<Instant>` field of its pending
+/// wake-up, which only counts while something is resident.
+macro_rules! resident_from_totals {
+    ($wakeup:ident) => {
+        fn next_wakeup(&self) -> Option<Instant> {
+            if self.totals.packets == 0 {
+                None
+            } else {
+                self.$wakeup
+            }
+        }
+
+        fn len(&self) -> usize {
+            self.totals.packets as usize
+        }
+
+        fn backlog_bytes(&self) -> u64 {
+            self.totals.bytes
+        }
+    };
+}
+pub(crate) use resident_from_totals;

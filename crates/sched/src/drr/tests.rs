@@ -179,10 +179,7 @@ fn leaf_refusals_are_counted_against_the_class() {
 
 #[test]
 fn model_checker_three_classes() {
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_classes([1, 2, 3]);
     let r = check_random(
         || {
             let mut d = drr(300, &[1, 4, 100]);
@@ -201,10 +198,7 @@ fn model_checker_three_classes() {
 fn model_checker_with_unknown_classes_and_tiny_quantum() {
     // Class 7 does not exist (no default): refused. A 1-byte quantum makes
     // dequeue hit its visit guard and return "call again now".
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(7)],
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_classes([1, 2, 7]);
     let r = check_random(|| Box::new(drr(1, &[1, 3])), &space, 16, 300);
     assert!(r.dropped > 0 && r.dequeued > 0);
 }

@@ -1,7 +1,7 @@
 //! FQ-CoDel's guarantees, proven in virtual time.
 
 use super::*;
-use crate::testing::{check_random, OpSpace};
+use crate::testing::check_aqm;
 use crate::Ecn;
 use sluice_time::Rate;
 
@@ -295,33 +295,18 @@ fn bucket_reduction_is_uniform() {
 
 #[test]
 fn model_check() {
-    for ecn in [false, true] {
-        let space = OpSpace {
-            flows: 12,
-            ..OpSpace::default()
-        };
-        let r = check_random(
-            || {
-                Box::new(FqCodel::new(Params {
-                    flows: 4,
-                    quantum_bytes: 300,
-                    limit_packets: 25,
-                    memory_limit_bytes: 20_000,
-                    target: Duration::from_millis(5),
-                    interval: Duration::from_millis(30),
-                    ecn,
-                    drop_batch: 4,
-                }))
-            },
-            &space,
-            300,
-            300,
-        );
-        assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
-        if ecn {
-            assert!(r.marks > 0);
-        }
-    }
+    check_aqm(12, true, |ecn| {
+        Box::new(FqCodel::new(Params {
+            flows: 4,
+            quantum_bytes: 300,
+            limit_packets: 25,
+            memory_limit_bytes: 20_000,
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(30),
+            ecn,
+            drop_batch: 4,
+        }))
+    });
 }
 
 #[test]

@@ -101,6 +101,13 @@ impl Heap {
         self.items.clear();
     }
 
+    /// Puts `item` at `i` and records where it is.
+    #[inline(always)]
+    fn place(&mut self, i: usize, item: u128, pos: &mut [u32]) {
+        self.items[i] = item;
+        pos[slot_of(item) as usize] = i as u32;
+    }
+
     /// Moves the item at `i` up to its place (a hole walks up; the item is
     /// written once at the end).
     fn sift_up(&mut self, mut i: usize, pos: &mut [u32]) {
@@ -114,12 +121,10 @@ impl Heap {
             if pe <= item {
                 break;
             }
-            self.items[i] = pe;
-            pos[slot_of(pe) as usize] = i as u32;
+            self.place(i, pe, pos);
             i = parent;
         }
-        self.items[i] = item;
-        pos[slot_of(item) as usize] = i as u32;
+        self.place(i, item, pos);
     }
 
     /// Moves the item at `i` down to its place.
@@ -162,12 +167,10 @@ impl Heap {
             if item <= me {
                 break;
             }
-            self.items[i] = me;
-            pos[slot_of(me) as usize] = i as u32;
+            self.place(i, me, pos);
             i = m;
         }
-        self.items[i] = item;
-        pos[slot_of(item) as usize] = i as u32;
+        self.place(i, item, pos);
     }
 }
 

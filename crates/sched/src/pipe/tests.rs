@@ -150,8 +150,8 @@ fn polling_often_sees_the_same_exit_times_as_waking_exactly() {
 #[test]
 fn loss_rate_within_binomial_bounds_and_deterministic() {
     // 10 % of 10 000: mean 1000, sd 30; 9–11 % is ±3.3 sd.
-    let mut lost_sets = Vec::new();
-    for seed in [1u64, 2, 3, 0xdead_beef] {
+    // A 10 % loss pipe of `seed` offered 10 000 packets, and what it dropped.
+    let offer = |seed| {
         let mut p = Pipe::new(
             Params {
                 loss_ppm: 100_000,
@@ -165,6 +165,11 @@ fn loss_rate_within_binomial_bounds_and_deterministic() {
         for i in 0..10_000 {
             p.enqueue(pkt(i, 100), Instant(i), &mut drops);
         }
+        (p, drops)
+    };
+    let mut lost_sets = Vec::new();
+    for seed in [1u64, 2, 3, 0xdead_beef] {
+        let (p, drops) = offer(seed);
         assert!(drops.iter().all(|d| d.reason == DropReason::Loss));
         let lost: Vec<u64> = drops.iter().map(|d| d.pkt.id).collect();
         assert!(
@@ -183,19 +188,7 @@ fn loss_rate_within_binomial_bounds_and_deterministic() {
         lost_sets.push(lost);
     }
     // Same seed, same losses; another seed, other losses.
-    let mut again = Pipe::new(
-        Params {
-            loss_ppm: 100_000,
-            seed: 1,
-            queue_limit_packets: 0,
-            ..Params::default()
-        },
-        Fifo::boxed(100_000),
-    );
-    let mut drops = Vec::new();
-    for i in 0..10_000 {
-        again.enqueue(pkt(i, 100), Instant(i), &mut drops);
-    }
+    let (_, drops) = offer(1);
     let lost: Vec<u64> = drops.iter().map(|d| d.pkt.id).collect();
     assert_eq!(lost, lost_sets[0]);
     assert_ne!(lost_sets[0], lost_sets[1]);
@@ -300,10 +293,7 @@ fn pipe_over_drr_keeps_weights_at_the_pipe_rate() {
 
 #[test]
 fn model_checker_pipe_with_loss_and_delay() {
-    let space = OpSpace {
-        max_advance: Duration::from_millis(10),
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_max_advance(Duration::from_millis(10));
     let r = check_random(
         || {
             Box::new(Pipe::new(
@@ -327,10 +317,7 @@ fn model_checker_pipe_with_loss_and_delay() {
 
 #[test]
 fn model_checker_pipe_over_drr_unlimited_rate() {
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_classes([1, 2, 3]);
     let r = check_random(
         || {
             let mut drr = Drr::new(600);

@@ -1,7 +1,7 @@
 //! RED/RIO guarantees in virtual time.
 
 use super::*;
-use crate::testing::{check_random, OpSpace};
+use crate::testing::check_aqm;
 use crate::Ecn;
 
 fn pkt(id: u64) -> Packet {
@@ -197,51 +197,30 @@ fn rio_drops_high_precedence_first() {
 
 #[test]
 fn model_check_red_and_rio() {
-    let space = OpSpace {
-        flows: 9,
-        ..OpSpace::default()
-    };
-    for ecn in [false, true] {
-        let r = check_random(
-            || {
-                Box::new(Red::new(Params {
-                    limit_packets: 20,
-                    min_th: 3,
-                    max_th: 9,
-                    max_p: MAX_P_ONE / 4,
-                    weight: 1,
-                    ecn,
-                    ..Params::default()
-                }))
-            },
-            &space,
-            300,
-            300,
-        );
-        assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
-        if ecn {
-            assert!(r.marks > 0);
-        }
-        let r = check_random(
-            || {
-                let t = |min_th, max_th| Thresholds {
-                    min_th,
-                    max_th,
-                    max_p: MAX_P_ONE / 4,
-                };
-                Box::new(Rio::new(RioParams {
-                    limit_packets: 20,
-                    thresholds: [t(8, 12), t(5, 9), t(2, 6)],
-                    weight: 1,
-                    ecn,
-                    precedence: prec_by_flow,
-                    ..RioParams::default()
-                }))
-            },
-            &space,
-            300,
-            300,
-        );
-        assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
-    }
+    check_aqm(9, true, |ecn| {
+        Box::new(Red::new(Params {
+            limit_packets: 20,
+            min_th: 3,
+            max_th: 9,
+            max_p: MAX_P_ONE / 4,
+            weight: 1,
+            ecn,
+            ..Params::default()
+        }))
+    });
+    check_aqm(9, false, |ecn| {
+        let t = |min_th, max_th| Thresholds {
+            min_th,
+            max_th,
+            max_p: MAX_P_ONE / 4,
+        };
+        Box::new(Rio::new(RioParams {
+            limit_packets: 20,
+            thresholds: [t(8, 12), t(5, 9), t(2, 6)],
+            weight: 1,
+            ecn,
+            precedence: prec_by_flow,
+            ..RioParams::default()
+        }))
+    });
 }

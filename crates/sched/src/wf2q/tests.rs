@@ -26,17 +26,23 @@ fn fill_random(q: &mut Wf2q, classes: u32, n: u64, seed: u64) {
     }
 }
 
+/// Bytes of class 1 over bytes of class 2 in the next `packets` dequeued
+/// (every class stays backlogged).
+fn byte_ratio(q: &mut Wf2q, packets: u32) -> f64 {
+    let mut bytes = [0u64; 3];
+    let mut drops = Vec::new();
+    for _ in 0..packets {
+        let p = q.dequeue(Instant(0), &mut drops).unwrap();
+        bytes[p.class.0 as usize] += p.cost as u64;
+    }
+    bytes[1] as f64 / bytes[2] as f64
+}
+
 #[test]
 fn weights_10_to_1_share_bytes_10_to_1() {
     let mut q = wf2q(&[10, 1]);
     fill_random(&mut q, 2, 30_000, 7);
-    let mut bytes = [0u64; 3];
-    let mut drops = Vec::new();
-    for _ in 0..20_000 {
-        let p = q.dequeue(Instant(0), &mut drops).unwrap();
-        bytes[p.class.0 as usize] += p.cost as u64;
-    }
-    let ratio = bytes[1] as f64 / bytes[2] as f64;
+    let ratio = byte_ratio(&mut q, 20_000);
     assert!(
         (ratio - 10.0).abs() <= 0.5,
         "byte ratio {ratio:.3}, want 10 ± 5 %"
@@ -196,10 +202,7 @@ fn configuration_errors_are_reported() {
 
 #[test]
 fn model_checker_three_classes_and_default() {
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3), ClassId(42)],
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_classes([1, 2, 3, 42]);
     let r = check_random(
         || {
             let mut q = Wf2q::new();
@@ -218,10 +221,7 @@ fn model_checker_three_classes_and_default() {
 
 #[test]
 fn model_checker_without_default() {
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(9)],
-        ..OpSpace::default()
-    };
+    let space = OpSpace::default().with_classes([1, 2, 9]);
     let r = check_random(|| Box::new(wf2q(&[3, 1])), &space, 32, 400);
     assert!(r.dropped > 0 && r.dequeued > 0);
 }
@@ -232,12 +232,6 @@ fn changing_a_weight_changes_the_share() {
     fill_random(&mut q, 2, 20_000, 4);
     q.set_weight(ClassId(1), 4).unwrap();
     assert_eq!(q.set_weight(ClassId(1), 0), Err(ClassError::Weight(0)));
-    let mut bytes = [0u64; 3];
-    let mut drops = Vec::new();
-    for _ in 0..10_000 {
-        let p = q.dequeue(Instant(0), &mut drops).unwrap();
-        bytes[p.class.0 as usize] += p.cost as u64;
-    }
-    let ratio = bytes[1] as f64 / bytes[2] as f64;
+    let ratio = byte_ratio(&mut q, 10_000);
     assert!((ratio - 4.0).abs() <= 0.2, "ratio {ratio:.3}, want 4 ± 5 %");
 }

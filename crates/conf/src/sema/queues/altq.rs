@@ -1,9 +1,9 @@
 //! ALTQ trees: `altq on IF SCHED … queue { … }` and the `queue` lines it reaches.
 
-use super::{curve, new_queue, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use super::{curve, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::ast::{AltqDecl, Sp};
 use crate::diag::Diagnostic;
-use crate::ir::{IfaceQueueing, SchedKind, ServiceCurve};
+use crate::ir::{IfaceQueueing, Queue, SchedKind, ServiceCurve};
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -70,21 +70,8 @@ impl B<'_, '_, '_> {
             );
             return None;
         }
-        let altq_qlimit = match &a.qlimit {
-            Some(q) if q.v == 0 || q.v > 65_535 => {
-                self.cx.err(
-                    Diagnostic::error(format!("qlimit out of range: {}", q.v), q.span)
-                        .label("allowed 1..65535"),
-                );
-                DEFAULT_QLIMIT
-            }
-            Some(q) => q.v,
-            None => DEFAULT_QLIMIT,
-        };
-        let mut t = Tree {
-            queues: Vec::new(),
-            meta: Vec::new(),
-        };
+        let altq_qlimit = self.outer_qlimit(&a.qlimit);
+        let mut t = Tree::default();
         let mut path = Vec::new();
         for c in &a.children {
             self.altq_queue(
@@ -231,7 +218,7 @@ impl B<'_, '_, '_> {
             }
         }
         let line = self.cx.line(d.span);
-        let mut q = new_queue(&d.name.v, line);
+        let mut q = Queue::new(&d.name.v, line);
         q.parent = parent;
         let max_prio = if sched == SchedKind::Priq { 15 } else { 7 };
         if let Some(p) = &d.priority {
@@ -248,12 +235,7 @@ impl B<'_, '_, '_> {
         }
         let ql = self.qlimit(d, def_qlimit);
         q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
-        let what = if parent.is_some() {
-            "parent"
-        } else {
-            "interface"
-        };
-        q.bandwidth = self.bandwidth(d, parent_rate, what, true);
+        q.bandwidth = self.bandwidth(d, parent_rate, parent.is_some(), true);
         q.default = d.default.is_some();
         q.red = d.red;
         q.rio = d.rio;
@@ -272,14 +254,7 @@ impl B<'_, '_, '_> {
                 pq.children.push(idx);
             }
         }
-        t.queues.push(q);
-        t.meta.push(QMeta {
-            qlimit_ok: ql.is_some(),
-            name: d.name.span,
-            qlimit: d.qlimit.as_ref().map(|q| q.span),
-            default: d.default,
-            priority: d.priority.as_ref().map(|p| p.span),
-        });
+        t.push(q, QMeta::of(d, ql.is_some()));
         if sched == SchedKind::Priq {
             return;
         }

@@ -22,8 +22,7 @@ use crate::ir::{IfaceQueueing, Queue, SchedKind, ServiceCurve};
 use crate::units::Bw;
 use sluice_time::Rate;
 
-const DEFAULT_QLIMIT: u64 = 50;
-const DEFAULT_PRIORITY: u8 = 1;
+const DEFAULT_QLIMIT: u64 = Queue::DEFAULT_QLIMIT as u64;
 /// Queue trees deeper than this are a cycle or a mistake.
 const MAX_DEPTH: usize = 32;
 /// Warn when a full queue takes longer than this to drain.
@@ -56,30 +55,6 @@ fn curve(c: &CurveAst, parent: Rate) -> ServiceCurve {
     }
 }
 
-fn new_queue(name: &str, line: u32) -> Queue {
-    Queue {
-        name: name.to_string(),
-        parent: None,
-        bandwidth: None,
-        priority: DEFAULT_PRIORITY,
-        qlimit: DEFAULT_QLIMIT as u32,
-        qlimit_bytes: None,
-        default: false,
-        red: false,
-        rio: false,
-        ecn: false,
-        borrow: false,
-        realtime: None,
-        linkshare: None,
-        upperlimit: None,
-        flows: None,
-        quantum: None,
-        weight: None,
-        children: Vec::new(),
-        line,
-    }
-}
-
 /// Per built queue: where to point warnings and default-queue errors.
 struct QMeta {
     /// False when the qlimit was out of range (already an error: no warning on top).
@@ -90,9 +65,53 @@ struct QMeta {
     priority: Option<Span>,
 }
 
+impl QMeta {
+    /// Where `d`'s options stand; `qlimit_ok` as for the field.
+    fn of(d: &QueueDecl, qlimit_ok: bool) -> QMeta {
+        QMeta {
+            qlimit_ok,
+            name: d.name.span,
+            qlimit: d.qlimit.as_ref().map(|q| q.span),
+            default: d.default,
+            priority: d.priority.as_ref().map(|p| p.span),
+        }
+    }
+}
+
+#[derive(Default)]
 struct Tree {
     queues: Vec<Queue>,
     meta: Vec<QMeta>,
+}
+
+impl Tree {
+    /// Adds `q` as the next queue, with where its options stand.
+    fn push(&mut self, q: Queue, meta: QMeta) {
+        self.queues.push(q);
+        self.meta.push(meta);
+    }
+}
+
+/// The items of `items` whose name no earlier item has; each repeat is
+/// reported there as "`message` name`" with a note at the first.
+fn firsts<'i, T>(
+    cx: &mut Ctx,
+    items: &'i [T],
+    name: impl Fn(&T) -> &Sp<String>,
+    message: &str,
+) -> Vec<&'i T> {
+    let mut out = Vec::new();
+    for (n, item) in items.iter().enumerate() {
+        let this = name(item);
+        match items[..n].iter().map(&name).find(|p| p.v == this.v) {
+            Some(prev) => cx.err(
+                Diagnostic::error(format!("{message}{}`", this.v), this.span)
+                    .note(prev.span, "first defined here"),
+            ),
+            None => out.push(item),
+        }
+    }
+    out
 }
 
 struct B<'a, 'c, 't> {
@@ -133,14 +152,7 @@ pub fn build(
     };
     b.duplicates();
     let mut out: Vec<(IfaceQueueing, Span)> = Vec::new();
-    for (n, a) in altqs.iter().enumerate() {
-        if let Some(prev) = altqs[..n].iter().find(|p| p.iface.v == a.iface.v) {
-            b.cx.err(
-                Diagnostic::error(format!("second `altq on {}`", a.iface.v), a.iface.span)
-                    .note(prev.iface.span, "first defined here"),
-            );
-            continue;
-        }
+    for a in firsts(b.cx, altqs, |a| &a.iface, "second `altq on ") {
         if let Some(iq) = b.altq(a) {
             out.push((iq, a.iface.span));
         }
@@ -152,14 +164,7 @@ pub fn build(
             }
         }
     }
-    for (n, p) in pipes.iter().enumerate() {
-        if let Some(prev) = pipes[..n].iter().find(|x| x.name.v == p.name.v) {
-            b.cx.err(
-                Diagnostic::error(format!("duplicate pipe `{}`", p.name.v), p.name.span)
-                    .note(prev.name.span, "first defined here"),
-            );
-            continue;
-        }
+    for p in firsts(b.cx, pipes, |p| &p.name, "duplicate pipe `") {
         if let Some(iq) = b.pipe(p) {
             out.push((iq, p.name.span));
         }
@@ -209,6 +214,22 @@ impl B<'_, '_, '_> {
         }
     }
 
+    /// The qlimit an `altq` or a pipe gives its queues; the default after
+    /// reporting an out-of-range value.
+    fn outer_qlimit(&mut self, qlimit: &Option<Sp<u64>>) -> u64 {
+        match qlimit {
+            Some(q) if q.v == 0 || q.v > 65_535 => {
+                self.cx.err(
+                    Diagnostic::error(format!("qlimit out of range: {}", q.v), q.span)
+                        .label("allowed 1..65535"),
+                );
+                DEFAULT_QLIMIT
+            }
+            Some(q) => q.v,
+            None => DEFAULT_QLIMIT,
+        }
+    }
+
     /// The queue's qlimit; `None` after reporting an out-of-range value.
     fn qlimit(&mut self, d: &QueueDecl, default: u64) -> Option<u32> {
         let Some(q) = &d.qlimit else {
@@ -236,10 +257,11 @@ impl B<'_, '_, '_> {
         &mut self,
         d: &QueueDecl,
         parent: Rate,
-        parent_what: &str,
+        under_parent: bool,
         strict: bool,
     ) -> Option<Rate> {
         let bw = d.bandwidth.as_ref()?;
+        let parent_what = if under_parent { "parent" } else { "interface" };
         let r = resolve(bw.v.m2, parent);
         if r > parent || matches!(bw.v.m2, Bw::Pct(p) if p > 10_000) {
             let msg = format!(

@@ -1,8 +1,8 @@
 //! OpenBSD 5.5+ trees: a root `queue NAME on IF` and children by `parent`, mapped to HFSC.
 
-use super::{curve, new_queue, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use super::{curve, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::diag::Diagnostic;
-use crate::ir::{IfaceQueueing, SchedKind};
+use crate::ir::{IfaceQueueing, Queue, SchedKind};
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -44,16 +44,11 @@ impl B<'_, '_, '_> {
                     .hint("5.5+ queues share by bandwidth"),
             );
         }
-        let mut q = new_queue(&d.name.v, self.cx.line(d.span));
+        let mut q = Queue::new(&d.name.v, self.cx.line(d.span));
         q.parent = parent;
         let ql = self.qlimit(d, DEFAULT_QLIMIT);
         q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
-        let what = if parent.is_some() {
-            "parent"
-        } else {
-            "interface"
-        };
-        q.bandwidth = self.bandwidth(d, parent_rate, what, false);
+        q.bandwidth = self.bandwidth(d, parent_rate, parent.is_some(), false);
         q.linkshare = d.bandwidth.as_ref().map(|c| curve(&c.v, parent_rate));
         q.realtime = d.min.as_ref().map(|c| curve(&c.v, parent_rate));
         q.upperlimit = d.max.as_ref().map(|c| curve(&c.v, parent_rate));
@@ -65,14 +60,7 @@ impl B<'_, '_, '_> {
         if let Some(p) = parent.and_then(|p| t.queues.get_mut(p)) {
             p.children.push(idx);
         }
-        t.queues.push(q);
-        t.meta.push(QMeta {
-            qlimit_ok: ql.is_some(),
-            name: d.name.span,
-            qlimit: d.qlimit.as_ref().map(|q| q.span),
-            default: d.default,
-            priority: d.priority.as_ref().map(|p| p.span),
-        });
+        t.push(q, QMeta::of(d, ql.is_some()));
         let name = d.name.clone();
         let kids: Vec<usize> = (0..self.decls.len())
             .filter(|&j| {
@@ -126,10 +114,7 @@ impl B<'_, '_, '_> {
             }
         };
         let span = d.span;
-        let mut t = Tree {
-            queues: Vec::new(),
-            meta: Vec::new(),
-        };
+        let mut t = Tree::default();
         self.queue55(i, &on.v, None, bw, &mut t, 0);
         let default_queue = self.default_check(&t, &on, "mark one leaf queue with `default`");
         self.drain_warnings(&t, bw, SchedKind::Hfsc, false);

@@ -1,9 +1,9 @@
 //! dummynet pipes and the weighted queues that feed them.
 
-use super::{new_queue, sched_opts_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT};
+use super::{sched_opts_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT};
 use crate::ast::{PipeDecl, Sp};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{IfaceQueueing, Pipe, PipeSched, SchedKind};
+use crate::ir::{IfaceQueueing, Pipe, PipeSched, Queue, SchedKind};
 use crate::units::Bw;
 
 impl B<'_, '_, '_> {
@@ -37,21 +37,8 @@ impl B<'_, '_, '_> {
                 return None;
             }
         };
-        let pipe_qlimit = match &p.qlimit {
-            Some(q) if q.v == 0 || q.v > 65_535 => {
-                self.cx.err(
-                    Diagnostic::error(format!("qlimit out of range: {}", q.v), q.span)
-                        .label("allowed 1..65535"),
-                );
-                DEFAULT_QLIMIT
-            }
-            Some(q) => q.v,
-            None => DEFAULT_QLIMIT,
-        };
-        let mut t = Tree {
-            queues: Vec::new(),
-            meta: Vec::new(),
-        };
+        let pipe_qlimit = self.outer_qlimit(&p.qlimit);
+        let mut t = Tree::default();
         for i in 0..self.decls.len() {
             let d = &self.decls[i];
             if self.dup[i]
@@ -80,7 +67,7 @@ impl B<'_, '_, '_> {
                         .hint("rate and scheduler belong to the pipe: `pipe NAME on IF bandwidth BW sched …`"),
                 );
             }
-            let mut q = new_queue(&d.name.v, self.cx.line(d.span));
+            let mut q = Queue::new(&d.name.v, self.cx.line(d.span));
             let ql = self.qlimit(d, pipe_qlimit);
             q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
             q.default = d.default.is_some();
@@ -93,29 +80,29 @@ impl B<'_, '_, '_> {
                 );
             }
             q.weight = Some(w.clamp(1, 100) as u32);
-            t.queues.push(q);
-            t.meta.push(QMeta {
-                qlimit_ok: ql.is_some(),
-                name: d.name.span,
-                qlimit: d.qlimit.as_ref().map(|q| q.span),
-                default: d.default,
+            // A priority here is already an error above: nothing to point at.
+            let meta = QMeta {
                 priority: None,
-            });
+                ..QMeta::of(d, ql.is_some())
+            };
+            t.push(q, meta);
         }
         if t.queues.is_empty() {
             // A pipe without queues is one queue: rules may name the pipe itself.
-            let mut q = new_queue(&p.name.v, self.cx.line(p.span));
+            let mut q = Queue::new(&p.name.v, self.cx.line(p.span));
             q.qlimit = pipe_qlimit as u32;
             q.default = true;
             q.weight = Some(1);
-            t.queues.push(q);
-            t.meta.push(QMeta {
-                qlimit_ok: true,
-                name: p.name.span,
-                qlimit: p.qlimit.as_ref().map(|q| q.span),
-                default: None,
-                priority: None,
-            });
+            t.push(
+                q,
+                QMeta {
+                    qlimit_ok: true,
+                    name: p.name.span,
+                    qlimit: p.qlimit.as_ref().map(|q| q.span),
+                    default: None,
+                    priority: None,
+                },
+            );
         }
         let default_queue =
             self.default_check(&t, &p.name, "mark one of the pipe's queues with `default`");

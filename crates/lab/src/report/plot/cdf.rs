@@ -18,7 +18,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{bold, err, nice_step, palette, polyline, text, tick, IDLE, LOST};
+use super::{bold, err, house_mesh, nice_step, palette, polyline, text, tick, IDLE, LOST};
 use crate::model::RunResult;
 use crate::report::{is_loaded, link_line};
 
@@ -338,18 +338,12 @@ fn chart<DB: DrawingBackend>(
     } else {
         "RTT (ms)"
     };
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc)
         .y_desc("probes at or below (%)")
         .x_label_formatter(&fmt)
-        .y_label_formatter(&tick)
-        .label_style(text(13))
-        .axis_desc_style(text(14))
-        .light_line_style(BLACK.mix(0.03))
-        .bold_line_style(BLACK.mix(0.12))
-        .draw()
-        .map_err(err)?;
+        .y_label_formatter(&tick);
+    house_mesh(&mut mesh, 0.12).draw().map_err(err)?;
     if curves.iter().all(|c| c.rtts.is_empty()) {
         let style = text(16)
             .color(&LOST)

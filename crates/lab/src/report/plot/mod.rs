@@ -17,6 +17,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use plotters::chart::MeshStyle;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -170,6 +172,23 @@ fn guarded(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
+}
+
+/// The house style of every chart's mesh: 13 px labels, 14 px axis
+/// titles, faint grid lines (`bold_alpha` for the major ones).
+fn house_mesh<'m, 'a, 'b, X, Y, XT, YT, DB>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+    bold_alpha: f64,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: Ranged<ValueType = XT> + ValueFormatter<XT>,
+    Y: Ranged<ValueType = YT> + ValueFormatter<YT>,
+    DB: DrawingBackend,
+{
+    mesh.label_style(text(13))
+        .axis_desc_style(text(14))
+        .light_line_style(BLACK.mix(0.03))
+        .bold_line_style(BLACK.mix(bold_alpha))
 }
 
 fn text(size: u32) -> TextStyle<'static> {

@@ -11,14 +11,15 @@
 //! - Legends top left, link labels right: every scenario starts and ends
 //!   idle, so those corners hold no data.
 
+use plotters::chart::MeshStyle;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{
-    answered_rtts, bold, err, finite_max, fit, polyline, text, tick, DOWN, IRTT, LOST, MAX_COLUMNS,
-    PING, UP,
+    answered_rtts, bold, err, finite_max, fit, house_mesh, polyline, text, tick, DOWN, IRTT, LOST,
+    MAX_COLUMNS, PING, UP,
 };
 use crate::model::RunResult;
 use crate::report::{fmt_added, fmt_link_rate, fmt_ms, is_loaded, link_line};
@@ -119,6 +120,44 @@ impl Timeline<'_> {
     }
 }
 
+/// A chart of one run's column over time: 0..`t_max_s` across, 0..`y_max`
+/// up; `(top, x_labels)` are the top margin and the x label area, in pixels.
+fn time_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    (top, x_labels): (u32, u32),
+    t_max_s: f64,
+    y_max: f64,
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
+    ChartBuilder::on(area)
+        .margin_right(14)
+        .margin_top(top)
+        .x_label_area_size(x_labels)
+        .y_label_area_size(62)
+        .build_cartesian_2d(0.0..t_max_s, 0.0..y_max)
+        .map_err(err)
+}
+
+/// The series' legend, in the upper left over a veil of white.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font(text(13))
+        .draw()
+        .map_err(err)
+}
+
+/// The mesh of a time chart: plain numbers on both axes, the house style.
+fn time_mesh<'m, 'a, 'b, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, RangedCoordf64, RangedCoordf64, DB>,
+) -> &'m mut MeshStyle<'a, 'b, RangedCoordf64, RangedCoordf64, DB> {
+    house_mesh(mesh.x_label_formatter(&tick).y_label_formatter(&tick), 0.1)
+}
+
 /// One run: phase names, throughput, latency.
 fn column<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -140,24 +179,10 @@ fn column<DB: DrawingBackend>(
     let phases = &run.summary.phases;
 
     // ---- throughput ----
-    let mut chart = ChartBuilder::on(&upper)
-        .margin_right(14)
-        .margin_top(4)
-        .x_label_area_size(26)
-        .y_label_area_size(62)
-        .build_cartesian_2d(0.0..sc.t_max_s, 0.0..sc.rate_max)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .y_desc(format!("throughput ({})", sc.rate_unit))
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style(text(13))
-        .axis_desc_style(text(14))
-        .light_line_style(BLACK.mix(0.03))
-        .bold_line_style(BLACK.mix(0.1))
-        .draw()
-        .map_err(err)?;
+    let mut chart = time_chart(&upper, (4, 26), sc.t_max_s, sc.rate_max)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.y_desc(format!("throughput ({})", sc.rate_unit));
+    time_mesh(&mut mesh).draw().map_err(err)?;
     backdrop(&mut chart, run, sc.rate_max)?;
     let link = &run.summary.link;
     for (bps, color, dir) in [(link.down_bps, DOWN, "down"), (link.up_bps, UP, "up")] {
@@ -203,14 +228,7 @@ fn column<DB: DrawingBackend>(
     if rate.is_empty() {
         note(&mut chart, "no throughput samples", sc.t_max_s, sc.rate_max)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font(text(13))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart)?;
 
     // Phase names above the chart, centred on their spans (pixel positions
     // come from the chart, so they line up with the shading below).
@@ -229,25 +247,10 @@ fn column<DB: DrawingBackend>(
     }
 
     // ---- latency ----
-    let mut chart = ChartBuilder::on(&lower)
-        .margin_right(14)
-        .margin_top(22)
-        .x_label_area_size(40)
-        .y_label_area_size(62)
-        .build_cartesian_2d(0.0..sc.t_max_s, 0.0..sc.lat_max_ms)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("latency (ms)")
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style(text(13))
-        .axis_desc_style(text(14))
-        .light_line_style(BLACK.mix(0.03))
-        .bold_line_style(BLACK.mix(0.1))
-        .draw()
-        .map_err(err)?;
+    let mut chart = time_chart(&lower, (22, 40), sc.t_max_s, sc.lat_max_ms)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc("time (s)").y_desc("latency (ms)");
+    time_mesh(&mut mesh).draw().map_err(err)?;
     backdrop(&mut chart, run, sc.lat_max_ms)?;
     let irtt: Vec<(f64, Option<f64>)> = run.series.irtt.iter().map(|p| (p.t_s, p.rtt_ms)).collect();
     let ping: Vec<(f64, Option<f64>)> = run.series.ping.iter().map(|p| (p.t_s, p.rtt_ms)).collect();
@@ -300,14 +303,7 @@ fn column<DB: DrawingBackend>(
         // No series drew anything: no empty legend box.
         return Ok(());
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font(text(13))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart)?;
     Ok(())
 }
 

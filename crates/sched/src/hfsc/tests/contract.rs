@@ -10,7 +10,7 @@ fn random_ops_keep_the_contract() {
         let mut q = Hfsc::new(link);
         q.add_class(ClassId(1), None, ls(Rate::kbps(500)), None)
             .unwrap();
-        let rt = ClassParams {
+        let rt_ls = ClassParams {
             rt: Some(ServiceCurve {
                 m1: Rate::kbps(400),
                 d: Duration::from_millis(20),
@@ -19,7 +19,7 @@ fn random_ops_keep_the_contract() {
             ls: lin(Rate::kbps(200)),
             ul: None,
         };
-        q.add_class(ClassId(2), Some(ClassId(1)), rt, Fifo::boxed(10))
+        q.add_class(ClassId(2), Some(ClassId(1)), rt_ls, Fifo::boxed(10))
             .unwrap();
         let held = ClassParams {
             ls: lin(Rate::kbps(300)),
@@ -28,10 +28,7 @@ fn random_ops_keep_the_contract() {
         };
         q.add_class(ClassId(3), Some(ClassId(1)), held, Fifo::boxed(10))
             .unwrap();
-        let rt_only = ClassParams {
-            rt: lin(Rate::kbps(100)),
-            ..Default::default()
-        };
+        let rt_only = rt(Rate::kbps(100));
         q.add_class(ClassId(4), None, rt_only, Fifo::boxed(10))
             .unwrap();
         let convex = ClassParams {
@@ -49,12 +46,10 @@ fn random_ops_keep_the_contract() {
         Box::new(q)
     };
     // Class 9 does not exist: those packets go to the default.
-    let space = OpSpace {
-        classes: vec![ClassId(2), ClassId(3), ClassId(4), ClassId(5), ClassId(9)],
-        flows: 10,
-        max_advance: Duration::from_millis(5),
-        ..Default::default()
-    };
+    let space = OpSpace::default()
+        .with_classes([2, 3, 4, 5, 9])
+        .with_flows(10)
+        .with_max_advance(Duration::from_millis(5));
     let r = check_random(make, &space, 60, 400);
     assert!(r.dequeued > 1000, "{r:?}");
     assert!(
@@ -152,27 +147,21 @@ fn tree_validation_names_the_problem() {
         e(q.add_class(ClassId(2), None, ClassParams::default(), Fifo::boxed(1))),
         HfscError::NoCurve(ClassId(2))
     );
-    let rt = ClassParams {
-        rt: lin(link),
-        ..Default::default()
-    };
     assert_eq!(
-        e(q.add_class(ClassId(2), None, rt, None)),
+        e(q.add_class(ClassId(2), None, rt(link), None)),
         HfscError::InteriorNeedsLinkShare(ClassId(2))
     );
     let rt_ls = ClassParams {
-        rt: lin(link),
         ls: lin(link),
-        ul: None,
+        ..rt(link)
     };
     assert_eq!(
         e(q.add_class(ClassId(2), None, rt_ls, None)),
         HfscError::RealTimeOnInterior(ClassId(2))
     );
     let ul = ClassParams {
-        rt: lin(link),
         ul: lin(link),
-        ls: None,
+        ..rt(link)
     };
     assert_eq!(
         e(q.add_class(ClassId(2), None, ul, Fifo::boxed(1))),
@@ -185,25 +174,9 @@ fn tree_validation_names_the_problem() {
             curve: "linkshare"
         }
     );
-    q.add_class(
-        ClassId(2),
-        None,
-        ClassParams {
-            rt: lin(link.percent(60)),
-            ..Default::default()
-        },
-        Fifo::boxed(1),
-    )
-    .unwrap();
-    let err = e(q.add_class(
-        ClassId(3),
-        None,
-        ClassParams {
-            rt: lin(link.percent(50)),
-            ..Default::default()
-        },
-        Fifo::boxed(1),
-    ));
+    q.add_class(ClassId(2), None, rt(link.percent(60)), Fifo::boxed(1))
+        .unwrap();
+    let err = e(q.add_class(ClassId(3), None, rt(link.percent(50)), Fifo::boxed(1)));
     assert_eq!(
         err,
         HfscError::RealTimeOverbooked {
@@ -333,8 +306,7 @@ fn purge_gives_everything_back_and_the_tree_restarts() {
     );
     // After the purge the shares are those of a fresh tree.
     let sent = sim.saturate(&[1, 2], Duration::from_secs(3));
-    let s1 = share(&sent, 1);
-    assert!((s1 - 0.10).abs() <= 0.02, "class 1 got {s1}");
+    assert_share(&sent, 1, 0.10, 0.02, "after the purge");
 }
 
 #[test]
@@ -375,12 +347,10 @@ fn random_ops_on_a_deep_tree_with_many_upper_limits() {
         }
         Box::new(q)
     };
-    let space = OpSpace {
-        classes: (1..=9).map(ClassId).collect(),
-        flows: 18,
-        max_advance: Duration::from_millis(3),
-        ..Default::default()
-    };
+    let space = OpSpace::default()
+        .with_classes(1..=9)
+        .with_flows(18)
+        .with_max_advance(Duration::from_millis(3));
     let r = check_random(make, &space, 60, 500);
     assert!(r.dequeued > 1000 && r.throttled > 50, "{r:?}");
 }
@@ -431,84 +401,50 @@ fn extreme_curves_neither_panic_nor_lose_packets() {
         }
         Box::new(q)
     };
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
-        max_advance: Duration::from_secs(3),
-        ..Default::default()
-    };
+    let space = OpSpace::default()
+        .with_classes([1, 2, 3])
+        .with_max_advance(Duration::from_secs(3));
     let r = check_random(make, &space, 30, 300);
     assert!(r.dequeued > 100 && r.throttled > 10, "{r:?}");
 }
 
 /// A leaf with an AQM's habits: `peek_len` and `dequeue` may drop packets
 /// (here by packet id), and may find the queue empty after dropping.
-struct Lossy {
-    q: std::collections::VecDeque<Packet>,
-    bytes: u64,
-}
+struct Lossy(DropTail);
 
 impl Lossy {
     fn boxed() -> Option<Box<dyn Qdisc>> {
-        Some(Box::new(Lossy {
-            q: Default::default(),
-            bytes: 0,
-        }))
-    }
-
-    /// Drops heads whose id is a multiple of `m`; bounded by the queue length.
-    fn drop_heads(&mut self, m: u64, drops: &mut Drops) {
-        while self.q.front().is_some_and(|p| p.id % m == 0) {
-            if let Some(pkt) = self.q.pop_front() {
-                self.bytes -= pkt.len as u64;
-                drops.push(Dropped {
-                    pkt,
-                    reason: DropReason::Aqm,
-                });
-            }
-        }
+        Some(Box::new(Lossy(DropTail::new(8))))
     }
 }
 
 impl Qdisc for Lossy {
-    fn enqueue(&mut self, pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
-        if self.q.len() >= 8 {
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
-            return Enqueue::Rejected;
-        }
-        self.bytes += pkt.len as u64;
-        self.q.push_back(pkt);
-        Enqueue::Queued
+    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        self.0.enqueue(pkt, now, drops)
     }
-    fn dequeue(&mut self, _now: Instant, drops: &mut Drops) -> Option<Packet> {
-        self.drop_heads(3, drops);
-        let p = self.q.pop_front()?;
-        self.bytes -= p.len as u64;
-        Some(p)
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.0.drop_heads(|p| p.id % 3 == 0, drops);
+        self.0.dequeue(now, drops)
     }
-    fn peek_len(&mut self, _now: Instant, drops: &mut Drops) -> Option<u32> {
-        self.drop_heads(5, drops);
-        self.q.front().map(|p| p.cost)
+    fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
+        self.0.drop_heads(|p| p.id % 5 == 0, drops);
+        self.0.peek_len(now, drops)
     }
     fn next_wakeup(&self) -> Option<Instant> {
-        None
+        self.0.next_wakeup()
     }
     fn len(&self) -> usize {
-        self.q.len()
+        self.0.len()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.0.backlog_bytes()
     }
     fn purge(&mut self, drops: &mut Drops) {
-        self.bytes = 0;
-        drops.extend(self.q.drain(..).map(|pkt| Dropped {
-            pkt,
-            reason: DropReason::Purge,
-        }));
+        self.0.purge(drops)
     }
-    fn visit_stats(&self, _f: &mut dyn FnMut(ClassId, &QueueStats)) {}
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        self.0.visit_stats(f)
+    }
 }
 
 #[test]
@@ -543,11 +479,9 @@ fn leaves_that_drop_on_peek_and_dequeue_keep_the_books_straight() {
         }
         Box::new(q)
     };
-    let space = OpSpace {
-        classes: vec![ClassId(1), ClassId(2), ClassId(3)],
-        max_advance: Duration::from_millis(5),
-        ..Default::default()
-    };
+    let space = OpSpace::default()
+        .with_classes([1, 2, 3])
+        .with_max_advance(Duration::from_millis(5));
     let r = check_random(make, &space, 60, 400);
     assert!(
         r.dequeued > 1000 && r.dropped > 500 && r.throttled > 20,

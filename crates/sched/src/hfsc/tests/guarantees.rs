@@ -230,6 +230,5 @@ fn upper_limit_holds_even_on_an_idle_link() {
     // With a competitor busy too, class 1 still gets 20 % and the rest goes
     // to class 2 (link-sharing alone would split 50/50).
     let sent = sim.saturate(&[1, 2], Duration::from_secs(5));
-    let s1 = share(&sent, 1);
-    assert!((s1 - 0.20).abs() <= 0.01, "class 1 got {s1}");
+    assert_share(&sent, 1, 0.20, 0.01, "beside a busy competitor");
 }

@@ -1,77 +1,16 @@
-//! Test support: a private FIFO leaf and a link simulator in virtual time.
+//! Test support: a FIFO leaf and a link simulator in virtual time.
 
 pub(super) use super::super::*;
-pub(super) use crate::testing::{check_random, OpSpace};
+pub(super) use crate::testing::{check_random, DropTail, OpSpace};
 pub(super) use sluice_time::Duration;
-use std::collections::VecDeque;
 
-/// A tiny drop-tail leaf, private to these tests.
-/// Marks every ECN-capable packet it accepts (a stand-in for an AQM), so
+/// The tests' leaf: the shared drop-tail one, marking ECT(0) packets so
 /// tests can see marks surface in HFSC's statistics.
-pub(super) struct Fifo {
-    q: VecDeque<Packet>,
-    limit: usize,
-    bytes: u64,
-    marks: u64,
-}
+pub(super) struct Fifo;
 
 impl Fifo {
     pub(super) fn boxed(limit: usize) -> Option<Box<dyn Qdisc>> {
-        Some(Box::new(Fifo {
-            q: VecDeque::new(),
-            limit,
-            bytes: 0,
-            marks: 0,
-        }))
-    }
-}
-
-impl Qdisc for Fifo {
-    fn enqueue(&mut self, mut pkt: Packet, _now: Instant, drops: &mut Drops) -> Enqueue {
-        if self.q.len() >= self.limit {
-            drops.push(Dropped {
-                pkt,
-                reason: DropReason::QueueFull,
-            });
-            return Enqueue::Rejected;
-        }
-        self.bytes += pkt.len as u64;
-        if pkt.ecn == crate::Ecn::Ect0 && pkt.mark_ce() {
-            self.marks += 1;
-        }
-        self.q.push_back(pkt);
-        Enqueue::Queued
-    }
-    fn dequeue(&mut self, _now: Instant, _drops: &mut Drops) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.len as u64;
-        Some(p)
-    }
-    fn peek_len(&mut self, _now: Instant, _drops: &mut Drops) -> Option<u32> {
-        self.q.front().map(|p| p.cost)
-    }
-    fn next_wakeup(&self) -> Option<Instant> {
-        None
-    }
-    fn len(&self) -> usize {
-        self.q.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.bytes
-    }
-    fn purge(&mut self, drops: &mut Drops) {
-        self.bytes = 0;
-        drops.extend(self.q.drain(..).map(|pkt| Dropped {
-            pkt,
-            reason: DropReason::Purge,
-        }));
-    }
-    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        let s = QueueStats {
-            ecn_marks: self.marks,
-            ..Default::default()
-        };
-        f(ClassId::ROOT, &s);
+        Some(Box::new(DropTail::marking(limit)))
     }
 }
 
@@ -86,7 +25,30 @@ pub(super) fn ls(r: Rate) -> ClassParams {
     }
 }
 
+/// A class with only a real-time curve, linear at `r`.
+pub(super) fn rt(r: Rate) -> ClassParams {
+    ClassParams {
+        rt: lin(r),
+        ..Default::default()
+    }
+}
+
 pub(super) const MTU: u32 = 1500;
+
+/// A tree of link-share classes, each `(id, parent, percent of link)`,
+/// parents first; parent 0 ([`ClassId::ROOT`]) is the root. A class no
+/// other names as its parent is a leaf with a 50-packet FIFO.
+pub(super) fn ls_tree(link: Rate, classes: &[(u32, u32, u64)]) -> Hfsc {
+    let mut q = Hfsc::new(link);
+    for &(id, parent, pct) in classes {
+        let leaf = !classes.iter().any(|&(_, p, _)| p == id);
+        let fifo = if leaf { Fifo::boxed(50) } else { None };
+        let parent = (parent != ClassId::ROOT.0).then_some(ClassId(parent));
+        q.add_class(ClassId(id), parent, ls(link.percent(pct)), fifo)
+            .unwrap();
+    }
+    q
+}
 
 /// A link at the scheduler's rate: each step sends one packet and advances
 /// time by its transmission time, or idles to the next wakeup.
@@ -162,6 +124,16 @@ pub(super) fn share(sent: &[(u32, u64)], class: u32) -> f64 {
     let total: u64 = sent.iter().map(|e| e.1).sum();
     let mine = sent.iter().find(|e| e.0 == class).map_or(0, |e| e.1);
     mine as f64 / total as f64
+}
+
+/// Asserts `class` got `want` ± `tol` of the bytes in `sent`; `what` says
+/// which run failed.
+pub(super) fn assert_share(sent: &[(u32, u64)], class: u32, want: f64, tol: f64, what: &str) {
+    let got = share(sent, class);
+    assert!(
+        (got - want).abs() <= tol,
+        "{what}: class {class} got {got}, want {want} ± {tol}"
+    );
 }
 
 pub(super) fn top_up(sim: &mut Sim, busy: &[u32], depth: usize) {
