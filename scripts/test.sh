@@ -11,6 +11,10 @@ echo "== fmt"
 cargo fmt --all -- --check
 echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== fuzz targets"
+# Built on stable (cargo-fuzz is not needed to compile them), so a library
+# change cannot silently break a target; fuzz/Cargo.lock pins their deps.
+cargo build --manifest-path fuzz/Cargo.toml --bins --locked
 echo "== examples"
 for f in examples/*.conf; do
     cargo run -q --locked --bin sluice -- check -D ext_if=wan0 -D int_if=lan0 "$f"

@@ -95,11 +95,23 @@ pub enum StateHit {
     Matched,
 }
 
-/// The verdict for one packet.
+/// Pass or block: one value, so "passed, blocked by a rule" cannot be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Block(BlockReason),
+}
+
+impl Verdict {
+    pub fn is_pass(self) -> bool {
+        self == Verdict::Pass
+    }
+}
+
+/// The decision for one packet: the verdict and, for a pass, where it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decision {
-    pub pass: bool,
-    pub block_reason: Option<BlockReason>,
+    pub verdict: Verdict,
     /// The queue chosen from the pair (None: the interface's default queue).
     pub queue: Option<QueueName>,
     /// The priority chosen from `set prio` (None: unchanged).
@@ -367,8 +379,7 @@ impl Classifier {
                         rs.bytes += bytes;
                     }
                     return Decision {
-                        pass: true,
-                        block_reason: None,
+                        verdict: Verdict::Pass,
                         queue: pick(st.queue, second),
                         prio: pick(st.prio, second),
                         rule: Some(st.rule),
@@ -384,8 +395,7 @@ impl Classifier {
 
         let (winner, mut queue, mut prio) = self.evaluate(ifc, dir, pkt);
         let mut d = Decision {
-            pass: true,
-            block_reason: None,
+            verdict: Verdict::Pass,
             queue: None,
             prio: None,
             rule: winner.map(|w| w as u32),
@@ -408,8 +418,7 @@ impl Classifier {
         }
         let (action, keep_state) = (rule.action, rule.keep_state);
         if action == Action::Block {
-            d.pass = false;
-            d.block_reason = Some(BlockReason::Rule);
+            d.verdict = Verdict::Block(BlockReason::Rule);
         } else if let (true, Some((key, lo_to_hi))) = (keep_state, key) {
             let (proto, tk) = ProtoState::new(pkt.proto);
             let st = State {
@@ -434,12 +443,11 @@ impl Classifier {
                     }
                 }
                 Err(state::InsertError::Full) => {
-                    d.pass = false;
-                    d.block_reason = Some(BlockReason::StateLimit);
+                    d.verdict = Verdict::Block(BlockReason::StateLimit);
                 }
             }
         }
-        if d.pass {
+        if d.verdict.is_pass() {
             d.queue = pick(queue, second);
             d.prio = pick(prio, second);
         }

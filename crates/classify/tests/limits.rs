@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use proptest::prelude::*;
-use sluice_classify::{BlockReason, Classifier, Options, StateHit, Timeouts};
+use sluice_classify::{BlockReason, Classifier, Options, StateHit, Timeouts, Verdict};
 use sluice_conf::ir::Direction;
 use sluice_time::{Duration, Instant};
 use std::collections::HashMap;
@@ -58,8 +58,8 @@ fn flood_beyond_the_limit() {
             0,
         ));
         let d = c.classify(t0, e, Direction::In, &p);
-        if d.block_reason == Some(BlockReason::StateLimit) {
-            assert!(!d.pass);
+        if d.verdict == Verdict::Block(BlockReason::StateLimit) {
+            assert!(!d.verdict.is_pass());
             blocked += 1;
         }
         let s = c.stats();
@@ -122,7 +122,7 @@ fn full_table_reclaims_expired_slots_before_refusing() {
         Direction::Out,
         &udp("10.0.0.1", "10.0.0.2", 99, 53),
     );
-    assert_eq!(d.block_reason, Some(BlockReason::StateLimit));
+    assert_eq!(d.verdict, Verdict::Block(BlockReason::StateLimit));
     // All four expired (udp.first 60 s) but nobody called expire(): the insert reclaims.
     let d = c.classify(
         secs(61),
@@ -235,7 +235,7 @@ fn run_model(ops: &[Op]) {
                             model.insert(key, now + t);
                         }
                         _ => {
-                            assert_eq!(dec.block_reason, Some(BlockReason::StateLimit));
+                            assert_eq!(dec.verdict, Verdict::Block(BlockReason::StateLimit));
                             assert_eq!(
                                 resident_before, LIMIT,
                                 "step {step}: refused below the limit"

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use sluice_classify::{BlockReason, Decision, StateHit};
+use sluice_classify::{BlockReason, Decision, StateHit, Verdict};
 use sluice_conf::ir::{Action, AddrFamily, AddrMatch, Direction, PortOp, StatePolicy, Table};
 use sluice_wire::tcp_flags::*;
 use sluice_wire::{build, parse};
@@ -25,7 +25,7 @@ fn blocks(
     c.set_iface_addrs(em0, &[net("192.0.2.1", 24), net("2001:db8::1", 64)]);
     let d = c.classify(secs(1), em0, dir, pkt);
     assert_eq!(c.stats().states, 0);
-    !d.pass
+    !d.verdict.is_pass()
 }
 
 #[test]
@@ -34,10 +34,10 @@ fn no_rule_means_pass_without_state() {
     let mut c = classifier(&cfg);
     let e = c.iface("em0");
     let d = c.classify(secs(1), e, OUT, &tcp("10.0.0.1", "10.0.0.2", 1, 2, SYN, 0));
-    assert!(d.pass);
+    assert!(d.verdict.is_pass());
     assert_eq!(
-        (d.rule, d.state, d.queue, d.block_reason),
-        (None, StateHit::None, None, None)
+        (d.rule, d.state, d.queue, d.verdict),
+        (None, StateHit::None, None, Verdict::Pass)
     );
 }
 
@@ -119,7 +119,8 @@ fn tables_most_specific_entry_decides() {
     let e = c.iface("em0");
     let mut check = |src: &str| {
         !c.classify(secs(1), e, IN, &udp(src, "192.0.2.1", 1, 2))
-            .pass
+            .verdict
+            .is_pass()
     };
     assert!(check("10.9.9.9"));
     assert!(!check("10.1.9.9"));
@@ -135,10 +136,10 @@ fn tables_most_specific_entry_decides() {
     let cfg = config(vec![r]);
     let mut c = classifier(&cfg);
     let e = c.iface("em0");
-    assert!(
-        !c.classify(secs(1), e, IN, &udp("10.0.0.1", "10.0.0.2", 1, 2))
-            .pass
-    );
+    assert!(!c
+        .classify(secs(1), e, IN, &udp("10.0.0.1", "10.0.0.2", 1, 2))
+        .verdict
+        .is_pass());
 }
 
 #[test]
@@ -168,10 +169,10 @@ fn interface_addresses_networks_and_learning() {
     let mut c = classifier(&cfg);
     let e = c.iface("em0");
     let p = udp("203.0.113.9", "8.8.8.8", 1, 53);
-    assert!(c.classify(secs(1), e, OUT, &p).pass);
+    assert!(c.classify(secs(1), e, OUT, &p).verdict.is_pass());
     assert!(c.learn_iface_addr(e, ip("203.0.113.9")));
     assert!(!c.learn_iface_addr(e, ip("203.0.113.9")), "already known");
-    assert!(!c.classify(secs(1), e, OUT, &p).pass);
+    assert!(!c.classify(secs(1), e, OUT, &p).verdict.is_pass());
 }
 
 #[test]
@@ -268,22 +269,22 @@ fn run(rules: Vec<sluice_conf::ir::Rule>) -> (Decision, sluice_classify::Classif
 #[test]
 fn last_match_wins_and_quick_stops() {
     let (d, _) = run(vec![block(), pass()]);
-    assert!(d.pass);
+    assert!(d.verdict.is_pass());
     assert_eq!(d.rule, Some(1));
     let (d, _) = run(vec![pass(), block()]);
     assert_eq!(
-        (d.pass, d.block_reason, d.rule),
-        (false, Some(BlockReason::Rule), Some(1))
+        (d.verdict, d.rule),
+        (Verdict::Block(BlockReason::Rule), Some(1))
     );
     let mut q = block();
     q.quick = true;
     let (d, _) = run(vec![q, pass()]);
-    assert_eq!((d.pass, d.rule), (false, Some(0)));
+    assert_eq!((d.verdict.is_pass(), d.rule), (false, Some(0)));
     let mut q = pass();
     q.quick = true;
     let (d, c) = run(vec![block(), q, block()]);
     assert_eq!(
-        (d.pass, d.rule, d.state),
+        (d.verdict.is_pass(), d.rule, d.state),
         (true, Some(1), StateHit::Created)
     );
     let s = c.rule_stats();
@@ -322,14 +323,17 @@ fn match_rules_set_options_and_winner_overrides_only_what_it_sets() {
 
     // Only match rules: pf's implicit pass, with their options and no state.
     let (d, c) = run(vec![m.clone()]);
-    assert_eq!((d.pass, d.rule, d.state), (true, None, StateHit::None));
+    assert_eq!(
+        (d.verdict.is_pass(), d.rule, d.state),
+        (true, None, StateHit::None)
+    );
     assert_eq!(c.queue_name(d.queue.unwrap()), "bulk");
 
     // `match quick` ends evaluation: the later block is never reached.
     let mut mq = m;
     mq.quick = true;
     let (d, _) = run(vec![mq, block()]);
-    assert!(d.pass);
+    assert!(d.verdict.is_pass());
 }
 
 #[test]
@@ -338,7 +342,7 @@ fn no_state_and_match_rules_create_no_state() {
     p.state = StatePolicy::No;
     let (d, c) = run(vec![p]);
     assert_eq!(
-        (d.pass, d.state, c.stats().states),
+        (d.verdict.is_pass(), d.state, c.stats().states),
         (true, StateHit::None, 0)
     );
     let (d, c) = run(vec![rule(Action::Block)]);

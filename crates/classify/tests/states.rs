@@ -46,7 +46,7 @@ fn priq_reference_config() {
 
     let d = step(&mut c, OUT, tcp(me, srv, 40000, 80, SYN, 0));
     assert_eq!(
-        (d.pass, d.state, d.rule),
+        (d.verdict.is_pass(), d.state, d.rule),
         (true, StateHit::Created, Some(0))
     );
     assert_eq!(
@@ -90,7 +90,10 @@ fn priq_reference_config() {
 
     // A mid-stream packet of an unknown connection: flags S/SA does not match.
     let d = step(&mut c, OUT, tcp(me, srv, 40001, 80, ACK, 0));
-    assert_eq!((d.pass, d.state, d.queue), (true, StateHit::None, None));
+    assert_eq!(
+        (d.verdict.is_pass(), d.state, d.queue),
+        (true, StateHit::None, None)
+    );
     // The same SYN from a routed LAN host (not ext's address): no state.
     let d = step(&mut c, OUT, tcp("192.168.1.5", srv, 40002, 80, SYN, 0));
     assert_eq!(d.state, StateHit::None);
@@ -126,7 +129,10 @@ fn hfsc_reference_config() {
     assert_eq!((d.state, d.queue), (StateHit::Matched, bb));
     // New inbound connection on ext: no rule → implicit pass, no queue, no state.
     let d = c.classify(secs(2), ext, IN, &udp("9.9.9.9", "192.168.1.5", 53, 6000));
-    assert_eq!((d.pass, d.state, d.queue), (true, StateHit::None, None));
+    assert_eq!(
+        (d.verdict.is_pass(), d.state, d.queue),
+        (true, StateHit::None, None)
+    );
     // The forward packet at its ingress (In on lan) is the other half: no state.
     let d = c.classify(secs(2), lan, IN, &udp("192.168.1.5", "9.9.9.9", 5000, 53));
     assert_eq!(d.state, StateHit::None);

@@ -13,7 +13,7 @@
 use clap::Args as ClapArgs;
 use sluice_io::delay::DelayDirStats;
 use sluice_io::{DelayLine, DelayOptions, Signal, Signals};
-use sluice_time::Duration;
+use sluice_time::{units, Duration};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -70,33 +70,15 @@ pub fn parse_ms(s: &str) -> Result<Duration, String> {
     let bad = || {
         format!("expected milliseconds 0..={MAX_DELAY_MS} with up to 6 decimals (e.g. 10 or 0.5), got `{s}`")
     };
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() && frac.is_empty() {
-        return Err(bad());
+    // A bare number only, and a finer fraction is refused rather than cut.
+    match units::decimal(s) {
+        Ok((_, scale)) if scale <= 1_000_000 => {}
+        _ => return Err(bad()),
     }
-    let all_digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
-    if !all_digits(int) || !all_digits(frac) || frac.len() > 6 {
-        return Err(bad());
+    match units::parse_duration(s, Duration::from_millis(1)) {
+        Ok(d) if d <= Duration::from_millis(MAX_DELAY_MS) => Ok(d),
+        _ => Err(bad()),
     }
-    let ms: u64 = if int.is_empty() {
-        0
-    } else {
-        int.parse().map_err(|_| bad())?
-    };
-    if ms > MAX_DELAY_MS {
-        return Err(bad());
-    }
-    // Pad the fraction to 6 digits: nanoseconds within the millisecond.
-    let frac_ns: u64 = if frac.is_empty() {
-        0
-    } else {
-        format!("{frac:0<6}").parse().map_err(|_| bad())?
-    };
-    let ns = ms * 1_000_000 + frac_ns;
-    if ns > MAX_DELAY_MS * 1_000_000 {
-        return Err(bad());
-    }
-    Ok(Duration::from_nanos(ns))
 }
 
 fn report(label: &str, s: &DelayDirStats) {

@@ -18,6 +18,7 @@ use clap::{Args, Subcommand};
 use sluice_lab::model::{RunResult, Scenario, ShaperSpec, Summary};
 use sluice_lab::runner::{self, LabError, Progress, RunOptions};
 use sluice_lab::scenario;
+use sluice_time::{units::format_rate_short, Rate};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -335,23 +336,13 @@ enum Failure {
     Reported,
 }
 
-fn rate_text(bps: u64) -> String {
-    if bps >= 1_000_000 && bps.is_multiple_of(100_000) {
-        format!("{}M", bps as f64 / 1e6)
-    } else if bps >= 1000 && bps.is_multiple_of(1000) {
-        format!("{}k", bps / 1000)
-    } else {
-        format!("{bps}")
-    }
-}
-
 fn list() {
     for s in scenario::all() {
         let l = &s.link;
         let link = format!(
             "{}/{} rtt {}ms buf {}p",
-            rate_text(l.down_bps),
-            rate_text(l.up_bps),
+            format_rate_short(Rate::bps(l.down_bps)),
+            format_rate_short(Rate::bps(l.up_bps)),
             l.rtt_ms,
             l.buffer_pkts
         );

@@ -11,6 +11,7 @@
 //!   every problem is a [`Diagnostic`] pointing at the offending token.
 //! - pf.conf files people have run for years are accepted unchanged; what
 //!   sluice does not act on is parsed and left out of the IR (docs/config.md).
+#![forbid(unsafe_code)]
 
 mod ast;
 mod diag;

@@ -1,43 +1,13 @@
 //! Numbers with units, and the small name tables pf.conf users rely on.
 //!
 //! # Principles
-//! - Integer arithmetic only (u128 intermediates): `bandwidth 10Gb` and
-//!   `1.5Mb` are exact, nothing wraps at 4.29 Gbit/s as pf's 32-bit field did.
+//! - Rates and durations are read by `sluice_time::units`, the one grammar
+//!   shared with the lab and `show`; this module adds pf's percentages.
 //! - Every parser returns `None` on anything it does not understand; the
 //!   caller turns that into a located diagnostic.
 
+use sluice_time::units::{self as tu, decimal};
 use sluice_time::{Duration, Overhead, Rate};
-
-/// A decimal number `int[.frac]` as (mantissa, 10^decimals).
-fn decimal(s: &str) -> Option<(u128, u128)> {
-    let (int, frac) = match s.split_once('.') {
-        Some((a, b)) => (a, b),
-        None => (s, ""),
-    };
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // 30 digits fit in u128 with room for the unit multiplication below.
-    if int.len() + frac.len() > 30 {
-        return None;
-    }
-    let mut m: u128 = 0;
-    for b in int.bytes().chain(frac.bytes()) {
-        m = m * 10 + u128::from(b - b'0');
-    }
-    Some((m, 10u128.pow(frac.len() as u32)))
-}
-
-/// Split a word like `970Kb` into number and suffix.
-fn split_suffix(s: &str) -> (&str, &str) {
-    let at = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    s.split_at(at)
-}
 
 /// A bandwidth value: absolute or percent of the parent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,38 +19,17 @@ pub enum Bw {
 
 /// `100Kb`, `1Mb`, `10Gb`, `2500000` (bits), `10K`/`5M`/`1G` (OpenBSD 5.5+), `50%`.
 pub fn bandwidth(s: &str) -> Option<Bw> {
-    let (num, suf) = split_suffix(s);
-    let (m, scale) = decimal(num)?;
-    if suf == "%" {
+    if let Some(pct) = s.strip_suffix('%') {
+        let (m, scale) = decimal(pct).ok()?;
         let bp = m.checked_mul(100)? / scale;
         return u32::try_from(bp).ok().map(Bw::Pct);
     }
-    let mult: u128 = match suf.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "m" | "mb" => 1_000_000,
-        "g" | "gb" => 1_000_000_000,
-        _ => return None,
-    };
-    let bits = m.checked_mul(mult)? / scale;
-    u64::try_from(bits).ok().map(|b| Bw::Abs(Rate::bps(b)))
+    tu::parse_rate(s).ok().map(Bw::Abs)
 }
 
 /// `20ms`, `1s`, `500us`, `100` (bare number = `default_unit_ns`).
 pub fn duration(s: &str, default_unit_ns: u64) -> Option<Duration> {
-    let (num, suf) = split_suffix(s);
-    let (m, scale) = decimal(num)?;
-    let mult: u128 = match suf {
-        "" => u128::from(default_unit_ns),
-        "ns" => 1,
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        _ => return None,
-    };
-    u64::try_from(m.checked_mul(mult)? / scale)
-        .ok()
-        .map(Duration::from_nanos)
+    tu::parse_duration(s, Duration::from_nanos(default_unit_ns)).ok()
 }
 
 /// A plain unsigned integer, decimal or `0x` hex.
@@ -100,7 +49,7 @@ pub fn probability_ppm(s: &str) -> Option<u32> {
         Some(n) => (n, true),
         None => (s, false),
     };
-    let (m, scale) = decimal(num)?;
+    let (m, scale) = decimal(num).ok()?;
     let ppm = if pct {
         m.checked_mul(10_000)? / scale
     } else {

@@ -138,12 +138,11 @@ pub struct Engine {
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
-    if d.pass {
-        None
-    } else if d.block_reason == Some(sluice_classify::BlockReason::StateLimit) {
-        Some(DropCause::StateLimit)
-    } else {
-        Some(DropCause::Blocked)
+    use sluice_classify::{BlockReason, Verdict};
+    match d.verdict {
+        Verdict::Pass => None,
+        Verdict::Block(BlockReason::StateLimit) => Some(DropCause::StateLimit),
+        Verdict::Block(BlockReason::Rule) => Some(DropCause::Blocked),
     }
 }
 
@@ -401,9 +400,13 @@ impl Engine {
         let now = self.clamp(now);
         self.housekeeping(now);
         let eg = self.ifaces.get_mut(iface)?;
-        let pkt = match eg.tree.as_mut() {
-            Some(t) => t.root.dequeue(now, &mut self.drops),
-            None => eg.passthrough.pop_front(),
+        // Frames that arrived before a reload gave this interface a tree
+        // leave first: left behind, they would wait forever while
+        // `poll_timeout` keeps answering "now".
+        let pkt = match (eg.passthrough.pop_front(), eg.tree.as_mut()) {
+            (Some(p), _) => Some(p),
+            (None, Some(t)) => t.root.dequeue(now, &mut self.drops),
+            (None, None) => None,
         };
         if !self.drops.is_empty() {
             self.absorb_drops(iface);

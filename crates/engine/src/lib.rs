@@ -10,11 +10,15 @@
 //! arms one timer from `poll_timeout()`, as quinn-proto's connection does.
 //!
 //! Every frame that is not forwarded is counted with its cause and handed back
-//! through [`Engine::poll_dropped`]; nothing disappears silently.
+//! through [`Engine::poll_dropped`]; nothing disappears silently. [`testing`]
+//! checks that contract over arbitrary frame and clock sequences (the
+//! `engine_ops` fuzz target and its seed corpus).
+#![forbid(unsafe_code)]
 
 pub mod build;
 mod engine;
 mod report;
+pub mod testing;
 
 pub use engine::{DropCause, DroppedFrame, Engine, IfaceCounters, Options, ReloadReport, Rx};
 pub use report::{ClassReport, IfaceReport};

@@ -106,3 +106,21 @@ fn a_config_that_cannot_be_built_changes_nothing() {
     let rep = e.report();
     assert!(rep[WAN].class("q_pri").is_some() && rep[WAN].class("q_def").is_some());
 }
+
+/// Found by the `engine_ops` fuzz target: frames queued unshaped before a
+/// reload gave their interface a tree were never sent, and `poll_timeout`
+/// answered "now" forever (a spinning data plane).
+#[test]
+fn frames_queued_before_a_tree_existed_still_leave() {
+    let mut e = engine("pass all\n");
+    fill(&mut e, 5);
+    assert_eq!(e.queued(WAN), 5);
+    e.reload(&cfg(OLD)).expect("valid reload");
+    let now = Instant(2_000_000_000);
+    let mut sent = 0;
+    while e.poll_tx(now, WAN).is_some() {
+        sent += 1;
+    }
+    assert_eq!((sent, e.queued(WAN)), (5, 0));
+    assert!(e.poll_timeout().is_none_or(|t| t > now));
+}

@@ -776,13 +776,7 @@ fn accuracy_table(r: &BenchReport, out: &mut String) {
 
 /// `128.0 kbit/s`, `9.998 Mbit/s`, `1.000 Gbit/s`.
 fn fmt_bps(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.3} Gbit/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{:.3} Mbit/s", bps / 1e6)
-    } else {
-        format!("{:.1} kbit/s", bps / 1e3)
-    }
+    sluice_time::units::format_measured(bps, 3)
 }
 
 #[cfg(test)]

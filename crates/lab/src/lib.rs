@@ -8,6 +8,7 @@
 //! - It drives the system's own tools (`ip`, `ethtool`, `iperf3`) so what a
 //!   test does can be replayed by hand from its log.
 //! - No `unsafe`: signals go through `kill(1)`.
+#![forbid(unsafe_code)]
 
 pub mod analysis;
 pub mod bench;

@@ -10,6 +10,7 @@
 //!
 //! The op-sequence model checker in [`testing`] asserts the invariants of the
 //! trait after every step; every discipline runs through it.
+#![forbid(unsafe_code)]
 
 mod leaf;
 mod packet;

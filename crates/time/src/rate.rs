@@ -52,18 +52,9 @@ impl Rate {
 }
 
 impl fmt::Display for Rate {
-    /// pf's spelling: the largest unit that divides exactly (`100Kb`, `1Mb`).
+    /// pf's spelling (`100Kb`, `1Mb`); see [`crate::units::format_rate`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.0;
-        if b != 0 && b.is_multiple_of(1_000_000_000) {
-            write!(f, "{}Gb", b / 1_000_000_000)
-        } else if b != 0 && b.is_multiple_of(1_000_000) {
-            write!(f, "{}Mb", b / 1_000_000)
-        } else if b != 0 && b.is_multiple_of(1_000) {
-            write!(f, "{}Kb", b / 1_000)
-        } else {
-            write!(f, "{}b", b)
-        }
+        f.write_str(&crate::units::format_rate(*self))
     }
 }
 

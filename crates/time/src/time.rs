@@ -95,17 +95,9 @@ impl Sub for Duration {
 }
 
 impl fmt::Display for Duration {
+    /// `5ms`, `2s`, `1500us`; see [`crate::units::format_duration`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ns = self.0;
-        if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
-            write!(f, "{}s", ns / 1_000_000_000)
-        } else if ns >= 1_000_000 && ns.is_multiple_of(1_000_000) {
-            write!(f, "{}ms", ns / 1_000_000)
-        } else if ns >= 1_000 && ns.is_multiple_of(1_000) {
-            write!(f, "{}us", ns / 1_000)
-        } else {
-            write!(f, "{}ns", ns)
-        }
+        f.write_str(&crate::units::format_duration(*self))
     }
 }
 

@@ -8,6 +8,7 @@
 //!   suffix (`KB`, `MB`) is refused rather than guessed.
 
 use sluice_lab::model::Scenario;
+use sluice_time::units;
 
 /// Slowest and fastest link the lab emulates (htb's and the host's limits).
 const MIN_RATE_BPS: u64 = 8_000;
@@ -18,7 +19,8 @@ const MAX_BUFFER_PKTS: u32 = 100_000;
 /// Longest phase (s) `--duration` accepts.
 const MAX_PHASE_S: f64 = 3600.0;
 
-/// `512k`, `512kbit`, `512Kb`, `5M`, `5Mbit`, `5Mb`, `1.5M`, `1G`, `64000`.
+/// `512k`, `512kbit`, `512Kb`, `5M`, `5Mbit`, `5Mb`, `1.5M`, `1G`, `64000`:
+/// sluice_time's rate grammar, with bytes refused and the lab's range.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     let hint = "allowed: a number with an optional k/M/G multiplier and an optional \
                 bit/b/bps suffix, in bits per second (e.g. 512k, 512kbit, 5Mb, 1G)";
@@ -28,27 +30,15 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
             "`{s}`: a capital B means bytes; the lab takes bits per second ({hint})"
         ));
     }
-    let lower = t.to_ascii_lowercase();
-    let body = ["bps", "bit", "b"]
-        .iter()
-        .find_map(|suf| lower.strip_suffix(suf))
-        .unwrap_or(&lower);
-    let (num, mult) = match body.chars().last() {
-        Some('k') => (&body[..body.len() - 1], 1e3),
-        Some('m') => (&body[..body.len() - 1], 1e6),
-        Some('g') => (&body[..body.len() - 1], 1e9),
-        _ => (body, 1.0),
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a rate ({hint})"))?;
-    let bps = v * mult;
-    if !bps.is_finite() || bps < MIN_RATE_BPS as f64 || bps > MAX_RATE_BPS as f64 {
+    let bps = units::parse_rate(t)
+        .map_err(|e| format!("`{s}` is not a rate: {e} ({hint})"))?
+        .as_bps();
+    if !(MIN_RATE_BPS..=MAX_RATE_BPS).contains(&bps) {
         return Err(format!(
             "`{s}` is out of range: the lab emulates links from 8 kbit/s to 10 Gbit/s"
         ));
     }
-    Ok(bps.round() as u64)
+    Ok(bps)
 }
 
 /// An overhead: cake's name (`pppoe-llcsnap`, `ethernet`, …) or a byte count.

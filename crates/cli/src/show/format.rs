@@ -37,17 +37,9 @@ fn per_sec(now: u64, before: u64, secs: f64) -> Option<f64> {
     (now >= before && secs > 0.0).then(|| (now - before) as f64 / secs)
 }
 
-/// pfctl's spelling of a measured rate: `12.3Kb/s`.
+/// pfctl's spelling of a measured rate: `12.35Kb/s`.
 fn rate_text(bits_per_sec: f64) -> String {
-    if bits_per_sec >= 1e9 {
-        format!("{:.2}Gb/s", bits_per_sec / 1e9)
-    } else if bits_per_sec >= 1e6 {
-        format!("{:.2}Mb/s", bits_per_sec / 1e6)
-    } else if bits_per_sec >= 1e3 {
-        format!("{:.2}Kb/s", bits_per_sec / 1e3)
-    } else {
-        format!("{bits_per_sec:.2}b/s")
-    }
+    sluice_time::units::format_measured_pf(bits_per_sec)
 }
 
 /// As [`format_queues`]; with the previous snapshot and the seconds since,

@@ -204,30 +204,14 @@ fn url_segment(s: &str) -> String {
 
 // ---- formatting shared by the table, the HTML and the plots ----
 
-/// A measured rate: Mbit/s from 1 Mbit/s up, kbit/s below.
+/// A measured rate: `4.85 Mbit/s`, `999 kbit/s`.
 fn fmt_rate(bps: f64) -> String {
-    if !bps.is_finite() {
-        return "-".into();
-    }
-    if bps >= 1e6 {
-        format!("{:.2} Mbit/s", bps / 1e6)
-    } else {
-        format!("{:.0} kbit/s", bps / 1e3)
-    }
+    sluice_time::units::format_measured(bps, 2)
 }
 
 /// A configured rate, short: `5M`, `512k`, `1.5M`, `2G`.
 fn fmt_link_rate(bps: u64) -> String {
-    let (div, unit) = match bps {
-        b if b >= 1_000_000_000 => (1e9, "G"),
-        b if b >= 1_000_000 => (1e6, "M"),
-        b if b >= 1_000 => (1e3, "k"),
-        _ => (1.0, ""),
-    };
-    let v = bps as f64 / div;
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("{s}{unit}")
+    sluice_time::units::format_rate_short(sluice_time::Rate::bps(bps))
 }
 
 /// A latency with as many digits as carry meaning at its size.
