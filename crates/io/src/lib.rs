@@ -25,16 +25,22 @@
 pub mod blast;
 mod bridge;
 pub mod delay;
+mod link;
 pub mod offload;
 pub mod pool;
+mod port;
+pub mod reactor;
 pub mod ring;
 pub mod signals;
 mod sock;
+mod sockopt;
 mod sys;
 mod xdp;
 
-pub use bridge::{Bridge, IfaceIoStats, IoOptions, IoStats, Method, Waker};
-pub use delay::{DelayLine, DelayOptions, DelayStats};
+pub use bridge::{Bridge, IfaceIoStats, IoStats};
+pub use delay::{set_thread_fifo, DelayLine, DelayOptions, DelayStats};
+pub use port::{IoOptions, Method};
+pub use reactor::{Log, Waker};
 pub use offload::OffloadResult;
 pub use signals::{Signal, Signals};
 pub use sys::{now, random_key};

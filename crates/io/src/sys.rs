@@ -164,3 +164,43 @@ pub fn bump_counter(fd: RawFd) {
     // means a wake-up is already pending.
     unsafe { libc::write(fd, (&v as *const u64).cast(), 8) };
 }
+
+/// A NETLINK_ROUTE socket bound to the multicast `groups` (RTMGRP_*),
+/// non-blocking.
+pub fn netlink_route(groups: u32) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall without pointers.
+    let fd = owned(unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            libc::NETLINK_ROUTE,
+        )
+    })?;
+    // SAFETY: an all-zero sockaddr_nl is valid; fields are set below.
+    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    sa.nl_groups = groups;
+    // SAFETY: `sa` is a valid sockaddr_nl and the length matches it.
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sa as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    })?;
+    Ok(fd)
+}
+
+/// One non-blocking receive into `buf`; `Ok(0)` when nothing is queued.
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is writable for its length for the call's duration.
+    let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+            _ => Err(e),
+        };
+    }
+    Ok(r as usize)
+}
