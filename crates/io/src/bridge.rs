@@ -319,8 +319,7 @@ impl Bridge {
         st.pending
             .store(self.pending[i].len() as u64, Ordering::Relaxed);
         if let Some(fd) = self.ports[i].out_fd() {
-            self.reactor
-                .want_out(i, fd, !self.pending[i].is_empty())?;
+            self.reactor.want_out(i, fd, !self.pending[i].is_empty())?;
         }
         Ok(())
     }

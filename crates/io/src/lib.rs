@@ -39,8 +39,8 @@ mod xdp;
 
 pub use bridge::{Bridge, IfaceIoStats, IoStats};
 pub use delay::{set_thread_fifo, DelayLine, DelayOptions, DelayStats};
+pub use offload::OffloadResult;
 pub use port::{IoOptions, Method};
 pub use reactor::{Log, Waker};
-pub use offload::OffloadResult;
 pub use signals::{Signal, Signals};
 pub use sys::{now, random_key};

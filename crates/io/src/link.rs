@@ -3,8 +3,10 @@
 //!
 //! # Principles
 //! - Netlink decides, sockets do not: an interface is usable while it is
-//!   administratively up and has carrier (`IFF_UP` and `IFF_LOWER_UP`, so
-//!   `ip link set … down` and a cable pulled look the same), and it is gone
+//!   administratively up and operationally up (`IFF_UP` and `IFF_RUNNING`,
+//!   which the kernel clears on carrier loss: `ip link set … down` and a
+//!   cable pulled look the same; SIOCGIFFLAGS, 16 bits wide, reports
+//!   both, where it could not report `IFF_LOWER_UP`), and it is gone
 //!   on `RTM_DELLINK` (deleted, or moved to another namespace). The
 //!   ENETDOWN/ENXIO a packet socket reports meanwhile is only cleared (a
 //!   late one must not mark a link down that came back up).
@@ -25,7 +27,7 @@ const RTM_DELLINK: u16 = 17;
 const NLMSG_HDR: usize = 16;
 const IFINFOMSG: usize = 16;
 const IFF_UP: u32 = libc::IFF_UP as u32;
-const IFF_LOWER_UP: u32 = 0x1_0000;
+const IFF_RUNNING: u32 = libc::IFF_RUNNING as u32;
 /// Messages read per wake-up at most; more wait for the next turn.
 const RECV_MAX: usize = 16;
 
@@ -45,9 +47,9 @@ pub struct LinkMsg {
     pub flags: u32,
 }
 
-/// Usable: administratively up with carrier.
+/// Usable: administratively and operationally up.
 pub fn usable(flags: u32) -> bool {
-    flags & IFF_UP != 0 && flags & IFF_LOWER_UP != 0
+    flags & IFF_UP != 0 && flags & IFF_RUNNING != 0
 }
 
 /// The link messages in one netlink datagram (others are skipped; a
@@ -190,7 +192,7 @@ mod tests {
 
     #[test]
     fn parses_new_and_del_link_and_skips_the_rest() {
-        let mut b = msg(RTM_NEWLINK, 7, IFF_UP | IFF_LOWER_UP);
+        let mut b = msg(RTM_NEWLINK, 7, IFF_UP | IFF_RUNNING);
         b.extend(msg(20, 7, 0)); // RTM_NEWADDR: not ours
         b.extend(msg(RTM_NEWLINK, 3, IFF_UP));
         b.extend(msg(RTM_DELLINK, 7, 0));
@@ -201,11 +203,14 @@ mod tests {
             LinkMsg {
                 deleted: false,
                 ifindex: 7,
-                flags: IFF_UP | IFF_LOWER_UP
+                flags: IFF_UP | IFF_RUNNING
             }
         );
         assert!(usable(m[0].flags));
-        assert!(!usable(m[1].flags), "up without carrier is down");
+        assert!(
+            !usable(m[1].flags),
+            "up without carrier (not running) is down"
+        );
         assert!(m[2].deleted);
     }
 

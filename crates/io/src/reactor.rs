@@ -55,8 +55,8 @@ const TOK_LINK: u64 = 102;
 /// EPOLLOUT of port `i`'s separate transmit socket: `TOK_OUT + i`.
 const TOK_OUT: u64 = 8;
 
-/// Where a message of the I/O layer goes (one line, no newline); the
-/// daemon passes its own logger. Must not panic.
+/// Where a message of the I/O layer goes (one line, no newline, no level:
+/// all are warnings); the daemon passes its own logger. Must not panic.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The logger used until the user sets one: stderr, errors ignored (a full
@@ -64,7 +64,7 @@ pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 pub fn stderr_log() -> Log {
     Arc::new(|m: &str| {
         use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "sluice: {m}");
+        let _ = writeln!(std::io::stderr(), "sluice: warn: {m}");
     })
 }
 
@@ -244,7 +244,13 @@ impl Reactor {
         for (i, fd) in rx_fd.iter().enumerate() {
             sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, *fd, inn, i as u64)?;
         }
-        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, timer.as_raw_fd(), inn, TOK_TIMER)?;
+        sys::epoll_ctl(
+            &epoll,
+            libc::EPOLL_CTL_ADD,
+            timer.as_raw_fd(),
+            inn,
+            TOK_TIMER,
+        )?;
         sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, wfd.as_raw_fd(), inn, TOK_WAKER)?;
         sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, links.fd(), inn, TOK_LINK)?;
         Ok(Reactor {
@@ -368,10 +374,8 @@ impl Reactor {
             }
         })?;
         if let Some(i) = gone {
+            // The caller reports the error; no log line of its own.
             let name = self.links.name(i);
-            (self.log)(&format!(
-                "error: interface {name} disappeared (deleted or moved to another namespace)"
-            ));
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
@@ -386,13 +390,13 @@ impl Reactor {
                 Some(LinkChange::Down) => {
                     ev.went_down[i] = true;
                     (self.log)(&format!(
-                        "warn: {name} is down (link or carrier); waiting for it, \
+                        "{name} is down (link or carrier); waiting for it, \
                          frames for it are dropped and counted"
                     ));
                 }
                 Some(LinkChange::Up) => {
                     ev.came_up[i] = true;
-                    (self.log)(&format!("warn: {name} is up again; forwarding resumes"));
+                    (self.log)(&format!("{name} is up; forwarding on it"));
                 }
                 _ => {}
             }

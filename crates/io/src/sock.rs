@@ -119,7 +119,8 @@ pub struct PacketSocket {
 /// A raw AF_PACKET socket with protocol 0 (nothing is queued to it until
 /// it is bound with a protocol).
 pub fn packet_socket(nonblock: bool) -> io::Result<OwnedFd> {
-    let flags = libc::SOCK_RAW | libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
+    let flags =
+        libc::SOCK_RAW | libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
     // SAFETY: plain syscall without pointers.
     let raw = cvt(unsafe { libc::socket(libc::AF_PACKET, flags, 0) })?;
     // SAFETY: `raw` is a fresh descriptor owned by nobody else.

@@ -171,7 +171,8 @@ impl XdpSocket {
             .map(|i| (i as usize * chunk) as u64)
             .collect();
 
-        let map = program::create_xskmap().map_err(|e| io::Error::new(e.kind(), format!("XSKMAP: {e}")))?;
+        let map = program::create_xskmap()
+            .map_err(|e| io::Error::new(e.kind(), format!("XSKMAP: {e}")))?;
         let prog = program::load_program(&map)?;
         let order: &[XdpMode] = if generic_only {
             &[XdpMode::Generic]
@@ -204,8 +205,7 @@ impl XdpSocket {
         let (tx_fd, tx) = open_tx(raw, ifindex)
             .map_err(|e| io::Error::new(e.kind(), format!("AF_XDP TX socket: {e}")))?;
         let mut opts = 0u32;
-        let zerocopy =
-            get(raw, XDP_OPTIONS, &mut opts).is_ok() && opts & XDP_OPTIONS_ZEROCOPY != 0;
+        let zerocopy = get(raw, XDP_OPTIONS, &mut opts).is_ok() && opts & XDP_OPTIONS_ZEROCOPY != 0;
         Ok(XdpSocket {
             tx_fd,
             fd,
@@ -441,4 +441,3 @@ impl XdpSocket {
         d
     }
 }
-
