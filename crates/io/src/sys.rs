@@ -1,9 +1,12 @@
 //! Thin, checked wrappers over the few syscalls the data plane uses.
 //!
 //! # Principles
-//! Every `unsafe` block in the crate outside `sock.rs` lives here, each with
-//! the reason it is sound. Wrappers turn `-1` into `io::Error` and own their
-//! descriptors (`OwnedFd`), so no path leaks one.
+//! The syscalls without a socket family of their own (clock, epoll,
+//! timerfd, eventfd, netlink, getrandom) live here, each `unsafe` block with
+//! the reason it is sound; socket options and interface ioctls are in
+//! `sockopt.rs`, packet and XDP sockets in `sock.rs` and `xdp/`. Wrappers
+//! turn `-1` into `io::Error` and own their descriptors (`OwnedFd`), so no
+//! path leaks one.
 
 use sluice_time::Instant;
 use std::io;
