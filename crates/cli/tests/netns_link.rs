@@ -1,5 +1,6 @@
 //! Interface events under `sluice run`, on every I/O path (AF_XDP, the
-//! TPACKET ring, recvmmsg): a link that goes down is waited for without
+//! TPACKET ring, recvmmsg): a link that goes down (set down, or its carrier
+//! lost when the peer goes down) is waited for without
 //! spinning and forwarding resumes when it comes back up (logged and
 //! counted); a link that is deleted ends the daemon with an error naming it
 //! and a non-zero exit status.
@@ -68,13 +69,29 @@ fn io_counter(lab: &BridgeLab, b: &str, name: &str) -> u64 {
     found.unwrap_or_else(|| panic!("no io counter {name} in {io}"))
 }
 
-fn link(lab: &BridgeLab, args: &[&str]) {
+/// Where the link is taken down: lan0 itself in the shaper namespace, or
+/// its veth peer c0 in the client namespace (lan0 loses carrier).
+#[derive(Clone, Copy, Debug)]
+enum Flap {
+    Admin,
+    Carrier,
+}
+
+fn link(lab: &BridgeLab, flap: Flap, args: &[&str]) {
+    let ns = match flap {
+        Flap::Admin => &lab.shaper,
+        Flap::Carrier => &lab.client,
+    };
     lab.topo
-        .ip(&lab.shaper, args)
+        .ip(ns, args)
         .unwrap_or_else(|e| panic!("ip {args:?}: {e}"));
 }
 
-fn flap_case(io: &str) {
+fn flap_case(io: &str, flap: Flap) {
+    let dev = match flap {
+        Flap::Admin => "lan0",
+        Flap::Carrier => "c0",
+    };
     let mut lab = BridgeLab::new("lk").expect("namespaces");
     let b = bin();
     lab.start_sluice(&b, "pass all\n", &["--io", io, "-v"])
@@ -82,7 +99,7 @@ fn flap_case(io: &str) {
     let pid = lab.sluice_pid().expect("pid");
     let downs_before = io_counter(&lab, &b, "lan0_link_down");
 
-    link(&lab, &["link", "set", "lan0", "down"]);
+    link(&lab, flap, &["link", "set", dev, "down"]);
     // Let the event arrive before measuring.
     std::thread::sleep(Duration::from_millis(200));
     let t0 = cpu_ticks(pid);
@@ -97,11 +114,11 @@ fn flap_case(io: &str) {
         !lab.ping_once(),
         "--io {io}: a ping crossed a link that is down"
     );
-    link(&lab, &["link", "set", "lan0", "up"]);
+    link(&lab, flap, &["link", "set", dev, "up"]);
     let resumed = (1..=RESUME_PINGS).find(|_| lab.ping_once());
     let downs = io_counter(&lab, &b, "lan0_link_down");
     eprintln!(
-        "netns_link: --io {io}: CPU while down {used} ticks in {DOWN_FOR:?}; \
+        "netns_link: --io {io}, {flap:?} down: CPU while down {used} ticks in {DOWN_FOR:?}; \
          forwarding resumed at ping {resumed:?}; lan0_link_down {downs_before} -> {downs}"
     );
     assert!(
@@ -134,7 +151,7 @@ fn delete_case(io: &str) {
     let id = lab
         .start_sluice(&b, "pass all\n", &["--io", io])
         .unwrap_or_else(|e| panic!("--io {io}: {e}"));
-    link(&lab, &["link", "del", "lan0"]);
+    link(&lab, Flap::Admin, &["link", "del", "lan0"]);
     let st = lab.topo.wait(id, Duration::from_secs(5)).unwrap();
     let log = lab.log();
     eprintln!("netns_link: --io {io}: lan0 deleted: sluice {st:?}");
@@ -156,8 +173,10 @@ fn link_down_is_waited_out_and_forwarding_resumes_on_every_io_path() {
         return;
     }
     for io in ["xdp", "ring", "mmsg"] {
-        flap_case(io);
+        flap_case(io, Flap::Admin);
     }
+    // Carrier loss goes through the same path; once is enough.
+    flap_case("xdp", Flap::Carrier);
 }
 
 #[test]

@@ -43,7 +43,7 @@ mod link;
 pub mod offload;
 pub mod pool;
 mod port;
-pub mod reactor;
+mod reactor;
 pub mod ring;
 pub mod signals;
 mod sock;

@@ -100,9 +100,12 @@ impl LinkWatch {
             .iter()
             .map(|n| sockopt::ifindex(n))
             .collect::<io::Result<Vec<_>>>()?;
+        // At start only the administrative state counts: the operational
+        // one lags carrier by up to a second on a link just set up (the
+        // kernel's linkwatch), and the event that sets it follows anyway.
         let up = names
             .iter()
-            .map(|n| sockopt::if_flags(ctl, n).map(usable))
+            .map(|n| sockopt::if_flags(ctl, n).map(|f| f & IFF_UP != 0))
             .collect::<io::Result<Vec<_>>>()?;
         Ok(LinkWatch {
             fd,

@@ -8,7 +8,11 @@
 //! - An interface that is down or went away answers ENETDOWN/ENXIO/ENODEV;
 //!   here that is "nothing received" or "the kernel pushed back", never a
 //!   failure of the loop: the link watch (`link.rs`) says whether the
-//!   interface is down (wait) or gone (end).
+//!   interface is down (wait) or gone (end). The sockets survive a
+//!   down/up as they are: AF_PACKET re-hooks itself on up, and an AF_XDP
+//!   socket stays bound with its program attached (checked on veth in
+//!   generic mode, `tests/netns_link.rs`; native drivers re-attach the
+//!   socket's UMEM when they restart their rings, untested here).
 //! - Which I/O runs is decided once at open ([`open_pair`]), with the
 //!   fallbacks of [`Method`] and the reason recorded.
 

@@ -284,10 +284,6 @@ impl Reactor {
         self.links.is_up(i)
     }
 
-    pub fn name(&self, i: usize) -> &str {
-        self.links.name(i)
-    }
-
     /// How early the timer is armed (the wake-up latency estimate), ns.
     pub fn early_ns(&self) -> u64 {
         self.wake.early_ns()
