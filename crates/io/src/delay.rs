@@ -2,7 +2,7 @@
 //!
 //! # Principles
 //! - Independent of the code under test: no engine, classifier or
-//!   scheduler, only this crate's packet sockets, epoll and timerfd. Every
+//!   scheduler, only this crate's packet sockets and reactor. Every
 //!   frame read on A is sent on B after `a_to_b`, every frame read on B is
 //!   sent on A after `b_to_a` (ARP, ND, anything), unchanged.
 //! - One FIFO per direction. The delay is constant per direction, so due
@@ -10,7 +10,7 @@
 //!   timer: the timerfd is armed at the earliest head (absolute
 //!   CLOCK_MONOTONIC). A timer wake-up comes late by tens to hundreds of
 //!   µs (more in a VM), so the timer is armed early by a running estimate
-//!   of that lateness ([`WakeEstimator`]) and a head closer than `spin_ns`
+//!   of that lateness (`reactor::WakeEstimator`) and a head closer than `spin_ns`
 //!   is busy-waited: the spin covers the jitter, not the whole latency.
 //!   Order is preserved.
 //! - Bounded: at most `cap_frames` frames are held per direction; beyond it
@@ -23,6 +23,10 @@
 //!   The arrival time is when the loop read the frame (one clock read per
 //!   receive batch), so the kernel's wake-up latency on receive is not in
 //!   the lateness figure; the end-to-end test measures it with ping.
+//! - The loop itself is the crate's reactor (`reactor.rs`, with this
+//!   line's policy: arm every due time early, spin within `spin_ns`) over
+//!   two recvmmsg ports; while an interface is down, frames due on it are
+//!   released and counted (`down_drops`), and a deleted one ends `run`.
 //! - recvmmsg, not the TPACKET_V3 ring: a ring block waits up to its retire
 //!   timeout (≥ 1 ms) before user space sees a lone frame, which would be
 //!   added to the delay.
@@ -33,7 +37,7 @@ use crate::port::Port;
 use crate::reactor::{Log, Policy, Reactor, Waker, Want, TX_RETRY};
 use crate::sock::{PacketSocket, MMSG_BATCH};
 use crate::sockopt;
-use crate::sys;
+use crate::sys::{self, set_timer_slack_ns};
 use sluice_time::{Duration, Instant};
 use std::collections::VecDeque;
 use std::io;
@@ -58,6 +62,8 @@ pub const LATE_BOUNDS_NS: [u64; 7] = [
     10_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 10_000_000,
 ];
 const LATE_BUCKETS: usize = LATE_BOUNDS_NS.len() + 1;
+
+pub use crate::sys::set_thread_fifo;
 
 /// Options of [`DelayLine::open`].
 #[derive(Clone, Debug)]
@@ -265,32 +271,6 @@ pub struct DelayLine {
     /// time unless EPOLLOUT comes first (`Instant::ZERO`: not blocked).
     blocked_until: [Instant; 2],
     offloads: Vec<OffloadResult>,
-}
-
-/// Timer slack of this thread: the kernel may postpone a timer by up to
-/// its slack (50 µs by default) to batch wake-ups; a delay line wants none.
-pub(crate) fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer argument, no pointers; it
-    // only affects the calling thread.
-    sys::cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })?;
-    Ok(())
-}
-
-/// Puts the calling thread in SCHED_FIFO at `priority` (1..=99). On a
-/// shared machine a CFS thread waits for a core for milliseconds now and
-/// then, which a delay line adds to the RTT; a real-time thread preempts
-/// the traffic generators. Safe for the system because the loop sleeps
-/// between due times (it spins at most `spin_ns` + the timer estimate,
-/// ≤ 510 µs by default, at a time) and the kernel's RT throttling keeps 5 % of every
-/// core for others anyway.
-pub fn set_thread_fifo(priority: u8) -> io::Result<()> {
-    let p = libc::sched_param {
-        sched_priority: i32::from(priority.clamp(1, 99)),
-    };
-    // SAFETY: `p` is a valid sched_param for the duration of the call; pid 0
-    // is the calling thread.
-    sys::cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
-    Ok(())
 }
 
 impl DelayLine {

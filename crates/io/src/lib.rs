@@ -30,11 +30,11 @@
 //!   where the kernel refuses the ring (docs/adr/0002-packet-io.md has the
 //!   numbers).
 //! - This is the only crate of the workspace with `unsafe`, confined to
-//!   `sys.rs` (syscalls), `sockopt.rs` (socket options, interface ioctls),
-//!   `sock.rs` (packet sockets and the TPACKET ring), `xdp/` (BPF,
-//!   UMEM, AF_XDP rings), `signals.rs`, two calls (`prctl`,
-//!   `sched_setscheduler`) in `delay.rs` and the generator in `blast.rs`;
-//!   each block says why it is sound.
+//!   `sys.rs` (syscalls: clock, epoll, timers, netlink, scheduling),
+//!   `sockopt.rs` (socket options, interface ioctls), `sock.rs` (packet
+//!   sockets and the TPACKET ring), `xdp/` (BPF, UMEM, AF_XDP rings),
+//!   `signals.rs` and the generator in `blast.rs`; each block says why it
+//!   is sound. The reactor, the ports and both loops have none.
 
 pub mod blast;
 mod bridge;

@@ -207,3 +207,29 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     }
     Ok(r as usize)
 }
+
+/// Timer slack of this thread: the kernel may postpone a timer by up to
+/// its slack (50 µs by default) to batch wake-ups; a delay line wants none.
+pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument, no pointers; it
+    // only affects the calling thread.
+    cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })?;
+    Ok(())
+}
+
+/// Puts the calling thread in SCHED_FIFO at `priority` (1..=99). On a
+/// shared machine a CFS thread waits for a core for milliseconds now and
+/// then, which a delay line adds to the RTT; a real-time thread preempts
+/// the traffic generators. Safe for the system because the loop sleeps
+/// between due times (it spins at most `spin_ns` + the timer estimate,
+/// ≤ 510 µs by default, at a time) and the kernel's RT throttling keeps 5 % of every
+/// core for others anyway.
+pub fn set_thread_fifo(priority: u8) -> io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: i32::from(priority.clamp(1, 99)),
+    };
+    // SAFETY: `p` is a valid sched_param for the duration of the call; pid 0
+    // is the calling thread.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
+    Ok(())
+}
