@@ -382,19 +382,17 @@ impl Reactor {
         }
         for (i, c) in changes.iter().enumerate() {
             let name = self.links.name(i);
-            match c {
-                Some(LinkChange::Down) => {
-                    ev.went_down[i] = true;
-                    (self.log)(&format!(
-                        "{name} is down (link or carrier); waiting for it, \
-                         frames for it are dropped and counted"
-                    ));
-                }
-                Some(LinkChange::Up) => {
-                    ev.came_up[i] = true;
-                    (self.log)(&format!("{name} is up; forwarding on it"));
-                }
-                _ => {}
+            // A flap within one read was marked down above; it is logged too.
+            if ev.went_down[i] || *c == Some(LinkChange::Down) {
+                ev.went_down[i] = true;
+                (self.log)(&format!(
+                    "{name} is down (link or carrier); waiting for it, \
+                     frames for it are dropped and counted"
+                ));
+            }
+            if *c == Some(LinkChange::Up) {
+                ev.came_up[i] = true;
+                (self.log)(&format!("{name} is up; forwarding on it"));
             }
         }
         Ok(())
