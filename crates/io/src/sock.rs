@@ -19,7 +19,7 @@ use crate::ring::{
     TPACKET_V3,
 };
 use crate::sockopt::{self, ifindex, setsockopt};
-use crate::sys::cvt;
+use crate::sys::{bind, cvt};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -135,14 +135,7 @@ pub fn bind_ll(fd: RawFd, ifindex: libc::c_int, protocol: u16) -> io::Result<()>
     sll.sll_family = libc::AF_PACKET as u16;
     sll.sll_protocol = protocol.to_be();
     sll.sll_ifindex = ifindex;
-    // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
-    cvt(unsafe {
-        libc::bind(
-            fd,
-            (&sll as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    })?;
+    bind(fd, &sll)?;
     Ok(())
 }
 

@@ -168,6 +168,21 @@ pub fn bump_counter(fd: RawFd) {
     unsafe { libc::write(fd, (&v as *const u64).cast(), 8) };
 }
 
+/// Binds `fd` to `addr`, one of libc's `sockaddr_*` structs (its size is
+/// the length the kernel expects for the family).
+pub fn bind<T>(fd: RawFd, addr: &T) -> io::Result<()> {
+    // SAFETY: `addr` is a live `T` the kernel only reads, for its exact size;
+    // the kernel checks the family and the length itself.
+    cvt(unsafe {
+        libc::bind(
+            fd,
+            (addr as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
 /// A NETLINK_ROUTE socket bound to the multicast `groups` (RTMGRP_*),
 /// non-blocking.
 pub fn netlink_route(groups: u32) -> io::Result<OwnedFd> {
@@ -183,14 +198,7 @@ pub fn netlink_route(groups: u32) -> io::Result<OwnedFd> {
     let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
     sa.nl_groups = groups;
-    // SAFETY: `sa` is a valid sockaddr_nl and the length matches it.
-    cvt(unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&sa as *const libc::sockaddr_nl).cast(),
-            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-        )
-    })?;
+    bind(fd.as_raw_fd(), &sa)?;
     Ok(fd)
 }
 

@@ -5,7 +5,7 @@ use super::program::{self, XdpMode};
 use super::umem::*;
 use crate::sock::RxFrame;
 use crate::sockopt;
-use crate::sys::cvt;
+use crate::sys::{bind, cvt};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -81,14 +81,7 @@ fn open_tx(owner: RawFd, ifindex: u32) -> io::Result<(OwnedFd, Ring)> {
     // copy/zero-copy come from the owner.
     sxdp.sxdp_flags = XDP_SHARED_UMEM;
     sxdp.sxdp_shared_umem_fd = owner as u32;
-    // SAFETY: `sxdp` is a valid sockaddr_xdp and the length matches it.
-    cvt(unsafe {
-        libc::bind(
-            raw,
-            (&sxdp as *const libc::sockaddr_xdp).cast(),
-            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-        )
-    })?;
+    bind(raw, &sxdp)?;
     Ok((fd, ring))
 }
 
@@ -191,15 +184,8 @@ impl XdpSocket {
         sxdp.sxdp_ifindex = ifindex;
         sxdp.sxdp_queue_id = 0;
         sxdp.sxdp_flags = XDP_USE_NEED_WAKEUP;
-        // SAFETY: `sxdp` is a valid sockaddr_xdp and the length matches it.
-        cvt(unsafe {
-            libc::bind(
-                raw,
-                (&sxdp as *const libc::sockaddr_xdp).cast(),
-                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
-        })
-        .map_err(|e| io::Error::new(e.kind(), format!("bind AF_XDP socket: {e}")))?;
+        bind(raw, &sxdp)
+            .map_err(|e| io::Error::new(e.kind(), format!("bind AF_XDP socket: {e}")))?;
         program::map_insert(&map, 0, raw as u32)
             .map_err(|e| io::Error::new(e.kind(), format!("XSKMAP insert: {e}")))?;
         let (tx_fd, tx) = open_tx(raw, ifindex)
