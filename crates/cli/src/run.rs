@@ -185,7 +185,7 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // Link down/up/gone: one line each, at warning level.
+    // Link down and up: one warning line each (a deleted link ends run).
     bridge.set_log(Arc::new(|m: &str| warn!("{m}")));
     for o in bridge.offloads() {
         match &o.outcome {
