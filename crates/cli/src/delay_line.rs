@@ -101,6 +101,10 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    line.set_log(std::sync::Arc::new(|m: &str| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "sluice delay-line: {m}");
+    }));
     for off in line.offloads() {
         if let Err(msg) = &off.outcome {
             eprintln!(

@@ -185,6 +185,8 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Link down and up: one warning line each (a deleted link ends run).
+    bridge.set_log(Arc::new(|m: &str| warn!("{m}")));
     for o in bridge.offloads() {
         match &o.outcome {
             Ok(how) => info!("{}: {} off ({how})", o.iface, o.feature),
@@ -312,6 +314,8 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
             ("tx_blocked", &s.tx_blocked),
             ("tx_errors", &s.tx_errors),
             ("oversize", &s.oversize),
+            ("link_down", &s.link_down),
+            ("down_drops", &s.down_drops),
         ] {
             v.push((format!("{name}_{what}"), c.load(Ordering::Relaxed)));
         }

@@ -15,16 +15,15 @@
 //! - A frame the kernel refuses for now (EAGAIN/ENOBUFS) is retried, never
 //!   counted as sent; any other error ends the run with that error.
 
-use crate::sock::{bind_ll, ifindex};
-use crate::sys::cvt;
+use crate::ring::{PACKET_QDISC_BYPASS, SOL_PACKET};
+use crate::sock::{bind_ll, packet_socket};
+use crate::sockopt::{self, ifindex};
 use sluice_wire::build;
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-const SOL_PACKET: libc::c_int = 263;
-const PACKET_QDISC_BYPASS: libc::c_int = 20;
 /// Upper bound of `batch`: the iovec/mmsghdr arrays are this long.
 pub const MAX_BATCH: usize = 1024;
 /// Upper bound of `flows`: one prebuilt frame each.
@@ -141,39 +140,14 @@ fn if_mac(dev: &str) -> io::Result<[u8; 6]> {
 fn tx_socket(dev: &str) -> io::Result<OwnedFd> {
     let ifindex = ifindex(dev)?;
     // Protocol 0: this socket never receives, so the kernel does not clone
-    // every frame of the interface into it.
-    // SAFETY: plain syscall without pointers.
-    let raw =
-        cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })?;
-    // SAFETY: `raw` is a fresh descriptor owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // every frame of the interface into it. Blocking: the generator waits
+    // for room rather than spinning.
+    let fd = packet_socket(false)?;
     let one: libc::c_int = 1;
-    // SAFETY: `one` is a live c_int for the call; the length matches it.
-    let r = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            SOL_PACKET,
-            PACKET_QDISC_BYPASS,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        eprintln!(
-            "blast: PACKET_QDISC_BYPASS: {} (going through the qdisc)",
-            io::Error::last_os_error()
-        );
+    if let Err(e) = sockopt::setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_QDISC_BYPASS, &one) {
+        eprintln!("blast: PACKET_QDISC_BYPASS: {e} (going through the qdisc)");
     }
-    // SAFETY: as above; failure only leaves the default buffer size.
-    unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUFFORCE,
-            (&SNDBUF_BYTES as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
+    sockopt::set_buf(fd.as_raw_fd(), true, SNDBUF_BYTES);
     bind_ll(fd.as_raw_fd(), ifindex, 0)?;
     Ok(fd)
 }

@@ -2,7 +2,7 @@
 //!
 //! # Principles
 //! - Independent of the code under test: no engine, classifier or
-//!   scheduler, only this crate's packet sockets, epoll and timerfd. Every
+//!   scheduler, only this crate's packet sockets and reactor. Every
 //!   frame read on A is sent on B after `a_to_b`, every frame read on B is
 //!   sent on A after `b_to_a` (ARP, ND, anything), unchanged.
 //! - One FIFO per direction. The delay is constant per direction, so due
@@ -10,7 +10,7 @@
 //!   timer: the timerfd is armed at the earliest head (absolute
 //!   CLOCK_MONOTONIC). A timer wake-up comes late by tens to hundreds of
 //!   µs (more in a VM), so the timer is armed early by a running estimate
-//!   of that lateness ([`WakeEstimator`]) and a head closer than `spin_ns`
+//!   of that lateness (`reactor::WakeEstimator`) and a head closer than `spin_ns`
 //!   is busy-waited: the spin covers the jitter, not the whole latency.
 //!   Order is preserved.
 //! - Bounded: at most `cap_frames` frames are held per direction; beyond it
@@ -23,19 +23,24 @@
 //!   The arrival time is when the loop read the frame (one clock read per
 //!   receive batch), so the kernel's wake-up latency on receive is not in
 //!   the lateness figure; the end-to-end test measures it with ping.
+//! - The loop itself is the crate's reactor (`reactor.rs`, with this
+//!   line's policy: arm every due time early, spin within `spin_ns`) over
+//!   two recvmmsg ports; while an interface is down, frames due on it are
+//!   released and counted (`down_drops`), and a deleted one ends `run`.
 //! - recvmmsg, not the TPACKET_V3 ring: a ring block waits up to its retire
 //!   timeout (≥ 1 ms) before user space sees a lone frame, which would be
 //!   added to the delay.
 
-use crate::bridge::Waker;
 use crate::offload::{self, OffloadResult};
 use crate::pool::Pool;
+use crate::port::Port;
+use crate::reactor::{Log, Policy, Reactor, Waker, Want, TX_RETRY};
 use crate::sock::{PacketSocket, MMSG_BATCH};
-use crate::sys;
+use crate::sockopt;
+use crate::sys::{self, set_timer_slack_ns};
 use sluice_time::{Duration, Instant};
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -45,10 +50,6 @@ const RX_BATCH_FRAMES: usize = 256;
 /// Frames sent per direction per loop turn (a few `sendmmsg` calls); the
 /// rest are sent on the next turn, which follows at once (spin).
 const TX_TURN_FRAMES: usize = 1024;
-/// Retry delay after ENOBUFS (no EPOLLOUT comes for a full peer queue).
-const TX_RETRY: Duration = Duration::from_micros(20);
-/// Longest epoll sleep, so a stop flag set without a wake-up is still seen.
-const IDLE_WAIT_MS: i32 = 100;
 /// How often the kernel's receive-drop counters are collected.
 const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// Free buffers kept for reuse.
@@ -61,17 +62,8 @@ pub const LATE_BOUNDS_NS: [u64; 7] = [
     10_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 10_000_000,
 ];
 const LATE_BUCKETS: usize = LATE_BOUNDS_NS.len() + 1;
-/// The timer is never armed earlier than this before a due time: a wake-up
-/// later than that is preemption, not timer latency, and spinning through
-/// it would only burn the core.
-const MAX_EARLY_NS: u64 = 500_000;
-/// EWMA weight of a new timer-latency sample, as a shift (1/8).
-const EARLY_EWMA_SHIFT: u32 = 3;
 
-const TOK_SOCK_A: u64 = 0;
-const TOK_SOCK_B: u64 = 1;
-const TOK_TIMER: u64 = 2;
-const TOK_WAKER: u64 = 3;
+pub use crate::sys::set_thread_fifo;
 
 /// Options of [`DelayLine::open`].
 #[derive(Clone, Debug)]
@@ -122,8 +114,12 @@ pub struct DelayDirStats {
     pub rx_kernel_drops: AtomicU64,
     /// Frames currently held (gauge).
     pub held: AtomicU64,
+    /// Times the egress interface went down (link or carrier).
+    pub link_down: AtomicU64,
+    /// Frames due while the egress interface was down, released.
+    pub down_drops: AtomicU64,
     /// How early the timer is armed (gauge, ns; the same in both
-    /// directions: the latency estimate of [`WakeEstimator`]).
+    /// directions: the latency estimate of `reactor::WakeEstimator`).
     pub timer_early_ns: AtomicU64,
     /// Largest lateness seen, ns.
     pub late_max_ns: AtomicU64,
@@ -165,14 +161,17 @@ impl DelayDirStats {
             .map(|(label, c)| format!("{label}:{}", l(c)))
             .collect();
         format!(
-            "rx {} tx {} frames {} bytes, dropped {} (full) {} (kernel rx) {} (tx error), \
-             tx blocked {}, held {}, timer armed {} µs early, late max {} µs, lateness {}",
+            "rx {} tx {} frames {} bytes, dropped {} (full) {} (kernel rx) {} (tx error) \
+             {} (link down, {} times), tx blocked {}, held {}, timer armed {} µs early, \
+             late max {} µs, lateness {}",
             l(&self.rx_frames),
             l(&self.tx_frames),
             l(&self.tx_bytes),
             l(&self.drops_full),
             l(&self.rx_kernel_drops),
             l(&self.tx_errors),
+            l(&self.down_drops),
+            l(&self.link_down),
             l(&self.tx_blocked),
             l(&self.held),
             l(&self.timer_early_ns) / 1000,
@@ -259,78 +258,24 @@ impl DelayQueue {
     }
 }
 
-/// Running estimate of how late a timerfd wake-up arrives, so the timer can
-/// be armed that much before a due time. Pure: samples are arguments.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct WakeEstimator {
-    early_ns: u64,
-}
-
-impl WakeEstimator {
-    /// Records one wake-up that came `late_ns` after the armed time.
-    /// Samples are clamped to `MAX_EARLY_NS` so one preemption cannot
-    /// make the line spin for milliseconds.
-    pub fn observe(&mut self, late_ns: u64) {
-        let s = late_ns.min(MAX_EARLY_NS) as i64;
-        let e = self.early_ns as i64;
-        self.early_ns = (e + ((s - e) >> EARLY_EWMA_SHIFT)).max(0) as u64;
-    }
-
-    /// How long before a due time to arm the timer.
-    pub fn early_ns(&self) -> u64 {
-        self.early_ns
-    }
-}
-
 /// Two interfaces joined by a fixed delay in each direction.
 pub struct DelayLine {
-    socks: [PacketSocket; 2],
-    epoll: OwnedFd,
-    timer: OwnedFd,
-    waker: Waker,
+    /// One recvmmsg/sendmmsg socket per interface.
+    ports: [Port; 2],
+    reactor: Reactor,
     stats: Arc<DelayStats>,
     pool: Pool,
-    /// `queues[d]`: frames read on socket `d`, leaving on socket `1 - d`.
+    /// `queues[d]`: frames read on port `d`, leaving on port `1 - d`.
     queues: [DelayQueue; 2],
-    /// The kernel pushed back on socket `i`'s egress: no send before this
+    /// The kernel pushed back on port `i`'s egress: no send before this
     /// time unless EPOLLOUT comes first (`Instant::ZERO`: not blocked).
     blocked_until: [Instant; 2],
-    want_out: [bool; 2],
     offloads: Vec<OffloadResult>,
-    spin_ns: u64,
-    wake: WakeEstimator,
-    /// The absolute time the timer is armed for, if it is.
-    armed_at: Option<Instant>,
-}
-
-/// Timer slack of this thread: the kernel may postpone a timer by up to
-/// its slack (50 µs by default) to batch wake-ups; a delay line wants none.
-pub(crate) fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer argument, no pointers; it
-    // only affects the calling thread.
-    sys::cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })?;
-    Ok(())
-}
-
-/// Puts the calling thread in SCHED_FIFO at `priority` (1..=99). On a
-/// shared machine a CFS thread waits for a core for milliseconds now and
-/// then, which a delay line adds to the RTT; a real-time thread preempts
-/// the traffic generators. Safe for the system because the loop sleeps
-/// between due times (it spins at most `spin_ns` + the timer estimate,
-/// ≤ 510 µs by default, at a time) and the kernel's RT throttling keeps 5 % of every
-/// core for others anyway.
-pub fn set_thread_fifo(priority: u8) -> io::Result<()> {
-    let p = libc::sched_param {
-        sched_priority: i32::from(priority.clamp(1, 99)),
-    };
-    // SAFETY: `p` is a valid sched_param for the duration of the call; pid 0
-    // is the calling thread.
-    sys::cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
-    Ok(())
 }
 
 impl DelayLine {
-    /// Opens both interfaces (they must exist and be up).
+    /// Opens both interfaces (they must exist; one that is down is waited
+    /// for by `run`).
     pub fn open(a: &str, b: &str, o: DelayOptions) -> io::Result<DelayLine> {
         let sa = PacketSocket::open(a, None)?;
         let sb = PacketSocket::open(b, None)?;
@@ -340,25 +285,24 @@ impl DelayLine {
             offloads.extend(offload::disable(sb.fd(), b));
         }
         let mtu = [
-            crate::sock::mtu(sa.fd(), a).unwrap_or(1500) as usize,
-            crate::sock::mtu(sb.fd(), b).unwrap_or(1500) as usize,
+            sockopt::mtu(sa.fd(), a).unwrap_or(1500) as usize,
+            sockopt::mtu(sb.fd(), b).unwrap_or(1500) as usize,
         ];
-        let epoll = sys::epoll_create()?;
-        let timer = sys::timerfd()?;
-        let wfd = sys::eventfd()?;
-        let inn = libc::EPOLLIN as u32;
-        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, sa.fd(), inn, TOK_SOCK_A)?;
-        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, sb.fd(), inn, TOK_SOCK_B)?;
-        let tfd = timer.as_raw_fd();
-        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, tfd, inn, TOK_TIMER)?;
-        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, wfd.as_raw_fd(), inn, TOK_WAKER)?;
+        let policy = Policy {
+            spin_ns: o.spin_ns,
+            early_arm_min: Duration::ZERO,
+            spin_while_blocked: true,
+            epoll_skip_max: 0,
+        };
+        let reactor = Reactor::new([a, b], [sa.fd(), sb.fd()], policy)?;
         let buf = (mtu[0].max(mtu[1]) + L2_MAX_OVERHEAD).max(1518);
         let cap = o.cap_frames.max(1);
         Ok(DelayLine {
-            socks: [sa, sb],
-            epoll,
-            timer,
-            waker: Waker(Arc::new(wfd)),
+            ports: [
+                Port::Packet { rx: sa, tx: None },
+                Port::Packet { rx: sb, tx: None },
+            ],
+            reactor,
             stats: Arc::new(DelayStats::default()),
             pool: Pool::new(buf, POOL_BUFFERS),
             queues: [
@@ -366,16 +310,17 @@ impl DelayLine {
                 DelayQueue::new(o.b_to_a, cap),
             ],
             blocked_until: [Instant::ZERO; 2],
-            want_out: [false; 2],
             offloads,
-            spin_ns: o.spin_ns,
-            wake: WakeEstimator::default(),
-            armed_at: None,
         })
     }
 
     pub fn waker(&self) -> Waker {
-        self.waker.clone()
+        self.reactor.waker()
+    }
+
+    /// Where interface events (down, up, gone) are logged; stderr until set.
+    pub fn set_log(&mut self, log: Log) {
+        self.reactor.set_log(log);
     }
 
     pub fn stats(&self) -> Arc<DelayStats> {
@@ -388,42 +333,27 @@ impl DelayLine {
     }
 
     /// Forwards until `stop` is set (noticed at once when woken, else
-    /// within `IDLE_WAIT_MS`). Frames still held are released.
+    /// within `IDLE_WAIT_MS`) or an interface disappears (an error naming
+    /// it). Frames still held are released.
     pub fn run(&mut self, stop: Arc<AtomicBool>) -> io::Result<()> {
         // Best effort: without it the timer may fire up to 50 µs late.
         let _ = set_timer_slack_ns(1);
-        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
         let mut readable = [true, true];
-        let mut spin = false;
         let mut next_stats = sys::now() + STATS_PERIOD;
         while !stop.load(Ordering::Relaxed) {
-            let wait_ms = if spin { 0 } else { IDLE_WAIT_MS };
-            let n = sys::epoll_wait(&self.epoll, &mut events, wait_ms)?;
-            for ev in events.iter().take(n) {
-                match ev.u64 {
-                    TOK_SOCK_A | TOK_SOCK_B => {
-                        let i = ev.u64 as usize;
-                        // An error or hang-up is read too: the read clears
-                        // it (or ends the loop), so epoll cannot spin on it.
-                        let rx = (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32;
-                        if ev.events & rx != 0 {
-                            readable[i] = true;
-                        }
-                        if ev.events & libc::EPOLLOUT as u32 != 0 {
-                            self.blocked_until[i] = Instant::ZERO;
-                        }
-                    }
-                    TOK_TIMER => {
-                        if sys::drain_counter(self.timer.as_raw_fd()) > 0 {
-                            if let Some(armed) = self.armed_at.take() {
-                                self.wake
-                                    .observe(sys::now().saturating_since(armed).as_nanos());
-                            }
-                        }
-                    }
-                    _ => {
-                        sys::drain_counter(self.waker.0.as_raw_fd());
-                    }
+            let ev = self.reactor.wait(&mut readable)?;
+            for (i, ready) in readable.iter_mut().enumerate() {
+                if ev.writable[i] {
+                    self.blocked_until[i] = Instant::ZERO;
+                }
+                // Counted on the direction that leaves through port `i`.
+                if ev.went_down[i] {
+                    self.stats.dirs[1 - i]
+                        .link_down
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                if ev.came_up[i] {
+                    *ready = true;
                 }
             }
             self.receive(&mut readable)?;
@@ -432,29 +362,22 @@ impl DelayLine {
                 self.flush(d, now)?;
             }
             if now >= next_stats {
-                for (s, st) in self.socks.iter().zip(&self.stats.dirs) {
+                for (p, st) in self.ports.iter_mut().zip(&self.stats.dirs) {
                     st.rx_kernel_drops
-                        .fetch_add(s.take_drops(), Ordering::Relaxed);
+                        .fetch_add(p.take_drops(), Ordering::Relaxed);
                 }
                 next_stats = now + STATS_PERIOD;
             }
-            let at = self.next_wakeup();
-            // Still-readable sockets (a full batch was read) need no timer.
-            // Within the timer's own latency of a due time, sleeping would
-            // only overshoot it: spin.
-            let window_ns = self.spin_ns + self.wake.early_ns();
-            spin = readable.iter().any(|&r| r)
-                || at.is_some_and(|d| d.as_nanos() <= now.as_nanos() + window_ns);
-            if !spin {
-                // Armed early by the measured wake-up latency; what is left
-                // when it fires is spun (at most `spin_ns`) or re-armed.
-                let early = Duration::from_nanos(self.wake.early_ns());
-                let arm = at.map(|d| (d - early).max(now));
-                sys::timer_set(&self.timer, arm)?;
-                self.armed_at = arm;
-                for st in &self.stats.dirs {
-                    st.timer_early_ns.store(early.as_nanos(), Ordering::Relaxed);
-                }
+            // Blocked egresses are folded into the deadline (per direction).
+            self.reactor.schedule(Want {
+                now,
+                deadline: self.next_wakeup(),
+                blocked: false,
+                readable: readable.iter().any(|&r| r),
+            })?;
+            let early = self.reactor.early_ns();
+            for st in &self.stats.dirs {
+                st.timer_early_ns.store(early, Ordering::Relaxed);
             }
         }
         // Frames still held are released; `held` keeps their number.
@@ -483,7 +406,9 @@ impl DelayLine {
             let st = &self.stats.dirs[i];
             let (pool, queue) = (&mut self.pool, &mut self.queues[i]);
             let now = sys::now();
-            let got = self.socks[i].recv(RX_BATCH_FRAMES, &mut |f| {
+            // A down interface reads as empty (port.rs); the reactor
+            // decides whether it is down or gone.
+            let got = self.ports[i].recv(RX_BATCH_FRAMES, &mut |f| {
                 let mut v = pool.take_copy(&[]);
                 crate::ring::copy_with_vlan(&mut v, f.data, f.vlan);
                 st.rx_frames.fetch_add(1, Ordering::Relaxed);
@@ -491,16 +416,7 @@ impl DelayLine {
                     st.drops_full.fetch_add(1, Ordering::Relaxed);
                     pool.put(v);
                 }
-            });
-            // Reading consumed the socket's pending error, so epoll stops
-            // reporting it. ENETDOWN (link set down) is survivable: the
-            // socket receives again once the link is up. Anything else
-            // (interface deleted) ends the loop rather than spinning on it.
-            let got = match got {
-                Ok(n) => n,
-                Err(e) if e.raw_os_error() == Some(libc::ENETDOWN) => 0,
-                Err(e) => return Err(e),
-            };
+            })?;
             // Level-triggered epoll reports a socket again if more waits;
             // a partial batch means it is (momentarily) empty.
             *ready = got >= RX_BATCH_FRAMES;
@@ -514,6 +430,16 @@ impl DelayLine {
     fn flush(&mut self, d: usize, now: Instant) -> io::Result<()> {
         let out = 1 - d;
         let st = &self.stats.dirs[d];
+        if !self.reactor.is_up(out) {
+            // Nothing can leave: what is due is released and counted, so
+            // the line neither spins on it nor sends stale frames later.
+            let n = self.queues[d].due_batch(now, usize::MAX).0.len();
+            for (_, f) in self.queues[d].pop(n) {
+                st.down_drops.fetch_add(1, Ordering::Relaxed);
+                self.pool.put(f);
+            }
+            self.blocked_until[out] = Instant::ZERO;
+        }
         let mut budget = TX_TURN_FRAMES;
         // Each pass sends one batch or stops; `budget` bounds the passes.
         while budget > 0 && now >= self.blocked_until[out] {
@@ -522,7 +448,7 @@ impl DelayLine {
                 break;
             }
             let sent_at = sys::now();
-            match self.socks[out].send(batch) {
+            match self.ports[out].send(batch) {
                 Ok(0) => {
                     st.tx_blocked.fetch_add(1, Ordering::Relaxed);
                     self.blocked_until[out] = now + TX_RETRY;
@@ -548,20 +474,9 @@ impl DelayLine {
         }
         st.held
             .store(self.queues[d].len() as u64, Ordering::Relaxed);
-        let want = self.blocked_until[out] > now;
-        if want != self.want_out[out] {
-            let mut bits = libc::EPOLLIN as u32;
-            if want {
-                bits |= libc::EPOLLOUT as u32;
-            }
-            sys::epoll_ctl(
-                &self.epoll,
-                libc::EPOLL_CTL_MOD,
-                self.socks[out].fd(),
-                bits,
-                out as u64,
-            )?;
-            self.want_out[out] = want;
+        if let Some(fd) = self.ports[out].out_fd() {
+            self.reactor
+                .want_out(out, fd, self.blocked_until[out] > now)?;
         }
         Ok(())
     }
@@ -650,32 +565,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn wake_estimate_follows_latency_and_is_clamped() {
-        let mut w = WakeEstimator::default();
-        for _ in 0..100 {
-            w.observe(120_000);
-        }
-        // EWMA 1/8 converges to within 1 % of a steady sample in 100 steps.
-        assert!(
-            (118_000..=120_000).contains(&w.early_ns()),
-            "{}",
-            w.early_ns()
-        );
-        // One preemption of 50 ms moves the estimate by at most
-        // (MAX_EARLY_NS - estimate) / 8, never to 50 ms.
-        w.observe(50_000_000);
-        assert!(w.early_ns() <= 120_000 + (MAX_EARLY_NS - 118_000) / 8 + 1);
-        for _ in 0..1000 {
-            w.observe(10_000_000);
-        }
-        assert!(w.early_ns() <= MAX_EARLY_NS);
-        for _ in 0..200 {
-            w.observe(0);
-        }
-        assert!(w.early_ns() < 1_000, "falls back when wake-ups are prompt");
     }
 
     #[test]

@@ -2,39 +2,59 @@
 //! the sans-IO engine.
 //!
 //! # Principles
-//! - One thread, one epoll loop: both packet sockets, one timerfd armed at
-//!   the engine's absolute `poll_timeout()` (CLOCK_MONOTONIC), one eventfd
-//!   waker for other threads (reload, stop). The engine sits behind
-//!   `Arc<Mutex<Engine>>` and is locked once per batch, never per packet.
+//! - One reactor (`reactor.rs`) under both packet loops: epoll over the two
+//!   ports, one timerfd armed at an absolute CLOCK_MONOTONIC deadline (early
+//!   by the measured wake-up latency, the rest spun), one eventfd waker for
+//!   other threads (reload, stop), one netlink socket for link events. The
+//!   timing decision is a pure, unit-tested function (`reactor::plan`).
+//! - Two users, each small: the bridge (`bridge.rs`) drives the engine,
+//!   locked once per turn, never per packet; the lab's delay line
+//!   (`delay.rs`) drives its delay queues. Both see a port (`port.rs`) the
+//!   same way whatever the socket: AF_XDP, TPACKET ring, recvmmsg. Module
+//!   imports go one way: users → reactor, port → sockets → `sockopt`/`sys`.
+//! - Interfaces come and go: a link that goes down (or loses carrier) is
+//!   waited for, logged and counted, and forwarding resumes when it comes
+//!   back; a deleted one ends the loop with an error naming it (`link.rs`).
 //! - Nothing is dropped silently: a frame the kernel refuses for now
 //!   (EAGAIN/ENOBUFS) waits in a bounded per-interface pending queue and the
 //!   engine is not asked for more until it drains; a frame it refuses for
-//!   good is counted in `tx_errors`.
+//!   good is counted in `tx_errors`, one due on a link that is down in
+//!   `down_drops`.
 //! - Buffers are recycled ([`pool::Pool`]): steady state does not allocate.
 //! - Packet I/O by AF_XDP (`Method::Xdp`, the default: one AF_XDP socket
-//!   pair per interface for both directions, `xdp.rs`), falling back to a
-//!   TPACKET_V2 RX ring (`Method::Ring`; the V3 block ring is
-//!   `Method::RingV3`) with sendmmsg on a transmit-only socket, which falls
-//!   back to recvmmsg (`Method::Mmsg`) where the kernel refuses the ring
-//!   (docs/adr/0002-packet-io.md has the numbers).
+//!   pair per interface for both directions, `xdp/`: the BPF program in
+//!   `program.rs`, UMEM and rings in `umem.rs`, the sockets in
+//!   `socket.rs`), falling back to a TPACKET_V2 RX ring (`Method::Ring`;
+//!   the V3 block ring is `Method::RingV3`) with sendmmsg on a
+//!   transmit-only socket, which falls back to recvmmsg (`Method::Mmsg`)
+//!   where the kernel refuses the ring (docs/adr/0002-packet-io.md has the
+//!   numbers).
 //! - This is the only crate of the workspace with `unsafe`, confined to
-//!   `sys.rs`, `sock.rs`, `xdp.rs`, `offload.rs`, `signals.rs`, two calls
-//!   (`prctl`, `sched_setscheduler`) in `delay.rs` and the generator in
-//!   `blast.rs`; each block says why it is sound.
+//!   `sys.rs` (syscalls: clock, epoll, timers, netlink, scheduling),
+//!   `sockopt.rs` (socket options, interface ioctls), `sock.rs` (packet
+//!   sockets and the TPACKET ring), `xdp/` (BPF, UMEM, AF_XDP rings),
+//!   `signals.rs` and the generator in `blast.rs`; each block says why it
+//!   is sound. The reactor, the ports and both loops have none.
 
 pub mod blast;
 mod bridge;
 pub mod delay;
+mod link;
 pub mod offload;
 pub mod pool;
+mod port;
+mod reactor;
 pub mod ring;
 pub mod signals;
 mod sock;
+mod sockopt;
 mod sys;
 mod xdp;
 
-pub use bridge::{Bridge, IfaceIoStats, IoOptions, IoStats, Method, Waker};
-pub use delay::{DelayLine, DelayOptions, DelayStats};
+pub use bridge::{Bridge, IfaceIoStats, IoStats};
+pub use delay::{set_thread_fifo, DelayLine, DelayOptions, DelayStats};
 pub use offload::OffloadResult;
+pub use port::{IoOptions, Method};
+pub use reactor::{Log, Waker};
 pub use signals::{Signal, Signals};
 pub use sys::{now, random_key};

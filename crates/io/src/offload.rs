@@ -8,8 +8,7 @@
 //! string-set lookup needed); if the ioctl is refused, `ethtool -K` is tried.
 //! The outcome of every feature is reported, never assumed.
 
-use crate::sock::copy_name;
-use crate::sys::cvt;
+use crate::sockopt;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -38,14 +37,7 @@ pub struct OffloadResult {
 }
 
 fn ethtool(fd: RawFd, iface: &str, v: &mut EthtoolValue) -> io::Result<()> {
-    // SAFETY: an all-zero ifreq is valid.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    copy_name(&mut ifr, iface)?;
-    ifr.ifr_ifru.ifru_data = (v as *mut EthtoolValue).cast();
-    // SAFETY: `ifr` names the interface and points at `v`, a live
-    // ethtool_value the kernel reads and may write.
-    cvt(unsafe { libc::ioctl(fd, libc::SIOCETHTOOL as _, &mut ifr) })?;
-    Ok(())
+    sockopt::ethtool(fd, iface, v)
 }
 
 fn set_flag_off(fd: RawFd, iface: &str, flag: u32) -> io::Result<()> {

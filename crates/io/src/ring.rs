@@ -163,10 +163,20 @@ fn parse_frame(block: &[u8], at: usize) -> Option<(Frame<'_>, u32)> {
     ))
 }
 
-/// `SOL_PACKET` / `PACKET_AUXDATA`: the control message carrying
+/// AF_PACKET socket options (linux/if_packet.h), for every packet socket
+/// of the crate. `PACKET_AUXDATA` is also the control message carrying
 /// `struct tpacket_auxdata` on the recvmmsg path.
 pub const SOL_PACKET: i32 = 263;
+pub const PACKET_ADD_MEMBERSHIP: i32 = 1;
+pub const PACKET_RX_RING: i32 = 5;
+pub const PACKET_STATISTICS: i32 = 6;
 pub const PACKET_AUXDATA: i32 = 8;
+pub const PACKET_VERSION: i32 = 10;
+pub const PACKET_QDISC_BYPASS: i32 = 20;
+pub const PACKET_IGNORE_OUTGOING: i32 = 23;
+pub const PACKET_MR_PROMISC: u16 = 1;
+pub const TPACKET_V2: i32 = 1;
+pub const TPACKET_V3: i32 = 2;
 /// `struct cmsghdr` on 64-bit Linux: `size_t cmsg_len; int level; int type`.
 const CMSG_HDR: usize = 16;
 /// Messages walked per control buffer: the kernel sends one auxdata message;

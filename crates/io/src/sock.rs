@@ -13,22 +13,17 @@
 //!   and is reported as such, never forwarded as if whole.
 //! - TX never blocks: `MSG_DONTWAIT`, and the caller keeps what was not sent.
 
-use crate::ring::{self, Frames, PACKET_OUTGOING};
-use crate::sys::cvt;
-use std::ffi::CString;
+use crate::ring::{
+    self, Frames, PACKET_ADD_MEMBERSHIP, PACKET_IGNORE_OUTGOING, PACKET_MR_PROMISC,
+    PACKET_OUTGOING, PACKET_RX_RING, PACKET_STATISTICS, PACKET_VERSION, SOL_PACKET, TPACKET_V2,
+    TPACKET_V3,
+};
+use crate::sockopt::{self, ifindex, setsockopt};
+use crate::sys::{bind, cvt};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const SOL_PACKET: libc::c_int = 263;
-const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
-const PACKET_RX_RING: libc::c_int = 5;
-const PACKET_STATISTICS: libc::c_int = 6;
-const PACKET_VERSION: libc::c_int = 10;
-const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
-const PACKET_MR_PROMISC: u16 = 1;
-const TPACKET_V2: libc::c_int = 1;
-const TPACKET_V3: libc::c_int = 2;
 /// Room in a V2 slot before the frame: tpacket2_hdr (32) + sockaddr_ll (20),
 /// aligned, plus the kernel's 16-byte minimum MAC allowance (net offset 80).
 const V2_SLOT_HEADROOM: usize = 80;
@@ -121,18 +116,15 @@ pub struct PacketSocket {
     scratch: Vec<u8>,
 }
 
-fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, val: &T) -> io::Result<()> {
-    // SAFETY: `val` points to a live `T` of the given size for the call's duration.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (val as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
+/// A raw AF_PACKET socket with protocol 0 (nothing is queued to it until
+/// it is bound with a protocol).
+pub fn packet_socket(nonblock: bool) -> io::Result<OwnedFd> {
+    let flags =
+        libc::SOCK_RAW | libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
+    // SAFETY: plain syscall without pointers.
+    let raw = cvt(unsafe { libc::socket(libc::AF_PACKET, flags, 0) })?;
+    // SAFETY: `raw` is a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
 }
 
 /// Binds a packet socket to interface `ifindex` for `protocol` (an
@@ -143,50 +135,7 @@ pub fn bind_ll(fd: RawFd, ifindex: libc::c_int, protocol: u16) -> io::Result<()>
     sll.sll_family = libc::AF_PACKET as u16;
     sll.sll_protocol = protocol.to_be();
     sll.sll_ifindex = ifindex;
-    // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
-    cvt(unsafe {
-        libc::bind(
-            fd,
-            (&sll as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
-}
-
-pub fn ifindex(name: &str) -> io::Result<libc::c_int> {
-    let c = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `c` is a valid NUL-terminated string.
-    let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if idx == 0 {
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("no interface {name}"),
-        ))
-    } else {
-        Ok(idx as libc::c_int)
-    }
-}
-
-/// Interface MTU via SIOCGIFMTU.
-pub fn mtu(fd: RawFd, name: &str) -> io::Result<u32> {
-    // SAFETY: an all-zero ifreq is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    copy_name(&mut ifr, name)?;
-    // SAFETY: `ifr` is a valid ifreq with the name set; the kernel writes ifru_mtu.
-    cvt(unsafe { libc::ioctl(fd, libc::SIOCGIFMTU as _, &mut ifr) })?;
-    // SAFETY: SIOCGIFMTU filled the ifru_mtu member of the union.
-    Ok(unsafe { ifr.ifr_ifru.ifru_mtu } as u32)
-}
-
-pub fn copy_name(ifr: &mut libc::ifreq, name: &str) -> io::Result<()> {
-    let b = name.as_bytes();
-    if b.len() >= ifr.ifr_name.len() || b.contains(&0) {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    }
-    for (d, s) in ifr.ifr_name.iter_mut().zip(b) {
-        *d = *s as libc::c_char;
-    }
+    bind(fd, &sll)?;
     Ok(())
 }
 
@@ -198,32 +147,17 @@ impl PacketSocket {
         let ifindex = ifindex(name)?;
         // Protocol 0: nothing is queued before the ring exists and the bind
         // below selects ETH_P_ALL on this one interface.
-        // SAFETY: plain syscall without pointers.
-        let raw = cvt(unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
-        })?;
-        // SAFETY: `raw` is a fresh descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = packet_socket(true)?;
         let one: libc::c_int = 1;
         // The recvmmsg path learns stripped VLAN tags from auxdata.
         setsockopt(fd.as_raw_fd(), SOL_PACKET, ring::PACKET_AUXDATA, &one)?;
         // Older kernels lack it; the pkttype check covers them.
         let _ = setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_IGNORE_OUTGOING, &one);
-        for (force, plain) in [
-            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
-            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
-        ] {
-            if setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, force, &SOCK_BUF_BYTES).is_err() {
-                let _ = setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, plain, &SOCK_BUF_BYTES);
-            }
-        }
+        sockopt::set_buf(fd.as_raw_fd(), false, SOCK_BUF_BYTES);
+        sockopt::set_buf(fd.as_raw_fd(), true, SOCK_BUF_BYTES);
         let ring = match ring {
             Some(cfg) => {
-                let mtu = mtu(fd.as_raw_fd(), name).unwrap_or(1500) as usize;
+                let mtu = sockopt::mtu(fd.as_raw_fd(), name).unwrap_or(1500) as usize;
                 Some(setup_ring(&fd, cfg, mtu)?)
             }
             None => None,
@@ -250,31 +184,8 @@ impl PacketSocket {
     /// every frame it sent once the frame is freed (sock_wfree).
     pub fn open_tx(name: &str) -> io::Result<PacketSocket> {
         let ifindex = ifindex(name)?;
-        // SAFETY: plain syscall without pointers.
-        let raw = cvt(unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
-        })?;
-        // SAFETY: `raw` is a fresh descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        if setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUFFORCE,
-            &SOCK_BUF_BYTES,
-        )
-        .is_err()
-        {
-            let _ = setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUF,
-                &SOCK_BUF_BYTES,
-            );
-        }
+        let fd = packet_socket(true)?;
+        sockopt::set_buf(fd.as_raw_fd(), true, SOCK_BUF_BYTES);
         bind_ll(fd.as_raw_fd(), ifindex, 0)?;
         Ok(PacketSocket {
             fd,
@@ -355,22 +266,12 @@ impl PacketSocket {
 
     /// Kernel drop counter since the last call (PACKET_STATISTICS resets it).
     pub fn take_drops(&self) -> u64 {
+        // struct tpacket_stats: packets, drops (tpacket_stats_v3 adds a
+        // third word the kernel writes only for V3).
         let mut st = [0u32; 3];
-        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
-        // SAFETY: `st` is writable for `len` bytes; the kernel writes at most `len`.
-        let r = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_STATISTICS,
-                st.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        if r < 0 {
-            0
-        } else {
-            u64::from(st[1])
+        match sockopt::getsockopt(self.fd.as_raw_fd(), SOL_PACKET, PACKET_STATISTICS, &mut st) {
+            Ok(_) => u64::from(st[1]),
+            Err(_) => 0,
         }
     }
 }

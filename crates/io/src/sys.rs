@@ -1,9 +1,12 @@
 //! Thin, checked wrappers over the few syscalls the data plane uses.
 //!
 //! # Principles
-//! Every `unsafe` block in the crate outside `sock.rs` lives here, each with
-//! the reason it is sound. Wrappers turn `-1` into `io::Error` and own their
-//! descriptors (`OwnedFd`), so no path leaks one.
+//! The syscalls without a socket family of their own (clock, epoll,
+//! timerfd, eventfd, netlink, getrandom) live here, each `unsafe` block with
+//! the reason it is sound; socket options and interface ioctls are in
+//! `sockopt.rs`, packet and XDP sockets in `sock.rs` and `xdp/`. Wrappers
+//! turn `-1` into `io::Error` and own their descriptors (`OwnedFd`), so no
+//! path leaks one.
 
 use sluice_time::Instant;
 use std::io;
@@ -163,4 +166,78 @@ pub fn bump_counter(fd: RawFd) {
     // SAFETY: writes the 8 bytes of `v`; an error (counter overflow) only
     // means a wake-up is already pending.
     unsafe { libc::write(fd, (&v as *const u64).cast(), 8) };
+}
+
+/// Binds `fd` to `addr`, one of libc's `sockaddr_*` structs (its size is
+/// the length the kernel expects for the family).
+pub fn bind<T>(fd: RawFd, addr: &T) -> io::Result<()> {
+    // SAFETY: `addr` is a live `T` the kernel only reads, for its exact size;
+    // the kernel checks the family and the length itself.
+    cvt(unsafe {
+        libc::bind(
+            fd,
+            (addr as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// A NETLINK_ROUTE socket bound to the multicast `groups` (RTMGRP_*),
+/// non-blocking.
+pub fn netlink_route(groups: u32) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall without pointers.
+    let fd = owned(unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            libc::NETLINK_ROUTE,
+        )
+    })?;
+    // SAFETY: an all-zero sockaddr_nl is valid; fields are set below.
+    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    sa.nl_groups = groups;
+    bind(fd.as_raw_fd(), &sa)?;
+    Ok(fd)
+}
+
+/// One non-blocking receive into `buf`; `Ok(0)` when nothing is queued.
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is writable for its length for the call's duration.
+    let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+            _ => Err(e),
+        };
+    }
+    Ok(r as usize)
+}
+
+/// Timer slack of this thread: the kernel may postpone a timer by up to
+/// its slack (50 µs by default) to batch wake-ups; a delay line wants none.
+pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument, no pointers; it
+    // only affects the calling thread.
+    cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })?;
+    Ok(())
+}
+
+/// Puts the calling thread in SCHED_FIFO at `priority` (1..=99). On a
+/// shared machine a CFS thread waits for a core for milliseconds now and
+/// then, which a delay line adds to the RTT; a real-time thread preempts
+/// the traffic generators. Safe for the system because the loop sleeps
+/// between due times (it spins at most `spin_ns` + the timer estimate,
+/// ≤ 510 µs by default, at a time) and the kernel's RT throttling keeps 5 % of every
+/// core for others anyway.
+pub fn set_thread_fifo(priority: u8) -> io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: i32::from(priority.clamp(1, 99)),
+    };
+    // SAFETY: `p` is a valid sched_param for the duration of the call; pid 0
+    // is the calling thread.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
+    Ok(())
 }
