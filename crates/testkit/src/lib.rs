@@ -60,20 +60,20 @@ pub fn test_name() -> String {
 }
 
 /// The test cannot run here, for `reason`: prints the SKIP line and
-/// returns, or, when [`required`], panics with the reason and the hint.
-pub fn unavailable(reason: &str) {
+/// returns, or, when [`required`], panics with the reason and `hint` (what
+/// makes the test runnable).
+pub fn unavailable(reason: &str, hint: &str) {
     let test = test_name();
     if required() {
         panic!(
-            "{test} cannot run: {reason}. {REQUIRE_VAR}=1 (scripts/test.sh sets it under CI \
-             and as root) makes this a failure, not a skip: run scripts/setup.sh as root, \
-             or unset {REQUIRE_VAR} to skip"
+            "{test} cannot run: {reason}; {hint}. {REQUIRE_VAR}=1 (scripts/test.sh sets it \
+             under CI and as root) makes this a failure, not a skip; unset it to skip"
         );
     }
     // Past libtest's capture: the line must show for a test that "passed".
     let _ = writeln!(
         std::io::stderr(),
-        "SKIP {test}: {reason} (run scripts/setup.sh as root; {REQUIRE_VAR}=1 makes this a failure)"
+        "SKIP {test}: {reason} ({hint}; {REQUIRE_VAR}=1 makes this a failure)"
     );
 }
 
@@ -104,7 +104,7 @@ pub fn require_netns(tools: &[&str]) -> Option<Serial> {
     match have_tools(&all) {
         Ok(()) => Some(guard),
         Err(why) => {
-            unavailable(&why);
+            unavailable(&why, "run scripts/setup.sh as root");
             None
         }
     }
@@ -138,10 +138,10 @@ impl Sluice {
     /// True when optimised; else [`unavailable`] for `what` and false.
     pub fn require_optimised(&self, what: &str) -> bool {
         if !self.optimised {
-            unavailable(&format!(
-                "{what} needs an optimised sluice, this is a debug build \
-                 (cargo build --release --bin sluice; SLUICE_BIN=target/release/sluice)"
-            ));
+            unavailable(
+                &format!("{what} needs an optimised sluice, this is a debug build"),
+                "cargo build --release --bin sluice; SLUICE_BIN=$PWD/target/release/sluice",
+            );
         }
         self.optimised
     }
@@ -195,12 +195,16 @@ fn method_prefix(io: &str) -> &'static str {
 pub fn require_io(lab: &BridgeLab, bin: &str, io: &str) -> bool {
     let method = io_method(lab, bin).unwrap_or_else(|e| panic!("--io {io}: {e}\n{}", lab.log()));
     if method.starts_with(method_prefix(io)) {
+        eprintln!("{}: --io {io} runs {method}", test_name());
         return true;
     }
     let log = lab.log();
     match log.lines().find(|l| l.contains("--io fallback")) {
         Some(line) => {
-            unavailable(&format!("--io {io}: sluice runs {method}: {}", line.trim()));
+            unavailable(
+                &format!("--io {io}: sluice runs {method}: {}", line.trim()),
+                "this kernel or driver refuses the path; sluice's log says why",
+            );
             false
         }
         None => panic!("--io {io}: sluice runs {method} and logged no fallback:\n{log}"),
