@@ -14,6 +14,7 @@
 //! interfaces and lets ARP cross instead ([`Wiring`]).
 
 use crate::netns::{Netns, ProcId, Topology};
+use sluice_control::proto::Reply;
 use std::io;
 use std::path::PathBuf;
 use std::process::Output;
@@ -197,6 +198,23 @@ impl BridgeLab {
         v.extend_from_slice(args);
         v.extend(["--control", &ctl]);
         self.topo.exec_unchecked(&self.shaper, &v)
+    }
+
+    /// The I/O method the running sluice reports (`show info`'s
+    /// `io_method`): what runs, which is not what `--io` asked for where a
+    /// method fell back.
+    pub fn io_method(&self, bin: &str) -> Result<String, String> {
+        let out = self
+            .ctl(bin, &["show", "info", "--json"])
+            .map_err(|e| format!("show info: {e}"))?;
+        match serde_json::from_slice::<Reply>(&out.stdout) {
+            Ok(Reply::Info(i)) => Ok(i.io_method),
+            Ok(other) => Err(format!("show info answered {other:?}")),
+            Err(e) => Err(format!(
+                "show info --json: {e}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+        }
     }
 
     /// Stops sluice with SIGTERM; its exit status.

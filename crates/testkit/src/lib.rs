@@ -95,17 +95,19 @@ pub fn serial() -> Serial {
 /// under [`REQUIRE_VAR`]).
 pub fn require_netns(tools: &[&str]) -> Option<Serial> {
     let guard = serial();
-    let all: Vec<&str> = LAB_TOOLS
-        .iter()
-        .chain(tools)
-        .copied()
-        .filter(|t| *t != "ip")
-        .collect();
-    match have_tools(&all) {
-        Ok(()) => Some(guard),
+    let all: Vec<&str> = LAB_TOOLS.iter().chain(tools).copied().collect();
+    require_root(&all).then_some(guard)
+}
+
+/// Root and `tools` (and `ip`) for a test that needs no namespace and
+/// measures nothing: true, else false after [`unavailable`].
+pub fn require_root(tools: &[&str]) -> bool {
+    let tools: Vec<&str> = tools.iter().copied().filter(|t| *t != "ip").collect();
+    match have_tools(&tools) {
+        Ok(()) => true,
         Err(why) => {
             unavailable(&why, "run scripts/setup.sh as root");
-            None
+            false
         }
     }
 }
@@ -161,23 +163,6 @@ pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// What `show info` names the method that runs (`io_method`).
-pub fn io_method(lab: &BridgeLab, bin: &str) -> Result<String, String> {
-    let out = lab
-        .ctl(bin, &["show", "info", "--json"])
-        .map_err(|e| format!("show info: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
-        format!(
-            "show info --json: {e}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
-    v["io_method"]
-        .as_str()
-        .map(String::from)
-        .ok_or_else(|| format!("show info --json has no io_method: {v}"))
-}
-
 /// The start of `io_method` for each `--io` value (docs/control.md).
 fn method_prefix(io: &str) -> &'static str {
     match io {
@@ -193,7 +178,9 @@ fn method_prefix(io: &str) -> &'static str {
 /// `--io fallback: …`), [`unavailable`] and false. Any other method
 /// fails the test: a rate or path check must not pass on another path.
 pub fn require_io(lab: &BridgeLab, bin: &str, io: &str) -> bool {
-    let method = io_method(lab, bin).unwrap_or_else(|e| panic!("--io {io}: {e}\n{}", lab.log()));
+    let method = lab
+        .io_method(bin)
+        .unwrap_or_else(|e| panic!("--io {io}: {e}\n{}", lab.log()));
     if method.starts_with(method_prefix(io)) {
         eprintln!("{}: --io {io} runs {method}", test_name());
         return true;
