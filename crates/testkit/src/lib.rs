@@ -3,10 +3,11 @@
 //! [`sluice_lab::Topology`]), the one place that builds topologies.
 //!
 //! # Principles
-//! - A test that cannot run says so. [`require_netns`] and [`unavailable`]
-//!   print `SKIP <binary>::<test>: <reason>` straight to stderr (libtest does
-//!   not capture it, so the line shows even when the test passes) and the
-//!   test returns early.
+//! - A test that cannot run says so. [`require_netns`], [`require_root`]
+//!   and [`unavailable`] print `SKIP <binary>::<test>: <reason>` straight
+//!   to stderr (libtest does not capture it, so the line shows even when
+//!   the test passes; `scripts/test.sh` counts them) and the test returns
+//!   early.
 //! - Under CI a skip is a failure. With `SLUICE_REQUIRE_NETNS=1` (set by
 //!   `scripts/test.sh` when `CI` is set or when it runs as root) the same
 //!   calls panic with the reason and a hint, so a machine that lost a tool
