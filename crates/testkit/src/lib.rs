@@ -25,6 +25,8 @@
 //! - `SLUICE_BIN`: the sluice binary to run instead of the test build's own;
 //!   taken to be optimised (`scripts/test.sh` points it at a release build).
 
+#![forbid(unsafe_code)]
+
 use sluice_lab::{have_tools, BridgeLab};
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
