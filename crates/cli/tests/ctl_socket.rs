@@ -214,9 +214,8 @@ fn stop_sets_the_flag_wakes_and_removes_the_socket() {
 
 #[test]
 fn non_root_peers_are_refused() {
-    if rustix::process::geteuid().as_raw() != 0 || !Path::new("/usr/bin/setpriv").exists() {
-        // Needs root to switch to `nobody`; CI and the dev machines run as root.
-        eprintln!("skipped: not root or no setpriv");
+    // Needs root to switch to `nobody`; CI and the dev machines run as root.
+    if !sluice_testkit::require_root(&["setpriv"]) {
         return;
     }
     let d = example_daemon("peer");
@@ -235,7 +234,10 @@ fn non_root_peers_are_refused() {
     // Mode 0600: the kernel refuses the connect.
     let o = as_nobody();
     if String::from_utf8_lossy(&o.stderr).contains("cannot execute") {
-        eprintln!("skipped: the test binary is not executable by nobody");
+        sluice_testkit::unavailable(
+            "the sluice binary is not executable by nobody",
+            "make the target directory readable and traversable by others (chmod o+rx)",
+        );
         return;
     }
     assert_eq!(o.status.code(), Some(1));

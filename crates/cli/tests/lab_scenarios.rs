@@ -3,42 +3,27 @@
 //! physics of issue #4, plus clean-up on every exit path.
 //!
 //! Needs root, `ip`, `tc`, `ethtool`, `ss`, `iperf3`, `ping`, `irtt`
-//! (scripts/setup.sh); otherwise each test prints a SKIP line and returns.
+//! (scripts/setup.sh); otherwise each test prints a SKIP line and returns,
+//! or fails under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 //! The release binary is used when SLUICE_BIN names it (as CI does): the
 //! shaper must keep up with the link, which a debug build may not.
 //! Bounds are stated at each assertion; runs are serial (two at once would
 //! measure the machine, which has two cores).
 
-use sluice_lab::have_tools;
+use sluice_lab::leftover_namespaces;
 use sluice_lab::model::{PhaseSummary, Summary};
+use sluice_testkit::{require_netns, Serial, Sluice};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn bin() -> String {
-    std::env::var("SLUICE_BIN")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_sluice").to_string())
+    Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
 }
 
-fn skip(test: &str) -> bool {
-    match have_tools(&["iperf3", "ethtool", "ss", "tc", "ping", "irtt"]) {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!(
-                "\n!!!! SKIP lab_scenarios {test}: {why} (run as root after scripts/setup.sh) !!!!\n"
-            );
-            true
-        }
-    }
-}
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+/// Root and every tool of this file, else SKIP (a failure under CI).
+fn netns() -> Option<Serial> {
+    require_netns(&["iperf3", "ss", "tc", "irtt"])
 }
 
 fn out_dir(tag: &str) -> PathBuf {
@@ -48,14 +33,8 @@ fn out_dir(tag: &str) -> PathBuf {
 }
 
 /// The lab's namespaces of process `pid` still present.
-fn leftover_namespaces(pid: u32) -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let prefix = format!("sl-lab-{pid}-");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.starts_with(&prefix))
-        .map(String::from)
-        .collect()
+fn leftovers(pid: u32) -> Vec<String> {
+    leftover_namespaces("lab", pid).expect("ip netns list")
 }
 
 /// Runs `sluice lab ARGS… --json --out DIR`; the output and the child's pid.
@@ -77,9 +56,9 @@ fn lab(args: &[&str], tag: &str) -> (Output, u32) {
     let out = child.wait_with_output().expect("sluice lab");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
-        leftover_namespaces(pid).is_empty(),
+        leftovers(pid).is_empty(),
         "namespaces left behind: {:?}",
-        leftover_namespaces(pid)
+        leftovers(pid)
     );
     (out, pid)
 }
@@ -144,10 +123,9 @@ fn within(what: &str, bps: f64, link_bps: u64, min_share: f64) {
 
 #[test]
 fn tcp_1up_bloats_without_a_shaper_and_not_with_hfsc() {
-    if skip("tcp_1up") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let _g = lock();
+    };
     let runs = compare("tcp_1up", 5, &[]);
     assert_eq!(runs.len(), 2, "default compare: none, then the example");
     let (none, hfsc) = (&runs[0], &runs[1]);
@@ -188,10 +166,9 @@ fn tcp_1up_bloats_without_a_shaper_and_not_with_hfsc() {
 
 #[test]
 fn ack_priority_keeps_the_download_during_an_upload() {
-    if skip("ack_priority") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let _g = lock();
+    };
     // The upload's set-up crosses the download's full FIFO (~1.5 s per
     // round trip): it sends data ~7 s into its phase, so phases are 15 s.
     let runs = compare("ack_priority", 15, &[]);
@@ -244,10 +221,9 @@ fn ack_priority_keeps_the_download_during_an_upload() {
 
 #[test]
 fn rrul_and_voip_are_better_with_fq_codel() {
-    if skip("rrul") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let _g = lock();
+    };
     for name in ["rrul", "voip"] {
         let runs = compare(name, 5, &[]);
         let (none, fq) = (&runs[0], &runs[1]);
@@ -313,10 +289,9 @@ fn rrul_and_voip_are_better_with_fq_codel() {
 
 #[test]
 fn rrul_heavy_and_tcp_1down_run_with_their_shapers() {
-    if skip("rrul_heavy") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let _g = lock();
+    };
     // 2 × 100 connections take seconds to set up through the queues, and
     // 200 iperf3 streams share the two cores with sluice: the phase is
     // sane (in bounds, loaded, answered), not saturated.
@@ -351,10 +326,9 @@ fn rrul_heavy_and_tcp_1down_run_with_their_shapers() {
 
 #[test]
 fn json_summary_has_the_issue_fields() {
-    if skip("json") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let _g = lock();
+    };
     let (out, _) = lab(
         &[
             "run",
@@ -419,10 +393,9 @@ fn json_summary_has_the_issue_fields() {
 
 #[test]
 fn a_bad_shaper_fails_before_any_namespace() {
-    if skip("bad shaper") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let _g = lock();
+    };
     let conf = out_dir("bad").with_extension("conf");
     std::fs::write(
         &conf,
@@ -445,10 +418,9 @@ fn a_bad_shaper_fails_before_any_namespace() {
 
 #[test]
 fn sigint_removes_the_namespaces() {
-    if skip("sigint") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let _g = lock();
+    };
     let dir = out_dir("sigint");
     let child = Command::new(bin())
         .args(["lab", "run", "tcp_1up", "--duration", "30", "--out"])
@@ -465,10 +437,7 @@ fn sigint_removes_the_namespaces() {
     while !dir.join("ping.txt").exists() && t0.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(
-        !leftover_namespaces(pid).is_empty(),
-        "the run never started"
-    );
+    assert!(!leftovers(pid).is_empty(), "the run never started");
     std::thread::sleep(Duration::from_secs(2));
     let running = Command::new("pgrep").arg("-f").arg(&dir).output().unwrap();
     assert!(
@@ -487,11 +456,7 @@ fn sigint_removes_the_namespaces() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        leftover_namespaces(pid).is_empty(),
-        "{:?}",
-        leftover_namespaces(pid)
-    );
+    assert!(leftovers(pid).is_empty(), "{:?}", leftovers(pid));
     // Nothing of the run keeps running either: sluice (the example's HFSC
     // config) had the run directory in its command line (--control DIR/…).
     let ps = Command::new("pgrep").arg("-f").arg(&dir).output().unwrap();

@@ -1,9 +1,11 @@
 //! `sluice delay-line` between network namespaces: the RTT it adds and the
 //! rate it carries.
 //!
-//! Topology (names unique per pid and counter, see sluice-lab):
+//! Topology (sluice_lab::BridgeLab with the delay line's wiring; names
+//! unique per pid and counter):
 //!   client ns  c0 ── a0  delay ns (sluice delay-line --between a0,b0)  b0 ── v0  server ns
-//!   10.78.0.1/24                                                          10.78.0.2/24
+//!   10.77.0.1/24                                                          10.77.0.2/24
+//! No static neighbours: ARP must cross the delay line too.
 //!
 //! Bounds (ping: 20 echo requests 50 ms apart, RTT from ping's own `time=`):
 //! - `--delay 10` each way: every RTT ≥ 20 ms (a frame is never sent
@@ -15,135 +17,81 @@
 //! - 50 Mbit/s of UDP for 5 s (1400 B datagrams) with 10 ms each way: no
 //!   datagram lost; TCP (iperf3 -b 50M) reaches ≥ 95 % of 50 Mbit/s.
 //!
-//! Needs root, `ip`, `ethtool`, `ss`, `iperf3`, `ping`; otherwise each test
-//! prints a SKIP line and returns.
+//! Needs root, `ip`, `ethtool`, `ping`, `ss`, `iperf3`; otherwise each test
+//! prints a SKIP line and returns, or fails under `SLUICE_REQUIRE_NETNS=1`
+//! (sluice-testkit).
 
 use sluice_lab::iperf3::{self, Iperf3Result};
-use sluice_lab::{have_tools, Netns, ProcId, Topology};
-use std::sync::Mutex;
+use sluice_lab::topo::bridge;
+use sluice_lab::{BridgeLab, Wiring, SERVER_IP};
+use sluice_testkit::{require_netns, Serial, Sluice};
 use std::time::Duration;
 
-/// Tests share two cores; two at once would measure the machine.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-const CLIENT_IP: &str = "10.78.0.1";
-const SERVER_IP: &str = "10.78.0.2";
 const PINGS: usize = 20;
 
-fn bin() -> String {
-    std::env::var("SLUICE_BIN")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_sluice").to_string())
+/// `--between a0,b0`, and ARP crosses the line like every other frame.
+const WIRING: Wiring = Wiring {
+    lan: "a0",
+    wan: "b0",
+    static_neighbours: false,
+};
+
+/// Root and every tool of this file, else SKIP (a failure under CI).
+fn netns() -> Option<Serial> {
+    require_netns(&["iperf3", "ss"])
 }
 
-fn skip(test: &str) -> bool {
-    match have_tools(&["iperf3", "ethtool", "ss", "ping"]) {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!(
-                "\n!!!! SKIP netns_delay {test}: {why} (run as root after scripts/setup.sh) !!!!\n"
-            );
-            true
-        }
-    }
+fn new_lab(tag: &str) -> BridgeLab {
+    BridgeLab::with_wiring(tag, WIRING).expect("building the namespaces")
 }
 
-struct Lab {
-    topo: Topology,
-    client: Netns,
-    mid: Netns,
-    server: Netns,
-    log: std::path::PathBuf,
-    line: Option<ProcId>,
+/// Starts the delay line and waits until a ping crosses it.
+/// `delay`: the arguments after `--between a0,b0`.
+fn start(lab: &mut BridgeLab, delay: &[&str]) {
+    let bin = Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path;
+    let mut args = vec!["delay-line", "--between", "a0,b0"];
+    args.extend_from_slice(delay);
+    lab.spawn_sluice(&bin, &args)
+        .unwrap_or_else(|e| panic!("no path through the delay line: {e}"));
 }
 
-impl Lab {
-    fn new(tag: &str) -> Lab {
-        let mut topo = Topology::new(tag);
-        let client = topo.add_ns("c").unwrap();
-        let mid = topo.add_ns("d").unwrap();
-        let server = topo.add_ns("v").unwrap();
-        topo.veth(&client, "c0", &mid, "a0").unwrap();
-        topo.veth(&server, "v0", &mid, "b0").unwrap();
-        topo.addr(&client, "c0", &format!("{CLIENT_IP}/24"))
-            .unwrap();
-        topo.addr(&server, "v0", &format!("{SERVER_IP}/24"))
-            .unwrap();
-        // No static neighbours: ARP must cross the delay line too.
-        let log = std::env::temp_dir().join(format!("{}.log", mid.name()));
-        Lab {
-            topo,
-            client,
-            mid,
-            server,
-            log,
-            line: None,
-        }
-    }
+/// Stops the line; it must exit 0 on SIGTERM and report its counters.
+fn stop(lab: &mut BridgeLab) -> String {
+    let st = lab.stop_sluice().unwrap();
+    let log = lab.log();
+    assert!(
+        st.is_some_and(|s| s.success()),
+        "delay-line did not stop cleanly: {st:?}\n{log}"
+    );
+    assert!(
+        log.contains("a0 -> b0: rx") && log.contains("b0 -> a0: rx"),
+        "no counters on exit:\n{log}"
+    );
+    log
+}
 
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Starts the delay line and waits until a ping crosses it.
-    /// `delay`: the arguments after `--between a0,b0`.
-    fn start(&mut self, delay: &[&str]) {
-        let bin = bin();
-        let mut args = vec![bin.as_str(), "delay-line", "--between", "a0,b0"];
-        args.extend_from_slice(delay);
-        let mid = self.mid.clone();
-        self.line = Some(self.topo.spawn(&mid, &args, Some(&self.log)).unwrap());
-        // Up to 5 s for the line to start and ARP to resolve.
-        for _ in 0..50 {
-            if self.ping(1, "0.2").is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("no path through the delay line:\n{}", self.log());
-    }
-
-    /// Stops the line; it must exit 0 on SIGTERM and report its counters.
-    fn stop(&mut self) -> String {
-        let id = self.line.take().expect("started");
-        let st = self.topo.stop(id, "TERM").unwrap();
-        let log = self.log();
-        assert!(
-            st.is_some_and(|s| s.success()),
-            "delay-line did not stop cleanly: {st:?}\n{log}"
-        );
-        assert!(
-            log.contains("a0 -> b0: rx") && log.contains("b0 -> a0: rx"),
-            "no counters on exit:\n{log}"
-        );
-        let _ = std::fs::remove_file(&self.log);
-        log
-    }
-
-    /// `count` pings client → server; each RTT in ms.
-    fn ping(&self, count: usize, interval_s: &str) -> Result<Vec<f64>, String> {
-        let n = count.to_string();
-        let out = self
-            .topo
-            .exec_unchecked(
-                &self.client,
-                &[
-                    "ping", "-n", "-c", &n, "-i", interval_s, "-W", "1", SERVER_IP,
-                ],
-            )
-            .map_err(|e| e.to_string())?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let rtts: Vec<f64> = text
-            .lines()
-            .filter_map(|l| l.split("time=").nth(1))
-            .filter_map(|t| t.split_whitespace().next()?.parse().ok())
-            .collect();
-        if rtts.len() == count {
-            Ok(rtts)
-        } else {
-            Err(format!("{} of {count} replies:\n{text}", rtts.len()))
-        }
+/// `count` pings client → server; each RTT in ms.
+fn ping(lab: &BridgeLab, count: usize, interval_s: &str) -> Result<Vec<f64>, String> {
+    let n = count.to_string();
+    let out = lab
+        .topo
+        .exec_unchecked(
+            &lab.client,
+            &[
+                "ping", "-n", "-c", &n, "-i", interval_s, "-W", "1", SERVER_IP,
+            ],
+        )
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rtts: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect();
+    if rtts.len() == count {
+        Ok(rtts)
+    } else {
+        Err(format!("{} of {count} replies:\n{text}", rtts.len()))
     }
 }
 
@@ -154,14 +102,13 @@ fn min_median(mut v: Vec<f64>) -> (f64, f64) {
 
 #[test]
 fn adds_the_configured_rtt() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("adds_the_configured_rtt") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let mut lab = Lab::new("dly");
-    lab.start(&["--delay", "10"]);
-    let (min, med) = min_median(lab.ping(PINGS, "0.05").unwrap());
-    let log = lab.stop();
+    };
+    let mut lab = new_lab("dly");
+    start(&mut lab, &["--delay", "10"]);
+    let (min, med) = min_median(ping(&lab, PINGS, "0.05").unwrap());
+    let log = stop(&mut lab);
     eprintln!("netns_delay: --delay 10: RTT min {min:.3} ms, median {med:.3} ms\n{log}");
     assert!(
         min >= 20.0,
@@ -172,14 +119,13 @@ fn adds_the_configured_rtt() {
 
 #[test]
 fn each_direction_has_its_own_delay() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("each_direction_has_its_own_delay") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let mut lab = Lab::new("dla");
-    lab.start(&["--delay", "2.5", "--delay-back", "7.5"]);
-    let (min, med) = min_median(lab.ping(PINGS, "0.05").unwrap());
-    let log = lab.stop();
+    };
+    let mut lab = new_lab("dla");
+    start(&mut lab, &["--delay", "2.5", "--delay-back", "7.5"]);
+    let (min, med) = min_median(ping(&lab, PINGS, "0.05").unwrap());
+    let log = stop(&mut lab);
     eprintln!("netns_delay: --delay 2.5 --delay-back 7.5: RTT min {min:.3} median {med:.3} ms");
     assert!(
         min >= 10.0,
@@ -194,27 +140,18 @@ fn each_direction_has_its_own_delay() {
 
 #[test]
 fn zero_delay_is_close_to_the_kernel_bridge() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("zero_delay_is_close_to_the_kernel_bridge") {
+    let Some(_serial) = netns() else {
         return;
-    }
-    let mut lab = Lab::new("dl0");
+    };
+    let mut lab = new_lab("dl0");
     // The plain path first: the kernel bridging the same two interfaces.
-    let mid = lab.mid.clone();
-    lab.topo
-        .ip(&mid, &["link", "add", "br0", "type", "bridge"])
-        .unwrap();
-    for ifname in ["a0", "b0"] {
-        lab.topo
-            .ip(&mid, &["link", "set", ifname, "master", "br0"])
-            .unwrap();
-    }
-    lab.topo.ip(&mid, &["link", "set", "br0", "up"]).unwrap();
+    let mid = lab.shaper.clone();
+    bridge(&lab.topo, &mid, "a0", "b0").unwrap();
     // The bridge learns and forwards within a second or two.
     let mut plain = Err(String::new());
     for _ in 0..30 {
-        if lab.ping(1, "0.2").is_ok() {
-            plain = lab.ping(PINGS, "0.05");
+        if ping(&lab, 1, "0.2").is_ok() {
+            plain = ping(&lab, PINGS, "0.05");
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -222,9 +159,9 @@ fn zero_delay_is_close_to_the_kernel_bridge() {
     let (pmin, pmed) = min_median(plain.expect("kernel bridge path"));
     lab.topo.ip(&mid, &["link", "del", "br0"]).unwrap();
 
-    lab.start(&["--delay", "0"]);
-    let (min, med) = min_median(lab.ping(PINGS, "0.05").unwrap());
-    let log = lab.stop();
+    start(&mut lab, &["--delay", "0"]);
+    let (min, med) = min_median(ping(&lab, PINGS, "0.05").unwrap());
+    let log = stop(&mut lab);
     eprintln!(
         "netns_delay: kernel bridge RTT min {pmin:.3} median {pmed:.3} ms; \
          --delay 0: min {min:.3} median {med:.3} ms\n{log}"
@@ -236,7 +173,7 @@ fn zero_delay_is_close_to_the_kernel_bridge() {
 }
 
 /// One iperf3 run client → server at 50 Mbit/s; `udp`: 1400 B datagrams.
-fn iperf_50m(lab: &mut Lab, port: u16, udp: bool) -> Iperf3Result {
+fn iperf_50m(lab: &mut BridgeLab, port: u16, udp: bool) -> Iperf3Result {
     let server = lab.server.clone();
     iperf3::server(&mut lab.topo, &server, port).expect("iperf3 server");
     let p = port.to_string();
@@ -256,12 +193,12 @@ fn iperf_50m(lab: &mut Lab, port: u16, udp: bool) -> Iperf3Result {
 /// One 50 Mbit/s UDP and one TCP run through a fresh line with 10 ms each
 /// way: `Err` says what fell short.
 fn fifty_mbit_once(attempt: u32) -> Result<(), String> {
-    let mut lab = Lab::new("dlr");
-    lab.start(&["--delay", "10"]);
+    let mut lab = new_lab("dlr");
+    start(&mut lab, &["--delay", "10"]);
     let port = 5301 + 10 * attempt as u16;
     let udp = iperf_50m(&mut lab, port, true);
     let tcp = iperf_50m(&mut lab, port + 1, false);
-    let log = lab.stop();
+    let log = stop(&mut lab);
     let u = udp.udp.ok_or("no UDP counts")?;
     eprintln!(
         "netns_delay: attempt {}: UDP 50M: {} datagrams, {} lost, {:.2} Mbit/s received; \
@@ -289,10 +226,9 @@ fn fifty_mbit_once(attempt: u32) -> Result<(), String> {
 
 #[test]
 fn carries_50_mbit_without_loss() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("carries_50_mbit_without_loss") {
+    let Some(_serial) = netns() else {
         return;
-    }
+    };
     // One retry: on a shared 2-core machine another process can hold the
     // cores for tens of ms, which TCP answers by backing off. Both attempts
     // are logged; the second must pass.

@@ -3,34 +3,22 @@
 //! saturating upload, reloads under load, bad input, and IP traffic inside
 //! 802.1Q / 802.1ad tags and PPPoE sessions.
 //!
-//! Needs root, `ip`, `ethtool`, `ss`, `iperf3`, `python3` (scripts/setup.sh);
-//! otherwise each test prints a SKIP line and returns.
+//! Needs root, `ip`, `ethtool`, `ping`, `ss`, `iperf3`, `python3`
+//! (scripts/setup.sh); otherwise each test prints a SKIP line and returns,
+//! or fails under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
 use sluice_lab::iperf3::{self, ClientOptions, Iperf3Result};
-use sluice_lab::{have_tools, BridgeLab, CLIENT_IP, SERVER_IP};
-use std::sync::Mutex;
+use sluice_lab::{BridgeLab, CLIENT_IP, SERVER_IP};
+use sluice_testkit::{require_io, require_netns, Serial, Sluice};
 use std::time::Duration;
 
-/// Tests share two cores; two at once would measure the machine.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn bin() -> String {
-    std::env::var("SLUICE_BIN")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_sluice").to_string())
+    Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
 }
 
-fn skip(test: &str) -> bool {
-    match have_tools(&["iperf3", "ethtool", "ss", "python3"]) {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!(
-                "\n!!!! SKIP netns_e2e {test}: {why} (run as root after scripts/setup.sh) !!!!\n"
-            );
-            true
-        }
-    }
+/// Root and every tool of this file, else SKIP (a failure under CI).
+fn netns() -> Option<Serial> {
+    require_netns(&["iperf3", "ss", "python3"])
 }
 
 /// The classic configuration of issue #2 on a 512 kbit/s upload, with a
@@ -106,10 +94,9 @@ fn ack_case(pair: bool) -> (f64, f64) {
 
 #[test]
 fn priq_empty_acks_keep_the_download_alive_during_an_upload() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("priq") {
+    let Some(_serial) = netns() else {
         return;
-    }
+    };
     let (solo, during) = ack_case(true);
     let (c_solo, c_during) = ack_case(false);
     eprintln!(
@@ -140,10 +127,9 @@ const HFSC_10M: &str = "altq on $ext_if hfsc bandwidth 10Mb queue { up }\n\
 
 #[test]
 fn reload_under_load_refuses_bad_files_and_keeps_flows_alive() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("reload") {
+    let Some(_serial) = netns() else {
         return;
-    }
+    };
     let mut lab = BridgeLab::new("rld").expect("namespaces");
     let b = bin();
     lab.start_sluice(&b, HFSC_10M, &[])
@@ -238,10 +224,9 @@ fn rss_kib(pid: u32) -> u64 {
 
 #[test]
 fn bad_input_is_counted_and_forwarding_goes_on() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("bad-input") {
+    let Some(_serial) = netns() else {
         return;
-    }
+    };
     let mut lab = BridgeLab::new("bad").expect("namespaces");
     let b = bin();
     // UDP creates states (the flood fills the table); ICMP passes without
@@ -334,10 +319,9 @@ fn queue_counts(v: &serde_json::Value, iface: &str, queue: &str) -> (u64, u64) {
 /// receive paths are run.
 #[test]
 fn vlan_qinq_and_pppoe_traffic_is_classified_charged_and_forwarded() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("encap") {
+    let Some(_serial) = netns() else {
         return;
-    }
+    };
     for io in ["xdp", "ring", "mmsg"] {
         encap_case(io);
     }
@@ -352,6 +336,10 @@ fn encap_case(io: &str) {
         pass out on $ext_if proto udp from any to any port 5060 keep state queue q_voice\n";
     lab.start_sluice(&b, conf, &["--io", io])
         .unwrap_or_else(|e| panic!("{e}"));
+    // Each receive path is the point: none may pass on another's back.
+    if !require_io(&lab, &b, io) {
+        return;
+    }
     let before = lab.ctl(&b, &["show", "queues", "--json"]).unwrap();
     let before: serde_json::Value = serde_json::from_slice(&before.stdout).unwrap();
     let voice0 = queue_counts(&before, "wan0", "q_voice");
@@ -438,10 +426,9 @@ fn encap_case(io: &str) {
 /// static neighbours, a ping between two ULAs inside the lab proves it.
 #[test]
 fn ipv6_neighbour_discovery_and_ping_cross_sluice() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("ipv6") {
+    let Some(_serial) = netns() else {
         return;
-    }
+    };
     let mut lab = BridgeLab::new("v6").expect("namespaces");
     let b = bin();
     lab.start_sluice(&b, "pass keep state\n", &[])

@@ -5,15 +5,14 @@
 //! counted); a link that is deleted ends the daemon with an error naming it
 //! and a non-zero exit status.
 //!
-//! Needs root and `ip` (scripts/setup.sh); otherwise each test prints a SKIP
-//! line and returns.
+//! Needs root, `ip`, `ethtool`, `ping` (scripts/setup.sh); otherwise each
+//! test prints a SKIP line and returns, or fails under
+//! `SLUICE_REQUIRE_NETNS=1` (sluice-testkit). Tests hold the kit's serial
+//! lock: they share two cores, and CPU time is measured below.
 
-use sluice_lab::{have_tools, BridgeLab};
-use std::sync::Mutex;
+use sluice_lab::BridgeLab;
+use sluice_testkit::{require_io, require_netns, Sluice};
 use std::time::Duration;
-
-/// Tests share two cores; CPU time is measured below.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// How long the link stays down.
 const DOWN_FOR: Duration = Duration::from_secs(2);
@@ -24,22 +23,7 @@ const DOWN_CPU_TICKS_MAX: u64 = 30;
 const RESUME_PINGS: u32 = 8;
 
 fn bin() -> String {
-    std::env::var("SLUICE_BIN")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_sluice").to_string())
-}
-
-fn skip(test: &str) -> bool {
-    match have_tools(&["ping"]) {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!(
-                "\n!!!! SKIP netns_link {test}: {why} (run as root after scripts/setup.sh) !!!!\n"
-            );
-            true
-        }
-    }
+    Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
 }
 
 /// utime + stime of `pid`, in clock ticks.
@@ -96,6 +80,9 @@ fn flap_case(io: &str, flap: Flap) {
     let b = bin();
     lab.start_sluice(&b, "pass all\n", &["--io", io, "-v"])
         .unwrap_or_else(|e| panic!("--io {io}: {e}"));
+    if !require_io(&lab, &b, io) {
+        return;
+    }
     let pid = lab.sluice_pid().expect("pid");
     let downs_before = io_counter(&lab, &b, "lan0_link_down");
 
@@ -151,6 +138,9 @@ fn delete_case(io: &str) {
     let id = lab
         .start_sluice(&b, "pass all\n", &["--io", io])
         .unwrap_or_else(|e| panic!("--io {io}: {e}"));
+    if !require_io(&lab, &b, io) {
+        return;
+    }
     link(&lab, Flap::Admin, &["link", "del", "lan0"]);
     let st = lab.topo.wait(id, Duration::from_secs(5)).unwrap();
     let log = lab.log();
@@ -168,10 +158,9 @@ fn delete_case(io: &str) {
 
 #[test]
 fn link_down_is_waited_out_and_forwarding_resumes_on_every_io_path() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("flap") {
+    let Some(_serial) = require_netns(&[]) else {
         return;
-    }
+    };
     for io in ["xdp", "ring", "mmsg"] {
         flap_case(io, Flap::Admin);
     }
@@ -181,10 +170,9 @@ fn link_down_is_waited_out_and_forwarding_resumes_on_every_io_path() {
 
 #[test]
 fn deleted_interface_ends_the_run_with_an_error_naming_it() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if skip("delete") {
+    let Some(_serial) = require_netns(&[]) else {
         return;
-    }
+    };
     for io in ["xdp", "ring", "mmsg"] {
         delete_case(io);
     }

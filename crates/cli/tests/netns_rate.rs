@@ -17,31 +17,25 @@
 //! a deep queue still holds (600 ms at 1 Mbit/s) is missed, which `-R`
 //! would. Goodput = the receiving server's `end.sum_received`. Bound: 3 %.
 //!
-//! Needs root, `ip`, `ethtool`, `ss`, `iperf3` (scripts/setup.sh); otherwise
-//! each test prints a SKIP line and returns. The 100 Mbit/s cases need an
-//! optimised sluice: in a debug build they SKIP unless SLUICE_BIN points at a
-//! release binary (CI: `cargo test --release -p sluice --test netns_rate`).
+//! 10 Mbit/s runs once per I/O path (`--io xdp`, `ring`, `mmsg`), each
+//! checking with `show info` that the path asked for is the one that runs.
+//!
+//! Needs root, `ip`, `ethtool`, `ping`, `ss`, `iperf3` (scripts/setup.sh);
+//! otherwise each test prints a SKIP line and returns, or fails under
+//! `SLUICE_REQUIRE_NETNS=1` (sluice-testkit). The 100 Mbit/s case needs an
+//! optimised sluice: a debug build SKIPs (fails under the same rule) unless
+//! SLUICE_BIN points at a release binary, as scripts/test.sh does.
 
 use sluice_lab::iperf3::{self, ClientOptions};
-use sluice_lab::{have_tools, BridgeLab, Topology, CLIENT_IP, SERVER_IP};
-use std::sync::Mutex;
+use sluice_lab::{BridgeLab, CLIENT_IP, SERVER_IP};
+use sluice_testkit::{require_io, require_netns, wait_for, Sluice};
 use std::time::Duration;
-
-/// Tests in this file share two CPU cores; running two at once would
-/// measure the machine, not the shaper.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 const PAYLOAD_PER_FRAME: f64 = 1448.0 / 1514.0;
 const TOLERANCE: f64 = 0.03;
 
-fn sluice_bin() -> (String, bool) {
-    match std::env::var("SLUICE_BIN") {
-        Ok(p) if !p.is_empty() => (p, true),
-        _ => (
-            env!("CARGO_BIN_EXE_sluice").to_string(),
-            !cfg!(debug_assertions),
-        ),
-    }
+fn sluice() -> Sluice {
+    Sluice::locate(env!("CARGO_BIN_EXE_sluice"))
 }
 
 fn config(rate: &str) -> String {
@@ -75,27 +69,17 @@ fn check(what: &str, rate_bps: f64, got_bps: f64) -> Result<(), String> {
     }
 }
 
-fn rate_case(rate: &str, rate_bps: f64, needs_release: bool) {
-    rate_case_io(rate, rate_bps, needs_release, None)
-}
-
-/// `io`: a `--io` method for sluice; with `Some("xdp")` the log must name an
-/// AF_XDP method, unless sluice logged that the kernel refused AF_XDP (SKIP).
-fn rate_case_io(rate: &str, rate_bps: f64, needs_release: bool, io: Option<&str>) {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Err(why) = have_tools(&["iperf3", "ethtool", "ss"]) {
-        eprintln!(
-            "\n!!!! SKIP netns_rate {rate}: {why} (run as root after scripts/setup.sh) !!!!\n"
-        );
+/// `io`: a `--io` method for sluice, which must be the one that runs
+/// (else SKIP where the kernel refused it, a failure under CI).
+fn rate_case(rate: &str, rate_bps: f64, needs_release: bool, io: Option<&str>) {
+    let Some(_serial) = require_netns(&["iperf3", "ss"]) else {
+        return;
+    };
+    let sluice = sluice();
+    if needs_release && !sluice.require_optimised(&format!("{rate} rate check")) {
         return;
     }
-    let (bin, optimised) = sluice_bin();
-    if needs_release && !optimised {
-        eprintln!(
-            "\n!!!! SKIP netns_rate {rate}: debug build of sluice; run with --release or SLUICE_BIN=… !!!!\n"
-        );
-        return;
-    }
+    let bin = sluice.path;
     let mut lab = BridgeLab::new("rate").expect("building the namespaces");
     let log = lab.log_path();
     let show_log = || std::fs::read_to_string(&log).unwrap_or_default();
@@ -106,18 +90,10 @@ fn rate_case_io(rate: &str, rate_bps: f64, needs_release: bool, io: Option<&str>
     }
     lab.start_sluice(&bin, &config(rate), &args)
         .unwrap_or_else(|e| panic!("{e}"));
-    if io == Some("xdp") {
-        let text = show_log();
-        if let Some(line) = text.lines().find(|l| l.contains("AF_XDP unavailable")) {
-            eprintln!("\n!!!! SKIP netns_rate {rate} --io xdp: {line} !!!!\n");
-            let _ = lab.stop_sluice();
+    if let Some(m) = io {
+        if !require_io(&lab, &bin, m) {
             return;
         }
-        assert!(
-            text.lines()
-                .any(|l| l.contains("bridging") && l.contains("via af_xdp-")),
-            "--io xdp: no AF_XDP method in the log:\n{text}"
-        );
     }
     let client = lab.client.clone();
 
@@ -172,23 +148,36 @@ fn rate_case_io(rate: &str, rate_bps: f64, needs_release: bool, io: Option<&str>
 
 #[test]
 fn rate_1mbit_both_directions() {
-    rate_case("1Mb", 1e6, false);
+    rate_case("1Mb", 1e6, false, None);
 }
 
+/// 10 Mbit/s with no `--io`: whatever path sluice picks by default.
 #[test]
 fn rate_10mbit_both_directions() {
-    rate_case("10Mb", 10e6, false);
+    rate_case("10Mb", 10e6, false, None);
 }
 
 /// The same HFSC/PRIQ check through the AF_XDP path (`--io xdp`).
 #[test]
 fn rate_10mbit_af_xdp_both_directions() {
-    rate_case_io("10Mb", 10e6, false, Some("xdp"));
+    rate_case("10Mb", 10e6, false, Some("xdp"));
+}
+
+/// Through the TPACKET_V2 ring (`--io ring`).
+#[test]
+fn rate_10mbit_ring_both_directions() {
+    rate_case("10Mb", 10e6, false, Some("ring"));
+}
+
+/// Through recvmmsg (`--io mmsg`).
+#[test]
+fn rate_10mbit_mmsg_both_directions() {
+    rate_case("10Mb", 10e6, false, Some("mmsg"));
 }
 
 #[test]
 fn rate_100mbit_both_directions() {
-    rate_case("100Mb", 100e6, true);
+    rate_case("100Mb", 100e6, true, None);
 }
 
 /// An invalid file never starts a shaper: diagnostics, exit 1, and no
@@ -224,14 +213,10 @@ fn invalid_file_exits_1_before_opening_interfaces() {
 /// and the path; SIGHUP with a valid file reloads; SIGTERM stops with exit 0.
 #[test]
 fn sighup_reload_refuses_invalid_and_applies_valid() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Err(why) = have_tools(&["ethtool"]) {
-        eprintln!(
-            "\n!!!! SKIP netns_rate sighup: {why} (run as root after scripts/setup.sh) !!!!\n"
-        );
+    let Some(_serial) = require_netns(&[]) else {
         return;
-    }
-    let (bin, _) = sluice_bin();
+    };
+    let bin = sluice().path;
     let mut lab = BridgeLab::new("rate").expect("building the namespaces");
     let log = lab.log_path();
     let client = lab.client.clone();
@@ -241,26 +226,14 @@ fn sighup_reload_refuses_invalid_and_applies_valid() {
         .unwrap_or_else(|e| panic!("{e}"));
     let conf = lab.dir.join("pf.conf");
     let show_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    let ping = |topo: &Topology| {
-        topo.exec(&client, &["ping", "-c", "1", "-W", "1", SERVER_IP])
-            .is_ok()
-    };
-    let wait_for = |what: &str| {
-        // 5 s at most: a reload is milliseconds of work.
-        for _ in 0..50 {
-            if show_log().contains(what) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        false
-    };
+    // 5 s at most: a reload is milliseconds of work.
+    let logged = |what: &str| wait_for(Duration::from_secs(5), || show_log().contains(what));
     // Non-IP frames cross too: without its static entry the client must
     // resolve the server by ARP through sluice.
     lab.topo
         .ip(&client, &["neigh", "del", SERVER_IP, "dev", "c0"])
         .unwrap();
-    assert!(ping(&lab.topo), "ARP did not cross sluice:\n{}", show_log());
+    assert!(lab.ping_once(), "ARP did not cross sluice:\n{}", show_log());
     let neigh = lab.topo.ip(&client, &["neigh", "show", SERVER_IP]).unwrap();
     let neigh = String::from_utf8_lossy(&neigh.stdout).to_string();
     assert!(
@@ -271,7 +244,7 @@ fn sighup_reload_refuses_invalid_and_applies_valid() {
     std::fs::write(&conf, "queue broken on $ext_if bandwidth\n").unwrap();
     lab.topo.signal(sl, "HUP").unwrap();
     assert!(
-        wait_for("reload refused"),
+        logged("reload refused"),
         "invalid reload not refused:\n{}",
         show_log()
     );
@@ -281,7 +254,7 @@ fn sighup_reload_refuses_invalid_and_applies_valid() {
         show_log()
     );
     assert!(
-        ping(&lab.topo),
+        lab.ping_once(),
         "path lost after a refused reload:\n{}",
         show_log()
     );
@@ -289,11 +262,11 @@ fn sighup_reload_refuses_invalid_and_applies_valid() {
     std::fs::write(&conf, config("20Mb")).unwrap();
     lab.topo.signal(sl, "HUP").unwrap();
     assert!(
-        wait_for("reloaded "),
+        logged("reloaded "),
         "valid reload not applied:\n{}",
         show_log()
     );
-    assert!(ping(&lab.topo), "path lost after a reload:\n{}", show_log());
+    assert!(lab.ping_once(), "path lost after a reload:\n{}", show_log());
 
     let st = lab.stop_sluice().unwrap();
     assert!(

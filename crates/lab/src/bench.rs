@@ -28,7 +28,6 @@ use crate::bridge::{BridgeLab, SERVER_IP};
 use crate::iperf3::{self, ClientOptions};
 use crate::netns::have_tools;
 use serde::{Deserialize, Serialize};
-use sluice_control::proto::Reply;
 use std::time::Duration;
 
 /// How long the kernel bridge gets to start forwarding (ports start in the
@@ -463,15 +462,7 @@ fn sluice_path(
     lab.start_sluice(bin, &conf, &["--io", io])
         .map_err(|e| format!("{path}: {e}"))?;
     // What runs, which is not what was asked for where a method fell back.
-    let method = lab
-        .ctl(bin, &["show", "info", "--json"])
-        .ok()
-        .and_then(|o| serde_json::from_slice::<Reply>(&o.stdout).ok())
-        .and_then(|r| match r {
-            Reply::Info(i) => Some(i.io_method),
-            _ => None,
-        })
-        .unwrap_or_default();
+    let method = lab.io_method(bin).unwrap_or_default();
     progress(&format!("{path}: running as {method}"));
     let pid = lab.sluice_pid();
     let figures = measure(lab, bin, ports, o, progress, &path, pid);

@@ -9,9 +9,12 @@
 //! download through `lan0` (`$int_if`). Neighbour entries are static so the
 //! first packets of a test need no ARP; each lab has its own directory for
 //! the config, the log and the control socket (never the system's
-//! `/run/sluice.sock`, so a test cannot meet a real daemon).
+//! `/run/sluice.sock`, so a test cannot meet a real daemon). A test of
+//! another sluice command in the middle (`delay-line`) names the two
+//! interfaces and lets ARP cross instead ([`Wiring`]).
 
 use crate::netns::{Netns, ProcId, Topology};
+use sluice_control::proto::Reply;
 use std::io;
 use std::path::PathBuf;
 use std::process::Output;
@@ -20,9 +23,30 @@ use std::time::Duration;
 pub const CLIENT_IP: &str = "10.77.0.1";
 pub const SERVER_IP: &str = "10.77.0.2";
 
-/// How long `start_sluice` waits for the first ping to cross.
+/// How long `spawn_sluice` waits for the first ping to cross.
 const PATH_WAIT_TRIES: u32 = 50;
 const PATH_WAIT_STEP: Duration = Duration::from_millis(100);
+
+/// The middle namespace's two interfaces and how the hosts find each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wiring {
+    /// The middle's end of the client's link (`$int_if` for `sluice run`).
+    pub lan: &'static str,
+    /// The middle's end of the server's link (`$ext_if`).
+    pub wan: &'static str,
+    /// Permanent neighbour entries on both hosts: no ARP on the path. Off,
+    /// the first ping of a test also proves that ARP crosses the middle.
+    pub static_neighbours: bool,
+}
+
+impl Wiring {
+    /// `sluice run --bridge lan0,wan0` with static neighbours.
+    pub const SHAPER: Wiring = Wiring {
+        lan: "lan0",
+        wan: "wan0",
+        static_neighbours: true,
+    };
+}
 
 /// Client, shaper and server namespaces joined by two veth pairs.
 pub struct BridgeLab {
@@ -30,25 +54,34 @@ pub struct BridgeLab {
     pub client: Netns,
     pub shaper: Netns,
     pub server: Netns,
+    pub wiring: Wiring,
     /// Scratch directory of this lab (removed on drop).
     pub dir: PathBuf,
     sluice: Option<ProcId>,
 }
 
 impl BridgeLab {
-    /// Builds the namespaces; `tag` (a few letters) names them.
+    /// Builds the namespaces for `sluice run` ([`Wiring::SHAPER`]); `tag`
+    /// (a few letters) names them.
     pub fn new(tag: &str) -> io::Result<BridgeLab> {
+        BridgeLab::with_wiring(tag, Wiring::SHAPER)
+    }
+
+    /// Builds the namespaces with the middle's interfaces as `wiring` says.
+    pub fn with_wiring(tag: &str, wiring: Wiring) -> io::Result<BridgeLab> {
         let mut topo = Topology::new(tag);
         let client = topo.add_ns("c")?;
         let shaper = topo.add_ns("s")?;
         let server = topo.add_ns("v")?;
-        topo.veth(&client, "c0", &shaper, "lan0")?;
-        topo.veth(&server, "v0", &shaper, "wan0")?;
+        topo.veth(&client, "c0", &shaper, wiring.lan)?;
+        topo.veth(&server, "v0", &shaper, wiring.wan)?;
         topo.addr(&client, "c0", &format!("{CLIENT_IP}/24"))?;
         topo.addr(&server, "v0", &format!("{SERVER_IP}/24"))?;
-        let (cmac, smac) = (topo.mac(&client, "c0")?, topo.mac(&server, "v0")?);
-        topo.neigh(&client, "c0", SERVER_IP, &smac)?;
-        topo.neigh(&server, "v0", CLIENT_IP, &cmac)?;
+        if wiring.static_neighbours {
+            let (cmac, smac) = (topo.mac(&client, "c0")?, topo.mac(&server, "v0")?);
+            topo.neigh(&client, "c0", SERVER_IP, &smac)?;
+            topo.neigh(&server, "v0", CLIENT_IP, &cmac)?;
+        }
         let dir = std::env::temp_dir().join(client.name());
         std::fs::create_dir_all(&dir)?;
         Ok(BridgeLab {
@@ -56,6 +89,7 @@ impl BridgeLab {
             client,
             shaper,
             server,
+            wiring,
             dir,
             sluice: None,
         })
@@ -81,7 +115,7 @@ impl BridgeLab {
         Ok(p.to_string_lossy().into_owned())
     }
 
-    /// Starts `bin run -f pf.conf --bridge lan0,wan0 --control …` in the
+    /// Starts `bin run -f pf.conf --bridge LAN,WAN --control …` in the
     /// shaper namespace and waits until a ping crosses it.
     pub fn start_sluice(
         &mut self,
@@ -91,22 +125,32 @@ impl BridgeLab {
     ) -> Result<ProcId, String> {
         let conf_path = self.write_conf(conf).map_err(|e| e.to_string())?;
         let ctl = self.control_path();
+        let bridge = format!("{},{}", self.wiring.lan, self.wiring.wan);
         let mut args = vec![
-            bin,
             "run",
             "-f",
             &conf_path,
             "--bridge",
-            "lan0,wan0",
+            &bridge,
             "--control",
             &ctl,
         ];
         args.extend_from_slice(extra);
+        self.spawn_sluice(bin, &args)
+    }
+
+    /// Starts `bin ARGS…` (any sluice command that joins the two
+    /// interfaces) in the shaper namespace, its output in
+    /// [`BridgeLab::log_path`], and waits until a ping crosses it; `Err`
+    /// if it exits first or no ping crosses within ~5 s.
+    pub fn spawn_sluice(&mut self, bin: &str, args: &[&str]) -> Result<ProcId, String> {
+        let mut cmd = vec![bin];
+        cmd.extend_from_slice(args);
         let shaper = self.shaper.clone();
         let log = self.log_path();
         let id = self
             .topo
-            .spawn(&shaper, &args, Some(&log))
+            .spawn(&shaper, &cmd, Some(&log))
             .map_err(|e| format!("starting sluice: {e}"))?;
         self.sluice = Some(id);
         for _ in 0..PATH_WAIT_TRIES {
@@ -133,7 +177,7 @@ impl BridgeLab {
             .is_ok()
     }
 
-    /// True while the sluice started by `start_sluice` runs.
+    /// True while the sluice started by `spawn_sluice` runs.
     pub fn sluice_alive(&mut self) -> bool {
         match self.sluice {
             Some(id) => matches!(self.topo.try_status(id), Ok(None)),
@@ -154,6 +198,23 @@ impl BridgeLab {
         v.extend_from_slice(args);
         v.extend(["--control", &ctl]);
         self.topo.exec_unchecked(&self.shaper, &v)
+    }
+
+    /// The I/O method the running sluice reports (`show info`'s
+    /// `io_method`): what runs, which is not what `--io` asked for where a
+    /// method fell back.
+    pub fn io_method(&self, bin: &str) -> Result<String, String> {
+        let out = self
+            .ctl(bin, &["show", "info", "--json"])
+            .map_err(|e| format!("show info: {e}"))?;
+        match serde_json::from_slice::<Reply>(&out.stdout) {
+            Ok(Reply::Info(i)) => Ok(i.io_method),
+            Ok(other) => Err(format!("show info answered {other:?}")),
+            Err(e) => Err(format!(
+                "show info --json: {e}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+        }
     }
 
     /// Stops sluice with SIGTERM; its exit status.

@@ -23,6 +23,6 @@ pub mod scenario;
 pub mod shaper;
 pub mod topo;
 
-pub use bridge::{BridgeLab, CLIENT_IP, SERVER_IP};
+pub use bridge::{BridgeLab, Wiring, CLIENT_IP, SERVER_IP};
 pub use iperf3::{ClientOptions, Iperf3Result, UdpCounts};
-pub use netns::{have_tools, Netns, ProcId, Topology};
+pub use netns::{have_tools, leftover_namespaces, Netns, ProcId, Topology};

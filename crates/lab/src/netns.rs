@@ -52,6 +52,26 @@ pub fn have_tools(extra: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// The start of every namespace name of the topologies tagged `tag` made by
+/// process `pid`.
+fn name_prefix(tag: &str, pid: u32) -> String {
+    format!("sl-{tag}-{pid}-")
+}
+
+/// The namespaces of topologies tagged `tag` made by process `pid` that
+/// still exist (`ip netns list`): empty once every one has been dropped,
+/// whatever way the process ended.
+pub fn leftover_namespaces(tag: &str, pid: u32) -> io::Result<Vec<String>> {
+    let out = run(Command::new("ip").args(["netns", "list"]))?;
+    let prefix = name_prefix(tag, pid);
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(String::from)
+        .collect())
+}
+
 /// Namespaces, links and children of one test, torn down on drop.
 pub struct Topology {
     prefix: String,
@@ -76,7 +96,7 @@ impl Topology {
     pub fn new(tag: &str) -> Topology {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         Topology {
-            prefix: format!("sl-{tag}-{}-{n}", std::process::id()),
+            prefix: format!("{}{n}", name_prefix(tag, std::process::id())),
             namespaces: Vec::new(),
             children: Vec::new(),
         }

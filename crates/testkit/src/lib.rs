@@ -1,0 +1,236 @@
+//! sluice-testkit: what every network-namespace test shares. A dev-dependency
+//! only; the namespaces themselves are built by `sluice_lab` ([`BridgeLab`],
+//! [`sluice_lab::Topology`]), the one place that builds topologies.
+//!
+//! # Principles
+//! - A test that cannot run says so. [`require_netns`], [`require_root`]
+//!   and [`unavailable`] print `SKIP <binary>::<test>: <reason>` straight
+//!   to stderr (libtest does not capture it, so the line shows even when
+//!   the test passes; `scripts/test.sh` counts them) and the test returns
+//!   early.
+//! - Under CI a skip is a failure. With `SLUICE_REQUIRE_NETNS=1` (set by
+//!   `scripts/test.sh` when `CI` is set or when it runs as root) the same
+//!   calls panic with the reason and a hint, so a machine that lost a tool
+//!   or its privileges cannot turn the suite green by skipping it. The
+//!   same rule covers every other reason a test cannot run: a debug build
+//!   where an optimised one is needed ([`Sluice::require_optimised`]), an
+//!   `--io` method the kernel refuses ([`require_io`]).
+//! - One lock per test process ([`serial`]): the machine has two cores, and
+//!   two tests measuring time or rate at once would measure each other.
+//!   Every guard [`require_netns`] returns holds it.
+//!
+//! # Variables
+//! - `SLUICE_REQUIRE_NETNS`: `1` (any value but empty or `0`) turns every
+//!   SKIP into a failure.
+//! - `SLUICE_BIN`: the sluice binary to run instead of the test build's own;
+//!   taken to be optimised (`scripts/test.sh` points it at a release build).
+
+#![forbid(unsafe_code)]
+
+use sluice_lab::{have_tools, BridgeLab};
+use std::io::Write;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Set (to `1`) by `scripts/test.sh` under CI and as root: a test that
+/// cannot run fails instead of skipping.
+pub const REQUIRE_VAR: &str = "SLUICE_REQUIRE_NETNS";
+
+/// Tools the lab's own topology runs: `ip` (namespaces, links), `ethtool`
+/// (offloads off on every veth) and `ping` (waiting for the path).
+const LAB_TOOLS: &[&str] = &["ip", "ethtool", "ping"];
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Whether [`REQUIRE_VAR`] asks every test to run.
+pub fn required() -> bool {
+    std::env::var(REQUIRE_VAR).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `binary::test` of the running test: libtest names each test's thread
+/// after the test, and the binary is `<file>-<hash>`.
+pub fn test_name() -> String {
+    let bin = std::env::current_exe()
+        .ok()
+        .and_then(|p| Some(p.file_stem()?.to_string_lossy().into_owned()))
+        .map(|s| match s.rsplit_once('-') {
+            Some((file, _hash)) => file.to_string(),
+            None => s,
+        })
+        .unwrap_or_else(|| "?".into());
+    let thread = std::thread::current();
+    format!("{bin}::{}", thread.name().unwrap_or("?"))
+}
+
+/// The test cannot run here, for `reason`: prints the SKIP line and
+/// returns, or, when [`required`], panics with the reason and `hint` (what
+/// makes the test runnable).
+pub fn unavailable(reason: &str, hint: &str) {
+    let test = test_name();
+    if required() {
+        panic!(
+            "{test} cannot run: {reason}; {hint}. {REQUIRE_VAR}=1 (scripts/test.sh sets it \
+             under CI and as root) makes this a failure, not a skip; unset it to skip"
+        );
+    }
+    // Past libtest's capture: the line must show for a test that "passed".
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIP {test}: {reason} ({hint}; {REQUIRE_VAR}=1 makes this a failure)"
+    );
+}
+
+/// The process-wide serial lock, held until the guard drops.
+pub struct Serial {
+    _guard: MutexGuard<'static, ()>,
+}
+
+/// Waits for the serial lock (a test that panicked while holding it does
+/// not stop the others).
+pub fn serial() -> Serial {
+    Serial {
+        _guard: SERIAL.lock().unwrap_or_else(|p| p.into_inner()),
+    }
+}
+
+/// Root, the lab's tools and `tools`: `Some(guard)` holding the serial lock
+/// when the test can run, else `None` after [`unavailable`] (which panics
+/// under [`REQUIRE_VAR`]).
+pub fn require_netns(tools: &[&str]) -> Option<Serial> {
+    let guard = serial();
+    let all: Vec<&str> = LAB_TOOLS.iter().chain(tools).copied().collect();
+    require_root(&all).then_some(guard)
+}
+
+/// Root and `tools` (and `ip`) for a test that needs no namespace and
+/// measures nothing: true, else false after [`unavailable`].
+pub fn require_root(tools: &[&str]) -> bool {
+    let tools: Vec<&str> = tools.iter().copied().filter(|t| *t != "ip").collect();
+    match have_tools(&tools) {
+        Ok(()) => true,
+        Err(why) => {
+            unavailable(&why, "run scripts/setup.sh as root");
+            false
+        }
+    }
+}
+
+/// The sluice binary a test runs.
+#[derive(Clone, Debug)]
+pub struct Sluice {
+    pub path: String,
+    /// An optimised build: fast enough for 100 Mbit/s on two cores.
+    pub optimised: bool,
+}
+
+impl Sluice {
+    /// `SLUICE_BIN` when set (taken to be optimised), else `cargo_bin`, the
+    /// caller's `env!("CARGO_BIN_EXE_sluice")`, optimised when this test
+    /// build is (a test and its binary share the profile).
+    pub fn locate(cargo_bin: &str) -> Sluice {
+        match std::env::var("SLUICE_BIN") {
+            Ok(p) if !p.is_empty() => Sluice {
+                path: p,
+                optimised: true,
+            },
+            _ => Sluice {
+                path: cargo_bin.to_string(),
+                optimised: !cfg!(debug_assertions),
+            },
+        }
+    }
+
+    /// True when optimised; else [`unavailable`] for `what` and false.
+    pub fn require_optimised(&self, what: &str) -> bool {
+        if !self.optimised {
+            unavailable(
+                &format!("{what} needs an optimised sluice, this is a debug build"),
+                "cargo build --release --bin sluice; SLUICE_BIN=$PWD/target/release/sluice",
+            );
+        }
+        self.optimised
+    }
+}
+
+/// Polls `cond` every 100 ms for up to `limit`; whether it became true.
+pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if t0.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The start of `io_method` for each `--io` value (docs/control.md).
+fn method_prefix(io: &str) -> &'static str {
+    match io {
+        "xdp" | "xdp-generic" => "af_xdp-",
+        "ring" => "af_packet-tpacket_v2",
+        "mmsg" => "af_packet-recvmmsg",
+        _ => panic!("require_io: unknown --io {io}: expected xdp, xdp-generic, ring or mmsg"),
+    }
+}
+
+/// The sluice running in `lab`, started with `--io io`, runs that method:
+/// true. If it fell back because the kernel refused the method (logged as
+/// `--io fallback: …`), [`unavailable`] and false. Any other method
+/// fails the test: a rate or path check must not pass on another path.
+pub fn require_io(lab: &BridgeLab, bin: &str, io: &str) -> bool {
+    let method = lab
+        .io_method(bin)
+        .unwrap_or_else(|e| panic!("--io {io}: {e}\n{}", lab.log()));
+    if method.starts_with(method_prefix(io)) {
+        eprintln!("{}: --io {io} runs {method}", test_name());
+        return true;
+    }
+    let log = lab.log();
+    match log.lines().find(|l| l.contains("--io fallback")) {
+        Some(line) => {
+            unavailable(
+                &format!("--io {io}: sluice runs {method}: {}", line.trim()),
+                "this kernel or driver refuses the path; sluice's log says why",
+            );
+            false
+        }
+        None => panic!("--io {io}: sluice runs {method} and logged no fallback:\n{log}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_io_value_names_its_method() {
+        assert_eq!(method_prefix("xdp"), "af_xdp-");
+        assert_eq!(method_prefix("xdp-generic"), "af_xdp-");
+        assert!("af_packet-tpacket_v2+sendmmsg".starts_with(method_prefix("ring")));
+        assert!("af_packet-recvmmsg+sendmmsg".starts_with(method_prefix("mmsg")));
+        assert!(!"af_packet-recvmmsg+sendmmsg".starts_with(method_prefix("ring")));
+    }
+
+    #[test]
+    fn the_test_name_is_the_thread_name() {
+        let name = test_name();
+        assert!(
+            name.ends_with("::tests::the_test_name_is_the_thread_name"),
+            "{name}"
+        );
+        assert!(name.starts_with("sluice_testkit::"), "{name}");
+    }
+
+    #[test]
+    fn wait_for_reports_the_condition() {
+        let mut n = 0;
+        assert!(wait_for(Duration::from_secs(2), || {
+            n += 1;
+            n >= 3
+        }));
+        assert!(!wait_for(Duration::ZERO, || false));
+    }
+}
