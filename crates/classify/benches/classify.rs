@@ -44,7 +44,7 @@ fn rule(i: usize) -> Rule {
 }
 
 fn info(src: Ipv4Addr, sport: u16, flags: u8, len: usize) -> IpInfo {
-    let f = build::tcp_v4(src, Ipv4Addr::new(198, 51, 100, 1), sport, 443, flags, len);
+    let f = build::tcp(src, Ipv4Addr::new(198, 51, 100, 1), sport, 443, flags, len);
     parse(&f).unwrap().ip.unwrap()
 }
 

@@ -236,12 +236,8 @@ impl Classifier {
         let mut c = Classifier {
             rules: Vec::new(),
             rule_stats: Vec::new(),
-            tables: cfg
-                .tables
-                .iter()
-                .map(|t| AddrTable::new(&t.entries))
-                .collect(),
-            table_names: cfg.tables.iter().map(|t| t.name.clone()).collect(),
+            tables: Vec::new(),
+            table_names: Vec::new(),
             ifaces: Vec::new(),
             queues: Vec::new(),
             table: StateTable::new(limit, hasher),
@@ -250,26 +246,9 @@ impl Classifier {
             lookups: 0,
             hits: 0,
         };
-        for ifq in &cfg.interfaces {
-            c.iface(&ifq.ifname);
-            for q in &ifq.queues {
-                c.intern_queue(&q.name);
-            }
-        }
-        let compiled: Vec<CRule> = cfg
-            .rules
-            .iter()
-            .map(|r| rules::compile(r, &mut c))
-            .collect();
-        c.rule_stats = cfg
-            .rules
-            .iter()
-            .map(|r| RuleStats {
-                line: r.line,
-                ..RuleStats::default()
-            })
-            .collect();
-        c.rules = compiled;
+        // A fresh classifier is an empty one that loaded `cfg`: one path
+        // interns names and compiles rules, at start and on reload.
+        c.reload_rules(cfg);
         c
     }
 

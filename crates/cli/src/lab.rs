@@ -239,42 +239,43 @@ impl OverrideArgs {
     }
 }
 
+/// What `run` and `compare` share: the scenario, its overrides and where
+/// the results go.
 #[derive(Args)]
-struct RunArgs {
+struct Experiment {
     /// Scenario name (`sluice lab list`).
     scenario: String,
-    /// A pf.conf (macros ext_if and int_if are defined), `none` (a plain
-    /// bridge), or tc:'QDISC ARGS[;DOWN QDISC ARGS]' for the kernel's own
-    /// qdisc. Default: the scenario's example config.
-    #[arg(long, value_name = "FILE|none|tc:ARGS")]
-    shaper: Option<String>,
     #[command(flatten)]
     ov: OverrideArgs,
-    /// Run directory (default lab-results/SCENARIO-YYYYmmdd-HHMMSS).
+    /// Run directory (default lab-results/SCENARIO-YYYYmmdd-HHMMSS); for
+    /// `compare`, run N goes to DIR/N-LABEL.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Print summary.json to stdout (and nothing else on stdout).
+    /// Print summary.json to stdout, and nothing else (`compare`: the
+    /// summaries as a JSON array).
     #[arg(long)]
     json: bool,
 }
 
 #[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    exp: Experiment,
+    /// A pf.conf (macros ext_if and int_if are defined), `none` (a plain
+    /// bridge), or tc:'QDISC ARGS[;DOWN QDISC ARGS]' for the kernel's own
+    /// qdisc. Default: the scenario's example config.
+    #[arg(long, value_name = "FILE|none|tc:ARGS")]
+    shaper: Option<String>,
+}
+
+#[derive(Args)]
 struct CompareArgs {
-    /// Scenario name (`sluice lab list`).
-    scenario: String,
+    #[command(flatten)]
+    exp: Experiment,
     /// A shaper to compare (repeat: each runs in turn on the same link and
     /// traffic). Default: none, then the scenario's example config.
     #[arg(long, value_name = "FILE|none|tc:ARGS")]
     shaper: Vec<String>,
-    #[command(flatten)]
-    ov: OverrideArgs,
-    /// Output directory (default lab-results/SCENARIO-YYYYmmdd-HHMMSS); run
-    /// N goes to DIR/N-LABEL.
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-    /// Print the summaries as a JSON array to stdout (and nothing else).
-    #[arg(long)]
-    json: bool,
 }
 
 pub fn run(a: LabArgs) -> ExitCode {
@@ -283,17 +284,7 @@ pub fn run(a: LabArgs) -> ExitCode {
             list();
             ExitCode::SUCCESS
         }
-        LabCmd::Run(r) => {
-            let shapers = vec![r.shaper.clone()];
-            finish(lab(
-                &r.scenario,
-                &shapers,
-                &r.ov,
-                r.out.clone(),
-                r.json,
-                false,
-            ))
-        }
+        LabCmd::Run(r) => finish(lab(&r.exp, std::slice::from_ref(&r.shaper), false)),
         LabCmd::Bench(b) => finish(bench(b)),
         LabCmd::Blast(b) => finish(blast(b)),
         LabCmd::Compare(c) => {
@@ -302,14 +293,7 @@ pub fn run(a: LabArgs) -> ExitCode {
             } else {
                 c.shaper.iter().cloned().map(Some).collect()
             };
-            finish(lab(
-                &c.scenario,
-                &shapers,
-                &c.ov,
-                c.out.clone(),
-                c.json,
-                true,
-            ))
+            finish(lab(&c.exp, &shapers, true))
         }
     }
 }
@@ -451,14 +435,14 @@ fn slug(label: &str) -> String {
     s.trim_matches('_').to_string()
 }
 
-fn lab(
-    name: &str,
-    shapers: &[Option<String>],
-    ov: &OverrideArgs,
-    out: Option<PathBuf>,
-    json: bool,
-    compare: bool,
-) -> Result<(), Failure> {
+fn lab(exp: &Experiment, shapers: &[Option<String>], compare: bool) -> Result<(), Failure> {
+    let Experiment {
+        scenario: name,
+        ov,
+        out,
+        json,
+    } = exp;
+    let (out, json) = (out.clone(), *json);
     let mut s = scenario::by_name(name).ok_or_else(|| {
         let names: Vec<_> = scenario::all().into_iter().map(|s| s.name).collect();
         Failure::Error(format!(

@@ -157,13 +157,7 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let opts = Options {
-        ifaces: vec![lan.clone(), wan.clone()],
-        bridge: vec![(0, 1)],
-        hash_key,
-        iface_addrs: Vec::new(),
-    };
-    let engine = match Engine::new(&loaded.config, opts) {
+    let engine = match Engine::new(&loaded.config, Options::bridge(&lan, &wan, hash_key)) {
         Ok(e) => Arc::new(Mutex::new(e)),
         Err(e) => {
             error!("cannot build the queues: {e}");

@@ -27,6 +27,13 @@ fn sluice(args: &[&str], stdin: Option<&str>) -> Output {
     c.output().expect("run sluice")
 }
 
+/// `sluice ARGS` refused with exit status 1; its stderr.
+fn refused(args: &[&str], stdin: Option<&str>) -> String {
+    let out = sluice(args, stdin);
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8(out.stderr).unwrap()
+}
+
 fn examples() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -72,9 +79,7 @@ fn every_example_checks_clean_and_its_canonical_form_is_a_fixed_point() {
 #[test]
 fn invalid_file_exits_1_with_a_located_diagnostic() {
     let text = "altq on em0 priq bandwidth 1Mb queue { a }\nqueue a priority 1 qlimit 70000 priq(default)\n";
-    let out = sluice(&["check", "-"], Some(text));
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
+    let err = refused(&["check", "-"], Some(text));
     assert!(err.contains("-:2:"), "location missing: {err}");
     assert!(err.contains("70000"), "offending text missing: {err}");
     assert!(err.contains("65535"), "allowed range missing: {err}");
@@ -83,9 +88,7 @@ fn invalid_file_exits_1_with_a_located_diagnostic() {
 #[test]
 fn undefined_macro_is_an_error_that_names_it() {
     let text = "altq on $ext_if bandwidth 1Mb hfsc queue { bb }\nqueue bb bandwidth 100% qlimit 9 hfsc ( default )\n";
-    let out = sluice(&["check", "-"], Some(text));
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
+    let err = refused(&["check", "-"], Some(text));
     assert!(err.contains("ext_if"), "{err}");
     let ok = sluice(&["check", "-D", "ext_if=em0", "-"], Some(text));
     assert!(
@@ -97,9 +100,5 @@ fn undefined_macro_is_an_error_that_names_it() {
 
 #[test]
 fn missing_file_is_reported() {
-    let out = sluice(&["check", "/nonexistent/pf.conf"], None);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8(out.stderr)
-        .unwrap()
-        .contains("cannot read"));
+    assert!(refused(&["check", "/nonexistent/pf.conf"], None).contains("cannot read"));
 }

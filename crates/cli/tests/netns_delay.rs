@@ -100,21 +100,34 @@ fn min_median(mut v: Vec<f64>) -> (f64, f64) {
     (v[0], v[v.len() / 2])
 }
 
+/// Runs the line with `args`, pings across it and checks that no RTT is
+/// below `floor_ms` (a frame never leaves early) and the median is at most
+/// `floor_ms + 0.5`; the line's log.
+fn rtt_within(tag: &str, args: &[&str], floor_ms: f64) -> String {
+    let mut lab = new_lab(tag);
+    start(&mut lab, args);
+    let (min, med) = min_median(ping(&lab, PINGS, "0.05").unwrap());
+    let log = stop(&mut lab);
+    let what = args.join(" ");
+    eprintln!("netns_delay: {what}: RTT min {min:.3} ms, median {med:.3} ms\n{log}");
+    assert!(
+        min >= floor_ms,
+        "an RTT below {floor_ms} ms ({min:.3}): a frame left early"
+    );
+    let ceiling = floor_ms + 0.5;
+    assert!(
+        med <= ceiling,
+        "median RTT {med:.3} ms > {ceiling} ms\n{log}"
+    );
+    log
+}
+
 #[test]
 fn adds_the_configured_rtt() {
     let Some(_serial) = netns() else {
         return;
     };
-    let mut lab = new_lab("dly");
-    start(&mut lab, &["--delay", "10"]);
-    let (min, med) = min_median(ping(&lab, PINGS, "0.05").unwrap());
-    let log = stop(&mut lab);
-    eprintln!("netns_delay: --delay 10: RTT min {min:.3} ms, median {med:.3} ms\n{log}");
-    assert!(
-        min >= 20.0,
-        "an RTT below 20 ms ({min:.3}): a frame left early"
-    );
-    assert!(med <= 20.5, "median RTT {med:.3} ms > 20.5 ms\n{log}");
+    rtt_within("dly", &["--delay", "10"], 20.0);
 }
 
 #[test]
@@ -122,16 +135,7 @@ fn each_direction_has_its_own_delay() {
     let Some(_serial) = netns() else {
         return;
     };
-    let mut lab = new_lab("dla");
-    start(&mut lab, &["--delay", "2.5", "--delay-back", "7.5"]);
-    let (min, med) = min_median(ping(&lab, PINGS, "0.05").unwrap());
-    let log = stop(&mut lab);
-    eprintln!("netns_delay: --delay 2.5 --delay-back 7.5: RTT min {min:.3} median {med:.3} ms");
-    assert!(
-        min >= 10.0,
-        "an RTT below 10 ms ({min:.3}): a frame left early"
-    );
-    assert!(med <= 10.5, "median RTT {med:.3} ms > 10.5 ms\n{log}");
+    let log = rtt_within("dla", &["--delay", "2.5", "--delay-back", "7.5"], 10.0);
     assert!(
         log.contains("a0 -> b0 2.500 ms, b0 -> a0 7.500 ms"),
         "delays not as given:\n{log}"

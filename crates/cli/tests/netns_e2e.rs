@@ -7,6 +7,7 @@
 //! (scripts/setup.sh); otherwise each test prints a SKIP line and returns,
 //! or fails under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
+use sluice_control::proto::QueuesReply;
 use sluice_lab::iperf3::{self, ClientOptions, Iperf3Result};
 use sluice_lab::{BridgeLab, CLIENT_IP, SERVER_IP};
 use sluice_testkit::{require_io, require_netns, Serial, Sluice};
@@ -180,11 +181,13 @@ fn reload_under_load_refuses_bad_files_and_keeps_flows_alive() {
         r.goodput_bps,
         lab.log()
     );
-    let q = lab.ctl(&b, &["show", "queues", "--json"]).unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&q.stdout).expect("show queues --json");
+    let q = lab.queues(&b).expect("show queues --json");
     assert!(
-        v.to_string().contains("\"qlimit\":40"),
-        "new qlimit in force: {v}"
+        q.ifaces
+            .iter()
+            .flat_map(|i| &i.queues)
+            .any(|q| q.qlimit == Some(40)),
+        "new qlimit in force: {q:?}"
     );
     assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));
 }
@@ -258,23 +261,18 @@ fn bad_input_is_counted_and_forwarding_goes_on() {
         lab.log()
     );
 
-    let out = lab.ctl(&b, &["show", "info", "--json"]).unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("show info --json");
-    let lan = &v["counters"][0];
-    let malformed = lan["malformed"].as_u64().unwrap();
-    let state_limit = lan["state_limit"].as_u64().unwrap();
+    let v = lab.info(&b).expect("show info --json");
+    let lan = &v.counters[0];
+    let (malformed, state_limit) = (lan.malformed, lan.state_limit);
     eprintln!(
         "netns_e2e: sent {malformed_sent} malformed frames, sluice counted {malformed}; \
          flood of 5000 5-tuples: {state_limit} refused at the state limit, {} states; RSS {} -> {} KiB",
-        v["states"],
+        v.states,
         rss_before,
         rss_kib(pid)
     );
     assert_eq!(malformed, malformed_sent, "every malformed frame counted");
-    assert!(
-        v["states"].as_u64().unwrap() <= 1000,
-        "state table over its limit"
-    );
+    assert!(v.states <= 1000, "state table over its limit");
     assert!(
         state_limit >= 3000,
         "flood beyond the limit must be refused and counted"
@@ -296,15 +294,14 @@ fn inject_encap(lab: &BridgeLab, mode: &str, count: u32) -> (u64, u64) {
 }
 
 /// A queue's (packets, bytes) from `show queues --json`.
-fn queue_counts(v: &serde_json::Value, iface: &str, queue: &str) -> (u64, u64) {
-    let q = v["ifaces"]
-        .as_array()
-        .unwrap()
+fn queue_counts(v: &QueuesReply, iface: &str, queue: &str) -> (u64, u64) {
+    let q = v
+        .ifaces
         .iter()
-        .find(|i| i["name"] == iface)
-        .and_then(|i| i["queues"].as_array()?.iter().find(|q| q["name"] == queue))
-        .unwrap_or_else(|| panic!("no queue {queue} on {iface}: {v}"));
-    (q["packets"].as_u64().unwrap(), q["bytes"].as_u64().unwrap())
+        .find(|i| i.name == iface)
+        .and_then(|i| i.queues.iter().find(|q| q.name == queue))
+        .unwrap_or_else(|| panic!("no queue {queue} on {iface}: {v:?}"));
+    (q.packets, q.bytes)
 }
 
 /// A DSL router behind sluice speaks PPPoE to the bridged modem, and a
@@ -340,8 +337,7 @@ fn encap_case(io: &str) {
     if !require_io(&lab, &b, io) {
         return;
     }
-    let before = lab.ctl(&b, &["show", "queues", "--json"]).unwrap();
-    let before: serde_json::Value = serde_json::from_slice(&before.stdout).unwrap();
+    let before = lab.queues(&b).unwrap();
     let voice0 = queue_counts(&before, "wan0", "q_voice");
     let def0 = queue_counts(&before, "wan0", "q_def");
 
@@ -378,12 +374,10 @@ fn encap_case(io: &str) {
     let seen: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&cap_out).unwrap()).expect("capture JSON");
 
-    let after = lab.ctl(&b, &["show", "queues", "--json"]).unwrap();
-    let after: serde_json::Value = serde_json::from_slice(&after.stdout).unwrap();
+    let after = lab.queues(&b).unwrap();
     let v1 = queue_counts(&after, "wan0", "q_voice");
     let d1 = queue_counts(&after, "wan0", "q_def");
-    let info = lab.ctl(&b, &["show", "info", "--json"]).unwrap();
-    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let info = lab.info(&b).unwrap();
     eprintln!(
         "netns_e2e: --io {io}: encapsulated frames sent {sent:?}, seen by the server {seen}; \
          q_voice +{} packets +{} bytes (sent {} frames, {} bytes); q_def +{} packets; \
@@ -393,8 +387,8 @@ fn encap_case(io: &str) {
         voice.0,
         voice.1,
         d1.0 - def0.0,
-        info["counters"][0]["malformed"],
-        info["counters"][0]["non_ip"],
+        info.counters[0].malformed,
+        info.counters[0].non_ip,
     );
     for (mode, n) in &sent {
         assert_eq!(
@@ -413,9 +407,9 @@ fn encap_case(io: &str) {
         d1.0 - def0.0 >= bulk && d1.1 - def0.1 >= bulk_bytes,
         "the tagged bulk frames in the default queue"
     );
-    assert_eq!(info["counters"][0]["malformed"].as_u64(), Some(0));
+    assert_eq!(info.counters[0].malformed, 0);
     assert!(
-        info["counters"][0]["non_ip"].as_u64().unwrap() >= nonip,
+        info.counters[0].non_ip >= nonip,
         "{io}: non-IP frames counted as such"
     );
     assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));

@@ -118,10 +118,16 @@ const PROTOS: &[(&str, u8)] = &[
 ];
 
 pub fn proto(s: &str) -> Option<u8> {
+    number_or_name(s, PROTOS)
+}
+
+/// A number that fits `T`, or a name of `table` (/etc/protocols and
+/// /etc/services style).
+fn number_or_name<T: Copy + TryFrom<u64>>(s: &str, table: &[(&str, T)]) -> Option<T> {
     if let Some(n) = number(s) {
-        return u8::try_from(n).ok();
+        return T::try_from(n).ok();
     }
-    PROTOS.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
+    table.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
 }
 
 /// The canonical name of a protocol number, if it has one.
@@ -265,10 +271,7 @@ const SERVICES: &[(&str, u16)] = &[
 ];
 
 pub fn port(s: &str) -> Option<u16> {
-    if let Some(n) = number(s) {
-        return u16::try_from(n).ok();
-    }
-    SERVICES.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
+    number_or_name(s, SERVICES)
 }
 
 /// cake's overhead keywords (tc-cake(8)), byte counts and ATM framing.

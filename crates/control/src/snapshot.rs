@@ -333,16 +333,7 @@ pass out on wan0 proto udp to port 53 queue bulk
 
     fn engine_of(text: &str) -> (Engine, ir::Config) {
         let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
-        let mut e = Engine::new(
-            &cfg,
-            Options {
-                ifaces: vec!["lan0".into(), "wan0".into()],
-                bridge: vec![(0, 1)],
-                hash_key: [3; 16],
-                iface_addrs: vec![],
-            },
-        )
-        .unwrap();
+        let mut e = Engine::new(&cfg, Options::bridge("lan0", "wan0", [3; 16])).unwrap();
         for (i, port) in (0..40u16).map(|i| (i, if i % 2 == 0 { 5060 } else { 53 })) {
             let f = sluice_wire::build::udp_v4(
                 Ipv4Addr::new(10, 0, 0, 2),

@@ -103,16 +103,8 @@ pub fn example_daemon(name: &str) -> TestDaemon {
     let loaded = load(&conf, &defines())
         .expect("the example config checks")
         .loaded;
-    let engine = Engine::new(
-        &loaded.config,
-        Options {
-            ifaces: vec!["lan0".into(), "wan0".into()],
-            bridge: vec![(LAN, WAN)],
-            hash_key: [7; 16],
-            iface_addrs: vec![],
-        },
-    )
-    .expect("the example engine builds");
+    let engine = Engine::new(&loaded.config, Options::bridge("lan0", "wan0", [7; 16]))
+        .expect("the example engine builds");
     let wakes = Arc::new(AtomicU64::new(0));
     let w = wakes.clone();
     let state = Arc::new(DaemonState {
@@ -138,7 +130,7 @@ pub fn example_daemon(name: &str) -> TestDaemon {
         wakes,
         handle: Some(handle),
     };
-    let syn = sluice_wire::build::tcp_v4(
+    let syn = sluice_wire::build::tcp(
         Ipv4Addr::new(10, 0, 0, 2),
         Ipv4Addr::new(192, 0, 2, 1),
         40000,

@@ -102,6 +102,20 @@ pub struct Options {
     pub iface_addrs: Vec<(usize, Vec<ir::IpNet>)>,
 }
 
+impl Options {
+    /// `lan` and `wan` bridged (engine interfaces 0 and 1, as `sluice run
+    /// --bridge LAN,WAN` sets them up), no fixed addresses: the LAN side's
+    /// are learned.
+    pub fn bridge(lan: &str, wan: &str, hash_key: [u8; 16]) -> Options {
+        Options {
+            ifaces: vec![lan.to_string(), wan.to_string()],
+            bridge: vec![(0, 1)],
+            hash_key,
+            iface_addrs: Vec::new(),
+        }
+    }
+}
+
 /// What a reload did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReloadReport {

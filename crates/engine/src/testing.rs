@@ -446,10 +446,8 @@ impl Checker {
             vec![]
         };
         let opts = Options {
-            ifaces: vec!["lan0".into(), "wan0".into()],
-            bridge: vec![(LAN, WAN)],
-            hash_key: [7; 16],
             iface_addrs,
+            ..Options::bridge("lan0", "wan0", [7; 16])
         };
         let name = CONFIGS[setup.config].0;
         let e = Engine::new(&configs()[setup.config], opts).unwrap_or_else(|err| {

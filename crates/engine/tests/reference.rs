@@ -23,20 +23,11 @@ fn engine(text: &str) -> Engine {
                 .collect::<String>()
         )
     });
-    Engine::new(
-        &checked.config,
-        Options {
-            ifaces: vec!["lan0".into(), "wan0".into()],
-            bridge: vec![(LAN, WAN)],
-            hash_key: [7; 16],
-            iface_addrs: vec![],
-        },
-    )
-    .expect("engine builds")
+    Engine::new(&checked.config, Options::bridge("lan0", "wan0", [7; 16])).expect("engine builds")
 }
 
 fn tcp(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, flags: u8, payload: usize) -> Vec<u8> {
-    sluice_wire::build::tcp_v4(src, dst, sport, dport, flags, payload)
+    sluice_wire::build::tcp(src, dst, sport, dport, flags, payload)
 }
 
 /// Sends everything the engine will send on `iface` at `now`.

@@ -15,16 +15,7 @@ fn cfg(text: &str) -> sluice_conf::ir::Config {
 }
 
 fn engine(text: &str) -> Engine {
-    Engine::new(
-        &cfg(text),
-        Options {
-            ifaces: vec!["lan0".into(), "wan0".into()],
-            bridge: vec![(LAN, WAN)],
-            hash_key: [1; 16],
-            iface_addrs: vec![],
-        },
-    )
-    .unwrap()
+    Engine::new(&cfg(text), Options::bridge("lan0", "wan0", [1; 16])).unwrap()
 }
 
 const OLD: &str = "

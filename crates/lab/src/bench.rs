@@ -339,45 +339,8 @@ fn blast_once(
     measured
 }
 
-fn measure_once(
-    lab: &mut BridgeLab,
-    bin: &str,
-    ports: &mut Ports,
-    o: &BenchOptions,
-    progress: &mut dyn FnMut(&str),
-    label: &str,
-    forwarder: Option<u32>,
-) -> Result<(Figures, CpuPerFrame), String> {
-    let mut frames = |len: usize| {
-        progress(&format!("{label}: {} B frames", len + 4));
-        blast_once(lab, bin, o, len, forwarder).map_err(|e| format!("{label}: {e}"))
-    };
-    let (small, small_cpu) = frames(SMALL_FRAME)?;
-    let (large, large_cpu) = frames(LARGE_FRAME)?;
-    progress(&format!("{label}: TCP"));
-    let port = ports.next();
-    let server = lab.server.clone();
-    iperf3::server(&mut lab.topo, &server, port)
-        .map_err(|e| format!("{label}: iperf3 server: {e}"))?;
-    let mut c = ClientOptions::new(SERVER_IP, port);
-    c.seconds = o.seconds;
-    c.omit_seconds = o.tcp_omit_seconds;
-    let tcp = iperf3::client(&lab.topo, &lab.client, &c)
-        .map_err(|e| format!("{label}: TCP: {e}"))?
-        .goodput_bps;
-    Ok((
-        Figures {
-            udp_64b_pps: small,
-            udp_1514b_pps: large,
-            tcp_bps: tcp,
-        },
-        CpuPerFrame {
-            frame_64b: small_cpu,
-            frame_1518b: large_cpu,
-        },
-    ))
-}
-
+/// Frame rates (64 B, 1518 B) and TCP goodput through the path under
+/// test, each the best of `o.repeats` runs.
 fn measure(
     lab: &mut BridgeLab,
     bin: &str,
@@ -390,13 +353,38 @@ fn measure(
     let mut best = (Figures::default(), CpuPerFrame::default());
     // Bounded by MAX_REPEATS (checked in `run`).
     for i in 0..o.repeats {
-        let l = if o.repeats > 1 {
+        let label = if o.repeats > 1 {
             format!("{label} (run {}/{})", i + 1, o.repeats)
         } else {
             label.to_string()
         };
-        let (f, c) = measure_once(lab, bin, ports, o, progress, &l, forwarder)?;
-        best = (best.0.best(&f), best.1.best(&c));
+        let mut frames = |len: usize| {
+            progress(&format!("{label}: {} B frames", len + 4));
+            blast_once(lab, bin, o, len, forwarder).map_err(|e| format!("{label}: {e}"))
+        };
+        let (small, small_cpu) = frames(SMALL_FRAME)?;
+        let (large, large_cpu) = frames(LARGE_FRAME)?;
+        progress(&format!("{label}: TCP"));
+        let port = ports.next();
+        let server = lab.server.clone();
+        iperf3::server(&mut lab.topo, &server, port)
+            .map_err(|e| format!("{label}: iperf3 server: {e}"))?;
+        let mut c = ClientOptions::new(SERVER_IP, port);
+        c.seconds = o.seconds;
+        c.omit_seconds = o.tcp_omit_seconds;
+        let tcp = iperf3::client(&lab.topo, &lab.client, &c)
+            .map_err(|e| format!("{label}: TCP: {e}"))?
+            .goodput_bps;
+        let f = Figures {
+            udp_64b_pps: small,
+            udp_1514b_pps: large,
+            tcp_bps: tcp,
+        };
+        let cpu = CpuPerFrame {
+            frame_64b: small_cpu,
+            frame_1518b: large_cpu,
+        };
+        best = (best.0.best(&f), best.1.best(&cpu));
     }
     Ok(best)
 }

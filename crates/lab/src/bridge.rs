@@ -14,7 +14,7 @@
 //! interfaces and lets ARP cross instead ([`Wiring`]).
 
 use crate::netns::{Netns, ProcId, Topology};
-use sluice_control::proto::Reply;
+use sluice_control::proto::{InfoReply, QueuesReply, Reply};
 use std::io;
 use std::path::PathBuf;
 use std::process::Output;
@@ -200,21 +200,41 @@ impl BridgeLab {
         self.topo.exec_unchecked(&self.shaper, &v)
     }
 
+    /// The running sluice's typed answer to `show WHAT --json` (`info`,
+    /// `queues`, `states`, `rules`).
+    pub fn show(&self, bin: &str, what: &str) -> Result<Reply, String> {
+        let out = self
+            .ctl(bin, &["show", what, "--json"])
+            .map_err(|e| format!("show {what}: {e}"))?;
+        serde_json::from_slice::<Reply>(&out.stdout).map_err(|e| {
+            format!(
+                "show {what} --json: {e}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })
+    }
+
+    /// `show info` of the running sluice.
+    pub fn info(&self, bin: &str) -> Result<InfoReply, String> {
+        match self.show(bin, "info")? {
+            Reply::Info(i) => Ok(i),
+            other => Err(format!("show info answered {other:?}")),
+        }
+    }
+
+    /// `show queues` of the running sluice.
+    pub fn queues(&self, bin: &str) -> Result<QueuesReply, String> {
+        match self.show(bin, "queues")? {
+            Reply::Queues(q) => Ok(q),
+            other => Err(format!("show queues answered {other:?}")),
+        }
+    }
+
     /// The I/O method the running sluice reports (`show info`'s
     /// `io_method`): what runs, which is not what `--io` asked for where a
     /// method fell back.
     pub fn io_method(&self, bin: &str) -> Result<String, String> {
-        let out = self
-            .ctl(bin, &["show", "info", "--json"])
-            .map_err(|e| format!("show info: {e}"))?;
-        match serde_json::from_slice::<Reply>(&out.stdout) {
-            Ok(Reply::Info(i)) => Ok(i.io_method),
-            Ok(other) => Err(format!("show info answered {other:?}")),
-            Err(e) => Err(format!(
-                "show info --json: {e}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-        }
+        self.info(bin).map(|i| i.io_method)
     }
 
     /// Stops sluice with SIGTERM; its exit status.

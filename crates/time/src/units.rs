@@ -77,37 +77,47 @@ fn scaled((m, scale): (u128, u128), mult: u128) -> Result<u64, UnitError> {
 /// A rate in bits per second: `970Kb`, `10M`, `1.5Gb`, `512kbit`, `100kbps`,
 /// `2500000` (see the principles for the grammar).
 pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
-    let (num, suffix) = split_suffix(s);
-    let num = decimal(num)?;
-    let lower = suffix.to_ascii_lowercase();
-    let prefix = ["bps", "bit", "b"]
-        .iter()
-        .find_map(|unit| lower.strip_suffix(unit))
-        .unwrap_or(&lower);
-    let mult: u128 = match prefix {
-        "" => 1,
-        "k" => 1_000,
-        "m" => 1_000_000,
-        "g" => 1_000_000_000,
-        _ => return Err(UnitError::UnknownUnit(suffix.to_string())),
-    };
-    scaled(num, mult).map(Rate::bps)
+    scaled_by_suffix(s, |suffix| {
+        let lower = suffix.to_ascii_lowercase();
+        let prefix = ["bps", "bit", "b"]
+            .iter()
+            .find_map(|unit| lower.strip_suffix(unit))
+            .unwrap_or(&lower);
+        match prefix {
+            "" => Some(1),
+            "k" => Some(1_000),
+            "m" => Some(1_000_000),
+            "g" => Some(1_000_000_000),
+            _ => None,
+        }
+    })
+    .map(Rate::bps)
 }
 
 /// A duration: `20ms`, `1.5s`, `500us`, `100ns`; a bare number is in
 /// `bare_unit` (pf's `for 100` is milliseconds, a CoDel `target 5` too).
 pub fn parse_duration(s: &str, bare_unit: Duration) -> Result<Duration, UnitError> {
+    scaled_by_suffix(s, |suffix| match suffix {
+        "" => Some(u128::from(bare_unit.as_nanos())),
+        "ns" => Some(1),
+        "us" => Some(1_000),
+        "ms" => Some(1_000_000),
+        "s" => Some(1_000_000_000),
+        _ => None,
+    })
+    .map(Duration::from_nanos)
+}
+
+/// A decimal number and its unit suffix, the number scaled by what
+/// `multiplier` says the suffix is worth (`None`: not a unit).
+fn scaled_by_suffix(
+    s: &str,
+    multiplier: impl FnOnce(&str) -> Option<u128>,
+) -> Result<u64, UnitError> {
     let (num, suffix) = split_suffix(s);
     let num = decimal(num)?;
-    let mult: u128 = match suffix {
-        "" => u128::from(bare_unit.as_nanos()),
-        "ns" => 1,
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        _ => return Err(UnitError::UnknownUnit(suffix.to_string())),
-    };
-    scaled(num, mult).map(Duration::from_nanos)
+    let mult = multiplier(suffix).ok_or_else(|| UnitError::UnknownUnit(suffix.to_string()))?;
+    scaled(num, mult)
 }
 
 /// pf's spelling: the largest of `Gb`, `Mb`, `Kb` that divides exactly,

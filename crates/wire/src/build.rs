@@ -142,30 +142,6 @@ fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, mut seg: Vec<u8>) -> Vec<u8> {
     f
 }
 
-/// TCP over IPv4 with `flags` and `payload_len` bytes of payload.
-pub fn tcp_v4(
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
-    sport: u16,
-    dport: u16,
-    flags: u8,
-    payload_len: usize,
-) -> Vec<u8> {
-    tcp(src.into(), dst.into(), sport, dport, flags, payload_len)
-}
-
-/// TCP over IPv6.
-pub fn tcp_v6(
-    src: Ipv6Addr,
-    dst: Ipv6Addr,
-    sport: u16,
-    dport: u16,
-    flags: u8,
-    payload_len: usize,
-) -> Vec<u8> {
-    tcp(src.into(), dst.into(), sport, dport, flags, payload_len)
-}
-
 /// UDP over IPv4.
 pub fn udp_v4(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
     ipv4(src, dst, proto::UDP, udp_segment(sport, dport, payload_len))
@@ -206,15 +182,15 @@ pub fn icmp_v6_echo(
 /// TCP for either family. Panics if `src` and `dst` are of different families
 /// (a test-authoring mistake, not an input).
 pub fn tcp(
-    src: IpAddr,
-    dst: IpAddr,
+    src: impl Into<IpAddr>,
+    dst: impl Into<IpAddr>,
     sport: u16,
     dport: u16,
     flags: u8,
     payload_len: usize,
 ) -> Vec<u8> {
     let seg = tcp_segment(sport, dport, flags, payload_len);
-    ip(src, dst, proto::TCP, seg, "tcp")
+    ip(src.into(), dst.into(), proto::TCP, seg, "tcp")
 }
 
 /// UDP for either family. Panics on mixed families.
@@ -346,7 +322,7 @@ mod tests {
 
     #[test]
     fn built_frames_have_valid_checksums() {
-        let f = tcp_v4(V4_SRC, V4_DST, 1, 2, 0x12, 33);
+        let f = tcp(V4_SRC, V4_DST, 1, 2, 0x12, 33);
         assert_eq!(internet_checksum(&f[14..34]), 0);
         // TCP checksum verifies with the pseudo-header.
         let mut ph = vec![10, 0, 0, 1, 10, 0, 0, 2, 0, 6];
@@ -381,7 +357,7 @@ mod tests {
             (info.ethertype, info.encap_bytes, info.l3_offset),
             (0x0806, 4, 18)
         );
-        let t = tcp_v4(V4_SRC, V4_DST, 1, 2, 0x10, 0);
+        let t = tcp(V4_SRC, V4_DST, 1, 2, 0x10, 0);
         let p = pppoe_wrap(&t, 1);
         let info = parse(&p).unwrap();
         assert_eq!(

@@ -354,7 +354,7 @@ mod tests {
 
     #[test]
     fn v6_truncated_and_esp() {
-        let f = crate::build::tcp_v6(V6_SRC, V6_DST, 1, 2, tcp_flags::ACK, 100);
+        let f = crate::build::tcp(V6_SRC, V6_DST, 1, 2, tcp_flags::ACK, 100);
         assert_eq!(
             parse(&f[..f.len() - 1]),
             Err(WireError::Truncated(Layer::Ipv6))

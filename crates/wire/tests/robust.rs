@@ -11,9 +11,9 @@ fn valid_frames() -> Vec<Vec<u8>> {
     let a6: Ipv6Addr = "2001:db8::1".parse().unwrap();
     let b6: Ipv6Addr = "2001:db8:1::2".parse().unwrap();
     let mut v = vec![
-        build::tcp_v4(a4, b4, 40000, 443, 0x02, 0),
-        build::tcp_v4(a4, b4, 40000, 443, 0x18, 100),
-        build::tcp_v6(a6, b6, 40000, 443, 0x10, 0),
+        build::tcp(a4, b4, 40000, 443, 0x02, 0),
+        build::tcp(a4, b4, 40000, 443, 0x18, 100),
+        build::tcp(a6, b6, 40000, 443, 0x10, 0),
         build::udp_v4(a4, b4, 5353, 53, 30),
         build::udp_v6(a6, b6, 5353, 53, 30),
         build::icmp_v4_echo(a4, b4, 1, 2, 56),

@@ -83,14 +83,28 @@ pub fn parse_overhead(s: &str) -> Result<OverheadArg, String> {
     }
 }
 
+/// A number with an optional unit suffix, within `range`; `what` says the
+/// unit, the range and an example when it is not.
+fn ranged(
+    s: &str,
+    suffix: &str,
+    range: std::ops::RangeInclusive<f64>,
+    what: &str,
+) -> Result<f64, String> {
+    match s.trim().trim_end_matches(suffix).parse::<f64>() {
+        Ok(v) if v.is_finite() && range.contains(&v) => Ok(v),
+        _ => Err(format!("`{s}`: {what}")),
+    }
+}
+
 /// Base RTT in milliseconds.
 pub fn parse_rtt(s: &str) -> Result<f64, String> {
-    match s.trim().trim_end_matches("ms").parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=MAX_RTT_MS).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "`{s}`: the base RTT is milliseconds from 0 to {MAX_RTT_MS} (e.g. 20; 0 = none)"
-        )),
-    }
+    ranged(
+        s,
+        "ms",
+        0.0..=MAX_RTT_MS,
+        &format!("the base RTT is milliseconds from 0 to {MAX_RTT_MS} (e.g. 20; 0 = none)"),
+    )
 }
 
 /// Modem buffer in packets.
@@ -105,12 +119,12 @@ pub fn parse_buffer(s: &str) -> Result<u32, String> {
 
 /// Every phase's length in seconds.
 pub fn parse_duration(s: &str) -> Result<f64, String> {
-    match s.trim().trim_end_matches('s').parse::<f64>() {
-        Ok(v) if v.is_finite() && (1.0..=MAX_PHASE_S).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "`{s}`: --duration is each phase's length in seconds, 1 to {MAX_PHASE_S} (e.g. 30)"
-        )),
-    }
+    ranged(
+        s,
+        "s",
+        1.0..=MAX_PHASE_S,
+        &format!("--duration is each phase's length in seconds, 1 to {MAX_PHASE_S} (e.g. 30)"),
+    )
 }
 
 /// Congestion controls Linux offers that iperf3 -C can pick.
