@@ -54,8 +54,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-/// Default control socket path.
-pub const DEFAULT_SOCKET: &str = "/run/sluice.sock";
+/// Default control socket path: inside its own directory, so that the
+/// systemd unit can hand the daemon `/run/sluice` (`RuntimeDirectory=`)
+/// rather than all of `/run`, and `sluice show` needs no flag either way.
+pub const DEFAULT_SOCKET: &str = "/run/sluice/sluice.sock";
 
 /// A configuration as loaded: the file, its text, the `-D` defines it was
 /// checked with and the IR built from them.

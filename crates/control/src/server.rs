@@ -3,7 +3,7 @@
 use crate::proto::{Reply, Request, MAX_REQUEST_BYTES};
 use crate::{reload_from, snapshot, DaemonState};
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -53,6 +53,17 @@ fn bind(path: &Path) -> io::Result<UnixListener> {
             ))
         }
         Err(_) => {}
+    }
+    // Outside systemd nobody made the socket's directory (the unit's
+    // `RuntimeDirectory=` does): create it root-only, as the socket is.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+        }
     }
     let l = UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
@@ -157,5 +168,26 @@ pub fn handle(req: Request, state: &DaemonState) -> Reply {
             (state.wake)();
             Reply::Stopping
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bind;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn bind_creates_the_socket_directory_root_only() {
+        let base = crate::testing::tmpdir("bind-dir");
+        let sock = base.join("run/sluice/sluice.sock");
+        let _l = bind(&sock).expect("bind in a directory that does not exist yet");
+        let dir_mode = std::fs::metadata(sock.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+        let sock_mode = std::fs::metadata(&sock).unwrap().permissions().mode();
+        assert_eq!(sock_mode & 0o777, 0o600);
+        std::fs::remove_dir_all(base).unwrap();
     }
 }

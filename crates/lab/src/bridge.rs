@@ -9,7 +9,7 @@
 //! download through `lan0` (`$int_if`). Neighbour entries are static so the
 //! first packets of a test need no ARP; each lab has its own directory for
 //! the config, the log and the control socket (never the system's
-//! `/run/sluice.sock`, so a test cannot meet a real daemon). A test of
+//! `/run/sluice/sluice.sock`, so a test cannot meet a real daemon). A test of
 //! another sluice command in the middle (`delay-line`) names the two
 //! interfaces and lets ARP cross instead ([`Wiring`]).
 
