@@ -1,5 +1,6 @@
 //! `sluice check [-v] [-D name=value]… FILE…`
 
+use crate::out::{ewrite, ewriteln, owrite};
 use clap::Args as ClapArgs;
 use std::process::ExitCode;
 
@@ -37,7 +38,7 @@ pub fn run(a: Args) -> ExitCode {
         let text = match read(file) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: cannot read {file}: {e}");
+                ewriteln!("error: cannot read {file}: {e}");
                 ok = false;
                 continue;
             }
@@ -45,15 +46,15 @@ pub fn run(a: Args) -> ExitCode {
         match sluice_conf::check(file, &text, &a.define) {
             Ok(checked) => {
                 for w in &checked.warnings {
-                    eprint!("{}", w.render(file, &text));
+                    ewrite!("{}", w.render(file, &text));
                 }
                 if a.verbose {
-                    print!("{}", sluice_conf::print(&checked.config));
+                    owrite!("{}", sluice_conf::print(&checked.config));
                 }
             }
             Err(diags) => {
                 for d in &diags {
-                    eprint!("{}", d.render(file, &text));
+                    ewrite!("{}", d.render(file, &text));
                 }
                 ok = false;
             }

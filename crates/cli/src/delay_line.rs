@@ -10,6 +10,7 @@
 //! ignored: there is nothing to reload). Counters go
 //! to stderr on exit. Exit 0 on a clean stop, 1 otherwise.
 
+use crate::out::ewriteln;
 use clap::Args as ClapArgs;
 use sluice_io::delay::DelayDirStats;
 use sluice_io::{DelayLine, DelayOptions, Signal, Signals};
@@ -82,7 +83,7 @@ pub fn parse_ms(s: &str) -> Result<Duration, String> {
 }
 
 fn report(label: &str, s: &DelayDirStats) {
-    eprintln!("sluice delay-line: {label}: {}", s.summary());
+    ewriteln!("sluice delay-line: {label}: {}", s.summary());
 }
 
 pub fn run(a: Args) -> ExitCode {
@@ -97,7 +98,7 @@ pub fn run(a: Args) -> ExitCode {
     let mut line = match DelayLine::open(&ia, &ib, o.clone()) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("sluice delay-line: cannot open {ia},{ib}: {e}");
+            ewriteln!("sluice delay-line: cannot open {ia},{ib}: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -107,20 +108,21 @@ pub fn run(a: Args) -> ExitCode {
     }));
     for off in line.offloads() {
         if let Err(msg) = &off.outcome {
-            eprintln!(
+            ewriteln!(
                 "sluice delay-line: warn: {}: could not turn {} off: {msg}",
-                off.iface, off.feature
+                off.iface,
+                off.feature
             );
         }
     }
     let signals = match Signals::install() {
         Ok(s) => Arc::new(s),
         Err(e) => {
-            eprintln!("sluice delay-line: cannot install signal handlers: {e}");
+            ewriteln!("sluice delay-line: cannot install signal handlers: {e}");
             return ExitCode::FAILURE;
         }
     };
-    eprintln!(
+    ewriteln!(
         "sluice delay-line: {ia} -> {ib} {:.3} ms, {ib} -> {ia} {:.3} ms, cap {} frames, \
          SCHED_FIFO priority {} (0 = off)",
         o.a_to_b.as_millis_f64(),
@@ -143,7 +145,7 @@ pub fn run(a: Args) -> ExitCode {
     // After the signal thread is spawned: it need not inherit the policy.
     if a.rt_prio > 0 {
         if let Err(e) = sluice_io::delay::set_thread_fifo(a.rt_prio) {
-            eprintln!(
+            ewriteln!(
                 "sluice delay-line: warn: SCHED_FIFO {} refused ({e}); normal scheduling, \
                  expect millisecond outliers on a busy machine",
                 a.rt_prio
@@ -160,7 +162,7 @@ pub fn run(a: Args) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("sluice delay-line: packet loop failed: {e}");
+            ewriteln!("sluice delay-line: packet loop failed: {e}");
             ExitCode::FAILURE
         }
     }

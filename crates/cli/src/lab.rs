@@ -14,6 +14,7 @@
 
 mod values;
 
+use crate::out::{ewrite, ewriteln, owrite, owriteln};
 use clap::{Args, Subcommand};
 use sluice_lab::model::{RunResult, Scenario, ShaperSpec, Summary};
 use sluice_lab::runner::{self, LabError, Progress, RunOptions};
@@ -120,18 +121,18 @@ fn blast(a: BlastArgs) -> Result<(), Failure> {
     };
     let r = sluice_io::blast::run(&o, &mut |pps| {
         if !a.json {
-            eprintln!("blast: {pps:.0} pps")
+            ewriteln!("blast: {pps:.0} pps")
         }
     })
     .map_err(|e| Failure::Error(format!("blast on {}: {e}", o.dev)))?;
     if a.json {
-        println!(
+        owriteln!(
             "{}",
             serde_json::json!({"sent": r.sent, "blocked": r.blocked,
                 "seconds": r.elapsed.as_secs_f64(), "pps": r.pps()})
         );
     } else {
-        println!("{}", r.summary(o.len));
+        owriteln!("{}", r.summary(o.len));
     }
     Ok(())
 }
@@ -183,17 +184,17 @@ fn bench(a: BenchArgs) -> Result<(), Failure> {
         o.accuracy_rates_bps = a.rates;
     }
     let report = sluice_lab::bench::run(&bin.to_string_lossy(), &o, &mut |line| {
-        eprintln!("[bench] {line}")
+        ewriteln!("[bench] {line}")
     })
     .map_err(Failure::Error)?;
     let tab = sluice_lab::bench::table(&report);
     if a.json {
-        eprint!("{tab}");
+        ewrite!("{tab}");
         let text =
             serde_json::to_string_pretty(&report).map_err(|e| Failure::Error(e.to_string()))?;
-        println!("{text}");
+        owriteln!("{text}");
     } else {
-        print!("{tab}");
+        owrite!("{tab}");
     }
     Ok(())
 }
@@ -302,11 +303,11 @@ fn finish(r: Result<(), Failure>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Interrupted) => {
-            eprintln!("sluice lab: interrupted; the lab's namespaces were removed");
+            ewriteln!("sluice lab: interrupted; the lab's namespaces were removed");
             ExitCode::from(130)
         }
         Err(Failure::Error(m)) => {
-            eprintln!("sluice lab: error: {m}");
+            ewriteln!("sluice lab: error: {m}");
             ExitCode::FAILURE
         }
         Err(Failure::Reported) => ExitCode::FAILURE,
@@ -330,7 +331,7 @@ fn list() {
             l.rtt_ms,
             l.buffer_pkts
         );
-        println!("{:<13} {:<26} {}", s.name, link, s.about);
+        owriteln!("{:<13} {:<26} {}", s.name, link, s.about);
     }
 }
 
@@ -382,14 +383,14 @@ fn resolve_shaper(arg: Option<&str>, s: &Scenario) -> Result<ShaperSpec, Failure
         match sluice_conf::check(path, &text, &defines) {
             Ok(c) => {
                 for w in &c.warnings {
-                    eprint!("{}", w.render(path, &text));
+                    ewrite!("{}", w.render(path, &text));
                 }
             }
             Err(diags) => {
                 for d in &diags {
-                    eprint!("{}", d.render(path, &text));
+                    ewrite!("{}", d.render(path, &text));
                 }
-                eprintln!(
+                ewriteln!(
                     "sluice lab: error: {path}: invalid shaper configuration, nothing was run"
                 );
                 return Err(Failure::Reported);
@@ -511,7 +512,7 @@ fn lab(exp: &Experiment, shapers: &[Option<String>], compare: bool) -> Result<()
             written = files;
         }
         for w in &r.summary.warnings {
-            eprintln!("sluice lab: warning ({}): {w}", spec.label());
+            ewriteln!("sluice lab: warning ({}): {w}", spec.label());
         }
         runs.push(r);
         dirs.push(dir);
@@ -523,16 +524,16 @@ fn lab(exp: &Experiment, shapers: &[Option<String>], compare: bool) -> Result<()
     let summaries: Vec<&Summary> = runs.iter().map(|r| &r.summary).collect();
     let tab = table(&summaries);
     if json {
-        eprint!("{tab}");
+        ewrite!("{tab}");
         let text = if compare {
             serde_json::to_string_pretty(&summaries)
         } else {
             serde_json::to_string_pretty(&runs[0].summary)
         }
         .map_err(|e| Failure::Error(e.to_string()))?;
-        println!("{text}");
+        owriteln!("{text}");
     } else {
-        print!("{tab}");
+        owrite!("{tab}");
     }
     let report = written
         .first()
@@ -540,9 +541,9 @@ fn lab(exp: &Experiment, shapers: &[Option<String>], compare: bool) -> Result<()
         .unwrap_or_else(|| base.join("summary.json"));
     let line = format!("results: {} (report: {})", base.display(), report.display());
     if json {
-        eprintln!("{line}");
+        ewriteln!("{line}");
     } else {
-        println!("{line}");
+        owriteln!("{line}");
     }
     Ok(())
 }

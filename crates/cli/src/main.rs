@@ -11,6 +11,7 @@ mod check;
 mod delay_line;
 mod lab;
 mod metrics;
+mod out;
 mod run;
 mod show;
 

@@ -7,6 +7,7 @@
 //! thread that turns SIGHUP into a reload under the engine lock and
 //! SIGTERM/SIGINT into a clean stop. Exit 0 on a clean stop, 1 otherwise.
 
+use crate::out::ewrite;
 use clap::Args as ClapArgs;
 use sluice_control::{DaemonState, Running};
 use sluice_engine::{Engine, Options};
@@ -100,6 +101,8 @@ enum Level {
 /// Default verbosity shows warnings; each -v adds one level.
 static VERBOSITY: AtomicU8 = AtomicU8::new(Level::Warn as u8);
 
+/// The daemon's one way to log, from every thread: never panics (a line
+/// that cannot be written is counted in `log_write_errors`, see `out`).
 fn log(level: Level, msg: std::fmt::Arguments<'_>) {
     if level as u8 <= VERBOSITY.load(Ordering::Relaxed) {
         let tag = match level {
@@ -108,7 +111,7 @@ fn log(level: Level, msg: std::fmt::Arguments<'_>) {
             Level::Info => "info",
             Level::Debug => "debug",
         };
-        eprintln!("sluice: {tag}: {msg}");
+        ewrite!("sluice: {tag}: {msg}\n");
     }
 }
 
@@ -134,11 +137,11 @@ pub fn run(a: Args) -> ExitCode {
     // What is checked here is what runs, and what `show` reports.
     let loaded = match sluice_control::load(std::path::Path::new(&a.file), &defines) {
         Ok(c) => {
-            eprint!("{}", c.warnings);
+            ewrite!("{}", c.warnings);
             c.loaded
         }
         Err(diags) => {
-            eprint!("{diags}");
+            ewrite!("{diags}");
             error!("{}: invalid configuration, not starting", a.file);
             return ExitCode::FAILURE;
         }
@@ -314,5 +317,6 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
             v.push((format!("{name}_{what}"), c.load(Ordering::Relaxed)));
         }
     }
+    v.push(("log_write_errors".into(), crate::out::log_write_errors()));
     v
 }

@@ -3,6 +3,7 @@
 //! one request ([`sluice_control::request`]) and prints the reply, as text in
 //! pfctl's layouts or as JSON (docs/control.md).
 
+use crate::out::{ewrite, ewriteln, owrite, owriteln};
 use clap::{Args, Subcommand};
 use sluice_control::proto::*;
 use sluice_control::DEFAULT_SOCKET;
@@ -94,17 +95,17 @@ fn request(path: &Path, req: &Request) -> Result<Reply, String> {
 }
 
 fn fail(msg: &str) -> ExitCode {
-    eprint!("{msg}");
+    ewrite!("{msg}");
     if !msg.ends_with('\n') {
-        eprintln!();
+        ewriteln!();
     }
     ExitCode::FAILURE
 }
 
 fn print_json(reply: &Reply) {
     match serde_json::to_string_pretty(reply) {
-        Ok(s) => println!("{s}"),
-        Err(e) => eprintln!("error: {e}"),
+        Ok(s) => owriteln!("{s}"),
+        Err(e) => ewriteln!("error: {e}"),
     }
 }
 
@@ -118,7 +119,7 @@ fn once(ctl: &ControlArg, req: Request, json: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(reply) => {
-            print!("{}", format_reply(&reply));
+            owrite!("{}", format_reply(&reply));
             ExitCode::SUCCESS
         }
     }
@@ -174,9 +175,9 @@ fn watch(ctl: &ControlArg, json: bool, count: Option<u64>) -> ExitCode {
         let at = std::time::Instant::now();
         if tty {
             // Home and clear, as pfctl's refresh does.
-            print!("\x1b[H\x1b[2J");
+            owrite!("\x1b[H\x1b[2J");
         } else if shown > 0 {
-            println!("---");
+            owriteln!("---");
         }
         match &reply {
             _ if json => print_json(&reply),
@@ -184,10 +185,10 @@ fn watch(ctl: &ControlArg, json: bool, count: Option<u64>) -> ExitCode {
                 let before = prev
                     .as_ref()
                     .map(|(p, t)| (p, at.duration_since(*t).as_secs_f64()));
-                print!("{}", format_queues_measured(q, before));
+                owrite!("{}", format_queues_measured(q, before));
                 prev = Some((q.clone(), at));
             }
-            other => print!("{}", format_reply(other)),
+            other => owrite!("{}", format_reply(other)),
         }
         let _ = std::io::stdout().flush();
         shown += 1;
@@ -208,10 +209,12 @@ pub fn run_reload(a: ReloadArgs) -> ExitCode {
         Err(m) => fail(&format!("error: {m}")),
         Ok(Reply::Error { message }) => fail(&message),
         Ok(Reply::Reloaded(r)) => {
-            eprint!("{}", r.warnings);
-            println!(
+            ewrite!("{}", r.warnings);
+            owriteln!(
                 "reloaded {}: {} packets kept, {} dropped",
-                r.file, r.kept, r.dropped
+                r.file,
+                r.kept,
+                r.dropped
             );
             ExitCode::SUCCESS
         }
@@ -224,7 +227,7 @@ pub fn run_stop(a: StopArgs) -> ExitCode {
         Err(m) => fail(&format!("error: {m}")),
         Ok(Reply::Error { message }) => fail(&message),
         Ok(Reply::Stopping) => {
-            println!("sluice is stopping");
+            owriteln!("sluice is stopping");
             ExitCode::SUCCESS
         }
         Ok(other) => fail(&format!("error: unexpected reply {other:?}")),

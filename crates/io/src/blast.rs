@@ -19,7 +19,7 @@ use crate::ring::{PACKET_QDISC_BYPASS, SOL_PACKET};
 use crate::sock::{bind_ll, packet_socket};
 use crate::sockopt::{self, ifindex};
 use sluice_wire::build;
-use std::io;
+use std::io::{self, Write as _};
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -145,7 +145,11 @@ fn tx_socket(dev: &str) -> io::Result<OwnedFd> {
     let fd = packet_socket(false)?;
     let one: libc::c_int = 1;
     if let Err(e) = sockopt::setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_QDISC_BYPASS, &one) {
-        eprintln!("blast: PACKET_QDISC_BYPASS: {e} (going through the qdisc)");
+        // A lost warning must not end the generator (stderr may be full).
+        let _ = writeln!(
+            io::stderr(),
+            "blast: PACKET_QDISC_BYPASS: {e} (going through the qdisc)"
+        );
     }
     sockopt::set_buf(fd.as_raw_fd(), true, SNDBUF_BYTES);
     bind_ll(fd.as_raw_fd(), ifindex, 0)?;

@@ -16,7 +16,7 @@
 use crate::netns::{Netns, ProcId, Topology};
 use sluice_control::proto::{InfoReply, QueuesReply, Reply};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
@@ -123,6 +123,19 @@ impl BridgeLab {
         conf: &str,
         extra: &[&str],
     ) -> Result<ProcId, String> {
+        let log = self.log_path();
+        self.start_sluice_to(bin, conf, extra, &log)
+    }
+
+    /// [`BridgeLab::start_sluice`] with stdout and stderr in `out` (appended)
+    /// instead of the lab's log: `/dev/full` to test a full disk.
+    pub fn start_sluice_to(
+        &mut self,
+        bin: &str,
+        conf: &str,
+        extra: &[&str],
+        out: &Path,
+    ) -> Result<ProcId, String> {
         let conf_path = self.write_conf(conf).map_err(|e| e.to_string())?;
         let ctl = self.control_path();
         let bridge = format!("{},{}", self.wiring.lan, self.wiring.wan);
@@ -136,7 +149,7 @@ impl BridgeLab {
             &ctl,
         ];
         args.extend_from_slice(extra);
-        self.spawn_sluice(bin, &args)
+        self.spawn_to(bin, &args, out)
     }
 
     /// Starts `bin ARGS…` (any sluice command that joins the two
@@ -144,13 +157,17 @@ impl BridgeLab {
     /// [`BridgeLab::log_path`], and waits until a ping crosses it; `Err`
     /// if it exits first or no ping crosses within ~5 s.
     pub fn spawn_sluice(&mut self, bin: &str, args: &[&str]) -> Result<ProcId, String> {
+        let log = self.log_path();
+        self.spawn_to(bin, args, &log)
+    }
+
+    fn spawn_to(&mut self, bin: &str, args: &[&str], out: &Path) -> Result<ProcId, String> {
         let mut cmd = vec![bin];
         cmd.extend_from_slice(args);
         let shaper = self.shaper.clone();
-        let log = self.log_path();
         let id = self
             .topo
-            .spawn(&shaper, &cmd, Some(&log))
+            .spawn(&shaper, &cmd, Some(out))
             .map_err(|e| format!("starting sluice: {e}"))?;
         self.sluice = Some(id);
         for _ in 0..PATH_WAIT_TRIES {
