@@ -3,6 +3,9 @@
 //! subcommand lives in its own module.
 
 #![forbid(unsafe_code)]
+// `print!`/`eprint!` panic on a failed write (full disk, closed pipe): the
+// binary writes through `out` instead (issue #12).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -35,6 +35,9 @@
 //!   the states' own times.
 
 #![forbid(unsafe_code)]
+// The daemon's threads must not panic on a failed write to stderr: this
+// crate reports through replies and the caller's log, never prints.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod client;
 pub mod metrics;

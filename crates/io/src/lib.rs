@@ -36,6 +36,10 @@
 //!   `signals.rs` and the generator in `blast.rs`; each block says why it
 //!   is sound. The reactor, the ports and both loops have none.
 
+// A failed write to stderr must not panic the data plane: messages go
+// through the caller's log callback (`Log`), never print!/eprint!.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod blast;
 mod bridge;
 pub mod delay;
