@@ -21,11 +21,19 @@
 //!   with SO_PEERCRED: uid 0 or the daemon's own uid, nobody else (the mode
 //!   alone is not enough: it is set after `bind`, and a descriptor can be
 //!   passed on).
-//! - **Bounded.** One thread serves the socket, one client at a time: a
-//!   request line is at most [`proto::MAX_REQUEST_BYTES`], a connection at
-//!   most [`server::MAX_REQUESTS_PER_CONN`] requests, and a silent client is
-//!   dropped after [`server::CLIENT_TIMEOUT`], so no client can hold the
-//!   server. `show states` returns at most [`proto::STATES_SHOWN_CAP`] states.
+//! - **Bounded.** No client can hold a server or delay another client.
+//!   Each client is served on its own thread, at most
+//!   [`server::MAX_CLIENTS`] (metrics: [`metrics::MAX_CLIENTS`]) at once;
+//!   one more is refused at once (an error line; HTTP 503) and counted
+//!   ([`DaemonState::clients`]). Deadlines are total, not per read
+//!   ([`conn`]): a request line must arrive within [`server::CLIENT_TIMEOUT`]
+//!   (a metrics request head within [`metrics::CLIENT_TIMEOUT`] of the
+//!   accept) and a reply be taken within as long, however the bytes trickle.
+//!   A request line is at most [`proto::MAX_REQUEST_BYTES`], a connection at
+//!   most [`server::MAX_REQUESTS_PER_CONN`] requests, `show states` returns
+//!   at most [`proto::STATES_SHOWN_CAP`] states, and a configuration is read
+//!   only from a regular file of at most [`MAX_CONFIG_BYTES`]
+//!   ([`read_config`]: never a FIFO or a device).
 //! - **Typed both ways**: one JSON object per line each way (docs/control.md),
 //!   read and written through the same [`proto`] types by the daemon, the
 //!   CLI, the lab and the tests.
