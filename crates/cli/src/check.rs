@@ -24,11 +24,25 @@ fn parse_define(s: &str) -> Result<(String, String), String> {
     }
 }
 
-fn read(file: &str) -> std::io::Result<String> {
+/// A file through the daemon's own bounded read (regular files of at most
+/// `sluice_control::MAX_CONFIG_BYTES`); standard input through the same cap.
+fn read(file: &str) -> Result<String, String> {
     if file == "-" {
-        std::io::read_to_string(std::io::stdin())
+        use std::io::Read;
+        let cap = sluice_control::MAX_CONFIG_BYTES;
+        let mut text = String::new();
+        std::io::stdin()
+            .take(cap + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read {file}: {e}"))?;
+        if text.len() as u64 > cap {
+            return Err(format!(
+                "standard input is over the cap of {cap} bytes on a configuration"
+            ));
+        }
+        Ok(text)
     } else {
-        std::fs::read_to_string(file)
+        sluice_control::read_config(std::path::Path::new(file))
     }
 }
 
@@ -38,7 +52,7 @@ pub fn run(a: Args) -> ExitCode {
         let text = match read(file) {
             Ok(t) => t,
             Err(e) => {
-                ewriteln!("error: cannot read {file}: {e}");
+                ewriteln!("error: {e}");
                 ok = false;
                 continue;
             }

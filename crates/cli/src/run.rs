@@ -222,6 +222,7 @@ pub fn run(a: Args) -> ExitCode {
             io_stats: Arc::new(move || io_counters(&names, &stats)),
             wake: Arc::new(move || waker.wake()),
             stop: stop.clone(),
+            clients: Default::default(),
         })
     };
     let control =

@@ -102,3 +102,21 @@ fn undefined_macro_is_an_error_that_names_it() {
 fn missing_file_is_reported() {
     assert!(refused(&["check", "/nonexistent/pf.conf"], None).contains("cannot read"));
 }
+
+#[test]
+fn only_regular_files_of_bounded_size_are_read() {
+    // The daemon's own bounded read (sluice_control::read_config): a device
+    // or a directory is refused without being read (today's read of
+    // /dev/zero never ended).
+    let dir = std::env::temp_dir();
+    for p in [Path::new("/dev/zero"), dir.as_path()] {
+        let e = refused(&["check", p.to_str().unwrap()], None);
+        assert_eq!(
+            e,
+            format!(
+                "error: {} is not a regular file (a FIFO, device or directory cannot be a configuration)\n",
+                p.display()
+            )
+        );
+    }
+}

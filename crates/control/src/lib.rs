@@ -21,11 +21,19 @@
 //!   with SO_PEERCRED: uid 0 or the daemon's own uid, nobody else (the mode
 //!   alone is not enough: it is set after `bind`, and a descriptor can be
 //!   passed on).
-//! - **Bounded.** One thread serves the socket, one client at a time: a
-//!   request line is at most [`proto::MAX_REQUEST_BYTES`], a connection at
-//!   most [`server::MAX_REQUESTS_PER_CONN`] requests, and a silent client is
-//!   dropped after [`server::CLIENT_TIMEOUT`], so no client can hold the
-//!   server. `show states` returns at most [`proto::STATES_SHOWN_CAP`] states.
+//! - **Bounded.** No client can hold a server or delay another client.
+//!   Each client is served on its own thread, at most
+//!   [`server::MAX_CLIENTS`] (metrics: [`metrics::MAX_CLIENTS`]) at once;
+//!   one more is refused at once (an error line; HTTP 503) and counted
+//!   ([`DaemonState::clients`]). Deadlines are total, not per read
+//!   ([`conn`]): a request line must arrive within [`server::CLIENT_TIMEOUT`]
+//!   (a metrics request head within [`metrics::CLIENT_TIMEOUT`] of the
+//!   accept) and a reply be taken within as long, however the bytes trickle.
+//!   A request line is at most [`proto::MAX_REQUEST_BYTES`], a connection at
+//!   most [`server::MAX_REQUESTS_PER_CONN`] requests, `show states` returns
+//!   at most [`proto::STATES_SHOWN_CAP`] states, and a configuration is read
+//!   only from a regular file of at most [`MAX_CONFIG_BYTES`]
+//!   ([`read_config`]: never a FIFO or a device).
 //! - **Typed both ways**: one JSON object per line each way (docs/control.md),
 //!   read and written through the same [`proto`] types by the daemon, the
 //!   CLI, the lab and the tests.
@@ -40,6 +48,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod client;
+pub mod conn;
 pub mod metrics;
 pub mod proto;
 pub mod server;
@@ -88,8 +97,7 @@ pub struct Checked {
 /// An unreadable or invalid file returns the rendered diagnostics.
 pub fn load(path: &Path, defines: &[(String, String)]) -> Result<Checked, String> {
     let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("error: cannot read {name}: {e}\n"))?;
+    let text = read_config(path).map_err(|m| format!("error: {m}\n"))?;
     match sluice_conf::check(&name, &text, defines) {
         Ok(c) => Ok(Checked {
             warnings: c.warnings.iter().map(|w| w.render(&name, &text)).collect(),
@@ -103,6 +111,56 @@ pub fn load(path: &Path, defines: &[(String, String)]) -> Result<Checked, String
         }),
         Err(diags) => Err(diags.iter().map(|d| d.render(&name, &text)).collect()),
     }
+}
+
+/// The largest configuration file read (the biggest shipped example is a few
+/// KiB; a table of a hundred thousand addresses fits): a reload of
+/// `/dev/zero` or of a runaway file must not exhaust the daemon's memory.
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// Reads a configuration file: a regular file of at most
+/// [`MAX_CONFIG_BYTES`], opened without blocking (a FIFO with no writer
+/// would otherwise block the reader forever) and read through a bound (a
+/// file that grows while read is still refused). The one place `run`,
+/// reload and `sluice check` read a file; the error is one line, without
+/// the `error: ` prefix.
+pub fn read_config(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.display();
+    let cannot = |e: std::io::Error| format!("cannot read {name}: {e}");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32)
+        .open(path)
+        .map_err(cannot)?;
+    let meta = f.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{name} is not a regular file (a FIFO, device or directory cannot be a configuration)"
+        ));
+    }
+    let too_big = |size: u64| {
+        format!(
+            "{name} is {size} bytes, over the cap of {MAX_CONFIG_BYTES} bytes on a configuration"
+        )
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        cannot(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            e.utf8_error(),
+        ))
+    })
 }
 
 /// The configuration the engine runs. Replaced only by [`reload_from`],
@@ -145,6 +203,9 @@ pub struct DaemonState {
     /// Wakes the data-plane loop (after a reload or stop).
     pub wake: Arc<dyn Fn() + Send + Sync>,
     pub stop: Arc<AtomicBool>,
+    /// Clients of the control socket and the metrics endpoint being served
+    /// now, and those refused at the cap.
+    pub clients: conn::Clients,
 }
 
 /// Locks the engine even if the data plane panicked while holding it: the

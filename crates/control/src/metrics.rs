@@ -8,11 +8,15 @@
 //!   `--metrics-public`.
 //! - **Cheap for the data plane**: a scrape copies the same snapshots as
 //!   `sluice show` (the engine lock is held only to copy) and formats outside.
-//! - **Bounded**: one thread, one scrape at a time; a request head is read up
-//!   to [`MAX_HEAD_BYTES`] with a timeout, so a slow client cannot hold it.
+//! - **Bounded**: each scrape is served on its own thread, at most
+//!   [`MAX_CLIENTS`] at once (more are answered 503 and counted); a request
+//!   head is read up to [`MAX_HEAD_BYTES`] within [`CLIENT_TIMEOUT`] of the
+//!   accept, in total, and the answer written within as long again, so a
+//!   slow client holds one thread for seconds, never the endpoint.
 //! - Names follow Prometheus conventions: `_total` counters, base units
 //!   (`_bytes`, `_seconds`), labels `iface`, `queue`, `reason`, `cause`.
 
+use crate::conn::Deadlined;
 use crate::proto::{IfaceCountersJson, InfoReply, QueueJson, QueuesReply};
 use crate::{snapshot, DaemonState};
 use std::fmt::Write as _;
@@ -21,13 +25,22 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// An HTTP request head longer than this is answered 431 and dropped.
 pub const MAX_HEAD_BYTES: usize = 8192;
 /// Input read and discarded after refusing an oversized head.
 const MAX_DRAIN_BYTES: u64 = 1 << 20;
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time a client has to send its whole request head, counted from the
+/// accept however the bytes trickle in; the answer gets as long again.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Scrapes served at once. Anyone local can connect: 8 leave room for a
+/// few Prometheus servers and curls while slow clients are waited out, and
+/// bound the threads (and engine-lock takers) anyone can make.
+pub const MAX_CLIENTS: usize = 8;
+/// How long a refused client (over [`MAX_CLIENTS`]) gets to take its 503:
+/// the accept thread writes it, so it must not wait.
+const REFUSE_TIMEOUT: Duration = Duration::from_millis(100);
 /// How often the idle server looks at `stop` (see the socket server).
 const STOP_POLL: Duration = Duration::from_millis(50);
 
@@ -38,10 +51,24 @@ pub fn spawn_metrics(addr: SocketAddr, state: Arc<DaemonState>) -> io::Result<Jo
     std::thread::Builder::new()
         .name("sluice-metrics".into())
         .spawn(move || {
+            let slots = state.clients.metrics.clone();
             while !state.stop.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((s, _)) => {
-                        let _ = scrape(s, &state);
+                        let Some(slot) = slots.take() else {
+                            let _ = refuse(s);
+                            continue;
+                        };
+                        let st = state.clone();
+                        let spawned = std::thread::Builder::new()
+                            .name("sluice-scrape".into())
+                            .spawn(move || {
+                                let _slot = slot;
+                                let _ = scrape(s, &st);
+                            });
+                        if spawned.is_err() {
+                            slots.refused.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                     Err(_) => std::thread::sleep(STOP_POLL),
                 }
@@ -49,10 +76,26 @@ pub fn spawn_metrics(addr: SocketAddr, state: Arc<DaemonState>) -> io::Result<Jo
         })
 }
 
-fn scrape(mut s: TcpStream, state: &DaemonState) -> io::Result<()> {
+/// Over [`MAX_CLIENTS`]: 503 and close, without waiting for the client.
+fn refuse(s: TcpStream) -> io::Result<()> {
     s.set_nonblocking(false)?;
-    s.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut s = Deadlined::new(s, REFUSE_TIMEOUT, REFUSE_TIMEOUT);
+    respond(
+        &mut s,
+        "503 Service Unavailable",
+        "text/plain",
+        "busy: too many scrapes at once\n",
+    )?;
+    // Not reading the request would reset the connection before the client
+    // reads the answer: send FIN, then read what came (bounded, briefly).
+    s.stream.shutdown(std::net::Shutdown::Write)?;
+    let _ = io::copy(&mut (&mut s).take(MAX_HEAD_BYTES as u64), &mut io::sink());
+    Ok(())
+}
+
+fn scrape(s: TcpStream, state: &DaemonState) -> io::Result<()> {
+    s.set_nonblocking(false)?;
+    let mut s = Deadlined::new(s, CLIENT_TIMEOUT, CLIENT_TIMEOUT);
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
     // Bounded by MAX_HEAD_BYTES (each read adds at least one byte or ends).
@@ -66,7 +109,7 @@ fn scrape(mut s: TcpStream, state: &DaemonState) -> io::Result<()> {
             )?;
             // Closing with unread input would reset the connection before
             // the client reads the answer: send FIN, then drain (bounded).
-            s.shutdown(std::net::Shutdown::Write)?;
+            s.stream.shutdown(std::net::Shutdown::Write)?;
             let _ = io::copy(&mut (&mut s).take(MAX_DRAIN_BYTES), &mut io::sink());
             return Ok(());
         }
@@ -76,6 +119,7 @@ fn scrape(mut s: TcpStream, state: &DaemonState) -> io::Result<()> {
         }
         head.extend_from_slice(buf.get(..n).unwrap_or(&[]));
     }
+    s.write_by = Instant::now() + CLIENT_TIMEOUT;
     let first = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
     let first = String::from_utf8_lossy(first);
     let mut words = first.split_whitespace();
@@ -102,7 +146,7 @@ fn scrape(mut s: TcpStream, state: &DaemonState) -> io::Result<()> {
     }
 }
 
-fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Result<()> {
+fn respond(s: &mut impl Write, status: &str, ctype: &str, body: &str) -> io::Result<()> {
     let head = format!(
         "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
@@ -113,7 +157,23 @@ fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Resu
 
 /// The exposition of a running daemon.
 pub fn render(state: &DaemonState) -> String {
-    render_from(&snapshot::queues(state), &snapshot::info(state))
+    let mut o = Out {
+        text: render_from(&snapshot::queues(state), &snapshot::info(state)),
+    };
+    let name = "sluice_clients_refused_total";
+    o.family(
+        name,
+        "counter",
+        "Connections refused because the server was serving its maximum of clients.",
+    );
+    for (server, slots) in [
+        ("control", &state.clients.control),
+        ("metrics", &state.clients.metrics),
+    ] {
+        let v = slots.refused.load(Ordering::Relaxed);
+        o.sample(name, &[("server", server)], v);
+    }
+    o.text
 }
 
 /// Exposition text, written family by family (`# HELP`, `# TYPE`, samples).

@@ -1,5 +1,8 @@
-//! The Unix-socket server: one thread, one client at a time.
+//! The Unix-socket server: an accept thread, and one thread per client up
+//! to [`MAX_CLIENTS`], each request read and each reply written within its
+//! deadline.
 
+use crate::conn::{Deadlined, Slots};
 use crate::proto::{Reply, Request, MAX_REQUEST_BYTES};
 use crate::{reload_from, snapshot, DaemonState};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -9,11 +12,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// A client that sends nothing for this long is dropped, so it cannot hold
-/// the (single-threaded) server.
+/// Time a client has to send a whole request line (counted from when the
+/// server starts waiting for it, however the bytes trickle in) and, apart,
+/// to take a whole reply: past it the connection is dropped, so a slow or
+/// silent client holds its thread at most this long per request.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Clients served at once. The socket is root-only, and `sluice` sends one
+/// request per connection: 4 leave room for a monitoring loop, an operator
+/// and a reload while one slow client is waited out, and bound the threads
+/// (and engine-lock takers) a misbehaving root process can make.
+pub const MAX_CLIENTS: usize = 4;
+/// How long a refused client (over [`MAX_CLIENTS`]) gets to take its one
+/// error line: the accept thread writes it, so it must not wait.
+const REFUSE_TIMEOUT: Duration = Duration::from_millis(100);
 /// Requests served on one connection before it is closed (clients send one).
 pub const MAX_REQUESTS_PER_CONN: usize = 64;
 /// How often the idle server looks at `stop`: the accept loop polls so that
@@ -80,11 +93,26 @@ impl Drop for RemoveOnDrop {
 
 fn serve(listener: UnixListener, path: PathBuf, state: Arc<DaemonState>) {
     let _cleanup = RemoveOnDrop(path);
+    let slots: Arc<Slots> = state.clients.control.clone();
     while !state.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
+                let Some(slot) = slots.take() else {
+                    let _ = refuse(stream);
+                    continue;
+                };
+                let st = state.clone();
                 // Errors of one client (gone, too slow, refused) are its own.
-                let _ = client(stream, &state);
+                let spawned = std::thread::Builder::new()
+                    .name("sluice-ctl-client".into())
+                    .spawn(move || {
+                        let _slot = slot;
+                        let _ = client(stream, &st);
+                    });
+                if spawned.is_err() {
+                    // No thread (the slot went with the closure): refused.
+                    slots.refused.fetch_add(1, Ordering::Relaxed);
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(STOP_POLL),
             Err(_) => std::thread::sleep(STOP_POLL),
@@ -99,11 +127,21 @@ fn peer_allowed(stream: &UnixStream) -> io::Result<bool> {
     Ok(uid == 0 || uid == rustix::process::geteuid().as_raw())
 }
 
+/// Over [`MAX_CLIENTS`]: one error line and close, without waiting.
+fn refuse(stream: UnixStream) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    let mut out = Deadlined::new(stream, REFUSE_TIMEOUT, REFUSE_TIMEOUT);
+    send(
+        &mut out,
+        &Reply::Error {
+            message: format!("busy: {MAX_CLIENTS} clients are being served, try again in a moment"),
+        },
+    )
+}
+
 fn client(stream: UnixStream, state: &DaemonState) -> io::Result<()> {
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    let mut out = stream.try_clone()?;
+    let mut out = Deadlined::new(stream.try_clone()?, CLIENT_TIMEOUT, CLIENT_TIMEOUT);
     if !peer_allowed(&stream)? {
         return send(
             &mut out,
@@ -112,8 +150,11 @@ fn client(stream: UnixStream, state: &DaemonState) -> io::Result<()> {
             },
         );
     }
-    let mut reader = BufReader::new(stream);
+    let mut reader = BufReader::new(Deadlined::new(stream, CLIENT_TIMEOUT, CLIENT_TIMEOUT));
     for _ in 0..MAX_REQUESTS_PER_CONN {
+        // Each request line is due within CLIENT_TIMEOUT of now, whatever
+        // the client sends meanwhile.
+        reader.get_mut().read_by = Instant::now() + CLIENT_TIMEOUT;
         let mut line = Vec::new();
         let n = (&mut reader)
             .take(MAX_REQUEST_BYTES as u64 + 1)
@@ -135,6 +176,7 @@ fn client(stream: UnixStream, state: &DaemonState) -> io::Result<()> {
                 message: format!("bad request: {e}"),
             },
         };
+        out.write_by = Instant::now() + CLIENT_TIMEOUT;
         send(&mut out, &reply)?;
         if matches!(reply, Reply::Stopping) {
             return Ok(());
@@ -143,7 +185,7 @@ fn client(stream: UnixStream, state: &DaemonState) -> io::Result<()> {
     Ok(())
 }
 
-fn send(out: &mut UnixStream, reply: &Reply) -> io::Result<()> {
+fn send(out: &mut impl Write, reply: &Reply) -> io::Result<()> {
     let mut text = serde_json::to_vec(reply).map_err(io::Error::other)?;
     text.push(b'\n');
     out.write_all(&text)

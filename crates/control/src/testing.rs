@@ -120,6 +120,7 @@ pub fn example_daemon(name: &str) -> TestDaemon {
             w.fetch_add(1, Ordering::SeqCst);
         }),
         stop: Arc::new(AtomicBool::new(false)),
+        clients: Default::default(),
     });
     let sock = dir.join("ctl.sock");
     let handle = crate::spawn_control(&sock, state.clone()).expect("serve the control socket");
