@@ -130,6 +130,36 @@ impl Slots {
     }
 }
 
+impl Slots {
+    /// Serves one accepted connection on a thread of its own, holding a
+    /// slot until it ends; at the cap (or if no thread can be had) the
+    /// connection is counted and handed to `refuse` on the caller's thread.
+    /// The one accept policy of both servers.
+    pub(crate) fn serve<S: Send + 'static>(
+        self: &Arc<Self>,
+        thread_name: &str,
+        stream: S,
+        refuse: impl FnOnce(S),
+        serve: impl FnOnce(S) + Send + 'static,
+    ) {
+        let Some(slot) = self.take() else {
+            refuse(stream);
+            return;
+        };
+        // Errors of one client (gone, too slow, refused) are its own.
+        let spawned = std::thread::Builder::new()
+            .name(thread_name.into())
+            .spawn(move || {
+                let _slot = slot;
+                serve(stream);
+            });
+        if spawned.is_err() {
+            // No thread (the slot and stream went with the closure).
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// One client being served; its slot is free again when this is dropped.
 pub(crate) struct Slot(Arc<Slots>);
 

@@ -55,20 +55,13 @@ pub fn spawn_metrics(addr: SocketAddr, state: Arc<DaemonState>) -> io::Result<Jo
             while !state.stop.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((s, _)) => {
-                        let Some(slot) = slots.take() else {
-                            let _ = refuse(s);
-                            continue;
-                        };
                         let st = state.clone();
-                        let spawned = std::thread::Builder::new()
-                            .name("sluice-scrape".into())
-                            .spawn(move || {
-                                let _slot = slot;
-                                let _ = scrape(s, &st);
-                            });
-                        if spawned.is_err() {
-                            slots.refused.fetch_add(1, Ordering::Relaxed);
-                        }
+                        slots.serve(
+                            "sluice-scrape",
+                            s,
+                            |s| drop(refuse(s)),
+                            move |s| drop(scrape(s, &st)),
+                        );
                     }
                     Err(_) => std::thread::sleep(STOP_POLL),
                 }

@@ -97,24 +97,15 @@ fn serve(listener: UnixListener, path: PathBuf, state: Arc<DaemonState>) {
     while !state.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
-                let Some(slot) = slots.take() else {
-                    let _ = refuse(stream);
-                    continue;
-                };
                 let st = state.clone();
-                // Errors of one client (gone, too slow, refused) are its own.
-                let spawned = std::thread::Builder::new()
-                    .name("sluice-ctl-client".into())
-                    .spawn(move || {
-                        let _slot = slot;
-                        let _ = client(stream, &st);
-                    });
-                if spawned.is_err() {
-                    // No thread (the slot went with the closure): refused.
-                    slots.refused.fetch_add(1, Ordering::Relaxed);
-                }
+                slots.serve(
+                    "sluice-ctl-client",
+                    stream,
+                    |s| drop(refuse(s)),
+                    move |s| drop(client(s, &st)),
+                );
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(STOP_POLL),
+            // WouldBlock (nothing to accept) or a transient error.
             Err(_) => std::thread::sleep(STOP_POLL),
         }
     }
