@@ -285,7 +285,7 @@ pub fn run(a: LabArgs) -> ExitCode {
             list();
             ExitCode::SUCCESS
         }
-        LabCmd::Run(r) => finish(lab(&r.exp, std::slice::from_ref(&r.shaper), false)),
+        LabCmd::Run(r) => finish(lab(r.exp, std::slice::from_ref(&r.shaper), false)),
         LabCmd::Bench(b) => finish(bench(b)),
         LabCmd::Blast(b) => finish(blast(b)),
         LabCmd::Compare(c) => {
@@ -294,7 +294,7 @@ pub fn run(a: LabArgs) -> ExitCode {
             } else {
                 c.shaper.iter().cloned().map(Some).collect()
             };
-            finish(lab(&c.exp, &shapers, true))
+            finish(lab(c.exp, &shapers, true))
         }
     }
 }
@@ -436,15 +436,14 @@ fn slug(label: &str) -> String {
     s.trim_matches('_').to_string()
 }
 
-fn lab(exp: &Experiment, shapers: &[Option<String>], compare: bool) -> Result<(), Failure> {
+fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(), Failure> {
     let Experiment {
         scenario: name,
         ov,
         out,
         json,
     } = exp;
-    let (out, json) = (out.clone(), *json);
-    let mut s = scenario::by_name(name).ok_or_else(|| {
+    let mut s = scenario::by_name(&name).ok_or_else(|| {
         let names: Vec<_> = scenario::all().into_iter().map(|s| s.name).collect();
         Failure::Error(format!(
             "no scenario `{name}`; allowed: {} (see `sluice lab list`)",
