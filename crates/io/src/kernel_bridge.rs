@@ -217,7 +217,10 @@ fn foreign(port: &LinkInfo, master: &LinkInfo) -> io::Error {
 fn step(e: io::Error, what: &str) -> io::Error {
     let hint = match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => " (needs CAP_NET_ADMIN)",
-        Some(libc::EOPNOTSUPP) => " (is the kernel's bridge module available? modprobe bridge)",
+        // The kernel knows no link kind `bridge`.
+        Some(libc::EOPNOTSUPP) if what.starts_with("creating") => {
+            " (is the kernel's bridge module available? modprobe bridge)"
+        }
         _ => "",
     };
     io::Error::new(e.kind(), format!("{what}: {e}{hint}"))
