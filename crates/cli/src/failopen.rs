@@ -8,7 +8,8 @@
 //! - `bridge` (fail-open): on every exit the process itself sees —
 //!   SIGTERM/SIGINT, `sluice stop`, a packet loop that failed (a deleted
 //!   interface), a start that failed after the interfaces were opened, a
-//!   panic (the binary unwinds, and unwinding drops [`OnExit`]) — the XDP
+//!   panic (the binary unwinds, and unwinding drops [`OnExit`]; a build
+//!   with `panic = "abort"` would leave it to the service manager) — the XDP
 //!   program and the sockets are released first (the guard is made before
 //!   the bridge loop and so dropped after it), then the interfaces are
 //!   handed to a kernel bridge (`sluice_io::kernel_bridge`): online, but
