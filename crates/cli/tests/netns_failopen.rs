@@ -159,7 +159,15 @@ fn on_exit_bridge_keeps_the_lan_online_and_run_takes_it_back() {
         lab.log()
     );
 
-    // 2. A fresh run takes them back and forwards itself.
+    // 2. A fresh run takes them back and forwards itself; on the packet
+    //    socket path too, and SIGTERM hands them over as `stop` did.
+    start_and_check_it_forwards(&mut lab, &b, &["--on-exit", "bridge", "--io", "ring"]);
+    let st = lab.stop_sluice().unwrap();
+    assert!(st.is_some_and(|s| s.success()), "{}", lab.log());
+    let after_term = pings(&lab, 3);
+    eprintln!("netns_failopen: --on-exit bridge --io ring, after SIGTERM: {after_term}/3 pings");
+    assert!(after_term >= 2, "the LAN stays online after SIGTERM");
+    assert!(master(&lab, "lan0").is_some_and(|m| m.starts_with("sluice-br")));
     let id = start_and_check_it_forwards(&mut lab, &b, &["--on-exit", "bridge"]);
 
     // 3. SIGKILL: nothing forwards, until `sluice on-exit bridge` runs.
