@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 mod check;
 mod delay_line;
+mod failopen;
 mod lab;
 mod metrics;
 mod out;
@@ -37,6 +38,14 @@ enum Cmd {
     Reload(show::ReloadArgs),
     /// Stop the running daemon cleanly.
     Stop(show::StopArgs),
+    /// After sluice stopped, do what `run --on-exit MODE` does at exit: for
+    /// a daemon that could not (SIGKILL, OOM kill); systemd's ExecStopPost=.
+    ///
+    /// `bridge` hands the two interfaces to a kernel bridge (fail-open:
+    /// online, unshaped, unfiltered); `down` takes them out of it (fail-closed:
+    /// nothing forwards). Either is a no-op when already done; a bridge
+    /// sluice did not make is never touched.
+    OnExit(failopen::Args),
     /// Bridge two interfaces with a fixed delay per direction (the lab's base RTT).
     ///
     /// Every frame read on A is sent unchanged on B after --delay, every frame
@@ -60,6 +69,7 @@ fn main() -> ExitCode {
         Cmd::Show(a) => show::run_show(a),
         Cmd::Reload(a) => show::run_reload(a),
         Cmd::Stop(a) => show::run_stop(a),
+        Cmd::OnExit(a) => failopen::run(a),
         Cmd::DelayLine(a) => delay_line::run(a),
         Cmd::Lab(a) => lab::run(a),
     }

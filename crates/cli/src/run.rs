@@ -6,6 +6,7 @@
 //! replaces a running one. Two threads: the I/O loop (sluice-io) and a signal
 //! thread that turns SIGHUP into a reload under the engine lock and
 //! SIGTERM/SIGINT into a clean stop. Exit 0 on a clean stop, 1 otherwise.
+//! What the interfaces do afterwards is `--on-exit`'s (`failopen.rs`).
 
 use crate::out::ewrite;
 use clap::Args as ClapArgs;
@@ -54,6 +55,17 @@ pub struct Args {
     /// Leave NIC offloads (GRO/GSO/TSO/LRO/rxvlan) as they are.
     #[arg(long)]
     keep_offloads: bool,
+    /// What the interfaces do once sluice stops. down (fail-closed):
+    /// nothing forwards until sluice runs again; the LAN is offline.
+    /// bridge (fail-open): on SIGTERM/SIGINT, `sluice stop`, a failed
+    /// packet loop or a panic, the interfaces are handed to a kernel bridge
+    /// (sluice-brN): the LAN stays online, but unshaped and unfiltered
+    /// (no pf rule applies; everything crosses). A killed daemon (SIGKILL,
+    /// OOM) cannot: run `sluice on-exit bridge` after it (systemd:
+    /// ExecStopPost=). At start, run always takes the interfaces back from
+    /// such a bridge (docs/dataplane.md, "When sluice stops").
+    #[arg(long, value_name = "MODE", value_enum, default_value = "down")]
+    on_exit: crate::failopen::Mode,
     /// More log output (-v info, -vv debug).
     #[arg(short, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -66,7 +78,7 @@ fn parse_define(s: &str) -> Result<(String, String), String> {
     }
 }
 
-fn parse_bridge(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_bridge(s: &str) -> Result<(String, String), String> {
     match s.split_once(',') {
         Some((a, b)) if !a.is_empty() && !b.is_empty() && a != b => {
             Ok((a.to_string(), b.to_string()))
@@ -91,7 +103,7 @@ fn parse_method(s: &str) -> Result<Method, String> {
 
 /// Log levels, in increasing verbosity.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Level {
+pub(crate) enum Level {
     Error = 0,
     Warn = 1,
     Info = 2,
@@ -103,7 +115,7 @@ static VERBOSITY: AtomicU8 = AtomicU8::new(Level::Warn as u8);
 
 /// The daemon's one way to log, from every thread: never panics (a line
 /// that cannot be written is counted in `log_write_errors`, see `out`).
-fn log(level: Level, msg: std::fmt::Arguments<'_>) {
+pub(crate) fn log(level: Level, msg: std::fmt::Arguments<'_>) {
     if level as u8 <= VERBOSITY.load(Ordering::Relaxed) {
         let tag = match level {
             Level::Error => "error",
@@ -175,6 +187,14 @@ pub fn run(a: Args) -> ExitCode {
         ring_blocks: (16384 / a.ring_block_kib.max(4)).max(8),
         ..IoOptions::default()
     };
+    // Made before the bridge, so dropped after it (sockets and XDP released).
+    let mut on_exit = match crate::failopen::take_back(a.on_exit, &lan, &wan) {
+        Ok(g) => g,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut bridge = match Bridge::open(&lan, &wan, io_opts) {
         Ok(b) => b,
         Err(e) => {
@@ -182,6 +202,7 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    on_exit.arm();
     // Link down and up: one warning line each (a deleted link ends run).
     bridge.set_log(Arc::new(|m: &str| warn!("{m}")));
     for o in bridge.offloads() {

@@ -1,6 +1,7 @@
 //! contrib/sluice.service, run as written: its `ExecStartPre=` check must
-//! pass on every shipped example and its `ExecStart=` run must get past its
-//! arguments and the configuration with the same interfaces.
+//! pass on every shipped example, its `ExecStart=` run must get past its
+//! arguments and the configuration with the same interfaces, and its
+//! `ExecStopPost=` must apply the run's `--on-exit` mode to them.
 //!
 //! # Principles
 //! - The unit file is the input, not a copy of it: the commands are parsed
@@ -401,4 +402,73 @@ fn restarts_outlast_a_flapping_nic_and_memory_is_capped() {
             .is_some_and(|m| m != "infinity" && !m.is_empty()),
         "no MemoryMax="
     );
+}
+
+/// The argv with the unit's binary replaced by this build's (a command
+/// that reads no configuration, e.g. `on-exit`).
+fn bin_for_test(argv: &[String]) -> Vec<String> {
+    assert_eq!(argv.first().map(String::as_str), Some(UNIT_BIN), "{argv:?}");
+    let mut out = vec![env!("CARGO_BIN_EXE_sluice").to_string()];
+    out.extend(argv[1..].iter().cloned());
+    out
+}
+
+#[test]
+fn exec_stop_post_applies_the_run_s_on_exit_mode_to_the_same_interfaces() {
+    let u = unit();
+    let mut env = u.environment();
+    assert!(
+        env.contains_key("SLUICE_ON_EXIT"),
+        "the unit sets no SLUICE_ON_EXIT= default (one knob for run and ExecStopPost=)"
+    );
+    // Both modes, as /etc/default/sluice may set them.
+    for mode in ["down", "bridge"] {
+        env.insert("SLUICE_ON_EXIT".into(), mode.into());
+        let run = u.command("ExecStart", &env);
+        let post = u.command("ExecStopPost", &env);
+        assert_eq!(post.get(1).map(String::as_str), Some("on-exit"), "{post:?}");
+        assert_eq!(option(&run, "--on-exit"), Some(mode), "{run:?}");
+        assert_eq!(
+            post.get(2).map(String::as_str),
+            Some(mode),
+            "ExecStopPost= ({post:?}) applies another mode than ExecStart= ({run:?})"
+        );
+        let bridge = option(&run, "--bridge").expect("run --bridge");
+        assert_eq!(
+            option(&post, "--bridge"),
+            Some(bridge),
+            "ExecStopPost= names other interfaces than ExecStart="
+        );
+        let (lan, wan) = bridge.split_once(',').expect("LAN,WAN");
+        for iface in [lan, wan] {
+            assert!(
+                !Path::new("/sys/class/net").join(iface).exists(),
+                "{iface} exists on this host: this test will not bridge it"
+            );
+        }
+        // Both as written: run gets past its arguments to the missing
+        // interfaces; on-exit too (`down` finds nothing to take back,
+        // `bridge` fails naming the interface), never a usage error (2).
+        let conf = examples().remove(0);
+        let argv = for_test(&run, &conf);
+        let out = run_bounded(&argv, Duration::from_secs(30));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(1) && stderr.contains(&format!("cannot open {bridge}")),
+            "{argv:?}: {:?}\n{stderr}",
+            out.status
+        );
+        let argv = bin_for_test(&post);
+        let out = run_bounded(&argv, Duration::from_secs(10));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (code, says) = match mode {
+            "down" => (0, "in no bridge of sluice".to_string()),
+            _ => (1, format!("no interface {lan}")),
+        };
+        assert!(
+            out.status.code() == Some(code) && stderr.contains(&says),
+            "{argv:?}: expected status {code} and `{says}`, got {:?}:\n{stderr}",
+            out.status
+        );
+    }
 }

@@ -29,6 +29,9 @@
 //!   transmit-only socket, which falls back to recvmmsg (`Method::Mmsg`)
 //!   where the kernel refuses the ring (docs/adr/0002-packet-io.md has the
 //!   numbers).
+//! - When sluice stops, the interfaces may be handed to the kernel's own
+//!   bridge (`kernel_bridge.rs`, rtnetlink) so the LAN stays online,
+//!   unshaped; `run` takes them back at start.
 //! - This is the only crate of the workspace with `unsafe`, confined to
 //!   `sys.rs` (syscalls: clock, epoll, timers, netlink, scheduling),
 //!   `sockopt.rs` (socket options, interface ioctls), `sock.rs` (packet
@@ -43,6 +46,7 @@
 pub mod blast;
 mod bridge;
 pub mod delay;
+pub mod kernel_bridge;
 mod link;
 pub mod offload;
 pub mod pool;

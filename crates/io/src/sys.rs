@@ -241,3 +241,64 @@ pub fn set_thread_fifo(priority: u8) -> io::Result<()> {
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
     Ok(())
 }
+
+/// A NETLINK_ROUTE socket for requests and their answers (no multicast
+/// groups), blocking, with receives bounded by `timeout`: a request of
+/// the exit path must not hang it.
+pub fn netlink_route_requests(timeout: std::time::Duration) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall without pointers.
+    let fd = owned(unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_ROUTE,
+        )
+    })?;
+    // SAFETY: an all-zero sockaddr_nl is valid (port id 0: the kernel picks one).
+    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    bind(fd.as_raw_fd(), &sa)?;
+    let tv = libc::timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
+    };
+    crate::sockopt::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv)?;
+    Ok(fd)
+}
+
+/// Sends all of `buf` as one datagram (to the kernel, for an unconnected
+/// netlink socket).
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<()> {
+    // SAFETY: `buf` is readable for its length for the call's duration.
+    let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), 0) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if r as usize != buf.len() {
+        return Err(io::Error::other("short send on a datagram socket"));
+    }
+    Ok(())
+}
+
+/// One blocking receive into `buf` (EINTR retried); the socket's receive
+/// timeout ends the wait with `TimedOut`.
+pub fn recv_wait(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is writable for its length for the call's duration.
+        let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the kernel did not answer a netlink request",
+                ))
+            }
+            _ => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! What becomes of the LAN when sluice stops: `run --on-exit down|bridge`,
+//! and `sluice on-exit MODE`, the same done from outside after a crash.
+//!
+//! # Principles
+//! - `down` (fail-closed, the default and sluice's behaviour before the
+//!   option): nothing forwards between the two interfaces until sluice runs
+//!   again. The LAN is offline, and nothing crosses unfiltered.
+//! - `bridge` (fail-open): on every exit the process itself sees —
+//!   SIGTERM/SIGINT, `sluice stop`, a packet loop that failed (a deleted
+//!   interface), a start that failed after the interfaces were opened, a
+//!   panic (the binary unwinds, and unwinding drops [`OnExit`]; a build
+//!   with `panic = "abort"` would leave it to the service manager) — the XDP
+//!   program and the sockets are released first (the guard is made before
+//!   the bridge loop and so dropped after it), then the interfaces are
+//!   handed to a kernel bridge (`sluice_io::kernel_bridge`): online, but
+//!   unshaped and unfiltered; no pf rule applies to what crosses.
+//! - Armed only once this process holds the interfaces (opened them): a
+//!   run that cannot open them (another instance has them, or they are
+//!   missing) must not bridge what another sluice forwards.
+//! - What the process never sees (SIGKILL, the OOM killer, a fault that
+//!   aborts) is the service manager's to handle: `sluice on-exit MODE` in
+//!   systemd's `ExecStopPost=` (contrib/sluice.service), which runs after
+//!   every exit, crashes included. Running both is harmless: handing over
+//!   and taking back are idempotent.
+//! - `run` takes the interfaces back when it starts, whatever its own
+//!   mode, before it opens them; only from a bridge sluice made, never from
+//!   another master (an error naming it instead).
+//! - The exit path needs CAP_NET_ADMIN (rtnetlink link changes) for as
+//!   long as the daemon runs.
+
+use crate::out::ewriteln;
+use crate::run::{log, Level};
+use clap::{Args as ClapArgs, ValueEnum};
+use sluice_io::kernel_bridge;
+use std::process::ExitCode;
+
+/// What the two interfaces do once sluice has stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Fail closed: nothing forwards (the LAN is offline).
+    Down,
+    /// Fail open: a kernel bridge forwards everything, unshaped and
+    /// unfiltered.
+    Bridge,
+}
+
+/// Takes `lan` and `wan` back from sluice's kernel bridge, if an earlier
+/// exit left them there; the guard for this run's exit, to be made before
+/// the bridge loop (so that it is dropped after it) and armed once the
+/// interfaces are open ([`OnExit::arm`]).
+pub fn take_back(mode: Mode, lan: &str, wan: &str) -> Result<OnExit, String> {
+    match kernel_bridge::take_back(lan, wan) {
+        Ok(gone) => {
+            for b in gone {
+                log(
+                    Level::Info,
+                    format_args!("took {lan},{wan} back from the kernel bridge {b} (deleted)"),
+                );
+            }
+        }
+        Err(e) => return Err(format!("cannot take {lan},{wan} back: {e}")),
+    }
+    Ok(OnExit {
+        mode,
+        armed: false,
+        ifaces: (lan.to_string(), wan.to_string()),
+    })
+}
+
+/// Acts out the `--on-exit` mode when dropped, once armed.
+pub struct OnExit {
+    mode: Mode,
+    armed: bool,
+    ifaces: (String, String),
+}
+
+impl OnExit {
+    /// This process holds the interfaces now: its exit hands them over.
+    pub fn arm(&mut self) {
+        self.armed = true;
+    }
+}
+
+impl Drop for OnExit {
+    fn drop(&mut self) {
+        if !self.armed || self.mode != Mode::Bridge {
+            return;
+        }
+        let (lan, wan) = (&self.ifaces.0, &self.ifaces.1);
+        // Never panics (a panic here, while unwinding, would abort).
+        match kernel_bridge::hand_over(lan, wan) {
+            Ok(h) => log(
+                Level::Warn,
+                format_args!(
+                    "--on-exit bridge: {lan},{wan} handed to the kernel bridge {}: \
+                     traffic flows unshaped and unfiltered until sluice runs again",
+                    h.bridge
+                ),
+            ),
+            Err(e) => log(
+                Level::Error,
+                format_args!("--on-exit bridge: {e}; nothing forwards between {lan},{wan}"),
+            ),
+        }
+    }
+}
+
+#[derive(ClapArgs)]
+pub struct Args {
+    /// `bridge`: hand the two interfaces to a kernel bridge (made if
+    /// missing), so that traffic flows, unshaped and unfiltered. `down`:
+    /// take them out of the bridge an earlier exit made, if any, so that
+    /// nothing forwards.
+    #[arg(value_enum, value_name = "MODE")]
+    mode: Mode,
+    /// The two interfaces, as given to `run --bridge`: LAN and WAN.
+    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = crate::run::parse_bridge)]
+    bridge: (String, String),
+    /// The control socket of a daemon that would still run on them: if one
+    /// answers there, nothing is done.
+    #[arg(long, value_name = "PATH", default_value = sluice_control::DEFAULT_SOCKET)]
+    control: String,
+}
+
+pub fn run(a: Args) -> ExitCode {
+    let (lan, wan) = &a.bridge;
+    // A running daemon forwards already; a kernel bridge beside it would
+    // forward each frame a second time, unshaped.
+    if std::os::unix::net::UnixStream::connect(&a.control).is_ok() {
+        ewriteln!(
+            "sluice: on-exit: a sluice daemon answers on {}: it forwards {lan},{wan}; \
+             stop it first (`sluice stop`)",
+            a.control
+        );
+        return ExitCode::FAILURE;
+    }
+    let done = match a.mode {
+        Mode::Bridge => kernel_bridge::hand_over(lan, wan).map(|h| {
+            format!(
+                "{lan},{wan} in the kernel bridge {} ({}): traffic flows unshaped and unfiltered",
+                h.bridge,
+                if h.created { "made" } else { "already there" }
+            )
+        }),
+        Mode::Down => kernel_bridge::take_back(lan, wan).map(|gone| match gone.as_slice() {
+            [] => format!("{lan},{wan} are in no bridge of sluice: nothing forwards"),
+            g => format!(
+                "{lan},{wan} taken out of the kernel bridge {} (deleted): nothing forwards",
+                g.join(", ")
+            ),
+        }),
+    };
+    match done {
+        Ok(msg) => {
+            ewriteln!("sluice: on-exit: {msg}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            ewriteln!("sluice: on-exit: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
