@@ -20,6 +20,12 @@ MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
       number sent
     inject.py listen PORT
       accepts TCP connections on PORT and closes them, until killed
+    inject.py trickle unix:PATH|tcp:HOST:PORT COUNT SECONDS
+      holds COUNT connections open at once, each sending the start of a
+      request and then one space every 0.5 s for SECONDS; prints how many
+      the server closed before SECONDS were up
+    inject.py get HOST:PORT PATH TIMEOUT
+      one HTTP/1.0 GET; prints "STATUS SECONDS" (STATUS 0: no answer)
     inject.py connect HOST PORT COUNT TIMEOUT
       opens COUNT fresh TCP connections to HOST:PORT one after another, each
       given TIMEOUT seconds; prints "ok failed"
@@ -165,12 +171,68 @@ def connect(host, port, count, timeout):
     print(ok, count - ok)
 
 
+def trickle(target, count, seconds):
+    conns = []
+    for _ in range(count):
+        if target.startswith("unix:"):
+            c = socket.socket(socket.AF_UNIX)
+            c.connect(target[5:])
+            c.send(b'{"cmd":')
+        else:
+            host, port = target[4:].rsplit(":", 1)
+            c = socket.create_connection((host, int(port)), 2)
+            c.send(b"GET /metrics HTTP/1.0\r\nX-Slow: ")
+        c.setblocking(False)
+        conns.append(c)
+    closed = set()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and len(closed) < count:
+        time.sleep(0.5)
+        for k, c in enumerate(conns):
+            if k in closed:
+                continue
+            try:
+                if c.recv(4096) == b"":
+                    closed.add(k)
+                    continue
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed.add(k)
+                continue
+            try:
+                c.send(b" ")
+            except OSError:
+                closed.add(k)
+    print(len(closed))
+
+
+def get(target, path, timeout):
+    host, port = target.rsplit(":", 1)
+    t0 = time.monotonic()
+    try:
+        c = socket.create_connection((host, int(port)), timeout)
+        c.settimeout(timeout)
+        c.sendall(("GET %s HTTP/1.0\r\n\r\n" % path).encode())
+        head = c.recv(64).decode(errors="replace")
+        status = int(head.split()[1]) if head.startswith("HTTP/") else 0
+    except (OSError, ValueError, IndexError):
+        status = 0
+    print(status, "%.3f" % (time.monotonic() - t0))
+
+
 def main():
     if sys.argv[1] == "capture":
         capture(sys.argv[2], float(sys.argv[3]))
         return
     if sys.argv[1] == "tcp_spoof":
         tcp_spoof(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+        return
+    if sys.argv[1] == "trickle":
+        trickle(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+        return
+    if sys.argv[1] == "get":
+        get(sys.argv[2], sys.argv[3], float(sys.argv[4]))
         return
     if sys.argv[1] == "listen":
         listen(int(sys.argv[2]))
