@@ -108,6 +108,11 @@ impl Slots {
         }
     }
 
+    /// Clients served at once at most.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
     /// Clients being served now.
     pub fn busy(&self) -> usize {
         self.busy.load(Ordering::SeqCst)

@@ -183,6 +183,19 @@ pub struct InfoReply {
     pub state_removals: u64,
     pub state_limit_hits: u64,
     pub io: Vec<(String, u64)>,
+    /// The control socket's and the metrics endpoint's clients: served
+    /// now, the cap, refused at the cap.
+    #[serde(default)]
+    pub clients: Vec<ClientsJson>,
+}
+
+/// One server's clients (`control`, `metrics`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientsJson {
+    pub server: String,
+    pub serving: u64,
+    pub cap: u64,
+    pub refused: u64,
 }
 
 /// An interface's packet counters; the drop causes add up to every frame

@@ -308,6 +308,18 @@ pub fn info(state: &DaemonState) -> InfoReply {
         state_removals: st.removals,
         state_limit_hits: st.state_limit_hits,
         io: (state.io_stats)(),
+        clients: [
+            ("control", &state.clients.control),
+            ("metrics", &state.clients.metrics),
+        ]
+        .into_iter()
+        .map(|(server, slots)| ClientsJson {
+            server: server.into(),
+            serving: slots.busy() as u64,
+            cap: slots.cap() as u64,
+            refused: slots.refused.load(std::sync::atomic::Ordering::Relaxed),
+        })
+        .collect(),
     }
 }
 

@@ -8,7 +8,11 @@
 //! - It drives the system's own tools (`ip`, `ethtool`, `iperf3`) so what a
 //!   test does can be replayed by hand from its log.
 //! - No `unsafe`: signals go through `kill(1)`.
+//! - Writing to stderr never ends a run: a closed pipe or a full disk
+//!   loses the progress line, not the results (no `eprintln!`, which
+//!   panics on a failed write).
 #![forbid(unsafe_code)]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod analysis;
 pub mod bench;

@@ -415,19 +415,17 @@ pub fn run(
     if let Some(q) = sh.queues(&net, &o.sluice_bin) {
         // As `sluice show queues --json` prints it.
         let reply = sluice_control::proto::Reply::Queues(q);
-        let _ = std::fs::write(
-            o.dir.join("queues.json"),
-            serde_json::to_string_pretty(&reply).unwrap_or_default(),
-        );
+        let text = serde_json::to_string_pretty(&reply).unwrap_or_default();
+        keep(&mut warnings, &o.dir.join("queues.json"), &text);
     }
-    let _ = std::fs::write(o.dir.join("modem.txt"), net.qdisc_report());
+    keep(&mut warnings, &o.dir.join("modem.txt"), &net.qdisc_report());
     sh.stop(&mut net);
     if !net.delay_line_alive() {
         warnings.push("the delay line exited during the run (see delay-line.log)".into());
     }
 
     // Series.
-    let ping_text = std::fs::read_to_string(&ping_txt).unwrap_or_default();
+    let ping_text = read_probe(&mut warnings, "ping", &ping_txt);
     let ping_samples: Vec<_> = probes::parse_ping(&ping_text, interval_s, ping_start_wall, t0_wall)
         .into_iter()
         .filter(|p| p.t_s < total)
@@ -444,11 +442,18 @@ pub fn run(
     }
     let mut records = Vec::with_capacity(flows.len());
     for (f, spec) in flows.iter().zip(&scenario.flows) {
-        let text = std::fs::read_to_string(&f.json).unwrap_or_default();
         let (mut goodput, retr, cc, mut err) = if f.proc_id.is_none() {
             (None, None, None, Some("never started".to_string()))
         } else {
-            flow_outcome(&text)
+            match std::fs::read_to_string(&f.json) {
+                Ok(text) => flow_outcome(&text),
+                Err(e) => (
+                    None,
+                    None,
+                    None,
+                    Some(format!("cannot read {}: {e}", f.json.display())),
+                ),
+            }
         };
         if goodput.is_none() && f.proc_id.is_some() {
             // An upload interrupted before its final exchange: the server
@@ -495,6 +500,22 @@ pub fn run(
         rfc3339(t0_wall),
         warnings,
     ))
+}
+
+/// A probe's output, or (with a warning naming the file and the error)
+/// nothing: an unreadable file is reported, not mistaken for a silent probe.
+fn read_probe(warnings: &mut Vec<String>, probe: &str, path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        warnings.push(format!("{probe}: cannot read {}: {e}", path.display()));
+        String::new()
+    })
+}
+
+/// Writes one of the run's files, or says in the warnings why it is missing.
+fn keep(warnings: &mut Vec<String>, path: &Path, text: &str) {
+    if let Err(e) = std::fs::write(path, text) {
+        warnings.push(format!("cannot write {}: {e}", path.display()));
+    }
 }
 
 /// A one-shot iperf3 server on `port` in the server namespace, its JSON
@@ -639,5 +660,27 @@ mod tests {
         assert_eq!(g, None);
         assert!(e.unwrap().contains("unable to connect"));
         assert_eq!(flow_outcome("").3.as_deref(), Some("no output from iperf3"));
+    }
+}
+
+#[cfg(test)]
+mod probe_file_tests {
+    use super::*;
+
+    #[test]
+    fn unreadable_probe_output_and_unwritable_files_are_warnings() {
+        let mut w = Vec::new();
+        let missing = Path::new("/nonexistent-sluice-lab/ping.txt");
+        assert_eq!(read_probe(&mut w, "ping", missing), "");
+        keep(&mut w, Path::new("/nonexistent-sluice-lab/modem.txt"), "x");
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].starts_with("ping: cannot read /nonexistent-sluice-lab/ping.txt: "),
+            "{w:?}"
+        );
+        assert!(
+            w[1].starts_with("cannot write /nonexistent-sluice-lab/modem.txt: "),
+            "{w:?}"
+        );
     }
 }

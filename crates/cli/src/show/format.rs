@@ -304,6 +304,16 @@ pub fn format_info(i: &InfoReply) -> String {
             row(&mut o, name, std::iter::once(*v));
         }
     }
+    if !i.clients.is_empty() {
+        let _ = writeln!(o, "Clients{:>30}{:>8}{:>8}", "serving", "cap", "refused");
+        for c in &i.clients {
+            let _ = writeln!(
+                o,
+                "  {:<28} {:>7} {:>7} {:>7}",
+                c.server, c.serving, c.cap, c.refused
+            );
+        }
+    }
     o
 }
 
@@ -571,6 +581,12 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
             state_removals: 2,
             state_limit_hits: 0,
             io: vec![("rx_ring_drops".into(), 3)],
+            clients: vec![ClientsJson {
+                server: "control".into(),
+                serving: 1,
+                cap: 4,
+                refused: 2,
+            }],
         };
         let want = "\
 Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
@@ -600,6 +616,8 @@ State Table
   limit hits                             0
 I/O (af_packet)
   rx_ring_drops                          3
+Clients                       serving     cap refused
+  control                            1       4       2
 ";
         assert_eq!(format_info(&i), want);
     }

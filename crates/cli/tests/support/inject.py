@@ -14,6 +14,21 @@ MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
     inject.py capture IFACE SECONDS
       counts, for SECONDS, the frames seen on IFACE by marker; prints JSON
       {"MODE": frames, ...}
+    inject.py tcp_spoof IFACE SRC_MAC DST_MAC SEED COUNT
+      COUNT TCP segments with every flag combination in turn (all 256 of
+      the flags byte) and random 5-tuples, one in four IPv6; prints the
+      number sent
+    inject.py listen PORT
+      accepts TCP connections on PORT and closes them, until killed
+    inject.py trickle unix:PATH|tcp:HOST:PORT COUNT SECONDS
+      holds COUNT connections open at once, each sending the start of a
+      request and then one space every 0.5 s for SECONDS; prints how many
+      the server closed before SECONDS were up
+    inject.py get HOST:PORT PATH TIMEOUT
+      one HTTP/1.0 GET; prints "STATUS SECONDS" (STATUS 0: no answer)
+    inject.py connect HOST PORT COUNT TIMEOUT
+      opens COUNT fresh TCP connections to HOST:PORT one after another, each
+      given TIMEOUT seconds; prints "ok failed"
 """
 import json
 import time
@@ -101,9 +116,129 @@ def capture(iface, seconds):
     print(json.dumps(seen))
 
 
+def tcp_spoof(iface, smac, dmac, seed, count):
+    """The hostile flood of issue #12: no checksums (nothing on the path
+    checks them before sluice's state table does its work)."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    rnd = random.Random(seed)
+    l2 = mac(dmac) + mac(smac)
+    for i in range(count):
+        flags = i & 0xFF
+        ports = rnd.getrandbits(32)
+        seq, ack = rnd.getrandbits(32), rnd.getrandbits(32)
+        seg = struct.pack("!IIIBBHHH", ports, seq, ack, 5 << 4, flags, 65535, 0, 0)
+        if i % 4 == 3:
+            a, b = rnd.getrandbits(128).to_bytes(16, "big"), rnd.getrandbits(128).to_bytes(16, "big")
+            f = l2 + b"\x86\xdd" + struct.pack("!IHBB16s16s", 6 << 28, len(seg), 6, 64, a, b) + seg
+        else:
+            a, b = rnd.getrandbits(32).to_bytes(4, "big"), rnd.getrandbits(32).to_bytes(4, "big")
+            h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(seg), i & 0xFFFF, 0, 64, 6, 0, a, b)
+            h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+            f = l2 + b"\x08\x00" + h + seg
+        f = f + b"\0" * max(0, 60 - len(f))
+        while True:
+            try:
+                s.send(f)
+                break
+            except BlockingIOError:
+                time.sleep(0.001)
+            except OSError as e:
+                if e.errno != 105:  # ENOBUFS: the veth's queue is full
+                    raise
+                time.sleep(0.001)
+    print(count)
+
+
+def listen(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port))
+    s.listen(1024)
+    while True:
+        c, _ = s.accept()
+        c.close()
+
+
+def connect(host, port, count, timeout):
+    ok = 0
+    for _ in range(count):
+        try:
+            socket.create_connection((host, port), timeout).close()
+            ok += 1
+        except OSError:
+            pass
+    print(ok, count - ok)
+
+
+def trickle(target, count, seconds):
+    conns = []
+    for _ in range(count):
+        if target.startswith("unix:"):
+            c = socket.socket(socket.AF_UNIX)
+            c.connect(target[5:])
+            c.send(b'{"cmd":')
+        else:
+            host, port = target[4:].rsplit(":", 1)
+            c = socket.create_connection((host, int(port)), 2)
+            c.send(b"GET /metrics HTTP/1.0\r\nX-Slow: ")
+        c.setblocking(False)
+        conns.append(c)
+    closed = set()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and len(closed) < count:
+        time.sleep(0.5)
+        for k, c in enumerate(conns):
+            if k in closed:
+                continue
+            try:
+                if c.recv(4096) == b"":
+                    closed.add(k)
+                    continue
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed.add(k)
+                continue
+            try:
+                c.send(b" ")
+            except OSError:
+                closed.add(k)
+    print(len(closed))
+
+
+def get(target, path, timeout):
+    host, port = target.rsplit(":", 1)
+    t0 = time.monotonic()
+    try:
+        c = socket.create_connection((host, int(port)), timeout)
+        c.settimeout(timeout)
+        c.sendall(("GET %s HTTP/1.0\r\n\r\n" % path).encode())
+        head = c.recv(64).decode(errors="replace")
+        status = int(head.split()[1]) if head.startswith("HTTP/") else 0
+    except (OSError, ValueError, IndexError):
+        status = 0
+    print(status, "%.3f" % (time.monotonic() - t0))
+
+
 def main():
     if sys.argv[1] == "capture":
         capture(sys.argv[2], float(sys.argv[3]))
+        return
+    if sys.argv[1] == "tcp_spoof":
+        tcp_spoof(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+        return
+    if sys.argv[1] == "trickle":
+        trickle(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+        return
+    if sys.argv[1] == "get":
+        get(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+        return
+    if sys.argv[1] == "listen":
+        listen(int(sys.argv[2]))
+        return
+    if sys.argv[1] == "connect":
+        connect(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
         return
     iface, smac, dmac, src, dst, mode, count = sys.argv[1:8]
     count = int(count)

@@ -23,7 +23,7 @@ mod html;
 mod plot;
 mod table;
 
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::model::{RunResult, Summary};
@@ -58,6 +58,15 @@ struct PlotOutcome {
 }
 
 impl PlotOutcome {
+    /// To stderr, where a failed write (a closed pipe, a full disk) is
+    /// ignored: the report files are what counts.
+    fn print_warnings(&self) {
+        let mut e = io::stderr().lock();
+        for w in &self.warnings {
+            let _ = writeln!(e, "warning: {w}");
+        }
+    }
+
     /// Draws each `(stem, figure, size)` into `dir`, adding the files to
     /// `paths`; a figure that cannot be drawn becomes a warning, not an error
     /// (the data files are written already).
@@ -113,9 +122,7 @@ fn write_run_with(
         }
         Err(e) => outcome.warnings.push(e),
     }
-    for w in &outcome.warnings {
-        eprintln!("warning: {w}");
-    }
+    outcome.print_warnings();
     std::fs::write(&paths[0], html::run_page(run, &data, &outcome))?;
     Ok(paths)
 }
@@ -152,9 +159,7 @@ fn write_compare_with(
         }
         Err(e) => outcome.warnings.push(e),
     }
-    for w in &outcome.warnings {
-        eprintln!("warning: {w}");
-    }
+    outcome.print_warnings();
     // Links to each run's own report, relative to this directory.
     let links: Vec<Option<String>> = runs
         .iter()

@@ -46,7 +46,8 @@ impl Bar {
             Progress::Off => {}
             Progress::Lines => {
                 if self.last_phase != Some(i) {
-                    eprintln!(
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "[{}] phase {}/{n} {name} ({:.0} s), {left:.0} s left",
                         self.tag,
                         i + 1,
@@ -58,7 +59,8 @@ impl Bar {
                 const WIDTH: usize = 30;
                 let done = ((t / total.max(1e-9)) * WIDTH as f64) as usize;
                 let done = done.min(WIDTH);
-                eprint!(
+                let _ = write!(
+                    std::io::stderr(),
                     "\r\x1b[K[{}] [{}{}] phase {}/{n} {name}: {phase_left:.0} s, run {left:.0} s left",
                     self.tag,
                     "#".repeat(done),
@@ -74,9 +76,11 @@ impl Bar {
     pub(crate) fn note(&mut self, msg: &str) {
         match self.mode {
             Progress::Off => {}
-            Progress::Lines => eprintln!("[{}] {msg}", self.tag),
+            Progress::Lines => {
+                let _ = writeln!(std::io::stderr(), "[{}] {msg}", self.tag);
+            }
             Progress::Bar => {
-                eprint!("\r\x1b[K[{}] {msg}", self.tag);
+                let _ = write!(std::io::stderr(), "\r\x1b[K[{}] {msg}", self.tag);
                 let _ = std::io::stderr().flush();
             }
         }
@@ -84,7 +88,7 @@ impl Bar {
 
     pub(crate) fn done(&mut self) {
         if self.mode == Progress::Bar {
-            eprintln!();
+            let _ = writeln!(std::io::stderr());
         }
     }
 }
