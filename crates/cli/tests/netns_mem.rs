@@ -156,7 +156,11 @@ fn the_memory_cap_holds_and_is_shown() {
     let per_iface: u64 = i.counters.iter().map(|c| c.memory_drops).sum();
     assert!(m.limit_drops > 1000 && per_iface == m.limit_drops);
     // `show queues` came a moment before: a few frames left since.
-    assert!(m.frames <= q + 2 && m.frames + 200 >= q, "{} vs {q}", m.frames);
+    assert!(
+        m.frames <= q + 2 && m.frames + 200 >= q,
+        "{} vs {q}",
+        m.frames
+    );
     let text = lab.ctl(&b, &["show", "info"]).unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
