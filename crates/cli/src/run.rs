@@ -34,6 +34,12 @@ pub struct Args {
     control: String,
     #[command(flatten)]
     metrics: crate::metrics::MetricsArgs,
+    /// Cap on the memory queued frames may hold, all queues together, each
+    /// frame charged its buffer plus a fixed overhead (`64MiB`, `256M`,
+    /// bytes without a unit; K/M/G are powers of 1024). Frames beyond it
+    /// are dropped and counted as `memory-limit`.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_memory_limit)]
+    memory_limit: u64,
     /// Packet I/O: xdp (AF_XDP sockets on queue 0 of single-queue
     /// interfaces, XDP program in generic mode on veth and native mode
     /// elsewhere, each falling back to the other; where AF_XDP cannot be set
@@ -69,6 +75,24 @@ pub struct Args {
     /// More log output (-v info, -vv debug).
     #[arg(short, action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+/// Smallest `--memory-limit`: room for a few dozen full-sized frames; below
+/// it a queue could not even absorb one burst.
+const MEMORY_LIMIT_MIN: u64 = 64 << 10;
+
+fn parse_memory_limit(s: &str) -> Result<u64, String> {
+    let n = sluice_time::units::parse_bytes(s).map_err(|e| {
+        format!("`{s}`: {e}; write bytes with an optional K, M or G (powers of 1024), e.g. 64MiB")
+    })?;
+    if n < MEMORY_LIMIT_MIN {
+        return Err(format!(
+            "`{s}` is below the smallest memory limit, {}; the default is {}",
+            sluice_time::units::format_bytes(MEMORY_LIMIT_MIN),
+            sluice_time::units::format_bytes(sluice_engine::DEFAULT_MEMORY_LIMIT)
+        ));
+    }
+    Ok(n)
 }
 
 fn parse_define(s: &str) -> Result<(String, String), String> {
@@ -173,7 +197,10 @@ pub fn run(a: Args) -> ExitCode {
         }
     };
     let engine = match Engine::new(&loaded.config, Options::bridge(&lan, &wan, hash_key)) {
-        Ok(e) => Arc::new(Mutex::new(e)),
+        Ok(mut e) => {
+            e.set_memory_limit(a.memory_limit);
+            Arc::new(Mutex::new(e))
+        }
         Err(e) => {
             error!("cannot build the queues: {e}");
             return ExitCode::FAILURE;
@@ -340,5 +367,14 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
         }
     }
     v.push(("log_write_errors".into(), crate::out::log_write_errors()));
+    let p = &stats.pool;
+    for (what, c) in [
+        ("pool_buffer_bytes", &p.buffer_bytes),
+        ("pool_max_buffers", &p.max_buffers),
+        ("pool_free_buffers", &p.free_buffers),
+        ("pool_allocated", &p.allocated),
+    ] {
+        v.push((what.into(), c.load(Ordering::Relaxed)));
+    }
     v
 }

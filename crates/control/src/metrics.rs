@@ -263,7 +263,59 @@ pub fn render_from(q: &QueuesReply, info: &InfoReply) -> String {
     for (name, v) in &info.io {
         o.sample("sluice_io", &[("stat", name)], v);
     }
+    memory_families(&mut o, info);
     o.text
+}
+
+/// Memory held by queued frames and its caps (docs/dataplane.md, "Memory").
+fn memory_families(o: &mut Out, info: &InfoReply) {
+    let m = &info.memory;
+    for (name, kind, help, v) in [
+        (
+            "sluice_memory_held_bytes",
+            "gauge",
+            "Memory held by queued frames (buffer capacity plus per-frame overhead).",
+            m.held_bytes,
+        ),
+        (
+            "sluice_memory_peak_bytes",
+            "gauge",
+            "Highest memory held by queued frames since start.",
+            m.peak_bytes,
+        ),
+        (
+            "sluice_memory_limit_bytes",
+            "gauge",
+            "Cap on the memory queued frames may hold (--memory-limit).",
+            m.limit_bytes,
+        ),
+        (
+            "sluice_memory_limit_drops_total",
+            "counter",
+            "Frames refused because queued frames held the memory cap.",
+            m.limit_drops,
+        ),
+        (
+            "sluice_memory_right_sized_total",
+            "counter",
+            "Queued small frames copied out of a full-sized receive buffer.",
+            m.right_sized,
+        ),
+    ] {
+        o.family(name, kind, help);
+        o.sample(name, &[], v);
+    }
+    if !m.queue_limits.is_empty() {
+        let name = "sluice_queue_memory_limit_bytes";
+        o.family(name, "gauge", "Memory limit of a queue (FQ-CoDel).");
+        for q in &m.queue_limits {
+            o.sample(
+                name,
+                &[("iface", &q.iface), ("queue", &q.queue)],
+                q.limit_bytes,
+            );
+        }
+    }
 }
 
 fn queue_families(o: &mut Out, q: &QueuesReply) {
@@ -434,6 +486,7 @@ fn iface_families(o: &mut Out, info: &InfoReply) {
             ("no-route", c.no_route),
             ("queue", c.queue_drops),
             ("reload", c.reload_drops),
+            ("memory-limit", c.memory_drops),
         ] {
             o.sample(name, &[("iface", &c.name), ("cause", cause)], v);
         }

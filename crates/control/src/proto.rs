@@ -187,6 +187,11 @@ pub struct InfoReply {
     /// now, the cap, refused at the cap.
     #[serde(default)]
     pub clients: Vec<ClientsJson>,
+    /// Memory held by queued frames and the caps on it (absent from an
+    /// older daemon's answer).
+    /// Boxed: the largest reply stays small.
+    #[serde(default)]
+    pub memory: Box<MemoryJson>,
 }
 
 /// One server's clients (`control`, `metrics`).
@@ -196,6 +201,32 @@ pub struct ClientsJson {
     pub serving: u64,
     pub cap: u64,
     pub refused: u64,
+}
+
+/// Memory held by queued frames (each charged its buffer's capacity plus a
+/// fixed per-frame overhead, as Linux charges `skb->truesize`), and the
+/// caps on it. See docs/dataplane.md, "Memory".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryJson {
+    pub held_bytes: u64,
+    pub peak_bytes: u64,
+    /// The engine's cap on `held_bytes` (`sluice run --memory-limit`).
+    pub limit_bytes: u64,
+    /// Frames refused because of the cap.
+    pub limit_drops: u64,
+    /// Queued frames now.
+    pub frames: u64,
+    /// Queued small frames copied out of a full-sized receive buffer.
+    pub right_sized: u64,
+    /// Per-queue memory limits in force (FQ-CoDel's `memory_limit`).
+    pub queue_limits: Vec<QueueMemoryLimit>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueMemoryLimit {
+    pub iface: String,
+    pub queue: String,
+    pub limit_bytes: u64,
 }
 
 /// An interface's packet counters; the drop causes add up to every frame
@@ -217,6 +248,9 @@ pub struct IfaceCountersJson {
     pub queue_drops_by_reason: Vec<DropJson>,
     pub reload_drops: u64,
     pub ecn_marked: u64,
+    /// Frames refused because queued frames held the memory cap.
+    #[serde(default)]
+    pub memory_drops: u64,
 }
 
 #[cfg(test)]

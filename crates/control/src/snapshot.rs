@@ -6,7 +6,7 @@ use crate::{lock, DaemonState};
 use sluice_classify::StateView;
 use sluice_conf::ir::{self, Direction};
 use sluice_conf::{queue_options, sched_name};
-use sluice_engine::{ClassReport, IfaceCounters, IfaceReport};
+use sluice_engine::{ClassReport, IfaceCounters, IfaceReport, MemoryReport};
 use sluice_time::Instant;
 
 fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueueing>) -> QueueJson {
@@ -105,6 +105,7 @@ fn counters_json(iface: &IfaceReport) -> IfaceCountersJson {
         queue_drops_by_reason: leaf_drops(iface),
         reload_drops: c.reload_drops,
         ecn_marked: c.ecn_marked,
+        memory_drops: c.memory_drops,
     }
 }
 
@@ -289,11 +290,12 @@ pub fn rules(state: &DaemonState) -> RulesReply {
 }
 
 pub fn info(state: &DaemonState) -> InfoReply {
-    let (report, st) = {
+    let (report, st, mem) = {
         let e = lock(state);
-        (e.report(), e.classifier().stats())
+        (e.report(), e.classifier().stats(), e.memory())
     };
-    let config = state.running.get().path.display().to_string();
+    let running = state.running.get();
+    let config = running.path.display().to_string();
     InfoReply {
         version: env!("CARGO_PKG_VERSION").to_string(),
         pid: std::process::id(),
@@ -320,6 +322,31 @@ pub fn info(state: &DaemonState) -> InfoReply {
             refused: slots.refused.load(std::sync::atomic::Ordering::Relaxed),
         })
         .collect(),
+        memory: Box::new(memory_json(&mem, &running.config)),
+    }
+}
+
+fn memory_json(m: &MemoryReport, cfg: &ir::Config) -> MemoryJson {
+    let mut queue_limits = Vec::new();
+    for iq in &cfg.interfaces {
+        for q in &iq.queues {
+            if let Some(limit_bytes) = sluice_engine::build::queue_memory_limit(q) {
+                queue_limits.push(QueueMemoryLimit {
+                    iface: iq.ifname.clone(),
+                    queue: q.name.clone(),
+                    limit_bytes,
+                });
+            }
+        }
+    }
+    MemoryJson {
+        held_bytes: m.held_bytes,
+        peak_bytes: m.peak_bytes,
+        limit_bytes: m.limit_bytes,
+        limit_drops: m.limit_drops,
+        frames: m.frames,
+        right_sized: m.right_sized,
+        queue_limits,
     }
 }
 

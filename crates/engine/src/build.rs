@@ -81,6 +81,13 @@ fn dscp_drop_precedence(pkt: &sluice_sched::Packet) -> u8 {
     ((dscp >> 1) & 3).saturating_sub(1).min(2)
 }
 
+/// The memory limit of a leaf's own queue (FQ-CoDel's `memory_limit`,
+/// Linux's default 32 MiB; pf.conf has no word for it), if it has one.
+pub fn queue_memory_limit(q: &ir::Queue) -> Option<u64> {
+    q.flows
+        .map(|_| fq_codel::Params::default().memory_limit_bytes)
+}
+
 /// The queue a leaf class holds its packets in.
 fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
     if let Some(flows) = q.flows {

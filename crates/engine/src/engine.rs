@@ -19,6 +19,35 @@ const PASSTHROUGH_LIMIT: usize = 1024;
 const EXPIRE_BUDGET: usize = 1024;
 const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
 
+/// Memory held by queued frames
+///
+/// # Principles
+/// - What is counted is what is held: every queued frame is charged its
+///   [`Packet::truesize`] (buffer capacity plus a fixed per-frame overhead,
+///   Linux's `skb->truesize`), from the moment it enters a queue (tree or
+///   passthrough) until it leaves through `poll_tx` or is handed back. The
+///   sum is exact because nothing changes a buffer's capacity meanwhile;
+///   with every queue empty it is zero (checked by [`crate::testing`]).
+/// - One global cap, [`DEFAULT_MEMORY_LIMIT`] unless set: a frame that
+///   would take the held memory over it is refused at the door and counted
+///   as [`DropCause::MemoryLimit`] on its egress interface. Per-queue limits
+///   (qlimit, FQ-CoDel's `memory_limit`) bound each queue; this one bounds
+///   their sum, whatever the configuration. It is a safety net, not an AQM:
+///   it refuses the newcomer (tail drop) rather than choosing a victim.
+/// - Hold what the frame needs: the I/O layer receives into MTU-sized pool
+///   buffers. A frame that must wait behind others (its egress already has
+///   a backlog) and whose buffer is mostly empty is copied into a buffer of
+///   its own size; the big one goes back to the caller through
+///   [`Engine::poll_spare`] for reuse. A frame that finds its queue empty
+///   usually leaves in the same turn and is not copied.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;
+/// A queued frame's buffer is right-sized when it wastes at least this many
+/// bytes and more than its own length: a 60-byte ACK in a 1518-byte buffer
+/// is, a full-sized frame never is.
+const SHRINK_MIN_WASTE: usize = 512;
+/// Emptied big buffers kept for `poll_spare`; beyond this they are freed.
+const SPARE_CAP: usize = 256;
+
 /// Why the engine did not forward a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DropCause {
@@ -34,6 +63,9 @@ pub enum DropCause {
     NoRoute,
     /// Its queue disappeared in a reload.
     Reload,
+    /// Queued frames already hold the engine's memory cap (see
+    /// [`Engine::set_memory_limit`]).
+    MemoryLimit,
 }
 
 impl DropCause {
@@ -45,6 +77,7 @@ impl DropCause {
             DropCause::StateLimit => "state-limit",
             DropCause::NoRoute => "no-route",
             DropCause::Reload => "reload",
+            DropCause::MemoryLimit => "memory-limit",
         }
     }
 }
@@ -84,6 +117,27 @@ pub struct IfaceCounters {
     pub queue_drops: u64,
     pub reload_drops: u64,
     pub ecn_marked: u64,
+    /// Frames refused on this egress because queued frames held the
+    /// engine's memory cap.
+    pub memory_drops: u64,
+}
+
+/// Memory held by queued frames, the engine's cap on it, and how often it
+/// was reached (`sluice show info`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryReport {
+    /// Sum of [`Packet::truesize`] over every queued frame, now.
+    pub held_bytes: u64,
+    /// Highest `held_bytes` since start.
+    pub peak_bytes: u64,
+    /// The cap on `held_bytes`.
+    pub limit_bytes: u64,
+    /// Frames refused because of the cap, all interfaces.
+    pub limit_drops: u64,
+    /// Queued frames copied into a right-sized buffer.
+    pub right_sized: u64,
+    /// Frames queued now, all interfaces.
+    pub frames: u64,
 }
 
 /// How the engine is set up besides the config.
@@ -149,6 +203,8 @@ pub struct Engine {
     last_now: Instant,
     next_housekeeping: Instant,
     next_id: u64,
+    memory: MemoryReport,
+    spare: Vec<Vec<u8>>,
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
@@ -208,6 +264,11 @@ impl Engine {
             last_now: Instant::ZERO,
             next_housekeeping: Instant::ZERO,
             next_id: 0,
+            memory: MemoryReport {
+                limit_bytes: DEFAULT_MEMORY_LIMIT,
+                ..MemoryReport::default()
+            },
+            spare: Vec::new(),
         };
         let trees = e.build_trees(cfg)?;
         e.install(cfg, trees);
@@ -283,10 +344,33 @@ impl Engine {
     fn absorb_drops(&mut self, iface: usize) {
         let mut drops = std::mem::take(&mut self.drops);
         for d in drops.drain(..) {
+            self.release(&d.pkt);
             self.ifaces[iface].counters.queue_drops += 1;
             self.give_back(iface, d.pkt.data, DropCause::Sched(d.reason));
         }
         self.drops = drops;
+    }
+
+    /// A queued packet left (sent, dropped): its memory is no longer held.
+    #[inline]
+    fn release(&mut self, pkt: &Packet) {
+        self.memory.held_bytes = self.memory.held_bytes.saturating_sub(pkt.truesize());
+    }
+
+    /// The buffer a frame that is about to wait keeps: its own, unless that
+    /// is mostly empty (see [`DEFAULT_MEMORY_LIMIT`]'s principles).
+    fn right_size(&mut self, mut frame: Vec<u8>) -> Vec<u8> {
+        let waste = frame.capacity() - frame.len();
+        if waste < SHRINK_MIN_WASTE || waste <= frame.len() {
+            return frame;
+        }
+        let small = frame.as_slice().to_vec();
+        self.memory.right_sized += 1;
+        if self.spare.len() < SPARE_CAP {
+            frame.clear();
+            self.spare.push(frame);
+        }
+        small
     }
 
     fn housekeeping(&mut self, now: Instant) {
@@ -344,6 +428,11 @@ impl Engine {
                 (class, dout.flow_hash, Ecn::from_bits(ip.tos))
             }
         };
+        let frame = if self.queued(egress) > 0 {
+            self.right_size(frame)
+        } else {
+            frame
+        };
         let eg = &mut self.ifaces[egress];
         let len = frame.len() as u32;
         let class =
@@ -360,8 +449,18 @@ impl Engine {
         };
         self.next_id += 1;
         let id = pkt.id;
+        let size = pkt.truesize();
+        let mem = &mut self.memory;
+        if mem.held_bytes.saturating_add(size) > mem.limit_bytes {
+            mem.limit_drops += 1;
+            eg.counters.memory_drops += 1;
+            self.give_back(egress, pkt.data, DropCause::MemoryLimit);
+            return Rx::Dropped(DropCause::MemoryLimit);
+        }
         match eg.tree.as_mut() {
             Some(t) => {
+                mem.held_bytes += size;
+                mem.peak_bytes = mem.peak_bytes.max(mem.held_bytes);
                 if t.root.enqueue(pkt, now, &mut self.drops) == Enqueue::Queued {
                     return Rx::Queued { egress };
                 }
@@ -372,6 +471,8 @@ impl Engine {
                     self.give_back(egress, pkt.data, DropCause::Sched(DropReason::QueueFull));
                     return Rx::Dropped(DropCause::Sched(DropReason::QueueFull));
                 }
+                mem.held_bytes += size;
+                mem.peak_bytes = mem.peak_bytes.max(mem.held_bytes);
                 eg.passthrough.push_back(pkt);
                 return Rx::Queued { egress };
             }
@@ -426,6 +527,7 @@ impl Engine {
             self.absorb_drops(iface);
         }
         let mut pkt = pkt?;
+        self.release(&pkt);
         if pkt.ecn == Ecn::Ce {
             if let Ok(info) = sluice_wire::parse(&pkt.data) {
                 let already = info.ip.as_ref().map(|ip| ip.tos & 3 == 3).unwrap_or(true);
@@ -474,6 +576,28 @@ impl Engine {
         self.dropped.pop_front()
     }
 
+    /// An empty buffer the engine no longer needs (a queued frame moved to
+    /// a right-sized one), for the caller's pool. Not a frame: nothing to
+    /// count.
+    pub fn poll_spare(&mut self) -> Option<Vec<u8>> {
+        self.spare.pop()
+    }
+
+    /// Caps the memory queued frames may hold (bytes of
+    /// [`Packet::truesize`]); [`DEFAULT_MEMORY_LIMIT`] until set. Frames
+    /// already queued stay; new ones are refused while over.
+    pub fn set_memory_limit(&mut self, bytes: u64) {
+        self.memory.limit_bytes = bytes;
+    }
+
+    /// Memory held by queued frames and its cap.
+    pub fn memory(&self) -> MemoryReport {
+        MemoryReport {
+            frames: (0..self.ifaces.len()).map(|i| self.queued(i) as u64).sum(),
+            ..self.memory
+        }
+    }
+
     /// Packets waiting to leave through `iface` (whole tree, delay lines included).
     pub fn queued(&self, iface: usize) -> usize {
         self.ifaces.get(iface).map_or(0, |i| {
@@ -517,6 +641,8 @@ impl Engine {
                     }
                     _ => {
                         report.dropped += 1;
+                        self.memory.held_bytes =
+                            self.memory.held_bytes.saturating_sub(pkt.truesize());
                         self.ifaces[idx].counters.reload_drops += 1;
                         if self.dropped.len() >= DROPPED_BACKLOG_CAP {
                             self.dropped.pop_front();

@@ -20,5 +20,8 @@ mod engine;
 mod report;
 pub mod testing;
 
-pub use engine::{DropCause, DroppedFrame, Engine, IfaceCounters, Options, ReloadReport, Rx};
+pub use engine::{
+    DropCause, DroppedFrame, Engine, IfaceCounters, MemoryReport, Options, ReloadReport, Rx,
+    DEFAULT_MEMORY_LIMIT,
+};
 pub use report::{ClassReport, IfaceReport};

@@ -595,6 +595,23 @@ impl Checker {
     fn rx_frame(&mut self, iface: usize, f: Vec<u8>) {
         *self.in_flight.entry(f.len()).or_default() += 1;
         self.rx += 1;
+        // Every other frame in an MTU-sized buffer, as the I/O layer's pool
+        // hands them over, so right-sizing and its memory books are
+        // exercised; its spare buffers are taken back as the I/O layer does.
+        let f = if self.rx.is_multiple_of(2) {
+            let mut big = Vec::with_capacity(f.len().max(1518));
+            big.extend_from_slice(&f);
+            big
+        } else {
+            f
+        };
+        while let Some(spare) = self.e.poll_spare() {
+            assert!(
+                spare.is_empty(),
+                "step {}: a spare buffer holds data",
+                self.step
+            );
+        }
         match self.e.handle_rx(self.now, iface, f) {
             Rx::Queued { egress } => assert_eq!(
                 egress,
@@ -624,7 +641,13 @@ impl Checker {
         assert_eq!(sum(&|c| c.rx_frames), self.rx, "step {step}: rx_frames");
         assert_eq!(sum(&|c| c.tx_frames), self.tx, "step {step}: tx_frames");
         let drops = sum(&|c| {
-            c.malformed + c.blocked + c.state_limit + c.no_route + c.queue_drops + c.reload_drops
+            c.malformed
+                + c.blocked
+                + c.state_limit
+                + c.no_route
+                + c.queue_drops
+                + c.reload_drops
+                + c.memory_drops
         });
         assert_eq!(
             drops, self.handed_back,
@@ -644,6 +667,19 @@ impl Checker {
         assert!(
             sum(&|c| c.ecn_marked) <= self.tx,
             "step {step}: more marks than frames sent"
+        );
+        // Memory books: every queued frame is charged at least the fixed
+        // overhead, nothing is charged once the queues are empty, and the
+        // cap holds.
+        let mem = self.e.memory();
+        assert_eq!(mem.frames, queued, "step {step}: memory report's frames");
+        assert!(
+            mem.held_bytes >= queued * sluice_sched::PACKET_OVERHEAD
+                && (queued > 0 || mem.held_bytes == 0)
+                && mem.held_bytes <= mem.limit_bytes,
+            "step {step}: {} bytes held by {queued} frames (limit {})",
+            mem.held_bytes,
+            mem.limit_bytes
         );
         if queued > 0 {
             assert!(

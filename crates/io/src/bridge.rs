@@ -80,6 +80,20 @@ pub struct IfaceIoStats {
 #[derive(Debug, Default)]
 pub struct IoStats {
     pub ifaces: [IfaceIoStats; 2],
+    pub pool: PoolStats,
+}
+
+/// The frame buffer pool: its size and use (gauges, set once per turn).
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    /// Capacity of one buffer.
+    pub buffer_bytes: AtomicU64,
+    /// Most free buffers kept.
+    pub max_buffers: AtomicU64,
+    /// Free buffers now.
+    pub free_buffers: AtomicU64,
+    /// Buffers allocated since start.
+    pub allocated: AtomicU64,
 }
 
 /// Two interfaces bridged through the engine. Engine interface index `i`
@@ -198,6 +212,11 @@ impl Bridge {
                 while let Some(d) = eng.poll_dropped() {
                     self.pool.put(d.frame);
                 }
+                // Receive buffers whose small frames were moved into
+                // right-sized ones while they wait; bounded by the engine.
+                while let Some(b) = eng.poll_spare() {
+                    self.pool.put(b);
+                }
                 eng.poll_timeout()
             };
 
@@ -209,6 +228,15 @@ impl Bridge {
             if now >= next_stats {
                 for (p, st) in self.ports.iter_mut().zip(&self.stats.ifaces) {
                     st.ring_drops.fetch_add(p.take_drops(), Ordering::Relaxed);
+                }
+                let ps = &self.stats.pool;
+                for (g, v) in [
+                    (&ps.buffer_bytes, self.pool.buffer_capacity() as u64),
+                    (&ps.max_buffers, self.pool.max_buffers() as u64),
+                    (&ps.free_buffers, self.pool.free_len() as u64),
+                    (&ps.allocated, self.pool.allocated()),
+                ] {
+                    g.store(v, Ordering::Relaxed);
                 }
                 next_stats = now + STATS_PERIOD;
             }

@@ -59,7 +59,7 @@ mod sockopt;
 mod sys;
 mod xdp;
 
-pub use bridge::{Bridge, IfaceIoStats, IoStats};
+pub use bridge::{Bridge, IfaceIoStats, IoStats, PoolStats};
 pub use delay::{set_thread_fifo, DelayLine, DelayOptions, DelayStats};
 pub use offload::OffloadResult;
 pub use port::{IoOptions, Method};

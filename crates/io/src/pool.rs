@@ -5,7 +5,10 @@
 //! `poll_tx`/`poll_dropped`; returning those vectors here means the steady
 //! state allocates nothing. The pool is bounded (`max_buffers`) so a burst
 //! cannot pin memory forever, and buffers that grew beyond `max_capacity`
-//! (a rare jumbo frame) are released rather than kept.
+//! (a rare jumbo frame) are released rather than kept. Buffers smaller than
+//! `buffer_capacity` (the engine's right-sized copies of small queued
+//! frames) are released too: kept, they would be grown again by the next
+//! full-sized frame, and the pool would hold a mix it cannot size.
 
 /// Bounded free list of byte buffers.
 #[derive(Debug)]
@@ -59,9 +62,13 @@ impl Pool {
         v
     }
 
-    /// Gives a buffer back; kept unless the pool is full or it is oversized.
+    /// Gives a buffer back; kept unless the pool is full or it is oversized
+    /// or undersized.
     pub fn put(&mut self, v: Vec<u8>) {
-        if self.free.len() < self.max_buffers && v.capacity() <= self.max_capacity {
+        if self.free.len() < self.max_buffers
+            && v.capacity() <= self.max_capacity
+            && v.capacity() >= self.buffer_capacity
+        {
             self.free.push(v);
         }
     }
@@ -74,6 +81,16 @@ impl Pool {
     /// Buffers allocated since creation (a steady state keeps this flat).
     pub fn allocated(&self) -> u64 {
         self.allocated
+    }
+
+    /// Capacity of a fresh buffer.
+    pub fn buffer_capacity(&self) -> usize {
+        self.buffer_capacity
+    }
+
+    /// Most free buffers kept.
+    pub fn max_buffers(&self) -> usize {
+        self.max_buffers
     }
 }
 
@@ -110,6 +127,8 @@ mod tests {
         let mut q = Pool::new(2048, 4);
         q.put(Vec::with_capacity(1 << 20));
         assert_eq!(q.free_len(), 0, "a jumbo buffer is released, not pinned");
+        q.put(vec![0u8; 60]);
+        assert_eq!(q.free_len(), 0, "a right-sized copy is released, not kept");
     }
 
     #[test]

@@ -14,7 +14,11 @@
 //!   with its own [`codel::Vars`]; sojourn is measured from enqueue. As in
 //!   Linux, the "≤ 1 MTU" test uses the total backlog of the discipline.
 //! - Limits: at most `limit_packets` packets and `memory_limit_bytes` bytes of
-//!   `len` are resident after every enqueue. On overflow packets are dropped
+//!   memory are resident after every enqueue. Memory is each packet's
+//!   [`Packet::truesize`] (its buffer's capacity plus a fixed overhead), as
+//!   Linux's `memory_limit` counts `skb->truesize` (tc-fq_codel(8)): a flood
+//!   of small frames in MTU-sized buffers is bounded by what it really
+//!   holds, not by its wire bytes. `backlog_bytes` stays wire length. On overflow packets are dropped
 //!   from the head of the flow with the largest backlog (§4.1), in batches of
 //!   up to `drop_batch` packets or half that flow's bytes (Linux's amortization
 //!   of the fattest-flow scan); the newcomer may be among them if its flow is
@@ -47,7 +51,7 @@ pub struct Params {
     pub quantum_bytes: u32,
     /// Maximum resident packets.
     pub limit_packets: u32,
-    /// Maximum resident bytes (sum of `len`).
+    /// Maximum resident memory (sum of [`Packet::truesize`]).
     pub memory_limit_bytes: u64,
     /// CoDel target (acceptable standing delay).
     pub target: Duration,
@@ -206,6 +210,8 @@ pub struct FqCodel {
     /// Packets and bytes in flow queues (not counting `held`).
     queued: u32,
     queued_bytes: u64,
+    /// Sum of [`Packet::truesize`] of the packets in flow queues.
+    queued_mem: u64,
     /// Packet chosen by `peek_len`, returned by the next `dequeue`.
     held: Option<Packet>,
     fq_stats: Stats,
@@ -220,6 +226,7 @@ impl fmt::Debug for FqCodel {
             .field("params", &self.params)
             .field("queued", &self.queued)
             .field("queued_bytes", &self.queued_bytes)
+            .field("queued_mem", &self.queued_mem)
             .finish()
     }
 }
@@ -232,6 +239,7 @@ struct FlowSource<'a> {
     slab: &'a mut Slab,
     queued: &'a mut u32,
     queued_bytes: &'a mut u64,
+    queued_mem: &'a mut u64,
 }
 
 impl codel::Source for FlowSource<'_> {
@@ -245,6 +253,7 @@ impl codel::Source for FlowSource<'_> {
         *self.flow_backlog = self.flow_backlog.saturating_sub(pkt.len);
         *self.queued -= 1;
         *self.queued_bytes -= pkt.len as u64;
+        *self.queued_mem -= pkt.truesize();
         Some(pkt)
     }
     fn backlog_bytes(&self) -> u64 {
@@ -283,6 +292,7 @@ impl FqCodel {
             slab: Slab::with_capacity((params.limit_packets as usize).min(16_384)),
             queued: 0,
             queued_bytes: 0,
+            queued_mem: 0,
             held: None,
             fq_stats: Stats::default(),
             stats: QueueStats::default(),
@@ -326,8 +336,7 @@ impl FqCodel {
 
     #[inline]
     fn over_limit(&self) -> bool {
-        self.queued > self.params.limit_packets
-            || self.queued_bytes > self.params.memory_limit_bytes
+        self.queued > self.params.limit_packets || self.queued_mem > self.params.memory_limit_bytes
     }
 
     #[inline]
@@ -394,6 +403,7 @@ impl FqCodel {
             self.backlogs[fattest] = self.backlogs[fattest].saturating_sub(pkt.len);
             self.queued -= 1;
             self.queued_bytes -= pkt.len as u64;
+            self.queued_mem -= pkt.truesize();
             self.fq_stats.overflow_drops += 1;
             drops.push(Dropped {
                 pkt,
@@ -469,6 +479,7 @@ impl FqCodel {
                     slab: &mut self.slab,
                     queued: &mut self.queued,
                     queued_bytes: &mut self.queued_bytes,
+                    queued_mem: &mut self.queued_mem,
                 };
                 let found = codel::select(
                     &self.codel,
@@ -509,7 +520,14 @@ impl FqCodel {
         }
         self.queued -= 1;
         self.queued_bytes -= pkt.len as u64;
+        self.queued_mem -= pkt.truesize();
         Some(pkt)
+    }
+
+    /// Memory the flow queues hold (sum of [`Packet::truesize`]), the
+    /// figure `memory_limit_bytes` caps.
+    pub fn memory_bytes(&self) -> u64 {
+        self.queued_mem + self.held.as_ref().map_or(0, Packet::truesize)
     }
 }
 
@@ -521,6 +539,7 @@ impl Qdisc for FqCodel {
         pkt.enqueued_at = now;
         // `on_enqueue`'s counters are derived (see `stats`).
         let len = pkt.len;
+        let mem = pkt.truesize();
         let f = &mut self.flows[idx as usize].0;
         self.slab.push(&mut f.head, &mut f.tail, pkt);
         let joins = f.list == OnList::None;
@@ -532,6 +551,7 @@ impl Qdisc for FqCodel {
         }
         self.queued += 1;
         self.queued_bytes += len as u64;
+        self.queued_mem += mem;
         if joins {
             self.push_tail(OnList::New, idx);
             self.fq_stats.new_flows += 1;
@@ -601,6 +621,7 @@ impl Qdisc for FqCodel {
         }
         self.queued = 0;
         self.queued_bytes = 0;
+        self.queued_mem = 0;
     }
 
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {

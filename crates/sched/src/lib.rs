@@ -32,6 +32,6 @@ pub mod pipe;
 pub mod tbr;
 pub mod wf2q;
 
-pub use packet::{ClassId, Ecn, Packet};
+pub use packet::{ClassId, Ecn, Packet, PACKET_OVERHEAD};
 pub use qdisc::{DropReason, Dropped, Drops, Enqueue, Qdisc};
 pub use stats::QueueStats;

@@ -63,7 +63,26 @@ pub struct Packet {
     pub id: u64,
 }
 
+/// Bytes a queued packet costs besides its buffer, the analogue of what
+/// Linux adds to an skb's data for `skb->truesize` (the `sk_buff` and its
+/// shared info): the [`Packet`] itself, which every discipline stores by
+/// value in a slot of its own (one cache line), plus the allocator's
+/// header and rounding of the buffer (glibc: 8 bytes of header, chunks in
+/// steps of 16). Slots a container keeps spare are not counted.
+pub const PACKET_OVERHEAD: u64 = std::mem::size_of::<Packet>() as u64 + 16;
+
 impl Packet {
+    /// What holding this packet really costs in memory (Linux's
+    /// `skb->truesize`): the capacity of its buffer, which may be far larger
+    /// than the frame (a receive buffer sized for the MTU holding a 60-byte
+    /// ACK), plus [`PACKET_OVERHEAD`]. A metadata-only packet is charged its
+    /// `len`, as if its buffer fitted it exactly. Schedulers never touch
+    /// `data`, so the figure is the same at dequeue as at enqueue.
+    #[inline]
+    pub fn truesize(&self) -> u64 {
+        (self.data.capacity() as u64).max(u64::from(self.len)) + PACKET_OVERHEAD
+    }
+
     /// A metadata-only packet, for tests and benchmarks.
     pub fn synthetic(id: u64, len: u32, flow: u64, class: ClassId) -> Packet {
         Packet {

@@ -1,5 +1,6 @@
-//! Rates and durations as people write and read them: the one place they
-//! are parsed and formatted (pf.conf, `sluice lab` options, reports, `show`).
+//! Rates, durations and memory sizes as people write and read them: the one
+//! place they are parsed and formatted (pf.conf, `sluice lab` options,
+//! `sluice run --memory-limit`, reports, `show`).
 //!
 //! # Principles
 //! - One grammar for a rate everywhere: a decimal number, an optional
@@ -194,10 +195,65 @@ pub fn format_duration(d: Duration) -> String {
     )
 }
 
+/// A memory size in bytes: `64MiB`, `64M`, `512KiB`, `1.5G`, `1048576`.
+/// Multipliers are powers of 1024 whatever the spelling (`K`/`KB`/`KiB`,
+/// `M`…, `G`…, any case), as systemd's `MemoryMax=` and ulimit read them:
+/// a memory cap is compared with those, never with a link rate.
+pub fn parse_bytes(s: &str) -> Result<u64, UnitError> {
+    scaled_by_suffix(s, |suffix| {
+        let lower = suffix.to_ascii_lowercase();
+        let prefix = ["ib", "b"]
+            .iter()
+            .find_map(|unit| lower.strip_suffix(unit))
+            .unwrap_or(&lower);
+        match prefix {
+            "" => Some(1),
+            "k" => Some(1 << 10),
+            "m" => Some(1 << 20),
+            "g" => Some(1 << 30),
+            _ => None,
+        }
+    })
+}
+
+/// The largest of `GiB`, `MiB`, `KiB` that divides exactly, else bytes
+/// (`64MiB`, `1536KiB`, `1000B`); [`parse_bytes`] reads it back.
+pub fn format_bytes(n: u64) -> String {
+    largest_exact(
+        n,
+        &[(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")],
+        "B",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn byte_sizes() {
+        for (s, n) in [
+            ("1048576", 1 << 20),
+            ("64MiB", 64 << 20),
+            ("64M", 64 << 20),
+            ("64mb", 64 << 20),
+            ("512KiB", 512 << 10),
+            ("1.5G", 3 << 29),
+            ("100B", 100),
+        ] {
+            assert_eq!(parse_bytes(s), Ok(n), "{s}");
+            assert_eq!(parse_bytes(&format_bytes(n)), Ok(n), "{s}");
+        }
+        assert_eq!(format_bytes(64 << 20), "64MiB");
+        assert_eq!(format_bytes(1000), "1000B");
+        assert_eq!(
+            parse_bytes("64Mbit"),
+            Err(UnitError::UnknownUnit("Mbit".into()))
+        );
+        assert_eq!(parse_bytes("M"), Err(UnitError::NotANumber));
+        assert_eq!(parse_bytes("99999999999G"), Err(UnitError::TooLarge));
+    }
 
     const MS: Duration = Duration::from_millis(1);
 

@@ -262,13 +262,14 @@ pub fn format_info(i: &InfoReply) -> String {
         row(&mut o, label, i.counters.iter().map(get));
     }
     let _ = writeln!(o, "Drops");
-    let drops: [(&str, Get); 6] = [
+    let drops: [(&str, Get); 7] = [
         ("malformed", |c| c.malformed),
         ("blocked", |c| c.blocked),
         ("state-limit", |c| c.state_limit),
         ("no-route", |c| c.no_route),
         ("queue (egress)", |c| c.queue_drops),
         ("reload", |c| c.reload_drops),
+        ("memory-limit", |c| c.memory_drops),
     ];
     for (label, get) in drops {
         row(&mut o, label, i.counters.iter().map(get));
@@ -298,6 +299,26 @@ pub fn format_info(i: &InfoReply) -> String {
     row(&mut o, "inserts", std::iter::once(i.state_inserts));
     row(&mut o, "removals", std::iter::once(i.state_removals));
     row(&mut o, "limit hits", std::iter::once(i.state_limit_hits));
+    let m = &i.memory;
+    let size = sluice_time::units::format_bytes;
+    let _ = writeln!(o, "Memory (queued frames, bytes)");
+    row(&mut o, "held now", std::iter::once(m.held_bytes));
+    row(&mut o, "peak", std::iter::once(m.peak_bytes));
+    row(
+        &mut o,
+        &format!("limit ({})", size(m.limit_bytes)),
+        std::iter::once(m.limit_bytes),
+    );
+    row(&mut o, "frames queued", std::iter::once(m.frames));
+    row(&mut o, "right-sized frames", std::iter::once(m.right_sized));
+    row(&mut o, "limit drops", std::iter::once(m.limit_drops));
+    for q in &m.queue_limits {
+        row(
+            &mut o,
+            &format!("{}/{} ({})", q.iface, q.queue, size(q.limit_bytes)),
+            std::iter::once(q.limit_bytes),
+        );
+    }
     if !i.io.is_empty() {
         let _ = writeln!(o, "I/O ({})", i.io_method);
         for (name, v) in &i.io {
@@ -560,6 +581,7 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
             tx_packets: 3,
             tx_bytes: 3000,
             queue_drops: 11,
+            memory_drops: 4,
             queue_drops_by_reason: vec![DropJson {
                 reason: "queue-full".into(),
                 packets: 11,
@@ -581,6 +603,19 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
             state_removals: 2,
             state_limit_hits: 0,
             io: vec![("rx_ring_drops".into(), 3)],
+            memory: Box::new(MemoryJson {
+                held_bytes: 2_801_988,
+                peak_bytes: 3_000_000,
+                limit_bytes: 64 << 20,
+                limit_drops: 4,
+                frames: 20_000,
+                right_sized: 19_999,
+                queue_limits: vec![QueueMemoryLimit {
+                    iface: "wan0".into(),
+                    queue: "bulk".into(),
+                    limit_bytes: 32 << 20,
+                }],
+            }),
             clients: vec![ClientsJson {
                 server: "control".into(),
                 serving: 1,
@@ -608,12 +643,21 @@ Drops
   queue (egress)                         0              11
     queue-full                           0              11
   reload                                 0               0
+  memory-limit                           0               4
 State Table
   current entries                        5
   limit                              10000
   inserts                                7
   removals                               2
   limit hits                             0
+Memory (queued frames, bytes)
+  held now                         2801988
+  peak                             3000000
+  limit (64MiB)                   67108864
+  frames queued                      20000
+  right-sized frames                 19999
+  limit drops                            4
+  wan0/bulk (32MiB)               33554432
 I/O (af_packet)
   rx_ring_drops                          3
 Clients                       serving     cap refused

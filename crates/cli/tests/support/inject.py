@@ -4,7 +4,9 @@
 Used by netns_e2e.rs to feed sluice bad input and encapsulated traffic.
     inject.py IFACE SRC_MAC DST_MAC SRC_IP DST_IP MODE COUNT
 MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
-      (prints the number of frames sent)
+      | small
+      (prints the number of frames sent; small: 60-byte UDP frames of one
+      flow to port 9, paced at about 100 000 frames/s)
     | vlan | qinq | pppoe4 | pppoe6 | vlan_bulk | nonip
       (UDP to port 5060 — 9 for vlan_bulk — inside an 802.1Q tag, an
       802.1ad + 802.1Q pair, a PPPoE session carrying IPv4 or IPv6; nonip:
@@ -281,6 +283,10 @@ def main():
             s.send(eth4 + first)
             sent += 1
             f = eth4 + later
+        elif mode == "small":
+            f = eth4 + ipv4(src, dst, 17, udp(4242, 9, b"s" * 18))
+            if i % 1000 == 999:
+                time.sleep(0.01)
         elif mode == "flood":
             sport = rnd.randrange(1024, 65535)
             dport = rnd.randrange(1, 65535)

@@ -251,16 +251,57 @@ fn limits_hold_after_every_enqueue() {
                 &mut drops,
             );
             assert!(
-                q.len() <= 100 && q.backlog_bytes() <= 50_000,
+                q.len() <= 100 && q.memory_bytes() <= 50_000,
                 "{} {}",
                 q.len(),
-                q.backlog_bytes()
+                q.memory_bytes()
             );
+            assert!(q.backlog_bytes() < q.memory_bytes());
         } else {
             q.dequeue(Instant(i * 1000), &mut drops);
         }
     }
     assert!(q.fq_stats().overflow_drops > 0);
+}
+
+/// Linux's `memory_limit` counts `skb->truesize`: 60-byte frames each in a
+/// 2 KiB receive buffer fill the limit at 2 KiB apiece, while the backlog
+/// shown stays their wire bytes. (Counting `len`, 10 000 such frames are
+/// 600 kB, under the 1 MiB limit: nothing would be dropped.)
+#[test]
+fn memory_limit_counts_the_buffer_not_the_frame() {
+    let limit = 1u64 << 20;
+    let mut q = FqCodel::new(Params {
+        flows: 16,
+        limit_packets: 100_000,
+        memory_limit_bytes: limit,
+        ..Params::default()
+    });
+    let mut drops = Vec::new();
+    for i in 0..10_000u64 {
+        let mut p = Packet::synthetic(i, 60, i.wrapping_mul(0x9e37_79b9_7f4a_7c15), ClassId::ROOT);
+        p.data = Vec::with_capacity(2048);
+        p.data.resize(60, 0);
+        q.enqueue(p, Instant(i), &mut drops);
+        assert!(q.memory_bytes() <= limit, "{} > {limit}", q.memory_bytes());
+    }
+    let per = 2048 + crate::PACKET_OVERHEAD;
+    let n = q.len() as u64;
+    assert!(
+        n <= limit / per,
+        "{n} packets resident, room for {}",
+        limit / per
+    );
+    // Overflow drops a batch from the fattest flow, at most half its bytes.
+    assert!(n >= limit / per / 2, "{n} packets resident");
+    assert_eq!(q.memory_bytes(), n * per);
+    assert_eq!(q.backlog_bytes(), n * 60, "backlog stays wire bytes");
+    assert_eq!(drops.len() as u64 + n, 10_000);
+    assert!(drops.iter().all(|d| d.reason == DropReason::QueueFull));
+    // Everything drained or purged, the books are empty again.
+    q.dequeue(Instant(20_000), &mut drops);
+    q.purge(&mut drops);
+    assert_eq!(q.memory_bytes(), 0);
 }
 
 #[test]
