@@ -34,7 +34,7 @@
 //!   driver offers it, and completions, asynchronous there, are reclaimed
 //!   on every send. Only copy mode (veth) has been run.
 
-mod program;
+pub(crate) mod program;
 mod socket;
 mod umem;
 
