@@ -414,4 +414,33 @@ mod tests {
             assert!(op.method.starts_with("af_xdp-"), "{}", op.method);
         });
     }
+
+    #[test]
+    fn a_detached_program_is_attached_again_or_refused_if_taken() {
+        in_fresh_netns(|| {
+            ip(&["link", "add", "a0", "type", "veth", "peer", "name", "b0"]);
+            ip(&["link", "set", "a0", "up"]);
+            ip(&["link", "set", "b0", "up"]);
+            let o = IoOptions {
+                disable_offloads: false,
+                ..IoOptions::default()
+            };
+            let mut op = open_pair(["a0", "b0"], &o).unwrap();
+            let Port::Xdp(x) = &mut op.ports[0] else {
+                panic!("AF_XDP expected, runs {}", op.method);
+            };
+            assert!(!x.ensure_attached().unwrap(), "attached: nothing to do");
+            x.detach_for_test().unwrap();
+            assert!(x.ensure_attached().unwrap(), "detached: attached again");
+            assert!(!x.ensure_attached().unwrap(), "and it holds");
+            // Detached, and another program takes the interface first.
+            x.detach_for_test().unwrap();
+            let map = program::create_xskmap().unwrap();
+            let prog = program::load_program(&map).unwrap();
+            let a0 = sockopt::ifindex("a0").unwrap() as u32;
+            let _intruder = program::attach_first(&prog, a0, &[program::XdpMode::Generic]).unwrap();
+            let e = x.ensure_attached().unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::ResourceBusy, "{e}");
+        });
+    }
 }

@@ -11,6 +11,8 @@ const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const BPF_LINK_CREATE: libc::c_long = 28;
+#[cfg(test)]
+const BPF_LINK_DETACH: libc::c_long = 34;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
@@ -260,6 +262,15 @@ pub fn link_ifindex(link: &OwnedFd) -> io::Result<u32> {
         .try_into()
         .map(u32::from_ne_bytes)
         .unwrap_or(0))
+}
+
+/// Detaches a link as `bpftool link detach` does (tests play the intruder).
+#[cfg(test)]
+pub fn link_detach(link: &OwnedFd) -> io::Result<()> {
+    // link_fd @0.
+    let mut attr = [0u64; 1];
+    put_u32(&mut attr, 0, link.as_raw_fd() as u32);
+    bpf(BPF_LINK_DETACH, &mut attr).map(|_| ())
 }
 
 #[cfg(test)]

@@ -432,6 +432,12 @@ impl XdpSocket {
         Ok(true)
     }
 
+    /// Detaches our program as someone else would (tests).
+    #[cfg(test)]
+    pub fn detach_for_test(&self) -> io::Result<()> {
+        program::link_detach(&self.link)
+    }
+
     /// Kernel-side receive drops since the last call: frames dropped for
     /// want of a fill-ring chunk or as too long (`rx_dropped`, which
     /// includes the fill-ring-empty case) and for a full RX ring.
