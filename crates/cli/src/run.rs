@@ -182,7 +182,7 @@ pub fn run(a: Args) -> ExitCode {
     let _lock = match sluice_io::lock_interfaces(lock_dir, &[&lan, &wan]) {
         Ok(l) => l,
         Err(e) => {
-            error!("not starting: {e}");
+            error!("cannot open {lan},{wan}: {e}");
             return ExitCode::FAILURE;
         }
     };

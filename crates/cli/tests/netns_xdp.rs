@@ -252,6 +252,11 @@ fn privileges_are_dropped_after_set_up_and_reload_and_stop_still_work() {
         String::from_utf8_lossy(&out.stderr),
         lab.log()
     );
+    let loaded = lab.info(&b).unwrap().config;
+    assert!(
+        loaded.ends_with("reload.conf"),
+        "runs the reloaded file: {loaded}"
+    );
     assert!(lab.ping_once(), "forwards after the reload\n{}", lab.log());
 
     let ctl = lab.control_path();
