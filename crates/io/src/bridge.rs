@@ -252,23 +252,17 @@ impl Bridge {
                         "the XDP program on {name} was detached (not by sluice); attached it again"
                     ));
                 }
-                // Deleted under us (its links detach with it): the same
-                // words as the link watch's.
-                Err(_) if crate::sockopt::ifindex(name).is_err() => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::NotFound,
+                Err(e) => {
+                    // Deleted under us (its links detach with it): the
+                    // same words as the link watch's.
+                    let why = if crate::sockopt::ifindex(name).is_err() {
                         format!(
                             "interface {name} disappeared (deleted or moved to another namespace)"
-                        ),
-                    ))
-                }
-                Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!(
-                        "the XDP program on {name} was detached and cannot be attached again: {e}"
-                    ),
-                    ))
+                        )
+                    } else {
+                        format!("the XDP program on {name} was detached and cannot be attached again: {e}")
+                    };
+                    return Err(io::Error::new(e.kind(), why));
                 }
             }
         }
