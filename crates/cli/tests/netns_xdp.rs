@@ -1,13 +1,14 @@
-//! The XDP attachment and the daemon's privileges under `sluice run`:
-//! an XDP program someone detaches (`bpftool link detach`) is attached
-//! again and counted; a second `sluice run` on the same interfaces is
-//! refused (one instance per interface, whatever the control socket); once
-//! set up, the daemon runs with no_new_privs and only the capabilities its
-//! loop uses, and reload and stop still work.
+//! The XDP attachment and the daemon's privileges under `sluice run`: an
+//! XDP program someone detaches (`bpftool link detach`) is attached again
+//! and counted, and if another program took its place meanwhile the run
+//! ends with an error naming the interface; a second `sluice run` on the
+//! same interfaces is refused (one instance per interface, whatever the
+//! control socket); once set up, the daemon runs with no_new_privs and only
+//! the capabilities its loop uses, and reload and stop still work.
 //!
-//! Needs root, `ip`, `ethtool`, `ping` and `bpftool` (scripts/setup.sh);
-//! otherwise each test prints a SKIP line and returns, or fails under
-//! `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
+//! Needs root, `ip`, `ethtool`, `ping`, `bpftool` and `python3`
+//! (scripts/setup.sh); otherwise each test prints a SKIP line and returns,
+//! or fails under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
 use sluice_lab::BridgeLab;
 use sluice_testkit::{require_io, require_netns, wait_for, Sluice};
@@ -109,6 +110,84 @@ fn a_detached_xdp_program_is_attached_again_and_counted() {
     );
     let st = lab.stop_sluice().unwrap();
     assert!(st.is_some_and(|s| s.success()), "clean stop\n{}", lab.log());
+}
+
+/// An intruder in Python (ctypes, no BPF toolchain): takes sluice's link
+/// off the interface and attaches its own XDP_PASS program in its place
+/// within microseconds, then holds it until killed. argv: link id, device.
+const INTRUDER: &str = r#"
+import ctypes, os, socket, struct, sys, time
+NR = {"x86_64": 321, "aarch64": 280}[os.uname().machine]
+libc = ctypes.CDLL(None, use_errno=True)
+def bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    r = libc.syscall(NR, cmd, buf, len(attr))
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "bpf command %d" % cmd)
+    return r
+link_id, dev = int(sys.argv[1]), sys.argv[2]
+ifindex = socket.if_nametoindex(dev)
+insns = ctypes.create_string_buffer(struct.pack("<BBhiBBhi", 0xb7, 0, 0, 2, 0x95, 0, 0, 0))
+lic = ctypes.create_string_buffer(b"GPL")
+# BPF_PROG_LOAD: XDP, 2 insns (r0 = XDP_PASS; exit), expected_attach_type BPF_XDP.
+prog = bpf(5, struct.pack("<IIQQIIQII16sII", 6, 2, ctypes.addressof(insns),
+                          ctypes.addressof(lic), 0, 0, 0, 0, 0, b"intruder", 0, 37))
+link = bpf(30, struct.pack("<III", link_id, 0, 0))   # BPF_LINK_GET_FD_BY_ID
+bpf(34, struct.pack("<IIII", link, 0, 0, 0))         # BPF_LINK_DETACH
+# BPF_LINK_CREATE, generic (skb) mode as sluice on veth.
+mine = bpf(28, struct.pack("<IIII", prog, ifindex, 37, 2))
+print("attached", flush=True)
+time.sleep(60)
+"#;
+
+#[test]
+fn a_program_that_cannot_be_attached_again_ends_the_run_naming_the_interface() {
+    let Some(_serial) = require_netns(&["bpftool", "python3"]) else {
+        return;
+    };
+    let mut lab = BridgeLab::new("xt").expect("namespaces");
+    let b = bin();
+    let id = lab
+        .start_sluice(&b, "pass all\n", &["--io", "xdp"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    if !require_io(&lab, &b, "xdp") {
+        return;
+    }
+    let link =
+        xdp_link_id(&lab, "lan0").unwrap_or_else(|| panic!("no XDP link on lan0\n{}", lab.log()));
+    let script = lab.dir.join("intruder.py");
+    std::fs::write(&script, INTRUDER).unwrap();
+    let out = lab.dir.join("intruder.log");
+    let shaper = lab.shaper.clone();
+    let intruder = lab
+        .topo
+        .spawn(
+            &shaper,
+            &[
+                "python3",
+                script.to_str().unwrap(),
+                &link.to_string(),
+                "lan0",
+            ],
+            Some(&out),
+        )
+        .expect("python3");
+    let read = || std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        wait_for(Duration::from_secs(5), || read().contains("attached")),
+        "the intruder did not take lan0:\n{}",
+        read()
+    );
+    let st = lab.topo.wait(id, Duration::from_secs(5)).unwrap();
+    let _ = lab.topo.stop(intruder, "KILL");
+    let log = lab.log();
+    eprintln!("netns_xdp: lan0 taken by another program: sluice {st:?}\n{log}");
+    let st = st.unwrap_or_else(|| panic!("sluice runs on, forwarding nothing\n{log}"));
+    assert!(!st.success(), "exit status says failure\n{log}");
+    assert!(
+        log.contains("the XDP program on lan0 was detached and cannot be attached again"),
+        "the error names the interface:\n{log}"
+    );
 }
 
 #[test]
