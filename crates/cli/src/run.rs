@@ -214,6 +214,18 @@ pub fn run(a: Args) -> ExitCode {
         ring_blocks: (16384 / a.ring_block_kib.max(4)).max(8),
         ..IoOptions::default()
     };
+    // One sluice per interface, whatever its control socket (sluice_io::lock_interfaces);
+    // taken before the take-back below, so one sluice never undoes another's hand-over.
+    let lock_dir = std::path::Path::new(sluice_control::DEFAULT_SOCKET)
+        .parent()
+        .unwrap_or(std::path::Path::new("/run/sluice"));
+    let _lock = match sluice_io::lock_interfaces(lock_dir, &[&lan, &wan]) {
+        Ok(l) => l,
+        Err(e) => {
+            error!("cannot open {lan},{wan}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     // Made before the bridge, so dropped after it (sockets and XDP released).
     let mut on_exit = match crate::failopen::take_back(a.on_exit, &lan, &wan) {
         Ok(g) => g,
@@ -248,6 +260,10 @@ pub fn run(a: Args) -> ExitCode {
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
         bridge.method()
     );
+    if let Err(e) = drop_privileges(&bridge, metrics_addr) {
+        error!("cannot drop privileges: {e}");
+        return ExitCode::FAILURE;
+    }
     let signals = match Signals::install() {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -349,6 +365,31 @@ pub fn run(a: Args) -> ExitCode {
     }
 }
 
+/// Before any other thread exists: keep only the capabilities the loop
+/// uses (plus binding a low metrics port, which happens later), set
+/// no_new_privs (sluice_io::caps has why the rest is not needed).
+fn drop_privileges(bridge: &Bridge, metrics: Option<std::net::SocketAddr>) -> std::io::Result<()> {
+    use sluice_io::caps;
+    let mut keep = bridge.caps_needed();
+    if metrics.is_some_and(|m| (1..1024).contains(&m.port())) {
+        keep |= caps::mask(&[caps::CAP_NET_BIND_SERVICE]);
+    }
+    let p = caps::restrict_to(keep)?;
+    info!(
+        "privileges: kept {} (bounding set {}), no_new_privs",
+        caps::names(p.effective),
+        caps::names(p.bounding)
+    );
+    if !p.bounding_reduced {
+        // Expected under the systemd unit, whose CapabilityBoundingSet= bounds it.
+        info!(
+            "bounding set left as the service manager set it (no CAP_SETPCAP): {}",
+            caps::names(p.bounding)
+        );
+    }
+    Ok(())
+}
+
 /// The I/O layer's counters by name, for `show info` and the metrics.
 fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
     let mut v = Vec::new();
@@ -362,6 +403,7 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
             ("oversize", &s.oversize),
             ("link_down", &s.link_down),
             ("down_drops", &s.down_drops),
+            ("xdp_reattach", &s.xdp_reattach),
         ] {
             v.push((format!("{name}_{what}"), c.load(Ordering::Relaxed)));
         }

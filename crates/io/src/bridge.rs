@@ -74,6 +74,9 @@ pub struct IfaceIoStats {
     pub link_down: AtomicU64,
     /// Frames that were due on the interface while it was down, released.
     pub down_drops: AtomicU64,
+    /// Times the XDP program was found detached (by someone else) and
+    /// attached again.
+    pub xdp_reattach: AtomicU64,
 }
 
 /// Counters of both interfaces, index 0 = LAN, 1 = WAN.
@@ -238,6 +241,7 @@ impl Bridge {
                 ] {
                     g.store(v, Ordering::Relaxed);
                 }
+                self.keep_attached()?;
                 next_stats = now + STATS_PERIOD;
             }
             // A port that is down takes nothing: waiting on it would be a
@@ -256,6 +260,58 @@ impl Bridge {
             })?;
         }
         Ok(())
+    }
+
+    /// Once per `STATS_PERIOD`: an XDP program someone detached is attached
+    /// again (logged once, counted in `xdp_reattach`); one that cannot be
+    /// ends the loop with an error naming the interface, as a bridge that
+    /// forwards nothing must not look alive. (Netlink does not announce a
+    /// BPF link detach, so this asks the link itself: one syscall.)
+    fn keep_attached(&mut self) -> io::Result<()> {
+        for (i, p) in self.ports.iter_mut().enumerate() {
+            let name = self.reactor.name(i);
+            match p.ensure_attached() {
+                Ok(false) => {}
+                Ok(true) => {
+                    self.stats.ifaces[i]
+                        .xdp_reattach
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.reactor.log(&format!(
+                        "the XDP program on {name} was detached (not by sluice); attached it again"
+                    ));
+                }
+                Err(e) => {
+                    // Deleted under us (its links detach with it): the
+                    // same words as the link watch's.
+                    let why = if crate::sockopt::ifindex(name).is_err() {
+                        format!(
+                            "interface {name} disappeared (deleted or moved to another namespace)"
+                        )
+                    } else {
+                        format!("the XDP program on {name} was detached and cannot be attached again: {e}")
+                    };
+                    return Err(io::Error::new(e.kind(), why));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a port runs on AF_XDP: its program may have to be attached
+    /// again while running (what `caps` must keep for it).
+    pub fn uses_xdp(&self) -> bool {
+        self.ports.iter().any(|p| p.is_xdp())
+    }
+
+    /// The capabilities the running loop uses ([`crate::caps`]): attaching
+    /// an XDP program again (CAP_NET_ADMIN and CAP_BPF) and handing the
+    /// interfaces back at exit (CAP_NET_ADMIN).
+    pub fn caps_needed(&self) -> u64 {
+        let mut v = vec![crate::caps::CAP_NET_ADMIN];
+        if self.uses_xdp() {
+            v.push(crate::caps::bpf_cap());
+        }
+        crate::caps::mask(&v)
     }
 
     fn receive(

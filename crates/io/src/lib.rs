@@ -20,6 +20,9 @@
 //!   engine is not asked for more until it drains; a frame it refuses for
 //!   good is counted in `tx_errors`, one due on a link that is down in
 //!   `down_drops`.
+//! - One sluice per interface (`lock.rs`: a flock per netns and ifindex);
+//!   once set up, the daemon keeps only the capabilities its loop uses
+//!   (`caps.rs`).
 //! - Buffers are recycled ([`pool::Pool`]): steady state does not allocate.
 //! - Packet I/O by AF_XDP (`Method::Xdp`, the default: one AF_XDP socket
 //!   pair per interface for both directions, `xdp/`: the BPF program in
@@ -36,7 +39,8 @@
 //!   `sys.rs` (syscalls: clock, epoll, timers, netlink, scheduling),
 //!   `sockopt.rs` (socket options, interface ioctls), `sock.rs` (packet
 //!   sockets and the TPACKET ring), `xdp/` (BPF, UMEM, AF_XDP rings),
-//!   `signals.rs` and the generator in `blast.rs`; each block says why it
+//!   `signals.rs`, `caps.rs` (capabilities, prctl), `lock.rs` (flock) and
+//!   the generator in `blast.rs`; each block says why it
 //!   is sound. The reactor, the ports and both loops have none.
 
 // A failed write to stderr must not panic the data plane: messages go
@@ -45,9 +49,11 @@
 
 pub mod blast;
 mod bridge;
+pub mod caps;
 pub mod delay;
 pub mod kernel_bridge;
 mod link;
+mod lock;
 pub mod offload;
 pub mod pool;
 mod port;
@@ -61,6 +67,7 @@ mod xdp;
 
 pub use bridge::{Bridge, IfaceIoStats, IoStats, PoolStats};
 pub use delay::{set_thread_fifo, DelayLine, DelayOptions, DelayStats};
+pub use lock::{lock_interfaces, IfaceLock};
 pub use offload::OffloadResult;
 pub use port::{IoOptions, Method};
 pub use reactor::{Log, Waker};

@@ -14,7 +14,13 @@
 //!   generic mode, `tests/netns_link.rs`; native drivers re-attach the
 //!   socket's UMEM when they restart their rings, untested here).
 //! - Which I/O runs is decided once at open ([`open_pair`]), with the
-//!   fallbacks of [`Method`] and the reason recorded.
+//!   fallbacks of [`Method`] and the reason recorded. An interface that
+//!   already runs another XDP program (EBUSY/EEXIST on attach) is not a
+//!   reason to fall back but a refusal: AF_PACKET beside another bridge
+//!   would forward every frame twice.
+//! - An XDP program someone detached (`bpftool link detach`) is attached
+//!   again by [`Port::ensure_attached`], which the bridge calls once a
+//!   second: the AF_XDP socket stays bound and in the map meanwhile.
 
 use crate::offload::{self, OffloadResult};
 use crate::sock::{PacketSocket, RingConfig, RingVersion, RxFrame};
@@ -165,6 +171,20 @@ impl Port {
         }
     }
 
+    /// AF_XDP: re-attaches the XDP program if someone detached it
+    /// (`Ok(true)`); packet sockets have nothing to check.
+    pub fn ensure_attached(&mut self) -> io::Result<bool> {
+        match self {
+            Port::Packet { .. } => Ok(false),
+            Port::Xdp(x) => x.ensure_attached(),
+        }
+    }
+
+    /// Whether this port runs on AF_XDP (its program may need attaching again).
+    pub fn is_xdp(&self) -> bool {
+        matches!(self, Port::Xdp(_))
+    }
+
     /// Frames handed to the kernel but not yet taken by it (AF_XDP TX ring).
     pub fn tx_waiting(&mut self) -> bool {
         match self {
@@ -212,6 +232,13 @@ fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
     PacketSocket::open(name, Some(ring(version))).or_else(|_| PacketSocket::open(name, None))
 }
 
+/// Why AF_XDP could not be had: a reason to fall back (the kernel or
+/// driver cannot), or a refusal (another XDP program holds an interface).
+enum XdpRefused {
+    Fallback(String),
+    Busy(String),
+}
+
 /// AF_XDP on both interfaces, or the reason it cannot be had. `ctl`:
 /// packet sockets for the ethtool ioctls (an AF_XDP socket does not take
 /// them).
@@ -220,11 +247,18 @@ fn open_xdp(
     ctl: [RawFd; 2],
     mtu: [usize; 2],
     generic: bool,
-) -> Result<[Port; 2], String> {
+) -> Result<[Port; 2], XdpRefused> {
     let one = |k: usize| {
         XdpSocket::open(names[k], mtu[k], ctl[k], generic)
             .map(|x| Port::Xdp(Box::new(x)))
-            .map_err(|e| format!("{}: {e}", names[k]))
+            .map_err(|e| {
+                let why = format!("{}: {e}", names[k]);
+                if e.kind() == io::ErrorKind::ResourceBusy {
+                    XdpRefused::Busy(why)
+                } else {
+                    XdpRefused::Fallback(why)
+                }
+            })
     };
     Ok([one(0)?, one(1)?])
 }
@@ -251,7 +285,15 @@ pub fn open_pair(names: [&str; 2], o: &IoOptions) -> io::Result<Opened> {
             let ctl = [tx[0].fd(), tx[1].fd()];
             match open_xdp(names, ctl, mtu, o.method == Method::XdpGeneric) {
                 Ok(p) => Some(p),
-                Err(why) => {
+                Err(XdpRefused::Busy(why)) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ResourceBusy,
+                        format!(
+                        "{why}; refusing to run beside it (no fallback: two bridges on one link)"
+                    ),
+                    ))
+                }
+                Err(XdpRefused::Fallback(why)) => {
                     fallback = Some(format!("AF_XDP unavailable ({why})"));
                     None
                 }
@@ -303,4 +345,102 @@ pub fn open_pair(names: [&str; 2], o: &IoOptions) -> io::Result<Opened> {
         fallback,
         offloads,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xdp::program;
+    use std::io::Write;
+    use std::process::Command;
+
+    /// Runs `f` on a thread of its own in a new, empty network namespace
+    /// (a thread's namespace is its own; processes it starts inherit it),
+    /// so nothing touches the host's interfaces. Needs root: skipped
+    /// otherwise, a failure under SLUICE_REQUIRE_NETNS=1.
+    fn in_fresh_netns(f: impl FnOnce() + Send + 'static) {
+        let ok = std::thread::spawn(move || {
+            // SAFETY: plain syscall; it changes this thread's namespace only.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return false;
+            }
+            f();
+            true
+        })
+        .join()
+        .expect("the test thread panicked");
+        if !ok {
+            let required = std::env::var("SLUICE_REQUIRE_NETNS").is_ok_and(|v| v == "1");
+            assert!(!required, "unshare(CLONE_NEWNET) refused: run as root");
+            let _ = writeln!(std::io::stderr(), "SKIP: needs root (unshare CLONE_NEWNET)");
+        }
+    }
+
+    fn ip(args: &[&str]) {
+        let st = Command::new("ip").args(args).status().expect("ip");
+        assert!(st.success(), "ip {args:?}");
+    }
+
+    #[test]
+    fn an_interface_with_another_xdp_program_is_refused_not_fallen_back() {
+        in_fresh_netns(|| {
+            ip(&["link", "add", "a0", "type", "veth", "peer", "name", "b0"]);
+            ip(&["link", "set", "a0", "up"]);
+            ip(&["link", "set", "b0", "up"]);
+            // Someone else's program on b0 (ours will do: any program).
+            let map = program::create_xskmap().unwrap();
+            let prog = program::load_program(&map).unwrap();
+            let b0 = sockopt::ifindex("b0").unwrap() as u32;
+            let (held, _) = program::attach_first(&prog, b0, &[program::XdpMode::Generic]).unwrap();
+            let o = IoOptions {
+                disable_offloads: false,
+                ..IoOptions::default()
+            };
+            let e = match open_pair(["a0", "b0"], &o) {
+                Ok(op) => panic!(
+                    "opened as {} beside another program ({:?})",
+                    op.method, op.fallback
+                ),
+                Err(e) => e,
+            };
+            assert_eq!(e.kind(), io::ErrorKind::ResourceBusy, "{e}");
+            assert!(
+                e.to_string().starts_with("b0: "),
+                "names the interface: {e}"
+            );
+            // Without it, AF_XDP opens on both.
+            drop(held);
+            let op = open_pair(["a0", "b0"], &o).unwrap();
+            assert!(op.method.starts_with("af_xdp-"), "{}", op.method);
+        });
+    }
+
+    #[test]
+    fn a_detached_program_is_attached_again_or_refused_if_taken() {
+        in_fresh_netns(|| {
+            ip(&["link", "add", "a0", "type", "veth", "peer", "name", "b0"]);
+            ip(&["link", "set", "a0", "up"]);
+            ip(&["link", "set", "b0", "up"]);
+            let o = IoOptions {
+                disable_offloads: false,
+                ..IoOptions::default()
+            };
+            let mut op = open_pair(["a0", "b0"], &o).unwrap();
+            let Port::Xdp(x) = &mut op.ports[0] else {
+                panic!("AF_XDP expected, runs {}", op.method);
+            };
+            assert!(!x.ensure_attached().unwrap(), "attached: nothing to do");
+            x.detach_for_test().unwrap();
+            assert!(x.ensure_attached().unwrap(), "detached: attached again");
+            assert!(!x.ensure_attached().unwrap(), "and it holds");
+            // Detached, and another program takes the interface first.
+            x.detach_for_test().unwrap();
+            let map = program::create_xskmap().unwrap();
+            let prog = program::load_program(&map).unwrap();
+            let a0 = sockopt::ifindex("a0").unwrap() as u32;
+            let _intruder = program::attach_first(&prog, a0, &[program::XdpMode::Generic]).unwrap();
+            let e = x.ensure_attached().unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::ResourceBusy, "{e}");
+        });
+    }
 }

@@ -279,6 +279,16 @@ impl Reactor {
         self.log = log;
     }
 
+    /// Port `i`'s interface name.
+    pub fn name(&self, i: usize) -> &str {
+        self.links.name(i)
+    }
+
+    /// Logs one line through the user's logger.
+    pub fn log(&self, msg: &str) {
+        (self.log)(msg)
+    }
+
     /// Port `i`'s interface is up with carrier.
     pub fn is_up(&self, i: usize) -> bool {
         self.links.is_up(i)

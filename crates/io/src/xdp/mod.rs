@@ -12,6 +12,12 @@
 //!   dying) detaches the program. Native (driver) mode is tried first, then
 //!   generic (skb) mode — the other way round on veth, whose native mode
 //!   copies every frame once more.
+//! - Someone else can detach that link (`BPF_LINK_DETACH`, `bpftool link
+//!   detach`): the descriptor stays valid, its info says ifindex 0, and no
+//!   netlink event announces it. [`XdpSocket::ensure_attached`] asks the
+//!   link and attaches the same program again with a new one (the socket
+//!   stays bound and in the map). An interface that already runs another
+//!   program answers EBUSY/EEXIST: `ErrorKind::ResourceBusy`, a refusal.
 //! - One UMEM per interface, `FRAMES` chunks: `RX_FRAMES` are handed to
 //!   the fill ring for reception (as many slots as the TPACKET_V2 ring
 //!   has, to absorb the same bursts while the loop is descheduled), the
@@ -34,7 +40,7 @@
 //!   driver offers it, and completions, asynchronous there, are reclaimed
 //!   on every send. Only copy mode (veth) has been run.
 
-mod program;
+pub(crate) mod program;
 mod socket;
 mod umem;
 

@@ -9,7 +9,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const BPF_LINK_CREATE: libc::c_long = 28;
+#[cfg(test)]
+const BPF_LINK_DETACH: libc::c_long = 34;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
@@ -118,7 +121,7 @@ fn put_u32(attr: &mut [u64], off: usize, v: u32) {
     *w = u64::from_ne_bytes(b);
 }
 
-pub(super) fn create_xskmap() -> io::Result<OwnedFd> {
+pub(crate) fn create_xskmap() -> io::Result<OwnedFd> {
     // map_type, key_size, value_size, max_entries, map_flags …
     let mut attr = [0u64; 8];
     put_u32(&mut attr, 0, BPF_MAP_TYPE_XSKMAP);
@@ -128,7 +131,7 @@ pub(super) fn create_xskmap() -> io::Result<OwnedFd> {
     bpf(BPF_MAP_CREATE, &mut attr).map(owned)
 }
 
-pub(super) fn load_program(map: &OwnedFd) -> io::Result<OwnedFd> {
+pub(crate) fn load_program(map: &OwnedFd) -> io::Result<OwnedFd> {
     let insns = redirect_program(map.as_raw_fd());
     let bytes: Vec<u8> = insns.iter().flat_map(|i| i.to_bytes()).collect();
     let license = b"BSD\0";
@@ -189,8 +192,17 @@ pub(super) fn map_insert(map: &OwnedFd, key: u32, value: u32) -> io::Result<()> 
     Ok(())
 }
 
+/// Another XDP program holds the interface: a link attach over any
+/// program answers EBUSY, one in the other mode EEXIST ("native and generic
+/// XDP can't be active at the same time"). That is a refusal, never a
+/// reason to fall back: falling back would run two bridges on one link.
+fn busy(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST))
+}
+
 /// Attaches `prog` to `ifindex` in the first mode of `order` that the
-/// driver takes; the link is the attachment.
+/// driver takes; the link is the attachment. An interface that already has
+/// an XDP program is `ErrorKind::ResourceBusy` at once.
 pub fn attach_first(
     prog: &OwnedFd,
     ifindex: u32,
@@ -205,6 +217,16 @@ pub fn attach_first(
         };
         match attach(prog, ifindex, flags) {
             Ok(l) => return Ok((l, m)),
+            Err(e) if busy(&e) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::ResourceBusy,
+                    format!(
+                        "another XDP program is attached ({} mode attach: {e}); \
+                         `bpftool net show` names it",
+                        m.name()
+                    ),
+                ))
+            }
             Err(e) => refused.push((m, e)),
         }
     }
@@ -219,6 +241,36 @@ pub fn attach_first(
         kind,
         format!("attach XDP: {}", why.join(", ")),
     ))
+}
+
+/// The ifindex a BPF link is attached to, from `BPF_OBJ_GET_INFO_BY_FD`:
+/// 0 once the link was detached (`bpftool link detach`, `BPF_LINK_DETACH`),
+/// which leaves the descriptor valid but the program off the interface.
+/// Needs no privilege beyond holding the descriptor.
+pub fn link_ifindex(link: &OwnedFd) -> io::Result<u32> {
+    // struct bpf_link_info: type @0, id @4, prog_id @8, then the per-type
+    // union at @16, whose `xdp.ifindex` is its first u32. The kernel fills
+    // at most `info_len` bytes.
+    let mut info = [0u64; 8];
+    // bpf_fd @0, info_len @4, info @8.
+    let mut attr = [0u64; 2];
+    put_u32(&mut attr, 0, link.as_raw_fd() as u32);
+    put_u32(&mut attr, 4, std::mem::size_of_val(&info) as u32);
+    attr[1] = info.as_mut_ptr() as u64;
+    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    Ok(info[2].to_ne_bytes()[..4]
+        .try_into()
+        .map(u32::from_ne_bytes)
+        .unwrap_or(0))
+}
+
+/// Detaches a link as `bpftool link detach` does (tests play the intruder).
+#[cfg(test)]
+pub fn link_detach(link: &OwnedFd) -> io::Result<()> {
+    // link_fd @0.
+    let mut attr = [0u64; 1];
+    put_u32(&mut attr, 0, link.as_raw_fd() as u32);
+    bpf(BPF_LINK_DETACH, &mut attr).map(|_| ())
 }
 
 #[cfg(test)]

@@ -30,8 +30,10 @@ pub struct XdpSocket {
     tx_fd: OwnedFd,
     /// The receiving socket: RX, fill and completion rings; in the map and in epoll.
     fd: OwnedFd,
-    _link: OwnedFd,
-    _prog: OwnedFd,
+    /// The attachment; replaced by a new link if someone detaches it.
+    link: OwnedFd,
+    /// Kept to attach again after a detach (it holds the map).
+    prog: OwnedFd,
     _map: OwnedFd,
     rx: Ring,
     tx: Ring,
@@ -45,6 +47,7 @@ pub struct XdpSocket {
     zerocopy: bool,
     /// Kernel drop counters at the last `take_drops`.
     drops_seen: u64,
+    ifindex: u32,
 }
 
 fn owned(fd: libc::c_int) -> OwnedFd {
@@ -195,8 +198,8 @@ impl XdpSocket {
         Ok(XdpSocket {
             tx_fd,
             fd,
-            _link: link,
-            _prog: prog,
+            link,
+            prog,
             _map: map,
             rx,
             tx,
@@ -208,6 +211,7 @@ impl XdpSocket {
             mode,
             zerocopy,
             drops_seen: 0,
+            ifindex,
         })
     }
 
@@ -410,6 +414,28 @@ impl XdpSocket {
             Some(e) => Err((taken, e)),
             None => Ok(taken),
         }
+    }
+
+    /// Checks that our link still attaches the program; if someone
+    /// detached it (`bpftool link detach`: the link stays open but the
+    /// interface runs no program, so the socket receives nothing), attaches
+    /// the same program again in the same mode. The socket stays bound and
+    /// in the map meanwhile, so forwarding resumes with the new link.
+    /// `Ok(true)`: it was detached and is attached again; `Err`: it cannot
+    /// be (another program took the interface, or a privilege is missing).
+    pub fn ensure_attached(&mut self) -> io::Result<bool> {
+        if program::link_ifindex(&self.link)? != 0 {
+            return Ok(false);
+        }
+        let (link, _) = program::attach_first(&self.prog, self.ifindex, &[self.mode])?;
+        self.link = link;
+        Ok(true)
+    }
+
+    /// Detaches our program as someone else would (tests).
+    #[cfg(test)]
+    pub fn detach_for_test(&self) -> io::Result<()> {
+        program::link_detach(&self.link)
     }
 
     /// Kernel-side receive drops since the last call: frames dropped for

@@ -1,0 +1,242 @@
+//! Dropping privileges once the daemon is set up: capabilities(7) reduced
+//! to what the running loop still uses, and `PR_SET_NO_NEW_PRIVS`.
+//!
+//! # Principles
+//! - Everything that needs full root happens before: the sockets are open
+//!   (CAP_NET_RAW is checked at `socket(2)` only), offloads are set
+//!   (CAP_NET_ADMIN), the UMEM is locked (CAP_IPC_LOCK), the XDP program is
+//!   loaded and attached (CAP_BPF). What is left to a running daemon is
+//!   attaching the same program again after someone detached it
+//!   (CAP_NET_ADMIN + CAP_BPF, or CAP_SYS_ADMIN on kernels before 5.8,
+//!   which lack CAP_BPF) and handing the interfaces back at exit
+//!   (CAP_NET_ADMIN). The caller names the set ([`restrict_to`]).
+//! - The uid stays 0: files the daemon reads or removes later (the
+//!   configuration on reload, its control socket and lock files at exit)
+//!   are root's, which the owner's permission bits grant without
+//!   CAP_DAC_OVERRIDE. A configuration owned by another user and not
+//!   readable by others is refused on reload.
+//! - Reduced are the effective, permitted and inheritable sets, the
+//!   ambient set (cleared) and the bounding set (needs CAP_SETPCAP; under a
+//!   systemd unit whose `CapabilityBoundingSet=` already bounds it, EPERM
+//!   is expected and said). With `PR_SET_NO_NEW_PRIVS`, nothing executed
+//!   later gains a capability the daemon no longer has (capabilities(7),
+//!   "Capabilities and execution of programs by root"; prctl(2)).
+//! - Capabilities are per thread and inherited at creation: this runs
+//!   before any other thread exists, and refuses to run otherwise.
+
+use std::io;
+
+pub const CAP_DAC_OVERRIDE: u32 = 1;
+pub const CAP_SETPCAP: u32 = 8;
+pub const CAP_NET_BIND_SERVICE: u32 = 10;
+pub const CAP_NET_ADMIN: u32 = 12;
+pub const CAP_NET_RAW: u32 = 13;
+pub const CAP_IPC_LOCK: u32 = 14;
+pub const CAP_SYS_ADMIN: u32 = 21;
+pub const CAP_BPF: u32 = 39;
+
+/// `_LINUX_CAPABILITY_VERSION_3`: 64-bit sets in two 32-bit halves.
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// The thread's privileges after [`restrict_to`] (bit `n` is capability `n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Privileges {
+    pub effective: u64,
+    pub permitted: u64,
+    pub bounding: u64,
+    pub no_new_privs: bool,
+    /// The bounding set could be reduced (false: CAP_SETPCAP is missing).
+    pub bounding_reduced: bool,
+}
+
+/// The highest capability this kernel knows.
+pub fn last_cap() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(CAP_BPF)
+        .min(63)
+}
+
+/// What loading or attaching a BPF program takes here: CAP_BPF where the
+/// kernel has it (5.8+), else CAP_SYS_ADMIN.
+pub fn bpf_cap() -> u32 {
+    if last_cap() >= CAP_BPF {
+        CAP_BPF
+    } else {
+        CAP_SYS_ADMIN
+    }
+}
+
+/// A capability mask from capability numbers.
+pub fn mask(caps: &[u32]) -> u64 {
+    caps.iter().filter(|&&c| c < 64).fold(0, |m, &c| m | 1 << c)
+}
+
+/// The names of the capabilities in `m`, as capabilities(7) spells them
+/// (lower case), comma-separated; `none` for the empty set.
+pub fn names(m: u64) -> String {
+    const KNOWN: [(u32, &str); 8] = [
+        (CAP_DAC_OVERRIDE, "cap_dac_override"),
+        (CAP_SETPCAP, "cap_setpcap"),
+        (CAP_NET_BIND_SERVICE, "cap_net_bind_service"),
+        (CAP_NET_ADMIN, "cap_net_admin"),
+        (CAP_NET_RAW, "cap_net_raw"),
+        (CAP_IPC_LOCK, "cap_ipc_lock"),
+        (CAP_SYS_ADMIN, "cap_sys_admin"),
+        (CAP_BPF, "cap_bpf"),
+    ];
+    let v: Vec<String> = (0..64u32)
+        .filter(|c| m & (1 << c) != 0)
+        .map(|c| match KNOWN.iter().find(|(n, _)| *n == c) {
+            Some((_, name)) => name.to_string(),
+            None => format!("cap_{c}"),
+        })
+        .collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(",")
+    }
+}
+
+fn prctl(op: libc::c_int, a: libc::c_ulong) -> io::Result<libc::c_int> {
+    // SAFETY: the prctl operations used here take integer arguments only.
+    let r = unsafe {
+        libc::prctl(
+            op,
+            a,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    crate::sys::cvt(r)
+}
+
+fn capget() -> io::Result<[CapData; 2]> {
+    let mut h = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut d = [CapData::default(); 2];
+    // SAFETY: a version-3 header and the two data structs version 3 writes.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut CapHeader, d.as_mut_ptr()) };
+    crate::sys::cvt(r as libc::c_int)?;
+    Ok(d)
+}
+
+fn capset(d: &[CapData; 2]) -> io::Result<()> {
+    let mut h = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    // SAFETY: a version-3 header and the two data structs version 3 reads.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut CapHeader, d.as_ptr()) };
+    crate::sys::cvt(r as libc::c_int)?;
+    Ok(())
+}
+
+fn join(lo: u32, hi: u32) -> u64 {
+    u64::from(lo) | u64::from(hi) << 32
+}
+
+/// The calling thread's privileges as they are.
+pub fn current() -> io::Result<Privileges> {
+    let d = capget()?;
+    let mut bounding = 0u64;
+    for c in 0..=last_cap() {
+        if prctl(libc::PR_CAPBSET_READ, c.into())? == 1 {
+            bounding |= 1 << c;
+        }
+    }
+    Ok(Privileges {
+        effective: join(d[0].effective, d[1].effective),
+        permitted: join(d[0].permitted, d[1].permitted),
+        bounding,
+        no_new_privs: prctl(libc::PR_GET_NO_NEW_PRIVS, 0)? == 1,
+        bounding_reduced: true,
+    })
+}
+
+/// Sets `PR_SET_NO_NEW_PRIVS` and reduces every capability set to `keep`
+/// (a [`mask`]; what is not permitted now stays out). Must run before the
+/// process has a second thread (refused otherwise: it would keep all).
+pub fn restrict_to(keep: u64) -> io::Result<Privileges> {
+    let threads = std::fs::read_dir("/proc/self/task")?.count();
+    if threads != 1 {
+        return Err(io::Error::other(format!(
+            "{threads} threads already run; capabilities are per thread"
+        )));
+    }
+    prctl(libc::PR_SET_NO_NEW_PRIVS, 1)?;
+    let mut bounding_reduced = true;
+    for c in 0..=last_cap() {
+        if keep & (1 << c) != 0 || prctl(libc::PR_CAPBSET_READ, c.into())? != 1 {
+            continue;
+        }
+        match prctl(libc::PR_CAPBSET_DROP, c.into()) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                bounding_reduced = false;
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // Older kernels have no ambient set (EINVAL): nothing to clear.
+    match prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+    ) {
+        Err(e) if e.raw_os_error() != Some(libc::EINVAL) => return Err(e),
+        _ => {}
+    }
+    let mut d = capget()?;
+    for (k, half) in d.iter_mut().enumerate() {
+        let keep = (keep >> (32 * k)) as u32;
+        half.permitted &= keep;
+        half.effective = half.permitted;
+        half.inheritable = 0;
+    }
+    capset(&d)?;
+    let mut p = current()?;
+    p.bounding_reduced = bounding_reduced;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_and_names() {
+        let m = mask(&[CAP_NET_ADMIN, CAP_BPF]);
+        assert_eq!(m, 1 << 12 | 1 << 39);
+        assert_eq!(names(m), "cap_net_admin,cap_bpf");
+        assert_eq!(names(0), "none");
+        assert_eq!(names(1 << 5), "cap_5");
+        assert_eq!(mask(&[64, 70]), 0, "out of range is ignored");
+    }
+
+    #[test]
+    fn current_reads_this_thread() {
+        let p = current().unwrap();
+        assert_eq!(p.effective & !p.permitted, 0, "effective ⊆ permitted");
+        assert!(p.bounding != 0 || p.permitted == 0);
+    }
+}
