@@ -32,6 +32,7 @@ use crate::out::ewriteln;
 use crate::run::{log, Level};
 use clap::{Args as ClapArgs, ValueEnum};
 use sluice_io::kernel_bridge;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// What the two interfaces do once sluice has stopped.
@@ -116,24 +117,29 @@ pub struct Args {
     /// The two interfaces, as given to `run --bridge`: LAN and WAN.
     #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = crate::run::parse_bridge)]
     bridge: (String, String),
-    /// The control socket of a daemon that would still run on them: if one
-    /// answers there, nothing is done.
-    #[arg(long, value_name = "PATH", default_value = sluice_control::DEFAULT_SOCKET)]
-    control: String,
 }
 
 pub fn run(a: Args) -> ExitCode {
     let (lan, wan) = &a.bridge;
     // A running daemon forwards already; a kernel bridge beside it would
-    // forward each frame a second time, unshaped.
-    if std::os::unix::net::UnixStream::connect(&a.control).is_ok() {
-        ewriteln!(
-            "sluice: on-exit: a sluice daemon answers on {}: it forwards {lan},{wan}; \
-             stop it first (`sluice stop`)",
-            a.control
-        );
-        return ExitCode::FAILURE;
-    }
+    // forward each frame a second time, unshaped. Its interface locks say
+    // so whatever its control socket; held until this command is done, so
+    // no `sluice run` starts in the middle of the change.
+    // A missing interface runs no sluice: the mode's own step says what
+    // became of it.
+    let dir = Path::new(sluice_control::RUNTIME_DIR);
+    let _lock = match sluice_io::lock_interfaces(dir, &[lan, wan]) {
+        Ok(l) => Some(l),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) if e.kind() == std::io::ErrorKind::ResourceBusy => {
+            ewriteln!("sluice: on-exit: {lan},{wan}: {e}; stop that sluice first (`sluice stop`)");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            ewriteln!("sluice: on-exit: {lan},{wan}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let done = match a.mode {
         Mode::Bridge => kernel_bridge::hand_over(lan, wan).map(|h| {
             format!(

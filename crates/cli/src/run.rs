@@ -216,9 +216,7 @@ pub fn run(a: Args) -> ExitCode {
     };
     // One sluice per interface, whatever its control socket (sluice_io::lock_interfaces);
     // taken before the take-back below, so one sluice never undoes another's hand-over.
-    let lock_dir = std::path::Path::new(sluice_control::DEFAULT_SOCKET)
-        .parent()
-        .unwrap_or(std::path::Path::new("/run/sluice"));
+    let lock_dir = std::path::Path::new(sluice_control::RUNTIME_DIR);
     let _lock = match sluice_io::lock_interfaces(lock_dir, &[&lan, &wan]) {
         Ok(l) => l,
         Err(e) => {

@@ -63,20 +63,8 @@ fn bridges(lab: &BridgeLab) -> Vec<String> {
 
 /// `sluice on-exit ARGS… --bridge lan0,wan0` in the shaper namespace.
 fn on_exit(lab: &BridgeLab, b: &str, mode: &str) -> std::process::Output {
-    let ctl = lab.control_path();
     lab.topo
-        .exec_unchecked(
-            &lab.shaper,
-            &[
-                b,
-                "on-exit",
-                mode,
-                "--bridge",
-                "lan0,wan0",
-                "--control",
-                &ctl,
-            ],
-        )
+        .exec_unchecked(&lab.shaper, &[b, "on-exit", mode, "--bridge", "lan0,wan0"])
         .expect("sluice on-exit")
 }
 
@@ -131,6 +119,19 @@ fn on_exit_bridge_keeps_the_lan_online_and_run_takes_it_back() {
     let id = lab
         .start_sluice(&b, CONF, &["--on-exit", "bridge"])
         .unwrap_or_else(|e| panic!("run --on-exit bridge: {e}"));
+    // While it runs, `on-exit` refuses (its interface locks, not its
+    // control socket, say that it runs).
+    let early = on_exit(&lab, &b, "bridge");
+    let said = String::from_utf8_lossy(&early.stderr);
+    assert!(
+        !early.status.success() && said.contains("already bridged by another sluice"),
+        "on-exit beside a running sluice: {early:?}"
+    );
+    assert_eq!(
+        master(&lab, "lan0"),
+        None,
+        "on-exit made no bridge beside sluice"
+    );
     let out = lab.ctl(&b, &["stop"]).expect("sluice stop");
     assert!(out.status.success(), "sluice stop: {out:?}");
     let st = lab.topo.wait(id, EXIT_WAIT).unwrap();

@@ -71,6 +71,10 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 /// rather than all of `/run`, and `sluice show` needs no flag either way.
 pub const DEFAULT_SOCKET: &str = "/run/sluice/sluice.sock";
 
+/// The runtime directory (systemd's `RuntimeDirectory=sluice`): the
+/// default control socket and the per-interface locks of `sluice run`.
+pub const RUNTIME_DIR: &str = "/run/sluice";
+
 /// A configuration as loaded: the file, its text, the `-D` defines it was
 /// checked with and the IR built from them.
 #[derive(Clone, Debug)]
