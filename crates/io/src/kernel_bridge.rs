@@ -29,6 +29,10 @@
 //!   for it (`ANSWER_WAIT` at most): each failure is reported with the step
 //!   it happened at. Message building and parsing are pure and unit-tested.
 
+use crate::rtnl::{
+    self, parse_link, LinkInfo, Req, IFLA_IFALIAS, IFLA_IFNAME, IFLA_INFO_KIND, IFLA_LINKINFO,
+    IFLA_MASTER, NLMSG_ERROR, NLM_F_CREATE, NLM_F_EXCL, RTM_DELLINK, RTM_GETLINK, RTM_NEWLINK,
+};
 use crate::sockopt;
 use crate::sys;
 use std::io;
@@ -38,25 +42,6 @@ use std::time::Duration;
 /// The start of the alias that marks a bridge as sluice's.
 pub const MARKER: &str = "sluice on-exit bridge";
 
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_ACK: u16 = 0x4;
-const NLM_F_EXCL: u16 = 0x200;
-const NLM_F_CREATE: u16 = 0x400;
-const NLMSG_ERROR: u16 = 2;
-const RTM_NEWLINK: u16 = 16;
-const RTM_DELLINK: u16 = 17;
-const RTM_GETLINK: u16 = 18;
-const IFLA_IFNAME: u16 = 3;
-const IFLA_MASTER: u16 = 10;
-const IFLA_LINKINFO: u16 = 18;
-const IFLA_IFALIAS: u16 = 20;
-const IFLA_INFO_KIND: u16 = 1;
-const NLA_F_NESTED: u16 = 0x8000;
-/// The attribute type without the NESTED and NET_BYTEORDER flags.
-const NLA_TYPE_MASK: u16 = 0x3fff;
-const NLMSG_HDR: usize = 16;
-const IFINFOMSG: usize = 16;
-const IFF_UP: u32 = libc::IFF_UP as u32;
 /// IFNAMSIZ less the terminating NUL.
 const IFNAME_MAX: usize = 15;
 /// How long one request may wait for the kernel's answer.
@@ -78,19 +63,6 @@ pub fn bridge_name(lan_ifindex: i32) -> String {
 /// The alias sluice gives its bridge.
 fn marker_for(lan: &str, wan: &str) -> String {
     format!("{MARKER} for {lan},{wan}")
-}
-
-/// What rtnetlink says about one link.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LinkInfo {
-    pub ifindex: i32,
-    pub flags: u32,
-    pub name: String,
-    /// The ifindex of its master (a bridge, a bond), if it has one.
-    pub master: Option<i32>,
-    /// `IFLA_INFO_KIND`: `bridge`, `veth`, … (none for a physical NIC).
-    pub kind: Option<String>,
-    pub alias: Option<String>,
 }
 
 impl LinkInfo {
@@ -328,72 +300,6 @@ fn one(mut v: Vec<LinkInfo>) -> io::Result<LinkInfo> {
     }
 }
 
-/// One rtnetlink link request: header, `ifinfomsg`, attributes.
-struct Req {
-    buf: Vec<u8>,
-}
-
-impl Req {
-    /// `up`: set (`Some(true)`) or clear `IFF_UP`, or leave the flags alone.
-    fn new(kind: u16, flags: u16, ifindex: i32, up: Option<bool>) -> Req {
-        let mut buf = Vec::with_capacity(128);
-        buf.extend(0u32.to_ne_bytes()); // length: `finish`
-        buf.extend(kind.to_ne_bytes());
-        buf.extend((flags | NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
-        buf.extend(0u32.to_ne_bytes()); // sequence: `finish`
-        buf.extend(0u32.to_ne_bytes()); // port id 0: to the kernel
-        buf.extend([libc::AF_UNSPEC as u8, 0]);
-        buf.extend(0u16.to_ne_bytes()); // ARPHRD type: any
-        buf.extend(ifindex.to_ne_bytes());
-        let (set, change) = match up {
-            Some(true) => (IFF_UP, IFF_UP),
-            Some(false) => (0, IFF_UP),
-            None => (0, 0),
-        };
-        buf.extend(set.to_ne_bytes());
-        buf.extend(change.to_ne_bytes());
-        Req { buf }
-    }
-
-    fn attr(&mut self, kind: u16, data: &[u8]) {
-        self.buf.extend(((4 + data.len()) as u16).to_ne_bytes());
-        self.buf.extend(kind.to_ne_bytes());
-        self.buf.extend_from_slice(data);
-        self.buf.resize(align4(self.buf.len()), 0);
-    }
-
-    fn u32_attr(&mut self, kind: u16, v: u32) {
-        self.attr(kind, &v.to_ne_bytes());
-    }
-
-    /// A NUL-terminated string attribute.
-    fn str_attr(&mut self, kind: u16, s: &str) {
-        let mut v = s.as_bytes().to_vec();
-        v.push(0);
-        self.attr(kind, &v);
-    }
-
-    fn nest(&mut self, kind: u16, inner: impl FnOnce(&mut Req)) {
-        let at = self.buf.len();
-        self.buf.extend([0u8; 4]);
-        inner(self);
-        let len = (self.buf.len() - at) as u16;
-        self.buf[at..at + 2].copy_from_slice(&len.to_ne_bytes());
-        self.buf[at + 2..at + 4].copy_from_slice(&(kind | NLA_F_NESTED).to_ne_bytes());
-    }
-
-    fn finish(&mut self, seq: u32) -> Vec<u8> {
-        let len = self.buf.len() as u32;
-        self.buf[..4].copy_from_slice(&len.to_ne_bytes());
-        self.buf[8..12].copy_from_slice(&seq.to_ne_bytes());
-        self.buf.clone()
-    }
-}
-
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
 /// What the kernel answers a request with.
 #[derive(Debug, PartialEq, Eq)]
 enum Answer {
@@ -411,90 +317,22 @@ enum Answer {
 /// The answers in one netlink datagram (other messages skipped; a
 /// truncated tail ends the walk).
 fn parse_answers(buf: &[u8]) -> Vec<Answer> {
-    let mut out = Vec::new();
-    let mut at = 0usize;
-    while let Some(h) = buf.get(at..at + NLMSG_HDR) {
-        let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
-        let kind = u16::from_ne_bytes([h[4], h[5]]);
-        let seq = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
-        if len < NLMSG_HDR || at + len > buf.len() {
-            break;
-        }
-        let body = &buf[at + NLMSG_HDR..at + len];
-        match kind {
-            NLMSG_ERROR => {
-                if let Some(e) = body.get(..4) {
-                    out.push(Answer::Ack {
-                        seq,
-                        error: i32::from_ne_bytes([e[0], e[1], e[2], e[3]]),
-                    });
-                }
-            }
-            RTM_NEWLINK => {
-                if let Some(link) = parse_link(body) {
-                    out.push(Answer::Link { seq, link });
-                }
-            }
-            _ => {}
-        }
-        at += align4(len);
-    }
-    out
-}
-
-/// An `ifinfomsg` and its attributes.
-fn parse_link(body: &[u8]) -> Option<LinkInfo> {
-    let m = body.get(..IFINFOMSG)?;
-    let mut l = LinkInfo {
-        ifindex: i32::from_ne_bytes([m[4], m[5], m[6], m[7]]),
-        flags: u32::from_ne_bytes([m[8], m[9], m[10], m[11]]),
-        ..LinkInfo::default()
-    };
-    for (kind, data) in attrs(&body[IFINFOMSG..]) {
-        match kind {
-            IFLA_IFNAME => l.name = text(data),
-            IFLA_MASTER if data.len() >= 4 => {
-                let m = i32::from_ne_bytes([data[0], data[1], data[2], data[3]]);
-                l.master = (m != 0).then_some(m);
-            }
-            IFLA_IFALIAS => l.alias = Some(text(data)).filter(|a| !a.is_empty()),
-            IFLA_LINKINFO => {
-                l.kind = attrs(data)
-                    .find(|(k, _)| *k == IFLA_INFO_KIND)
-                    .map(|(_, d)| text(d));
-            }
-            _ => {}
-        }
-    }
-    Some(l)
-}
-
-/// The attributes in `buf` as (type without flags, payload).
-fn attrs(buf: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
-    let mut at = 0usize;
-    std::iter::from_fn(move || {
-        let h = buf.get(at..at + 4)?;
-        let len = u16::from_ne_bytes([h[0], h[1]]) as usize;
-        let kind = u16::from_ne_bytes([h[2], h[3]]) & NLA_TYPE_MASK;
-        // A length below the header's ends the walk (no progress otherwise).
-        if len < 4 {
-            return None;
-        }
-        let data = buf.get(at + 4..at + len)?;
-        at += align4(len);
-        Some((kind, data))
-    })
-}
-
-/// A string attribute: up to its first NUL.
-fn text(d: &[u8]) -> String {
-    let end = d.iter().position(|&b| b == 0).unwrap_or(d.len());
-    String::from_utf8_lossy(&d[..end]).into_owned()
+    rtnl::messages(buf)
+        .filter_map(|m| match m.kind {
+            NLMSG_ERROR => m.body.get(..4).map(|e| Answer::Ack {
+                seq: m.seq,
+                error: i32::from_ne_bytes([e[0], e[1], e[2], e[3]]),
+            }),
+            RTM_NEWLINK => parse_link(m.body).map(|link| Answer::Link { seq: m.seq, link }),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rtnl::*;
 
     /// A link answer as the kernel writes it.
     fn link_msg(seq: u32, ifindex: i32, build: impl FnOnce(&mut Req)) -> Vec<u8> {

@@ -59,6 +59,7 @@ pub mod pool;
 mod port;
 mod reactor;
 pub mod ring;
+mod rtnl;
 pub mod signals;
 mod sock;
 mod sockopt;

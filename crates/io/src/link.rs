@@ -16,18 +16,12 @@
 //!   asking SIOCGIFFLAGS for both interfaces again, never ignored.
 //! - Parsing is pure ([`parse`]) and unit-tested on hand-built messages.
 
+use crate::rtnl::{self, IFF_RUNNING, IFF_UP, RTMGRP_LINK, RTM_DELLINK, RTM_NEWLINK};
 use crate::sockopt;
 use crate::sys;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-const RTMGRP_LINK: u32 = 1;
-const RTM_NEWLINK: u16 = 16;
-const RTM_DELLINK: u16 = 17;
-const NLMSG_HDR: usize = 16;
-const IFINFOMSG: usize = 16;
-const IFF_UP: u32 = libc::IFF_UP as u32;
-const IFF_RUNNING: u32 = libc::IFF_RUNNING as u32;
 /// Messages read per wake-up at most; more wait for the next turn.
 const RECV_MAX: usize = 16;
 
@@ -55,27 +49,17 @@ pub fn usable(flags: u32) -> bool {
 /// The link messages in one netlink datagram (others are skipped; a
 /// truncated tail ends the walk).
 pub fn parse(buf: &[u8]) -> Vec<LinkMsg> {
-    let mut out = Vec::new();
-    let mut at = 0usize;
-    // Each message is at least a header long, so the walk ends.
-    while let Some(h) = buf.get(at..at + NLMSG_HDR) {
-        let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
-        let kind = u16::from_ne_bytes([h[4], h[5]]);
-        if len < NLMSG_HDR || at + len > buf.len() {
-            break;
-        }
-        if matches!(kind, RTM_NEWLINK | RTM_DELLINK) {
-            if let Some(m) = buf.get(at + NLMSG_HDR..at + NLMSG_HDR + IFINFOMSG) {
-                out.push(LinkMsg {
-                    deleted: kind == RTM_DELLINK,
-                    ifindex: i32::from_ne_bytes([m[4], m[5], m[6], m[7]]),
-                    flags: u32::from_ne_bytes([m[8], m[9], m[10], m[11]]),
-                });
-            }
-        }
-        at += (len + 3) & !3;
-    }
-    out
+    rtnl::messages(buf)
+        .filter(|m| matches!(m.kind, RTM_NEWLINK | RTM_DELLINK))
+        .filter_map(|m| {
+            let l = rtnl::parse_link(m.body)?;
+            Some(LinkMsg {
+                deleted: m.kind == RTM_DELLINK,
+                ifindex: l.ifindex,
+                flags: l.flags,
+            })
+        })
+        .collect()
 }
 
 /// The state of the watched interfaces, kept from netlink events.
@@ -177,6 +161,7 @@ impl LinkWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rtnl::{IFINFOMSG, NLMSG_HDR};
 
     fn msg(kind: u16, ifindex: i32, flags: u32) -> Vec<u8> {
         let len = (NLMSG_HDR + IFINFOMSG + 6) as u32; // + an unaligned attribute
