@@ -2,7 +2,7 @@
 //! when"): 100 000 spoofed TCP segments of every flag combination with
 //! random 5-tuples (a quarter IPv6), half from the LAN side and half from
 //! the WAN side at once, through a stateful ACK-priority configuration with
-//! pf's default state limit. New LAN connections must keep working during
+//! a 10 000-state table (a tenth of the default). New LAN connections must keep working during
 //! and after it, and the daemon's peak RSS must stay under the cap
 //! documented in docs/dataplane.md ("Memory").
 //!
@@ -63,8 +63,8 @@ fn spoofed_flood_from_both_sides_leaves_new_connections_working() {
     };
     let mut lab = BridgeLab::new("fl").expect("namespaces");
     let b = bin();
-    // The README's ACK priority, for both directions, with pf's default
-    // state limit written out; the flood's SYNs (a quarter of the flag
+    // The README's ACK priority, for both directions, with a tenth of the
+    // default state limit; the flood's SYNs (a quarter of the flag
     // combinations have SYN without ACK) alone are 2.5× the table.
     let conf = "set limit states 10000\n\
         altq on $ext_if priq bandwidth 20Mb queue { q_pri, q_def }\n\
