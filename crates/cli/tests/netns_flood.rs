@@ -1,10 +1,10 @@
 //! A hostile flood against a running `sluice run` (issue #12, "Done
 //! when"): 100 000 spoofed TCP segments of every flag combination with
 //! random 5-tuples (a quarter IPv6), half from the LAN side and half from
-//! the WAN side at once, through a stateful ACK-priority configuration with
-//! a 10 000-state table (a tenth of the default). New LAN connections must keep working during
-//! and after it, and the daemon's peak RSS must stay under the cap
-//! documented in docs/dataplane.md ("Memory").
+//! the WAN side at once, through a stateful ACK-priority configuration
+//! with a 10 000-state table (a tenth of the default). New LAN connections
+//! must keep working during and after it, and the daemon's peak RSS must
+//! stay under the cap documented in docs/dataplane.md ("Memory").
 //!
 //! Needs root, `ip`, `ping`, `python3` (scripts/setup.sh); otherwise SKIP,
 //! or FAIL under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
