@@ -183,6 +183,30 @@ pub struct InfoReply {
     pub state_removals: u64,
     pub state_limit_hits: u64,
     pub io: Vec<(String, u64)>,
+    /// Bridge mode: the addresses each interface is known by (`from
+    /// $ext_if`), learned from ARP/ND on the LAN side. Empty for an
+    /// interface with configured addresses.
+    #[serde(default)]
+    pub learned_addrs: Vec<LearnedAddrsJson>,
+}
+
+/// One interface's learned addresses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedAddrsJson {
+    pub iface: String,
+    /// Newcomers refused because every slot held a recently seen address.
+    pub refused: u64,
+    pub addrs: Vec<LearnedAddrJson>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedAddrJson {
+    pub addr: String,
+    /// Since it was first learned.
+    pub age_ns: u64,
+    /// Since it was last claimed in ARP/ND or seen sending; it is forgotten
+    /// at `sluice_classify::LEARNED_ADDR_TTL`.
+    pub idle_ns: u64,
 }
 
 /// An interface's packet counters; the drop causes add up to every frame

@@ -288,10 +288,44 @@ pub fn rules(state: &DaemonState) -> RulesReply {
     RulesReply { rules }
 }
 
+/// The learned addresses of every interface, as of `now`. An entry past its
+/// TTL that housekeeping has not removed yet (an idle engine) is not shown:
+/// it no longer counts.
+fn learned_json(
+    learned: Vec<(String, Vec<sluice_classify::LearnedAddr>, u64)>,
+    now: Instant,
+) -> Vec<LearnedAddrsJson> {
+    let ttl = sluice_classify::LEARNED_ADDR_TTL;
+    learned
+        .into_iter()
+        .map(|(iface, addrs, refused)| LearnedAddrsJson {
+            iface,
+            refused,
+            addrs: addrs
+                .iter()
+                .filter(|a| now.saturating_since(a.seen) < ttl)
+                .map(|a| LearnedAddrJson {
+                    addr: a.addr.to_string(),
+                    age_ns: now.saturating_since(a.since).as_nanos(),
+                    idle_ns: now.saturating_since(a.seen).as_nanos(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 pub fn info(state: &DaemonState) -> InfoReply {
-    let (report, st) = {
+    let now = (state.now)();
+    let (report, st, learned) = {
         let e = lock(state);
-        (e.report(), e.classifier().stats())
+        // At most MAX_LEARNED_ADDRS per interface are copied under the lock.
+        let learned: Vec<_> = (0..e.iface_count())
+            .map(|i| {
+                let (addrs, refused) = e.learned_addrs(i);
+                (e.iface_name(i).unwrap_or("").to_string(), addrs, refused)
+            })
+            .collect();
+        (e.report(), e.classifier().stats(), learned)
     };
     let config = state.running.get().path.display().to_string();
     InfoReply {
@@ -308,6 +342,7 @@ pub fn info(state: &DaemonState) -> InfoReply {
         state_removals: st.removals,
         state_limit_hits: st.state_limit_hits,
         io: (state.io_stats)(),
+        learned_addrs: learned_json(learned, now),
     }
 }
 

@@ -304,7 +304,44 @@ pub fn format_info(i: &InfoReply) -> String {
             row(&mut o, name, std::iter::once(*v));
         }
     }
+    format_learned(&mut o, &i.learned_addrs);
     o
+}
+
+/// Bridge mode's learned addresses: what `from $ext_if` matches. Interfaces
+/// that know the same set (both sides of the bridge learn alike) share one list.
+fn format_learned(o: &mut String, learned: &[LearnedAddrsJson]) {
+    let mut shown: Vec<&LearnedAddrsJson> = Vec::new();
+    for l in learned {
+        if shown
+            .iter()
+            .any(|s| s.addrs == l.addrs && s.refused == l.refused)
+        {
+            continue;
+        }
+        shown.push(l);
+        let names: Vec<&str> = learned
+            .iter()
+            .filter(|x| x.addrs == l.addrs && x.refused == l.refused)
+            .map(|x| x.iface.as_str())
+            .collect();
+        let _ = writeln!(
+            o,
+            "Learned Addresses of {} ({}, {} refused)",
+            names.join(", "),
+            l.addrs.len(),
+            l.refused
+        );
+        for a in &l.addrs {
+            let _ = writeln!(
+                o,
+                "  {:<40} age {}  idle {}",
+                a.addr,
+                hms(a.age_ns),
+                hms(a.idle_ns)
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -571,6 +608,17 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
             state_removals: 2,
             state_limit_hits: 0,
             io: vec![("rx_ring_drops".into(), 3)],
+            learned_addrs: ["lan0", "wan0"]
+                .map(|n| LearnedAddrsJson {
+                    iface: n.into(),
+                    refused: 2,
+                    addrs: vec![LearnedAddrJson {
+                        addr: "192.168.1.10".into(),
+                        age_ns: 3_723_000_000_000,
+                        idle_ns: 4_000_000_000,
+                    }],
+                })
+                .to_vec(),
         };
         let want = "\
 Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
@@ -600,6 +648,8 @@ State Table
   limit hits                             0
 I/O (af_packet)
   rx_ring_drops                          3
+Learned Addresses of lan0, wan0 (1, 2 refused)
+  192.168.1.10                             age 01:02:03  idle 00:00:04
 ";
         assert_eq!(format_info(&i), want);
     }
