@@ -242,6 +242,17 @@ impl Iface {
         before - self.learned.len()
     }
 
+    /// The configured networks, as given.
+    pub(crate) fn configured(&self) -> Vec<IpNet> {
+        self.configured
+            .iter()
+            .map(|(addr, p)| IpNet {
+                addr: *addr,
+                prefix: p.len,
+            })
+            .collect()
+    }
+
     pub(crate) fn learned(&self) -> impl Iterator<Item = LearnedAddr> + '_ {
         self.learned.iter().map(|(a, (since, seen))| LearnedAddr {
             addr: *a,
@@ -333,6 +344,7 @@ mod tests {
         assert!(!i.has_addr(ip("192.0.2.11")));
         assert!(i.in_network(ip("192.0.2.11")));
         assert!(!i.in_network(ip("192.0.3.1")));
+        assert_eq!(i.configured(), [net("192.0.2.10", 24)]);
         assert_eq!(i.learn(ip("192.0.2.10"), secs(1)), Learn::Configured);
         let t = secs(1);
         let added = (0..1000u32)

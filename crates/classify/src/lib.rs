@@ -306,6 +306,13 @@ impl Classifier {
         self.ifaces.iter_mut().map(|i| i.expire(now)).sum()
     }
 
+    /// What [`Classifier::set_iface_addrs`] gave `ifc`.
+    pub fn configured_iface_addrs(&self, ifc: IfaceId) -> Vec<IpNet> {
+        self.ifaces
+            .get(ifc.0 as usize)
+            .map_or(Vec::new(), Iface::configured)
+    }
+
     /// The addresses learned for `ifc`, in address order, and how many
     /// newcomers were refused because the set was held full.
     pub fn learned_iface_addrs(&self, ifc: IfaceId) -> (Vec<LearnedAddr>, u64) {

@@ -85,14 +85,12 @@ fn learned(info: &InfoReply, iface: &str) -> (Vec<String>, u64) {
         })
 }
 
-#[test]
-fn spoofed_sources_do_not_poison_from_ext_if() {
-    let Some(_serial) = require_netns(&["iperf3", "python3"]) else {
-        return;
-    };
-    let mut lab = BridgeLab::new("lrn").expect("namespaces");
+/// A running sluice (`extra` arguments) and `NEW_IP` on the client's link,
+/// known to the server by a static neighbour entry: nothing ARPs for it.
+fn lab_with_new_host(tag: &str, extra: &[&str]) -> (BridgeLab, String) {
+    let mut lab = BridgeLab::new(tag).expect("namespaces");
     let b = bin();
-    lab.start_sluice(&b, CONF, &[])
+    lab.start_sluice(&b, CONF, extra)
         .unwrap_or_else(|e| panic!("{e}"));
     let (client, server) = (lab.client.clone(), lab.server.clone());
     lab.topo
@@ -103,6 +101,15 @@ fn spoofed_sources_do_not_poison_from_ext_if() {
         .unwrap();
     let cmac = lab.topo.mac(&client, "c0").unwrap();
     lab.topo.neigh(&server, "v0", NEW_IP, &cmac).unwrap();
+    (lab, b)
+}
+
+#[test]
+fn spoofed_sources_do_not_poison_from_ext_if() {
+    let Some(_serial) = require_netns(&["iperf3", "python3"]) else {
+        return;
+    };
+    let (mut lab, b) = lab_with_new_host("lrn", &[]);
 
     // One LAN host sends from 300 spoofed sources (more than the 256 slots).
     assert_eq!(inject(&lab, "spoof", CLIENT_IP, 300), 300);
@@ -156,6 +163,33 @@ fn spoofed_sources_do_not_poison_from_ext_if() {
     assert!(
         shown.contains("Learned Addresses of lan0, wan0") && shown.contains(NEW_IP),
         "{shown}"
+    );
+    assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));
+}
+
+/// `--iface-addr wan0=NEW_IP`: `from $ext_if` is that address, learned from
+/// nothing (the new host never announces itself) and deaf to floods; `show
+/// info` says so. Main: no such option, sluice does not start.
+#[test]
+fn a_configured_ext_if_address_needs_no_learning() {
+    let Some(_serial) = require_netns(&["iperf3", "python3"]) else {
+        return;
+    };
+    let (mut lab, b) = lab_with_new_host("lrc", &["--iface-addr", &format!("wan0={NEW_IP}")]);
+    assert_eq!(inject(&lab, "spoof", CLIENT_IP, 300), 300);
+    assert_eq!(inject(&lab, "arp_spoof", CLIENT_IP, 300), 300);
+    let before = q_pri(&lab);
+    download_to_new_host(&mut lab, 5413);
+    let pri = q_pri(&lab) - before;
+    let info = lab.info(&b).unwrap_or_else(|e| panic!("{e}"));
+    let wan = info.learned_addrs.iter().find(|l| l.iface == "wan0");
+    eprintln!("netns_learn: configured {NEW_IP}: {pri} empty ACKs into q_pri; wan0: {wan:?}");
+    assert!(pri >= 50, "{pri} packets in q_pri\n{}", lab.log());
+    let wan = wan.expect("wan0 in show info");
+    assert_eq!(wan.configured, [format!("{NEW_IP}/32")]);
+    assert!(
+        wan.addrs.is_empty(),
+        "a configured interface learns nothing"
     );
     assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));
 }

@@ -190,13 +190,16 @@ pub struct InfoReply {
     pub learned_addrs: Vec<LearnedAddrsJson>,
 }
 
-/// One interface's learned addresses.
+/// One interface's addresses in bridge mode: learned, or configured.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LearnedAddrsJson {
     pub iface: String,
     /// Newcomers refused because every slot held a recently seen address.
     pub refused: u64,
     pub addrs: Vec<LearnedAddrJson>,
+    /// `--iface-addr` (CIDR): given, the interface learns nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configured: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -288,19 +288,28 @@ pub fn rules(state: &DaemonState) -> RulesReply {
     RulesReply { rules }
 }
 
+/// An interface's name, configured networks, learned addresses and refusals.
+type IfaceAddrs = (
+    String,
+    Vec<ir::IpNet>,
+    Vec<sluice_classify::LearnedAddr>,
+    u64,
+);
+
 /// The learned addresses of every interface, as of `now`. An entry past its
 /// TTL that housekeeping has not removed yet (an idle engine) is not shown:
 /// it no longer counts.
-fn learned_json(
-    learned: Vec<(String, Vec<sluice_classify::LearnedAddr>, u64)>,
-    now: Instant,
-) -> Vec<LearnedAddrsJson> {
+fn learned_json(learned: Vec<IfaceAddrs>, now: Instant) -> Vec<LearnedAddrsJson> {
     let ttl = sluice_classify::LEARNED_ADDR_TTL;
     learned
         .into_iter()
-        .map(|(iface, addrs, refused)| LearnedAddrsJson {
+        .map(|(iface, configured, addrs, refused)| LearnedAddrsJson {
             iface,
             refused,
+            configured: configured
+                .iter()
+                .map(|n| format!("{}/{}", n.addr, n.prefix))
+                .collect(),
             addrs: addrs
                 .iter()
                 .filter(|a| now.saturating_since(a.seen) < ttl)
@@ -322,7 +331,8 @@ pub fn info(state: &DaemonState) -> InfoReply {
         let learned: Vec<_> = (0..e.iface_count())
             .map(|i| {
                 let (addrs, refused) = e.learned_addrs(i);
-                (e.iface_name(i).unwrap_or("").to_string(), addrs, refused)
+                let name = e.iface_name(i).unwrap_or("").to_string();
+                (name, e.configured_addrs(i), addrs, refused)
             })
             .collect();
         (e.report(), e.classifier().stats(), learned)

@@ -424,6 +424,13 @@ impl Engine {
         }
     }
 
+    /// The addresses configured for interface `iface` (`Options::iface_addrs`).
+    pub fn configured_addrs(&self, iface: usize) -> Vec<ir::IpNet> {
+        self.ifaces.get(iface).map_or(Vec::new(), |i| {
+            self.classifier.configured_iface_addrs(i.cid)
+        })
+    }
+
     /// The addresses learned for interface `iface` (bridge mode) and how many
     /// newcomers the full set refused; empty for configured interfaces.
     pub fn learned_addrs(&self, iface: usize) -> (Vec<sluice_classify::LearnedAddr>, u64) {
