@@ -278,8 +278,8 @@ pub fn set_ecn(frame: &mut [u8], info: &PacketInfo, ecn: u8) -> Result<(), WireE
 }
 
 /// Entry point for a cargo-fuzz target: parse, and if it parses, look for a
-/// neighbour claim, rewrite ECN
-/// and parse again; the result must still parse with the new ECN bits.
+/// neighbour claim, rewrite ECN and parse again; the result must still parse
+/// with the new ECN bits.
 pub fn fuzz_entry(data: &[u8]) {
     if let Ok(info) = parse(data) {
         let _ = neighbor_claim(data, &info);
