@@ -195,3 +195,24 @@ fn an_arp_flood_never_displaces_a_talking_host() {
     // 745 refused.
     assert_eq!(refused, 44 + 745);
 }
+
+/// A reload keeps what was learned (the hosts did not change with the
+/// rules), and the entries still expire on their own clock.
+#[test]
+fn a_reload_keeps_learned_addresses_until_they_expire() {
+    let mut e = engine();
+    forward(&mut e, secs(1), LAN, build::arp(HOST, GATEWAY));
+    let defines = vec![("ext_if".to_string(), "wan0".to_string())];
+    let cfg = sluice_conf::check("learn.conf", CONF, &defines)
+        .unwrap()
+        .config;
+    e.reload(&cfg).expect("reload");
+    assert!(matches_ext_if(&mut e, secs(2), HOST.into()), "kept");
+    let (learned, _) = e.learned_addrs(WAN);
+    assert_eq!(learned[0].since, secs(1), "the same entry, not a new one");
+    e.handle_timeout(secs(2) + TTL);
+    assert!(
+        !matches_ext_if(&mut e, secs(2) + TTL, HOST.into()),
+        "expired"
+    );
+}
