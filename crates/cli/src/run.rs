@@ -74,50 +74,6 @@ fn parse_define(s: &str) -> Result<(String, String), String> {
     }
 }
 
-fn parse_iface_addr(s: &str) -> Result<(String, IpNet), String> {
-    let hint = "expected IF=ADDR[/LEN], e.g. wan0=203.0.113.2/24 or wan0=2001:db8::2";
-    let Some((name, net)) = s.split_once('=').filter(|(n, _)| !n.is_empty()) else {
-        return Err(format!("{hint}, got `{s}`"));
-    };
-    let (addr, len) = match net.split_once('/') {
-        Some((a, l)) => (a, Some(l)),
-        None => (net, None),
-    };
-    let addr: IpAddr = addr
-        .parse()
-        .map_err(|_| format!("`{addr}` is not an IPv4 or IPv6 address ({hint})"))?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix = match len {
-        None => max,
-        Some(l) => l
-            .parse::<u8>()
-            .ok()
-            .filter(|n| *n <= max)
-            .ok_or_else(|| format!("prefix length `{l}` of {addr}: 0 to {max}"))?,
-    };
-    Ok((name.to_string(), IpNet { addr, prefix }))
-}
-
-/// `--iface-addr` grouped by engine interface index (0 = LAN, 1 = WAN);
-/// an interface that is not bridged is an error.
-fn configured_addrs(
-    given: &[(String, IpNet)],
-    lan: &str,
-    wan: &str,
-) -> Result<Vec<(usize, Vec<IpNet>)>, String> {
-    let mut out: Vec<(usize, Vec<IpNet>)> = Vec::new();
-    for (name, net) in given {
-        let idx = [lan, wan].iter().position(|n| n == name).ok_or_else(|| {
-            format!("--iface-addr {name}=…: {name} is not bridged (--bridge {lan},{wan})")
-        })?;
-        match out.iter_mut().find(|(i, _)| *i == idx) {
-            Some((_, v)) => v.push(*net),
-            None => out.push((idx, vec![*net])),
-        }
-    }
-    Ok(out)
-}
-
 fn parse_bridge(s: &str) -> Result<(String, String), String> {
     match s.split_once(',') {
         Some((a, b)) if !a.is_empty() && !b.is_empty() && a != b => {
@@ -380,6 +336,50 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
     }
     v.push(("log_write_errors".into(), crate::out::log_write_errors()));
     v
+}
+
+fn parse_iface_addr(s: &str) -> Result<(String, IpNet), String> {
+    let hint = "expected IF=ADDR[/LEN], e.g. wan0=203.0.113.2/24 or wan0=2001:db8::2";
+    let Some((name, net)) = s.split_once('=').filter(|(n, _)| !n.is_empty()) else {
+        return Err(format!("{hint}, got `{s}`"));
+    };
+    let (addr, len) = match net.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (net, None),
+    };
+    let addr: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("`{addr}` is not an IPv4 or IPv6 address ({hint})"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let prefix = match len {
+        None => max,
+        Some(l) => l
+            .parse::<u8>()
+            .ok()
+            .filter(|n| *n <= max)
+            .ok_or_else(|| format!("prefix length `{l}` of {addr}: 0 to {max}"))?,
+    };
+    Ok((name.to_string(), IpNet { addr, prefix }))
+}
+
+/// `--iface-addr` grouped by engine interface index (0 = LAN, 1 = WAN);
+/// an interface that is not bridged is an error.
+fn configured_addrs(
+    given: &[(String, IpNet)],
+    lan: &str,
+    wan: &str,
+) -> Result<Vec<(usize, Vec<IpNet>)>, String> {
+    let mut out: Vec<(usize, Vec<IpNet>)> = Vec::new();
+    for (name, net) in given {
+        let idx = [lan, wan].iter().position(|n| n == name).ok_or_else(|| {
+            format!("--iface-addr {name}=…: {name} is not bridged (--bridge {lan},{wan})")
+        })?;
+        match out.iter_mut().find(|(i, _)| *i == idx) {
+            Some((_, v)) => v.push(*net),
+            None => out.push((idx, vec![*net])),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
