@@ -9,18 +9,40 @@
 //!   distinct prefix lengths present, longest first: at most 33 (IPv4) or 129
 //!   (IPv6) ordered-map probes, whatever the table size.
 //! - An interface's addresses (`from $ext_if`) are the host addresses of its
-//!   configured networks plus the addresses the engine learned in bridge mode
-//!   (capped at [`MAX_LEARNED_ADDRS`], so a flood of spoofed sources cannot grow
-//!   memory). Its networks (`$ext_if:network`) are the configured networks;
-//!   learned addresses count as host routes.
+//!   configured networks plus the addresses the engine learned in bridge mode.
+//!   Its networks (`$ext_if:network`) are the configured networks; learned
+//!   addresses count as host routes.
+//!
+//! # Principles of the learned set
+//!
+//! - **Only what the caller vouches for is added** ([`Iface::learn`]: the
+//!   engine passes addresses claimed in ARP/ND, see `sluice_wire::neighbor_claim`);
+//!   ordinary traffic may only keep a known entry alive ([`Iface::refresh`]).
+//! - **Bounded:** at most [`MAX_LEARNED_ADDRS`] entries per interface; a
+//!   lookup is one ordered-map probe.
+//! - **Forgotten:** an entry not confirmed or refreshed for
+//!   [`LEARNED_ADDR_TTL`] is removed by [`Iface::expire`] (the BSD ARP cache
+//!   lifetime: FreeBSD `net.link.ether.inet.max_age` = 1200 s, OpenBSD
+//!   `arpt_keep` 20 min — a host silent that long would have left a router's
+//!   neighbour cache too).
+//! - **Full:** a newcomer replaces the least recently seen entry, unless even
+//!   that one was seen within [`LEARNED_ADDR_HOLD`]: then the newcomer is
+//!   refused and counted. Slow churn (DHCP leases, IPv6 temporary addresses)
+//!   rotates through; a flood of claims can take free and idle slots but never
+//!   displaces a host that is talking.
 
 use sluice_conf::ir::IpNet;
+use sluice_time::{Duration, Instant};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// Addresses learned per interface in bridge mode; a real segment rarely has
 /// more than a handful, a flood of spoofed sources must not grow memory.
 pub const MAX_LEARNED_ADDRS: usize = 256;
+/// A learned address neither confirmed nor seen sending for this long is forgotten.
+pub const LEARNED_ADDR_TTL: Duration = Duration::from_secs(20 * 60);
+/// A learned address seen this recently is never displaced by a newcomer.
+pub const LEARNED_ADDR_HOLD: Duration = Duration::from_secs(60);
 
 /// An address as a 128-bit number plus its family width.
 fn bits(addr: IpAddr) -> (u128, u8) {
@@ -129,12 +151,36 @@ impl AddrTable {
     }
 }
 
+/// What [`Iface::learn`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Learn {
+    /// A new entry (possibly replacing the least recently seen one).
+    Added,
+    /// A known entry, confirmed again.
+    Refreshed,
+    /// A configured address: nothing to learn.
+    Configured,
+    /// The set is full of entries seen within [`LEARNED_ADDR_HOLD`].
+    Refused,
+}
+
+/// A learned address: when it was first learned and last confirmed or seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LearnedAddr {
+    pub addr: IpAddr,
+    pub since: Instant,
+    pub seen: Instant,
+}
+
 /// What the classifier knows about one interface.
 #[derive(Clone, Debug)]
 pub(crate) struct Iface {
     pub(crate) name: String,
     configured: Vec<(IpAddr, Prefix)>,
-    learned: Vec<IpAddr>,
+    /// Address → (first learned, last confirmed or seen).
+    learned: BTreeMap<IpAddr, (Instant, Instant)>,
+    /// Newcomers refused because every slot was held.
+    pub(crate) refused: u64,
 }
 
 impl Iface {
@@ -142,7 +188,8 @@ impl Iface {
         Iface {
             name: name.to_string(),
             configured: Vec::new(),
-            learned: Vec::new(),
+            learned: BTreeMap::new(),
+            refused: 0,
         }
     }
 
@@ -150,23 +197,78 @@ impl Iface {
         self.configured = nets.iter().map(|n| (n.addr, Prefix::new(n))).collect();
     }
 
-    /// Add a learned address; false if known already or the cap is reached.
-    pub(crate) fn learn(&mut self, addr: IpAddr) -> bool {
-        if self.has_addr(addr) || self.learned.len() >= MAX_LEARNED_ADDRS {
-            return false;
+    /// Adds or confirms an address the caller vouches for, seen at `now`.
+    pub(crate) fn learn(&mut self, addr: IpAddr, now: Instant) -> Learn {
+        if self.configured.iter().any(|(a, _)| *a == addr) {
+            return Learn::Configured;
         }
-        self.learned.push(addr);
-        true
+        if let Some(e) = self.learned.get_mut(&addr) {
+            e.1 = e.1.max(now);
+            return Learn::Refreshed;
+        }
+        if self.learned.len() >= MAX_LEARNED_ADDRS {
+            // Only when full, only for a new address: ≤ MAX_LEARNED_ADDRS steps.
+            let oldest = self
+                .learned
+                .iter()
+                .min_by_key(|(_, (_, seen))| *seen)
+                .map(|(a, (_, seen))| (*a, *seen));
+            match oldest {
+                Some((a, seen)) if now.saturating_since(seen) >= LEARNED_ADDR_HOLD => {
+                    self.learned.remove(&a);
+                }
+                _ => {
+                    self.refused += 1;
+                    return Learn::Refused;
+                }
+            }
+        }
+        self.learned.insert(addr, (now, now));
+        Learn::Added
+    }
+
+    /// Traffic from a learned address keeps it alive; never adds one.
+    pub(crate) fn refresh(&mut self, addr: IpAddr, now: Instant) {
+        if let Some(e) = self.learned.get_mut(&addr) {
+            e.1 = e.1.max(now);
+        }
+    }
+
+    /// Forgets entries not seen for [`LEARNED_ADDR_TTL`]; returns how many.
+    pub(crate) fn expire(&mut self, now: Instant) -> usize {
+        let before = self.learned.len();
+        self.learned
+            .retain(|_, (_, seen)| now.saturating_since(*seen) < LEARNED_ADDR_TTL);
+        before - self.learned.len()
+    }
+
+    /// The configured networks, as given.
+    pub(crate) fn configured(&self) -> Vec<IpNet> {
+        self.configured
+            .iter()
+            .map(|(addr, p)| IpNet {
+                addr: *addr,
+                prefix: p.len,
+            })
+            .collect()
+    }
+
+    pub(crate) fn learned(&self) -> impl Iterator<Item = LearnedAddr> + '_ {
+        self.learned.iter().map(|(a, (since, seen))| LearnedAddr {
+            addr: *a,
+            since: *since,
+            seen: *seen,
+        })
     }
 
     /// `from IF`: one of the interface's own addresses.
     pub(crate) fn has_addr(&self, addr: IpAddr) -> bool {
-        self.configured.iter().any(|(a, _)| *a == addr) || self.learned.contains(&addr)
+        self.configured.iter().any(|(a, _)| *a == addr) || self.learned.contains_key(&addr)
     }
 
     /// `from IF:network`: inside one of its networks.
     pub(crate) fn in_network(&self, addr: IpAddr) -> bool {
-        self.configured.iter().any(|(_, p)| p.contains(addr)) || self.learned.contains(&addr)
+        self.configured.iter().any(|(_, p)| p.contains(addr)) || self.learned.contains_key(&addr)
     }
 }
 
@@ -227,6 +329,13 @@ mod tests {
         assert!(!AddrTable::new(&[]).contains(ip("1.1.1.1")));
     }
 
+    fn secs(s: u64) -> Instant {
+        Instant::ZERO + Duration::from_secs(s)
+    }
+    fn v4(n: u32) -> IpAddr {
+        IpAddr::V4((0x0a00_0000 + n).into())
+    }
+
     #[test]
     fn iface_addrs_networks_and_learning_cap() {
         let mut i = Iface::new("em0");
@@ -235,15 +344,85 @@ mod tests {
         assert!(!i.has_addr(ip("192.0.2.11")));
         assert!(i.in_network(ip("192.0.2.11")));
         assert!(!i.in_network(ip("192.0.3.1")));
-        assert!(!i.learn(ip("192.0.2.10")), "already known");
-        let mut added = 0;
-        for n in 0..1000u32 {
-            if i.learn(IpAddr::V4((0x0a00_0000 + n).into())) {
-                added += 1;
-            }
-        }
+        assert_eq!(i.configured(), [net("192.0.2.10", 24)]);
+        assert_eq!(i.learn(ip("192.0.2.10"), secs(1)), Learn::Configured);
+        let t = secs(1);
+        let added = (0..1000u32)
+            .filter(|n| i.learn(v4(*n), t) == Learn::Added)
+            .count();
         assert_eq!(added, MAX_LEARNED_ADDRS);
+        assert_eq!(i.refused, 1000 - MAX_LEARNED_ADDRS as u64);
         assert!(i.has_addr(ip("10.0.0.5")));
         assert!(i.in_network(ip("10.0.0.5")));
+        assert_eq!(i.learn(ip("10.0.0.5"), t), Learn::Refreshed);
+        assert_eq!(i.learned().count(), MAX_LEARNED_ADDRS);
+    }
+
+    #[test]
+    fn refresh_never_adds() {
+        let mut i = Iface::new("em0");
+        i.refresh(ip("10.0.0.1"), secs(1));
+        assert!(!i.has_addr(ip("10.0.0.1")));
+        assert_eq!(i.learned().count(), 0);
+    }
+
+    #[test]
+    fn entries_expire_after_the_ttl_unless_seen() {
+        let mut i = Iface::new("em0");
+        let ttl = LEARNED_ADDR_TTL.as_nanos() / 1_000_000_000;
+        i.learn(ip("10.0.0.1"), secs(0));
+        i.learn(ip("10.0.0.2"), secs(0));
+        // Traffic keeps .2 alive; .1 stays silent.
+        i.refresh(ip("10.0.0.2"), secs(ttl - 1));
+        assert_eq!(i.expire(secs(ttl - 1)), 0);
+        assert_eq!(i.expire(secs(ttl)), 1);
+        assert!(!i.has_addr(ip("10.0.0.1")));
+        assert!(i.has_addr(ip("10.0.0.2")));
+        let e = i.learned().next().unwrap();
+        assert_eq!((e.since, e.seen), (secs(0), secs(ttl - 1)));
+        assert_eq!(i.expire(secs(2 * ttl - 1)), 1);
+        assert_eq!(i.learned().count(), 0);
+    }
+
+    #[test]
+    fn full_set_replaces_the_least_recently_seen_idle_entry() {
+        let mut i = Iface::new("em0");
+        let n = MAX_LEARNED_ADDRS as u32;
+        // Churn: one new address a minute, as DHCP or IPv6 privacy addresses.
+        for k in 0..n {
+            assert_eq!(i.learn(v4(k), secs(60 * u64::from(k))), Learn::Added);
+        }
+        let t = secs(60 * u64::from(n));
+        // Entry 0 talks; entry 1 is now the least recently seen.
+        i.refresh(v4(0), t);
+        assert_eq!(i.learn(v4(n), t), Learn::Added);
+        assert!(i.has_addr(v4(0)) && !i.has_addr(v4(1)) && i.has_addr(v4(n)));
+        // Churn goes on for twice the set's size: always the oldest goes.
+        for k in n + 1..3 * n {
+            let now = secs(60 * u64::from(k));
+            assert_eq!(i.learn(v4(k), now), Learn::Added, "{k}");
+            assert_eq!(i.learned().count(), MAX_LEARNED_ADDRS);
+        }
+        // The last MAX_LEARNED_ADDRS newcomers; entry 0 went too once idle.
+        assert!(!i.has_addr(v4(0)) && !i.has_addr(v4(2 * n - 1)) && i.has_addr(v4(2 * n)));
+    }
+
+    #[test]
+    fn a_flood_never_displaces_a_host_seen_within_the_hold() {
+        let mut i = Iface::new("em0");
+        i.learn(ip("192.168.1.1"), secs(0));
+        // 10 000 spoofed claims, one every 60 ms (ten minutes); the real host
+        // talks a little more often than the hold (every 980 claims: 58.8 s).
+        assert!(Duration::from_millis(60 * 980) < LEARNED_ADDR_HOLD);
+        for k in 0..10_000u32 {
+            let now = Instant::ZERO + Duration::from_millis(60 * u64::from(k));
+            if k.is_multiple_of(980) {
+                i.refresh(ip("192.168.1.1"), now);
+            }
+            i.learn(v4(k), now);
+            assert!(i.has_addr(ip("192.168.1.1")), "displaced at claim {k}");
+        }
+        assert!(i.refused > 0);
+        assert_eq!(i.learned().count(), MAX_LEARNED_ADDRS);
     }
 }

@@ -27,7 +27,7 @@
 //!     same for `set prio (a, b)`.
 //! - **Bounded.** The state table never exceeds its limit (a packet that would
 //!   create one more is blocked with [`BlockReason::StateLimit`]); learned
-//!   interface addresses are capped; `expire` does at most `budget` work;
+//!   interface addresses are capped and expire; `expire` does at most `budget` work;
 //!   per packet, work is one hash lookup plus at most one pass over the rules.
 //! - **Expired never matches**, whether or not `expire` has removed it yet.
 //! - Later IP fragments (no ports) neither create nor match states; they are
@@ -42,7 +42,7 @@ mod rules;
 mod state;
 mod track;
 
-pub use addr::MAX_LEARNED_ADDRS;
+pub use addr::{Learn, LearnedAddr, LEARNED_ADDR_HOLD, LEARNED_ADDR_TTL, MAX_LEARNED_ADDRS};
 pub use state::{TableCounters, RECLAIM_SCAN_SLOTS};
 pub use track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind, Timeouts};
 
@@ -283,12 +283,42 @@ impl Classifier {
         }
     }
 
-    /// Bridge mode: add an address seen on `ifc`; false if already known,
-    /// the interface is unknown, or [`MAX_LEARNED_ADDRS`] is reached.
-    pub fn learn_iface_addr(&mut self, ifc: IfaceId, addr: IpAddr) -> bool {
+    /// Bridge mode: add or confirm an address `ifc` is known by, at `now`
+    /// (see the learned set's principles in `addr.rs`). `None`: no such
+    /// interface.
+    pub fn learn_iface_addr(&mut self, ifc: IfaceId, addr: IpAddr, now: Instant) -> Option<Learn> {
         self.ifaces
             .get_mut(ifc.0 as usize)
-            .is_some_and(|i| i.learn(addr))
+            .map(|i| i.learn(addr, now))
+    }
+
+    /// Bridge mode: traffic from `addr` keeps it alive if it is learned
+    /// already; never learns it.
+    pub fn refresh_iface_addr(&mut self, ifc: IfaceId, addr: IpAddr, now: Instant) {
+        if let Some(i) = self.ifaces.get_mut(ifc.0 as usize) {
+            i.refresh(addr, now);
+        }
+    }
+
+    /// Forgets learned addresses not seen for [`LEARNED_ADDR_TTL`]; returns
+    /// how many. At most [`MAX_LEARNED_ADDRS`] entries per interface.
+    pub fn expire_iface_addrs(&mut self, now: Instant) -> usize {
+        self.ifaces.iter_mut().map(|i| i.expire(now)).sum()
+    }
+
+    /// What [`Classifier::set_iface_addrs`] gave `ifc`.
+    pub fn configured_iface_addrs(&self, ifc: IfaceId) -> Vec<IpNet> {
+        self.ifaces
+            .get(ifc.0 as usize)
+            .map_or(Vec::new(), Iface::configured)
+    }
+
+    /// The addresses learned for `ifc`, in address order, and how many
+    /// newcomers were refused because the set was held full.
+    pub fn learned_iface_addrs(&self, ifc: IfaceId) -> (Vec<LearnedAddr>, u64) {
+        self.ifaces
+            .get(ifc.0 as usize)
+            .map_or((Vec::new(), 0), |i| (i.learned().collect(), i.refused))
     }
 
     pub fn queue_name(&self, q: QueueName) -> &str {

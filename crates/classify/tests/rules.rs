@@ -170,9 +170,22 @@ fn interface_addresses_networks_and_learning() {
     let e = c.iface("em0");
     let p = udp("203.0.113.9", "8.8.8.8", 1, 53);
     assert!(c.classify(secs(1), e, OUT, &p).verdict.is_pass());
-    assert!(c.learn_iface_addr(e, ip("203.0.113.9")));
-    assert!(!c.learn_iface_addr(e, ip("203.0.113.9")), "already known");
+    use sluice_classify::{Learn, LEARNED_ADDR_TTL};
+    assert_eq!(
+        c.learn_iface_addr(e, ip("203.0.113.9"), secs(1)),
+        Some(Learn::Added)
+    );
+    assert_eq!(
+        c.learn_iface_addr(e, ip("203.0.113.9"), secs(1)),
+        Some(Learn::Refreshed)
+    );
     assert!(!c.classify(secs(1), e, OUT, &p).verdict.is_pass());
+    // Forgotten after the TTL: `from em0` no longer matches it.
+    assert_eq!(c.expire_iface_addrs(secs(1) + LEARNED_ADDR_TTL), 1);
+    assert!(c
+        .classify(secs(1) + LEARNED_ADDR_TTL, e, OUT, &p)
+        .verdict
+        .is_pass());
 }
 
 #[test]

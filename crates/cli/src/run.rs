@@ -10,9 +10,11 @@
 
 use crate::out::ewrite;
 use clap::Args as ClapArgs;
+use sluice_conf::ir::IpNet;
 use sluice_control::{DaemonState, Running};
 use sluice_engine::{Engine, Options};
 use sluice_io::{Bridge, IoOptions, IoStats, Method, Signal, Signals};
+use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,6 +77,12 @@ pub struct Args {
     /// More log output (-v info, -vv debug).
     #[arg(short, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// An address of a bridged interface, or a network (CIDR) whose host
+    /// address it is: what `IF` (`from $ext_if`) and `IF:network` mean in
+    /// rules. Repeatable. An interface given none takes the addresses LAN-side
+    /// hosts claim in ARP/ND (docs/dataplane.md).
+    #[arg(long = "iface-addr", value_name = "IF=ADDR[/LEN]", value_parser = parse_iface_addr)]
+    iface_addr: Vec<(String, IpNet)>,
 }
 
 /// Smallest `--memory-limit`: room for a few dozen full-sized frames; below
@@ -196,7 +204,15 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let engine = match Engine::new(&loaded.config, Options::bridge(&lan, &wan, hash_key)) {
+    let mut opts = Options::bridge(&lan, &wan, hash_key);
+    opts.iface_addrs = match configured_addrs(&a.iface_addr, &lan, &wan) {
+        Ok(v) => v,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let engine = match Engine::new(&loaded.config, opts) {
         Ok(mut e) => {
             e.set_memory_limit(a.memory_limit);
             Arc::new(Mutex::new(e))
@@ -417,4 +433,96 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
         v.push((what.into(), c.load(Ordering::Relaxed)));
     }
     v
+}
+
+fn parse_iface_addr(s: &str) -> Result<(String, IpNet), String> {
+    let hint = "expected IF=ADDR[/LEN], e.g. wan0=203.0.113.2/24 or wan0=2001:db8::2";
+    let Some((name, net)) = s.split_once('=').filter(|(n, _)| !n.is_empty()) else {
+        return Err(format!("{hint}, got `{s}`"));
+    };
+    let (addr, len) = match net.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (net, None),
+    };
+    let addr: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("`{addr}` is not an IPv4 or IPv6 address ({hint})"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let prefix = match len {
+        None => max,
+        Some(l) => l
+            .parse::<u8>()
+            .ok()
+            .filter(|n| *n <= max)
+            .ok_or_else(|| format!("prefix length `{l}` of {addr}: 0 to {max}"))?,
+    };
+    Ok((name.to_string(), IpNet { addr, prefix }))
+}
+
+/// `--iface-addr` grouped by engine interface index (0 = LAN, 1 = WAN);
+/// an interface that is not bridged is an error.
+fn configured_addrs(
+    given: &[(String, IpNet)],
+    lan: &str,
+    wan: &str,
+) -> Result<Vec<(usize, Vec<IpNet>)>, String> {
+    let mut out: Vec<(usize, Vec<IpNet>)> = Vec::new();
+    for (name, net) in given {
+        let idx = [lan, wan].iter().position(|n| n == name).ok_or_else(|| {
+            format!("--iface-addr {name}=…: {name} is not bridged (--bridge {lan},{wan})")
+        })?;
+        match out.iter_mut().find(|(i, _)| *i == idx) {
+            Some((_, v)) => v.push(*net),
+            None => out.push((idx, vec![*net])),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iface_addr_values() {
+        let (n, net) = parse_iface_addr("wan0=203.0.113.2/24").unwrap();
+        assert_eq!(
+            (n.as_str(), net.addr.to_string(), net.prefix),
+            ("wan0", "203.0.113.2".into(), 24)
+        );
+        let (_, net) = parse_iface_addr("wan0=2001:db8::2").unwrap();
+        assert_eq!(net.prefix, 128);
+        for (bad, says) in [
+            ("wan0", "expected IF=ADDR"),
+            ("=1.2.3.4", "expected IF=ADDR"),
+            ("wan0=1.2.3", "not an IPv4 or IPv6 address"),
+            ("wan0=1.2.3.4/33", "0 to 32"),
+            ("wan0=::1/129", "0 to 128"),
+        ] {
+            let e = parse_iface_addr(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn iface_addrs_by_bridged_interface() {
+        let given: Vec<_> = ["wan0=192.0.2.1/24", "lan0=10.0.0.1", "wan0=2001:db8::1/64"]
+            .iter()
+            .map(|s| parse_iface_addr(s).unwrap())
+            .collect();
+        let v = configured_addrs(&given, "lan0", "wan0").unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!((v[0].0, v[0].1.len()), (1, 2));
+        assert_eq!((v[1].0, v[1].1.len()), (0, 1));
+        let e = configured_addrs(
+            &[parse_iface_addr("eth5=192.0.2.1").unwrap()],
+            "lan0",
+            "wan0",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("eth5 is not bridged (--bridge lan0,wan0)"),
+            "{e}"
+        );
+    }
 }

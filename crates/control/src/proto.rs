@@ -192,6 +192,11 @@ pub struct InfoReply {
     /// Boxed: the largest reply stays small.
     #[serde(default)]
     pub memory: Box<MemoryJson>,
+    /// Bridge mode: the addresses each interface is known by (`from
+    /// $ext_if`), learned from ARP/ND on the LAN side. Empty for an
+    /// interface with configured addresses.
+    #[serde(default)]
+    pub learned_addrs: Vec<LearnedAddrsJson>,
 }
 
 /// One server's clients (`control`, `metrics`).
@@ -227,6 +232,28 @@ pub struct QueueMemoryLimit {
     pub iface: String,
     pub queue: String,
     pub limit_bytes: u64,
+}
+
+/// One interface's addresses in bridge mode: learned, or configured.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedAddrsJson {
+    pub iface: String,
+    /// Newcomers refused because every slot held a recently seen address.
+    pub refused: u64,
+    pub addrs: Vec<LearnedAddrJson>,
+    /// `--iface-addr` (CIDR): given, the interface learns nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configured: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedAddrJson {
+    pub addr: String,
+    /// Since it was first learned.
+    pub age_ns: u64,
+    /// Since it was last claimed in ARP/ND or seen sending; it is forgotten
+    /// at `sluice_classify::LEARNED_ADDR_TTL`.
+    pub idle_ns: u64,
 }
 
 /// An interface's packet counters; the drop causes add up to every frame

@@ -289,10 +289,54 @@ pub fn rules(state: &DaemonState) -> RulesReply {
     RulesReply { rules }
 }
 
+/// An interface's name, configured networks, learned addresses and refusals.
+type IfaceAddrs = (
+    String,
+    Vec<ir::IpNet>,
+    Vec<sluice_classify::LearnedAddr>,
+    u64,
+);
+
+/// The learned addresses of every interface, as of `now`. An entry past its
+/// TTL that housekeeping has not removed yet (an idle engine) is not shown:
+/// it no longer counts.
+fn learned_json(learned: Vec<IfaceAddrs>, now: Instant) -> Vec<LearnedAddrsJson> {
+    let ttl = sluice_classify::LEARNED_ADDR_TTL;
+    learned
+        .into_iter()
+        .map(|(iface, configured, addrs, refused)| LearnedAddrsJson {
+            iface,
+            refused,
+            configured: configured
+                .iter()
+                .map(|n| format!("{}/{}", n.addr, n.prefix))
+                .collect(),
+            addrs: addrs
+                .iter()
+                .filter(|a| now.saturating_since(a.seen) < ttl)
+                .map(|a| LearnedAddrJson {
+                    addr: a.addr.to_string(),
+                    age_ns: now.saturating_since(a.since).as_nanos(),
+                    idle_ns: now.saturating_since(a.seen).as_nanos(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 pub fn info(state: &DaemonState) -> InfoReply {
-    let (report, st, mem) = {
+    let now = (state.now)();
+    let (report, st, mem, learned) = {
         let e = lock(state);
-        (e.report(), e.classifier().stats(), e.memory())
+        // At most MAX_LEARNED_ADDRS per interface are copied under the lock.
+        let learned: Vec<_> = (0..e.iface_count())
+            .map(|i| {
+                let (addrs, refused) = e.learned_addrs(i);
+                let name = e.iface_name(i).unwrap_or("").to_string();
+                (name, e.configured_addrs(i), addrs, refused)
+            })
+            .collect();
+        (e.report(), e.classifier().stats(), e.memory(), learned)
     };
     let running = state.running.get();
     let config = running.path.display().to_string();
@@ -323,6 +367,7 @@ pub fn info(state: &DaemonState) -> InfoReply {
         })
         .collect(),
         memory: Box::new(memory_json(&mem, &running.config)),
+        learned_addrs: learned_json(learned, now),
     }
 }
 

@@ -7,7 +7,6 @@ use sluice_conf::ir::{self, Direction};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
 use sluice_time::{Duration, Instant, Overhead};
 use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
 
 /// Frames kept for `poll_dropped` when the caller does not collect them;
 /// beyond this they are still counted, only their bytes are released.
@@ -376,6 +375,7 @@ impl Engine {
     fn housekeeping(&mut self, now: Instant) {
         if now >= self.next_housekeeping {
             self.classifier.expire(now, EXPIRE_BUDGET);
+            self.classifier.expire_iface_addrs(now);
             self.next_housekeeping = now + HOUSEKEEPING_PERIOD;
         }
     }
@@ -402,17 +402,15 @@ impl Engine {
                 return Rx::Dropped(DropCause::Malformed);
             }
         };
+        if self.ifaces[iface].lan_side {
+            self.learn(now, iface, egress, &frame, &info);
+        }
         let (class, flow, ecn) = match &info.ip {
             None => {
                 self.ifaces[iface].counters.non_ip += 1;
                 (None, 0, Ecn::NotEct)
             }
             Some(ip) => {
-                if self.ifaces[iface].lan_side
-                    && (self.ifaces[iface].learn_addrs || self.ifaces[egress].learn_addrs)
-                {
-                    self.learn(iface, egress, ip.src);
-                }
                 let (icid, ecid) = (self.ifaces[iface].cid, self.ifaces[egress].cid);
                 let din = self.classifier.classify(now, icid, Direction::In, ip);
                 if let Some(cause) = direction_pass(&din) {
@@ -497,17 +495,49 @@ impl Engine {
     }
 
     /// Bridge mode: a LAN-side host's address is what pf on that host would
-    /// call the address of either interface (`from $ext_if`), so sources seen
-    /// arriving on the LAN side are learned for both interfaces of the pair.
-    /// Never from the WAN side: remote addresses would fill the classifier's
-    /// capped set before the LAN's own.
-    fn learn(&mut self, ingress: usize, egress: usize, src: IpAddr) {
+    /// call the address of either interface (`from $ext_if`), so addresses
+    /// LAN-side hosts claim in ARP/ND (`sluice_wire::neighbor_claim`) are
+    /// learned for both interfaces of the pair, and their IP traffic keeps
+    /// them alive. A plain source address is never learned: anyone can write
+    /// one, and 256 of them used to push every real host out for good.
+    /// Never from the WAN side: remote addresses are not ours.
+    fn learn(
+        &mut self,
+        now: Instant,
+        ingress: usize,
+        egress: usize,
+        frame: &[u8],
+        info: &sluice_wire::PacketInfo,
+    ) {
+        let claim = sluice_wire::neighbor_claim(frame, info);
         for i in [ingress, egress] {
-            if self.ifaces[i].learn_addrs {
-                let cid = self.ifaces[i].cid;
-                self.classifier.learn_iface_addr(cid, src);
+            if !self.ifaces[i].learn_addrs {
+                continue;
+            }
+            let cid = self.ifaces[i].cid;
+            match (claim, &info.ip) {
+                (Some(c), _) => {
+                    self.classifier.learn_iface_addr(cid, c.addr, now);
+                }
+                (None, Some(ip)) => self.classifier.refresh_iface_addr(cid, ip.src, now),
+                (None, None) => {}
             }
         }
+    }
+
+    /// The addresses configured for interface `iface` (`Options::iface_addrs`).
+    pub fn configured_addrs(&self, iface: usize) -> Vec<ir::IpNet> {
+        self.ifaces.get(iface).map_or(Vec::new(), |i| {
+            self.classifier.configured_iface_addrs(i.cid)
+        })
+    }
+
+    /// The addresses learned for interface `iface` (bridge mode) and how many
+    /// newcomers the full set refused; empty for configured interfaces.
+    pub fn learned_addrs(&self, iface: usize) -> (Vec<sluice_classify::LearnedAddr>, u64) {
+        self.ifaces.get(iface).map_or((Vec::new(), 0), |i| {
+            self.classifier.learned_iface_addrs(i.cid)
+        })
     }
 
     /// The next frame to transmit on `iface` now, if any; ECN marks applied.

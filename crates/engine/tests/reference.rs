@@ -82,6 +82,14 @@ pass in  on $ext_if proto tcp from any to $ext_if flags S/SA \\
 fn priq_empty_acks_overtake_bulk_upload() {
     let mut e = engine(PRIQ);
     let mut now = Instant(1_000_000_000);
+    // The client ARPs for its gateway, as any host does: only an address
+    // claimed in ARP/ND becomes one of `$ext_if`'s (bridge mode).
+    e.handle_rx(
+        now,
+        LAN,
+        sluice_wire::build::arp(CLIENT, Ipv4Addr::new(10, 0, 0, 254)),
+    );
+    drain(&mut e, now, WAN);
     handshake(&mut e, now, 40_000, 5201); // the upload
     handshake(&mut e, now, 40_001, 80); // the download whose ACKs go up
     now += Duration::from_millis(500);
@@ -117,7 +125,8 @@ fn priq_empty_acks_overtake_bulk_upload() {
     let wan = &rep[WAN];
     // Only the empty ACK qualifies for q_pri: SYNs carry no ACK flag.
     assert_eq!(wan.class("q_pri").expect("q_pri").passed_packets, 1);
-    assert_eq!(wan.class("q_def").expect("q_def").passed_packets, 3);
+    // Two SYNs, one data segment, and the ARP (non-IP: the default queue).
+    assert_eq!(wan.class("q_def").expect("q_def").passed_packets, 3 + 1);
     assert_eq!(wan.class("q_def").expect("q_def").qlen, 29);
 }
 

@@ -22,6 +22,8 @@ use std::time::Duration;
 
 pub const CLIENT_IP: &str = "10.77.0.1";
 pub const SERVER_IP: &str = "10.77.0.2";
+/// Nobody's: the client ARPs for it to announce itself through sluice.
+const UNUSED_LAN_IP: &str = "10.77.0.254";
 
 /// How long `spawn_sluice` waits for the first ping to cross.
 const PATH_WAIT_TRIES: u32 = 50;
@@ -172,6 +174,13 @@ impl BridgeLab {
         self.sluice = Some(id);
         for _ in 0..PATH_WAIT_TRIES {
             if self.ping_once() {
+                if self.wiring.static_neighbours {
+                    // The client never ARPs otherwise, and `from $ext_if`
+                    // means the addresses LAN hosts claim in ARP/ND.
+                    self.topo
+                        .arp_from(&self.client, UNUSED_LAN_IP)
+                        .map_err(|e| format!("client ARP: {e}"))?;
+                }
                 return Ok(id);
             }
             if self

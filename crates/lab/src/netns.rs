@@ -166,6 +166,16 @@ impl Topology {
         .map(|_| ())
     }
 
+    /// Makes `ns`'s kernel send an ARP request carrying its own address
+    /// (RFC 826 sender fields) by sending one datagram to `unused`, an
+    /// unassigned address on one of `ns`'s links: what a host with static
+    /// neighbours otherwise never does. sluice in bridge mode learns
+    /// `$ext_if`'s addresses from such claims only (docs/dataplane.md).
+    pub fn arp_from(&self, ns: &Netns, unused: &str) -> io::Result<()> {
+        let script = format!("echo > /dev/udp/{unused}/9");
+        self.exec(ns, &["bash", "-c", &script]).map(|_| ())
+    }
+
     /// Runs a command inside `ns` to completion; non-zero exit is an error.
     pub fn exec(&self, ns: &Netns, cmd: &[&str]) -> io::Result<Output> {
         run(Command::new("ip").args(["netns", "exec", &ns.0]).args(cmd))

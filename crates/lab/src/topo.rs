@@ -38,6 +38,8 @@ pub const CLIENT_IP: &str = "10.77.0.1";
 pub const SERVER_IP: &str = "10.77.1.2";
 /// The modem's addresses: the client's and the server's gateway.
 const MODEM_LAN_IP: &str = "10.77.0.254";
+/// Nobody's, on the client's link (see `Topology::arp_from`).
+pub(crate) const UNUSED_CLIENT_NET_IP: &str = "10.77.0.253";
 const MODEM_WAN_IP: &str = "10.77.1.254";
 /// Interfaces of the shaper namespace, as the shaper config sees them.
 pub const LAN_IF: &str = "lan0";

@@ -222,6 +222,27 @@ pub fn arp(sender: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
     f
 }
 
+/// ARP reply "`sender` is at 02:00:00:00:00:01" to `target`, padded to 60 bytes.
+pub fn arp_reply(sender: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
+    let mut f = arp(sender, target);
+    f[..6].copy_from_slice(&DST_MAC);
+    f[21] = 2;
+    f[32..38].copy_from_slice(&DST_MAC);
+    f
+}
+
+/// Unsolicited ICMPv6 Neighbor Advertisement from `src` for `target` (hop
+/// limit 255, override flag, valid checksum).
+pub fn nd_advert(src: Ipv6Addr, target: Ipv6Addr) -> Vec<u8> {
+    let mut seg = vec![crate::ND_NEIGHBOR_ADVERT, 0, 0, 0, 0x20, 0, 0, 0];
+    seg.extend_from_slice(&target.octets());
+    let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+    let mut f = ipv6(src, all_nodes, proto::ICMPV6, seg);
+    // RFC 4861 §7.1.2: only hop limit 255 is a neighbour's (not in the checksum).
+    f[14 + 7] = 255;
+    f
+}
+
 /// Insert a VLAN tag (`tpid` 0x8100 or 0x88a8) with VLAN id `vid` after the MACs.
 /// Frames shorter than an Ethernet header are returned unchanged.
 pub fn vlan_wrap(frame: &[u8], tpid: u16, vid: u16) -> Vec<u8> {

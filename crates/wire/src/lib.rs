@@ -2,7 +2,8 @@
 //!
 //! Owns: link-layer decapsulation (Ethernet II, up to two 802.1Q/802.1ad tags,
 //! PPPoE session), IPv4 (options, fragments), IPv6 (extension-header chain),
-//! TCP, UDP, ICMP/ICMPv6; ECN rewriting with the incremental IPv4 checksum
+//! TCP, UDP, ICMP/ICMPv6; the address an ARP or ND frame claims for its
+//! sender ([`neighbor_claim`]); ECN rewriting with the incremental IPv4 checksum
 //! update; frame builders for tests. Depends on nothing but `std`.
 //!
 //! # Principles
@@ -29,12 +30,14 @@ mod checksum;
 mod ether;
 mod ip;
 mod l4;
+mod neigh;
 
 pub mod build;
 
 pub use checksum::{checksum_update16, internet_checksum};
 pub use ether::{MAX_VLAN_TAGS, PPP_IPV4, PPP_IPV6};
 pub use ip::MAX_EXT_HEADERS;
+pub use neigh::{neighbor_claim, Claim, ClaimKind, ND_NEIGHBOR_ADVERT, ND_NEIGHBOR_SOLICIT};
 
 use std::fmt;
 use std::net::IpAddr;
@@ -274,10 +277,12 @@ pub fn set_ecn(frame: &mut [u8], info: &PacketInfo, ecn: u8) -> Result<(), WireE
     Ok(())
 }
 
-/// Entry point for a cargo-fuzz target: parse, and if it parses, rewrite ECN
-/// and parse again; the result must still parse with the new ECN bits.
+/// Entry point for a cargo-fuzz target: parse, and if it parses, look for a
+/// neighbour claim, rewrite ECN and parse again; the result must still parse
+/// with the new ECN bits.
 pub fn fuzz_entry(data: &[u8]) {
     if let Ok(info) = parse(data) {
+        let _ = neighbor_claim(data, &info);
         if info.ip.is_some() {
             let mut copy = data.to_vec();
             if set_ecn(&mut copy, &info, 0b11).is_ok() {

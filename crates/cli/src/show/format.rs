@@ -335,7 +335,52 @@ pub fn format_info(i: &InfoReply) -> String {
             );
         }
     }
+    format_learned(&mut o, &i.learned_addrs);
     o
+}
+
+/// Bridge mode's interface addresses: what `from $ext_if` matches.
+/// Interfaces that know the same set (both sides of the bridge learn alike)
+/// share one list.
+fn format_learned(o: &mut String, learned: &[LearnedAddrsJson]) {
+    let same = |a: &LearnedAddrsJson, b: &LearnedAddrsJson| {
+        a.addrs == b.addrs && a.refused == b.refused && a.configured == b.configured
+    };
+    let mut shown: Vec<&LearnedAddrsJson> = Vec::new();
+    for l in learned {
+        if shown.iter().any(|s| same(s, l)) {
+            continue;
+        }
+        shown.push(l);
+        let names: Vec<&str> = learned
+            .iter()
+            .filter(|x| same(x, l))
+            .map(|x| x.iface.as_str())
+            .collect();
+        if !l.configured.is_empty() {
+            let _ = writeln!(o, "Configured Addresses of {}", names.join(", "));
+            for c in &l.configured {
+                let _ = writeln!(o, "  {c}");
+            }
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "Learned Addresses of {} ({}, {} refused)",
+            names.join(", "),
+            l.addrs.len(),
+            l.refused
+        );
+        for a in &l.addrs {
+            let _ = writeln!(
+                o,
+                "  {:<40} age {}  idle {}",
+                a.addr,
+                hms(a.age_ns),
+                hms(a.idle_ns)
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -622,6 +667,22 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
                 cap: 4,
                 refused: 2,
             }],
+            learned_addrs: ["lan0", "wan0", "wan1"]
+                .map(|n| LearnedAddrsJson {
+                    iface: n.into(),
+                    refused: 2,
+                    addrs: vec![LearnedAddrJson {
+                        addr: "192.168.1.10".into(),
+                        age_ns: 3_723_000_000_000,
+                        idle_ns: 4_000_000_000,
+                    }],
+                    configured: if n == "wan1" {
+                        vec!["203.0.113.2/24".into()]
+                    } else {
+                        vec![]
+                    },
+                })
+                .to_vec(),
         };
         let want = "\
 Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
@@ -662,6 +723,10 @@ I/O (af_packet)
   rx_ring_drops                          3
 Clients                       serving     cap refused
   control                            1       4       2
+Learned Addresses of lan0, wan0 (1, 2 refused)
+  192.168.1.10                             age 01:02:03  idle 00:00:04
+Configured Addresses of wan1
+  203.0.113.2/24
 ";
         assert_eq!(format_info(&i), want);
     }

@@ -13,6 +13,11 @@ MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
       a frame of the local experimental EtherType 0x88B5; each payload holds
       the marker SLUICE-MODE-; prints "frames bytes", the bytes being whole
       frames as sent, tags and PPPoE headers included)
+    | spoof (UDP to DST_IP from COUNT distinct sources in 10.200.0.0/16)
+    | arp_spoof (broadcast ARP requests for DST_IP from COUNT distinct
+      senders in 10.201.0.0/16) | announce (COUNT gratuitous ARP requests,
+      RFC 5227 announcements, for SRC_IP) — used by netns_learn.rs; print
+      the number of frames sent
     inject.py capture IFACE SECONDS
       counts, for SECONDS, the frames seen on IFACE by marker; prints JSON
       {"MODE": frames, ...}
@@ -287,6 +292,15 @@ def main():
             f = eth4 + ipv4(src, dst, 17, udp(4242, 9, b"s" * 18))
             if i % 1000 == 999:
                 time.sleep(0.01)
+        elif mode == "spoof":
+            f = eth4 + ipv4("10.200.%d.%d" % (i >> 8 & 255, i & 255), dst, 17,
+                            udp(4000, 9, b"s" * 18))
+        elif mode in ("arp_spoof", "announce"):
+            sender = "10.201.%d.%d" % (i >> 8 & 255, i & 255) if mode == "arp_spoof" else src
+            target = dst if mode == "arp_spoof" else src
+            f = (b"\xff" * 6 + mac(smac) + b"\x08\x06"
+                 + struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, mac(smac),
+                               socket.inet_aton(sender), b"\0" * 6, socket.inet_aton(target)))
         elif mode == "flood":
             sport = rnd.randrange(1024, 65535)
             dport = rnd.randrange(1, 65535)
