@@ -16,7 +16,9 @@
 //!     matching `quick` rule (of any action) ends evaluation. `match` rules
 //!     contribute `queue`/`prio`; the winning rule overrides only what it sets.
 //!     No matching pass/block rule: pass without state.
-//!   - `pass` with keep state (the IR default) creates a state. Every packet
+//!   - `pass` with keep state (the IR default) creates a state; the IR gives
+//!     such rules pf's `flags S/SA` unless they say otherwise, and flags are
+//!     tested on TCP only, so only a SYN creates a TCP state. Every packet
 //!     first looks for a state and, if one matches, skips the rules and takes
 //!     the state's queue pair and priority. A state created at direction D for
 //!     A→B matches A→B at D and B→A at the other direction; states float (not
@@ -26,7 +28,8 @@
 //!     (0x10) and for TCP packets with ACK and no payload; `q` otherwise. The
 //!     same for `set prio (a, b)`.
 //! - **Bounded.** The state table never exceeds its limit (a packet that would
-//!   create one more is blocked with [`BlockReason::StateLimit`]); learned
+//!   create one more evicts an unanswered state found by a bounded scan, or
+//!   is blocked with [`BlockReason::StateLimit`]; `state.rs`); learned
 //!   interface addresses are capped; `expire` does at most `budget` work;
 //!   per packet, work is one hash lookup plus at most one pass over the rules.
 //! - **Expired never matches**, whether or not `expire` has removed it yet.
@@ -152,6 +155,8 @@ pub struct ClassifierStats {
     pub state_limit_hits: u64,
     pub lookups: u64,
     pub hits: u64,
+    /// Embryonic states evicted to admit new ones into a full table.
+    pub states_evicted: u64,
 }
 
 /// A read-only view of one state, for `sluice show states`.
@@ -540,6 +545,7 @@ impl Classifier {
             state_limit_hits: c.limit_hits,
             lookups: self.lookups,
             hits: self.hits,
+            states_evicted: c.evicted,
         }
     }
 

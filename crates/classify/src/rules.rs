@@ -10,7 +10,11 @@
 //!   implicitly `inet`.
 //! - `!` negates the address only, never the port (as in pf).
 //! - A port criterion never matches a packet without ports (not TCP/UDP, or a
-//!   later fragment). `flags X/Y` matches only TCP, when `(flags & Y) == X`.
+//!   later fragment). `flags X/Y` is tested on TCP packets only, as pf does
+//!   (pf.c `pf_match_rule`): a TCP segment matches when `(flags & Y) == X`
+//!   (a later TCP fragment, without flags, never does); other protocols
+//!   ignore it, so pf's implicit `flags S/SA` on `pass out keep state` still
+//!   lets UDP and ICMP match the rule.
 //! - `tos` compares the DSCP part of the ToS byte (ECN bits masked), as
 //!   OpenBSD does, so ECN marking does not change a packet's class.
 //! - An unknown table name (the IR validator should prevent it) behaves as
@@ -185,9 +189,10 @@ impl MatchCtx<'_> {
         if r.af.is_some_and(|a| a != pkt.af) || r.proto.is_some_and(|p| p != pkt.proto) {
             return false;
         }
-        if let Some((set, mask)) = r.flags {
+        if let (Some((set, mask)), sluice_wire::proto::TCP) = (r.flags, pkt.proto) {
             match pkt.l4 {
                 L4::Tcp { flags, .. } if flags & mask == set => {}
+                // A later fragment has no flags to test.
                 _ => return false,
             }
         }

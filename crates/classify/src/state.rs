@@ -4,9 +4,23 @@
 //!
 //! - **Bounded memory.** At most `limit` states exist; an insert into a full
 //!   table fails (the caller blocks the packet, as pf does with
-//!   `PFRES_MAXSTATES`) after a bounded attempt ([`RECLAIM_SCAN_SLOTS`]) to
-//!   reclaim an already-expired slot. Storage is a slab (`Vec<Option<State>>`
-//!   with a free list, never longer than `limit`) plus a hash index.
+//!   `PFRES_MAXSTATES`) after one bounded reclaim attempt. Storage is a slab
+//!   (`Vec<Option<State>>` with a free list, never longer than `limit`) plus
+//!   a hash index.
+//! - **Reclaim: expired first, then embryonic, never established.** The
+//!   attempt examines [`RECLAIM_SCAN_SLOTS`] slots from the sweep cursor (so
+//!   consecutive attempts walk the whole slab, and a flood costs a constant
+//!   per packet). It removes the expired states it meets; if there were
+//!   none, it evicts the least recently used *embryonic* state among those
+//!   slots. Embryonic means the other side never answered: a TCP state
+//!   whose peers are not both ESTABLISHED (a handshake that has not
+//!   completed — what a SYN flood leaves, pf's `tcp.first`/`tcp.opening`
+//!   states), a UDP or other-protocol state whose responder is still
+//!   NO_TRAFFIC, an ICMP state that saw only its first packet. A
+//!   connection that has been answered is never evicted to admit a new one
+//!   (pf never evicts; sluice adds only the eviction of states pf's
+//!   adaptive timeouts would expire first). If the scanned slots hold
+//!   neither, the insert fails.
 //! - **Keyed hash.** The index hashes keys with SipHash-1-3 under the
 //!   caller's 128-bit key, so a sender who does not know the key cannot aim
 //!   a flood of 5-tuples at one bucket.
@@ -22,16 +36,17 @@
 //!   cursor and a caller-given budget, so purging never stalls the data path.
 
 use crate::hash::{tuple_bytes, KeyedSip};
-use crate::track::{ProtoState, TimeoutKind};
+use crate::track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind};
 use crate::QueueName;
 use sluice_time::Instant;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 
-/// Slots examined to find an expired state before refusing an insert into a
-/// full table: enough to recover from a burst of dead states between two
-/// `expire` calls, small enough to keep a flood's per-packet cost constant.
+/// Slots examined to find an expired (else an embryonic) state before
+/// refusing an insert into a full table: enough to recover from a burst of
+/// dead states between two `expire` calls, small enough to keep a flood's
+/// per-packet cost constant.
 pub const RECLAIM_SCAN_SLOTS: usize = 32;
 
 /// The lookup key of a state (see the module doc for its orientation).
@@ -111,6 +126,16 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// The other side never answered (see the module doc): the only kind of
+    /// live state a full table gives up for a new one.
+    pub(crate) fn embryonic(&self) -> bool {
+        match self.proto {
+            ProtoState::Tcp([a, b]) => a < TcpPeer::Established || b < TcpPeer::Established,
+            ProtoState::Udp([_, r]) | ProtoState::Other([_, r]) => r == PseudoPeer::NoTraffic,
+            ProtoState::Icmp => self.timeout == TimeoutKind::IcmpFirst,
+        }
+    }
+
     /// 0 if a packet travelling lower→higher (`fwd_lo`) comes from the
     /// initiator, else 1.
     pub(crate) fn side(&self, lo_to_hi: bool) -> usize {
@@ -130,6 +155,8 @@ pub struct TableCounters {
     /// Removals of states found expired (by lookup, sweep or reclaim).
     pub expired: u64,
     pub limit_hits: u64,
+    /// Embryonic states evicted to admit a new one into a full table.
+    pub evicted: u64,
 }
 
 pub(crate) struct StateTable {
@@ -250,8 +277,32 @@ impl StateTable {
         removed
     }
 
+    /// One bounded pass of [`RECLAIM_SCAN_SLOTS`] slots (module doc).
     fn reclaim(&mut self, now: Instant) {
-        self.expire(now, RECLAIM_SCAN_SLOTS);
+        let n = self.slots.len();
+        let mut removed = false;
+        let mut victim: Option<(usize, Instant)> = None;
+        for _ in 0..RECLAIM_SCAN_SLOTS.min(n) {
+            if self.cursor >= n {
+                self.cursor = 0;
+            }
+            let i = self.cursor;
+            self.cursor += 1;
+            let Some(Some(s)) = self.slots.get(i) else {
+                continue;
+            };
+            if now >= s.expires {
+                self.counters.expired += 1;
+                self.remove_slot(i);
+                removed = true;
+            } else if s.embryonic() && victim.is_none_or(|(_, last)| s.last < last) {
+                victim = Some((i, s.last));
+            }
+        }
+        if let (false, Some((i, _))) = (removed, victim) {
+            self.counters.evicted += 1;
+            self.remove_slot(i);
+        }
     }
 
     fn remove_slot(&mut self, i: usize) {
@@ -286,6 +337,138 @@ impl StateTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_time::Duration;
+    use sluice_wire::tcp_flags::{ACK, SYN};
+
+    fn t(s: u64) -> Instant {
+        Instant::from_nanos(s * 1_000_000_000)
+    }
+
+    /// A TCP state for port `n`, created at `at`, living 100 s; answered
+    /// (ESTABLISHED:ESTABLISHED) or left after the SYN.
+    fn tcp_state(n: u16, at: Instant, answered: bool) -> State {
+        let a = ("10.0.0.1".parse().unwrap(), n);
+        let b = ("10.0.0.2".parse().unwrap(), 80);
+        let (key, lo) = StateKey::of(6, a, b, true);
+        let (mut proto, timeout) = ProtoState::new(6);
+        if answered {
+            proto.update(1, SYN | ACK);
+            proto.update(0, ACK);
+        }
+        State {
+            key,
+            init_is_lo: lo,
+            rule: 0,
+            queue: None,
+            prio: None,
+            proto,
+            timeout,
+            created: at,
+            last: at,
+            expires: at + Duration::from_secs(100),
+            packets: [1, 0],
+            bytes: [0, 0],
+        }
+    }
+
+    fn table(limit: u32) -> StateTable {
+        StateTable::new(limit, KeyedSip::new(&[7; 16]))
+    }
+
+    #[test]
+    fn embryonic_is_unanswered() {
+        assert!(tcp_state(1, t(0), false).embryonic());
+        assert!(!tcp_state(1, t(0), true).embryonic());
+        let mut half = tcp_state(1, t(0), false);
+        half.proto.update(1, SYN | ACK);
+        assert!(half.embryonic(), "SYN, SYN-ACK: the handshake is not done");
+        let mut udp = tcp_state(1, t(0), false);
+        (udp.proto, udp.timeout) = ProtoState::new(17);
+        assert!(udp.embryonic());
+        udp.timeout = udp.proto.update(0, 0);
+        assert!(udp.embryonic(), "one direction only");
+        udp.timeout = udp.proto.update(1, 0);
+        assert!(!udp.embryonic());
+        let mut icmp = tcp_state(1, t(0), false);
+        (icmp.proto, icmp.timeout) = ProtoState::new(1);
+        assert!(icmp.embryonic());
+        icmp.timeout = icmp.proto.update(1, 0);
+        assert!(!icmp.embryonic());
+    }
+
+    #[test]
+    fn full_table_evicts_the_oldest_embryonic_state_never_an_answered_one() {
+        let mut tb = table(4);
+        tb.insert(tcp_state(1, t(0), true), t(0)).unwrap();
+        tb.insert(tcp_state(2, t(2), false), t(2)).unwrap();
+        tb.insert(tcp_state(3, t(1), false), t(2)).unwrap();
+        tb.insert(tcp_state(4, t(0), true), t(2)).unwrap();
+        assert_eq!(tb.insert(tcp_state(5, t(3), false), t(3)), Ok(()));
+        assert_eq!((tb.len(), tb.counters.evicted), (4, 1));
+        let ports: Vec<u16> = tb.iter().map(|s| s.key.lo.1).collect();
+        assert!(
+            !ports.contains(&3),
+            "the least recently used embryonic went: {ports:?}"
+        );
+        assert_eq!(tb.insert(tcp_state(6, t(3), false), t(3)), Ok(()));
+        assert_eq!(tb.insert(tcp_state(7, t(3), false), t(3)), Ok(()));
+        // Left: the two answered states and two embryonic ones (5 went, then 2 or 6).
+        let answered = tb.iter().filter(|s| !s.embryonic()).count();
+        assert_eq!((tb.len(), answered, tb.counters.evicted), (4, 2, 3));
+        let mut full = table(2);
+        full.insert(tcp_state(1, t(0), true), t(0)).unwrap();
+        full.insert(tcp_state(2, t(0), true), t(0)).unwrap();
+        assert_eq!(
+            full.insert(tcp_state(3, t(1), false), t(1)),
+            Err(InsertError::Full)
+        );
+        assert_eq!(
+            (full.len(), full.counters.evicted, full.counters.limit_hits),
+            (2, 0, 1)
+        );
+    }
+
+    #[test]
+    fn expired_states_go_before_any_eviction() {
+        let mut tb = table(2);
+        tb.insert(tcp_state(1, t(0), false), t(0)).unwrap();
+        tb.insert(tcp_state(2, t(50), false), t(50)).unwrap();
+        // Port 1 expired at 100 s; port 2 lives until 150 s.
+        assert_eq!(tb.insert(tcp_state(3, t(120), false), t(120)), Ok(()));
+        assert_eq!((tb.counters.expired, tb.counters.evicted), (1, 0));
+        assert!(tb.iter().any(|s| s.key.lo.1 == 2));
+    }
+
+    /// Constant cost under a flood: each refused or admitted insert examines
+    /// at most RECLAIM_SCAN_SLOTS slots, yet consecutive attempts walk the
+    /// whole slab, so a lone embryonic state is found within
+    /// ceil(limit / RECLAIM_SCAN_SLOTS) attempts.
+    #[test]
+    fn reclaim_is_bounded_per_insert_and_covers_the_slab() {
+        let limit = 1000u16;
+        let mut tb = table(u32::from(limit));
+        for n in 0..limit - 1 {
+            tb.insert(tcp_state(n + 1, t(0), true), t(0)).unwrap();
+        }
+        tb.insert(tcp_state(limit, t(0), false), t(0)).unwrap();
+        let mut attempts = 0;
+        loop {
+            let before = tb.cursor;
+            attempts += 1;
+            let r = tb.insert(tcp_state(60_000, t(1), false), t(1));
+            let step = (tb.cursor + tb.slots.len() - before) % tb.slots.len();
+            assert!(
+                step <= RECLAIM_SCAN_SLOTS,
+                "one attempt scanned {step} slots"
+            );
+            if r.is_ok() {
+                break;
+            }
+        }
+        let bound = usize::from(limit).div_ceil(RECLAIM_SCAN_SLOTS);
+        assert!(attempts <= bound, "{attempts} attempts > {bound}");
+        assert_eq!((tb.counters.evicted, tb.len()), (1, usize::from(limit)));
+    }
 
     #[test]
     fn key_orientation() {

@@ -281,6 +281,12 @@ pub enum PortOp {
     Outside(u16, u16),
 }
 
+/// IP protocol number of TCP.
+pub const PROTO_TCP: u8 = 6;
+
+/// pf's default `flags S/SA` of stateful pass rules: (SYN, SYN|ACK).
+pub const FLAGS_S_SA: (u8, u8) = (0x02, 0x12);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatePolicy {
     Keep,
@@ -303,10 +309,10 @@ pub struct Rule {
     pub from: Endpoint,
     pub to: Endpoint,
     /// `flags X/Y`: (set, mask), bits F=0x01 S=0x02 R=0x04 P=0x08 A=0x10
-    /// U=0x20 E=0x40 W=0x80. None when not written or `flags any`. sluice
-    /// does not apply pf's implicit `S/SA` to stateful rules: a bridge that
-    /// starts or restarts mid-connection must still give existing flows
-    /// their state and queue (docs/config.md).
+    /// U=0x20 E=0x40 W=0x80; tested on TCP packets only. None for `flags
+    /// any`, or when not written on a rule that is not a stateful pass. A
+    /// stateful `pass` rule that can match TCP and does not say carries pf's
+    /// default [`FLAGS_S_SA`] (written out by the printer).
     pub flags: Option<(u8, u8)>,
     pub tos: Option<u8>,
     /// `icmp-type T [code C]` / `icmp6-type …`: ICMP (or ICMPv6, by `proto`)

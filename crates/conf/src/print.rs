@@ -374,8 +374,18 @@ fn rule(o: &mut String, r: &Rule) {
         endpoint(o, "from", &r.from);
         endpoint(o, "to", &r.to);
     }
-    if let Some((s, m)) = r.flags {
-        let _ = write!(o, " flags {}/{}", tcp_flags_str(s), tcp_flags_str(m));
+    match r.flags {
+        Some((s, m)) => {
+            let _ = write!(o, " flags {}/{}", tcp_flags_str(s), tcp_flags_str(m));
+        }
+        // Without it, the printed rule would read back with pf's S/SA default.
+        None if r.action == Action::Pass
+            && r.state != StatePolicy::No
+            && matches!(r.proto, None | Some(PROTO_TCP)) =>
+        {
+            o.push_str(" flags any");
+        }
+        None => {}
     }
     if let Some((t, code)) = r.icmp_type {
         let kw = if r.proto == Some(58) || r.af == Some(AddrFamily::Inet6) {

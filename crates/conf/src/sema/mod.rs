@@ -183,6 +183,25 @@ fn is_high_priority(cfg: &Config, name: &str) -> bool {
     })
 }
 
+/// pf's `flags S/SA` default (pf.conf(5) "flags"; pfctl parse.y): a `pass`
+/// rule that keeps state and says nothing about flags creates states only
+/// from a TCP segment with SYN set and ACK clear, so a segment of a
+/// connection the table does not know (a spoofed ACK, a flood of them)
+/// falls through instead of filling the table. `flags any` opts out. The
+/// default is written into the IR (and printed) only where TCP can match.
+fn rule_flags(r: &RuleAst, state: StatePolicy, proto: Option<u8>) -> Option<(u8, u8)> {
+    match &r.flags {
+        Some(f) => f.v,
+        None if r.action == ir::Action::Pass
+            && state != StatePolicy::No
+            && matches!(proto, None | Some(ir::PROTO_TCP)) =>
+        {
+            Some(ir::FLAGS_S_SA)
+        }
+        None => None,
+    }
+}
+
 fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
     // A criterion sluice cannot evaluate widens the rule if dropped. A shaper
     // must never block what pf would pass, so a widened `block` is left out;
@@ -357,7 +376,7 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
                                     negated: *tneg,
                                     port: *tport,
                                 },
-                                flags: r.flags.as_ref().and_then(|f| f.v),
+                                flags: rule_flags(r, state, *p),
                                 tos: r.tos,
                                 icmp_type: *icmp,
                                 state,
