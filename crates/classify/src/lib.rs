@@ -77,8 +77,8 @@ pub struct Options {
     pub hash_key: [u8; 16],
     /// Overrides the config's `set limit states`.
     pub state_limit: Option<u32>,
-    /// pf's `set timeout` values (pf defaults).
-    pub timeouts: Timeouts,
+    /// Overrides the config's `set timeout` values (also across reloads).
+    pub timeouts: Option<Timeouts>,
 }
 
 /// Why a packet is blocked.
@@ -86,7 +86,8 @@ pub struct Options {
 pub enum BlockReason {
     /// A `block` rule won.
     Rule,
-    /// A `pass … keep state` rule won but the state table is full.
+    /// A `pass … keep state` rule won but the state table is full, or the
+    /// rule's `max` or `max-src-states` is reached.
     StateLimit,
 }
 
@@ -157,6 +158,9 @@ pub struct ClassifierStats {
     pub hits: u64,
     /// Embryonic states evicted to admit new ones into a full table.
     pub states_evicted: u64,
+    /// States refused by a rule's `max` or `max-src-states` (not part of
+    /// `state_limit_hits`, which counts the table's limit).
+    pub rule_limit_hits: u64,
 }
 
 /// A read-only view of one state, for `sluice show states`.
@@ -194,6 +198,13 @@ pub struct Classifier {
     table: StateTable,
     hasher: KeyedSip,
     timeouts: Timeouts,
+    /// `Options::timeouts` was given: reloads keep it.
+    timeouts_fixed: bool,
+    /// Packets refused a state by a rule's `max` / `max-src-states`.
+    per_rule_limit_hits: u64,
+    /// The state table's rule-set generation (states of older ones do not
+    /// take their rule's own timeouts).
+    table_gen: u32,
     lookups: u64,
     hits: u64,
 }
@@ -247,7 +258,10 @@ impl Classifier {
             queues: Vec::new(),
             table: StateTable::new(limit, hasher),
             hasher,
-            timeouts: opts.timeouts,
+            timeouts: opts.timeouts.unwrap_or(cfg.options.timeouts),
+            timeouts_fixed: opts.timeouts.is_some(),
+            table_gen: 0,
+            per_rule_limit_hits: 0,
             lookups: 0,
             hits: 0,
         };
@@ -354,7 +368,12 @@ impl Classifier {
                     let tk = st.proto.update(side, flags);
                     st.timeout = tk;
                     st.last = now;
-                    st.expires = now + self.timeouts.get(tk);
+                    // The rule's own timeouts while its rule set is current.
+                    let own = (st.gen == self.table_gen)
+                        .then(|| self.rules.get(st.rule as usize))
+                        .flatten()
+                        .and_then(|r| r.timeouts.as_deref());
+                    st.timeout_len = own.unwrap_or(&self.timeouts).get(tk);
                     st.packets[side] += 1;
                     st.bytes[side] += bytes;
                     self.hits += 1;
@@ -401,8 +420,20 @@ impl Classifier {
             prio = rule.prio;
         }
         let (action, keep_state) = (rule.action, rule.keep_state);
+        // pf's per-rule limits (pf.conf(5) `max`, `max-src-states`): a rule at
+        // its cap creates no state, and the packet is blocked as at the
+        // table's limit (pf: PFRES_MAXSTATES / PFRES_SRCLIMIT).
+        let over_max = rule.max.is_some_and(|m| self.table.rule_count(w) >= m)
+            || rule
+                .max_src_states
+                .is_some_and(|m| self.table.src_count(w as u32, pkt.src) >= m);
+        let src_tracked = rule.max_src_states.is_some();
+        let timeout_of = |tk| rule.timeouts.as_deref().unwrap_or(&self.timeouts).get(tk);
         if action == Action::Block {
             d.verdict = Verdict::Block(BlockReason::Rule);
+        } else if let (true, true, Some(_)) = (keep_state, over_max, key) {
+            self.per_rule_limit_hits += 1;
+            d.verdict = Verdict::Block(BlockReason::StateLimit);
         } else if let (true, Some((key, lo_to_hi))) = (keep_state, key) {
             let (proto, tk) = ProtoState::new(pkt.proto);
             let st = State {
@@ -413,9 +444,11 @@ impl Classifier {
                 prio,
                 proto,
                 timeout: tk,
+                timeout_len: timeout_of(tk),
                 created: now,
                 last: now,
-                expires: now + self.timeouts.get(tk),
+                gen: self.table_gen,
+                src_tracked,
                 packets: [1, 0],
                 bytes: [bytes, 0],
             };
@@ -529,7 +562,7 @@ impl Classifier {
                 bytes: s.bytes,
                 created: s.created,
                 last: s.last,
-                expires: s.expires,
+                expires: self.table.expires(s),
             }
         })
     }
@@ -546,6 +579,7 @@ impl Classifier {
             lookups: self.lookups,
             hits: self.hits,
             states_evicted: c.evicted,
+            rule_limit_hits: self.per_rule_limit_hits,
         }
     }
 

@@ -21,7 +21,7 @@
 //!   pf's undefined table: empty.
 
 use crate::addr::{AddrTable, Prefix};
-use crate::{IfaceId, QueueName};
+use crate::{IfaceId, QueueName, Timeouts};
 use sluice_conf::ir::{self, Action, AddrMatch, Direction, PortOp, StatePolicy};
 use sluice_wire::{Af, IpInfo, L4};
 use std::net::IpAddr;
@@ -66,6 +66,12 @@ pub(crate) struct CRule {
     pub keep_state: bool,
     pub queue: Option<(QueueName, Option<QueueName>)>,
     pub prio: Option<(u8, Option<u8>)>,
+    /// `max N`, `max-src-states N`.
+    pub max: Option<u32>,
+    pub max_src_states: Option<u32>,
+    /// The config's timeouts with this rule's own (`keep state
+    /// (tcp.established 600)`) applied; None when it has none.
+    pub timeouts: Option<Box<Timeouts>>,
 }
 
 /// Name resolution services compilation needs from the classifier.
@@ -92,8 +98,19 @@ fn compile_endpoint(e: &ir::Endpoint, r: &mut dyn Resolve) -> CEndpoint {
     }
 }
 
-pub(crate) fn compile(rule: &ir::Rule, r: &mut dyn Resolve) -> CRule {
+pub(crate) fn compile(rule: &ir::Rule, global: &Timeouts, r: &mut dyn Resolve) -> CRule {
+    let so = &rule.state_opts;
+    let timeouts = (!so.timeouts.is_empty()).then(|| {
+        let mut t = *global;
+        for &(k, d) in &so.timeouts {
+            *t.get_mut(k) = d;
+        }
+        Box::new(t)
+    });
     CRule {
+        max: so.max,
+        max_src_states: so.max_src_states,
+        timeouts,
         action: rule.action,
         quick: rule.quick,
         dir: rule.direction,

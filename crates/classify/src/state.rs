@@ -31,14 +31,29 @@
 //!   so both cases give the same key with one lookup, while A→B at the
 //!   opposite direction (the other half of a routed packet's double
 //!   evaluation) gives a different key.
-//! - **Expired never matches.** `lookup` checks `expires` against `now` and
+//! - **Expired never matches.** `lookup` checks the expiry against `now` and
 //!   removes an expired state it finds; `expire` sweeps the slab with a
 //!   cursor and a caller-given budget, so purging never stalls the data path.
+//! - **Adaptive timeouts** (pf.conf(5) `adaptive.start`, `adaptive.end`;
+//!   OpenBSD `pf_state_expires`). A state keeps its last packet's instant
+//!   and the unscaled timeout then in force; its expiry is computed when
+//!   looked at, from the number of states *now*: with `n` states above
+//!   `start`, every timeout is multiplied by `(end − n) / (end − start)`,
+//!   and at `n ≥ end` a state expires at once. So a flood that swells the
+//!   table shortens every idle state's life, not just the new ones'.
+//!   `end <= start` turns it off (pf: both 0).
+//! - **Per-rule counts** (`max`, `max-src-states`): the table counts the
+//!   states of each rule of the current rule set, and of each (rule,
+//!   source address) the rule tracks; a state counts until it is removed.
+//!   A reload starts a new generation: states of the old rules no longer
+//!   count against the new ones (pf keeps them with their old rule).
+//!   The source counts have one entry per (rule, source) with a state, so
+//!   they are bounded by the table's limit.
 
 use crate::hash::{tuple_bytes, KeyedSip};
 use crate::track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind};
 use crate::QueueName;
-use sluice_time::Instant;
+use sluice_time::{Duration, Instant};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
@@ -117,9 +132,14 @@ pub(crate) struct State {
     pub prio: Option<(u8, Option<u8>)>,
     pub proto: ProtoState,
     pub timeout: TimeoutKind,
+    /// The timeout in force since `last`, before adaptive scaling.
+    pub timeout_len: Duration,
     pub created: Instant,
     pub last: Instant,
-    pub expires: Instant,
+    /// Rule-set generation the state was created in ([`StateTable::reload`]).
+    pub gen: u32,
+    /// Counted under (rule, initiator address) for `max-src-states`.
+    pub src_tracked: bool,
     /// [initiator→responder, responder→initiator].
     pub packets: [u64; 2],
     pub bytes: [u64; 2],
@@ -165,7 +185,28 @@ pub(crate) struct StateTable {
     free: Vec<u32>,
     limit: usize,
     cursor: usize,
+    /// `(adaptive.start, adaptive.end)` in states.
+    adaptive: (u64, u64),
+    gen: u32,
+    /// States of each rule of generation `gen`.
+    rule_states: Vec<u32>,
+    /// States of each (rule, initiator) of generation `gen`, for the rules
+    /// with `max-src-states`.
+    src_states: HashMap<(u32, IpAddr), u32, KeyedSip>,
     pub counters: TableCounters,
+}
+
+/// `last + timeout`, scaled by pf's adaptive factor for `n` states.
+fn expiry(last: Instant, timeout: Duration, n: usize, (start, end): (u64, u64)) -> Instant {
+    let n = n as u64;
+    if end <= start || n <= start {
+        return last + timeout;
+    }
+    if n >= end {
+        return last;
+    }
+    let scaled = u128::from(timeout.0) * u128::from(end - n) / u128::from(end - start);
+    last + Duration(u64::try_from(scaled).unwrap_or(u64::MAX))
 }
 
 /// Why an insert failed.
@@ -182,7 +223,63 @@ impl StateTable {
             free: Vec::new(),
             limit: limit as usize,
             cursor: 0,
+            adaptive: (0, 0),
+            gen: 0,
+            rule_states: Vec::new(),
+            src_states: HashMap::with_hasher(hasher),
             counters: TableCounters::default(),
+        }
+    }
+
+    /// A new rule set of `rules` rules and adaptive thresholds: per-rule
+    /// counts restart (module doc).
+    /// Returns the new generation.
+    pub(crate) fn reload(&mut self, rules: usize, adaptive: (u32, u32)) -> u32 {
+        self.gen = self.gen.wrapping_add(1);
+        self.rule_states = vec![0; rules];
+        self.src_states.clear();
+        self.adaptive = (u64::from(adaptive.0), u64::from(adaptive.1));
+        self.gen
+    }
+
+    /// The instant `s` stops matching, with the table as it is now.
+    pub(crate) fn expires(&self, s: &State) -> Instant {
+        expiry(s.last, s.timeout_len, self.index.len(), self.adaptive)
+    }
+
+    /// States of rule `rule` of the current rule set.
+    pub(crate) fn rule_count(&self, rule: usize) -> u32 {
+        self.rule_states.get(rule).copied().unwrap_or(0)
+    }
+
+    /// States of rule `rule` initiated by `src`.
+    pub(crate) fn src_count(&self, rule: u32, src: IpAddr) -> u32 {
+        self.src_states.get(&(rule, src)).copied().unwrap_or(0)
+    }
+
+    /// Adjusts the per-rule counts for a state added (+1) or removed (−1).
+    fn count(&mut self, s: &State, add: bool) {
+        if s.gen != self.gen {
+            return;
+        }
+        if let Some(n) = self.rule_states.get_mut(s.rule as usize) {
+            *n = if add {
+                n.saturating_add(1)
+            } else {
+                n.saturating_sub(1)
+            };
+        }
+        if s.src_tracked {
+            let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
+            let k = (s.rule, init);
+            if add {
+                *self.src_states.entry(k).or_insert(0) += 1;
+            } else if let Some(n) = self.src_states.get_mut(&k) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.src_states.remove(&k);
+                }
+            }
         }
     }
 
@@ -198,7 +295,7 @@ impl StateTable {
     pub(crate) fn lookup(&mut self, key: &StateKey, now: Instant) -> Option<&mut State> {
         let idx = *self.index.get(key)?;
         let expired = match self.slots.get(idx as usize) {
-            Some(Some(s)) => now >= s.expires,
+            Some(Some(s)) => now >= self.expires(s),
             _ => return None,
         };
         if expired {
@@ -231,6 +328,7 @@ impl StateTable {
             }
         }
         let key = state.key;
+        self.count(&state, true);
         let idx = match self.free.pop() {
             Some(i) => {
                 if let Some(slot) = self.slots.get_mut(i as usize) {
@@ -268,7 +366,7 @@ impl StateTable {
             }
             let i = self.cursor;
             self.cursor += 1;
-            if matches!(self.slots.get(i), Some(Some(s)) if now >= s.expires) {
+            if matches!(self.slots.get(i), Some(Some(s)) if now >= self.expires(s)) {
                 self.counters.expired += 1;
                 self.remove_slot(i);
                 removed += 1;
@@ -291,7 +389,7 @@ impl StateTable {
             let Some(Some(s)) = self.slots.get(i) else {
                 continue;
             };
-            if now >= s.expires {
+            if now >= self.expires(s) {
                 self.counters.expired += 1;
                 self.remove_slot(i);
                 removed = true;
@@ -311,15 +409,17 @@ impl StateTable {
                 self.index.remove(&s.key);
                 self.free.push(i as u32);
                 self.counters.removals += 1;
+                self.count(&s, false);
             }
         }
     }
 
     fn release(&mut self, i: usize) {
         if let Some(slot) = self.slots.get_mut(i) {
-            if slot.take().is_some() {
+            if let Some(s) = slot.take() {
                 self.free.push(i as u32);
                 self.counters.removals += 1;
+                self.count(&s, false);
             }
         }
     }
@@ -337,7 +437,6 @@ impl StateTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_time::Duration;
     use sluice_wire::tcp_flags::{ACK, SYN};
 
     fn t(s: u64) -> Instant {
@@ -363,9 +462,11 @@ mod tests {
             prio: None,
             proto,
             timeout,
+            timeout_len: Duration::from_secs(100),
             created: at,
             last: at,
-            expires: at + Duration::from_secs(100),
+            gen: 0,
+            src_tracked: false,
             packets: [1, 0],
             bytes: [0, 0],
         }
@@ -373,6 +474,35 @@ mod tests {
 
     fn table(limit: u32) -> StateTable {
         StateTable::new(limit, KeyedSip::new(&[7; 16]))
+    }
+
+    #[test]
+    fn adaptive_expiry_arithmetic() {
+        let d = Duration::from_secs(120);
+        assert_eq!(
+            expiry(t(10), d, 600, (600, 1200)),
+            t(130),
+            "at start: unscaled"
+        );
+        assert_eq!(expiry(t(10), d, 900, (600, 1200)), t(70), "half way: half");
+        assert_eq!(expiry(t(10), d, 1000, (600, 1200)), t(50));
+        assert_eq!(expiry(t(10), d, 1200, (600, 1200)), t(10), "at end: now");
+        assert_eq!(expiry(t(10), d, 5000, (600, 1200)), t(10));
+        assert_eq!(expiry(t(10), d, 5000, (0, 0)), t(130), "0/0: off");
+        assert_eq!(
+            expiry(t(10), d, 5000, (900, 900)),
+            t(130),
+            "empty range: off"
+        );
+        // No overflow with the longest timeout and the largest counts.
+        let long = Duration(u64::MAX / 4);
+        let e = expiry(
+            Instant::from_nanos(0),
+            long,
+            u32::MAX as usize - 1,
+            (0, u64::from(u32::MAX)),
+        );
+        assert!(e > Instant::from_nanos(0));
     }
 
     #[test]

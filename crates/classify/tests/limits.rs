@@ -109,7 +109,10 @@ fn flood_beyond_the_limit() {
 
 #[test]
 fn full_table_reclaims_expired_slots_before_refusing() {
-    let cfg = config(vec![pass()]);
+    let mut cfg = config(vec![pass()]);
+    // Unscaled timeouts: a full 4-state table is at pf's default adaptive.end.
+    cfg.options.adaptive_start = Some(0);
+    cfg.options.adaptive_end = Some(0);
     let mut c = Classifier::new(
         &cfg,
         Options {
@@ -202,7 +205,10 @@ fn model_key_of_view(v: &sluice_classify::StateView<'_>) -> MKey {
 }
 
 fn run_model(ops: &[Op]) {
-    let cfg = config(vec![pass()]);
+    let mut cfg = config(vec![pass()]);
+    // The model keeps unscaled timeouts (adaptive scaling: flood.rs).
+    cfg.options.adaptive_start = Some(0);
+    cfg.options.adaptive_end = Some(0);
     let t = Duration::from_secs(TIMEOUT_S);
     let timeouts = Timeouts {
         udp_first: t,
@@ -215,7 +221,7 @@ fn run_model(ops: &[Op]) {
         Options {
             hash_key: [3; 16],
             state_limit: Some(LIMIT as u32),
-            timeouts,
+            timeouts: Some(timeouts),
         },
     );
     let e = c.iface("ext");

@@ -28,6 +28,16 @@ pub struct Options {
     /// Link-layer overhead per interface name (`set overhead on IF …`, an
     /// sluice extension); interfaces not listed use none.
     pub overhead: Vec<(String, sluice_time::Overhead)>,
+    /// `set timeout` of the state kinds.
+    pub timeouts: Timeouts,
+    /// `set timeout adaptive.start N` / `adaptive.end N` (states); None:
+    /// pfctl's 60 % / 120 % of `state_limit` ([`Options::adaptive`]).
+    pub adaptive_start: Option<u32>,
+    pub adaptive_end: Option<u32>,
+    /// `set timeout interval N` (seconds), kept for printing: sluice purges
+    /// continuously and an expired state never matches, so it has no
+    /// effect (`sluice check` says so).
+    pub interval: Option<u32>,
 }
 
 impl Default for Options {
@@ -35,7 +45,159 @@ impl Default for Options {
         Options {
             state_limit: 100_000,
             overhead: Vec::new(),
+            timeouts: Timeouts::default(),
+            adaptive_start: None,
+            adaptive_end: None,
+            interval: None,
         }
+    }
+}
+
+impl Options {
+    /// The adaptive thresholds in force `(start, end)`: as written, else
+    /// pfctl's 60 % and 120 % of the state limit. `end <= start` (pf.conf(5):
+    /// both 0) disables adaptive scaling.
+    pub fn adaptive(&self) -> (u32, u32) {
+        let pct = |p: u64| u32::try_from(u64::from(self.state_limit) * p / 100).unwrap_or(u32::MAX);
+        (
+            self.adaptive_start.unwrap_or_else(|| pct(60)),
+            self.adaptive_end.unwrap_or_else(|| pct(120)),
+        )
+    }
+}
+
+/// pf's state timeouts (pf.conf(5) "OPTIONS", `set timeout`); the
+/// defaults are pf's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub tcp_first: Duration,
+    pub tcp_opening: Duration,
+    pub tcp_established: Duration,
+    pub tcp_closing: Duration,
+    pub tcp_finwait: Duration,
+    pub tcp_closed: Duration,
+    pub udp_first: Duration,
+    pub udp_single: Duration,
+    pub udp_multiple: Duration,
+    pub icmp_first: Duration,
+    pub icmp_error: Duration,
+    pub other_first: Duration,
+    pub other_single: Duration,
+    pub other_multiple: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        let s = Duration::from_secs;
+        Timeouts {
+            tcp_first: s(120),
+            tcp_opening: s(30),
+            tcp_established: s(86_400),
+            tcp_closing: s(900),
+            tcp_finwait: s(45),
+            tcp_closed: s(90),
+            udp_first: s(60),
+            udp_single: s(30),
+            udp_multiple: s(60),
+            icmp_first: s(20),
+            icmp_error: s(10),
+            other_first: s(60),
+            other_single: s(30),
+            other_multiple: s(60),
+        }
+    }
+}
+
+/// Which timeout currently applies to a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutKind {
+    TcpFirst,
+    TcpOpening,
+    TcpEstablished,
+    TcpClosing,
+    TcpFinWait,
+    TcpClosed,
+    UdpFirst,
+    UdpSingle,
+    UdpMultiple,
+    IcmpFirst,
+    IcmpError,
+    OtherFirst,
+    OtherSingle,
+    OtherMultiple,
+}
+
+impl Timeouts {
+    pub fn get(&self, k: TimeoutKind) -> Duration {
+        let mut t = *self;
+        *t.get_mut(k)
+    }
+
+    pub fn get_mut(&mut self, k: TimeoutKind) -> &mut Duration {
+        use TimeoutKind::*;
+        match k {
+            TcpFirst => &mut self.tcp_first,
+            TcpOpening => &mut self.tcp_opening,
+            TcpEstablished => &mut self.tcp_established,
+            TcpClosing => &mut self.tcp_closing,
+            TcpFinWait => &mut self.tcp_finwait,
+            TcpClosed => &mut self.tcp_closed,
+            UdpFirst => &mut self.udp_first,
+            UdpSingle => &mut self.udp_single,
+            UdpMultiple => &mut self.udp_multiple,
+            IcmpFirst => &mut self.icmp_first,
+            IcmpError => &mut self.icmp_error,
+            OtherFirst => &mut self.other_first,
+            OtherSingle => &mut self.other_single,
+            OtherMultiple => &mut self.other_multiple,
+        }
+    }
+}
+
+impl TimeoutKind {
+    pub const ALL: [TimeoutKind; 14] = {
+        use TimeoutKind::*;
+        [
+            TcpFirst,
+            TcpOpening,
+            TcpEstablished,
+            TcpClosing,
+            TcpFinWait,
+            TcpClosed,
+            UdpFirst,
+            UdpSingle,
+            UdpMultiple,
+            IcmpFirst,
+            IcmpError,
+            OtherFirst,
+            OtherSingle,
+            OtherMultiple,
+        ]
+    };
+
+    /// pf's name (`tcp.first`).
+    pub fn name(self) -> &'static str {
+        use TimeoutKind::*;
+        match self {
+            TcpFirst => "tcp.first",
+            TcpOpening => "tcp.opening",
+            TcpEstablished => "tcp.established",
+            TcpClosing => "tcp.closing",
+            TcpFinWait => "tcp.finwait",
+            TcpClosed => "tcp.closed",
+            UdpFirst => "udp.first",
+            UdpSingle => "udp.single",
+            UdpMultiple => "udp.multiple",
+            IcmpFirst => "icmp.first",
+            IcmpError => "icmp.error",
+            OtherFirst => "other.first",
+            OtherSingle => "other.single",
+            OtherMultiple => "other.multiple",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<TimeoutKind> {
+        TimeoutKind::ALL.into_iter().find(|k| k.name() == s)
     }
 }
 
@@ -326,6 +488,21 @@ pub struct Rule {
     pub queue: Option<(String, Option<String>)>,
     /// `set prio p` or `(p, p_pri)`.
     pub prio: Option<(u8, Option<u8>)>,
+    /// State options acted on (`keep state ( … )`); the others draw a
+    /// warning from `sluice check`.
+    pub state_opts: StateOpts,
     /// Source line, for `sluice show rules`.
     pub line: u32,
+}
+
+/// The state options of a rule that sluice acts on (pf.conf(5) "STATEFUL
+/// TRACKING OPTIONS").
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct StateOpts {
+    /// `max N`: states this rule may have at once.
+    pub max: Option<u32>,
+    /// `max-src-states N`: states this rule may have per source address.
+    pub max_src_states: Option<u32>,
+    /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
+    pub timeouts: Vec<(TimeoutKind, Duration)>,
 }

@@ -1,0 +1,188 @@
+//! `set timeout` (with pf's adaptive scaling) and the per-rule state
+//! options `max`, `max-src-states` and timeouts, from config text.
+
+mod common;
+
+use common::*;
+use sluice_classify::{BlockReason, Classifier, StateHit, Verdict};
+use sluice_conf::ir::Direction;
+use sluice_wire::tcp_flags::*;
+
+const IN: Direction = Direction::In;
+const OUT: Direction = Direction::Out;
+
+fn from_text(text: &str) -> Classifier {
+    let c = sluice_conf::check("t.conf", text, &[]).unwrap_or_else(|d| panic!("{d:?}"));
+    classifier(&c.config)
+}
+
+/// A full handshake on `sport`; the state is then ESTABLISHED:ESTABLISHED.
+fn handshake(c: &mut Classifier, at: u64, sport: u16) {
+    let e = c.iface("ext");
+    let s = |f| tcp("10.0.0.1", "10.0.0.2", sport, 80, f, 0);
+    let r = |f| tcp("10.0.0.2", "10.0.0.1", 80, sport, f, 0);
+    assert_eq!(
+        c.classify(secs(at), e, OUT, &s(SYN)).state,
+        StateHit::Created
+    );
+    assert_eq!(
+        c.classify(secs(at), e, IN, &r(SYN | ACK)).state,
+        StateHit::Matched
+    );
+    assert_eq!(
+        c.classify(secs(at), e, OUT, &s(ACK)).state,
+        StateHit::Matched
+    );
+}
+
+#[test]
+fn set_timeout_is_acted_on() {
+    let mut c =
+        from_text("set timeout { tcp.established 100, udp.first 7 }\npass out keep state\n");
+    let e = c.iface("ext");
+    handshake(&mut c, 0, 1000);
+    let data = tcp("10.0.0.1", "10.0.0.2", 1000, 80, ACK, 10);
+    assert_eq!(c.classify(secs(99), e, OUT, &data).state, StateHit::Matched);
+    // 100 s idle after the packet at 99 s: gone (pf's default would be 24 h).
+    assert_ne!(
+        c.classify(secs(199), e, OUT, &data).state,
+        StateHit::Matched
+    );
+    c.classify(secs(200), e, OUT, &udp("10.0.0.1", "10.0.0.2", 5000, 53));
+    let v = c.states().find(|v| v.proto == 17).unwrap();
+    assert_eq!(v.expires, secs(207));
+}
+
+/// pf.conf(5): above adaptive.start states every timeout is scaled by
+/// (adaptive.end − states) / (adaptive.end − adaptive.start); at
+/// adaptive.end states expire at once.
+#[test]
+fn adaptive_timeouts_scale_with_the_state_count() {
+    let mut c = from_text(
+        "set limit states 100\nset timeout { adaptive.start 10, adaptive.end 30, udp.first 60 }\n\
+         pass out keep state\n",
+    );
+    let e = c.iface("ext");
+    let flow = |i: u16| udp("10.0.0.1", "10.0.0.2", 1000 + i, 53);
+    for i in 0..10 {
+        c.classify(secs(0), e, OUT, &flow(i));
+    }
+    let exp = |c: &Classifier| c.states().map(|v| v.expires).max().unwrap();
+    assert_eq!(exp(&c), secs(60), "10 states: not above adaptive.start");
+    for i in 10..20 {
+        c.classify(secs(0), e, OUT, &flow(i));
+    }
+    // 20 states: (30 − 20) / (30 − 10) = 1/2.
+    assert_eq!(exp(&c), secs(30));
+    assert_eq!(
+        c.classify(secs(29), e, OUT, &flow(0)).state,
+        StateHit::Matched
+    );
+    for i in 20..30 {
+        c.classify(secs(29), e, OUT, &flow(i));
+    }
+    // 30 states = adaptive.end: every state has expired.
+    assert_eq!(c.stats().states, 30);
+    assert_ne!(
+        c.classify(secs(29), e, OUT, &flow(25)).state,
+        StateHit::Matched
+    );
+    // Defaults: 60 % / 120 % of the limit; with both 0, no scaling.
+    let off = sluice_conf::check(
+        "t.conf",
+        "set limit states 10\nset timeout { adaptive.start 0, adaptive.end 0 }\npass out keep state\n",
+        &[],
+    )
+    .unwrap();
+    let mut c = classifier(&off.config);
+    let e = c.iface("ext");
+    for i in 0..10 {
+        c.classify(secs(0), e, OUT, &flow(i));
+    }
+    assert_eq!(exp(&c), secs(60));
+}
+
+#[test]
+fn max_caps_the_states_of_a_rule_and_a_reload_restarts_the_count() {
+    let text = "pass out proto tcp keep state (max 2)\npass out proto udp keep state\n";
+    let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+    let mut c = classifier(&cfg);
+    let e = c.iface("ext");
+    let syn = |p| tcp("10.0.0.1", "10.0.0.2", p, 80, SYN, 0);
+    assert_eq!(
+        c.classify(secs(0), e, OUT, &syn(1)).state,
+        StateHit::Created
+    );
+    assert_eq!(
+        c.classify(secs(0), e, OUT, &syn(2)).state,
+        StateHit::Created
+    );
+    let d = c.classify(secs(0), e, OUT, &syn(3));
+    assert_eq!(d.verdict, Verdict::Block(BlockReason::StateLimit));
+    assert_eq!(c.stats().rule_limit_hits, 1);
+    // Another rule is not capped.
+    for p in 0..5 {
+        let u = udp("10.0.0.1", "10.0.0.2", p, 53);
+        assert_eq!(c.classify(secs(0), e, OUT, &u).state, StateHit::Created);
+    }
+    // A reset frees a slot: the RST makes the state closed, port reuse removes it.
+    let rst = tcp("10.0.0.2", "10.0.0.1", 80, 1, RST, 0);
+    c.classify(secs(1), e, IN, &rst);
+    c.expire(secs(200), 100);
+    assert_eq!(
+        c.classify(secs(200), e, OUT, &syn(3)).state,
+        StateHit::Created
+    );
+    c.reload_rules(&cfg);
+    assert_eq!(
+        c.classify(secs(200), e, OUT, &syn(4)).state,
+        StateHit::Created
+    );
+    assert_eq!(
+        c.classify(secs(200), e, OUT, &syn(5)).state,
+        StateHit::Created
+    );
+    assert_eq!(
+        c.classify(secs(200), e, OUT, &syn(6)).verdict,
+        Verdict::Block(BlockReason::StateLimit)
+    );
+}
+
+#[test]
+fn max_src_states_caps_each_source() {
+    let mut c = from_text("pass in proto tcp keep state (max-src-states 2)\n");
+    let e = c.iface("ext");
+    let syn = |src: &str, p| tcp(src, "10.0.0.9", p, 80, SYN, 0);
+    for p in [1, 2] {
+        assert_eq!(
+            c.classify(secs(0), e, IN, &syn("192.0.2.1", p)).state,
+            StateHit::Created
+        );
+    }
+    let d = c.classify(secs(0), e, IN, &syn("192.0.2.1", 3));
+    assert_eq!(d.verdict, Verdict::Block(BlockReason::StateLimit));
+    assert_eq!(
+        c.classify(secs(0), e, IN, &syn("192.0.2.2", 3)).state,
+        StateHit::Created
+    );
+    // Expired states stop counting (tcp.first 120 s).
+    c.expire(secs(121), 100);
+    assert_eq!(
+        c.classify(secs(121), e, IN, &syn("192.0.2.1", 3)).state,
+        StateHit::Created
+    );
+}
+
+#[test]
+fn per_rule_timeouts_override_set_timeout() {
+    let mut c = from_text(
+        "set timeout udp.first 50\npass out proto udp to port 53 keep state (udp.first 5)\n\
+         pass out proto udp to port 123 keep state\n",
+    );
+    let e = c.iface("ext");
+    c.classify(secs(0), e, OUT, &udp("10.0.0.1", "10.0.0.2", 1000, 53));
+    c.classify(secs(0), e, OUT, &udp("10.0.0.1", "10.0.0.2", 1000, 123));
+    let mut v: Vec<_> = c.states().map(|v| (v.dst.1, v.expires)).collect();
+    v.sort();
+    assert_eq!(v, [(53, secs(5)), (123, secs(50))]);
+}
