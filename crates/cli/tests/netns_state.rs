@@ -123,9 +123,17 @@ fn spoofed_wan_floods_leave_new_lan_connections_working() {
     let (syn_report, syn_ok) = connect(&lab);
     let end = lab.info(&b).expect("show info");
     eprintln!(
-        "netns_state: {FLOOD} spoofed SYNs: {} states, {} refused at the limit; \
-         LAN connection: {syn_report}; then {} states",
-        after_syns.states, after_syns.state_limit_hits, end.states
+        "netns_state: {FLOOD} spoofed SYNs: {} states, {} refused at the limit, {} evicted; \
+         LAN connection: {syn_report}; then {} states, {} evicted",
+        after_syns.states,
+        after_syns.state_limit_hits,
+        after_syns.state_evictions,
+        end.states,
+        end.state_evictions
+    );
+    assert!(
+        after_syns.state_evictions > 0,
+        "a SYN flood beyond the limit evicts unanswered states"
     );
     assert!(
         after_syns.states <= LIMIT && end.states <= LIMIT,

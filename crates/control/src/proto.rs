@@ -183,6 +183,12 @@ pub struct InfoReply {
     pub state_removals: u64,
     pub state_limit_hits: u64,
     pub io: Vec<(String, u64)>,
+    /// Unanswered states evicted to admit new ones into a full table.
+    #[serde(default)]
+    pub state_evictions: u64,
+    /// States refused by a rule's `max` / `max-src-states`.
+    #[serde(default)]
+    pub state_rule_limit_hits: u64,
 }
 
 /// An interface's packet counters; the drop causes add up to every frame

@@ -308,6 +308,8 @@ pub fn info(state: &DaemonState) -> InfoReply {
         state_removals: st.removals,
         state_limit_hits: st.state_limit_hits,
         io: (state.io_stats)(),
+        state_evictions: st.states_evicted,
+        state_rule_limit_hits: st.rule_limit_hits,
     }
 }
 

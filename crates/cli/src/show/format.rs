@@ -298,6 +298,12 @@ pub fn format_info(i: &InfoReply) -> String {
     row(&mut o, "inserts", std::iter::once(i.state_inserts));
     row(&mut o, "removals", std::iter::once(i.state_removals));
     row(&mut o, "limit hits", std::iter::once(i.state_limit_hits));
+    row(&mut o, "evictions", std::iter::once(i.state_evictions));
+    row(
+        &mut o,
+        "rule max hits",
+        std::iter::once(i.state_rule_limit_hits),
+    );
     if !i.io.is_empty() {
         let _ = writeln!(o, "I/O ({})", i.io_method);
         for (name, v) in &i.io {
@@ -571,6 +577,8 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
             state_removals: 2,
             state_limit_hits: 0,
             io: vec![("rx_ring_drops".into(), 3)],
+            state_evictions: 4,
+            state_rule_limit_hits: 1,
         };
         let want = "\
 Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
@@ -598,6 +606,8 @@ State Table
   inserts                                7
   removals                               2
   limit hits                             0
+  evictions                              4
+  rule max hits                          1
 I/O (af_packet)
   rx_ring_drops                          3
 ";
