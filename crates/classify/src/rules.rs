@@ -69,6 +69,7 @@ pub(crate) struct CRule {
     /// `max N`, `max-src-states N`.
     pub max: Option<u32>,
     pub max_src_states: Option<u32>,
+    pub max_src_nodes: Option<u32>,
     /// The config's timeouts with this rule's own (`keep state
     /// (tcp.established 600)`) applied; None when it has none.
     pub timeouts: Option<Box<Timeouts>>,
@@ -110,6 +111,7 @@ pub(crate) fn compile(rule: &ir::Rule, global: &Timeouts, r: &mut dyn Resolve) -
     CRule {
         max: so.max,
         max_src_states: so.max_src_states,
+        max_src_nodes: so.max_src_nodes,
         timeouts,
         action: rule.action,
         quick: rule.quick,

@@ -42,9 +42,11 @@
 //!   and at `n ≥ end` a state expires at once. So a flood that swells the
 //!   table shortens every idle state's life, not just the new ones'.
 //!   `end <= start` turns it off (pf: both 0).
-//! - **Per-rule counts** (`max`, `max-src-states`): the table counts the
-//!   states of each rule of the current rule set, and of each (rule,
-//!   source address) the rule tracks; a state counts until it is removed.
+//! - **Per-rule counts** (`max`, `max-src-states`, `max-src-nodes`): the
+//!   table counts the states of each rule of the current rule set, of each
+//!   (rule, source address) the rule tracks, and the sources (pf's source
+//!   nodes) of each such rule; a state counts until it is removed, a source
+//!   until its last state is.
 //!   A reload starts a new generation: states of the old rules no longer
 //!   count against the new ones (pf keeps them with their old rule).
 //!   The source counts have one entry per (rule, source) with a state, so
@@ -191,8 +193,10 @@ pub(crate) struct StateTable {
     /// States of each rule of generation `gen`.
     rule_states: Vec<u32>,
     /// States of each (rule, initiator) of generation `gen`, for the rules
-    /// with `max-src-states`.
+    /// with `max-src-states` or `max-src-nodes`.
     src_states: HashMap<(u32, IpAddr), u32, KeyedSip>,
+    /// Entries of `src_states` per rule: its source nodes.
+    rule_nodes: Vec<u32>,
     pub counters: TableCounters,
 }
 
@@ -227,6 +231,7 @@ impl StateTable {
             gen: 0,
             rule_states: Vec::new(),
             src_states: HashMap::with_hasher(hasher),
+            rule_nodes: Vec::new(),
             counters: TableCounters::default(),
         }
     }
@@ -237,6 +242,7 @@ impl StateTable {
     pub(crate) fn reload(&mut self, rules: usize, adaptive: (u32, u32)) -> u32 {
         self.gen = self.gen.wrapping_add(1);
         self.rule_states = vec![0; rules];
+        self.rule_nodes = vec![0; rules];
         self.src_states.clear();
         self.adaptive = (u64::from(adaptive.0), u64::from(adaptive.1));
         self.gen
@@ -250,6 +256,11 @@ impl StateTable {
     /// States of rule `rule` of the current rule set.
     pub(crate) fn rule_count(&self, rule: usize) -> u32 {
         self.rule_states.get(rule).copied().unwrap_or(0)
+    }
+
+    /// Source addresses rule `rule` has states from.
+    pub(crate) fn node_count(&self, rule: usize) -> u32 {
+        self.rule_nodes.get(rule).copied().unwrap_or(0)
     }
 
     /// States of rule `rule` initiated by `src`.
@@ -272,12 +283,22 @@ impl StateTable {
         if s.src_tracked {
             let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
             let k = (s.rule, init);
+            let nodes = self.rule_nodes.get_mut(s.rule as usize);
             if add {
-                *self.src_states.entry(k).or_insert(0) += 1;
+                let n = self.src_states.entry(k).or_insert(0);
+                if *n == 0 {
+                    if let Some(c) = nodes {
+                        *c += 1;
+                    }
+                }
+                *n += 1;
             } else if let Some(n) = self.src_states.get_mut(&k) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
                     self.src_states.remove(&k);
+                    if let Some(c) = nodes {
+                        *c = c.saturating_sub(1);
+                    }
                 }
             }
         }

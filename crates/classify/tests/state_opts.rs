@@ -186,3 +186,24 @@ fn per_rule_timeouts_override_set_timeout() {
     v.sort();
     assert_eq!(v, [(53, secs(5)), (123, secs(50))]);
 }
+
+#[test]
+fn max_src_nodes_caps_the_sources_of_a_rule() {
+    let mut c = from_text("pass in proto tcp keep state (max-src-nodes 2)\n");
+    let e = c.iface("ext");
+    let syn = |src: &str, p| tcp(src, "10.0.0.9", p, 80, SYN, 0);
+    for (src, p) in [("192.0.2.1", 1), ("192.0.2.2", 1), ("192.0.2.1", 2)] {
+        assert_eq!(
+            c.classify(secs(0), e, IN, &syn(src, p)).state,
+            StateHit::Created
+        );
+    }
+    let d = c.classify(secs(0), e, IN, &syn("192.0.2.3", 1));
+    assert_eq!(d.verdict, Verdict::Block(BlockReason::StateLimit));
+    // A source whose states are all gone frees its node (tcp.first 120 s).
+    c.expire(secs(121), 100);
+    assert_eq!(
+        c.classify(secs(121), e, IN, &syn("192.0.2.3", 1)).state,
+        StateHit::Created
+    );
+}

@@ -503,6 +503,8 @@ pub struct StateOpts {
     pub max: Option<u32>,
     /// `max-src-states N`: states this rule may have per source address.
     pub max_src_states: Option<u32>,
+    /// `max-src-nodes N`: source addresses this rule may have states from.
+    pub max_src_nodes: Option<u32>,
     /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
     pub timeouts: Vec<(TimeoutKind, Duration)>,
 }

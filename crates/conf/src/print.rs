@@ -362,6 +362,9 @@ fn state_opts(s: &StateOpts) -> String {
     if let Some(m) = s.max_src_states {
         v.push(format!("max-src-states {m}"));
     }
+    if let Some(m) = s.max_src_nodes {
+        v.push(format!("max-src-nodes {m}"));
+    }
     for (k, d) in &s.timeouts {
         v.push(format!("{} {}", k.name(), secs(*d)));
     }

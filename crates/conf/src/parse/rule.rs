@@ -291,7 +291,11 @@ fn state_opts(p: &mut P, o: &mut StateOptsAst) -> PResult<()> {
                 p.next();
                 o.max_src_states = Some(p.number("max-src-states", 1, u64::from(u32::MAX))?);
             }
-            "max-src-nodes" | "max-src-conn" => {
+            "max-src-nodes" => {
+                p.next();
+                o.max_src_nodes = Some(p.number("max-src-nodes", 1, u64::from(u32::MAX))?);
+            }
+            "max-src-conn" => {
                 let w = p.word("a state option")?;
                 o.ignored.push(w);
                 p.number("a count", 0, u64::from(u32::MAX))?;

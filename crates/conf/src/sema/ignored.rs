@@ -38,11 +38,14 @@ fn hint(name: &str) -> &'static str {
             "sluice purges expired states continuously, and an expired state never matches"
         }
         "set timeout frag" => "sluice keeps no fragments",
-        "set timeout src.track" | "source-track" | "max-src-nodes" => {
-            "sluice keeps no source nodes beyond what max-src-states counts"
+        "set timeout src.track" => {
+            "sluice forgets a source when its last state goes; it keeps no source nodes after that"
+        }
+        "source-track" => {
+            "sluice tracks sources per rule whenever max-src-states or max-src-nodes is given; `global` tracking is not done"
         }
         "max-src-conn" | "max-src-conn-rate" | "overload" => {
-            "not implemented: limit sources with max-src-states, or block them with a table"
+            "not implemented: limit sources with max-src-states or max-src-nodes, or block them with a table"
         }
         "modulate state" | "synproxy state" => {
             "treated as keep state: sluice neither modulates sequence numbers nor proxies the handshake"

@@ -165,6 +165,10 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
             .max_src_states
             .as_ref()
             .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
+        max_src_nodes: o
+            .max_src_nodes
+            .as_ref()
+            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
         timeouts: Vec::new(),
     };
     for (name, n) in &o.timeouts {
@@ -188,7 +192,12 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
         }
     }
     if r.action != ir::Action::Pass || state == StatePolicy::No {
-        if let Some(m) = o.max.as_ref().or(o.max_src_states.as_ref()) {
+        if let Some(m) = o
+            .max
+            .as_ref()
+            .or(o.max_src_states.as_ref())
+            .or(o.max_src_nodes.as_ref())
+        {
             cx.ignored
                 .push(Sp::new("state options without state".into(), m.span));
         } else if let Some((name, _)) = o.timeouts.first() {
