@@ -18,7 +18,12 @@
 //!     No matching pass/block rule: pass without state.
 //!   - `pass` with keep state (the IR default) creates a state; the IR gives
 //!     such rules pf's `flags S/SA` unless they say otherwise, and flags are
-//!     tested on TCP only, so only a SYN creates a TCP state. Every packet
+//!     tested on TCP only, so only a SYN creates a TCP state — or a segment
+//!     of a connection that has a state at the other half of the double
+//!     evaluation (below): the SYN-ACK leaving a bridge's LAN side creates
+//!     the download half of a connection whose SYN created the upload half.
+//!     Such a half starts from the other half's protocol state, so it is
+//!     established when the connection is. Every packet
 //!     first looks for a state and, if one matches, skips the rules and takes
 //!     the state's queue pair and priority. A state created at direction D for
 //!     A→B matches A→B at D and B→A at the other direction; states float (not
@@ -395,8 +400,15 @@ impl Classifier {
                 self.table.remove(&key);
             }
         }
+        // The other half of a doubly evaluated connection sluice already
+        // tracks: (its protocol state seen from this packet's sender, its
+        // timeout kind).
+        let other_half = key.and_then(|(key, lo_to_hi)| {
+            let o = self.table.peek(&key.other_half(), now)?;
+            Some((o.proto.mirrored(o.side(lo_to_hi)), o.timeout))
+        });
 
-        let (winner, mut queue, mut prio) = self.evaluate(ifc, dir, pkt);
+        let (winner, mut queue, mut prio) = self.evaluate(ifc, dir, pkt, other_half.is_some());
         let mut d = Decision {
             verdict: Verdict::Pass,
             queue: None,
@@ -437,7 +449,9 @@ impl Classifier {
             self.per_rule_limit_hits += 1;
             d.verdict = Verdict::Block(BlockReason::StateLimit);
         } else if let (true, Some((key, lo_to_hi))) = (keep_state, key) {
-            let (proto, tk) = ProtoState::new(pkt.proto);
+            // A half whose other half is tracked starts from it, so it is
+            // as established (and as safe from eviction) as the connection.
+            let (proto, tk) = other_half.unwrap_or_else(|| ProtoState::new(pkt.proto));
             let st = State {
                 key,
                 init_is_lo: lo_to_hi,
@@ -484,6 +498,7 @@ impl Classifier {
         ifc: IfaceId,
         dir: Direction,
         pkt: &IpInfo,
+        known_conn: bool,
     ) -> (
         Option<usize>,
         Option<(QueueName, Option<QueueName>)>,
@@ -492,6 +507,7 @@ impl Classifier {
         let ctx = MatchCtx {
             tables: &self.tables,
             ifaces: &self.ifaces,
+            known_conn,
         };
         let mut winner = None;
         let mut queue = None;

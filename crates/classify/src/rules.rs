@@ -14,7 +14,10 @@
 //!   (pf.c `pf_match_rule`): a TCP segment matches when `(flags & Y) == X`
 //!   (a later TCP fragment, without flags, never does); other protocols
 //!   ignore it, so pf's implicit `flags S/SA` on `pass out keep state` still
-//!   lets UDP and ICMP match the rule.
+//!   lets UDP and ICMP match the rule. A stateful pass rule skips the test
+//!   for a segment whose connection already has a state at the other half
+//!   of the double evaluation: the flags were tested on the packet that
+//!   opened it there (lib.rs).
 //! - `tos` compares the DSCP part of the ToS byte (ECN bits masked), as
 //!   OpenBSD does, so ECN marking does not change a packet's class.
 //! - An unknown table name (the IR validator should prevent it) behaves as
@@ -156,6 +159,9 @@ pub(crate) fn port_matches(op: PortOp, p: u16) -> bool {
 pub(crate) struct MatchCtx<'a> {
     pub tables: &'a [AddrTable],
     pub ifaces: &'a [crate::addr::Iface],
+    /// The packet's connection has a live state at the other half of the
+    /// double evaluation: stateful pass rules skip their `flags` test.
+    pub known_conn: bool,
 }
 
 impl MatchCtx<'_> {
@@ -208,7 +214,10 @@ impl MatchCtx<'_> {
         if r.af.is_some_and(|a| a != pkt.af) || r.proto.is_some_and(|p| p != pkt.proto) {
             return false;
         }
-        if let (Some((set, mask)), sluice_wire::proto::TCP) = (r.flags, pkt.proto) {
+        let flags_apply = !(self.known_conn && r.keep_state);
+        if let (Some((set, mask)), sluice_wire::proto::TCP, true) =
+            (r.flags, pkt.proto, flags_apply)
+        {
             match pkt.l4 {
                 L4::Tcp { flags, .. } if flags & mask == set => {}
                 // A later fragment has no flags to test.

@@ -90,6 +90,15 @@ impl Hash for StateKey {
 }
 
 impl StateKey {
+    /// The key of the same connection at the other half of a double
+    /// evaluation (a bridge's or router's other interface).
+    pub(crate) fn other_half(self) -> StateKey {
+        StateKey {
+            lo_out: !self.lo_out,
+            ..self
+        }
+    }
+
     /// The key a packet src→dst evaluated at `out` (true = Out) looks up,
     /// and whether the packet travels lower→higher.
     pub(crate) fn of(
@@ -325,6 +334,15 @@ impl StateTable {
             return None;
         }
         self.slots.get_mut(idx as usize).and_then(|s| s.as_mut())
+    }
+
+    /// The live state under `key`, without removing an expired one.
+    pub(crate) fn peek(&self, key: &StateKey, now: Instant) -> Option<&State> {
+        let idx = *self.index.get(key)?;
+        match self.slots.get(idx as usize) {
+            Some(Some(s)) if now < self.expires(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// Remove the state under `key` (e.g. a closed TCP state whose 4-tuple

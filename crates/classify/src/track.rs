@@ -119,6 +119,18 @@ impl ProtoState {
         }
     }
 
+    /// The same connection seen from peer `side` (0 initiator, 1
+    /// responder) as the initiator: what the other half of a doubly
+    /// evaluated connection starts from when that peer's packet creates it.
+    pub fn mirrored(self, side: usize) -> ProtoState {
+        match self {
+            ProtoState::Tcp([a, b]) if side == 1 => ProtoState::Tcp([b, a]),
+            ProtoState::Udp([a, b]) if side == 1 => ProtoState::Udp([b, a]),
+            ProtoState::Other([a, b]) if side == 1 => ProtoState::Other([b, a]),
+            p => p,
+        }
+    }
+
     /// Both TCP peers are done (≥ FinWait2): a new SYN on the same 4-tuple is
     /// a new connection (port reuse), not part of this one.
     pub fn tcp_closed(&self) -> bool {

@@ -165,3 +165,61 @@ fn syn_flood_evicts_embryonic_states_never_the_established_connection() {
         "the established connection survived"
     );
 }
+
+/// A bridge evaluates each frame twice (In on ingress, Out on egress) and
+/// each half has its own state. The LAN's SYN creates the upload half (Out
+/// on wan); the download half (Out on lan) is created by the SYN-ACK, which
+/// `flags S/SA` alone would refuse: a segment of a connection whose other
+/// half is known creates its half (spoofed segments have no other half).
+/// That half starts from the other half's tracking, so after the handshake
+/// both are ESTABLISHED:ESTABLISHED (tcp.established, never evicted).
+#[test]
+fn the_second_half_of_a_bridged_connection_gets_its_state_and_queue() {
+    let text = "altq on lan priq bandwidth 10Mb queue { dn_bulk, dn_ack }\n\
+                queue dn_bulk priority 1 priq(default)\nqueue dn_ack priority 7\n\
+                pass out on lan proto tcp keep state queue (dn_bulk, dn_ack)\n\
+                pass out on wan keep state\n";
+    let mut c = from_text(text);
+    let (lan, wan) = (c.iface("lan"), c.iface("wan"));
+    let up = |f, n| tcp("10.0.0.7", "192.0.2.1", 40000, 443, f, n);
+    let down = |f, n| tcp("192.0.2.1", "10.0.0.7", 443, 40000, f, n);
+    // SYN: in on lan (no rule), out on wan (creates the upload half).
+    c.classify(secs(0), lan, IN, &up(SYN, 0));
+    assert_eq!(
+        c.classify(secs(0), wan, OUT, &up(SYN, 0)).state,
+        StateHit::Created
+    );
+    // SYN-ACK: in on wan (upload half), out on lan (creates the download half).
+    assert_eq!(
+        c.classify(secs(0), wan, IN, &down(SYN | ACK, 0)).state,
+        StateHit::Matched
+    );
+    let d = c.classify(secs(0), lan, OUT, &down(SYN | ACK, 0));
+    assert_eq!(d.state, StateHit::Created, "the download half");
+    let dn_ack = c.queue_lookup("dn_ack");
+    assert_eq!(d.queue, dn_ack);
+    // ACK, then data both ways.
+    c.classify(secs(0), lan, IN, &up(ACK, 0));
+    c.classify(secs(0), wan, OUT, &up(ACK, 0));
+    c.classify(secs(1), wan, IN, &down(ACK, 1000));
+    let d = c.classify(secs(1), lan, OUT, &down(ACK, 1000));
+    assert_eq!(
+        (d.state, d.queue),
+        (StateHit::Matched, c.queue_lookup("dn_bulk"))
+    );
+    let mut halves: Vec<String> = c.states().map(|v| v.proto_state.to_string()).collect();
+    halves.sort();
+    assert_eq!(
+        halves,
+        ["ESTABLISHED:ESTABLISHED", "ESTABLISHED:ESTABLISHED"]
+    );
+    // An hour idle (tcp.opening would be 30 s): still both there.
+    let d = c.classify(secs(3600), lan, OUT, &down(ACK, 1000));
+    assert_eq!(d.state, StateHit::Matched);
+    // A spoofed ACK of an unknown connection still creates nothing.
+    let spoof = tcp("192.0.2.9", "10.0.0.7", 443, 40001, ACK, 0);
+    assert_eq!(
+        c.classify(secs(3600), lan, OUT, &spoof).state,
+        StateHit::None
+    );
+}
