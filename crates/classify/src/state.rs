@@ -639,6 +639,50 @@ mod tests {
         assert_eq!((tb.counters.evicted, tb.len()), (1, usize::from(limit)));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Random inserts (answered or not, at advancing times) into a
+        /// small table: never above the limit; an answered live state is
+        /// never removed; at most one eviction per insert, and only when no
+        /// expired state was met; a refusal only when full.
+        #[test]
+        fn eviction_invariants(
+            limit in 1u32..40,
+            ops in proptest::collection::vec((0u16..200, proptest::bool::ANY, 0u64..30), 1..300),
+        ) {
+            let mut tb = table(limit);
+            let mut now = 0;
+            for (port, answered, dt) in ops {
+                now += dt;
+                let st = tcp_state(port, t(now), answered);
+                if tb.peek(&st.key, t(now)).is_some() || tb.index.contains_key(&st.key) {
+                    continue;
+                }
+                let live_answered: Vec<StateKey> = tb
+                    .iter()
+                    .filter(|s| !s.embryonic() && t(now) < tb.expires(s))
+                    .map(|s| s.key)
+                    .collect();
+                let (evicted, expired) = (tb.counters.evicted, tb.counters.expired);
+                let full = tb.len() >= limit as usize;
+                let r = tb.insert(st, t(now));
+                proptest::prop_assert!(tb.len() <= limit as usize);
+                proptest::prop_assert!(tb.slots_allocated() <= limit as usize);
+                for k in &live_answered {
+                    proptest::prop_assert!(tb.index.contains_key(k), "answered live state evicted");
+                }
+                let ev = tb.counters.evicted - evicted;
+                proptest::prop_assert!(ev <= 1);
+                if ev == 1 {
+                    proptest::prop_assert_eq!(tb.counters.expired, expired);
+                }
+                if r.is_err() {
+                    proptest::prop_assert!(full);
+                }
+            }
+        }
+    }
+
     #[test]
     fn key_orientation() {
         let a = ("10.0.0.1".parse().unwrap(), 1000);
