@@ -223,3 +223,51 @@ fn the_second_half_of_a_bridged_connection_gets_its_state_and_queue() {
         StateHit::None
     );
 }
+
+/// The issue's closing flood at the classifier: 100 000 spoofed segments of
+/// every flag combination and random 5-tuples, from either side, into
+/// `set limit states 2000`; then a LAN connection opens and gets both
+/// halves. Only SYN-without-ACK segments create states, and a full table
+/// gives up unanswered ones. (Before: the table filled with the first
+/// 2 000 segments and the LAN SYN was refused.)
+#[test]
+fn a_flood_of_every_flag_combination_leaves_new_connections_working() {
+    let mut c = from_text(
+        "set limit states 2000\n\
+         pass out on lan keep state\n\
+         pass out on wan keep state\n",
+    );
+    let (lan, wan) = (c.iface("lan"), c.iface("wan"));
+    let mut rng = Rng(0xabcdef);
+    for i in 0..100_000u32 {
+        let flags = (i % 256) as u8;
+        let p = tcp(&rng.addr(), "10.0.0.7", rng.port(), rng.port(), flags, 0);
+        // From the WAN (out on lan) and from the LAN (out on wan).
+        let (ifc, pkt) = if i % 2 == 0 {
+            (lan, p)
+        } else {
+            (
+                wan,
+                tcp("10.0.0.7", &rng.addr(), rng.port(), rng.port(), flags, 0),
+            )
+        };
+        c.classify(secs(1), ifc, OUT, &pkt);
+    }
+    let s = c.stats();
+    eprintln!(
+        "100k flood: {} states, {} created, {} evicted, {} refused",
+        s.states, s.inserts, s.states_evicted, s.state_limit_hits
+    );
+    assert!(s.states <= 2000);
+    let syn = tcp("10.0.0.7", "192.0.2.1", 40000, 443, SYN, 0);
+    assert_eq!(c.classify(secs(2), wan, OUT, &syn).state, StateHit::Created);
+    let synack = tcp("192.0.2.1", "10.0.0.7", 443, 40000, SYN | ACK, 0);
+    assert_eq!(
+        c.classify(secs(2), wan, IN, &synack).state,
+        StateHit::Matched
+    );
+    assert_eq!(
+        c.classify(secs(2), lan, OUT, &synack).state,
+        StateHit::Created
+    );
+}
