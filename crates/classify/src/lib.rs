@@ -435,13 +435,17 @@ impl Classifier {
         // pf's per-rule limits (pf.conf(5) `max`, `max-src-states`): a rule at
         // its cap creates no state, and the packet is blocked as at the
         // table's limit (pf: PFRES_MAXSTATES / PFRES_SRCLIMIT).
-        let src_states = self.table.src_count(w as u32, pkt.src);
+        let src_tracked = rule.max_src_states.is_some() || rule.max_src_nodes.is_some();
+        let src_states = if src_tracked {
+            self.table.src_count(w as u32, pkt.src)
+        } else {
+            0
+        };
         let over_max = rule.max.is_some_and(|m| self.table.rule_count(w) >= m)
             || rule.max_src_states.is_some_and(|m| src_states >= m)
             || rule
                 .max_src_nodes
                 .is_some_and(|m| src_states == 0 && self.table.node_count(w) >= m);
-        let src_tracked = rule.max_src_states.is_some() || rule.max_src_nodes.is_some();
         let timeout_of = |tk| rule.timeouts.as_deref().unwrap_or(&self.timeouts).get(tk);
         if action == Action::Block {
             d.verdict = Verdict::Block(BlockReason::Rule);
