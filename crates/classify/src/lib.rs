@@ -92,7 +92,8 @@ pub enum BlockReason {
     /// A `block` rule won.
     Rule,
     /// A `pass … keep state` rule won but the state table is full, or the
-    /// rule's `max`, `max-src-states` or `max-src-nodes` is reached.
+    /// rule's `max`, `max-src-states`, `max-src-nodes` or `max-src-conn` is
+    /// reached.
     StateLimit,
 }
 
@@ -386,7 +387,16 @@ impl Classifier {
                         rs.packets += 1;
                         rs.bytes += bytes;
                     }
-                    return Decision {
+                    // max-src-conn: a connection that just completed its
+                    // handshake beyond its source's cap is ended (pf:
+                    // PFRES_SRCLIMIT), and the packet blocked.
+                    let conn_cap = (st.gen == self.table_gen
+                        && !st.conn_counted
+                        && st.proto.tcp_established())
+                    .then(|| self.rules.get(st.rule as usize))
+                    .flatten()
+                    .and_then(|r| r.max_src_conn);
+                    let d = Decision {
                         verdict: Verdict::Pass,
                         queue: pick(st.queue, second),
                         prio: pick(st.prio, second),
@@ -394,6 +404,19 @@ impl Classifier {
                         state: StateHit::Matched,
                         flow_hash,
                     };
+                    if let Some(cap) = conn_cap {
+                        if self.table.count_conn(&key) > cap {
+                            self.table.remove(&key);
+                            self.per_rule_limit_hits += 1;
+                            return Decision {
+                                verdict: Verdict::Block(BlockReason::StateLimit),
+                                queue: None,
+                                prio: None,
+                                ..d
+                            };
+                        }
+                    }
+                    return d;
                 }
             }
             if reuse {
@@ -469,6 +492,7 @@ impl Classifier {
                 last: now,
                 gen: self.table_gen,
                 src_tracked,
+                conn_counted: false,
                 packets: [1, 0],
                 bytes: [bytes, 0],
             };

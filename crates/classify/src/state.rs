@@ -46,7 +46,8 @@
 //!   table counts the states of each rule of the current rule set, of each
 //!   (rule, source address) the rule tracks, and the sources (pf's source
 //!   nodes) of each such rule; a state counts until it is removed, a source
-//!   until its last state is.
+//!   until its last state is. `max-src-conn` counts, per (rule, source),
+//!   the TCP states past the handshake (both peers ESTABLISHED or later).
 //!   A reload starts a new generation: states of the old rules no longer
 //!   count against the new ones (pf keeps them with their old rule).
 //!   The source counts have one entry per (rule, source) with a state, so
@@ -151,6 +152,9 @@ pub(crate) struct State {
     pub gen: u32,
     /// Counted under (rule, initiator address) for `max-src-states`.
     pub src_tracked: bool,
+    /// Counted as an established connection of (rule, initiator) for
+    /// `max-src-conn`.
+    pub conn_counted: bool,
     /// [initiator→responder, responder→initiator].
     pub packets: [u64; 2],
     pub bytes: [u64; 2],
@@ -206,6 +210,9 @@ pub(crate) struct StateTable {
     src_states: HashMap<(u32, IpAddr), u32, KeyedSip>,
     /// Entries of `src_states` per rule: its source nodes.
     rule_nodes: Vec<u32>,
+    /// Established TCP connections of each (rule, initiator) of generation
+    /// `gen`, for the rules with `max-src-conn`.
+    src_conns: HashMap<(u32, IpAddr), u32, KeyedSip>,
     pub counters: TableCounters,
 }
 
@@ -241,6 +248,7 @@ impl StateTable {
             rule_states: Vec::new(),
             src_states: HashMap::with_hasher(hasher),
             rule_nodes: Vec::new(),
+            src_conns: HashMap::with_hasher(hasher),
             counters: TableCounters::default(),
         }
     }
@@ -253,6 +261,7 @@ impl StateTable {
         self.rule_states = vec![0; rules];
         self.rule_nodes = vec![0; rules];
         self.src_states.clear();
+        self.src_conns.clear();
         self.adaptive = (u64::from(adaptive.0), u64::from(adaptive.1));
         self.gen
     }
@@ -277,10 +286,44 @@ impl StateTable {
         self.src_states.get(&(rule, src)).copied().unwrap_or(0)
     }
 
+    /// Counts the connection of `key` (now past its handshake) under
+    /// (rule, initiator); returns the count including it. The state must
+    /// be of the current generation.
+    pub(crate) fn count_conn(&mut self, key: &StateKey) -> u32 {
+        let Some(s) = self
+            .index
+            .get(key)
+            .and_then(|&i| self.slots.get_mut(i as usize))
+        else {
+            return 0;
+        };
+        let Some(s) = s.as_mut() else {
+            return 0;
+        };
+        if s.conn_counted || s.gen != self.gen {
+            return 0;
+        }
+        s.conn_counted = true;
+        let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
+        let n = self.src_conns.entry((s.rule, init)).or_insert(0);
+        *n += 1;
+        *n
+    }
+
     /// Adjusts the per-rule counts for a state added (+1) or removed (−1).
     fn count(&mut self, s: &State, add: bool) {
         if s.gen != self.gen {
             return;
+        }
+        if s.conn_counted && !add {
+            let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
+            let k = (s.rule, init);
+            if let Some(n) = self.src_conns.get_mut(&k) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.src_conns.remove(&k);
+                }
+            }
         }
         if let Some(n) = self.rule_states.get_mut(s.rule as usize) {
             *n = if add {
@@ -506,6 +549,7 @@ mod tests {
             last: at,
             gen: 0,
             src_tracked: false,
+            conn_counted: false,
             packets: [1, 0],
             bytes: [0, 0],
         }

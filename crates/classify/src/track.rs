@@ -131,6 +131,12 @@ impl ProtoState {
         }
     }
 
+    /// A TCP connection past its three-way handshake (pf's notion for
+    /// `max-src-conn`): both peers ESTABLISHED or later.
+    pub fn tcp_established(&self) -> bool {
+        matches!(self, ProtoState::Tcp(p) if p[0] >= TcpPeer::Established && p[1] >= TcpPeer::Established)
+    }
+
     /// Both TCP peers are done (≥ FinWait2): a new SYN on the same 4-tuple is
     /// a new connection (port reuse), not part of this one.
     pub fn tcp_closed(&self) -> bool {

@@ -207,3 +207,35 @@ fn max_src_nodes_caps_the_sources_of_a_rule() {
         StateHit::Created
     );
 }
+
+/// pf.conf(5) `max-src-conn`: connections that completed the handshake,
+/// per source; the one beyond the cap is ended when it completes, and the
+/// count drops as connections go.
+#[test]
+fn max_src_conn_ends_the_connection_beyond_the_cap() {
+    let mut c = from_text("pass out proto tcp keep state (max-src-conn 2)\n");
+    let e = c.iface("ext");
+    handshake(&mut c, 0, 1);
+    handshake(&mut c, 0, 2);
+    // A third handshake: SYN and SYN-ACK pass, the completing ACK is refused
+    // and the state removed.
+    let s = |f| tcp("10.0.0.1", "10.0.0.2", 3, 80, f, 0);
+    let r = |f| tcp("10.0.0.2", "10.0.0.1", 80, 3, f, 0);
+    assert_eq!(
+        c.classify(secs(0), e, OUT, &s(SYN)).state,
+        StateHit::Created
+    );
+    assert_eq!(
+        c.classify(secs(0), e, IN, &r(SYN | ACK)).state,
+        StateHit::Matched
+    );
+    let d = c.classify(secs(0), e, OUT, &s(ACK));
+    assert_eq!(d.verdict, Verdict::Block(BlockReason::StateLimit));
+    assert_eq!(c.stats().states, 2);
+    // Another source is not capped; a closed connection frees its slot.
+    let rst = tcp("10.0.0.2", "10.0.0.1", 80, 1, RST, 0);
+    c.classify(secs(1), e, IN, &rst);
+    c.expire(secs(200), 100);
+    handshake(&mut c, 200, 3);
+    assert_eq!(c.stats().states, 2);
+}

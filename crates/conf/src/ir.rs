@@ -505,6 +505,9 @@ pub struct StateOpts {
     pub max_src_states: Option<u32>,
     /// `max-src-nodes N`: source addresses this rule may have states from.
     pub max_src_nodes: Option<u32>,
+    /// `max-src-conn N`: TCP connections past the handshake this rule may
+    /// have per source address.
+    pub max_src_conn: Option<u32>,
     /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
     pub timeouts: Vec<(TimeoutKind, Duration)>,
 }

@@ -365,6 +365,9 @@ fn state_opts(s: &StateOpts) -> String {
     if let Some(m) = s.max_src_nodes {
         v.push(format!("max-src-nodes {m}"));
     }
+    if let Some(m) = s.max_src_conn {
+        v.push(format!("max-src-conn {m}"));
+    }
     for (k, d) in &s.timeouts {
         v.push(format!("{} {}", k.name(), secs(*d)));
     }

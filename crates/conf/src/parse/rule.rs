@@ -296,9 +296,8 @@ fn state_opts(p: &mut P, o: &mut StateOptsAst) -> PResult<()> {
                 o.max_src_nodes = Some(p.number("max-src-nodes", 1, u64::from(u32::MAX))?);
             }
             "max-src-conn" => {
-                let w = p.word("a state option")?;
-                o.ignored.push(w);
-                p.number("a count", 0, u64::from(u32::MAX))?;
+                p.next();
+                o.max_src_conn = Some(p.number("max-src-conn", 1, u64::from(u32::MAX))?);
             }
             "max-src-conn-rate" => {
                 let w = p.word("a state option")?;

@@ -169,6 +169,10 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
             .max_src_nodes
             .as_ref()
             .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
+        max_src_conn: o
+            .max_src_conn
+            .as_ref()
+            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
         timeouts: Vec::new(),
     };
     for (name, n) in &o.timeouts {
@@ -197,6 +201,7 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
             .as_ref()
             .or(o.max_src_states.as_ref())
             .or(o.max_src_nodes.as_ref())
+            .or(o.max_src_conn.as_ref())
         {
             cx.ignored
                 .push(Sp::new("state options without state".into(), m.span));
