@@ -92,8 +92,8 @@ pub enum BlockReason {
     /// A `block` rule won.
     Rule,
     /// A `pass … keep state` rule won but the state table is full, or the
-    /// rule's `max`, `max-src-states`, `max-src-nodes` or `max-src-conn` is
-    /// reached.
+    /// rule's `max`, `max-src-states`, `max-src-nodes`, `max-src-conn` or
+    /// `max-src-conn-rate` is reached.
     StateLimit,
 }
 
@@ -395,7 +395,10 @@ impl Classifier {
                         && st.proto.tcp_established())
                     .then(|| self.rules.get(st.rule as usize))
                     .flatten()
-                    .and_then(|r| r.max_src_conn);
+                    .and_then(|r| {
+                        (r.max_src_conn.is_some() || r.max_src_conn_rate.is_some())
+                            .then_some((r.max_src_conn, r.max_src_conn_rate))
+                    });
                     let d = Decision {
                         verdict: Verdict::Pass,
                         queue: pick(st.queue, second),
@@ -404,8 +407,8 @@ impl Classifier {
                         state: StateHit::Matched,
                         flow_hash,
                     };
-                    if let Some(cap) = conn_cap {
-                        if self.table.count_conn(&key) > cap {
+                    if let Some((max, rate)) = conn_cap {
+                        if self.table.count_conn(&key, now, max, rate) {
                             self.table.remove(&key);
                             self.per_rule_limit_hits += 1;
                             return Decision {

@@ -212,9 +212,23 @@ pub(crate) struct StateTable {
     rule_nodes: Vec<u32>,
     /// Established TCP connections of each (rule, initiator) of generation
     /// `gen`, for the rules with `max-src-conn`.
-    src_conns: HashMap<(u32, IpAddr), u32, KeyedSip>,
+    src_conns: HashMap<(u32, IpAddr), SrcConns, KeyedSip>,
     pub counters: TableCounters,
 }
+
+/// One source's established connections under one rule.
+#[derive(Clone, Copy, Debug)]
+struct SrcConns {
+    /// Counted states still in the table.
+    open: u32,
+    /// pf's decaying connection count (`pf_check_threshold`), in
+    /// thousandths of a connection, as of `last`.
+    rate: u64,
+    last: Instant,
+}
+
+/// pf's threshold unit: one connection.
+const CONN: u64 = 1000;
 
 /// `last + timeout`, scaled by pf's adaptive factor for `n` states.
 fn expiry(last: Instant, timeout: Duration, n: usize, (start, end): (u64, u64)) -> Instant {
@@ -287,27 +301,43 @@ impl StateTable {
     }
 
     /// Counts the connection of `key` (now past its handshake) under
-    /// (rule, initiator); returns the count including it. The state must
-    /// be of the current generation.
-    pub(crate) fn count_conn(&mut self, key: &StateKey) -> u32 {
-        let Some(s) = self
+    /// (rule, initiator): true if that makes more than `max` open ones, or
+    /// more than `rate.0` in `rate.1` seconds by pf's decaying count (the
+    /// count decays linearly to zero over the window; each connection adds
+    /// one). Only states of the current generation count.
+    pub(crate) fn count_conn(
+        &mut self,
+        key: &StateKey,
+        now: Instant,
+        max: Option<u32>,
+        rate: Option<(u32, u32)>,
+    ) -> bool {
+        let Some(Some(s)) = self
             .index
             .get(key)
             .and_then(|&i| self.slots.get_mut(i as usize))
         else {
-            return 0;
-        };
-        let Some(s) = s.as_mut() else {
-            return 0;
+            return false;
         };
         if s.conn_counted || s.gen != self.gen {
-            return 0;
+            return false;
         }
         s.conn_counted = true;
         let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
-        let n = self.src_conns.entry((s.rule, init)).or_insert(0);
-        *n += 1;
-        *n
+        let c = self.src_conns.entry((s.rule, init)).or_insert(SrcConns {
+            open: 0,
+            rate: 0,
+            last: now,
+        });
+        c.open += 1;
+        if let Some((_, secs)) = rate {
+            let window = u128::from(Duration::from_secs(u64::from(secs)).0);
+            let elapsed = u128::from(now.saturating_since(c.last).0);
+            let kept = u128::from(c.rate) * window.saturating_sub(elapsed) / window.max(1);
+            c.rate = u64::try_from(kept).unwrap_or(u64::MAX).saturating_add(CONN);
+            c.last = now;
+        }
+        max.is_some_and(|m| c.open > m) || rate.is_some_and(|(n, _)| c.rate > u64::from(n) * CONN)
     }
 
     /// Adjusts the per-rule counts for a state added (+1) or removed (−1).
@@ -318,9 +348,10 @@ impl StateTable {
         if s.conn_counted && !add {
             let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
             let k = (s.rule, init);
-            if let Some(n) = self.src_conns.get_mut(&k) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
+            if let Some(c) = self.src_conns.get_mut(&k) {
+                c.open = c.open.saturating_sub(1);
+                // pf forgets a source node with its last state (src.track 0).
+                if c.open == 0 {
                     self.src_conns.remove(&k);
                 }
             }

@@ -239,3 +239,23 @@ fn max_src_conn_ends_the_connection_beyond_the_cap() {
     handshake(&mut c, 200, 3);
     assert_eq!(c.stats().states, 2);
 }
+
+/// pf.conf(5) `max-src-conn-rate N/S`: more than N connections completing
+/// their handshake in S seconds from one source: the extra one is ended.
+/// The count decays over the window (pf's threshold).
+#[test]
+fn max_src_conn_rate_ends_connections_beyond_the_rate() {
+    let mut c = from_text("pass out proto tcp keep state (max-src-conn-rate 2/10)\n");
+    let e = c.iface("ext");
+    handshake(&mut c, 0, 1);
+    handshake(&mut c, 1, 2);
+    let s = |f| tcp("10.0.0.1", "10.0.0.2", 3, 80, f, 0);
+    let r = |f| tcp("10.0.0.2", "10.0.0.1", 80, 3, f, 0);
+    c.classify(secs(2), e, OUT, &s(SYN));
+    c.classify(secs(2), e, IN, &r(SYN | ACK));
+    let d = c.classify(secs(2), e, OUT, &s(ACK));
+    assert_eq!(d.verdict, Verdict::Block(BlockReason::StateLimit));
+    assert_eq!(c.stats().rule_limit_hits, 1);
+    // 30 s later the count has decayed: a new connection completes.
+    handshake(&mut c, 32, 4);
+}

@@ -508,6 +508,9 @@ pub struct StateOpts {
     /// `max-src-conn N`: TCP connections past the handshake this rule may
     /// have per source address.
     pub max_src_conn: Option<u32>,
+    /// `max-src-conn-rate N/S`: at most N such connections per source in
+    /// any S seconds (pf's decaying count).
+    pub max_src_conn_rate: Option<(u32, u32)>,
     /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
     pub timeouts: Vec<(TimeoutKind, Duration)>,
 }

@@ -368,6 +368,9 @@ fn state_opts(s: &StateOpts) -> String {
     if let Some(m) = s.max_src_conn {
         v.push(format!("max-src-conn {m}"));
     }
+    if let Some((n, secs)) = s.max_src_conn_rate {
+        v.push(format!("max-src-conn-rate {n}/{secs}"));
+    }
     for (k, d) in &s.timeouts {
         v.push(format!("{} {}", k.name(), secs(*d)));
     }

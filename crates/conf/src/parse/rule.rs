@@ -300,18 +300,20 @@ fn state_opts(p: &mut P, o: &mut StateOptsAst) -> PResult<()> {
                 o.max_src_conn = Some(p.number("max-src-conn", 1, u64::from(u32::MAX))?);
             }
             "max-src-conn-rate" => {
-                let w = p.word("a state option")?;
-                o.ignored.push(w);
+                p.next();
                 let r = p.word("N/SECONDS")?;
-                let ok = r.v.split_once('/').is_some_and(|(n, s)| {
-                    units::number(n).is_some() && units::number(s).is_some_and(|s| s > 0)
-                });
-                if !ok {
-                    return Err(Diagnostic::error(
-                        format!("invalid max-src-conn-rate `{}`", r.v),
-                        r.span,
-                    )
-                    .label("expected CONNECTIONS/SECONDS, e.g. 100/10"));
+                let num = |x: &str| units::number(x).and_then(|n| u32::try_from(n).ok());
+                match r.v.split_once('/').map(|(n, s)| (num(n), num(s))) {
+                    Some((Some(n), Some(s))) if n > 0 && s > 0 => {
+                        o.max_src_conn_rate = Some(Sp::new((n, s), r.span));
+                    }
+                    _ => {
+                        return Err(Diagnostic::error(
+                            format!("invalid max-src-conn-rate `{}`", r.v),
+                            r.span,
+                        )
+                        .label("expected CONNECTIONS/SECONDS, both 1..4294967295, e.g. 100/10"))
+                    }
                 }
             }
             "overload" => {

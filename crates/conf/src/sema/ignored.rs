@@ -44,8 +44,8 @@ fn hint(name: &str) -> &'static str {
         "source-track" => {
             "sluice tracks sources per rule whenever max-src-states or max-src-nodes is given; `global` tracking is not done"
         }
-        "max-src-conn-rate" | "overload" => {
-            "not implemented: limit sources with max-src-conn, max-src-states or max-src-nodes, or block them with a table"
+        "overload" => {
+            "not implemented: sources over max-src-conn or max-src-conn-rate have their connection ended, but are not added to the table"
         }
         "modulate state" | "synproxy state" => {
             "treated as keep state: sluice neither modulates sequence numbers nor proxies the handshake"

@@ -173,6 +173,7 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
             .max_src_conn
             .as_ref()
             .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
+        max_src_conn_rate: o.max_src_conn_rate.as_ref().map(|r| r.v),
         timeouts: Vec::new(),
     };
     for (name, n) in &o.timeouts {
@@ -205,6 +206,9 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
         {
             cx.ignored
                 .push(Sp::new("state options without state".into(), m.span));
+        } else if let Some(r) = &o.max_src_conn_rate {
+            cx.ignored
+                .push(Sp::new("state options without state".into(), r.span));
         } else if let Some((name, _)) = o.timeouts.first() {
             cx.ignored
                 .push(Sp::new("state options without state".into(), name.span));
