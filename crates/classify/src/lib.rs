@@ -63,6 +63,11 @@ use sluice_wire::{tcp_flags, IpInfo, L4};
 use state::{State, StateKey, StateTable};
 use std::net::IpAddr;
 
+/// Sources `overload` may add to tables in all: one host entry each, so a
+/// stream of offending sources cannot grow memory without bound (pf's
+/// `set limit table-entries` plays this part).
+pub const MAX_OVERLOADED: usize = 65_536;
+
 /// ToS "lowdelay" (RFC 1349 §4): such packets take the second queue of a pair.
 pub const IPTOS_LOWDELAY: u8 = 0x10;
 
@@ -167,6 +172,8 @@ pub struct ClassifierStats {
     /// States refused by a rule's `max` or `max-src-states` (not part of
     /// `state_limit_hits`, which counts the table's limit).
     pub rule_limit_hits: u64,
+    /// Sources that exceeded a rule's connection limits with `overload`.
+    pub overloads: u64,
 }
 
 /// A read-only view of one state, for `sluice show states`.
@@ -208,6 +215,11 @@ pub struct Classifier {
     timeouts_fixed: bool,
     /// Packets refused a state by a rule's `max` / `max-src-states`.
     per_rule_limit_hits: u64,
+    /// Sources added to tables by `overload`, by table name (bounded by
+    /// [`MAX_OVERLOADED`]); re-added after a reload rebuilds the tables.
+    overloaded: Vec<(String, IpAddr)>,
+    /// `overload` events.
+    overloads: u64,
     /// The state table's rule-set generation (states of older ones do not
     /// take their rule's own timeouts).
     table_gen: u32,
@@ -268,6 +280,8 @@ impl Classifier {
             timeouts_fixed: opts.timeouts.is_some(),
             table_gen: 0,
             per_rule_limit_hits: 0,
+            overloaded: Vec::new(),
+            overloads: 0,
             lookups: 0,
             hits: 0,
         };
@@ -390,6 +404,16 @@ impl Classifier {
                     // max-src-conn: a connection that just completed its
                     // handshake beyond its source's cap is ended (pf:
                     // PFRES_SRCLIMIT), and the packet blocked.
+                    let init = if st.init_is_lo {
+                        st.key.lo.0
+                    } else {
+                        st.key.hi.0
+                    };
+                    let overload = (st.gen == self.table_gen)
+                        .then(|| self.rules.get(st.rule as usize))
+                        .flatten()
+                        .and_then(|r| r.overload)
+                        .map(|o| (o, st.rule));
                     let conn_cap = (st.gen == self.table_gen
                         && !st.conn_counted
                         && st.proto.tcp_established())
@@ -411,6 +435,9 @@ impl Classifier {
                         if self.table.count_conn(&key, now, max, rate) {
                             self.table.remove(&key);
                             self.per_rule_limit_hits += 1;
+                            if let Some(((t, flush), rule)) = overload {
+                                self.overload(init, t, flush, rule);
+                            }
                             return Decision {
                                 verdict: Verdict::Block(BlockReason::StateLimit),
                                 queue: None,
@@ -522,6 +549,31 @@ impl Classifier {
         d
     }
 
+    /// `overload <t> [flush [global]]` for `src`: added to table `t`
+    /// (at most [`MAX_OVERLOADED`] sources, kept across reloads), its
+    /// states flushed as asked.
+    fn overload(&mut self, src: IpAddr, t: usize, flush: ir::Flush, rule: u32) {
+        let name = self.table_names.get(t).cloned().unwrap_or_default();
+        if self.overloaded.len() < MAX_OVERLOADED
+            && !self.overloaded.iter().any(|(n, a)| *n == name && *a == src)
+        {
+            if let Some(tab) = self.tables.get_mut(t) {
+                tab.add_host(src);
+            }
+            self.overloaded.push((name, src));
+        }
+        self.overloads += 1;
+        match flush {
+            ir::Flush::No => {}
+            ir::Flush::Rule => {
+                self.table.flush_src(src, Some(rule));
+            }
+            ir::Flush::Global => {
+                self.table.flush_src(src, None);
+            }
+        }
+    }
+
     /// Walk the rules: (winning pass/block rule, queue and prio from `match` rules).
     #[allow(clippy::type_complexity)]
     fn evaluate(
@@ -629,6 +681,7 @@ impl Classifier {
             hits: self.hits,
             states_evicted: c.evicted,
             rule_limit_hits: self.per_rule_limit_hits,
+            overloads: self.overloads,
         }
     }
 

@@ -52,5 +52,15 @@ impl Classifier {
             })
             .collect();
         self.rules = compiled;
+        // Overloaded sources stay in their tables (they would otherwise be
+        // let back in by any reload); tables only `overload` names exist
+        // now that the rules are compiled.
+        for (name, addr) in &self.overloaded {
+            if let Some(i) = self.table_names.iter().position(|n| n == name) {
+                if let Some(t) = self.tables.get_mut(i) {
+                    t.add_host(*addr);
+                }
+            }
+        }
     }
 }

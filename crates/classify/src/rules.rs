@@ -75,6 +75,8 @@ pub(crate) struct CRule {
     pub max_src_nodes: Option<u32>,
     pub max_src_conn: Option<u32>,
     pub max_src_conn_rate: Option<(u32, u32)>,
+    /// `overload <t> [flush [global]]`: the table's index, and the flush.
+    pub overload: Option<(usize, ir::Flush)>,
     /// The config's timeouts with this rule's own (`keep state
     /// (tcp.established 600)`) applied; None when it has none.
     pub timeouts: Option<Box<Timeouts>>,
@@ -119,6 +121,7 @@ pub(crate) fn compile(rule: &ir::Rule, global: &Timeouts, r: &mut dyn Resolve) -
         max_src_nodes: so.max_src_nodes,
         max_src_conn: so.max_src_conn,
         max_src_conn_rate: so.max_src_conn_rate,
+        overload: so.overload.as_ref().map(|(t, f)| (r.table_id(t), *f)),
         timeouts,
         action: rule.action,
         quick: rule.quick,

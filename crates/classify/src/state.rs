@@ -340,6 +340,29 @@ impl StateTable {
         max.is_some_and(|m| c.open > m) || rate.is_some_and(|(n, _)| c.rate > u64::from(n) * CONN)
     }
 
+    /// Removes the states initiated by `src` — of rule `rule` of the current
+    /// rule set, or all of them — for `overload … flush`. A full pass over
+    /// the slab: done once per overloading source, and only after it
+    /// completed more handshakes than its rule allows.
+    pub(crate) fn flush_src(&mut self, src: IpAddr, rule: Option<u32>) -> usize {
+        let gen = self.gen;
+        let doomed: Vec<usize> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let s = s.as_ref()?;
+                let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
+                let hit = init == src && rule.is_none_or(|r| s.rule == r && s.gen == gen);
+                hit.then_some(i)
+            })
+            .collect();
+        for &i in &doomed {
+            self.remove_slot(i);
+        }
+        doomed.len()
+    }
+
     /// Adjusts the per-rule counts for a state added (+1) or removed (−1).
     fn count(&mut self, s: &State, add: bool) {
         if s.gen != self.gen {

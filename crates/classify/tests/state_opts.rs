@@ -259,3 +259,56 @@ fn max_src_conn_rate_ends_connections_beyond_the_rate() {
     // 30 s later the count has decayed: a new connection completes.
     handshake(&mut c, 32, 4);
 }
+
+/// pf.conf(5) `overload <t> flush global`: the source beyond max-src-conn
+/// goes into the table, which a `block quick from <t>` rule then matches,
+/// and all its states are removed; other sources are untouched; a reload
+/// keeps it in the table.
+#[test]
+fn overload_puts_the_source_in_the_table_and_flushes_its_states() {
+    let text = "table <bad> persist\n\
+                block in quick from <bad>\n\
+                pass in proto tcp to port 22 keep state (max-src-conn 1, overload <bad> flush global)\n\
+                pass in proto udp keep state\n";
+    let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+    let mut c = classifier(&cfg);
+    let e = c.iface("ext");
+    let conn = |c: &mut Classifier, src: &str, sport: u16| {
+        let s = |f| tcp(src, "10.0.0.9", sport, 22, f, 0);
+        let r = |f| tcp("10.0.0.9", src, 22, sport, f, 0);
+        c.classify(secs(0), e, IN, &s(SYN));
+        c.classify(secs(0), e, OUT, &r(SYN | ACK));
+        c.classify(secs(0), e, IN, &s(ACK)).verdict
+    };
+    assert_eq!(conn(&mut c, "192.0.2.1", 1), Verdict::Pass);
+    assert_eq!(conn(&mut c, "192.0.2.2", 1), Verdict::Pass);
+    let u = udp("192.0.2.1", "10.0.0.9", 5000, 53);
+    assert_eq!(c.classify(secs(0), e, IN, &u).state, StateHit::Created);
+    // The second connection from .1 overloads it.
+    assert_eq!(
+        conn(&mut c, "192.0.2.1", 2),
+        Verdict::Block(BlockReason::StateLimit)
+    );
+    assert_eq!(c.stats().overloads, 1);
+    let left: Vec<String> = c.states().map(|v| v.src.0.to_string()).collect();
+    assert_eq!(
+        left,
+        ["192.0.2.2"],
+        "flush global removed every state of .1"
+    );
+    let d = c.classify(secs(1), e, IN, &udp("192.0.2.1", "10.0.0.9", 5001, 53));
+    assert_eq!(
+        d.verdict,
+        Verdict::Block(BlockReason::Rule),
+        "<bad> holds .1"
+    );
+    c.reload_rules(&cfg);
+    let d = c.classify(secs(2), e, IN, &udp("192.0.2.1", "10.0.0.9", 5002, 53));
+    assert_eq!(
+        d.verdict,
+        Verdict::Block(BlockReason::Rule),
+        "kept across a reload"
+    );
+    let d = c.classify(secs(2), e, IN, &udp("192.0.2.3", "10.0.0.9", 5002, 53));
+    assert_eq!(d.verdict, Verdict::Pass);
+}

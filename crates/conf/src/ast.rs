@@ -61,6 +61,7 @@ pub struct StateOptsAst {
     pub max_src_nodes: Option<Sp<u64>>,
     pub max_src_conn: Option<Sp<u64>>,
     pub max_src_conn_rate: Option<Sp<(u32, u32)>>,
+    pub overload: Option<Sp<(String, crate::ir::Flush)>>,
     pub timeouts: Vec<(Sp<TimeoutName>, Sp<u64>)>,
     /// Options parsed and not acted on (warned about).
     pub ignored: Vec<Sp<String>>,

@@ -495,6 +495,17 @@ pub struct Rule {
     pub line: u32,
 }
 
+/// Which states of an overloading source `overload … flush` removes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// None (no `flush`).
+    No,
+    /// Those created by the rule (`flush`).
+    Rule,
+    /// All of them (`flush global`).
+    Global,
+}
+
 /// The state options of a rule that sluice acts on (pf.conf(5) "STATEFUL
 /// TRACKING OPTIONS").
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -511,6 +522,9 @@ pub struct StateOpts {
     /// `max-src-conn-rate N/S`: at most N such connections per source in
     /// any S seconds (pf's decaying count).
     pub max_src_conn_rate: Option<(u32, u32)>,
+    /// `overload <table> [flush [global]]`: a source over `max-src-conn`
+    /// or `max-src-conn-rate` is added to the table.
+    pub overload: Option<(String, Flush)>,
     /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
     pub timeouts: Vec<(TimeoutKind, Duration)>,
 }

@@ -371,6 +371,16 @@ fn state_opts(s: &StateOpts) -> String {
     if let Some((n, secs)) = s.max_src_conn_rate {
         v.push(format!("max-src-conn-rate {n}/{secs}"));
     }
+    if let Some((t, flush)) = &s.overload {
+        v.push(format!(
+            "overload <{t}>{}",
+            match flush {
+                Flush::No => "",
+                Flush::Rule => " flush",
+                Flush::Global => " flush global",
+            }
+        ));
+    }
     for (k, d) in &s.timeouts {
         v.push(format!("{} {}", k.name(), secs(*d)));
     }

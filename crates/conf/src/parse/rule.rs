@@ -8,7 +8,7 @@
 use super::{PResult, P};
 use crate::ast::{HostAst, RuleAst, Sp, StateOptsAst};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{Action, AddrFamily, AddrMatch, Direction, IpNet, PortOp, StatePolicy};
+use crate::ir::{Action, AddrFamily, AddrMatch, Direction, Flush, IpNet, PortOp, StatePolicy};
 use crate::lex::Tok;
 use crate::units;
 use std::net::IpAddr;
@@ -319,18 +319,21 @@ fn state_opts(p: &mut P, o: &mut StateOptsAst) -> PResult<()> {
             "overload" => {
                 let w = p.word("a state option")?;
                 let start = w.span;
-                match p.next().map(|t| &t.tok) {
-                    Some(Tok::Table(_)) => {}
+                let table = match p.next().map(|t| &t.tok) {
+                    Some(Tok::Table(t)) => t.clone(),
                     _ => {
                         p.pos = p.pos.saturating_sub(1);
                         return Err(p.unexpected("a table `<name>`"));
                     }
-                }
-                if p.eat_word("flush") {
-                    p.eat_word("global");
-                }
-                o.ignored
-                    .push(Sp::new("overload".into(), start.to(p.prev_span())));
+                };
+                let flush = if !p.eat_word("flush") {
+                    Flush::No
+                } else if p.eat_word("global") {
+                    Flush::Global
+                } else {
+                    Flush::Rule
+                };
+                o.overload = Some(Sp::new((table, flush), start.to(p.prev_span())));
             }
             "source-track" => {
                 let w = p.word("a state option")?;

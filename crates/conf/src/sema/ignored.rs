@@ -44,8 +44,8 @@ fn hint(name: &str) -> &'static str {
         "source-track" => {
             "sluice tracks sources per rule whenever max-src-states or max-src-nodes is given; `global` tracking is not done"
         }
-        "overload" => {
-            "not implemented: sources over max-src-conn or max-src-conn-rate have their connection ended, but are not added to the table"
+        "overload without a connection limit" => {
+            "a source is overloaded when it exceeds max-src-conn or max-src-conn-rate; give one of them"
         }
         "modulate state" | "synproxy state" => {
             "treated as keep state: sluice neither modulates sequence numbers nor proxies the handshake"
@@ -74,6 +74,22 @@ fn hint(name: &str) -> &'static str {
     }
 }
 
+/// The warning's first line for `name`.
+fn message(name: &str) -> String {
+    match name {
+        "overload without a connection limit" => {
+            "`overload` has no effect without max-src-conn or max-src-conn-rate".to_string()
+        }
+        "state options without state" => {
+            "state options have no effect on a rule that keeps no state".to_string()
+        }
+        n => match n.strip_prefix("state option ") {
+            Some(o) => format!("per-rule `{o}` is not acted on by sluice"),
+            None => format!("`{n}` is not acted on by sluice"),
+        },
+    }
+}
+
 /// One warning per distinct name in `cx.ignored`, at its first use.
 pub(super) fn warn(cx: &mut Ctx) {
     let all = std::mem::take(&mut cx.ignored);
@@ -91,7 +107,7 @@ pub(super) fn warn(cx: &mut Ctx) {
             n => format!("parsed and ignored, here and in {} more places", n - 1),
         };
         cx.err(
-            Diagnostic::warning(format!("`{}` is not acted on by sluice", w.v), w.span)
+            Diagnostic::warning(message(&w.v), w.span)
                 .label(label)
                 .hint(hint(&w.v)),
         );

@@ -174,6 +174,7 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
             .as_ref()
             .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
         max_src_conn_rate: o.max_src_conn_rate.as_ref().map(|r| r.v),
+        overload: o.overload.as_ref().map(|r| r.v.clone()),
         timeouts: Vec::new(),
     };
     for (name, n) in &o.timeouts {
@@ -196,6 +197,14 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
             }
         }
     }
+    if let Some(ov) = &o.overload {
+        if o.max_src_conn.is_none() && o.max_src_conn_rate.is_none() {
+            cx.ignored.push(Sp::new(
+                "overload without a connection limit".into(),
+                ov.span,
+            ));
+        }
+    }
     if r.action != ir::Action::Pass || state == StatePolicy::No {
         if let Some(m) = o
             .max
@@ -207,6 +216,9 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
             cx.ignored
                 .push(Sp::new("state options without state".into(), m.span));
         } else if let Some(r) = &o.max_src_conn_rate {
+            cx.ignored
+                .push(Sp::new("state options without state".into(), r.span));
+        } else if let Some(r) = &o.overload {
             cx.ignored
                 .push(Sp::new("state options without state".into(), r.span));
         } else if let Some((name, _)) = o.timeouts.first() {
