@@ -401,28 +401,27 @@ impl Classifier {
                         rs.packets += 1;
                         rs.bytes += bytes;
                     }
-                    // max-src-conn: a connection that just completed its
-                    // handshake beyond its source's cap is ended (pf:
-                    // PFRES_SRCLIMIT), and the packet blocked.
-                    let init = if st.init_is_lo {
-                        st.key.lo.0
-                    } else {
-                        st.key.hi.0
-                    };
-                    let overload = (st.gen == self.table_gen)
-                        .then(|| self.rules.get(st.rule as usize))
-                        .flatten()
-                        .and_then(|r| r.overload)
-                        .map(|o| (o, st.rule));
-                    let conn_cap = (st.gen == self.table_gen
+                    // max-src-conn(-rate): a connection that just completed
+                    // its handshake beyond its source's limits is ended (pf:
+                    // PFRES_SRCLIMIT) and the packet blocked; with
+                    // `overload`, the source goes into the table.
+                    let conn_limits = (st.gen == self.table_gen
                         && !st.conn_counted
                         && st.proto.tcp_established())
                     .then(|| self.rules.get(st.rule as usize))
                     .flatten()
                     .and_then(|r| {
-                        (r.max_src_conn.is_some() || r.max_src_conn_rate.is_some())
-                            .then_some((r.max_src_conn, r.max_src_conn_rate))
+                        (r.max_src_conn.is_some() || r.max_src_conn_rate.is_some()).then_some((
+                            r.max_src_conn,
+                            r.max_src_conn_rate,
+                            r.overload,
+                        ))
                     });
+                    let init = if st.init_is_lo {
+                        st.key.lo.0
+                    } else {
+                        st.key.hi.0
+                    };
                     let d = Decision {
                         verdict: Verdict::Pass,
                         queue: pick(st.queue, second),
@@ -431,11 +430,11 @@ impl Classifier {
                         state: StateHit::Matched,
                         flow_hash,
                     };
-                    if let Some((max, rate)) = conn_cap {
+                    if let Some((max, rate, overload)) = conn_limits {
                         if self.table.count_conn(&key, now, max, rate) {
                             self.table.remove(&key);
                             self.per_rule_limit_hits += 1;
-                            if let Some(((t, flush), rule)) = overload {
+                            if let (Some((t, flush)), Some(rule)) = (overload, d.rule) {
                                 self.overload(init, t, flush, rule);
                             }
                             return Decision {
