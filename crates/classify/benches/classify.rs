@@ -37,6 +37,7 @@ fn rule(i: usize) -> Rule {
         tos: None,
         icmp_type: None,
         state: StatePolicy::Keep,
+        state_opts: Default::default(),
         queue: Some((format!("q{i}"), Some("ack".into()))),
         prio: None,
         line: i as u32 + 1,

@@ -143,6 +143,19 @@ impl AddrTable {
         t
     }
 
+    /// Adds `addr` as a host entry (`overload`); an existing entry for
+    /// exactly that host is replaced (a negated one included: the source
+    /// overloaded).
+    pub(crate) fn add_host(&mut self, addr: IpAddr) {
+        let (b, width) = bits(addr);
+        let fam = if width == 128 {
+            &mut self.v6
+        } else {
+            &mut self.v4
+        };
+        fam.insert(b, width, false);
+    }
+
     /// Most-specific-match membership.
     pub(crate) fn contains(&self, addr: IpAddr) -> bool {
         let (b, width) = bits(addr);

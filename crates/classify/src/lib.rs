@@ -16,7 +16,14 @@
 //!     matching `quick` rule (of any action) ends evaluation. `match` rules
 //!     contribute `queue`/`prio`; the winning rule overrides only what it sets.
 //!     No matching pass/block rule: pass without state.
-//!   - `pass` with keep state (the IR default) creates a state. Every packet
+//!   - `pass` with keep state (the IR default) creates a state; the IR gives
+//!     such rules pf's `flags S/SA` unless they say otherwise, and flags are
+//!     tested on TCP only, so only a SYN creates a TCP state — or a segment
+//!     of a connection that has a state at the other half of the double
+//!     evaluation (below): the SYN-ACK leaving a bridge's LAN side creates
+//!     the download half of a connection whose SYN created the upload half.
+//!     Such a half starts from the other half's protocol state, so it is
+//!     established when the connection is. Every packet
 //!     first looks for a state and, if one matches, skips the rules and takes
 //!     the state's queue pair and priority. A state created at direction D for
 //!     A→B matches A→B at D and B→A at the other direction; states float (not
@@ -26,7 +33,8 @@
 //!     (0x10) and for TCP packets with ACK and no payload; `q` otherwise. The
 //!     same for `set prio (a, b)`.
 //! - **Bounded.** The state table never exceeds its limit (a packet that would
-//!   create one more is blocked with [`BlockReason::StateLimit`]); learned
+//!   create one more evicts an unanswered state found by a bounded scan, or
+//!   is blocked with [`BlockReason::StateLimit`]; `state.rs`); learned
 //!   interface addresses are capped and expire; `expire` does at most `budget` work;
 //!   per packet, work is one hash lookup plus at most one pass over the rules.
 //! - **Expired never matches**, whether or not `expire` has removed it yet.
@@ -55,6 +63,11 @@ use sluice_wire::{tcp_flags, IpInfo, L4};
 use state::{State, StateKey, StateTable};
 use std::net::IpAddr;
 
+/// Sources `overload` may add to tables in all: one host entry each, so a
+/// stream of offending sources cannot grow memory without bound (pf's
+/// `set limit table-entries` plays this part).
+pub const MAX_OVERLOADED: usize = 65_536;
+
 /// ToS "lowdelay" (RFC 1349 §4): such packets take the second queue of a pair.
 pub const IPTOS_LOWDELAY: u8 = 0x10;
 
@@ -74,8 +87,8 @@ pub struct Options {
     pub hash_key: [u8; 16],
     /// Overrides the config's `set limit states`.
     pub state_limit: Option<u32>,
-    /// pf's `set timeout` values (pf defaults).
-    pub timeouts: Timeouts,
+    /// Overrides the config's `set timeout` values (also across reloads).
+    pub timeouts: Option<Timeouts>,
 }
 
 /// Why a packet is blocked.
@@ -83,7 +96,9 @@ pub struct Options {
 pub enum BlockReason {
     /// A `block` rule won.
     Rule,
-    /// A `pass … keep state` rule won but the state table is full.
+    /// A `pass … keep state` rule won but the state table is full, or the
+    /// rule's `max`, `max-src-states`, `max-src-nodes`, `max-src-conn` or
+    /// `max-src-conn-rate` is reached.
     StateLimit,
 }
 
@@ -152,6 +167,13 @@ pub struct ClassifierStats {
     pub state_limit_hits: u64,
     pub lookups: u64,
     pub hits: u64,
+    /// Embryonic states evicted to admit new ones into a full table.
+    pub states_evicted: u64,
+    /// States refused by a rule's `max` or `max-src-states` (not part of
+    /// `state_limit_hits`, which counts the table's limit).
+    pub rule_limit_hits: u64,
+    /// Sources that exceeded a rule's connection limits with `overload`.
+    pub overloads: u64,
 }
 
 /// A read-only view of one state, for `sluice show states`.
@@ -189,6 +211,18 @@ pub struct Classifier {
     table: StateTable,
     hasher: KeyedSip,
     timeouts: Timeouts,
+    /// `Options::timeouts` was given: reloads keep it.
+    timeouts_fixed: bool,
+    /// Packets refused a state by a rule's `max` / `max-src-states`.
+    per_rule_limit_hits: u64,
+    /// Sources added to tables by `overload`, by table name (bounded by
+    /// [`MAX_OVERLOADED`]); re-added after a reload rebuilds the tables.
+    overloaded: Vec<(String, IpAddr)>,
+    /// `overload` events.
+    overloads: u64,
+    /// The state table's rule-set generation (states of older ones do not
+    /// take their rule's own timeouts).
+    table_gen: u32,
     lookups: u64,
     hits: u64,
 }
@@ -242,7 +276,12 @@ impl Classifier {
             queues: Vec::new(),
             table: StateTable::new(limit, hasher),
             hasher,
-            timeouts: opts.timeouts,
+            timeouts: opts.timeouts.unwrap_or(cfg.options.timeouts),
+            timeouts_fixed: opts.timeouts.is_some(),
+            table_gen: 0,
+            per_rule_limit_hits: 0,
+            overloaded: Vec::new(),
+            overloads: 0,
             lookups: 0,
             hits: 0,
         };
@@ -379,7 +418,12 @@ impl Classifier {
                     let tk = st.proto.update(side, flags);
                     st.timeout = tk;
                     st.last = now;
-                    st.expires = now + self.timeouts.get(tk);
+                    // The rule's own timeouts while its rule set is current.
+                    let own = (st.gen == self.table_gen)
+                        .then(|| self.rules.get(st.rule as usize))
+                        .flatten()
+                        .and_then(|r| r.timeouts.as_deref());
+                    st.timeout_len = own.unwrap_or(&self.timeouts).get(tk);
                     st.packets[side] += 1;
                     st.bytes[side] += bytes;
                     self.hits += 1;
@@ -387,7 +431,28 @@ impl Classifier {
                         rs.packets += 1;
                         rs.bytes += bytes;
                     }
-                    return Decision {
+                    // max-src-conn(-rate): a connection that just completed
+                    // its handshake beyond its source's limits is ended (pf:
+                    // PFRES_SRCLIMIT) and the packet blocked; with
+                    // `overload`, the source goes into the table.
+                    let conn_limits = (st.gen == self.table_gen
+                        && !st.conn_counted
+                        && st.proto.tcp_established())
+                    .then(|| self.rules.get(st.rule as usize))
+                    .flatten()
+                    .and_then(|r| {
+                        (r.max_src_conn.is_some() || r.max_src_conn_rate.is_some()).then_some((
+                            r.max_src_conn,
+                            r.max_src_conn_rate,
+                            r.overload,
+                        ))
+                    });
+                    let init = if st.init_is_lo {
+                        st.key.lo.0
+                    } else {
+                        st.key.hi.0
+                    };
+                    let d = Decision {
                         verdict: Verdict::Pass,
                         queue: pick(st.queue, second),
                         prio: pick(st.prio, second),
@@ -395,14 +460,37 @@ impl Classifier {
                         state: StateHit::Matched,
                         flow_hash,
                     };
+                    if let Some((max, rate, overload)) = conn_limits {
+                        if self.table.count_conn(&key, now, max, rate) {
+                            self.table.remove(&key);
+                            self.per_rule_limit_hits += 1;
+                            if let (Some((t, flush)), Some(rule)) = (overload, d.rule) {
+                                self.overload(init, t, flush, rule);
+                            }
+                            return Decision {
+                                verdict: Verdict::Block(BlockReason::StateLimit),
+                                queue: None,
+                                prio: None,
+                                ..d
+                            };
+                        }
+                    }
+                    return d;
                 }
             }
             if reuse {
                 self.table.remove(&key);
             }
         }
+        // The other half of a doubly evaluated connection sluice already
+        // tracks: (its protocol state seen from this packet's sender, its
+        // timeout kind).
+        let other_half = key.and_then(|(key, lo_to_hi)| {
+            let o = self.table.peek(&key.other_half(), now)?;
+            Some((o.proto.mirrored(o.side(lo_to_hi)), o.timeout))
+        });
 
-        let (winner, mut queue, mut prio) = self.evaluate(ifc, dir, pkt);
+        let (winner, mut queue, mut prio) = self.evaluate(ifc, dir, pkt, other_half.is_some());
         let mut d = Decision {
             verdict: Verdict::Pass,
             queue: None,
@@ -426,10 +514,30 @@ impl Classifier {
             prio = rule.prio;
         }
         let (action, keep_state) = (rule.action, rule.keep_state);
+        // pf's per-rule limits (pf.conf(5) `max`, `max-src-states`): a rule at
+        // its cap creates no state, and the packet is blocked as at the
+        // table's limit (pf: PFRES_MAXSTATES / PFRES_SRCLIMIT).
+        let src_tracked = rule.max_src_states.is_some() || rule.max_src_nodes.is_some();
+        let src_states = if src_tracked {
+            self.table.src_count(w as u32, pkt.src)
+        } else {
+            0
+        };
+        let over_max = rule.max.is_some_and(|m| self.table.rule_count(w) >= m)
+            || rule.max_src_states.is_some_and(|m| src_states >= m)
+            || rule
+                .max_src_nodes
+                .is_some_and(|m| src_states == 0 && self.table.node_count(w) >= m);
+        let timeout_of = |tk| rule.timeouts.as_deref().unwrap_or(&self.timeouts).get(tk);
         if action == Action::Block {
             d.verdict = Verdict::Block(BlockReason::Rule);
+        } else if let (true, true, Some(_)) = (keep_state, over_max, key) {
+            self.per_rule_limit_hits += 1;
+            d.verdict = Verdict::Block(BlockReason::StateLimit);
         } else if let (true, Some((key, lo_to_hi))) = (keep_state, key) {
-            let (proto, tk) = ProtoState::new(pkt.proto);
+            // A half whose other half is tracked starts from it, so it is
+            // as established (and as safe from eviction) as the connection.
+            let (proto, tk) = other_half.unwrap_or_else(|| ProtoState::new(pkt.proto));
             let st = State {
                 key,
                 init_is_lo: lo_to_hi,
@@ -438,9 +546,12 @@ impl Classifier {
                 prio,
                 proto,
                 timeout: tk,
+                timeout_len: timeout_of(tk),
                 created: now,
                 last: now,
-                expires: now + self.timeouts.get(tk),
+                gen: self.table_gen,
+                src_tracked,
+                conn_counted: false,
                 packets: [1, 0],
                 bytes: [bytes, 0],
             };
@@ -467,6 +578,31 @@ impl Classifier {
         d
     }
 
+    /// `overload <t> [flush [global]]` for `src`: added to table `t`
+    /// (at most [`MAX_OVERLOADED`] sources, kept across reloads), its
+    /// states flushed as asked.
+    fn overload(&mut self, src: IpAddr, t: usize, flush: ir::Flush, rule: u32) {
+        let name = self.table_names.get(t).cloned().unwrap_or_default();
+        if self.overloaded.len() < MAX_OVERLOADED
+            && !self.overloaded.iter().any(|(n, a)| *n == name && *a == src)
+        {
+            if let Some(tab) = self.tables.get_mut(t) {
+                tab.add_host(src);
+            }
+            self.overloaded.push((name, src));
+        }
+        self.overloads += 1;
+        match flush {
+            ir::Flush::No => {}
+            ir::Flush::Rule => {
+                self.table.flush_src(src, Some(rule));
+            }
+            ir::Flush::Global => {
+                self.table.flush_src(src, None);
+            }
+        }
+    }
+
     /// Walk the rules: (winning pass/block rule, queue and prio from `match` rules).
     #[allow(clippy::type_complexity)]
     fn evaluate(
@@ -474,6 +610,7 @@ impl Classifier {
         ifc: IfaceId,
         dir: Direction,
         pkt: &IpInfo,
+        known_conn: bool,
     ) -> (
         Option<usize>,
         Option<(QueueName, Option<QueueName>)>,
@@ -482,6 +619,7 @@ impl Classifier {
         let ctx = MatchCtx {
             tables: &self.tables,
             ifaces: &self.ifaces,
+            known_conn,
         };
         let mut winner = None;
         let mut queue = None;
@@ -554,7 +692,7 @@ impl Classifier {
                 bytes: s.bytes,
                 created: s.created,
                 last: s.last,
-                expires: s.expires,
+                expires: self.table.expires(s),
             }
         })
     }
@@ -570,6 +708,9 @@ impl Classifier {
             state_limit_hits: c.limit_hits,
             lookups: self.lookups,
             hits: self.hits,
+            states_evicted: c.evicted,
+            rule_limit_hits: self.per_rule_limit_hits,
+            overloads: self.overloads,
         }
     }
 

@@ -10,14 +10,21 @@
 //!   implicitly `inet`.
 //! - `!` negates the address only, never the port (as in pf).
 //! - A port criterion never matches a packet without ports (not TCP/UDP, or a
-//!   later fragment). `flags X/Y` matches only TCP, when `(flags & Y) == X`.
+//!   later fragment). `flags X/Y` is tested on TCP packets only, as pf does
+//!   (pf.c `pf_match_rule`): a TCP segment matches when `(flags & Y) == X`
+//!   (a later TCP fragment, without flags, never does); other protocols
+//!   ignore it, so pf's implicit `flags S/SA` on `pass out keep state` still
+//!   lets UDP and ICMP match the rule. A stateful pass rule skips the test
+//!   for a segment whose connection already has a state at the other half
+//!   of the double evaluation: the flags were tested on the packet that
+//!   opened it there (lib.rs).
 //! - `tos` compares the DSCP part of the ToS byte (ECN bits masked), as
 //!   OpenBSD does, so ECN marking does not change a packet's class.
 //! - An unknown table name (the IR validator should prevent it) behaves as
 //!   pf's undefined table: empty.
 
 use crate::addr::{AddrTable, Prefix};
-use crate::{IfaceId, QueueName};
+use crate::{IfaceId, QueueName, Timeouts};
 use sluice_conf::ir::{self, Action, AddrMatch, Direction, PortOp, StatePolicy};
 use sluice_wire::{Af, IpInfo, L4};
 use std::net::IpAddr;
@@ -62,6 +69,17 @@ pub(crate) struct CRule {
     pub keep_state: bool,
     pub queue: Option<(QueueName, Option<QueueName>)>,
     pub prio: Option<(u8, Option<u8>)>,
+    /// `max N`, `max-src-states N`.
+    pub max: Option<u32>,
+    pub max_src_states: Option<u32>,
+    pub max_src_nodes: Option<u32>,
+    pub max_src_conn: Option<u32>,
+    pub max_src_conn_rate: Option<(u32, u32)>,
+    /// `overload <t> [flush [global]]`: the table's index, and the flush.
+    pub overload: Option<(usize, ir::Flush)>,
+    /// The config's timeouts with this rule's own (`keep state
+    /// (tcp.established 600)`) applied; None when it has none.
+    pub timeouts: Option<Box<Timeouts>>,
 }
 
 /// Name resolution services compilation needs from the classifier.
@@ -88,8 +106,23 @@ fn compile_endpoint(e: &ir::Endpoint, r: &mut dyn Resolve) -> CEndpoint {
     }
 }
 
-pub(crate) fn compile(rule: &ir::Rule, r: &mut dyn Resolve) -> CRule {
+pub(crate) fn compile(rule: &ir::Rule, global: &Timeouts, r: &mut dyn Resolve) -> CRule {
+    let so = &rule.state_opts;
+    let timeouts = (!so.timeouts.is_empty()).then(|| {
+        let mut t = *global;
+        for &(k, d) in &so.timeouts {
+            *t.get_mut(k) = d;
+        }
+        Box::new(t)
+    });
     CRule {
+        max: so.max,
+        max_src_states: so.max_src_states,
+        max_src_nodes: so.max_src_nodes,
+        max_src_conn: so.max_src_conn,
+        max_src_conn_rate: so.max_src_conn_rate,
+        overload: so.overload.as_ref().map(|(t, f)| (r.table_id(t), *f)),
+        timeouts,
         action: rule.action,
         quick: rule.quick,
         dir: rule.direction,
@@ -133,6 +166,9 @@ pub(crate) fn port_matches(op: PortOp, p: u16) -> bool {
 pub(crate) struct MatchCtx<'a> {
     pub tables: &'a [AddrTable],
     pub ifaces: &'a [crate::addr::Iface],
+    /// The packet's connection has a live state at the other half of the
+    /// double evaluation: stateful pass rules skip their `flags` test.
+    pub known_conn: bool,
 }
 
 impl MatchCtx<'_> {
@@ -185,9 +221,13 @@ impl MatchCtx<'_> {
         if r.af.is_some_and(|a| a != pkt.af) || r.proto.is_some_and(|p| p != pkt.proto) {
             return false;
         }
-        if let Some((set, mask)) = r.flags {
+        let flags_apply = !(self.known_conn && r.keep_state);
+        if let (Some((set, mask)), sluice_wire::proto::TCP, true) =
+            (r.flags, pkt.proto, flags_apply)
+        {
             match pkt.l4 {
                 L4::Tcp { flags, .. } if flags & mask == set => {}
+                // A later fragment has no flags to test.
                 _ => return false,
             }
         }

@@ -4,9 +4,23 @@
 //!
 //! - **Bounded memory.** At most `limit` states exist; an insert into a full
 //!   table fails (the caller blocks the packet, as pf does with
-//!   `PFRES_MAXSTATES`) after a bounded attempt ([`RECLAIM_SCAN_SLOTS`]) to
-//!   reclaim an already-expired slot. Storage is a slab (`Vec<Option<State>>`
-//!   with a free list, never longer than `limit`) plus a hash index.
+//!   `PFRES_MAXSTATES`) after one bounded reclaim attempt. Storage is a slab
+//!   (`Vec<Option<State>>` with a free list, never longer than `limit`) plus
+//!   a hash index.
+//! - **Reclaim: expired first, then embryonic, never established.** The
+//!   attempt examines [`RECLAIM_SCAN_SLOTS`] slots from the sweep cursor (so
+//!   consecutive attempts walk the whole slab, and a flood costs a constant
+//!   per packet). It removes the expired states it meets; if there were
+//!   none, it evicts the least recently used *embryonic* state among those
+//!   slots. Embryonic means the other side never answered: a TCP state
+//!   whose peers are not both ESTABLISHED (a handshake that has not
+//!   completed — what a SYN flood leaves, pf's `tcp.first`/`tcp.opening`
+//!   states), a UDP or other-protocol state whose responder is still
+//!   NO_TRAFFIC, an ICMP state that saw only its first packet. A
+//!   connection that has been answered is never evicted to admit a new one
+//!   (pf never evicts; sluice adds only the eviction of states pf's
+//!   adaptive timeouts would expire first). If the scanned slots hold
+//!   neither, the insert fails.
 //! - **Keyed hash.** The index hashes keys with SipHash-1-3 under the
 //!   caller's 128-bit key, so a sender who does not know the key cannot aim
 //!   a flood of 5-tuples at one bucket.
@@ -17,21 +31,40 @@
 //!   so both cases give the same key with one lookup, while A→B at the
 //!   opposite direction (the other half of a routed packet's double
 //!   evaluation) gives a different key.
-//! - **Expired never matches.** `lookup` checks `expires` against `now` and
+//! - **Expired never matches.** `lookup` checks the expiry against `now` and
 //!   removes an expired state it finds; `expire` sweeps the slab with a
 //!   cursor and a caller-given budget, so purging never stalls the data path.
+//! - **Adaptive timeouts** (pf.conf(5) `adaptive.start`, `adaptive.end`;
+//!   OpenBSD `pf_state_expires`). A state keeps its last packet's instant
+//!   and the unscaled timeout then in force; its expiry is computed when
+//!   looked at, from the number of states *now*: with `n` states above
+//!   `start`, every timeout is multiplied by `(end − n) / (end − start)`,
+//!   and at `n ≥ end` a state expires at once. So a flood that swells the
+//!   table shortens every idle state's life, not just the new ones'.
+//!   `end <= start` turns it off (pf: both 0).
+//! - **Per-rule counts** (`max`, `max-src-states`, `max-src-nodes`): the
+//!   table counts the states of each rule of the current rule set, of each
+//!   (rule, source address) the rule tracks, and the sources (pf's source
+//!   nodes) of each such rule; a state counts until it is removed, a source
+//!   until its last state is. `max-src-conn` counts, per (rule, source),
+//!   the TCP states past the handshake (both peers ESTABLISHED or later).
+//!   A reload starts a new generation: states of the old rules no longer
+//!   count against the new ones (pf keeps them with their old rule).
+//!   The source counts have one entry per (rule, source) with a state, so
+//!   they are bounded by the table's limit.
 
 use crate::hash::{tuple_bytes, KeyedSip};
-use crate::track::{ProtoState, TimeoutKind};
+use crate::track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind};
 use crate::QueueName;
-use sluice_time::Instant;
+use sluice_time::{Duration, Instant};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 
-/// Slots examined to find an expired state before refusing an insert into a
-/// full table: enough to recover from a burst of dead states between two
-/// `expire` calls, small enough to keep a flood's per-packet cost constant.
+/// Slots examined to find an expired (else an embryonic) state before
+/// refusing an insert into a full table: enough to recover from a burst of
+/// dead states between two `expire` calls, small enough to keep a flood's
+/// per-packet cost constant.
 pub const RECLAIM_SCAN_SLOTS: usize = 32;
 
 /// The lookup key of a state (see the module doc for its orientation).
@@ -58,6 +91,15 @@ impl Hash for StateKey {
 }
 
 impl StateKey {
+    /// The key of the same connection at the other half of a double
+    /// evaluation (a bridge's or router's other interface).
+    pub(crate) fn other_half(self) -> StateKey {
+        StateKey {
+            lo_out: !self.lo_out,
+            ..self
+        }
+    }
+
     /// The key a packet src→dst evaluated at `out` (true = Out) looks up,
     /// and whether the packet travels lower→higher.
     pub(crate) fn of(
@@ -102,15 +144,33 @@ pub(crate) struct State {
     pub prio: Option<(u8, Option<u8>)>,
     pub proto: ProtoState,
     pub timeout: TimeoutKind,
+    /// The timeout in force since `last`, before adaptive scaling.
+    pub timeout_len: Duration,
     pub created: Instant,
     pub last: Instant,
-    pub expires: Instant,
+    /// Rule-set generation the state was created in ([`StateTable::reload`]).
+    pub gen: u32,
+    /// Counted under (rule, initiator address) for `max-src-states`.
+    pub src_tracked: bool,
+    /// Counted as an established connection of (rule, initiator) for
+    /// `max-src-conn`.
+    pub conn_counted: bool,
     /// [initiator→responder, responder→initiator].
     pub packets: [u64; 2],
     pub bytes: [u64; 2],
 }
 
 impl State {
+    /// The other side never answered (see the module doc): the only kind of
+    /// live state a full table gives up for a new one.
+    pub(crate) fn embryonic(&self) -> bool {
+        match self.proto {
+            ProtoState::Tcp([a, b]) => a < TcpPeer::Established || b < TcpPeer::Established,
+            ProtoState::Udp([_, r]) | ProtoState::Other([_, r]) => r == PseudoPeer::NoTraffic,
+            ProtoState::Icmp => self.timeout == TimeoutKind::IcmpFirst,
+        }
+    }
+
     /// 0 if a packet travelling lower→higher (`fwd_lo`) comes from the
     /// initiator, else 1.
     pub(crate) fn side(&self, lo_to_hi: bool) -> usize {
@@ -130,6 +190,8 @@ pub struct TableCounters {
     /// Removals of states found expired (by lookup, sweep or reclaim).
     pub expired: u64,
     pub limit_hits: u64,
+    /// Embryonic states evicted to admit a new one into a full table.
+    pub evicted: u64,
 }
 
 pub(crate) struct StateTable {
@@ -138,7 +200,47 @@ pub(crate) struct StateTable {
     free: Vec<u32>,
     limit: usize,
     cursor: usize,
+    /// `(adaptive.start, adaptive.end)` in states.
+    adaptive: (u64, u64),
+    gen: u32,
+    /// States of each rule of generation `gen`.
+    rule_states: Vec<u32>,
+    /// States of each (rule, initiator) of generation `gen`, for the rules
+    /// with `max-src-states` or `max-src-nodes`.
+    src_states: HashMap<(u32, IpAddr), u32, KeyedSip>,
+    /// Entries of `src_states` per rule: its source nodes.
+    rule_nodes: Vec<u32>,
+    /// Established TCP connections of each (rule, initiator) of generation
+    /// `gen`, for the rules with `max-src-conn`.
+    src_conns: HashMap<(u32, IpAddr), SrcConns, KeyedSip>,
     pub counters: TableCounters,
+}
+
+/// One source's established connections under one rule.
+#[derive(Clone, Copy, Debug)]
+struct SrcConns {
+    /// Counted states still in the table.
+    open: u32,
+    /// pf's decaying connection count (`pf_check_threshold`), in
+    /// thousandths of a connection, as of `last`.
+    rate: u64,
+    last: Instant,
+}
+
+/// pf's threshold unit: one connection.
+const CONN: u64 = 1000;
+
+/// `last + timeout`, scaled by pf's adaptive factor for `n` states.
+fn expiry(last: Instant, timeout: Duration, n: usize, (start, end): (u64, u64)) -> Instant {
+    let n = n as u64;
+    if end <= start || n <= start {
+        return last + timeout;
+    }
+    if n >= end {
+        return last;
+    }
+    let scaled = u128::from(timeout.0) * u128::from(end - n) / u128::from(end - start);
+    last + Duration(u64::try_from(scaled).unwrap_or(u64::MAX))
 }
 
 /// Why an insert failed.
@@ -155,7 +257,156 @@ impl StateTable {
             free: Vec::new(),
             limit: limit as usize,
             cursor: 0,
+            adaptive: (0, 0),
+            gen: 0,
+            rule_states: Vec::new(),
+            src_states: HashMap::with_hasher(hasher),
+            rule_nodes: Vec::new(),
+            src_conns: HashMap::with_hasher(hasher),
             counters: TableCounters::default(),
+        }
+    }
+
+    /// A new rule set of `rules` rules and adaptive thresholds: per-rule
+    /// counts restart (module doc).
+    /// Returns the new generation.
+    pub(crate) fn reload(&mut self, rules: usize, adaptive: (u32, u32)) -> u32 {
+        self.gen = self.gen.wrapping_add(1);
+        self.rule_states = vec![0; rules];
+        self.rule_nodes = vec![0; rules];
+        self.src_states.clear();
+        self.src_conns.clear();
+        self.adaptive = (u64::from(adaptive.0), u64::from(adaptive.1));
+        self.gen
+    }
+
+    /// The instant `s` stops matching, with the table as it is now.
+    pub(crate) fn expires(&self, s: &State) -> Instant {
+        expiry(s.last, s.timeout_len, self.index.len(), self.adaptive)
+    }
+
+    /// States of rule `rule` of the current rule set.
+    pub(crate) fn rule_count(&self, rule: usize) -> u32 {
+        self.rule_states.get(rule).copied().unwrap_or(0)
+    }
+
+    /// Source addresses rule `rule` has states from.
+    pub(crate) fn node_count(&self, rule: usize) -> u32 {
+        self.rule_nodes.get(rule).copied().unwrap_or(0)
+    }
+
+    /// States of rule `rule` initiated by `src`.
+    pub(crate) fn src_count(&self, rule: u32, src: IpAddr) -> u32 {
+        self.src_states.get(&(rule, src)).copied().unwrap_or(0)
+    }
+
+    /// Counts the connection of `key` (now past its handshake) under
+    /// (rule, initiator): true if that makes more than `max` open ones, or
+    /// more than `rate.0` in `rate.1` seconds by pf's decaying count (the
+    /// count decays linearly to zero over the window; each connection adds
+    /// one). Only states of the current generation count.
+    pub(crate) fn count_conn(
+        &mut self,
+        key: &StateKey,
+        now: Instant,
+        max: Option<u32>,
+        rate: Option<(u32, u32)>,
+    ) -> bool {
+        let Some(Some(s)) = self
+            .index
+            .get(key)
+            .and_then(|&i| self.slots.get_mut(i as usize))
+        else {
+            return false;
+        };
+        if s.conn_counted || s.gen != self.gen {
+            return false;
+        }
+        s.conn_counted = true;
+        let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
+        let c = self.src_conns.entry((s.rule, init)).or_insert(SrcConns {
+            open: 0,
+            rate: 0,
+            last: now,
+        });
+        c.open += 1;
+        if let Some((_, secs)) = rate {
+            let window = u128::from(Duration::from_secs(u64::from(secs)).0);
+            let elapsed = u128::from(now.saturating_since(c.last).0);
+            let kept = u128::from(c.rate) * window.saturating_sub(elapsed) / window.max(1);
+            c.rate = u64::try_from(kept).unwrap_or(u64::MAX).saturating_add(CONN);
+            c.last = now;
+        }
+        max.is_some_and(|m| c.open > m) || rate.is_some_and(|(n, _)| c.rate > u64::from(n) * CONN)
+    }
+
+    /// Removes the states initiated by `src` — of rule `rule` of the current
+    /// rule set, or all of them — for `overload … flush`. A full pass over
+    /// the slab: done once per overloading source, and only after it
+    /// completed more handshakes than its rule allows.
+    pub(crate) fn flush_src(&mut self, src: IpAddr, rule: Option<u32>) -> usize {
+        let gen = self.gen;
+        let doomed: Vec<usize> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let s = s.as_ref()?;
+                let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
+                let hit = init == src && rule.is_none_or(|r| s.rule == r && s.gen == gen);
+                hit.then_some(i)
+            })
+            .collect();
+        for &i in &doomed {
+            self.remove_slot(i);
+        }
+        doomed.len()
+    }
+
+    /// Adjusts the per-rule counts for a state added (+1) or removed (−1).
+    fn count(&mut self, s: &State, add: bool) {
+        if s.gen != self.gen {
+            return;
+        }
+        if s.conn_counted && !add {
+            let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
+            let k = (s.rule, init);
+            if let Some(c) = self.src_conns.get_mut(&k) {
+                c.open = c.open.saturating_sub(1);
+                // pf forgets a source node with its last state (src.track 0).
+                if c.open == 0 {
+                    self.src_conns.remove(&k);
+                }
+            }
+        }
+        if let Some(n) = self.rule_states.get_mut(s.rule as usize) {
+            *n = if add {
+                n.saturating_add(1)
+            } else {
+                n.saturating_sub(1)
+            };
+        }
+        if s.src_tracked {
+            let init = if s.init_is_lo { s.key.lo.0 } else { s.key.hi.0 };
+            let k = (s.rule, init);
+            let nodes = self.rule_nodes.get_mut(s.rule as usize);
+            if add {
+                let n = self.src_states.entry(k).or_insert(0);
+                if *n == 0 {
+                    if let Some(c) = nodes {
+                        *c += 1;
+                    }
+                }
+                *n += 1;
+            } else if let Some(n) = self.src_states.get_mut(&k) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.src_states.remove(&k);
+                    if let Some(c) = nodes {
+                        *c = c.saturating_sub(1);
+                    }
+                }
+            }
         }
     }
 
@@ -171,7 +422,7 @@ impl StateTable {
     pub(crate) fn lookup(&mut self, key: &StateKey, now: Instant) -> Option<&mut State> {
         let idx = *self.index.get(key)?;
         let expired = match self.slots.get(idx as usize) {
-            Some(Some(s)) => now >= s.expires,
+            Some(Some(s)) => now >= self.expires(s),
             _ => return None,
         };
         if expired {
@@ -180,6 +431,15 @@ impl StateTable {
             return None;
         }
         self.slots.get_mut(idx as usize).and_then(|s| s.as_mut())
+    }
+
+    /// The live state under `key`, without removing an expired one.
+    pub(crate) fn peek(&self, key: &StateKey, now: Instant) -> Option<&State> {
+        let idx = *self.index.get(key)?;
+        match self.slots.get(idx as usize) {
+            Some(Some(s)) if now < self.expires(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// Remove the state under `key` (e.g. a closed TCP state whose 4-tuple
@@ -204,6 +464,7 @@ impl StateTable {
             }
         }
         let key = state.key;
+        self.count(&state, true);
         let idx = match self.free.pop() {
             Some(i) => {
                 if let Some(slot) = self.slots.get_mut(i as usize) {
@@ -241,7 +502,7 @@ impl StateTable {
             }
             let i = self.cursor;
             self.cursor += 1;
-            if matches!(self.slots.get(i), Some(Some(s)) if now >= s.expires) {
+            if matches!(self.slots.get(i), Some(Some(s)) if now >= self.expires(s)) {
                 self.counters.expired += 1;
                 self.remove_slot(i);
                 removed += 1;
@@ -250,8 +511,32 @@ impl StateTable {
         removed
     }
 
+    /// One bounded pass of [`RECLAIM_SCAN_SLOTS`] slots (module doc).
     fn reclaim(&mut self, now: Instant) {
-        self.expire(now, RECLAIM_SCAN_SLOTS);
+        let n = self.slots.len();
+        let mut removed = false;
+        let mut victim: Option<(usize, Instant)> = None;
+        for _ in 0..RECLAIM_SCAN_SLOTS.min(n) {
+            if self.cursor >= n {
+                self.cursor = 0;
+            }
+            let i = self.cursor;
+            self.cursor += 1;
+            let Some(Some(s)) = self.slots.get(i) else {
+                continue;
+            };
+            if now >= self.expires(s) {
+                self.counters.expired += 1;
+                self.remove_slot(i);
+                removed = true;
+            } else if s.embryonic() && victim.is_none_or(|(_, last)| s.last < last) {
+                victim = Some((i, s.last));
+            }
+        }
+        if let (false, Some((i, _))) = (removed, victim) {
+            self.counters.evicted += 1;
+            self.remove_slot(i);
+        }
     }
 
     fn remove_slot(&mut self, i: usize) {
@@ -260,15 +545,17 @@ impl StateTable {
                 self.index.remove(&s.key);
                 self.free.push(i as u32);
                 self.counters.removals += 1;
+                self.count(&s, false);
             }
         }
     }
 
     fn release(&mut self, i: usize) {
         if let Some(slot) = self.slots.get_mut(i) {
-            if slot.take().is_some() {
+            if let Some(s) = slot.take() {
                 self.free.push(i as u32);
                 self.counters.removals += 1;
+                self.count(&s, false);
             }
         }
     }
@@ -286,6 +573,213 @@ impl StateTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_wire::tcp_flags::{ACK, SYN};
+
+    fn t(s: u64) -> Instant {
+        Instant::from_nanos(s * 1_000_000_000)
+    }
+
+    /// A TCP state for port `n`, created at `at`, living 100 s; answered
+    /// (ESTABLISHED:ESTABLISHED) or left after the SYN.
+    fn tcp_state(n: u16, at: Instant, answered: bool) -> State {
+        let a = ("10.0.0.1".parse().unwrap(), n);
+        let b = ("10.0.0.2".parse().unwrap(), 80);
+        let (key, lo) = StateKey::of(6, a, b, true);
+        let (mut proto, timeout) = ProtoState::new(6);
+        if answered {
+            proto.update(1, SYN | ACK);
+            proto.update(0, ACK);
+        }
+        State {
+            key,
+            init_is_lo: lo,
+            rule: 0,
+            queue: None,
+            prio: None,
+            proto,
+            timeout,
+            timeout_len: Duration::from_secs(100),
+            created: at,
+            last: at,
+            gen: 0,
+            src_tracked: false,
+            conn_counted: false,
+            packets: [1, 0],
+            bytes: [0, 0],
+        }
+    }
+
+    fn table(limit: u32) -> StateTable {
+        StateTable::new(limit, KeyedSip::new(&[7; 16]))
+    }
+
+    #[test]
+    fn adaptive_expiry_arithmetic() {
+        let d = Duration::from_secs(120);
+        assert_eq!(
+            expiry(t(10), d, 600, (600, 1200)),
+            t(130),
+            "at start: unscaled"
+        );
+        assert_eq!(expiry(t(10), d, 900, (600, 1200)), t(70), "half way: half");
+        assert_eq!(expiry(t(10), d, 1000, (600, 1200)), t(50));
+        assert_eq!(expiry(t(10), d, 1200, (600, 1200)), t(10), "at end: now");
+        assert_eq!(expiry(t(10), d, 5000, (600, 1200)), t(10));
+        assert_eq!(expiry(t(10), d, 5000, (0, 0)), t(130), "0/0: off");
+        assert_eq!(
+            expiry(t(10), d, 5000, (900, 900)),
+            t(130),
+            "empty range: off"
+        );
+        // No overflow with the longest timeout and the largest counts.
+        let long = Duration(u64::MAX / 4);
+        let e = expiry(
+            Instant::from_nanos(0),
+            long,
+            u32::MAX as usize - 1,
+            (0, u64::from(u32::MAX)),
+        );
+        assert!(e > Instant::from_nanos(0));
+    }
+
+    #[test]
+    fn embryonic_is_unanswered() {
+        assert!(tcp_state(1, t(0), false).embryonic());
+        assert!(!tcp_state(1, t(0), true).embryonic());
+        let mut half = tcp_state(1, t(0), false);
+        half.proto.update(1, SYN | ACK);
+        assert!(half.embryonic(), "SYN, SYN-ACK: the handshake is not done");
+        let mut udp = tcp_state(1, t(0), false);
+        (udp.proto, udp.timeout) = ProtoState::new(17);
+        assert!(udp.embryonic());
+        udp.timeout = udp.proto.update(0, 0);
+        assert!(udp.embryonic(), "one direction only");
+        udp.timeout = udp.proto.update(1, 0);
+        assert!(!udp.embryonic());
+        let mut icmp = tcp_state(1, t(0), false);
+        (icmp.proto, icmp.timeout) = ProtoState::new(1);
+        assert!(icmp.embryonic());
+        icmp.timeout = icmp.proto.update(1, 0);
+        assert!(!icmp.embryonic());
+    }
+
+    #[test]
+    fn full_table_evicts_the_oldest_embryonic_state_never_an_answered_one() {
+        let mut tb = table(4);
+        tb.insert(tcp_state(1, t(0), true), t(0)).unwrap();
+        tb.insert(tcp_state(2, t(2), false), t(2)).unwrap();
+        tb.insert(tcp_state(3, t(1), false), t(2)).unwrap();
+        tb.insert(tcp_state(4, t(0), true), t(2)).unwrap();
+        assert_eq!(tb.insert(tcp_state(5, t(3), false), t(3)), Ok(()));
+        assert_eq!((tb.len(), tb.counters.evicted), (4, 1));
+        let ports: Vec<u16> = tb.iter().map(|s| s.key.lo.1).collect();
+        assert!(
+            !ports.contains(&3),
+            "the least recently used embryonic went: {ports:?}"
+        );
+        assert_eq!(tb.insert(tcp_state(6, t(3), false), t(3)), Ok(()));
+        assert_eq!(tb.insert(tcp_state(7, t(3), false), t(3)), Ok(()));
+        // Left: the two answered states and two embryonic ones (5 went, then 2 or 6).
+        let answered = tb.iter().filter(|s| !s.embryonic()).count();
+        assert_eq!((tb.len(), answered, tb.counters.evicted), (4, 2, 3));
+        let mut full = table(2);
+        full.insert(tcp_state(1, t(0), true), t(0)).unwrap();
+        full.insert(tcp_state(2, t(0), true), t(0)).unwrap();
+        assert_eq!(
+            full.insert(tcp_state(3, t(1), false), t(1)),
+            Err(InsertError::Full)
+        );
+        assert_eq!(
+            (full.len(), full.counters.evicted, full.counters.limit_hits),
+            (2, 0, 1)
+        );
+    }
+
+    #[test]
+    fn expired_states_go_before_any_eviction() {
+        let mut tb = table(2);
+        tb.insert(tcp_state(1, t(0), false), t(0)).unwrap();
+        tb.insert(tcp_state(2, t(50), false), t(50)).unwrap();
+        // Port 1 expired at 100 s; port 2 lives until 150 s.
+        assert_eq!(tb.insert(tcp_state(3, t(120), false), t(120)), Ok(()));
+        assert_eq!((tb.counters.expired, tb.counters.evicted), (1, 0));
+        assert!(tb.iter().any(|s| s.key.lo.1 == 2));
+    }
+
+    /// Constant cost under a flood: each refused or admitted insert examines
+    /// at most RECLAIM_SCAN_SLOTS slots, yet consecutive attempts walk the
+    /// whole slab, so a lone embryonic state is found within
+    /// ceil(limit / RECLAIM_SCAN_SLOTS) attempts.
+    #[test]
+    fn reclaim_is_bounded_per_insert_and_covers_the_slab() {
+        let limit = 1000u16;
+        let mut tb = table(u32::from(limit));
+        for n in 0..limit - 1 {
+            tb.insert(tcp_state(n + 1, t(0), true), t(0)).unwrap();
+        }
+        tb.insert(tcp_state(limit, t(0), false), t(0)).unwrap();
+        let mut attempts = 0;
+        loop {
+            let before = tb.cursor;
+            attempts += 1;
+            let r = tb.insert(tcp_state(60_000, t(1), false), t(1));
+            let step = (tb.cursor + tb.slots.len() - before) % tb.slots.len();
+            assert!(
+                step <= RECLAIM_SCAN_SLOTS,
+                "one attempt scanned {step} slots"
+            );
+            if r.is_ok() {
+                break;
+            }
+        }
+        let bound = usize::from(limit).div_ceil(RECLAIM_SCAN_SLOTS);
+        assert!(attempts <= bound, "{attempts} attempts > {bound}");
+        assert_eq!((tb.counters.evicted, tb.len()), (1, usize::from(limit)));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Random inserts (answered or not, at advancing times) into a
+        /// small table: never above the limit; an answered live state is
+        /// never removed; at most one eviction per insert, and only when no
+        /// expired state was met; a refusal only when full.
+        #[test]
+        fn eviction_invariants(
+            limit in 1u32..40,
+            ops in proptest::collection::vec((0u16..200, proptest::bool::ANY, 0u64..30), 1..300),
+        ) {
+            let mut tb = table(limit);
+            let mut now = 0;
+            for (port, answered, dt) in ops {
+                now += dt;
+                let st = tcp_state(port, t(now), answered);
+                if tb.peek(&st.key, t(now)).is_some() || tb.index.contains_key(&st.key) {
+                    continue;
+                }
+                let live_answered: Vec<StateKey> = tb
+                    .iter()
+                    .filter(|s| !s.embryonic() && t(now) < tb.expires(s))
+                    .map(|s| s.key)
+                    .collect();
+                let (evicted, expired) = (tb.counters.evicted, tb.counters.expired);
+                let full = tb.len() >= limit as usize;
+                let r = tb.insert(st, t(now));
+                proptest::prop_assert!(tb.len() <= limit as usize);
+                proptest::prop_assert!(tb.slots_allocated() <= limit as usize);
+                for k in &live_answered {
+                    proptest::prop_assert!(tb.index.contains_key(k), "answered live state evicted");
+                }
+                let ev = tb.counters.evicted - evicted;
+                proptest::prop_assert!(ev <= 1);
+                if ev == 1 {
+                    proptest::prop_assert_eq!(tb.counters.expired, expired);
+                }
+                if r.is_err() {
+                    proptest::prop_assert!(full);
+                }
+            }
+        }
+    }
 
     #[test]
     fn key_orientation() {

@@ -17,94 +17,14 @@
 //!   `*.single`; a new state starts with `*.first`.
 //! - ICMP: `icmp.first` for a new state, `icmp.error` after any later packet
 //!   (pf's "error reply" timeout applies to echo replies as well).
-//! - A state expires `timeout` after its last packet; the defaults are pf's
-//!   (pf.conf(5) "OPTIONS", `set timeout`).
+//! - A state expires `timeout` after its last packet; the values are the
+//!   config's `set timeout` (pf's defaults, [`Timeouts`]), or the rule's own
+//!   `keep state (tcp.established N, …)`, scaled by pf's adaptive factor
+//!   (`state.rs`).
 
-use sluice_time::Duration;
+pub use sluice_conf::ir::{TimeoutKind, Timeouts};
 use sluice_wire::tcp_flags;
 use std::fmt;
-
-/// pf's `set timeout` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timeouts {
-    pub tcp_first: Duration,
-    pub tcp_opening: Duration,
-    pub tcp_established: Duration,
-    pub tcp_closing: Duration,
-    pub tcp_finwait: Duration,
-    pub tcp_closed: Duration,
-    pub udp_first: Duration,
-    pub udp_single: Duration,
-    pub udp_multiple: Duration,
-    pub icmp_first: Duration,
-    pub icmp_error: Duration,
-    pub other_first: Duration,
-    pub other_single: Duration,
-    pub other_multiple: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        let s = Duration::from_secs;
-        Timeouts {
-            tcp_first: s(120),
-            tcp_opening: s(30),
-            tcp_established: s(86_400),
-            tcp_closing: s(900),
-            tcp_finwait: s(45),
-            tcp_closed: s(90),
-            udp_first: s(60),
-            udp_single: s(30),
-            udp_multiple: s(60),
-            icmp_first: s(20),
-            icmp_error: s(10),
-            other_first: s(60),
-            other_single: s(30),
-            other_multiple: s(60),
-        }
-    }
-}
-
-/// Which timeout currently applies to a state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeoutKind {
-    TcpFirst,
-    TcpOpening,
-    TcpEstablished,
-    TcpClosing,
-    TcpFinWait,
-    TcpClosed,
-    UdpFirst,
-    UdpSingle,
-    UdpMultiple,
-    IcmpFirst,
-    IcmpError,
-    OtherFirst,
-    OtherSingle,
-    OtherMultiple,
-}
-
-impl Timeouts {
-    pub fn get(&self, k: TimeoutKind) -> Duration {
-        use TimeoutKind::*;
-        match k {
-            TcpFirst => self.tcp_first,
-            TcpOpening => self.tcp_opening,
-            TcpEstablished => self.tcp_established,
-            TcpClosing => self.tcp_closing,
-            TcpFinWait => self.tcp_finwait,
-            TcpClosed => self.tcp_closed,
-            UdpFirst => self.udp_first,
-            UdpSingle => self.udp_single,
-            UdpMultiple => self.udp_multiple,
-            IcmpFirst => self.icmp_first,
-            IcmpError => self.icmp_error,
-            OtherFirst => self.other_first,
-            OtherSingle => self.other_single,
-            OtherMultiple => self.other_multiple,
-        }
-    }
-}
 
 /// One TCP peer's state, ordered: it only ever moves forward.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -199,6 +119,24 @@ impl ProtoState {
         }
     }
 
+    /// The same connection seen from peer `side` (0 initiator, 1
+    /// responder) as the initiator: what the other half of a doubly
+    /// evaluated connection starts from when that peer's packet creates it.
+    pub fn mirrored(self, side: usize) -> ProtoState {
+        match self {
+            ProtoState::Tcp([a, b]) if side == 1 => ProtoState::Tcp([b, a]),
+            ProtoState::Udp([a, b]) if side == 1 => ProtoState::Udp([b, a]),
+            ProtoState::Other([a, b]) if side == 1 => ProtoState::Other([b, a]),
+            p => p,
+        }
+    }
+
+    /// A TCP connection past its three-way handshake (pf's notion for
+    /// `max-src-conn`): both peers ESTABLISHED or later.
+    pub fn tcp_established(&self) -> bool {
+        matches!(self, ProtoState::Tcp(p) if p[0] >= TcpPeer::Established && p[1] >= TcpPeer::Established)
+    }
+
     /// Both TCP peers are done (≥ FinWait2): a new SYN on the same 4-tuple is
     /// a new connection (port reuse), not part of this one.
     pub fn tcp_closed(&self) -> bool {
@@ -271,6 +209,7 @@ impl fmt::Display for ProtoState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_time::Duration;
     use sluice_wire::tcp_flags::*;
     use TcpPeer::*;
 

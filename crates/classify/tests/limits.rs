@@ -35,14 +35,19 @@ fn flood_beyond_the_limit() {
     );
     let e = c.iface("ext");
     let t0 = secs(1);
-    // Ten established flows before the flood.
+    // Ten answered flows before the flood.
     let flows: Vec<_> = (0..10u16)
         .map(|i| udp("192.168.1.2", "9.9.9.9", 4000 + i, 53))
         .collect();
-    for f in &flows {
+    for (i, f) in flows.iter().enumerate() {
         assert_eq!(
             c.classify(t0, e, Direction::Out, f).state,
             StateHit::Created
+        );
+        let reply = udp("9.9.9.9", "192.168.1.2", 53, 4000 + i as u16);
+        assert_eq!(
+            c.classify(t0, e, Direction::In, &reply).state,
+            StateHit::Matched
         );
     }
     let mut rng = Rng(0x5eed);
@@ -69,10 +74,15 @@ fn flood_beyond_the_limit() {
     let s = c.stats();
     assert_eq!(s.states, LIMIT as usize);
     assert_eq!(s.state_limit_hits, blocked);
-    assert!(
-        blocked >= (FLOOD as u64) - u64::from(LIMIT),
-        "blocked {blocked}"
+    // The flood's unanswered states make room for each other (a bounded
+    // scan may find none to evict: then the packet is refused); the
+    // answered flows are never evicted.
+    assert_eq!(
+        s.states_evicted + blocked,
+        (FLOOD as u64) - u64::from(LIMIT - 10),
+        "every flood packet beyond the limit evicted or was refused"
     );
+    assert!(blocked * 100 < FLOOD as u64, "blocked {blocked}");
     // Existing flows keep working, both ways.
     for (i, f) in flows.iter().enumerate() {
         assert_eq!(
@@ -99,7 +109,10 @@ fn flood_beyond_the_limit() {
 
 #[test]
 fn full_table_reclaims_expired_slots_before_refusing() {
-    let cfg = config(vec![pass()]);
+    let mut cfg = config(vec![pass()]);
+    // Unscaled timeouts: a full 4-state table is at pf's default adaptive.end.
+    cfg.options.adaptive_start = Some(0);
+    cfg.options.adaptive_end = Some(0);
     let mut c = Classifier::new(
         &cfg,
         Options {
@@ -108,12 +121,19 @@ fn full_table_reclaims_expired_slots_before_refusing() {
         },
     );
     let e = c.iface("ext");
+    // Four answered flows: nothing a full table may evict.
     for i in 0..4 {
         c.classify(
             secs(0),
             e,
             Direction::Out,
             &udp("10.0.0.1", "10.0.0.2", i, 53),
+        );
+        c.classify(
+            secs(0),
+            e,
+            Direction::In,
+            &udp("10.0.0.2", "10.0.0.1", 53, i),
         );
     }
     let d = c.classify(
@@ -123,9 +143,9 @@ fn full_table_reclaims_expired_slots_before_refusing() {
         &udp("10.0.0.1", "10.0.0.2", 99, 53),
     );
     assert_eq!(d.verdict, Verdict::Block(BlockReason::StateLimit));
-    // All four expired (udp.first 60 s) but nobody called expire(): the insert reclaims.
+    // All four expired (udp.single 30 s) but nobody called expire(): the insert reclaims.
     let d = c.classify(
-        secs(61),
+        secs(31),
         e,
         Direction::Out,
         &udp("10.0.0.1", "10.0.0.2", 99, 53),
@@ -185,7 +205,10 @@ fn model_key_of_view(v: &sluice_classify::StateView<'_>) -> MKey {
 }
 
 fn run_model(ops: &[Op]) {
-    let cfg = config(vec![pass()]);
+    let mut cfg = config(vec![pass()]);
+    // The model keeps unscaled timeouts (adaptive scaling: flood.rs).
+    cfg.options.adaptive_start = Some(0);
+    cfg.options.adaptive_end = Some(0);
     let t = Duration::from_secs(TIMEOUT_S);
     let timeouts = Timeouts {
         udp_first: t,
@@ -198,13 +221,15 @@ fn run_model(ops: &[Op]) {
         Options {
             hash_key: [3; 16],
             state_limit: Some(LIMIT as u32),
-            timeouts,
+            timeouts: Some(timeouts),
         },
     );
     let e = c.iface("ext");
     let mut now = Instant::from_nanos(1);
-    // The model: key → expiry instant, for every state resident in the real table.
-    let mut model: HashMap<MKey, Instant> = HashMap::new();
+    // The model: key → (expiry instant, created by a reply, answered), for
+    // every state resident in the real table.
+    let mut model: HashMap<MKey, (Instant, bool, bool)> = HashMap::new();
+    let mut evicted = 0;
     for (step, o) in ops.iter().enumerate() {
         match *o {
             Op::Packet { flow, reply, out } => {
@@ -213,7 +238,7 @@ fn run_model(ops: &[Op]) {
                 let p = common::info(&sluice_wire::build::udp(s.0, d.0, s.1, d.1, 4));
                 let dir = if out { Direction::Out } else { Direction::In };
                 let key = (flow, if reply { !out } else { out });
-                let live = model.get(&key).is_some_and(|&x| now < x);
+                let live = model.get(&key).is_some_and(|&(x, _, _)| now < x);
                 let resident_before = c.stats().states;
                 let dec = c.classify(now, e, dir, &p);
                 if live {
@@ -222,7 +247,11 @@ fn run_model(ops: &[Op]) {
                         StateHit::Matched,
                         "step {step}: live state must match"
                     );
-                    model.insert(key, now + t);
+                    if let Some(m) = model.get_mut(&key) {
+                        m.0 = now + t;
+                        // The other side spoke: no longer embryonic.
+                        m.2 |= m.1 != reply;
+                    }
                 } else {
                     assert_ne!(
                         dec.state,
@@ -232,7 +261,7 @@ fn run_model(ops: &[Op]) {
                     model.remove(&key);
                     match dec.state {
                         StateHit::Created => {
-                            model.insert(key, now + t);
+                            model.insert(key, (now + t, reply, false));
                         }
                         _ => {
                             assert_eq!(dec.verdict, Verdict::Block(BlockReason::StateLimit));
@@ -255,18 +284,29 @@ fn run_model(ops: &[Op]) {
                 assert!(n <= budget);
             }
         }
-        // Sync: whatever the real table dropped must have been expired in the model.
+        // Sync: whatever the real table dropped must have been expired in
+        // the model, or be the one unanswered state evicted at this step.
         let real: HashMap<MKey, Instant> = c
             .states()
             .map(|v| (model_key_of_view(&v), v.expires))
             .collect();
-        for (k, exp) in &model {
-            if !real.contains_key(k) {
-                assert!(*exp <= now, "step {step}: live state {k:?} vanished");
+        let evicted_now = c.stats().states_evicted - evicted;
+        evicted += evicted_now;
+        assert!(evicted_now <= 1, "step {step}: {evicted_now} evictions");
+        let mut vanished_live = 0;
+        for (k, &(exp, _, answered)) in &model {
+            if !real.contains_key(k) && exp > now {
+                assert!(!answered, "step {step}: answered live state {k:?} vanished");
+                vanished_live += 1;
             }
         }
+        assert!(
+            vanished_live <= evicted_now,
+            "step {step}: {vanished_live} live states vanished, {evicted_now} evicted"
+        );
         model.retain(|k, _| real.contains_key(k));
-        assert_eq!(real, model, "step {step}: table and model disagree");
+        let exps: HashMap<MKey, Instant> = model.iter().map(|(k, v)| (*k, v.0)).collect();
+        assert_eq!(real, exps, "step {step}: table and model disagree");
         assert!(c.stats().states <= LIMIT && c.state_slots_allocated() <= LIMIT);
     }
     // A full sweep leaves no expired state behind.

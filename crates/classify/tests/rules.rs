@@ -240,7 +240,7 @@ fn ports_every_op_and_no_ports_never_match() {
 }
 
 #[test]
-fn flags_only_tcp() {
+fn flags_test_tcp_only_and_other_protocols_ignore_them() {
     let sa = |r: &mut sluice_conf::ir::Rule| r.flags = Some((SYN, SYN | ACK));
     assert!(blocks(sa, IN, &tcp("10.0.0.1", "10.0.0.2", 1, 2, SYN, 0)));
     assert!(blocks(
@@ -254,7 +254,9 @@ fn flags_only_tcp() {
         &tcp("10.0.0.1", "10.0.0.2", 1, 2, SYN | ACK, 0)
     ));
     assert!(!blocks(sa, IN, &tcp("10.0.0.1", "10.0.0.2", 1, 2, ACK, 0)));
-    assert!(!blocks(sa, IN, &udp("10.0.0.1", "10.0.0.2", 1, 2)));
+    // pf tests flags on TCP only: the implicit S/SA of a stateful pass rule
+    // without `proto` must not keep UDP from matching it.
+    assert!(blocks(sa, IN, &udp("10.0.0.1", "10.0.0.2", 1, 2)));
 }
 
 #[test]

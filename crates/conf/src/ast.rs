@@ -4,6 +4,7 @@
 use crate::diag::Span;
 use crate::ir::{
     Action, AddrFamily, AddrMatch, Direction, PipeSched, PortOp, SchedKind, StatePolicy,
+    TimeoutKind,
 };
 use crate::units::Bw;
 use sluice_time::{Duration, Overhead};
@@ -27,11 +28,43 @@ pub enum Stmt {
     Queue(Box<QueueDecl>),
     Pipe(PipeDecl),
     Overhead(Sp<String>, Overhead),
-    StateLimit(Sp<u64>),
+    /// `set limit …`: the states limit, if given, and the other limits.
+    Limit {
+        states: Option<Sp<u64>>,
+        ignored: Vec<Sp<String>>,
+    },
+    /// `set timeout …`: each name and its value in seconds.
+    Timeouts(Vec<(Sp<TimeoutName>, Sp<u64>)>),
     Table(TableDecl),
     Rule(Box<RuleAst>),
-    /// A statement sluice accepts and does not act on (`scrub`, `nat`, `set skip`, …).
-    Ignored,
+    /// A statement or option sluice accepts and does not act on (`scrub`,
+    /// `nat`, `set skip`, …): what to name in the warning, and where.
+    Ignored(Vec<Sp<String>>),
+}
+
+/// A name of `set timeout` (pf.conf(5) "OPTIONS").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutName {
+    State(TimeoutKind),
+    Interval,
+    AdaptiveStart,
+    AdaptiveEnd,
+    /// `frag`, `src.track`: timeouts of pf machinery sluice does not have.
+    Other(&'static str),
+}
+
+/// `keep state ( … )` as written.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct StateOptsAst {
+    pub max: Option<Sp<u64>>,
+    pub max_src_states: Option<Sp<u64>>,
+    pub max_src_nodes: Option<Sp<u64>>,
+    pub max_src_conn: Option<Sp<u64>>,
+    pub max_src_conn_rate: Option<Sp<(u32, u32)>>,
+    pub overload: Option<Sp<(String, crate::ir::Flush)>>,
+    pub timeouts: Vec<(Sp<TimeoutName>, Sp<u64>)>,
+    /// Options parsed and not acted on (warned about).
+    pub ignored: Vec<Sp<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -109,6 +142,8 @@ pub struct PipeDecl {
 pub struct TableDecl {
     pub name: Sp<String>,
     pub entries: Vec<(crate::ir::IpNet, bool)>,
+    /// Options parsed and not acted on (`file`, `counters`).
+    pub ignored: Vec<Sp<String>>,
 }
 
 /// One address element of `from`/`to`.
@@ -144,4 +179,8 @@ pub struct RuleAst {
     /// `icmp-type` …). Such a rule is left out: dropping the criterion would
     /// widen it, and a widened `block` blocks what pf never blocked.
     pub unsupported: Option<Sp<String>>,
+    /// `keep state ( … )`.
+    pub state_opts: StateOptsAst,
+    /// Options parsed and not acted on (`label`, `route-to`, `log`, …).
+    pub ignored: Vec<Sp<String>>,
 }

@@ -28,6 +28,16 @@ pub struct Options {
     /// Link-layer overhead per interface name (`set overhead on IF …`, an
     /// sluice extension); interfaces not listed use none.
     pub overhead: Vec<(String, sluice_time::Overhead)>,
+    /// `set timeout` of the state kinds.
+    pub timeouts: Timeouts,
+    /// `set timeout adaptive.start N` / `adaptive.end N` (states); None:
+    /// pfctl's 60 % / 120 % of `state_limit` ([`Options::adaptive`]).
+    pub adaptive_start: Option<u32>,
+    pub adaptive_end: Option<u32>,
+    /// `set timeout interval N` (seconds), kept for printing: sluice purges
+    /// continuously and an expired state never matches, so it has no
+    /// effect (`sluice check` says so).
+    pub interval: Option<u32>,
 }
 
 impl Default for Options {
@@ -35,7 +45,159 @@ impl Default for Options {
         Options {
             state_limit: 100_000,
             overhead: Vec::new(),
+            timeouts: Timeouts::default(),
+            adaptive_start: None,
+            adaptive_end: None,
+            interval: None,
         }
+    }
+}
+
+impl Options {
+    /// The adaptive thresholds in force `(start, end)`: as written, else
+    /// pfctl's 60 % and 120 % of the state limit. `end <= start` (pf.conf(5):
+    /// both 0) disables adaptive scaling.
+    pub fn adaptive(&self) -> (u32, u32) {
+        let pct = |p: u64| u32::try_from(u64::from(self.state_limit) * p / 100).unwrap_or(u32::MAX);
+        (
+            self.adaptive_start.unwrap_or_else(|| pct(60)),
+            self.adaptive_end.unwrap_or_else(|| pct(120)),
+        )
+    }
+}
+
+/// pf's state timeouts (pf.conf(5) "OPTIONS", `set timeout`); the
+/// defaults are pf's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub tcp_first: Duration,
+    pub tcp_opening: Duration,
+    pub tcp_established: Duration,
+    pub tcp_closing: Duration,
+    pub tcp_finwait: Duration,
+    pub tcp_closed: Duration,
+    pub udp_first: Duration,
+    pub udp_single: Duration,
+    pub udp_multiple: Duration,
+    pub icmp_first: Duration,
+    pub icmp_error: Duration,
+    pub other_first: Duration,
+    pub other_single: Duration,
+    pub other_multiple: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        let s = Duration::from_secs;
+        Timeouts {
+            tcp_first: s(120),
+            tcp_opening: s(30),
+            tcp_established: s(86_400),
+            tcp_closing: s(900),
+            tcp_finwait: s(45),
+            tcp_closed: s(90),
+            udp_first: s(60),
+            udp_single: s(30),
+            udp_multiple: s(60),
+            icmp_first: s(20),
+            icmp_error: s(10),
+            other_first: s(60),
+            other_single: s(30),
+            other_multiple: s(60),
+        }
+    }
+}
+
+/// Which timeout currently applies to a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutKind {
+    TcpFirst,
+    TcpOpening,
+    TcpEstablished,
+    TcpClosing,
+    TcpFinWait,
+    TcpClosed,
+    UdpFirst,
+    UdpSingle,
+    UdpMultiple,
+    IcmpFirst,
+    IcmpError,
+    OtherFirst,
+    OtherSingle,
+    OtherMultiple,
+}
+
+impl Timeouts {
+    pub fn get(&self, k: TimeoutKind) -> Duration {
+        let mut t = *self;
+        *t.get_mut(k)
+    }
+
+    pub fn get_mut(&mut self, k: TimeoutKind) -> &mut Duration {
+        use TimeoutKind::*;
+        match k {
+            TcpFirst => &mut self.tcp_first,
+            TcpOpening => &mut self.tcp_opening,
+            TcpEstablished => &mut self.tcp_established,
+            TcpClosing => &mut self.tcp_closing,
+            TcpFinWait => &mut self.tcp_finwait,
+            TcpClosed => &mut self.tcp_closed,
+            UdpFirst => &mut self.udp_first,
+            UdpSingle => &mut self.udp_single,
+            UdpMultiple => &mut self.udp_multiple,
+            IcmpFirst => &mut self.icmp_first,
+            IcmpError => &mut self.icmp_error,
+            OtherFirst => &mut self.other_first,
+            OtherSingle => &mut self.other_single,
+            OtherMultiple => &mut self.other_multiple,
+        }
+    }
+}
+
+impl TimeoutKind {
+    pub const ALL: [TimeoutKind; 14] = {
+        use TimeoutKind::*;
+        [
+            TcpFirst,
+            TcpOpening,
+            TcpEstablished,
+            TcpClosing,
+            TcpFinWait,
+            TcpClosed,
+            UdpFirst,
+            UdpSingle,
+            UdpMultiple,
+            IcmpFirst,
+            IcmpError,
+            OtherFirst,
+            OtherSingle,
+            OtherMultiple,
+        ]
+    };
+
+    /// pf's name (`tcp.first`).
+    pub fn name(self) -> &'static str {
+        use TimeoutKind::*;
+        match self {
+            TcpFirst => "tcp.first",
+            TcpOpening => "tcp.opening",
+            TcpEstablished => "tcp.established",
+            TcpClosing => "tcp.closing",
+            TcpFinWait => "tcp.finwait",
+            TcpClosed => "tcp.closed",
+            UdpFirst => "udp.first",
+            UdpSingle => "udp.single",
+            UdpMultiple => "udp.multiple",
+            IcmpFirst => "icmp.first",
+            IcmpError => "icmp.error",
+            OtherFirst => "other.first",
+            OtherSingle => "other.single",
+            OtherMultiple => "other.multiple",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<TimeoutKind> {
+        TimeoutKind::ALL.into_iter().find(|k| k.name() == s)
     }
 }
 
@@ -281,6 +443,12 @@ pub enum PortOp {
     Outside(u16, u16),
 }
 
+/// IP protocol number of TCP.
+pub const PROTO_TCP: u8 = 6;
+
+/// pf's default `flags S/SA` of stateful pass rules: (SYN, SYN|ACK).
+pub const FLAGS_S_SA: (u8, u8) = (0x02, 0x12);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatePolicy {
     Keep,
@@ -303,10 +471,10 @@ pub struct Rule {
     pub from: Endpoint,
     pub to: Endpoint,
     /// `flags X/Y`: (set, mask), bits F=0x01 S=0x02 R=0x04 P=0x08 A=0x10
-    /// U=0x20 E=0x40 W=0x80. None when not written or `flags any`. sluice
-    /// does not apply pf's implicit `S/SA` to stateful rules: a bridge that
-    /// starts or restarts mid-connection must still give existing flows
-    /// their state and queue (docs/config.md).
+    /// U=0x20 E=0x40 W=0x80; tested on TCP packets only. None for `flags
+    /// any`, or when not written on a rule that is not a stateful pass. A
+    /// stateful `pass` rule that can match TCP and does not say carries pf's
+    /// default [`FLAGS_S_SA`] (written out by the printer).
     pub flags: Option<(u8, u8)>,
     pub tos: Option<u8>,
     /// `icmp-type T [code C]` / `icmp6-type …`: ICMP (or ICMPv6, by `proto`)
@@ -320,6 +488,43 @@ pub struct Rule {
     pub queue: Option<(String, Option<String>)>,
     /// `set prio p` or `(p, p_pri)`.
     pub prio: Option<(u8, Option<u8>)>,
+    /// State options acted on (`keep state ( … )`); the others draw a
+    /// warning from `sluice check`.
+    pub state_opts: StateOpts,
     /// Source line, for `sluice show rules`.
     pub line: u32,
+}
+
+/// Which states of an overloading source `overload … flush` removes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// None (no `flush`).
+    No,
+    /// Those created by the rule (`flush`).
+    Rule,
+    /// All of them (`flush global`).
+    Global,
+}
+
+/// The state options of a rule that sluice acts on (pf.conf(5) "STATEFUL
+/// TRACKING OPTIONS").
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct StateOpts {
+    /// `max N`: states this rule may have at once.
+    pub max: Option<u32>,
+    /// `max-src-states N`: states this rule may have per source address.
+    pub max_src_states: Option<u32>,
+    /// `max-src-nodes N`: source addresses this rule may have states from.
+    pub max_src_nodes: Option<u32>,
+    /// `max-src-conn N`: TCP connections past the handshake this rule may
+    /// have per source address.
+    pub max_src_conn: Option<u32>,
+    /// `max-src-conn-rate N/S`: at most N such connections per source in
+    /// any S seconds (pf's decaying count).
+    pub max_src_conn_rate: Option<(u32, u32)>,
+    /// `overload <table> [flush [global]]`: a source over `max-src-conn`
+    /// or `max-src-conn-rate` is added to the table.
+    pub overload: Option<(String, Flush)>,
+    /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
+    pub timeouts: Vec<(TimeoutKind, Duration)>,
 }

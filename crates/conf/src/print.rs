@@ -18,6 +18,21 @@ pub fn print(cfg: &Config) -> String {
     if cfg.options.state_limit != Options::default().state_limit {
         let _ = writeln!(o, "set limit states {}", cfg.options.state_limit);
     }
+    let (t, dt) = (&cfg.options.timeouts, Timeouts::default());
+    for k in TimeoutKind::ALL {
+        if t.get(k) != dt.get(k) {
+            let _ = writeln!(o, "set timeout {} {}", k.name(), secs(t.get(k)));
+        }
+    }
+    for (name, v) in [
+        ("interval", cfg.options.interval),
+        ("adaptive.start", cfg.options.adaptive_start),
+        ("adaptive.end", cfg.options.adaptive_end),
+    ] {
+        if let Some(v) = v {
+            let _ = writeln!(o, "set timeout {name} {v}");
+        }
+    }
     for (i, ov) in &cfg.options.overhead {
         let atm = if ov.framing == sluice_time::Framing::Atm {
             " atm"
@@ -333,6 +348,45 @@ fn endpoint(o: &mut String, kw: &str, e: &Endpoint) {
     }
 }
 
+/// Whole seconds (what `set timeout` reads).
+fn secs(d: sluice_time::Duration) -> u64 {
+    d.0 / 1_000_000_000
+}
+
+/// `max 10, max-src-states 3, tcp.established 600`, or empty.
+fn state_opts(s: &StateOpts) -> String {
+    let mut v = Vec::new();
+    if let Some(m) = s.max {
+        v.push(format!("max {m}"));
+    }
+    if let Some(m) = s.max_src_states {
+        v.push(format!("max-src-states {m}"));
+    }
+    if let Some(m) = s.max_src_nodes {
+        v.push(format!("max-src-nodes {m}"));
+    }
+    if let Some(m) = s.max_src_conn {
+        v.push(format!("max-src-conn {m}"));
+    }
+    if let Some((n, secs)) = s.max_src_conn_rate {
+        v.push(format!("max-src-conn-rate {n}/{secs}"));
+    }
+    if let Some((t, flush)) = &s.overload {
+        v.push(format!(
+            "overload <{t}>{}",
+            match flush {
+                Flush::No => "",
+                Flush::Rule => " flush",
+                Flush::Global => " flush global",
+            }
+        ));
+    }
+    for (k, d) in &s.timeouts {
+        v.push(format!("{} {}", k.name(), secs(*d)));
+    }
+    v.join(", ")
+}
+
 fn rule(o: &mut String, r: &Rule) {
     o.push_str(match r.action {
         Action::Pass => "pass",
@@ -374,8 +428,18 @@ fn rule(o: &mut String, r: &Rule) {
         endpoint(o, "from", &r.from);
         endpoint(o, "to", &r.to);
     }
-    if let Some((s, m)) = r.flags {
-        let _ = write!(o, " flags {}/{}", tcp_flags_str(s), tcp_flags_str(m));
+    match r.flags {
+        Some((s, m)) => {
+            let _ = write!(o, " flags {}/{}", tcp_flags_str(s), tcp_flags_str(m));
+        }
+        // Without it, the printed rule would read back with pf's S/SA default.
+        None if r.action == Action::Pass
+            && r.state != StatePolicy::No
+            && matches!(r.proto, None | Some(PROTO_TCP)) =>
+        {
+            o.push_str(" flags any");
+        }
+        None => {}
     }
     if let Some((t, code)) = r.icmp_type {
         let kw = if r.proto == Some(58) || r.af == Some(AddrFamily::Inet6) {
@@ -392,10 +456,17 @@ fn rule(o: &mut String, r: &Rule) {
         let _ = write!(o, " tos 0x{t:02x}");
     }
     if r.action == Action::Pass {
+        let opts = state_opts(&r.state_opts);
         match r.state {
-            StatePolicy::Keep => {}
+            StatePolicy::Keep if opts.is_empty() => {}
+            StatePolicy::Keep => {
+                let _ = write!(o, " keep state ({opts})");
+            }
             StatePolicy::No => o.push_str(" no state"),
-            StatePolicy::Modulate => o.push_str(" modulate state"),
+            StatePolicy::Modulate if opts.is_empty() => o.push_str(" modulate state"),
+            StatePolicy::Modulate => {
+                let _ = write!(o, " modulate state ({opts})");
+            }
         }
     }
     match &r.queue {

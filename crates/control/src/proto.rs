@@ -34,7 +34,8 @@ pub enum Reply {
     Queues(QueuesReply),
     States(StatesReply),
     Rules(RulesReply),
-    Info(InfoReply),
+    /// Boxed: the largest reply, and the rarest.
+    Info(Box<InfoReply>),
     Reloaded(ReloadReport),
     Stopping,
     /// The request failed; `message` is meant for a person (for a refused
@@ -182,6 +183,12 @@ pub struct InfoReply {
     pub state_inserts: u64,
     pub state_removals: u64,
     pub state_limit_hits: u64,
+    /// Unanswered states evicted to admit new ones into a full table.
+    #[serde(default)]
+    pub state_evictions: u64,
+    /// States refused by a rule's `max` / `max-src-states`.
+    #[serde(default)]
+    pub state_rule_limit_hits: u64,
     pub io: Vec<(String, u64)>,
     /// The control socket's and the metrics endpoint's clients: served
     /// now, the cap, refused at the cap.
@@ -189,9 +196,8 @@ pub struct InfoReply {
     pub clients: Vec<ClientsJson>,
     /// Memory held by queued frames and the caps on it (absent from an
     /// older daemon's answer).
-    /// Boxed: the largest reply stays small.
     #[serde(default)]
-    pub memory: Box<MemoryJson>,
+    pub memory: MemoryJson,
     /// Bridge mode: the addresses each interface is known by (`from
     /// $ext_if`), learned from ARP/ND on the LAN side. Empty for an
     /// interface with configured addresses.

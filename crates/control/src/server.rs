@@ -188,7 +188,7 @@ pub fn handle(req: Request, state: &DaemonState) -> Reply {
         Request::ShowQueues => Reply::Queues(snapshot::queues(state)),
         Request::ShowStates => Reply::States(snapshot::states(state)),
         Request::ShowRules => Reply::Rules(snapshot::rules(state)),
-        Request::ShowInfo => Reply::Info(snapshot::info(state)),
+        Request::ShowInfo => Reply::Info(Box::new(snapshot::info(state))),
         Request::Reload { file } => {
             let path = file.map(PathBuf::from);
             match reload_from(state, path.as_deref()) {

@@ -353,6 +353,8 @@ pub fn info(state: &DaemonState) -> InfoReply {
         state_inserts: st.inserts,
         state_removals: st.removals,
         state_limit_hits: st.state_limit_hits,
+        state_evictions: st.states_evicted,
+        state_rule_limit_hits: st.rule_limit_hits,
         io: (state.io_stats)(),
         clients: [
             ("control", &state.clients.control),
@@ -366,7 +368,7 @@ pub fn info(state: &DaemonState) -> InfoReply {
             refused: slots.refused.load(std::sync::atomic::Ordering::Relaxed),
         })
         .collect(),
-        memory: Box::new(memory_json(&mem, &running.config)),
+        memory: memory_json(&mem, &running.config),
         learned_addrs: learned_json(learned, now),
     }
 }

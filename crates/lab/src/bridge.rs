@@ -243,7 +243,7 @@ impl BridgeLab {
     /// `show info` of the running sluice.
     pub fn info(&self, bin: &str) -> Result<InfoReply, String> {
         match self.show(bin, "info")? {
-            Reply::Info(i) => Ok(i),
+            Reply::Info(i) => Ok(*i),
             other => Err(format!("show info answered {other:?}")),
         }
     }

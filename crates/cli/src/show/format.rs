@@ -299,6 +299,12 @@ pub fn format_info(i: &InfoReply) -> String {
     row(&mut o, "inserts", std::iter::once(i.state_inserts));
     row(&mut o, "removals", std::iter::once(i.state_removals));
     row(&mut o, "limit hits", std::iter::once(i.state_limit_hits));
+    row(&mut o, "evictions", std::iter::once(i.state_evictions));
+    row(
+        &mut o,
+        "rule max hits",
+        std::iter::once(i.state_rule_limit_hits),
+    );
     let m = &i.memory;
     let size = sluice_time::units::format_bytes;
     let _ = writeln!(o, "Memory (queued frames, bytes)");
@@ -648,7 +654,7 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
             state_removals: 2,
             state_limit_hits: 0,
             io: vec![("rx_ring_drops".into(), 3)],
-            memory: Box::new(MemoryJson {
+            memory: MemoryJson {
                 held_bytes: 2_801_988,
                 peak_bytes: 3_000_000,
                 limit_bytes: 64 << 20,
@@ -660,7 +666,7 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
                     queue: "bulk".into(),
                     limit_bytes: 32 << 20,
                 }],
-            }),
+            },
             clients: vec![ClientsJson {
                 server: "control".into(),
                 serving: 1,
@@ -683,6 +689,8 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
                     },
                 })
                 .to_vec(),
+            state_evictions: 4,
+            state_rule_limit_hits: 1,
         };
         let want = "\
 Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
@@ -711,6 +719,8 @@ State Table
   inserts                                7
   removals                               2
   limit hits                             0
+  evictions                              4
+  rule max hits                          1
 Memory (queued frames, bytes)
   held now                         2801988
   peak                             3000000

@@ -13,8 +13,9 @@
 mod queue;
 mod rule;
 
-use crate::ast::{Sp, Stmt, TableDecl};
+use crate::ast::{Sp, Stmt, TableDecl, TimeoutName};
 use crate::diag::{Diagnostic, Span};
+use crate::ir::TimeoutKind;
 use crate::lex::{Tok, Token};
 use crate::units;
 
@@ -292,7 +293,6 @@ const IGNORED_SET: &[&str] = &[
     "skip",
     "block-policy",
     "optimization",
-    "timeout",
     "loginterface",
     "state-policy",
     "ruleset-optimization",
@@ -316,7 +316,7 @@ pub fn statement(toks: &[Token]) -> PResult<Stmt> {
         "pass" | "block" | "match" => rule::rule(&mut p, &first).map(|r| Stmt::Rule(Box::new(r))),
         "set" => set(&mut p),
         "table" => table(&mut p),
-        w if SKIPPED.contains(&w) => Ok(Stmt::Ignored),
+        w if SKIPPED.contains(&w) => Ok(Stmt::Ignored(vec![first])),
         "include" => Err(Diagnostic::error("`include` is not supported", first.span)
             .hint("sluice reads one file; paste the included rules in")),
         w => Err(Diagnostic::error(format!("unknown statement `{w}`"), first.span)
@@ -356,24 +356,62 @@ fn set(p: &mut P) -> PResult<Stmt> {
         }
         "limit" => {
             let mut states = None;
+            let mut ignored = Vec::new();
             let mut item = |p: &mut P| -> PResult<()> {
                 let what = p.word("a limit name")?;
                 let n = p.number("limit", 0, u64::from(u32::MAX))?;
                 if what.v == "states" {
                     states = Some(n);
+                } else {
+                    ignored.push(Sp::new(format!("set limit {}", what.v), what.span));
                 }
                 Ok(())
             };
             p.list(&mut item)?;
             p.end()?;
-            Ok(states.map_or(Stmt::Ignored, Stmt::StateLimit))
+            Ok(Stmt::Limit { states, ignored })
+        }
+        "timeout" => {
+            let mut item = |p: &mut P| timeout_item(p);
+            let items = p.list(&mut item)?;
+            p.end()?;
+            Ok(Stmt::Timeouts(items))
         }
         "queue" | "prio" => Err(Diagnostic::error(format!("`set {}` belongs on a pass or match rule", opt.v), opt.span)
             .hint(format!("write e.g. `match out on egress set {} …`", opt.v))),
-        w if IGNORED_SET.contains(&w) => Ok(Stmt::Ignored),
+        w if IGNORED_SET.contains(&w) => Ok(Stmt::Ignored(vec![Sp::new(format!("set {w}"), opt.span)])),
         w => Err(Diagnostic::error(format!("unknown option `set {w}`"), opt.span)
-            .hint("known: overhead, limit, and pf's skip, block-policy, optimization, timeout, loginterface, state-policy, ruleset-optimization, reassemble, debug, hostid, fingerprints (accepted and ignored)")),
+            .hint("known: overhead, limit, timeout, and pf's skip, block-policy, optimization, loginterface, state-policy, ruleset-optimization, reassemble, debug, hostid, fingerprints, state-defaults, syncookies (accepted and ignored)")),
     }
+}
+
+/// Longest timeout accepted, in seconds (pf keeps them in 32 bits).
+pub const MAX_TIMEOUT_S: u64 = i32::MAX as u64;
+
+/// One `NAME SECONDS` of `set timeout` or of a rule's state options.
+pub fn timeout_item(p: &mut P) -> PResult<(Sp<TimeoutName>, Sp<u64>)> {
+    let w = p.word("a timeout name")?;
+    let name = match w.v.as_str() {
+        "interval" => TimeoutName::Interval,
+        "adaptive.start" => TimeoutName::AdaptiveStart,
+        "adaptive.end" => TimeoutName::AdaptiveEnd,
+        "frag" => TimeoutName::Other("frag"),
+        "src.track" => TimeoutName::Other("src.track"),
+        n => match TimeoutKind::from_name(n) {
+            Some(k) => TimeoutName::State(k),
+            None => {
+                return Err(Diagnostic::error(format!("unknown timeout `{n}`"), w.span)
+                    .label("not a pf timeout")
+                    .hint("known: tcp.first tcp.opening tcp.established tcp.closing tcp.finwait tcp.closed udp.first udp.single udp.multiple icmp.first icmp.error other.first other.single other.multiple interval adaptive.start adaptive.end frag src.track"))
+            }
+        },
+    };
+    let what = match name {
+        TimeoutName::AdaptiveStart | TimeoutName::AdaptiveEnd => "state count",
+        _ => "timeout in seconds",
+    };
+    let n = p.number(what, 0, MAX_TIMEOUT_S)?;
+    Ok((Sp::new(name, w.span), n))
 }
 
 fn table(p: &mut P) -> PResult<Stmt> {
@@ -389,12 +427,19 @@ fn table(p: &mut P) -> PResult<Stmt> {
         }
     };
     let mut entries = Vec::new();
+    let mut ignored = Vec::new();
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
-        if p.eat_word("persist") || p.eat_word("const") || p.eat_word("counters") {
+        // A table sluice never changes is what `const` and `persist` ask for.
+        if p.eat_word("persist") || p.eat_word("const") {
+            continue;
+        }
+        if p.eat_word("counters") {
+            ignored.push(Sp::new("counters".to_string(), p.prev_span()));
             continue;
         }
         if p.eat_word("file") {
+            ignored.push(Sp::new("file".to_string(), p.prev_span()));
             p.word("a file name")?;
             continue;
         }
@@ -411,5 +456,9 @@ fn table(p: &mut P) -> PResult<Stmt> {
         }
         return Err(p.unexpected("persist, const, counters, file or `{`"));
     }
-    Ok(Stmt::Table(TableDecl { name, entries }))
+    Ok(Stmt::Table(TableDecl {
+        name,
+        entries,
+        ignored,
+    }))
 }

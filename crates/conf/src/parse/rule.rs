@@ -1,12 +1,14 @@
 //! `pass`, `block` and `match` rules (pf.conf(5) "PACKET FILTERING").
 //!
-//! The options sluice does not act on (label, tag, user, icmp-type, nat-to,
-//! route-to, …) are parsed for shape and dropped; docs/config.md lists them.
+//! The options sluice does not act on (label, tag, nat-to, route-to, state
+//! options other than `max`, `max-src-states` and timeouts, …) are parsed
+//! for shape and recorded in `RuleAst::ignored` (or the state options'
+//! list) so `sluice check` can name each one; docs/config.md lists them.
 
 use super::{PResult, P};
-use crate::ast::{HostAst, RuleAst, Sp};
+use crate::ast::{HostAst, RuleAst, Sp, StateOptsAst};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{Action, AddrFamily, AddrMatch, Direction, IpNet, PortOp, StatePolicy};
+use crate::ir::{Action, AddrFamily, AddrMatch, Direction, Flush, IpNet, PortOp, StatePolicy};
 use crate::lex::Tok;
 use crate::units;
 use std::net::IpAddr;
@@ -265,6 +267,101 @@ fn skip_op_item(p: &mut P, what: &str) -> PResult<()> {
     Ok(())
 }
 
+/// The state options after `keep state (` up to and including `)`
+/// (pf.conf(5) "STATEFUL TRACKING OPTIONS"), comma-separated.
+fn state_opts(p: &mut P, o: &mut StateOptsAst) -> PResult<()> {
+    // Each iteration consumes at least one token or returns.
+    loop {
+        if p.eat(&Tok::RParen) {
+            return Ok(());
+        }
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
+        let w = match p.peek_word() {
+            Some(w) => w,
+            None => return Err(p.unexpected("a state option or `)`")),
+        };
+        match w {
+            "max" => {
+                p.next();
+                o.max = Some(p.number("max states", 1, u64::from(u32::MAX))?);
+            }
+            "max-src-states" => {
+                p.next();
+                o.max_src_states = Some(p.number("max-src-states", 1, u64::from(u32::MAX))?);
+            }
+            "max-src-nodes" => {
+                p.next();
+                o.max_src_nodes = Some(p.number("max-src-nodes", 1, u64::from(u32::MAX))?);
+            }
+            "max-src-conn" => {
+                p.next();
+                o.max_src_conn = Some(p.number("max-src-conn", 1, u64::from(u32::MAX))?);
+            }
+            "max-src-conn-rate" => {
+                p.next();
+                let r = p.word("N/SECONDS")?;
+                let num = |x: &str| units::number(x).and_then(|n| u32::try_from(n).ok());
+                match r.v.split_once('/').map(|(n, s)| (num(n), num(s))) {
+                    Some((Some(n), Some(s))) if n > 0 && s > 0 => {
+                        o.max_src_conn_rate = Some(Sp::new((n, s), r.span));
+                    }
+                    _ => {
+                        return Err(Diagnostic::error(
+                            format!("invalid max-src-conn-rate `{}`", r.v),
+                            r.span,
+                        )
+                        .label("expected CONNECTIONS/SECONDS, both 1..4294967295, e.g. 100/10"))
+                    }
+                }
+            }
+            "overload" => {
+                let w = p.word("a state option")?;
+                let start = w.span;
+                let table = match p.next().map(|t| &t.tok) {
+                    Some(Tok::Table(t)) => t.clone(),
+                    _ => {
+                        p.pos = p.pos.saturating_sub(1);
+                        return Err(p.unexpected("a table `<name>`"));
+                    }
+                };
+                let flush = if !p.eat_word("flush") {
+                    Flush::No
+                } else if p.eat_word("global") {
+                    Flush::Global
+                } else {
+                    Flush::Rule
+                };
+                o.overload = Some(Sp::new((table, flush), start.to(p.prev_span())));
+            }
+            "source-track" => {
+                let w = p.word("a state option")?;
+                let start = w.span;
+                if !p.eat_word("rule") {
+                    p.eat_word("global");
+                }
+                o.ignored
+                    .push(Sp::new("source-track".into(), start.to(p.prev_span())));
+            }
+            // sluice's tracking never checks sequence windows, and its states float.
+            "sloppy" | "floating" => {
+                p.next();
+            }
+            "no-sync" | "pflow" | "if-bound" | "allow-related" => {
+                let w = p.word("a state option")?;
+                o.ignored.push(w);
+            }
+            _ => {
+                let (name, n) = super::timeout_item(p).map_err(|e| {
+                    e.hint("state options: max, max-src-states, max-src-nodes, max-src-conn, max-src-conn-rate, overload, source-track, sloppy, no-sync, pflow, if-bound, floating, and timeouts such as tcp.established 600")
+                })?;
+                o.timeouts.push((name, n));
+            }
+        }
+    }
+}
+
 pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
     let action = match first.v.as_str() {
         "pass" => Action::Pass,
@@ -291,6 +388,8 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
         prio: None,
         unsupported: None,
         icmp_types: Vec::new(),
+        state_opts: StateOptsAst::default(),
+        ignored: Vec::new(),
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -306,18 +405,22 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
             "quick" => r.quick = true,
             "log" => {
                 r.log = true;
+                r.ignored.push(w.clone());
                 if p.peek() == Some(&Tok::LParen) {
                     p.skip_group()?;
                 }
             }
             "drop" if action == Action::Block => {}
             "return" | "return-rst" | "return-icmp" | "return-icmp6" if action == Action::Block => {
+                r.ignored.push(w.clone());
                 if p.peek() == Some(&Tok::LParen) {
                     p.skip_group()?;
                 }
             }
             "on" => {
                 if p.eat_word("rdomain") {
+                    r.ignored
+                        .push(Sp::new("on rdomain".into(), w.span.to(p.prev_span())));
                     p.word("an rdomain number")?;
                     continue;
                 }
@@ -389,10 +492,14 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                 r.state = Some(match w.v.as_str() {
                     "keep" => StatePolicy::Keep,
                     "no" => StatePolicy::No,
-                    _ => StatePolicy::Modulate,
+                    _ => {
+                        r.ignored
+                            .push(Sp::new(format!("{} state", w.v), w.span.to(p.prev_span())));
+                        StatePolicy::Modulate
+                    }
                 });
-                if p.peek() == Some(&Tok::LParen) {
-                    p.skip_group()?;
+                if p.eat(&Tok::LParen) {
+                    state_opts(p, &mut r.state_opts)?;
                 }
             }
             "queue" => r.queue = Some(queue_pair(p)?),
@@ -401,7 +508,11 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                 match what.v.as_str() {
                     "queue" => r.queue = Some(queue_pair(p)?),
                     "prio" => r.prio = Some(prio_pair(p)?),
-                    "tos" | "delay" => p.skip_value("a value")?,
+                    "tos" | "delay" => {
+                        r.ignored
+                            .push(Sp::new(format!("set {}", what.v), w.span.to(what.span)));
+                        p.skip_value("a value")?
+                    }
                     o => {
                         return Err(Diagnostic::error(
                             format!("unknown `set {o}` in rule"),
@@ -413,8 +524,9 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
             }
             // pfSense writes `tracker N`, `ridentifier N` and its own dummynet
             // hooks `dnpipe (1, 2)` / `dnqueue (3, 4)` (numbered pipes we cannot name).
-            "tracker" | "ridentifier" | "dnpipe" | "dnqueue" => p.skip_value("a value")?,
-            "label" | "tag" | "max-mss" | "rtable" | "min-ttl" | "scrub" => {
+            "tracker" | "ridentifier" | "dnpipe" | "dnqueue" | "label" | "tag" | "max-mss"
+            | "rtable" | "min-ttl" | "scrub" => {
+                r.ignored.push(w.clone());
                 p.skip_value("a value")?
             }
             // Match criteria sluice cannot evaluate: remember the first.
@@ -453,10 +565,12 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                 r.icmp_types = p.list(&mut item)?;
             }
             "route-to" | "reply-to" | "dup-to" | "rdr-to" | "nat-to" | "binat-to" | "divert-to" => {
+                r.ignored.push(w.clone());
                 p.skip_value("an address")?;
                 skip_pool_opts(p)?;
             }
             "af-to" => {
+                r.ignored.push(w.clone());
                 p.word("inet or inet6")?;
                 if p.eat_word("from") {
                     p.skip_value("an address")?;
@@ -466,6 +580,7 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                 }
             }
             "divert-packet" => {
+                r.ignored.push(w.clone());
                 if p.eat_word("port") {
                     p.word("a port")?;
                 }
@@ -473,7 +588,9 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
             "fragment" => {
                 r.unsupported.get_or_insert_with(|| w.clone());
             }
-            "divert-reply" | "once" | "allow-opts" | "no-df" | "fastroute" | "random-id" => {}
+            "divert-reply" | "once" | "allow-opts" | "no-df" | "fastroute" | "random-id" => {
+                r.ignored.push(w.clone())
+            }
             o => {
                 return Err(
                     Diagnostic::error(format!("unexpected `{o}` in rule"), w.span)

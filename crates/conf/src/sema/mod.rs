@@ -8,10 +8,11 @@
 //! - Each error points at the offending token; duplicates point at both.
 //! - Warnings never change the IR: the config the user wrote is the config run.
 
+mod ignored;
 mod queues;
 pub use queues::{sched_name, sched_opts_name};
 
-use crate::ast::{RuleAst, Stmt};
+use crate::ast::{RuleAst, Sp, Stmt, TimeoutName};
 use crate::diag::{line_col, Diagnostic, Span};
 use crate::ir::{self, Config, Endpoint, IfaceQueueing, Rule, StatePolicy};
 
@@ -22,6 +23,9 @@ const MAX_EXPANSION: usize = 10_000;
 pub struct Ctx<'t> {
     pub text: &'t str,
     pub diags: Vec<Diagnostic>,
+    /// Every option parsed and not acted on, in file order (one warning
+    /// per name, `ignored::warn`).
+    pub ignored: Vec<Sp<String>>,
     /// Byte offset of every `\n`, so line numbers cost a binary search
     /// instead of a scan from the top for each of thousands of rules.
     newlines: Vec<usize>,
@@ -52,12 +56,14 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
             .collect(),
         text,
         diags: Vec::new(),
+        ignored: Vec::new(),
     };
     let mut cfg = Config::default();
     let mut altqs = Vec::new();
     let mut qdecls = Vec::new();
     let mut pipes = Vec::new();
     let mut rules = Vec::new();
+    let mut adaptive_span = None;
     for s in stmts {
         match s {
             Stmt::Altq(a) => altqs.push(a),
@@ -68,14 +74,30 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
                 cfg.options.overhead.retain(|(n, _)| *n != i.v);
                 cfg.options.overhead.push((i.v, o));
             }
-            Stmt::StateLimit(n) => match u32::try_from(n.v) {
-                Ok(v) if v > 0 => cfg.options.state_limit = v,
-                _ => cx.err(
-                    Diagnostic::error(format!("state limit out of range: {}", n.v), n.span)
-                        .label("allowed 1..4294967295"),
-                ),
-            },
+            Stmt::Limit { states, ignored } => {
+                cx.ignored.extend(ignored);
+                match states.map(|n| (u32::try_from(n.v), n)) {
+                    Some((Ok(v), _)) if v > 0 => cfg.options.state_limit = v,
+                    Some((_, n)) => cx.err(
+                        Diagnostic::error(format!("state limit out of range: {}", n.v), n.span)
+                            .label("allowed 1..4294967295"),
+                    ),
+                    None => {}
+                }
+            }
+            Stmt::Timeouts(items) => {
+                for (name, n) in items {
+                    if matches!(
+                        name.v,
+                        TimeoutName::AdaptiveStart | TimeoutName::AdaptiveEnd
+                    ) {
+                        adaptive_span = Some(name.span);
+                    }
+                    set_timeout(&mut cx, &mut cfg.options, name, n);
+                }
+            }
             Stmt::Table(t) => {
+                cx.ignored.extend(t.ignored);
                 if let Some(prev) = cfg.tables.iter_mut().find(|x| x.name == t.name.v) {
                     prev.entries.extend(t.entries);
                 } else {
@@ -85,16 +107,127 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
                     });
                 }
             }
-            Stmt::Ignored => {}
+            Stmt::Ignored(what) => cx.ignored.extend(what),
         }
+    }
+    let (start, end) = cfg.options.adaptive();
+    if end != 0 && start >= end {
+        let span = adaptive_span.unwrap_or_default();
+        cx.err(
+            Diagnostic::error(
+                format!("adaptive.start ({start}) must be below adaptive.end ({end})"),
+                span,
+            )
+            .label("adaptive timeouts scale between the two")
+            .hint("set both to 0 to turn adaptive scaling off; by default they are 60 % and 120 % of `set limit states`"),
+        );
     }
     cfg.interfaces = queues::build(&mut cx, &altqs, &qdecls, &pipes);
     let mut out_rules = Vec::new();
     for r in &rules {
+        cx.ignored.extend(r.ignored.iter().cloned());
+        cx.ignored.extend(r.state_opts.ignored.iter().cloned());
         expand_rule(&mut cx, &cfg, r, &mut out_rules);
     }
     cfg.rules = out_rules;
+    ignored::warn(&mut cx);
     (cfg, cx.diags)
+}
+
+/// One `set timeout NAME N`: a later value wins, as in pf.
+fn set_timeout(cx: &mut Ctx, o: &mut ir::Options, name: Sp<TimeoutName>, n: Sp<u64>) {
+    let secs = u32::try_from(n.v).unwrap_or(u32::MAX);
+    match name.v {
+        TimeoutName::State(k) => *o.timeouts.get_mut(k) = sluice_time::Duration::from_secs(n.v),
+        TimeoutName::AdaptiveStart => o.adaptive_start = Some(secs),
+        TimeoutName::AdaptiveEnd => o.adaptive_end = Some(secs),
+        TimeoutName::Interval => {
+            o.interval = Some(secs);
+            cx.ignored
+                .push(Sp::new("set timeout interval".into(), name.span));
+        }
+        TimeoutName::Other(w) => cx
+            .ignored
+            .push(Sp::new(format!("set timeout {w}"), name.span)),
+    }
+}
+
+/// The state options of `r` that sluice acts on; the others were recorded
+/// as ignored by the parser, or are here.
+fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
+    let o = &r.state_opts;
+    let mut out = ir::StateOpts {
+        max: o
+            .max
+            .as_ref()
+            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
+        max_src_states: o
+            .max_src_states
+            .as_ref()
+            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
+        max_src_nodes: o
+            .max_src_nodes
+            .as_ref()
+            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
+        max_src_conn: o
+            .max_src_conn
+            .as_ref()
+            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
+        max_src_conn_rate: o.max_src_conn_rate.as_ref().map(|r| r.v),
+        overload: o.overload.as_ref().map(|r| r.v.clone()),
+        timeouts: Vec::new(),
+    };
+    for (name, n) in &o.timeouts {
+        match name.v {
+            TimeoutName::State(k) => {
+                out.timeouts.retain(|(x, _)| *x != k);
+                out.timeouts
+                    .push((k, sluice_time::Duration::from_secs(n.v)));
+            }
+            _ => {
+                let w = match name.v {
+                    TimeoutName::Interval => "interval",
+                    TimeoutName::AdaptiveStart => "adaptive.start",
+                    TimeoutName::AdaptiveEnd => "adaptive.end",
+                    TimeoutName::Other(w) => w,
+                    TimeoutName::State(_) => "",
+                };
+                cx.ignored
+                    .push(Sp::new(format!("state option {w}"), name.span));
+            }
+        }
+    }
+    if let Some(ov) = &o.overload {
+        if o.max_src_conn.is_none() && o.max_src_conn_rate.is_none() {
+            cx.ignored.push(Sp::new(
+                "overload without a connection limit".into(),
+                ov.span,
+            ));
+        }
+    }
+    if r.action != ir::Action::Pass || state == StatePolicy::No {
+        if let Some(m) = o
+            .max
+            .as_ref()
+            .or(o.max_src_states.as_ref())
+            .or(o.max_src_nodes.as_ref())
+            .or(o.max_src_conn.as_ref())
+        {
+            cx.ignored
+                .push(Sp::new("state options without state".into(), m.span));
+        } else if let Some(r) = &o.max_src_conn_rate {
+            cx.ignored
+                .push(Sp::new("state options without state".into(), r.span));
+        } else if let Some(r) = &o.overload {
+            cx.ignored
+                .push(Sp::new("state options without state".into(), r.span));
+        } else if let Some((name, _)) = o.timeouts.first() {
+            cx.ignored
+                .push(Sp::new("state options without state".into(), name.span));
+        }
+        return ir::StateOpts::default();
+    }
+    out
 }
 
 fn all_queue_names(cfg: &Config) -> Vec<&str> {
@@ -181,6 +314,25 @@ fn is_high_priority(cfg: &Config, name: &str) -> bool {
             || q.weight.unwrap_or(0) > d.weight.unwrap_or(0)
             || (q.realtime.is_some() && d.realtime.is_none())
     })
+}
+
+/// pf's `flags S/SA` default (pf.conf(5) "flags"; pfctl parse.y): a `pass`
+/// rule that keeps state and says nothing about flags creates states only
+/// from a TCP segment with SYN set and ACK clear, so a segment of a
+/// connection the table does not know (a spoofed ACK, a flood of them)
+/// falls through instead of filling the table. `flags any` opts out. The
+/// default is written into the IR (and printed) only where TCP can match.
+fn rule_flags(r: &RuleAst, state: StatePolicy, proto: Option<u8>) -> Option<(u8, u8)> {
+    match &r.flags {
+        Some(f) => f.v,
+        None if r.action == ir::Action::Pass
+            && state != StatePolicy::No
+            && matches!(proto, None | Some(ir::PROTO_TCP)) =>
+        {
+            Some(ir::FLAGS_S_SA)
+        }
+        None => None,
+    }
 }
 
 fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
@@ -310,6 +462,7 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
         ir::Action::Pass => r.state.unwrap_or(StatePolicy::Keep),
         _ => StatePolicy::No,
     };
+    let sopts = state_opts(cx, r, state);
     let fam = |a: &ir::AddrMatch| match a {
         ir::AddrMatch::Net(n) => Some(if n.addr.is_ipv4() {
             ir::AddrFamily::Inet
@@ -357,7 +510,7 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
                                     negated: *tneg,
                                     port: *tport,
                                 },
-                                flags: r.flags.as_ref().and_then(|f| f.v),
+                                flags: rule_flags(r, state, *p),
                                 tos: r.tos,
                                 icmp_type: *icmp,
                                 state,
@@ -366,6 +519,7 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
                                     .as_ref()
                                     .map(|(a, b)| (a.v.clone(), b.as_ref().map(|b| b.v.clone()))),
                                 prio: r.prio,
+                                state_opts: sopts.clone(),
                                 line,
                             });
                         }
