@@ -128,12 +128,13 @@ fn spoofed_flood_from_both_sides_leaves_new_connections_working() {
     eprintln!(
         "flood: {} segments in {flood_s:.1} s; connections during {during_ok} ok / \
          {during_failed} failed, after {after_ok} ok / {after_failed} failed; states \
-         {} of {}, limit hits {}, inserts {}; RSS {rss_before} → {rss_after} KiB, peak {hwm} KiB",
+         {} of {}, limit hits {}, inserts {}, evictions {}; RSS {rss_before} → {rss_after} KiB, peak {hwm} KiB",
         2 * PER_SIDE,
         info.states,
         info.state_limit,
         info.state_limit_hits,
         info.state_inserts,
+        info.state_evictions,
     );
     let _ = lab.topo.stop(listener, "KILL");
     assert!(
