@@ -118,6 +118,8 @@ pub struct QueueDecl {
     /// First keyword only ALTQ has (priority, `priq(…)`/`cbq(…)`/`hfsc(…)`, `{ children }`).
     pub old_style: Option<Sp<&'static str>>,
     pub span: Span,
+    /// `ingress` (bare, or among ALTQ's scheduler options), where written.
+    pub ingress: Option<Span>,
 }
 
 impl Default for Sp<String> {
@@ -136,6 +138,8 @@ pub struct PipeDecl {
     pub qlimit: Option<Sp<u64>>,
     pub sched: PipeSched,
     pub span: Span,
+    /// `ingress`, where written.
+    pub ingress: Option<Span>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

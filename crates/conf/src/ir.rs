@@ -267,6 +267,11 @@ pub struct Queue {
     /// Index of child queues (derivable from `parent`, kept for printing order).
     pub children: Vec<usize>,
     pub line: u32,
+    /// `ingress` (sluice extension, CAKE's ingress mode): the drops of this
+    /// queue, or of every leaf under it, are charged to the interface's
+    /// shaper as if sent. Under a pipe it is the pipe's [`Pipe::ingress`],
+    /// copied to each of its queues.
+    pub ingress: bool,
 }
 
 impl Queue {
@@ -298,6 +303,7 @@ impl Queue {
             weight: None,
             children: Vec::new(),
             line,
+            ingress: false,
         }
     }
 }
@@ -331,6 +337,9 @@ pub struct Pipe {
     /// Queue size in packets for FIFO-like schedulers.
     pub qlimit: u32,
     pub sched: PipeSched,
+    /// `ingress`: every drop of the pipe's queues occupies its link as if
+    /// the packet had been sent (see [`Queue::ingress`]).
+    pub ingress: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

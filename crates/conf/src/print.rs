@@ -155,6 +155,9 @@ pub fn sched_options(q: &Queue) -> Vec<String> {
     if let Some(c) = &q.upperlimit {
         opts.push(format!("upperlimit {}", curve(c)));
     }
+    if q.ingress {
+        opts.push("ingress".into());
+    }
     opts
 }
 
@@ -250,6 +253,9 @@ fn new_style(o: &mut String, iq: &IfaceQueueing) {
         if q.default {
             o.push_str(" default");
         }
+        if q.ingress {
+            o.push_str(" ingress");
+        }
         o.push('\n');
     }
 }
@@ -289,6 +295,9 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
                 if f.ecn { "ecn" } else { "noecn" }
             );
         }
+    }
+    if p.ingress {
+        o.push_str(" ingress");
     }
     o.push('\n');
     for q in &iq.queues {

@@ -206,3 +206,29 @@ fn one_scheduler_per_interface() {
     assert!(e[0].message.contains("already has a queue tree"), "{e:?}");
     assert_eq!(e[0].notes.len(), 1);
 }
+
+#[test]
+fn ingress_is_kept_where_written_and_a_pipe_gives_it_to_its_queues() {
+    let c = ok("queue down on em1 bandwidth 10M ingress\n\
+                queue a parent down bandwidth 5M flows 16 default\n\
+                queue b parent down bandwidth 5M flows 16\n\
+                altq on em2 priq bandwidth 10Mb queue { x, y }\n\
+                queue x priority 1 priq(default red ingress)\n\
+                queue y priority 2 priq(red) ingress\n\
+                pipe p on em3 bandwidth 10Mb sched fq_codel ingress\n\
+                queue p1 pipe p weight 1 default\n\
+                queue p2 pipe p weight 2\n\
+                pipe u on em4 bandwidth 1Mb sched fq_codel\n");
+    let on = |name: &str| c.interfaces.iter().find(|i| i.ifname == name).unwrap();
+    let flags = |name: &str| -> Vec<bool> { on(name).queues.iter().map(|q| q.ingress).collect() };
+    assert_eq!(
+        flags("em1"),
+        [true, false, false],
+        "5.5+: on the queue that says it"
+    );
+    assert_eq!(flags("em2"), [true, true], "ALTQ: in priq(…) or bare");
+    assert_eq!(flags("em3"), [true, true], "a pipe's queues");
+    assert_eq!(on("em3").pipe.as_ref().map(|p| p.ingress), Some(true));
+    assert_eq!(flags("em4"), [false]);
+    assert_eq!(on("em4").pipe.as_ref().map(|p| p.ingress), Some(false));
+}

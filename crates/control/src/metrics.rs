@@ -416,6 +416,32 @@ fn queue_families(o: &mut Out, q: &QueuesReply) {
             }
         }
     }
+    for (name, help, bytes) in [
+        (
+            "sluice_queue_ingress_charged_total",
+            "Ingress mode: packets the queue dropped that its shaper charged as if sent.",
+            false,
+        ),
+        (
+            "sluice_queue_ingress_charged_bytes_total",
+            "Ingress mode: bytes (with link overhead) of dropped packets charged to the shaper as if sent.",
+            true,
+        ),
+    ] {
+        o.family(name, "counter", help);
+        for i in &q.ifaces {
+            for c in &i.queues {
+                let v = if bytes {
+                    c.ingress_charged_bytes
+                } else {
+                    c.ingress_charged_packets
+                };
+                if let Some(v) = v {
+                    o.sample(name, &[("iface", &i.name), ("queue", &c.name)], v);
+                }
+            }
+        }
+    }
     let name = "sluice_queue_sojourn_seconds";
     o.family(
         name,

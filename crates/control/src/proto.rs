@@ -102,6 +102,13 @@ pub struct QueueJson {
     pub sojourn_p50_ns: Option<u64>,
     pub sojourn_p99_ns: Option<u64>,
     pub sojourn_max_ns: Option<u64>,
+    /// Ingress mode: packets and bytes (with link overhead) of this queue's
+    /// drops the interface's shaper charged as if sent (the root: the
+    /// interface's total); none when the queue is not in ingress mode.
+    #[serde(default)]
+    pub ingress_charged_packets: Option<u64>,
+    #[serde(default)]
+    pub ingress_charged_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

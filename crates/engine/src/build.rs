@@ -11,9 +11,14 @@
 //!   same); 5.5+ `min`/`max` arrive as realtime/upperlimit;
 //! - a pipe's queues share it by weight (DRR or WF2Q+); with `sched fq_codel`
 //!   each weighted queue is an FQ-CoDel of its own under DRR, and a pipe with
-//!   one queue is a plain FQ-CoDel.
+//!   one queue is a plain FQ-CoDel;
+//! - `ingress` (sched's `ingress` module): the interface's shaper charges
+//!   the drops of every leaf that has it, or has a parent that has it, as if
+//!   sent — the token bucket for PRIQ/CBQ/HFSC trees, the link for a pipe
+//!   (where it covers all of the pipe's queues).
 
 use sluice_conf::ir::{self, IfaceQueueing, PipeSched, SchedKind};
+use sluice_sched::ingress::Ingress;
 use sluice_sched::{cbq, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, ClassId, Qdisc};
 use sluice_time::Rate;
 use std::fmt;
@@ -236,8 +241,13 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 queue_limit_packets: p.qlimit.max(1),
             };
             // The pipe paces itself: no token bucket above it.
+            let mut link = pipe::Pipe::new(params, sched);
+            if p.ingress {
+                // Every queue of the pipe, by class, so each reports its own.
+                link.set_ingress(Ingress::classes((0..q.queues.len()).map(class_id)));
+            }
             return Ok(Tree {
-                root: Box::new(pipe::Pipe::new(params, sched)),
+                root: Box::new(link),
                 classes,
                 default,
                 kind: q.sched,
@@ -249,13 +259,67 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
     if let Some(size) = q.tbrsize {
         t.bucket_bytes = size;
     }
+    let mut root = tbr::Tbr::new(t, inner);
+    let charged = ingress_leaves(q);
+    if !charged.is_empty() {
+        root.set_ingress(Ingress::classes(charged));
+    }
     Ok(Tree {
-        root: Box::new(tbr::Tbr::new(t, inner)),
+        root: Box::new(root),
         classes,
         default,
         kind: q.sched,
         bandwidth: bw,
     })
+}
+
+/// The leaf classes in ingress mode: those with `ingress`, or under a
+/// queue with it.
+fn ingress_leaves(q: &IfaceQueueing) -> Vec<ClassId> {
+    let on = |mut i: usize| {
+        // Parents come before children: each step goes up, so at most
+        // `queues.len()` steps.
+        for _ in 0..=q.queues.len() {
+            let Some(qu) = q.queues.get(i) else {
+                return false;
+            };
+            if qu.ingress {
+                return true;
+            }
+            match qu.parent {
+                Some(p) if p < i => i = p,
+                _ => return false,
+            }
+        }
+        false
+    };
+    (0..q.queues.len())
+        .filter(|&i| q.queues[i].children.is_empty() && on(i))
+        .map(class_id)
+        .collect()
+}
+
+/// What the interface's shaper charged for the drops of `class` in
+/// ingress mode (packets, bytes); `None` when the class is not in it. The
+/// root class (id 0) reports the whole interface.
+pub fn ingress_charged(root: &dyn Qdisc, class: ClassId) -> Option<(u64, u64)> {
+    let any = root as &dyn std::any::Any;
+    let ingress = if let Some(t) = any.downcast_ref::<tbr::Tbr>() {
+        t.ingress()
+    } else if let Some(p) = any.downcast_ref::<pipe::Pipe>() {
+        p.ingress()
+    } else {
+        return None;
+    };
+    if !ingress.is_on() {
+        return None;
+    }
+    let c = if class == ClassId::ROOT {
+        ingress.total()
+    } else {
+        ingress.charged(class)?
+    };
+    Some((c.packets, c.bytes))
 }
 
 fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildError> {
@@ -315,4 +379,80 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_sched::{DropReason, Packet};
+    use sluice_time::Instant;
+
+    fn tree(text: &str) -> Tree {
+        let c = sluice_conf::check("t.conf", text, &[]).expect("a valid config");
+        build_tree(&c.config.interfaces[0]).expect("it builds")
+    }
+
+    /// Offers `n` packets of class `class` at once; returns the (packets,
+    /// bytes) of the drops a shaper in ingress mode should have charged.
+    fn flood(t: &mut Tree, class: ClassId, n: u64) -> (u64, u64) {
+        let mut drops = Vec::new();
+        for id in 0..n {
+            t.root.enqueue(
+                Packet::synthetic(id, 1000, 7, class),
+                Instant(0),
+                &mut drops,
+            );
+        }
+        let charged = drops
+            .iter()
+            .filter(|d| matches!(d.reason, DropReason::QueueFull | DropReason::Aqm));
+        (
+            charged.clone().count() as u64,
+            charged.map(|d| u64::from(d.pkt.cost)).sum(),
+        )
+    }
+
+    #[test]
+    fn ingress_on_a_parent_reaches_every_leaf_under_it_and_counts_their_drops() {
+        // Class ids are the queue's index + 1: down 1, a 2, b 3.
+        let mut t = tree(
+            "queue down on em1 bandwidth 10M ingress\n\
+             queue a parent down bandwidth 5M flows 16 qlimit 2 default\n\
+             queue b parent down bandwidth 5M flows 16 qlimit 2\n",
+        );
+        for c in [ClassId::ROOT, ClassId(2), ClassId(3)] {
+            assert_eq!(ingress_charged(t.root.as_ref(), c), Some((0, 0)), "{c:?}");
+        }
+        let want = flood(&mut t, ClassId(2), 6);
+        assert!(want.0 > 0, "qlimit 2 overflows");
+        assert_eq!(ingress_charged(t.root.as_ref(), ClassId(2)), Some(want));
+        assert_eq!(ingress_charged(t.root.as_ref(), ClassId(3)), Some((0, 0)));
+        assert_eq!(ingress_charged(t.root.as_ref(), ClassId::ROOT), Some(want));
+    }
+
+    #[test]
+    fn ingress_on_one_altq_leaf_only_and_off_without_the_option() {
+        let t = tree(
+            "altq on em1 hfsc bandwidth 10Mb queue { a, b }\n\
+             queue a bandwidth 50% hfsc(default red ingress)\n\
+             queue b bandwidth 50% hfsc(red)\n",
+        );
+        assert_eq!(ingress_charged(t.root.as_ref(), ClassId(1)), Some((0, 0)));
+        assert_eq!(ingress_charged(t.root.as_ref(), ClassId(2)), None);
+        let t = tree(
+            "altq on em1 hfsc bandwidth 10Mb queue { a }\nqueue a bandwidth 100% hfsc(default red)\n",
+        );
+        assert_eq!(ingress_charged(t.root.as_ref(), ClassId::ROOT), None);
+    }
+
+    #[test]
+    fn an_ingress_pipe_charges_its_link_for_its_drops() {
+        let mut t = tree("pipe down on em1 bandwidth 10Mb qlimit 3 sched fq_codel ingress\n");
+        let class = t.default;
+        let want = flood(&mut t, class, 8);
+        assert!(want.0 > 0, "qlimit 3 overflows");
+        assert_eq!(ingress_charged(t.root.as_ref(), ClassId::ROOT), Some(want));
+        let t = tree("pipe down on em1 bandwidth 10Mb sched fq_codel\n");
+        assert_eq!(ingress_charged(t.root.as_ref(), ClassId::ROOT), None);
+    }
 }

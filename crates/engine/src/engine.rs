@@ -704,7 +704,9 @@ impl Engine {
                 if let Some(t) = &i.tree {
                     t.root.visit_stats(&mut |id, st| {
                         let info = t.classes.iter().find(|c| c.id == id);
-                        classes.push(ClassReport::new(id, info, st));
+                        let mut c = ClassReport::new(id, info, st);
+                        c.ingress_charged = crate::build::ingress_charged(t.root.as_ref(), id);
+                        classes.push(c);
                     });
                 }
                 IfaceReport {

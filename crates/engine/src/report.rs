@@ -29,6 +29,10 @@ pub struct ClassReport {
     pub sojourn_p50: Option<Duration>,
     pub sojourn_p99: Option<Duration>,
     pub sojourn_max: Option<Duration>,
+    /// Ingress mode: packets and bytes (cost) of this class's drops the
+    /// interface's shaper charged as if sent; `None` when not in ingress
+    /// mode. The root reports the interface's total.
+    pub ingress_charged: Option<(u64, u64)>,
 }
 
 impl ClassReport {
@@ -57,6 +61,7 @@ impl ClassReport {
             sojourn_p50: st.sojourn.quantile(0.5),
             sojourn_p99: st.sojourn.quantile(0.99),
             sojourn_max: has.then(|| st.sojourn.max()),
+            ingress_charged: None,
         }
     }
 

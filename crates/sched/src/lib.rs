@@ -3,7 +3,8 @@
 //! Owns: the [`Packet`] as schedulers see it (an opaque frame plus the metadata
 //! they need), the [`Qdisc`] trait, drop reasons, per-queue statistics, and the
 //! disciplines: FIFO, PRIQ, CBQ, HFSC, RED/RIO, CoDel, FQ-CoDel, DRR, WF2Q+, the
-//! token-bucket regulator and the dummynet-style pipe. Depends only on
+//! token-bucket regulator and the dummynet-style pipe, and the ingress mode
+//! of the two shapers (drops charged as if sent, [`ingress`]). Depends only on
 //! `sluice-time`. Sans-IO: every time-dependent call takes `now`; nothing here
 //! reads a clock or makes a syscall. Disciplines never touch packet bytes: ECN
 //! marking sets [`Packet::ecn`] and the caller rewrites the header on the way out.
@@ -25,6 +26,7 @@ pub mod priq;
 pub mod red;
 
 pub mod hfsc;
+pub mod ingress;
 
 pub mod cbq;
 pub mod drr;

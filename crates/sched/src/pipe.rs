@@ -31,7 +31,19 @@
 //! Counting: packets in the delay line are resident (`len`, `backlog_bytes`).
 //! The scheduler is assumed work-conserving; if it holds packets back, the
 //! link idles until the scheduler's own wake-up.
+//!
+//! Ingress mode ([`crate::ingress`], off unless [`Pipe::set_ingress`]): a
+//! packet the scheduler drops (its AQM at dequeue, its overflow at
+//! enqueue) or the pipe refuses for a full queue occupies the link for its
+//! serialisation time as if it had been sent: the link's clock moves on by
+//! `rate.tx_time(cost)` after the decision (never more than the debt
+//! bound ahead of it), so the next packet starts that much later. A
+//! failsafe clock, moved on by 3/2 of each sent packet's time and nothing
+//! for drops, may start the next packet too, so the output never falls
+//! below 2/3 of the rate. Serialisations still never overlap: both clocks
+//! are at or after the end of the last one.
 
+use crate::ingress::{max_debt_bytes, Ingress, FAILSAFE_DEN, FAILSAFE_NUM};
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant, Rate};
@@ -110,6 +122,10 @@ pub struct Pipe {
     rng: LossRng,
     last: Instant,
     stats: QueueStats,
+    /// Which drops occupy the link (ingress mode) and the counts.
+    ingress: Ingress,
+    /// Ingress mode's failsafe clock (see the module's principles).
+    failsafe_free_at: Instant,
 }
 
 impl Pipe {
@@ -124,7 +140,49 @@ impl Pipe {
             rng: LossRng(params.seed),
             last: Instant::ZERO,
             stats: QueueStats::default(),
+            ingress: Ingress::off(),
+            failsafe_free_at: Instant::ZERO,
         }
+    }
+
+    /// Puts the link in ingress mode for the drops `ingress` names (the
+    /// engine names every class of the pipe); [`Ingress::off`] restores it.
+    pub fn set_ingress(&mut self, ingress: Ingress) {
+        self.ingress = ingress;
+        self.failsafe_free_at = self.link_free_at;
+    }
+
+    /// The ingress mode and what it has charged.
+    pub fn ingress(&self) -> &Ingress {
+        &self.ingress
+    }
+
+    /// When the link may start its next serialisation: its clock, or in
+    /// ingress mode the earlier of it and the failsafe clock.
+    fn next_start(&self) -> Instant {
+        if self.ingress.is_on() {
+            self.link_free_at.min(self.failsafe_free_at)
+        } else {
+            self.link_free_at
+        }
+    }
+
+    /// Ingress mode: the charged drops among `drops[start..]`, decided at
+    /// `at`, occupy the link after whatever it is busy with, up to the
+    /// debt bound past `at`.
+    fn charge_link(&mut self, at: Instant, drops: &Drops, start: usize) {
+        let bytes = self.ingress.charge(drops.get(start..).unwrap_or(&[]));
+        let rate = self.params.rate;
+        if bytes == 0 || rate.as_bps() == 0 {
+            return;
+        }
+        let want = self.link_free_at.max(at) + rate.tx_time(bytes);
+        let cap = at + rate.tx_time(max_debt_bytes(rate));
+        let new = want.min(cap).max(self.link_free_at);
+        if want > new {
+            self.ingress.forgive(rate.bytes_in(want - new));
+        }
+        self.link_free_at = new;
     }
 
     pub fn params(&self) -> Params {
@@ -167,19 +225,37 @@ impl Pipe {
         // Bound: each iteration moves one packet out of the scheduler, so at
         // most its length (plus one failed attempt).
         for _ in 0..=self.sched.len() {
-            if self.link_free_at > now || self.sched.is_empty() {
+            let free = self.next_start();
+            if free > now || self.sched.is_empty() {
                 return;
             }
             let start_drops = drops.len();
             // Ask the scheduler at the instant the link freed (it clamps to
             // the latest time it has seen, so this is never in its past).
-            let pkt = self.sched.dequeue(self.link_free_at, drops);
+            let pkt = self.sched.dequeue(free, drops);
             self.count_sched_drops(drops, start_drops);
-            let Some(pkt) = pkt else { return };
-            let start = self.link_free_at.max(pkt.enqueued_at);
+            let Some(pkt) = pkt else {
+                self.charge_link(free, drops, start_drops);
+                return;
+            };
+            let start = free.max(pkt.enqueued_at);
             let tx = self.serialisation_time(start, pkt.cost);
             let end = start + tx;
-            self.link_free_at = end;
+            // Without ingress `start >= link_free_at`, so this is `end`.
+            self.link_free_at = self.link_free_at.max(start) + tx;
+            if self.ingress.is_on() {
+                let fs = Duration(
+                    u64::try_from(
+                        u128::from(tx.as_nanos()) * u128::from(FAILSAFE_NUM)
+                            / u128::from(FAILSAFE_DEN),
+                    )
+                    .unwrap_or(u64::MAX),
+                );
+                self.failsafe_free_at = self.failsafe_free_at.max(start) + fs;
+                // The AQM dropped them on the way to this packet, which
+                // goes now; the link pays for them after it (as CAKE does).
+                self.charge_link(free, drops, start_drops);
+            }
             self.line_bytes += pkt.len as u64;
             self.line.push_back((end + self.params.delay, pkt));
         }
@@ -217,7 +293,9 @@ impl Qdisc for Pipe {
         }
         let limit = self.params.queue_limit_packets as usize;
         if limit > 0 && self.sched.len() >= limit {
+            let at = drops.len();
             self.stats.push_drop(pkt, DropReason::QueueFull, drops);
+            self.charge_link(now, drops, at);
             return Enqueue::Rejected;
         }
         pkt.enqueued_at = now;
@@ -238,6 +316,7 @@ impl Qdisc for Pipe {
                 self.stats.on_drop_resident(&d.pkt, d.reason);
             }
         }
+        self.charge_link(now, drops, start);
         self.advance(now, drops);
         match r {
             Enqueue::Queued if drops.len() > first => Enqueue::QueuedDroppedOthers,
@@ -267,6 +346,7 @@ impl Qdisc for Pipe {
                 let start = drops.len();
                 let c = self.sched.peek_len(now, drops);
                 self.count_sched_drops(drops, start);
+                self.charge_link(now, drops, start);
                 c
             }
         }
@@ -279,8 +359,8 @@ impl Qdisc for Pipe {
         let line = self.line.front().map(|(exit, _)| *exit);
         let link = if self.sched.is_empty() {
             None
-        } else if self.link_free_at > self.last {
-            Some(self.link_free_at)
+        } else if self.next_start() > self.last {
+            Some(self.next_start())
         } else {
             // The link is free: only a scheduler holding packets back waits.
             self.sched.next_wakeup().or(Some(self.last))

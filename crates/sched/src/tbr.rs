@@ -26,7 +26,17 @@
 //! Differences from ALTQ: ALTQ sends while the token count is positive and
 //! lets it go negative by one packet; we check the head's cost (via
 //! `peek_len`) so the burst bound is the bucket itself, as the brief asks.
+//!
+//! Ingress mode ([`crate::ingress`], off unless [`Tbr::set_ingress`]): the
+//! drops of the chosen classes, wherever in the tree they happen (at
+//! enqueue or during the AQM's dequeue), take their cost out of the bucket
+//! as a send would, down to a debt of [`crate::ingress::MAX_DEBT`] at the
+//! rate (at least four full-size frames); a second bucket charged 3/2 of every send and nothing for drops
+//! may release the head too (the failsafe), so the output stays at or
+//! above 2/3 of the rate. With ingress off, or on without drops, the
+//! failsafe bucket never holds more than the main one and nothing changes.
 
+use crate::ingress::{max_debt_bytes, Ingress, FAILSAFE_DEN, FAILSAFE_NUM};
 use crate::{ClassId, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Instant, Rate};
 
@@ -88,6 +98,11 @@ pub struct Tbr {
     head_cost: Option<u32>,
     /// Times a dequeue was held back for tokens.
     throttles: u64,
+    /// Which drops are charged (ingress mode) and the counts.
+    ingress: Ingress,
+    /// The failsafe bucket of ingress mode, in token units: charged
+    /// `FAILSAFE_NUM/FAILSAFE_DEN` of each send, nothing for drops.
+    failsafe: i128,
 }
 
 impl Tbr {
@@ -101,7 +116,21 @@ impl Tbr {
             last: Instant::ZERO,
             head_cost: None,
             throttles: 0,
+            ingress: Ingress::off(),
+            failsafe: bucket,
         }
+    }
+
+    /// Puts the regulator in ingress mode for the classes `ingress` names
+    /// (see [`crate::ingress`]); [`Ingress::off`] restores egress shaping.
+    pub fn set_ingress(&mut self, ingress: Ingress) {
+        self.ingress = ingress;
+        self.failsafe = self.tokens;
+    }
+
+    /// The ingress mode and what it has charged.
+    pub fn ingress(&self) -> &Ingress {
+        &self.ingress
     }
 
     pub fn params(&self) -> Params {
@@ -115,6 +144,7 @@ impl Tbr {
         self.params = params;
         self.bucket = params.bucket_bytes.max(1) as i128 * UNITS_PER_BYTE;
         self.tokens = self.tokens.min(self.bucket);
+        self.failsafe = self.failsafe.min(self.bucket);
     }
 
     pub fn inner(&self) -> &dyn Qdisc {
@@ -145,9 +175,37 @@ impl Tbr {
             let dt_ns = (now - self.last).as_nanos() as i128;
             let earned = dt_ns.saturating_mul(self.params.rate.as_bps() as i128);
             self.tokens = self.tokens.saturating_add(earned).min(self.bucket);
+            if self.ingress.is_on() {
+                self.failsafe = self.failsafe.saturating_add(earned).min(self.bucket);
+            }
             self.last = now;
         }
         self.last
+    }
+
+    /// Ingress mode: takes the cost of the charged drops among
+    /// `drops[start..]` out of the bucket, no deeper than the debt bound
+    /// ([`max_debt_bytes`]; a debt already deeper than that stays).
+    fn charge_drops(&mut self, drops: &Drops, start: usize) {
+        let bytes = self.ingress.charge(drops.get(start..).unwrap_or(&[]));
+        if bytes == 0 {
+            return;
+        }
+        let want = bytes as i128 * UNITS_PER_BYTE;
+        let floor = -(max_debt_bytes(self.params.rate) as i128 * UNITS_PER_BYTE);
+        let after = self.tokens.saturating_sub(want).max(floor).min(self.tokens);
+        let forgiven = want - (self.tokens - after);
+        self.tokens = after;
+        if forgiven > 0 {
+            self.ingress
+                .forgive(u64::try_from(forgiven / UNITS_PER_BYTE).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Whether a packet needing `need` units may leave now: the bucket
+    /// holds it, or (ingress mode) the failsafe bucket does.
+    fn may_send(&self, need: i128) -> bool {
+        self.tokens >= need || (self.ingress.is_on() && self.failsafe >= need)
     }
 
     /// Tokens a packet of `cost` needs: its cost, or a full bucket when it is
@@ -156,9 +214,15 @@ impl Tbr {
         (cost as i128 * UNITS_PER_BYTE).min(self.bucket)
     }
 
-    /// When the bucket will hold `need` units, rounded up to the ns.
+    /// When the bucket (or, in ingress mode, the failsafe bucket) will
+    /// hold `need` units, rounded up to the ns.
     fn time_for(&self, need: i128) -> Instant {
-        let short = need - self.tokens;
+        let have = if self.ingress.is_on() {
+            self.tokens.max(self.failsafe)
+        } else {
+            self.tokens
+        };
+        let short = need - have;
         if short <= 0 {
             return self.last;
         }
@@ -176,35 +240,54 @@ impl Qdisc for Tbr {
         let now = self.refill(now);
         // A new arrival may become the head (PRIQ, HFSC): forget the peeked cost.
         self.head_cost = None;
-        self.inner.enqueue(pkt, now, drops)
+        let start = drops.len();
+        let r = self.inner.enqueue(pkt, now, drops);
+        self.charge_drops(drops, start);
+        r
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let now = self.refill(now);
         if self.unlimited() {
             self.head_cost = None;
-            return self.inner.dequeue(now, drops);
+            let start = drops.len();
+            let pkt = self.inner.dequeue(now, drops);
+            self.charge_drops(drops, start);
+            return pkt;
         }
-        let Some(cost) = self.inner.peek_len(now, drops) else {
+        let start = drops.len();
+        let peeked = self.inner.peek_len(now, drops);
+        self.charge_drops(drops, start);
+        let Some(cost) = peeked else {
             self.head_cost = None;
             return None;
         };
-        if self.tokens < self.need(cost) {
+        if !self.may_send(self.need(cost)) {
             self.head_cost = Some(cost);
             self.throttles += 1;
             return None;
         }
         self.head_cost = None;
-        let pkt = self.inner.dequeue(now, drops)?;
+        let start = drops.len();
+        let pkt = self.inner.dequeue(now, drops);
+        self.charge_drops(drops, start);
+        let pkt = pkt?;
         // Charge what actually left (peek holds the packet, so it is the same
         // one; charging `pkt.cost` keeps the rate exact even if it is not).
-        self.tokens -= pkt.cost as i128 * UNITS_PER_BYTE;
+        let units = pkt.cost as i128 * UNITS_PER_BYTE;
+        self.tokens -= units;
+        if self.ingress.is_on() {
+            self.failsafe -= units * FAILSAFE_NUM as i128 / FAILSAFE_DEN as i128;
+        }
         Some(pkt)
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = self.refill(now);
-        self.inner.peek_len(now, drops)
+        let start = drops.len();
+        let c = self.inner.peek_len(now, drops);
+        self.charge_drops(drops, start);
+        c
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
@@ -218,7 +301,7 @@ impl Qdisc for Tbr {
         // possible time is when one byte's worth is there; waking early only
         // costs a dequeue that peeks and computes the exact time.
         let need = self.need(self.head_cost.unwrap_or(1));
-        if self.tokens < need {
+        if !self.may_send(need) {
             Some(self.time_for(need))
         } else {
             self.inner.next_wakeup()

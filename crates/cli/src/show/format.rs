@@ -110,6 +110,12 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                 ms(q.sojourn_max_ns),
                 drops
             );
+            if let (Some(p), Some(b)) = (q.ingress_charged_packets, q.ingress_charged_bytes) {
+                let _ = writeln!(
+                    o,
+                    "  [ ingress: dropped and charged as sent: {p} pkts, {b} bytes ]"
+                );
+            }
             let before = prev.and_then(|(p, secs)| {
                 let pi = p.ifaces.iter().find(|x| x.name == iface.name)?;
                 let pq = pi.queues.iter().find(|x| x.name == q.name)?;
@@ -415,7 +421,43 @@ mod tests {
             sojourn_p50_ns: None,
             sojourn_p99_ns: None,
             sojourn_max_ns: None,
+            ingress_charged_packets: None,
+            ingress_charged_bytes: None,
         }
+    }
+
+    #[test]
+    fn an_ingress_queue_shows_what_its_drops_were_charged() {
+        let q = QueueJson {
+            qlimit: Some(50),
+            options: vec!["default".into(), "ingress".into()],
+            dropped_packets: 3,
+            dropped_bytes: 4_500,
+            drops: vec![DropJson {
+                reason: "aqm".into(),
+                packets: 3,
+                bytes: 4_500,
+            }],
+            ingress_charged_packets: Some(3),
+            ingress_charged_bytes: Some(4_542),
+            ..queue(1, "dl")
+        };
+        let r = QueuesReply {
+            ifaces: vec![IfaceQueues {
+                name: "lan0".into(),
+                sched: Some("hfsc".into()),
+                bandwidth_bps: Some(4_850_000),
+                queues: vec![q],
+            }],
+        };
+        let want = "\
+queue dl on lan0 qlimit 50 hfsc( default ingress )
+  [ pkts:          0  bytes:          0  dropped pkts:      3 bytes:     4500 ]
+  [ qlength:    0/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: aqm 3 ]
+  [ ingress: dropped and charged as sent: 3 pkts, 4542 bytes ]
+";
+        assert_eq!(format_queues(&r), want);
     }
 
     #[test]

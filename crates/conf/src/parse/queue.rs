@@ -190,6 +190,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             }
             "pipe" => q.pipe = Some(p.name("pipe name")?),
             "weight" => q.weight = Some(p.number("weight", 0, u64::MAX)?),
+            "ingress" => q.ingress = Some(w.span),
             s => match sched_kind(s) {
                 Some(k) => {
                     mark(&mut q.old_style, crate::sema::sched_opts_name(k), w.span);
@@ -202,7 +203,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
                         Diagnostic::error(format!("unexpected `{s}` in queue"), w.span).label("not a queue option").hint(
                             "ALTQ: on bandwidth priority qlimit priq(…) cbq(…) hfsc(…) { children }; \
-                             5.5+: on bandwidth min max burst parent qlimit flows quantum default; pipes: pipe weight qlimit default",
+                             5.5+: on bandwidth min max burst parent qlimit flows quantum default; pipes: pipe weight qlimit default; any: ingress",
                         )
                     }))
                 }
@@ -258,13 +259,17 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 q.upperlimit = Some(curve(p)?);
                 true
             }
+            ("ingress", _) => {
+                q.ingress = Some(w.span);
+                true
+            }
             _ => false,
         };
         if !ok {
             let allowed = match k {
-                SchedKind::Priq => "default red ecn",
-                SchedKind::Cbq => "default borrow red ecn rio",
-                _ => "default red ecn rio realtime linkshare upperlimit",
+                SchedKind::Priq => "default red ecn ingress",
+                SchedKind::Cbq => "default borrow red ecn rio ingress",
+                _ => "default red ecn rio realtime linkshare upperlimit ingress",
             };
             return Err(Diagnostic::error(
                 format!("unknown option `{}` for this scheduler", w.v),
@@ -286,6 +291,7 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
         qlimit: None,
         sched: PipeSched::Fifo,
         span: start,
+        ingress: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -318,10 +324,11 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
                     }
                 };
             }
+            "ingress" => d.ingress = Some(w.span),
             o => {
                 return Err(
                     Diagnostic::error(format!("unexpected `{o}` in pipe"), w.span)
-                        .label("expected on, bandwidth, delay, plr, qlimit or sched"),
+                        .label("expected on, bandwidth, delay, plr, qlimit, sched or ingress"),
                 )
             }
         }

@@ -105,6 +105,7 @@ impl B<'_, '_, '_> {
             self.unique_priorities(&t, &a.iface.v);
         }
         self.drain_warnings(&t, bw, sched, false);
+        self.ingress_checks(&t, &a.iface);
         Some(IfaceQueueing {
             ifname: a.iface.v.clone(),
             sched,
@@ -241,6 +242,7 @@ impl B<'_, '_, '_> {
         q.rio = d.rio;
         q.ecn = d.ecn;
         q.borrow = d.borrow;
+        q.ingress = d.ingress.is_some();
         q.realtime = d.realtime.as_ref().map(|c| curve(&c.v, parent_rate));
         q.linkshare = d.linkshare.as_ref().map(|c| curve(&c.v, parent_rate));
         q.upperlimit = d.upperlimit.as_ref().map(|c| curve(&c.v, parent_rate));

@@ -63,6 +63,8 @@ struct QMeta {
     qlimit: Option<Span>,
     default: Option<Span>,
     priority: Option<Span>,
+    /// Where `ingress` was written on the queue.
+    ingress: Option<Span>,
 }
 
 impl QMeta {
@@ -74,6 +76,7 @@ impl QMeta {
             qlimit: d.qlimit.as_ref().map(|q| q.span),
             default: d.default,
             priority: d.priority.as_ref().map(|p| p.span),
+            ingress: d.ingress,
         }
     }
 }
@@ -385,6 +388,65 @@ impl B<'_, '_, '_> {
                 Diagnostic::warning(format!("queue `{}` can hold {ms} ms of traffic", q.name), span)
                     .label(label)
                     .hint(format!("a full queue longer than ~200 ms adds delay, not throughput; qlimit {suggest} keeps it under 200 ms")),
+            );
+        }
+    }
+
+    /// Whether `iface` was written as pf's usual name of the WAN side
+    /// (`$ext_if`, `$wan_if`, `$wan`, or the `egress` group): where packets
+    /// leave towards the bottleneck, i.e. the upload.
+    fn upload_side(&self, iface: &Sp<String>) -> bool {
+        let written = self
+            .cx
+            .text
+            .get(iface.span.start..iface.span.end)
+            .unwrap_or("");
+        matches!(
+            written.trim_start_matches('$'),
+            "ext_if" | "wan_if" | "wan" | "egress"
+        )
+    }
+
+    /// `ingress` written at `at` on interface `iface` (written there as
+    /// the WAN side): a warning, since it is for the download side.
+    fn ingress_upload_warning(&mut self, iface: &Sp<String>, at: Span) {
+        if !self.upload_side(iface) {
+            return;
+        }
+        self.cx.err(
+            Diagnostic::warning(
+                format!("`ingress` on `{}`, the upload side", iface.v),
+                at,
+            )
+            .label("packets leaving the WAN interface have not crossed the bottleneck yet")
+            .hint("ingress mode is for the download side, shaped where it leaves for the LAN (`$int_if`): there a dropped packet has already used the line; here a drop costs the line nothing"),
+        );
+    }
+
+    /// Ingress checks of an ALTQ or OpenBSD 5.5+ tree: the upload side, and
+    /// a queue whose leaves have no AQM (only tail drops to charge).
+    fn ingress_checks(&mut self, t: &Tree, iface: &Sp<String>) {
+        for (i, (q, m)) in t.queues.iter().zip(&t.meta).enumerate() {
+            let Some(at) = m.ingress else { continue };
+            self.ingress_upload_warning(iface, at);
+            let mut leaves = Vec::new();
+            let mut stack = vec![i];
+            // Bounded by the tree: every queue is pushed once (children
+            // come after their parent).
+            while let Some(j) = stack.pop() {
+                match t.queues.get(j) {
+                    Some(x) if x.children.is_empty() => leaves.push(x),
+                    Some(x) => stack.extend(x.children.iter().copied().filter(|&c| c > j)),
+                    None => {}
+                }
+            }
+            if leaves.iter().any(|l| l.flows.is_some() || l.red || l.rio) {
+                continue;
+            }
+            self.cx.err(
+                Diagnostic::warning(format!("queue `{}` has no AQM for `ingress` to charge", q.name), at)
+                    .label("only its tail drops are charged: a tail-drop queue behind the bottleneck fills before it drops")
+                    .hint("give it an AQM: `flows N` (FQ-CoDel, OpenBSD 5.5+ queues) or `red` (ALTQ, e.g. hfsc(red ingress))"),
             );
         }
     }

@@ -67,7 +67,18 @@ impl B<'_, '_, '_> {
                         .hint("rate and scheduler belong to the pipe: `pipe NAME on IF bandwidth BW sched …`"),
                 );
             }
+            if let Some(at) = d.ingress {
+                self.cx.err(
+                    Diagnostic::error("`ingress` is an option of the pipe", at)
+                        .label("the pipe's link is what a dropped packet occupies")
+                        .hint(format!(
+                            "write it on the pipe: `pipe {} on IF bandwidth BW … ingress`",
+                            p.name.v
+                        )),
+                );
+            }
             let mut q = Queue::new(&d.name.v, self.cx.line(d.span));
+            q.ingress = p.ingress.is_some();
             let ql = self.qlimit(d, pipe_qlimit);
             q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
             q.default = d.default.is_some();
@@ -93,6 +104,7 @@ impl B<'_, '_, '_> {
             q.qlimit = pipe_qlimit as u32;
             q.default = true;
             q.weight = Some(1);
+            q.ingress = p.ingress.is_some();
             t.push(
                 q,
                 QMeta {
@@ -101,6 +113,7 @@ impl B<'_, '_, '_> {
                     qlimit: p.qlimit.as_ref().map(|q| q.span),
                     default: None,
                     priority: None,
+                    ingress: None,
                 },
             );
         }
@@ -108,6 +121,16 @@ impl B<'_, '_, '_> {
             self.default_check(&t, &p.name, "mark one of the pipe's queues with `default`");
         let fq = matches!(p.sched, PipeSched::FqCodel(_));
         self.drain_warnings(&t, bw, SchedKind::Pipe, fq);
+        if let Some(at) = p.ingress {
+            self.ingress_upload_warning(iface, at);
+            if !fq {
+                self.cx.err(
+                    Diagnostic::warning(format!("pipe `{}` has no AQM for `ingress` to charge", p.name.v), at)
+                        .label("only its tail drops are charged: a tail-drop queue behind the bottleneck fills before it drops")
+                        .hint("use `sched fq_codel`"),
+                );
+            }
+        }
         Some(IfaceQueueing {
             ifname: iface.v.clone(),
             sched: SchedKind::Pipe,
@@ -121,6 +144,7 @@ impl B<'_, '_, '_> {
                 loss_ppm: p.loss_ppm,
                 qlimit: pipe_qlimit as u32,
                 sched: p.sched.clone(),
+                ingress: p.ingress.is_some(),
             }),
             line: self.cx.line(p.span),
         })
