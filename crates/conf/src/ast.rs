@@ -118,6 +118,8 @@ pub struct QueueDecl {
     /// First keyword only ALTQ has (priority, `priq(…)`/`cbq(…)`/`hfsc(…)`, `{ children }`).
     pub old_style: Option<Sp<&'static str>>,
     pub span: Span,
+    /// `ack-filter[-aggressive]`, bare (5.5+, dummynet) or in `priq(…)` & co.
+    pub ack_filter: Option<Sp<crate::ir::AckFilterMode>>,
 }
 
 impl Default for Sp<String> {
@@ -136,6 +138,7 @@ pub struct PipeDecl {
     pub qlimit: Option<Sp<u64>>,
     pub sched: PipeSched,
     pub span: Span,
+    pub ack_filter: Option<Sp<crate::ir::AckFilterMode>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

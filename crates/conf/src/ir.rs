@@ -267,6 +267,10 @@ pub struct Queue {
     /// Index of child queues (derivable from `parent`, kept for printing order).
     pub children: Vec<usize>,
     pub line: u32,
+    /// `ack-filter` / `ack-filter-aggressive` (sluice extension, CAKE's
+    /// semantics): the leaf drops queued pure ACKs a newer one makes
+    /// redundant.
+    pub ack_filter: Option<AckFilterMode>,
 }
 
 impl Queue {
@@ -298,6 +302,7 @@ impl Queue {
             weight: None,
             children: Vec::new(),
             line,
+            ack_filter: None,
         }
     }
 }
@@ -331,6 +336,8 @@ pub struct Pipe {
     /// Queue size in packets for FIFO-like schedulers.
     pub qlimit: u32,
     pub sched: PipeSched,
+    /// `ack-filter` on the pipe: every queue of it filters ACKs.
+    pub ack_filter: Option<AckFilterMode>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -527,4 +534,30 @@ pub struct StateOpts {
     pub overload: Option<(String, Flush)>,
     /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
     pub timeouts: Vec<(TimeoutKind, Duration)>,
+}
+
+/// How a queue's ACK filter decides (tc-cake(8) `ack-filter` and
+/// `ack-filter-aggressive`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckFilterMode {
+    /// Drop a redundant queued ACK only when two or more are queued.
+    Conservative,
+    /// Drop one as soon as one is queued.
+    Aggressive,
+}
+
+impl AckFilterMode {
+    /// The keyword, as written and printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            AckFilterMode::Conservative => "ack-filter",
+            AckFilterMode::Aggressive => "ack-filter-aggressive",
+        }
+    }
+
+    pub fn from_word(w: &str) -> Option<AckFilterMode> {
+        [AckFilterMode::Conservative, AckFilterMode::Aggressive]
+            .into_iter()
+            .find(|m| m.name() == w)
+    }
 }

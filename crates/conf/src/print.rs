@@ -155,6 +155,9 @@ pub fn sched_options(q: &Queue) -> Vec<String> {
     if let Some(c) = &q.upperlimit {
         opts.push(format!("upperlimit {}", curve(c)));
     }
+    if let Some(m) = q.ack_filter {
+        opts.push(m.name().into());
+    }
     opts
 }
 
@@ -250,6 +253,9 @@ fn new_style(o: &mut String, iq: &IfaceQueueing) {
         if q.default {
             o.push_str(" default");
         }
+        if let Some(m) = q.ack_filter {
+            let _ = write!(o, " {}", m.name());
+        }
         o.push('\n');
     }
 }
@@ -290,6 +296,9 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
             );
         }
     }
+    if let Some(m) = p.ack_filter {
+        let _ = write!(o, " {}", m.name());
+    }
     o.push('\n');
     for q in &iq.queues {
         let _ = write!(
@@ -302,6 +311,9 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
         );
         if q.default {
             o.push_str(" default");
+        }
+        if let Some(m) = q.ack_filter {
+            let _ = write!(o, " {}", m.name());
         }
         o.push('\n');
     }

@@ -71,6 +71,7 @@ impl B<'_, '_, '_> {
             let ql = self.qlimit(d, pipe_qlimit);
             q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
             q.default = d.default.is_some();
+            q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
             let w = d.weight.as_ref().map_or(1, |w| w.v);
             if !(1..=100).contains(&w) {
                 let span = d.weight.as_ref().map_or(d.name.span, |w| w.span);
@@ -101,6 +102,7 @@ impl B<'_, '_, '_> {
                     qlimit: p.qlimit.as_ref().map(|q| q.span),
                     default: None,
                     priority: None,
+                    ack_filter: None,
                 },
             );
         }
@@ -108,6 +110,7 @@ impl B<'_, '_, '_> {
             self.default_check(&t, &p.name, "mark one of the pipe's queues with `default`");
         let fq = matches!(p.sched, PipeSched::FqCodel(_));
         self.drain_warnings(&t, bw, SchedKind::Pipe, fq);
+        self.ack_filter_warnings(&t, matches!(p.sched, PipeSched::Fifo));
         Some(IfaceQueueing {
             ifname: iface.v.clone(),
             sched: SchedKind::Pipe,
@@ -121,6 +124,7 @@ impl B<'_, '_, '_> {
                 loss_ppm: p.loss_ppm,
                 qlimit: pipe_qlimit as u32,
                 sched: p.sched.clone(),
+                ack_filter: p.ack_filter.as_ref().map(|a| a.v),
             }),
             line: self.cx.line(p.span),
         })
