@@ -68,6 +68,14 @@ impl AckFilter {
     }
 }
 
+/// Longest frame a pure ACK can be: Ethernet with two VLAN tags and
+/// PPPoE (14 + 8 + 8), the longest IPv4 header (60; IPv6's 40 plus short
+/// extension headers fit too), the longest TCP header (60). Anything
+/// longer carries data (or many IPv6 extension headers: then it is simply
+/// kept), so it is not even parsed: a data segment of the same flow costs
+/// a comparison, not a parse.
+const MAX_PURE_ACK_FRAME: usize = 14 + 8 + 8 + 60 + 60;
+
 /// SACK blocks an option may carry (RFC 2018 §3: at most 4 in 40 bytes).
 const MAX_SACK: usize = 4;
 
@@ -230,7 +238,8 @@ impl Trigger {
     /// Whether the queued `old` is a pure ACK this one makes redundant
     /// (the rules of the module's Principles).
     fn covers(&self, old: &Packet) -> bool {
-        if old.flow != self.flow || old.ecn == crate::Ecn::Ce {
+        if old.flow != self.flow || old.ecn == crate::Ecn::Ce || old.data.len() > MAX_PURE_ACK_FRAME
+        {
             return false;
         }
         let Some(o) = parse(&old.data) else {

@@ -244,6 +244,41 @@ fn different_connections_never_touch_each_other() {
 }
 
 #[test]
+fn the_longest_pure_acks_are_still_candidates() {
+    // 40 bytes of options (timestamps and three SACK blocks), in IPv6
+    // behind two VLAN tags and PPPoE: the most a pure ACK carries.
+    let a = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+    let b = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1);
+    let opts = |n: u32| {
+        let mut o = tcp_opt_timestamps(1, 1);
+        o.extend(tcp_opt_sack(&[
+            (n + 10, n + 20),
+            (n + 30, n + 40),
+            (n + 50, n + 60),
+        ]));
+        o
+    };
+    let f = |n: u32| with(TcpFrame::ack(a, b, 1, 2, n), |f| f.options = opts(n));
+    let wrap = |p: Packet| {
+        use sluice_wire::build::{pppoe_wrap, vlan_wrap};
+        let data = vlan_wrap(&vlan_wrap(&pppoe_wrap(&p.data, 3), 0x8100, 7), 0x88a8, 9);
+        assert_eq!(data.len(), 14 + 8 + 8 + 40 + 60);
+        Packet {
+            len: data.len() as u32,
+            data,
+            ..p
+        }
+    };
+    let old = wrap(f(100).packet(0, FLOW));
+    // The newer one covers the old blocks with its cumulative ACK.
+    let new = wrap(f(200).packet(1, FLOW));
+    assert_eq!(
+        find_redundant(AckFilter::Aggressive, &new, [old].iter()),
+        Some(0)
+    );
+}
+
+#[test]
 fn ipv6_acks_are_filtered_alike() {
     let a = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
     let b = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1);
