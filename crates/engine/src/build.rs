@@ -12,9 +12,8 @@
 //! - a pipe's queues share it by weight (DRR or WF2Q+); with `sched fq_codel`
 //!   each weighted queue is an FQ-CoDel of its own under DRR, and a pipe with
 //!   one queue is a plain FQ-CoDel;
-//! - `ack-filter` turns on the ACK filter of a leaf's FIFO or FQ-CoDel (a
-//!   pipe's on every queue of it); RED/RIO leaves have none (`sluice check`
-//!   warns).
+//! - `ack-filter` turns on the ACK filter of a leaf's FIFO, RED/RIO or
+//!   FQ-CoDel (a pipe's on every queue of it).
 
 use sluice_conf::ir::{self, IfaceQueueing, PipeSched, SchedKind};
 use sluice_sched::{
@@ -132,18 +131,21 @@ fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
                 t.max_th = t.max_th.min(limit);
                 t.min_th = t.min_th.min(t.max_th.saturating_sub(1));
             }
-            return Box::new(red::Rio::new(p));
+            return Box::new(red::Rio::new(p).with_ack_filter(ack_filter(q.ack_filter)));
         }
         let d = red::Params::default();
         let max_th = d.max_th.min(limit);
-        return Box::new(red::Red::new(red::Params {
-            limit_packets: limit,
-            max_th,
-            min_th: d.min_th.min(max_th.saturating_sub(1)),
-            ecn: q.ecn,
-            idle_pkt_time,
-            ..d
-        }));
+        return Box::new(
+            red::Red::new(red::Params {
+                limit_packets: limit,
+                max_th,
+                min_th: d.min_th.min(max_th.saturating_sub(1)),
+                ecn: q.ecn,
+                idle_pkt_time,
+                ..d
+            })
+            .with_ack_filter(ack_filter(q.ack_filter)),
+        );
     }
     Box::new(
         fifo::Fifo::new(fifo::Params {

@@ -38,6 +38,9 @@
 //!   only when at least two queued ACKs are redundant, so a flow keeps up
 //!   to two ACKs in the queue besides the newest; *aggressive*
 //!   (`ack-filter-aggressive`) drops as soon as one is.
+//! - **Where**: FIFO ([`crate::fifo`]: the newest packets), RED/RIO
+//!   ([`crate::red`]: idem) and FQ-CoDel ([`crate::fq_codel`]: the
+//!   newcomer's flow queue) leaves apply it on enqueue.
 //! - **Sans-IO and panic-free**: the frame is read through
 //!   `sluice_wire::parse` (checked views) and bounds-checked reads; a frame
 //!   it cannot read is simply not a candidate.
@@ -319,9 +322,8 @@ impl Trigger {
 }
 
 /// The position in `queued` (oldest first) of the packet that enqueueing
-/// `new` would drop under `mode`, if any. What [`crate::fifo::Fifo`] and
-/// [`crate::fq_codel::FqCodel`] apply on enqueue; public for tests and
-/// tools.
+/// `new` would drop under `mode`, if any. What the leaves apply on
+/// enqueue; public for tests and tools.
 pub fn find_redundant<'a>(
     mode: AckFilter,
     new: &Packet,

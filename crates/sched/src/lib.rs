@@ -3,8 +3,8 @@
 //! Owns: the [`Packet`] as schedulers see it (an opaque frame plus the metadata
 //! they need), the [`Qdisc`] trait, drop reasons, per-queue statistics, and the
 //! disciplines: FIFO, PRIQ, CBQ, HFSC, RED/RIO, CoDel, FQ-CoDel, DRR, WF2Q+, the
-//! token-bucket regulator and the dummynet-style pipe; the ACK filter a FIFO
-//! or FQ-CoDel leaf applies on enqueue. Depends on `sluice-time`, and on
+//! token-bucket regulator and the dummynet-style pipe; the ACK filter a FIFO,
+//! RED/RIO or FQ-CoDel leaf applies on enqueue. Depends on `sluice-time`, and on
 //! `sluice-wire` for the ACK filter's reading of TCP headers. Sans-IO: every
 //! time-dependent call takes `now`; nothing here reads a clock or makes a
 //! syscall. Disciplines never write packet bytes (only the ACK filter reads

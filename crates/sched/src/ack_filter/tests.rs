@@ -1,6 +1,7 @@
 use super::*;
 use crate::fifo::{self, Fifo};
 use crate::fq_codel::{self, FqCodel};
+use crate::red::{self, Red, Rio};
 use crate::testing::{tcp_opt_sack, tcp_opt_timestamps, TcpFrame};
 use crate::{DropReason, Drops, Ecn, Enqueue, Qdisc};
 use proptest::prelude::*;
@@ -385,6 +386,65 @@ fn fq_codel_filters_within_the_flow_queue() {
     assert_eq!(drain(&mut q), [1, 3]);
 }
 
+/// RED and RIO that never drop early: only the filter drops here.
+fn red(mode: AckFilter) -> Box<dyn Qdisc> {
+    let p = red::Params {
+        limit_packets: 1000,
+        min_th: 900,
+        max_th: 1000,
+        ..red::Params::default()
+    };
+    Box::new(Red::new(p).with_ack_filter(mode))
+}
+
+fn rio(mode: AckFilter) -> Box<dyn Qdisc> {
+    let t = red::Thresholds {
+        min_th: 900,
+        max_th: 1000,
+        max_p: red::MAX_P_ONE / 10,
+    };
+    let p = red::RioParams {
+        limit_packets: 1000,
+        thresholds: [t; red::PRECEDENCES],
+        // Pure ACKs low drop precedence, the rest high: the filter must
+        // keep both counts right.
+        precedence: |p| u8::from(p.len > 100) * 2,
+        ..red::RioParams::default()
+    };
+    Box::new(Rio::new(p).with_ack_filter(mode))
+}
+
+#[test]
+fn red_and_rio_filter_alike() {
+    for make in [red, rio] {
+        let mut q = make(AckFilter::Conservative);
+        let mut drops = Vec::new();
+        let data = with(ack(50), |f| f.payload = 500);
+        let frames = [ack(100), data, ack(200), ack(300), ack(400)];
+        let got = enqueue_all(q.as_mut(), &frames, &mut drops);
+        use Enqueue::*;
+        assert_eq!(
+            got,
+            [
+                Queued,
+                Queued,
+                Queued,
+                QueuedDroppedOthers,
+                QueuedDroppedOthers
+            ]
+        );
+        let ids: Vec<_> = drops.iter().map(|d| (d.pkt.id, d.reason)).collect();
+        assert_eq!(
+            ids,
+            [(0, DropReason::AckFilter), (2, DropReason::AckFilter)]
+        );
+        let st = stats(q.as_ref());
+        assert_eq!((st.enq_packets, st.qlen, st.total_drops()), (5, 3, 2));
+        assert_eq!(drain(q.as_mut()), [1, 3, 4]);
+        assert_eq!(stats(q.as_ref()).qlen, 0);
+    }
+}
+
 #[test]
 fn without_the_filter_nothing_is_dropped() {
     // The same sequences as above, filter off: the figures the tests
@@ -461,13 +521,15 @@ proptest! {
         steps in prop::collection::vec((0u16..3, kind(), 0u32..40, any::<bool>()), 1..120),
         base in any::<u32>(),
         aggressive in any::<bool>(),
-        fq in any::<bool>(),
+        leaf in 0..4u8,
     ) {
         let mode = if aggressive { AckFilter::Aggressive } else { AckFilter::Conservative };
-        let mut q: Box<dyn Qdisc> = if fq {
-            Box::new(FqCodel::new(fq_codel::Params { flows: 2, ack_filter: mode, ..fq_codel::Params::default() }))
-        } else {
-            Box::new(Fifo::new(fifo::Params { limit_packets: 1000, limit_bytes: None }).with_ack_filter(mode))
+        let fq = leaf == 1;
+        let mut q: Box<dyn Qdisc> = match leaf {
+            0 => Box::new(Fifo::new(fifo::Params { limit_packets: 1000, limit_bytes: None }).with_ack_filter(mode)),
+            1 => Box::new(FqCodel::new(fq_codel::Params { flows: 2, ack_filter: mode, ..fq_codel::Params::default() })),
+            2 => red(mode),
+            _ => rio(mode),
         };
         let mut drops = Vec::new();
         let mut sent = Vec::new();

@@ -511,8 +511,8 @@ pub fn sched_opts_name(s: SchedKind) -> &'static str {
 
 impl B<'_, '_, '_> {
     /// `ack-filter` where it cannot act: a queue with children holds no
-    /// packets, a RED/RIO leaf does not filter, and the queues of a fifo
-    /// pipe (`fifo_pipe`) share the pipe's one FIFO.
+    /// packets, and the queues of a fifo pipe (`fifo_pipe`) share the
+    /// pipe's one FIFO.
     fn ack_filter_warnings(&mut self, t: &Tree, fifo_pipe: bool) {
         for (q, m) in t.queues.iter().zip(&t.meta) {
             let (Some(mode), Some(at)) = (q.ack_filter, m.ack_filter) else {
@@ -522,11 +522,6 @@ impl B<'_, '_, '_> {
                 Some((
                     "a queue with child queues holds no packets",
                     "write it on the leaf queues that carry the ACKs (the upload's)",
-                ))
-            } else if q.red || q.rio {
-                Some((
-                    "RED and RIO queues do not filter ACKs",
-                    "drop red/rio from this queue, or use a FIFO or FQ-CoDel (`flows N`) leaf",
                 ))
             } else if fifo_pipe {
                 Some((
