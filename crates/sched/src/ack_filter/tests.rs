@@ -518,7 +518,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
     fn never_drops_a_non_pure_ack_nor_reorders(
-        steps in prop::collection::vec((0u16..3, kind(), 0u32..40, any::<bool>()), 1..120),
+        steps in prop::collection::vec((0u16..3, kind(), 0u32..40, any::<bool>(), 0u8..4), 1..120),
         base in any::<u32>(),
         aggressive in any::<bool>(),
         leaf in 0..4u8,
@@ -533,7 +533,9 @@ proptest! {
         };
         let mut drops = Vec::new();
         let mut sent = Vec::new();
-        for (i, (conn, k, step, v6)) in steps.iter().enumerate() {
+        // What left between arrivals (one in four steps sends one).
+        let mut out = Vec::new();
+        for (i, (conn, k, step, v6, send)) in steps.iter().enumerate() {
             // ACK numbers mostly rising, sometimes repeating, across the wrap.
             let ackno = base.wrapping_add(step * 100 + i as u32 * 10);
             let f = frame(*conn, k, ackno, *v6);
@@ -542,6 +544,9 @@ proptest! {
             let flow = u64::from(*conn % 2);
             let key = (*conn, *v6);
             q.enqueue(f.packet(i as u64, flow), Instant(i as u64), &mut drops);
+            if *send == 0 {
+                out.extend(q.dequeue(Instant(i as u64), &mut drops).map(|p| p.id));
+            }
             sent.push((key, k.clone()));
         }
         for d in &drops {
@@ -549,7 +554,7 @@ proptest! {
             let (_, k) = &sent[d.pkt.id as usize];
             prop_assert!(pure(k), "dropped a {:?}", k);
         }
-        let out = drain(q.as_mut());
+        out.extend(drain(q.as_mut()));
         // Everything is accounted for, nothing twice.
         let mut all: Vec<u64> = out.iter().copied().chain(drops.iter().map(|d| d.pkt.id)).collect();
         all.sort_unstable();
