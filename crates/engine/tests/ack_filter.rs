@@ -14,13 +14,17 @@ const WAN: usize = 1;
 const FLOWS: u16 = 8;
 const LIMIT: usize = 50;
 
-fn engine(filter: &str) -> Engine {
-    let text = format!(
+/// The upload queue `up` in ALTQ, with `filter` among its options.
+fn altq(filter: &str) -> String {
+    format!(
         "altq on wan0 priq bandwidth 64Kb queue {{ up }}\n\
          queue up qlimit {LIMIT} priq(default {filter})\n"
-    );
-    let cfg = sluice_conf::check("t.conf", &text, &[])
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", &text)))
+    )
+}
+
+fn engine(text: &str) -> Engine {
+    let cfg = sluice_conf::check("t.conf", text, &[])
+        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
         .config;
     Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap()
 }
@@ -58,8 +62,8 @@ struct Run {
 /// millisecond (8000 ACKs/s offered to a link that carries ~120), then
 /// 10 s to drain. ACK numbers start near the top of the sequence space so
 /// they wrap during the run.
-fn run(filter: &str) -> Run {
-    let mut e = engine(filter);
+fn run(text: &str) -> Run {
+    let mut e = engine(text);
     let mut sent = vec![Vec::new(); FLOWS as usize];
     let mut last = vec![0u32; FLOWS as usize];
     let mut max_queued = 0;
@@ -91,7 +95,11 @@ fn run(filter: &str) -> Run {
     let up = report
         .iter()
         .find(|i| i.name == "wan0")
-        .and_then(|i| i.class("up"))
+        // A fifo pipe is one queue, reported as the interface's root.
+        .and_then(|i| {
+            i.class("up")
+                .or_else(|| i.classes.iter().find(|c| c.id.0 == 0))
+        })
         .expect("queue up");
     let by = |name: &str| {
         up.drops
@@ -116,8 +124,8 @@ fn serial_before(a: u32, b: u32) -> bool {
 
 #[test]
 fn a_slow_upload_keeps_few_acks_queued_and_the_newest_of_each_flow() {
-    let plain = run("");
-    let filtered = run("ack-filter");
+    let plain = run(&altq(""));
+    let filtered = run(&altq("ack-filter"));
     eprintln!(
         "without: max queued {}, queue-full {}; with: max queued {}, queue-full {}, ack-filter {}",
         plain.max_queued,
@@ -130,25 +138,49 @@ fn a_slow_upload_keeps_few_acks_queued_and_the_newest_of_each_flow() {
     // the door, the newest among them.
     assert_eq!(plain.max_queued, LIMIT);
     assert!(plain.queue_full > 10_000, "{}", plain.queue_full);
-    // With it: at most two ACKs per flow (conservative), no refusals.
-    assert!(
-        filtered.max_queued <= 2 * FLOWS as usize,
-        "{}",
-        filtered.max_queued
-    );
-    assert_eq!(filtered.queue_full, 0);
-    assert!(filtered.filtered > 10_000, "{}", filtered.filtered);
-    for f in 0..FLOWS as usize {
-        let s = &filtered.sent[f];
-        // The ACK clock goes on: each flow's ACKs leave in order and its
-        // newest one arrives.
-        assert!(s.windows(2).all(|w| serial_before(w[0], w[1])), "flow {f}");
-        assert_eq!(s.last(), Some(&filtered.last[f]), "flow {f}");
-    }
+    check_filtered(&filtered);
     // Without the filter the newest ACK of most flows was refused (a slot
     // freed just before the last round may let one in).
     let arrived = (0..FLOWS as usize)
         .filter(|&f| plain.sent[f].last() == Some(&plain.last[f]))
         .count();
     assert!(arrived < FLOWS as usize / 2, "{arrived}");
+}
+
+/// The same in the other dialects: a 5.5+ queue, a fifo pipe with the
+/// option on the pipe, a queue of a DRR pipe with it on the queue.
+#[test]
+fn every_dialect_builds_the_filter() {
+    for text in [
+        format!(
+            "queue root on wan0 bandwidth 64K\n\
+             queue up parent root bandwidth 64K qlimit {LIMIT} default ack-filter\n"
+        ),
+        format!("pipe up on wan0 bandwidth 64Kb qlimit {LIMIT} sched fifo ack-filter\n"),
+        format!(
+            "pipe p on wan0 bandwidth 64Kb sched drr\n\
+             queue up pipe p qlimit {LIMIT} ack-filter default\n"
+        ),
+    ] {
+        let r = run(&text);
+        eprintln!(
+            "{text}: max queued {}, queue-full {}, ack-filter {}",
+            r.max_queued, r.queue_full, r.filtered
+        );
+        check_filtered(&r);
+    }
+}
+
+/// With the filter: at most two ACKs per flow queued (conservative), no
+/// refusals, and every flow's ACKs leave in order, its newest one last.
+fn check_filtered(r: &Run) {
+    // (+1: a pipe also counts the packet it is sending.)
+    assert!(r.max_queued <= 2 * FLOWS as usize + 1, "{}", r.max_queued);
+    assert_eq!(r.queue_full, 0);
+    assert!(r.filtered > 10_000, "{}", r.filtered);
+    for f in 0..FLOWS as usize {
+        let s = &r.sent[f];
+        assert!(s.windows(2).all(|w| serial_before(w[0], w[1])), "flow {f}");
+        assert_eq!(s.last(), Some(&r.last[f]), "flow {f}");
+    }
 }
