@@ -120,6 +120,8 @@ pub struct QueueDecl {
     pub span: Span,
     /// `ingress` (bare, or among ALTQ's scheduler options), where written.
     pub ingress: Option<Span>,
+    /// `ack-filter[-aggressive]`, bare (5.5+, dummynet) or in `priq(…)` & co.
+    pub ack_filter: Option<Sp<crate::ir::AckFilterMode>>,
 }
 
 impl Default for Sp<String> {
@@ -140,6 +142,7 @@ pub struct PipeDecl {
     pub span: Span,
     /// `ingress`, where written.
     pub ingress: Option<Span>,
+    pub ack_filter: Option<Sp<crate::ir::AckFilterMode>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

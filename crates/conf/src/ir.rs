@@ -272,6 +272,10 @@ pub struct Queue {
     /// shaper as if sent. Under a pipe it is the pipe's [`Pipe::ingress`],
     /// copied to each of its queues.
     pub ingress: bool,
+    /// `ack-filter` / `ack-filter-aggressive` (sluice extension, CAKE's
+    /// semantics): the leaf drops queued pure ACKs a newer one makes
+    /// redundant.
+    pub ack_filter: Option<AckFilterMode>,
 }
 
 impl Queue {
@@ -304,6 +308,7 @@ impl Queue {
             children: Vec::new(),
             line,
             ingress: false,
+            ack_filter: None,
         }
     }
 }
@@ -340,6 +345,8 @@ pub struct Pipe {
     /// `ingress`: every drop of the pipe's queues occupies its link as if
     /// the packet had been sent (see [`Queue::ingress`]).
     pub ingress: bool,
+    /// `ack-filter` on the pipe: every queue of it filters ACKs.
+    pub ack_filter: Option<AckFilterMode>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -536,4 +543,30 @@ pub struct StateOpts {
     pub overload: Option<(String, Flush)>,
     /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
     pub timeouts: Vec<(TimeoutKind, Duration)>,
+}
+
+/// How a queue's ACK filter decides (tc-cake(8) `ack-filter` and
+/// `ack-filter-aggressive`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckFilterMode {
+    /// Drop a redundant queued ACK only when two or more are queued.
+    Conservative,
+    /// Drop one as soon as one is queued.
+    Aggressive,
+}
+
+impl AckFilterMode {
+    /// The keyword, as written and printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            AckFilterMode::Conservative => "ack-filter",
+            AckFilterMode::Aggressive => "ack-filter-aggressive",
+        }
+    }
+
+    pub fn from_word(w: &str) -> Option<AckFilterMode> {
+        [AckFilterMode::Conservative, AckFilterMode::Aggressive]
+            .into_iter()
+            .find(|m| m.name() == w)
+    }
 }

@@ -158,6 +158,9 @@ pub fn sched_options(q: &Queue) -> Vec<String> {
     if q.ingress {
         opts.push("ingress".into());
     }
+    if let Some(m) = q.ack_filter {
+        opts.push(m.name().into());
+    }
     opts
 }
 
@@ -256,6 +259,9 @@ fn new_style(o: &mut String, iq: &IfaceQueueing) {
         if q.ingress {
             o.push_str(" ingress");
         }
+        if let Some(m) = q.ack_filter {
+            let _ = write!(o, " {}", m.name());
+        }
         o.push('\n');
     }
 }
@@ -299,6 +305,9 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
     if p.ingress {
         o.push_str(" ingress");
     }
+    if let Some(m) = p.ack_filter {
+        let _ = write!(o, " {}", m.name());
+    }
     o.push('\n');
     for q in &iq.queues {
         let _ = write!(
@@ -311,6 +320,9 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
         );
         if q.default {
             o.push_str(" default");
+        }
+        if let Some(m) = q.ack_filter {
+            let _ = write!(o, " {}", m.name());
         }
         o.push('\n');
     }

@@ -528,4 +528,23 @@ mod tests {
         assert_eq!(escape(r#"a"b\c"#), r#"a\"b\\c"#);
         assert_eq!(escape("x\ny"), r"x\ny");
     }
+
+    #[test]
+    fn filtered_acks_are_a_drop_reason_of_the_queue() {
+        let (e, cfg) = crate::snapshot::tests::ack_filtered();
+        let q = crate::snapshot::queues_from(&e.report(), Some(&cfg));
+        let mut o = Out {
+            text: String::new(),
+        };
+        queue_families(&mut o, &q);
+        let line = o
+            .text
+            .lines()
+            .find(|l| l.starts_with(r#"sluice_queue_drops_total{iface="wan0",queue="up""#))
+            .unwrap_or_else(|| panic!("{}", o.text));
+        assert_eq!(
+            line,
+            r#"sluice_queue_drops_total{iface="wan0",queue="up",reason="ack-filter"} 8"#
+        );
+    }
 }

@@ -400,7 +400,7 @@ fn memory_json(m: &MemoryReport, cfg: &ir::Config) -> MemoryJson {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use sluice_engine::{Engine, Options};
     use std::net::Ipv4Addr;
@@ -498,5 +498,49 @@ pass out on wan0 proto udp to port 53 queue bulk
         assert_eq!(c.queue_drops_by_reason[0].reason, "queue-full");
         assert_eq!(c.queue_drops_by_reason[0].bytes, 30 * 542);
         assert!(counters_json(&rep[0]).queue_drops_by_reason.is_empty());
+    }
+
+    /// An upload queue with `ack-filter`, fed the ACKs of one download
+    /// (each newer than the last), as `show queues` sees it.
+    pub(crate) fn ack_filtered() -> (Engine, ir::Config) {
+        let cfg = sluice_conf::check(
+            "t.conf",
+            "altq on wan0 priq bandwidth 64Kb queue { up }\nqueue up priq(default ack-filter)\n",
+            &[],
+        )
+        .unwrap()
+        .config;
+        let mut e = Engine::new(&cfg, Options::bridge("lan0", "wan0", [3; 16])).unwrap();
+        for n in 0..10u32 {
+            let f = sluice_sched::testing::TcpFrame::ack(
+                Ipv4Addr::new(10, 0, 0, 2),
+                Ipv4Addr::new(192, 0, 2, 1),
+                40_000,
+                443,
+                1000 * n,
+            );
+            e.handle_rx(Instant(1), 0, f.build());
+        }
+        (e, cfg)
+    }
+
+    #[test]
+    fn filtered_acks_show_as_their_own_drop_reason() {
+        let (e, cfg) = ack_filtered();
+        let rep = e.report();
+        let q = queues_from(&rep, Some(&cfg));
+        let up = q.ifaces[1].queues.iter().find(|q| q.name == "up").unwrap();
+        assert_eq!(up.options, ["default", "ack-filter"]);
+        // Ten ACKs, none sent yet, conservative: the newest and one older
+        // stay, eight went as redundant.
+        assert_eq!(up.qlength, 2, "{up:?}");
+        assert_eq!(up.drops.len(), 1, "{:?}", up.drops);
+        assert_eq!(
+            (up.drops[0].reason.as_str(), up.drops[0].packets),
+            ("ack-filter", 8)
+        );
+        let c = counters_json(&rep[1]);
+        assert_eq!(c.queue_drops, 8);
+        assert_eq!(c.queue_drops_by_reason[0].reason, "ack-filter");
     }
 }

@@ -16,10 +16,14 @@
 //!   the drops of every leaf that has it, or has a parent that has it, as if
 //!   sent — the token bucket for PRIQ/CBQ/HFSC trees, the link for a pipe
 //!   (where it covers all of the pipe's queues).
+//! - `ack-filter` turns on the ACK filter of a leaf's FIFO, RED/RIO or
+//!   FQ-CoDel (a pipe's on every queue of it).
 
 use sluice_conf::ir::{self, IfaceQueueing, PipeSched, SchedKind};
 use sluice_sched::ingress::Ingress;
-use sluice_sched::{cbq, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, ClassId, Qdisc};
+use sluice_sched::{
+    cbq, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, AckFilter, ClassId, Qdisc,
+};
 use sluice_time::Rate;
 use std::fmt;
 
@@ -93,6 +97,15 @@ pub fn queue_memory_limit(q: &ir::Queue) -> Option<u64> {
         .map(|_| fq_codel::Params::default().memory_limit_bytes)
 }
 
+/// The scheduler's ACK filter for the configuration's `ack-filter`.
+fn ack_filter(m: Option<ir::AckFilterMode>) -> AckFilter {
+    match m {
+        None => AckFilter::Off,
+        Some(ir::AckFilterMode::Conservative) => AckFilter::Conservative,
+        Some(ir::AckFilterMode::Aggressive) => AckFilter::Aggressive,
+    }
+}
+
 /// The queue a leaf class holds its packets in.
 fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
     if let Some(flows) = q.flows {
@@ -102,6 +115,7 @@ fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
             quantum_bytes: q.quantum.unwrap_or(d.quantum_bytes),
             limit_packets: q.qlimit.max(1),
             ecn: true,
+            ack_filter: ack_filter(q.ack_filter),
             ..d
         }));
     }
@@ -122,23 +136,29 @@ fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
                 t.max_th = t.max_th.min(limit);
                 t.min_th = t.min_th.min(t.max_th.saturating_sub(1));
             }
-            return Box::new(red::Rio::new(p));
+            return Box::new(red::Rio::new(p).with_ack_filter(ack_filter(q.ack_filter)));
         }
         let d = red::Params::default();
         let max_th = d.max_th.min(limit);
-        return Box::new(red::Red::new(red::Params {
-            limit_packets: limit,
-            max_th,
-            min_th: d.min_th.min(max_th.saturating_sub(1)),
-            ecn: q.ecn,
-            idle_pkt_time,
-            ..d
-        }));
+        return Box::new(
+            red::Red::new(red::Params {
+                limit_packets: limit,
+                max_th,
+                min_th: d.min_th.min(max_th.saturating_sub(1)),
+                ecn: q.ecn,
+                idle_pkt_time,
+                ..d
+            })
+            .with_ack_filter(ack_filter(q.ack_filter)),
+        );
     }
-    Box::new(fifo::Fifo::new(fifo::Params {
-        limit_packets: q.qlimit.max(1),
-        limit_bytes: q.qlimit_bytes,
-    }))
+    Box::new(
+        fifo::Fifo::new(fifo::Params {
+            limit_packets: q.qlimit.max(1),
+            limit_bytes: q.qlimit_bytes,
+        })
+        .with_ack_filter(ack_filter(q.ack_filter)),
+    )
 }
 
 /// A curve that grants nothing (`min 0`, as the OpenBSD FAQ writes for a
@@ -324,18 +344,26 @@ pub fn ingress_charged(root: &dyn Qdisc, class: ClassId) -> Option<(u64, u64)> {
 
 fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildError> {
     let weight = |qu: &ir::Queue| qu.weight.unwrap_or(1).clamp(1, 100);
+    // A pipe's `ack-filter` covers every queue of it.
+    let filter_of = |qu: &ir::Queue| ack_filter(qu.ack_filter.or(p.ack_filter));
     let fifo_of = |qu: &ir::Queue| -> Box<dyn Qdisc> {
-        Box::new(fifo::Fifo::new(fifo::Params {
-            limit_packets: qu.qlimit.max(1),
-            limit_bytes: qu.qlimit_bytes,
-        }))
+        Box::new(
+            fifo::Fifo::new(fifo::Params {
+                limit_packets: qu.qlimit.max(1),
+                limit_bytes: qu.qlimit_bytes,
+            })
+            .with_ack_filter(filter_of(qu)),
+        )
     };
     let default = class_id(q.default_queue);
     Ok(match &p.sched {
-        PipeSched::Fifo => Box::new(fifo::Fifo::new(fifo::Params {
-            limit_packets: p.qlimit.max(1),
-            limit_bytes: None,
-        })),
+        PipeSched::Fifo => Box::new(
+            fifo::Fifo::new(fifo::Params {
+                limit_packets: p.qlimit.max(1),
+                limit_bytes: None,
+            })
+            .with_ack_filter(ack_filter(p.ack_filter)),
+        ),
         PipeSched::Drr => {
             let mut s = drr::Drr::new(1514);
             for (i, qu) in q.queues.iter().enumerate() {
@@ -355,7 +383,7 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
             Box::new(s)
         }
         PipeSched::FqCodel(fp) => {
-            let make = || -> Box<dyn Qdisc> {
+            let make = |filter: AckFilter| -> Box<dyn Qdisc> {
                 Box::new(fq_codel::FqCodel::new(fq_codel::Params {
                     flows: fp.flows.clamp(1, 65_536),
                     quantum_bytes: fp.quantum,
@@ -363,15 +391,16 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
                     target: fp.target,
                     interval: fp.interval,
                     ecn: fp.ecn,
+                    ack_filter: filter,
                     ..fq_codel::Params::default()
                 }))
             };
             if q.queues.len() <= 1 {
-                make()
+                make(q.queues.first().map_or(ack_filter(p.ack_filter), filter_of))
             } else {
                 let mut s = drr::Drr::new(fp.quantum.max(256));
                 for (i, qu) in q.queues.iter().enumerate() {
-                    s.add_class(class_id(i), weight(qu), make())
+                    s.add_class(class_id(i), weight(qu), make(filter_of(qu)))
                         .map_err(|e| err(q, e))?;
                 }
                 s.set_default(default).map_err(|e| err(q, e))?;

@@ -10,7 +10,14 @@
 //! - A limit of 0 packets is treated as 1 so the queue can always carry traffic
 //!   (ALTQ's `qlimit 0` means "default"; the config layer maps it, but a bare 0
 //!   here must not black-hole).
+//! - With an ACK filter ([`Fifo::with_ack_filter`]), an arriving ACK may
+//!   remove one older redundant pure ACK of its connection from the newest
+//!   [`SCAN_LIMIT`](crate::ack_filter::SCAN_LIMIT) packets
+//!   ([`DropReason::AckFilter`]); the others keep their order. It does so
+//!   only when the newcomer is then accepted, so a full queue never trades
+//!   an old ACK for nothing.
 
+use crate::ack_filter::{self, AckFilter};
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
@@ -67,6 +74,8 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 pub struct Fifo {
     queue: VecDeque<Slot>,
     limit_packets: u32,
+    /// In the padding after `limit_packets`: no line added.
+    ack_filter: AckFilter,
     /// `params.limit_bytes`, `u64::MAX` when unset (one compare, no tag).
     limit_bytes: u64,
     last_now: Instant,
@@ -89,11 +98,22 @@ impl Fifo {
         Fifo {
             queue: VecDeque::with_capacity(cap),
             limit_packets: params.limit_packets,
+            ack_filter: AckFilter::Off,
             limit_bytes: params.limit_bytes.unwrap_or(u64::MAX),
             last_now: Instant::ZERO,
             backlog_bytes: 0,
             stats: QueueStats::default(),
         }
+    }
+
+    /// The same queue with an ACK filter (see the module's Principles).
+    pub fn with_ack_filter(mut self, mode: AckFilter) -> Fifo {
+        self.ack_filter = mode;
+        self
+    }
+
+    pub fn ack_filter(&self) -> AckFilter {
+        self.ack_filter
     }
 
     /// The limits in force (`limit_packets` at least 1; a byte limit of
@@ -109,11 +129,14 @@ impl Fifo {
     /// filled in (see the type's doc). Built when asked, off the packet path.
     pub fn stats(&self) -> QueueStats {
         let mut st = self.stats.clone();
-        let purge = DropReason::Purge.index();
+        // Resident packets leave by dequeue, purge or the ACK filter.
+        let gone = [DropReason::Purge.index(), DropReason::AckFilter.index()];
         st.qlen = self.queue.len() as u64;
         st.backlog_bytes = self.backlog_bytes;
-        st.enq_packets = st.deq_packets + st.drop_packets[purge] + st.qlen;
-        st.enq_bytes = st.deq_bytes + st.drop_bytes[purge] + st.backlog_bytes;
+        st.enq_packets =
+            st.deq_packets + gone.iter().map(|&i| st.drop_packets[i]).sum::<u64>() + st.qlen;
+        st.enq_bytes =
+            st.deq_bytes + gone.iter().map(|&i| st.drop_bytes[i]).sum::<u64>() + st.backlog_bytes;
         st
     }
 
@@ -130,6 +153,39 @@ impl Fifo {
         self.queue.len() < self.limit_packets as usize
             && self.backlog_bytes.saturating_add(pkt.len as u64) <= self.limit_bytes
     }
+
+    /// `enqueue` with the ACK filter on: out of line, so the plain FIFO's
+    /// packet path carries only the test of the mode.
+    #[inline(never)]
+    fn enqueue_filtered(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        let skip = self.queue.len().saturating_sub(ack_filter::SCAN_LIMIT);
+        let victim = ack_filter::find_redundant(
+            self.ack_filter,
+            &pkt,
+            self.queue.iter().skip(skip).map(|s| &s.0),
+        )
+        .map(|i| i + skip);
+        let freed = victim
+            .and_then(|i| self.queue.get(i))
+            .map_or(0, |s| u64::from(s.0.len));
+        let room = self.queue.len() - usize::from(victim.is_some()) < self.limit_packets as usize
+            && (self.backlog_bytes - freed).saturating_add(pkt.len as u64) <= self.limit_bytes;
+        if !room {
+            self.stats.push_drop(pkt, DropReason::QueueFull, drops);
+            return Enqueue::Rejected;
+        }
+        let mut outcome = Enqueue::Queued;
+        if let Some(Slot(old)) = victim.and_then(|i| self.queue.remove(i)) {
+            self.backlog_bytes -= old.len as u64;
+            // `on_drop`: the resident counts are derived.
+            self.stats.push_drop(old, DropReason::AckFilter, drops);
+            outcome = Enqueue::QueuedDroppedOthers;
+        }
+        pkt.enqueued_at = now;
+        self.backlog_bytes += pkt.len as u64;
+        self.queue.push_back(Slot(pkt));
+        outcome
+    }
 }
 
 // `#[inline]` on the packet path: classful parents that hold a FIFO inline
@@ -139,6 +195,9 @@ impl Qdisc for Fifo {
     #[inline(always)]
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last_now, now);
+        if self.ack_filter.is_on() {
+            return self.enqueue_filtered(pkt, now, drops);
+        }
         if !self.fits(&pkt) {
             self.stats.push_drop(pkt, DropReason::QueueFull, drops);
             return Enqueue::Rejected;

@@ -29,7 +29,13 @@
 //!   exactly one aligned cache line. Enqueue and dequeue are O(1); only the
 //!   overflow path scans the per-flow backlog array (O(flows), amortized over
 //!   a batch).
+//! - With `ack_filter` on, an arriving ACK may remove one older redundant
+//!   pure ACK of its connection from its own flow queue (at most
+//!   [`SCAN_LIMIT`](crate::ack_filter::SCAN_LIMIT) packets looked at,
+//!   [`DropReason::AckFilter`]); the flow's other packets keep their order
+//!   and the newcomer is always queued (see [`crate::ack_filter`]).
 
+use crate::ack_filter::{self, AckFilter};
 use crate::codel;
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
@@ -62,6 +68,8 @@ pub struct Params {
     pub ecn: bool,
     /// Most packets dropped from the fattest flow per overflow.
     pub drop_batch: u32,
+    /// Thin redundant pure ACKs on enqueue (off by default).
+    pub ack_filter: AckFilter,
 }
 
 impl Default for Params {
@@ -75,6 +83,7 @@ impl Default for Params {
             interval: Duration::from_millis(100),
             ecn: true,
             drop_batch: 64,
+            ack_filter: AckFilter::Off,
         }
     }
 }
@@ -524,6 +533,45 @@ impl FqCodel {
         Some(pkt)
     }
 
+    /// The ACK filter on the flow queue `idx` whose tail was just
+    /// enqueued: drops the older ACK it makes redundant, if any. Returns
+    /// whether it dropped one.
+    #[inline(never)]
+    fn filter_acks(&mut self, idx: u32, drops: &mut Drops) -> bool {
+        let mode = self.params.ack_filter;
+        let Some(f) = self.flows.get_mut(idx as usize).map(|l| &mut l.0) else {
+            return false;
+        };
+        let Some(trigger) = self
+            .slab
+            .get(f.tail)
+            .and_then(|p| ack_filter::Trigger::of(mode, p))
+        else {
+            return false;
+        };
+        let tail = f.tail;
+        let older = self
+            .slab
+            .chain(f.head)
+            .take_while(|&(i, _)| i != tail)
+            .map(|(_, p)| p);
+        let Some(n) = trigger.pick(mode, older) else {
+            return false;
+        };
+        let Some(pkt) = self.slab.remove_nth(&mut f.head, &mut f.tail, n) else {
+            return false;
+        };
+        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+            *b = b.saturating_sub(pkt.len);
+        }
+        self.queued -= 1;
+        self.queued_bytes -= pkt.len as u64;
+        self.queued_mem -= pkt.truesize();
+        // Resident counts are derived (see `stats`).
+        self.stats.push_drop(pkt, DropReason::AckFilter, drops);
+        true
+    }
+
     /// Memory the flow queues hold (sum of [`Packet::truesize`]), the
     /// figure `memory_limit_bytes` caps.
     pub fn memory_bytes(&self) -> u64 {
@@ -556,8 +604,13 @@ impl Qdisc for FqCodel {
             self.push_tail(OnList::New, idx);
             self.fq_stats.new_flows += 1;
         }
+        let filtered = self.params.ack_filter.is_on() && self.filter_acks(idx, drops);
         if !self.over_limit() {
-            return Enqueue::Queued;
+            return if filtered {
+                Enqueue::QueuedDroppedOthers
+            } else {
+                Enqueue::Queued
+            };
         }
         self.overflow(id, drops)
     }

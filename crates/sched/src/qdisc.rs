@@ -26,15 +26,19 @@ pub enum DropReason {
     NoClass,
     /// Removed by `purge` (reconfiguration, shutdown).
     Purge,
+    /// A queued pure ACK made redundant by a newer one of its connection
+    /// (the ACK filter, [`crate::ack_filter`]).
+    AckFilter,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 5] = [
+    pub const ALL: [DropReason; 6] = [
         DropReason::QueueFull,
         DropReason::Aqm,
         DropReason::Loss,
         DropReason::NoClass,
         DropReason::Purge,
+        DropReason::AckFilter,
     ];
     pub fn index(self) -> usize {
         self as usize
@@ -46,6 +50,7 @@ impl DropReason {
             DropReason::Loss => "loss",
             DropReason::NoClass => "no-class",
             DropReason::Purge => "purge",
+            DropReason::AckFilter => "ack-filter",
         }
     }
 }

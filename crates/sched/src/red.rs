@@ -19,6 +19,11 @@
 //!   and queued instead of dropped (RFC 3168 §7); marks count in
 //!   `QueueStats::ecn_marks`.
 //! - The physical `limit_packets` still refuses newcomers (`QueueFull`).
+//! - With an ACK filter (`with_ack_filter`), an admitted ACK may remove one
+//!   older redundant pure ACK of its connection from the newest
+//!   [`SCAN_LIMIT`](crate::ack_filter::SCAN_LIMIT) packets
+//!   ([`DropReason::AckFilter`]), as in [`crate::fifo`]; RED's verdict on
+//!   the newcomer comes first.
 //! - Randomness comes from a seeded xorshift generator in the state: runs are
 //!   reproducible and the core stays sans-IO.
 //!
@@ -30,6 +35,7 @@
 //! packets of precedence ≤ `i`, so packets of high drop precedence feel the
 //! whole queue while low drop precedence only feels its own kind.
 
+use crate::ack_filter::{self, AckFilter};
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant};
@@ -216,6 +222,7 @@ struct Base {
     rng: u64,
     stats: QueueStats,
     last_now: Instant,
+    ack_filter: AckFilter,
 }
 
 impl Base {
@@ -231,6 +238,7 @@ impl Base {
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             stats: QueueStats::default(),
             last_now: Instant::ZERO,
+            ack_filter: AckFilter::Off,
         }
     }
 
@@ -239,7 +247,8 @@ impl Base {
         Enqueue::Rejected
     }
 
-    /// Applies a verdict to an arriving packet of precedence `prec`.
+    /// Applies a verdict to an arriving packet of precedence `prec`. The
+    /// precedence of a packet the ACK filter removed goes to `removed`.
     fn admit(
         &mut self,
         mut pkt: Packet,
@@ -247,6 +256,7 @@ impl Base {
         v: Verdict,
         now: Instant,
         drops: &mut Drops,
+        removed: &mut Option<u8>,
     ) -> Enqueue {
         match v {
             Verdict::Forced => return self.refuse(pkt, DropReason::Aqm, drops),
@@ -259,14 +269,29 @@ impl Base {
             }
             Verdict::Pass => {}
         }
-        if self.queue.len() >= self.shared.limit_packets as usize {
+        let victim = if self.ack_filter.is_on() {
+            let skip = self.queue.len().saturating_sub(ack_filter::SCAN_LIMIT);
+            let older = self.queue.iter().skip(skip).map(|(p, _)| p);
+            ack_filter::find_redundant(self.ack_filter, &pkt, older).map(|i| i + skip)
+        } else {
+            None
+        };
+        if self.queue.len() - usize::from(victim.is_some()) >= self.shared.limit_packets as usize {
             return self.refuse(pkt, DropReason::QueueFull, drops);
+        }
+        let mut outcome = Enqueue::Queued;
+        if let Some((old, p)) = victim.and_then(|i| self.queue.remove(i)) {
+            self.backlog_bytes -= old.len as u64;
+            self.stats
+                .push_drop_resident(old, DropReason::AckFilter, drops);
+            *removed = Some(p);
+            outcome = Enqueue::QueuedDroppedOthers;
         }
         pkt.enqueued_at = now;
         self.stats.on_enqueue(&pkt);
         self.backlog_bytes += pkt.len as u64;
         self.queue.push_back((pkt, prec));
-        Enqueue::Queued
+        outcome
     }
 
     fn pop(&mut self, now: Instant) -> Option<(Packet, u8)> {
@@ -308,6 +333,12 @@ impl Red {
                 max_p: p.max_p.min(MAX_P_ONE),
             }),
         }
+    }
+
+    /// The same queue with an ACK filter (see the module's Principles).
+    pub fn with_ack_filter(mut self, mode: AckFilter) -> Red {
+        self.base.ack_filter = mode;
+        self
     }
 
     /// The average queue in packets (Q.16).
@@ -353,7 +384,7 @@ impl Qdisc for Red {
         let v = self
             .core
             .arrival(qlen, now, &self.base.shared, &mut self.base.rng);
-        self.base.admit(pkt, 0, v, now, drops)
+        self.base.admit(pkt, 0, v, now, drops, &mut None)
     }
 
     fn dequeue(&mut self, now: Instant, _drops: &mut Drops) -> Option<Packet> {
@@ -447,6 +478,12 @@ impl Rio {
         }
     }
 
+    /// The same queue with an ACK filter (see the module's Principles).
+    pub fn with_ack_filter(mut self, mode: AckFilter) -> Rio {
+        self.base.ack_filter = mode;
+        self
+    }
+
     /// Average queue of precedence `prec` (Q.16 packets).
     pub fn avg_q16(&self, prec: usize) -> u64 {
         self.cores.get(prec).map_or(0, |c| c.avg_q16)
@@ -469,10 +506,18 @@ impl Qdisc for Rio {
                 verdict = v;
             }
         }
-        let r = self.base.admit(pkt, dp as u8, verdict, now, drops);
+        let mut removed = None;
+        let r = self
+            .base
+            .admit(pkt, dp as u8, verdict, now, drops, &mut removed);
         if r != Enqueue::Rejected {
             for q in &mut self.qlen[dp..] {
                 *q += 1;
+            }
+        }
+        if let Some(p) = removed {
+            for q in &mut self.qlen[p as usize..] {
+                *q = q.saturating_sub(1);
             }
         }
         r

@@ -782,4 +782,30 @@ Configured Addresses of wan1
 ";
         assert_eq!(format_info(&i), want);
     }
+
+    /// An upload queue with `ack-filter` after ten ACKs of one download,
+    /// through the engine and the snapshot as `sluice show queues` gets it.
+    #[test]
+    fn filtered_acks_show_among_the_queues_drops() {
+        let text =
+            "altq on wan0 priq bandwidth 64Kb queue { up }\nqueue up priq(default ack-filter)\n";
+        let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+        let opts = sluice_engine::Options::bridge("lan0", "wan0", [3; 16]);
+        let mut e = sluice_engine::Engine::new(&cfg, opts).unwrap();
+        for n in 0..10u32 {
+            let a = std::net::Ipv4Addr::new(10, 0, 0, 2);
+            let b = std::net::Ipv4Addr::new(192, 0, 2, 1);
+            let f = sluice_sched::testing::TcpFrame::ack(a, b, 40_000, 443, 1000 * n);
+            e.handle_rx(sluice_time::Instant(1), 0, f.build());
+        }
+        let q = sluice_control::snapshot::queues_from(&e.report(), Some(&cfg));
+        let out = format_queues(&q);
+        let at = out
+            .find("queue up on wan0")
+            .unwrap_or_else(|| panic!("{out}"));
+        let up: Vec<&str> = out[at..].lines().take(4).collect();
+        assert!(up[0].ends_with("priq( default ack-filter )"), "{out}");
+        assert!(up[1].contains("dropped pkts:      8"), "{out}");
+        assert!(up[3].ends_with("drops: ack-filter 8 ]"), "{out}");
+    }
 }

@@ -3,7 +3,7 @@
 use super::{PResult, P};
 use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{FqCodelParams, PipeSched, SchedKind};
+use crate::ir::{AckFilterMode, FqCodelParams, PipeSched, SchedKind};
 use crate::lex::Tok;
 use crate::units::{self, Bw};
 use sluice_time::Duration;
@@ -191,6 +191,14 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             "pipe" => q.pipe = Some(p.name("pipe name")?),
             "weight" => q.weight = Some(p.number("weight", 0, u64::MAX)?),
             "ingress" => q.ingress = Some(w.span),
+            s if AckFilterMode::from_word(s).is_some() => {
+                if let Some(m) = AckFilterMode::from_word(s) {
+                    // Bare, it is 5.5+ (or dummynet) syntax; ALTQ writes
+                    // it among the scheduler's options.
+                    mark(&mut q.new_style, m.name(), w.span);
+                    q.ack_filter = Some(Sp::new(m, w.span));
+                }
+            }
             s => match sched_kind(s) {
                 Some(k) => {
                     mark(&mut q.old_style, crate::sema::sched_opts_name(k), w.span);
@@ -203,7 +211,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
                         Diagnostic::error(format!("unexpected `{s}` in queue"), w.span).label("not a queue option").hint(
                             "ALTQ: on bandwidth priority qlimit priq(…) cbq(…) hfsc(…) { children }; \
-                             5.5+: on bandwidth min max burst parent qlimit flows quantum default; pipes: pipe weight qlimit default; any: ingress",
+                             5.5+: on bandwidth min max burst parent qlimit flows quantum default ack-filter; pipes: pipe weight qlimit default ack-filter; any: ingress",
                         )
                     }))
                 }
@@ -247,6 +255,10 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 true
             }
             ("cleardscp", _) => true,
+            (s, _) if AckFilterMode::from_word(s).is_some() => {
+                q.ack_filter = AckFilterMode::from_word(s).map(|m| Sp::new(m, w.span));
+                true
+            }
             ("realtime", SchedKind::Hfsc) => {
                 q.realtime = Some(curve(p)?);
                 true
@@ -267,9 +279,9 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
         };
         if !ok {
             let allowed = match k {
-                SchedKind::Priq => "default red ecn ingress",
-                SchedKind::Cbq => "default borrow red ecn rio ingress",
-                _ => "default red ecn rio realtime linkshare upperlimit ingress",
+                SchedKind::Priq => "default red ecn ingress ack-filter",
+                SchedKind::Cbq => "default borrow red ecn rio ingress ack-filter",
+                _ => "default red ecn rio realtime linkshare upperlimit ingress ack-filter",
             };
             return Err(Diagnostic::error(
                 format!("unknown option `{}` for this scheduler", w.v),
@@ -292,6 +304,7 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
         sched: PipeSched::Fifo,
         span: start,
         ingress: None,
+        ack_filter: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -325,10 +338,14 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
                 };
             }
             "ingress" => d.ingress = Some(w.span),
+            o if AckFilterMode::from_word(o).is_some() => {
+                d.ack_filter = AckFilterMode::from_word(o).map(|m| Sp::new(m, w.span));
+            }
             o => {
                 return Err(
-                    Diagnostic::error(format!("unexpected `{o}` in pipe"), w.span)
-                        .label("expected on, bandwidth, delay, plr, qlimit, sched or ingress"),
+                    Diagnostic::error(format!("unexpected `{o}` in pipe"), w.span).label(
+                        "expected on, bandwidth, delay, plr, qlimit, sched, ingress or ack-filter",
+                    ),
                 )
             }
         }

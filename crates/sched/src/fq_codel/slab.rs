@@ -67,6 +67,50 @@ impl Slab {
         self.slots.get_mut(idx as usize)?.0.as_mut()
     }
 
+    /// The packet in slot `idx`, if it holds one.
+    #[inline]
+    pub(super) fn get(&self, idx: u32) -> Option<&Packet> {
+        self.slots.get(idx as usize)?.0.as_ref()
+    }
+
+    /// The chain from `head`, oldest first, as (slot, packet).
+    pub(super) fn chain(&self, head: u32) -> impl Iterator<Item = (u32, &Packet)> + '_ {
+        let mut at = head;
+        std::iter::from_fn(move || {
+            let p = self.get(at)?;
+            let here = at;
+            at = self.next.get(at as usize).copied().unwrap_or(NIL);
+            Some((here, p))
+        })
+    }
+
+    /// Removes the `n`-th packet (0 = the head) of the chain `head..tail`,
+    /// keeping the others in order. O(n).
+    pub(super) fn remove_nth(
+        &mut self,
+        head: &mut u32,
+        tail: &mut u32,
+        n: usize,
+    ) -> Option<Packet> {
+        if n == 0 {
+            return self.pop(head, tail);
+        }
+        let mut prev = *head;
+        for _ in 1..n {
+            prev = *self.next.get(prev as usize)?;
+        }
+        let idx = *self.next.get(prev as usize)?;
+        let pkt = self.slots.get_mut(idx as usize)?.0.take()?;
+        let after = self.next[idx as usize];
+        self.next[prev as usize] = after;
+        if *tail == idx {
+            *tail = prev;
+        }
+        self.next[idx as usize] = self.free;
+        self.free = idx;
+        Some(pkt)
+    }
+
     /// Removes the head of the chain `head..tail`.
     #[inline]
     pub(super) fn pop(&mut self, head: &mut u32, tail: &mut u32) -> Option<Packet> {

@@ -346,6 +346,7 @@ fn model_check() {
             interval: Duration::from_millis(30),
             ecn,
             drop_batch: 4,
+            ..Params::default()
         }))
     });
 }

@@ -106,6 +106,7 @@ impl B<'_, '_, '_> {
         }
         self.drain_warnings(&t, bw, sched, false);
         self.ingress_checks(&t, &a.iface);
+        self.ack_filter_warnings(&t, false);
         Some(IfaceQueueing {
             ifname: a.iface.v.clone(),
             sched,
@@ -179,6 +180,7 @@ impl B<'_, '_, '_> {
                 "flows" | "quantum" => "ALTQ queues have no flows; for FQ-CoDel use OpenBSD 5.5+ queues (`queue NAME on IF …` with `flows N`) instead of altq",
                 "min" | "max" | "burst" => "in ALTQ write hfsc(realtime X), hfsc(upperlimit X) or hfsc(linkshare (m1 d m2))",
                 "default" => "in ALTQ the default is a scheduler option: priq(default), cbq(default) or hfsc(default)",
+                "ack-filter" | "ack-filter-aggressive" => "in ALTQ the ACK filter is a scheduler option: priq(ack-filter), cbq(ack-filter) or hfsc(ack-filter)",
                 _ => "ALTQ children are listed in the parent's `{ … }` or in `altq … queue { … }`",
             };
             self.cx.err(
@@ -243,6 +245,7 @@ impl B<'_, '_, '_> {
         q.ecn = d.ecn;
         q.borrow = d.borrow;
         q.ingress = d.ingress.is_some();
+        q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
         q.realtime = d.realtime.as_ref().map(|c| curve(&c.v, parent_rate));
         q.linkshare = d.linkshare.as_ref().map(|c| curve(&c.v, parent_rate));
         q.upperlimit = d.upperlimit.as_ref().map(|c| curve(&c.v, parent_rate));

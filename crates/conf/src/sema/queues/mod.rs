@@ -65,6 +65,7 @@ struct QMeta {
     priority: Option<Span>,
     /// Where `ingress` was written on the queue.
     ingress: Option<Span>,
+    ack_filter: Option<Span>,
 }
 
 impl QMeta {
@@ -77,6 +78,7 @@ impl QMeta {
             default: d.default,
             priority: d.priority.as_ref().map(|p| p.span),
             ingress: d.ingress,
+            ack_filter: d.ack_filter.as_ref().map(|a| a.span),
         }
     }
 }
@@ -566,5 +568,41 @@ pub fn sched_opts_name(s: SchedKind) -> &'static str {
         SchedKind::Priq => "priq(…)",
         SchedKind::Cbq => "cbq(…)",
         _ => "hfsc(…)",
+    }
+}
+
+impl B<'_, '_, '_> {
+    /// `ack-filter` where it cannot act: a queue with children holds no
+    /// packets, and the queues of a fifo pipe (`fifo_pipe`) share the
+    /// pipe's one FIFO.
+    fn ack_filter_warnings(&mut self, t: &Tree, fifo_pipe: bool) {
+        for (q, m) in t.queues.iter().zip(&t.meta) {
+            let (Some(mode), Some(at)) = (q.ack_filter, m.ack_filter) else {
+                continue;
+            };
+            let why = if !q.children.is_empty() {
+                Some((
+                    "a queue with child queues holds no packets",
+                    "write it on the leaf queues that carry the ACKs (the upload's)",
+                ))
+            } else if fifo_pipe {
+                Some((
+                    "the queues of a fifo pipe share the pipe's one FIFO",
+                    "write it on the pipe: `pipe NAME on IF … ack-filter`",
+                ))
+            } else {
+                None
+            };
+            if let Some((label, hint)) = why {
+                self.cx.err(
+                    Diagnostic::warning(
+                        format!("`{}` on `{}` has no effect", mode.name(), q.name),
+                        at,
+                    )
+                    .label(label)
+                    .hint(hint),
+                );
+            }
+        }
     }
 }

@@ -56,6 +56,7 @@ impl B<'_, '_, '_> {
         q.quantum = d.quantum.as_ref().map(|f| f.v as u32);
         q.default = d.default.is_some();
         q.ingress = d.ingress.is_some();
+        q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
         let rate = q.bandwidth.unwrap_or(parent_rate);
         let idx = t.queues.len();
         if let Some(p) = parent.and_then(|p| t.queues.get_mut(p)) {
@@ -120,6 +121,7 @@ impl B<'_, '_, '_> {
         let default_queue = self.default_check(&t, &on, "mark one leaf queue with `default`");
         self.drain_warnings(&t, bw, SchedKind::Hfsc, false);
         self.ingress_checks(&t, &on);
+        self.ack_filter_warnings(&t, false);
         Some(IfaceQueueing {
             ifname: on.v,
             sched: SchedKind::Hfsc,

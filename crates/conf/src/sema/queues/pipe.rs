@@ -82,6 +82,7 @@ impl B<'_, '_, '_> {
             let ql = self.qlimit(d, pipe_qlimit);
             q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
             q.default = d.default.is_some();
+            q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
             let w = d.weight.as_ref().map_or(1, |w| w.v);
             if !(1..=100).contains(&w) {
                 let span = d.weight.as_ref().map_or(d.name.span, |w| w.span);
@@ -114,6 +115,7 @@ impl B<'_, '_, '_> {
                     default: None,
                     priority: None,
                     ingress: None,
+                    ack_filter: None,
                 },
             );
         }
@@ -131,6 +133,7 @@ impl B<'_, '_, '_> {
                 );
             }
         }
+        self.ack_filter_warnings(&t, matches!(p.sched, PipeSched::Fifo));
         Some(IfaceQueueing {
             ifname: iface.v.clone(),
             sched: SchedKind::Pipe,
@@ -145,6 +148,7 @@ impl B<'_, '_, '_> {
                 qlimit: pipe_qlimit as u32,
                 sched: p.sched.clone(),
                 ingress: p.ingress.is_some(),
+                ack_filter: p.ack_filter.as_ref().map(|a| a.v),
             }),
             line: self.cx.line(p.span),
         })
