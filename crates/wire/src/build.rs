@@ -9,7 +9,7 @@
 //! These are generators, not parsers: they trust their arguments (a payload
 //! longer than an IP datagram can hold is clamped to what fits).
 
-use crate::checksum::{finish, sum_words};
+use crate::checksum::{finish, pseudo_header_sum, sum_words};
 use crate::{parse, proto, Af, WireError, ETHERTYPE_PPPOE_SESS, PPP_IPV4, PPP_IPV6};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -98,12 +98,7 @@ fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, p: u8, mut seg: Vec<u8>) -> Vec<u8> {
         let init = if p == proto::ICMP {
             0
         } else {
-            let mut ph = Vec::with_capacity(12);
-            ph.extend_from_slice(&src.octets());
-            ph.extend_from_slice(&dst.octets());
-            ph.extend_from_slice(&[0, p]);
-            ph.extend_from_slice(&(seg.len() as u16).to_be_bytes());
-            sum_words(0, &ph)
+            pseudo_header_sum(src.into(), dst.into(), p, seg.len() as u32)
         };
         let mut c = finish(sum_words(init, &seg));
         if c == 0 && p == proto::UDP {
@@ -125,12 +120,8 @@ fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, mut seg: Vec<u8>) -> Vec<u8> {
     h.extend_from_slice(&dst.octets());
     if let Some(at) = csum_offset(nh) {
         // RFC 8200 §8.1 pseudo-header.
-        let mut ph = Vec::with_capacity(40);
-        ph.extend_from_slice(&src.octets());
-        ph.extend_from_slice(&dst.octets());
-        ph.extend_from_slice(&(seg.len() as u32).to_be_bytes());
-        ph.extend_from_slice(&[0, 0, 0, nh]);
-        let mut c = finish(sum_words(sum_words(0, &ph), &seg));
+        let ph = pseudo_header_sum(src.into(), dst.into(), nh, seg.len() as u32);
+        let mut c = finish(sum_words(ph, &seg));
         if c == 0 && nh == proto::UDP {
             c = 0xffff;
         }
@@ -207,6 +198,42 @@ fn ip(src: IpAddr, dst: IpAddr, p: u8, seg: Vec<u8>, what: &str) -> Vec<u8> {
         (IpAddr::V6(s), IpAddr::V6(d)) => ipv6(s, d, p, seg),
         _ => panic!("build::{what}: mixed address families"),
     }
+}
+
+/// The fields of a TCP segment for [`tcp_with`]. `options` are raw option
+/// bytes (see [`crate::tcp::TcpOption::encode`]), padded with EOL to a whole
+/// word; more than 40 bytes are cut to 40.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpSpec<'a> {
+    pub sport: u16,
+    pub dport: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub window: u16,
+    pub options: &'a [u8],
+    pub payload_len: usize,
+}
+
+/// TCP for either family with every header field chosen (valid checksums).
+/// Panics on mixed families.
+pub fn tcp_with(src: impl Into<IpAddr>, dst: impl Into<IpAddr>, spec: &TcpSpec<'_>) -> Vec<u8> {
+    let mut opts = spec.options.get(..40).unwrap_or(spec.options).to_vec();
+    while !opts.len().is_multiple_of(4) {
+        opts.push(crate::tcp::opt_kind::EOL);
+    }
+    let data_off = ((20 + opts.len()) / 4) as u8;
+    let mut s = Vec::with_capacity(20 + opts.len() + spec.payload_len);
+    s.extend_from_slice(&spec.sport.to_be_bytes());
+    s.extend_from_slice(&spec.dport.to_be_bytes());
+    s.extend_from_slice(&spec.seq.to_be_bytes());
+    s.extend_from_slice(&spec.ack.to_be_bytes());
+    s.extend_from_slice(&[data_off << 4, spec.flags]);
+    s.extend_from_slice(&spec.window.to_be_bytes());
+    s.extend_from_slice(&[0, 0, 0, 0]);
+    s.extend_from_slice(&opts);
+    s.extend(payload(spec.payload_len.min(MAX_SEGMENT - s.len())));
+    ip(src.into(), dst.into(), proto::TCP, s, "tcp_with")
 }
 
 /// ARP request "who has `target`, tell `sender`", padded to the 60-byte minimum.

@@ -6,6 +6,14 @@
 //!   is padded with zero (RFC 1071 §4.1).
 //! - Incremental update uses RFC 1624 eqn. 3, `HC' = ~(~HC + ~m + m')`, which
 //!   never produces the -0 (0x0000 ↔ 0xffff) ambiguity of eqn. 2.
+//! - A 16-bit field at an odd offset of the covered data straddles two words:
+//!   its contribution to the sum is its byte-swapped value (the sum is
+//!   byte-order independent, RFC 1071 §2(B)), so the same update applies to
+//!   the swapped old and new values.
+//! - TCP and UDP checksums also cover a pseudo-header (RFC 9293 §3.1, RFC 768,
+//!   RFC 8200 §8.1); its sum is built in one place, [`pseudo_header_sum`].
+
+use std::net::IpAddr;
 
 /// One's-complement sum of `data` added to `initial`, not yet folded or inverted.
 pub(crate) fn sum_words(initial: u32, data: &[u8]) -> u32 {
@@ -41,6 +49,39 @@ pub fn checksum_update16(sum: u16, old: u16, new: u16) -> u16 {
     finish(acc)
 }
 
+/// New checksum after the 16 bits at byte `offset` of the covered data changed
+/// from `old` to `new` (both as read big-endian from the two bytes). `offset`
+/// counts from the start of the checksummed bytes; for TCP/UDP that is the
+/// start of the L4 header (the pseudo-header is an even number of bytes).
+pub fn checksum_update_at(sum: u16, offset: usize, old: u16, new: u16) -> u16 {
+    if offset.is_multiple_of(2) {
+        checksum_update16(sum, old, new)
+    } else {
+        checksum_update16(sum, old.swap_bytes(), new.swap_bytes())
+    }
+}
+
+/// Unfolded sum of the TCP/UDP pseudo-header: IPv4 (RFC 9293 §3.1: source,
+/// destination, zero, protocol, 16-bit length) or IPv6 (RFC 8200 §8.1: source,
+/// destination, 32-bit length, three zero bytes, next header). Mixed families
+/// cannot come out of a parse; they sum to 0.
+pub(crate) fn pseudo_header_sum(src: IpAddr, dst: IpAddr, proto: u8, len: u32) -> u32 {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let acc = sum_words(sum_words(0, &s.octets()), &d.octets());
+            // An IPv4 datagram cannot carry more than 65535 bytes of segment.
+            let len16 = u16::try_from(len).unwrap_or(u16::MAX);
+            sum_words(acc, &[0, proto, (len16 >> 8) as u8, len16 as u8])
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let acc = sum_words(sum_words(0, &s.octets()), &d.octets());
+            let acc = sum_words(acc, &len.to_be_bytes());
+            sum_words(acc, &[0, 0, 0, proto])
+        }
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +111,44 @@ mod tests {
             let inc = checksum_update16(c, old, new);
             h[10..12].copy_from_slice(&inc.to_be_bytes());
             assert_eq!(internet_checksum(&h), 0, "tos {tos:#x}");
+        }
+    }
+
+    /// RFC 1624 §4's worked example: the other words sum to 0xcd7a, m goes
+    /// 0x5555 → 0x3285. Recomputation gives 0x0000; eqn. 2 would give 0xffff
+    /// (the -0 the RFC warns about); eqn. 3 must give 0x0000.
+    #[test]
+    fn rfc1624_minus_zero_corner() {
+        let c = 0xcd7au32;
+        let hc = finish(c + 0x5555);
+        assert_eq!(hc, 0xdd2f);
+        assert_eq!(finish(c + 0x3285), 0x0000, "recomputation");
+        assert_eq!(checksum_update16(hc, 0x5555, 0x3285), 0x0000);
+        // And back: 0x0000 → the original.
+        assert_eq!(checksum_update16(0x0000, 0x3285, 0x5555), 0xdd2f);
+    }
+
+    /// A 16-bit field at every offset of a buffer, odd ones included, updated
+    /// incrementally equals a full recomputation. (The buffer keeps nonzero
+    /// bytes elsewhere: of all-zero data the recomputation is 0xffff, the -0
+    /// that eqn. 3 by design never produces — both verify.)
+    #[test]
+    fn update_at_any_offset_equals_recompute() {
+        let orig: Vec<u8> = (0..41u8)
+            .map(|i| i.wrapping_mul(37).wrapping_add(11))
+            .collect();
+        for at in 0..orig.len() - 1 {
+            for new in [0x0000u16, 0xffff, 0x1234, 0xfe01, 0x00ff] {
+                let mut buf = orig.clone();
+                let sum = internet_checksum(&buf);
+                let old = u16::from_be_bytes([buf[at], buf[at + 1]]);
+                buf[at..at + 2].copy_from_slice(&new.to_be_bytes());
+                assert_eq!(
+                    checksum_update_at(sum, at, old, new),
+                    internet_checksum(&buf),
+                    "offset {at} {old:#x} -> {new:#x}"
+                );
+            }
         }
     }
 }

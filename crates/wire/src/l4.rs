@@ -5,7 +5,8 @@
 //!
 //! - `seg` is the L4 part of the datagram as bounded by the IP length, so
 //!   payload lengths never include Ethernet padding.
-//! - TCP data offset must be 5..=15 words and fit in the segment.
+//! - TCP data offset must be 5..=15 words and fit in the segment (checked in
+//!   one place, `tcp::header_len`, which the header view shares).
 //! - UDP's length field is checked against the datagram only when the
 //!   datagram is whole; a first fragment legitimately carries a UDP length
 //!   that covers all fragments.
@@ -13,7 +14,6 @@
 
 use crate::{proto, Af, Frag, Layer, WireError, L4};
 
-const TCP_MIN_HDR: usize = 20;
 const UDP_HDR: usize = 8;
 const ICMP_HDR: usize = 8;
 
@@ -29,14 +29,8 @@ fn clamp_u16(n: usize) -> u16 {
 pub(crate) fn parse_l4(af: Af, p: u8, seg: &[u8], frag: Frag) -> Result<L4, WireError> {
     match (af, p) {
         (_, proto::TCP) => {
-            let h = seg
-                .get(..TCP_MIN_HDR)
-                .ok_or(WireError::Truncated(Layer::Tcp))?;
-            let data_off = h[12] >> 4;
-            let hdr_len = usize::from(data_off) * 4;
-            if hdr_len < TCP_MIN_HDR || hdr_len > seg.len() {
-                return Err(WireError::BadTcpOffset(data_off));
-            }
+            let hdr_len = crate::tcp::header_len(seg)?;
+            let h = seg.get(..hdr_len).ok_or(WireError::Truncated(Layer::Tcp))?;
             Ok(L4::Tcp {
                 sport: u16::from_be_bytes([h[0], h[1]]),
                 dport: u16::from_be_bytes([h[2], h[3]]),

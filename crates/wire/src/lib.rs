@@ -4,7 +4,9 @@
 //! PPPoE session), IPv4 (options, fragments), IPv6 (extension-header chain),
 //! TCP, UDP, ICMP/ICMPv6; the address an ARP or ND frame claims for its
 //! sender ([`neighbor_claim`]); ECN rewriting with the incremental IPv4 checksum
-//! update; frame builders for tests. Depends on nothing but `std`.
+//! update; the TCP header view, its options and in-place window/MSS rewrites
+//! ([`tcp`]); the per-flow receive-window clamp ([`tcpwin`]); frame builders
+//! for tests. Depends on nothing but `std`.
 //!
 //! # Principles
 //!
@@ -33,8 +35,10 @@ mod l4;
 mod neigh;
 
 pub mod build;
+pub mod tcp;
+pub mod tcpwin;
 
-pub use checksum::{checksum_update16, internet_checksum};
+pub use checksum::{checksum_update16, checksum_update_at, internet_checksum};
 pub use ether::{MAX_VLAN_TAGS, PPP_IPV4, PPP_IPV6};
 pub use ip::MAX_EXT_HEADERS;
 pub use neigh::{neighbor_claim, Claim, ClaimKind, ND_NEIGHBOR_ADVERT, ND_NEIGHBOR_SOLICIT};
@@ -291,6 +295,45 @@ pub fn fuzz_entry(data: &[u8]) {
             }
         }
     }
+}
+
+/// Entry point for the `tcp_rewrite` fuzz target: walk the options of any
+/// bytes (must end, never panic); for a frame that parses as TCP, read its
+/// header, run a window clamp over it in both roles, and rewrite its window and
+/// MSS — each rewrite must keep the TCP checksum exactly as valid (or as
+/// invalid, by the same amount) as it was, and leave the frame parseable.
+pub fn fuzz_tcp_entry(data: &[u8]) {
+    let n = tcp::Options::new(data).take(64).count();
+    assert!(n <= data.len(), "the option walk advances every step");
+    let Ok(info) = parse(data) else { return };
+    let Ok(hdr) = tcp::TcpHeader::in_frame(data, &info) else {
+        let mut copy = data.to_vec();
+        assert!(tcp::rewrite_window(&mut copy, &info, 1).is_err());
+        assert_eq!(copy, data, "a refused rewrite leaves the frame untouched");
+        return;
+    };
+    let seg = hdr.segment();
+    let value = u16::from_be_bytes([
+        data.first().copied().unwrap_or(0),
+        data.last().copied().unwrap_or(0),
+    ]);
+    let before = tcp::tcp_checksum(data, &info).ok();
+    let stored = hdr.checksum();
+    let mut copy = data.to_vec();
+    let af = info.ip.map_or(Af::V4, |ip| ip.af);
+    let mut clamp = tcpwin::WindowClamp::new(af);
+    clamp.on_sender(&seg);
+    let _ = clamp.on_receiver_frame(&mut copy, &info, Some(u32::from(value)));
+    let _ = tcp::rewrite_window(&mut copy, &info, value);
+    let _ = tcp::rewrite_mss(&mut copy, &info, value ^ 0x5a5a);
+    let again = parse(&copy).expect("a TCP rewrite keeps the frame parseable");
+    let h2 = tcp::TcpHeader::in_frame(&copy, &again).expect("and its header readable");
+    let after = tcp::tcp_checksum(&copy, &again).ok();
+    // Valid before ⇔ valid after. Validity is what a receiver checks: the
+    // field equals the recomputation modulo 0xffff (0x0000 and 0xffff are
+    // both zero in one's complement).
+    let verifies = |c: Option<u16>, field: u16| c.map(|c| c % 0xffff == field % 0xffff);
+    assert_eq!(verifies(before, stored), verifies(after, h2.checksum()));
 }
 
 /// Read a big-endian u16 at `at`, if the bytes are there.

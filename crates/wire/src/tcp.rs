@@ -1,0 +1,807 @@
+//! The TCP header beyond ports and flags: sequence numbers, window, options
+//! (RFC 9293 §3.1–§3.2, RFC 7323 window scale and timestamps, RFC 2018 SACK),
+//! and in-place rewrites of its 16-bit fields (window, MSS) with the
+//! incremental checksum update of RFC 1624.
+//!
+//! # Principles
+//!
+//! - **One data-offset check.** [`header_len`] is the only place that decides
+//!   whether a data offset is valid; `parse` and [`TcpHeader::new`] both use
+//!   it, so a frame `parse` accepted is a frame whose header can be viewed.
+//! - **Options are walked, never guessed.** The list is kind/length/value
+//!   (RFC 9293 §3.2): EOL ends it, NOP is one byte, every other kind has a
+//!   length byte ≥ 2 that covers kind and length. The walk moves forward at
+//!   least one byte per step, so it ends within the 40 option bytes.
+//! - **The first malformed option ends the walk** — a length of 0 or 1, an
+//!   option running past the header, or a known kind with a length its RFC
+//!   does not allow. Nothing after it can be located for certain, and a
+//!   middlebox that guesses may disagree with the endpoint
+//!   (RFC 9293 §3.2: a TCP "MUST be prepared to handle an illegal option
+//!   length"). The error is an explicit outcome ([`OptionError`]), never a panic.
+//! - **Window scale above 14** is used as 14 and flagged (RFC 7323 §2.3).
+//! - **Rewrites change exactly four bytes**: the field and the checksum, with
+//!   RFC 1624 eqn. 3 (so the pseudo-header need not be known). On any refusal
+//!   the frame is untouched. Fragments are refused: a middlebox that sees only
+//!   part of a segment should not edit it.
+
+use crate::checksum::{checksum_update_at, finish, pseudo_header_sum, sum_words};
+use crate::{proto, Frag, Layer, PacketInfo, WireError, L4};
+use std::fmt;
+
+/// Fixed part of the TCP header.
+pub const TCP_MIN_HEADER: usize = 20;
+/// Largest window-scale shift (RFC 7323 §2.3): 2^14 · 65535 < 2^30, half the
+/// sequence space.
+pub const MAX_WINDOW_SCALE: u8 = 14;
+
+/// Option kinds sluice understands (IANA "TCP Option Kind Numbers").
+pub mod opt_kind {
+    pub const EOL: u8 = 0;
+    pub const NOP: u8 = 1;
+    pub const MSS: u8 = 2;
+    pub const WINDOW_SCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMPS: u8 = 8;
+}
+
+/// Byte offsets inside the TCP header.
+const OFF_SEQ: usize = 4;
+const OFF_ACK: usize = 8;
+const OFF_WINDOW: usize = 14;
+const OFF_CHECKSUM: usize = 16;
+/// SACK blocks an option can carry: 40 option bytes hold 2 + 4·8.
+pub const MAX_SACK_BLOCKS: usize = 4;
+
+/// Length of the TCP header at the start of `seg` (the segment as bounded by
+/// the IP length): data offset 5..=15 words and no longer than `seg`.
+pub(crate) fn header_len(seg: &[u8]) -> Result<usize, WireError> {
+    let h = seg
+        .get(..TCP_MIN_HEADER)
+        .ok_or(WireError::Truncated(Layer::Tcp))?;
+    let data_off = h[12] >> 4;
+    let hdr_len = usize::from(data_off) * 4;
+    if hdr_len < TCP_MIN_HEADER || hdr_len > seg.len() {
+        return Err(WireError::BadTcpOffset(data_off));
+    }
+    Ok(hdr_len)
+}
+
+fn be16_at(b: &[u8], at: usize) -> u16 {
+    match b.get(at..at + 2) {
+        Some(s) => u16::from_be_bytes([s[0], s[1]]),
+        None => 0,
+    }
+}
+
+fn be32_at(b: &[u8], at: usize) -> u32 {
+    match b.get(at..at + 4) {
+        Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
+        None => 0,
+    }
+}
+
+/// One TCP option, as found. Values are as sent (a window scale may exceed 14
+/// here; [`TcpOptions::window_scale`] is the clamped one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpOption<'a> {
+    /// Maximum segment size (kind 2, length 4).
+    Mss(u16),
+    /// Window scale shift (kind 3, length 3), unclamped.
+    WindowScale(u8),
+    /// SACK permitted (kind 4, length 2).
+    SackPermitted,
+    /// SACK blocks (kind 5, length 2 + 8·n, n = 1..=4).
+    Sack(SackBlocks<'a>),
+    /// Timestamps (kind 8, length 10).
+    Timestamps { tsval: u32, tsecr: u32 },
+    /// A well-framed option of a kind sluice does not interpret.
+    Unknown { kind: u8, data: &'a [u8] },
+}
+
+impl TcpOption<'_> {
+    /// Append the option's wire form to `out` (for tests and builders).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            TcpOption::Mss(v) => {
+                out.extend_from_slice(&[opt_kind::MSS, 4]);
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+            TcpOption::WindowScale(s) => out.extend_from_slice(&[opt_kind::WINDOW_SCALE, 3, s]),
+            TcpOption::SackPermitted => out.extend_from_slice(&[opt_kind::SACK_PERMITTED, 2]),
+            TcpOption::Sack(b) => {
+                out.extend_from_slice(&[opt_kind::SACK, (2 + b.0.len()) as u8]);
+                out.extend_from_slice(b.0);
+            }
+            TcpOption::Timestamps { tsval, tsecr } => {
+                out.extend_from_slice(&[opt_kind::TIMESTAMPS, 10]);
+                out.extend_from_slice(&tsval.to_be_bytes());
+                out.extend_from_slice(&tsecr.to_be_bytes());
+            }
+            TcpOption::Unknown { kind, data } => {
+                out.extend_from_slice(&[kind, (2 + data.len()) as u8]);
+                out.extend_from_slice(data);
+            }
+        }
+    }
+}
+
+/// The blocks of a SACK option: 1 to 4 (left edge, right edge) pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SackBlocks<'a>(&'a [u8]);
+
+impl<'a> SackBlocks<'a> {
+    /// Blocks from their wire bytes; `None` unless 1..=4 whole blocks.
+    pub fn new(bytes: &'a [u8]) -> Option<Self> {
+        let n = bytes.len() / 8;
+        (bytes.len().is_multiple_of(8) && (1..=MAX_SACK_BLOCKS).contains(&n))
+            .then_some(SackBlocks(bytes))
+    }
+
+    /// Number of blocks.
+    pub fn len(&self) -> usize {
+        self.0.len() / 8
+    }
+
+    /// Never true for blocks that came from [`SackBlocks::new`] or a parse.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The (left edge, right edge) pairs in the order sent (RFC 2018 §3).
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + 'a {
+        self.0
+            .chunks_exact(8)
+            .map(|c| (be32_at(c, 0), be32_at(c, 4)))
+    }
+}
+
+/// Why the option walk stopped early. `at` is the option's offset from the
+/// start of the option bytes (0..40), `kind` its kind byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionError {
+    /// A length byte of 0 or 1: the option cannot be skipped.
+    BadLength { at: u8, kind: u8, len: u8 },
+    /// The length byte is missing, or the option runs past the header.
+    Truncated { at: u8, kind: u8 },
+    /// A kind sluice knows, with a length its specification does not allow
+    /// (MSS ≠ 4, window scale ≠ 3, SACK-permitted ≠ 2, SACK ≠ 10/18/26/34,
+    /// timestamps ≠ 10).
+    WrongLength { at: u8, kind: u8, len: u8 },
+}
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            OptionError::BadLength { at, kind, len } => write!(
+                f,
+                "TCP option kind {kind} at option byte {at} has length {len} (minimum 2)"
+            ),
+            OptionError::Truncated { at, kind } => write!(
+                f,
+                "TCP option kind {kind} at option byte {at} runs past the header"
+            ),
+            OptionError::WrongLength { at, kind, len } => write!(
+                f,
+                "TCP option kind {kind} at option byte {at} has length {len}, \
+                 not one its RFC allows"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+/// Iterator over the options of a TCP header ([`TcpHeader::options`], or
+/// [`Options::new`] over raw option bytes). NOPs are skipped, EOL ends the
+/// list; an error is yielded once and ends the iteration.
+#[derive(Clone, Debug)]
+pub struct Options<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    done: bool,
+}
+
+impl<'a> Options<'a> {
+    /// Walk `bytes` (the bytes between the fixed header and the data offset).
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Options {
+            bytes,
+            pos: 0,
+            done: false,
+        }
+    }
+
+    fn fail(&mut self, e: OptionError) -> Option<Result<TcpOption<'a>, OptionError>> {
+        self.done = true;
+        Some(Err(e))
+    }
+}
+
+impl<'a> Iterator for Options<'a> {
+    type Item = Result<TcpOption<'a>, OptionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Each turn either returns or moves `pos` forward by at least one.
+        while !self.done {
+            let at = self.pos;
+            let Some(&kind) = self.bytes.get(at) else {
+                self.done = true;
+                return None;
+            };
+            match kind {
+                opt_kind::EOL => {
+                    self.done = true;
+                    return None;
+                }
+                opt_kind::NOP => {
+                    self.pos += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let at8 = u8::try_from(at).unwrap_or(u8::MAX);
+            let Some(&len) = self.bytes.get(at + 1) else {
+                return self.fail(OptionError::Truncated { at: at8, kind });
+            };
+            if len < 2 {
+                return self.fail(OptionError::BadLength { at: at8, kind, len });
+            }
+            let end = at + usize::from(len);
+            let Some(body) = self.bytes.get(at + 2..end) else {
+                return self.fail(OptionError::Truncated { at: at8, kind });
+            };
+            self.pos = end;
+            let wrong = OptionError::WrongLength { at: at8, kind, len };
+            let opt = match kind {
+                opt_kind::MSS => match body {
+                    [a, b] => TcpOption::Mss(u16::from_be_bytes([*a, *b])),
+                    _ => return self.fail(wrong),
+                },
+                opt_kind::WINDOW_SCALE => match body {
+                    [s] => TcpOption::WindowScale(*s),
+                    _ => return self.fail(wrong),
+                },
+                opt_kind::SACK_PERMITTED => match body {
+                    [] => TcpOption::SackPermitted,
+                    _ => return self.fail(wrong),
+                },
+                opt_kind::SACK => match SackBlocks::new(body) {
+                    Some(b) => TcpOption::Sack(b),
+                    None => return self.fail(wrong),
+                },
+                opt_kind::TIMESTAMPS => match body.len() {
+                    8 => TcpOption::Timestamps {
+                        tsval: be32_at(body, 0),
+                        tsecr: be32_at(body, 4),
+                    },
+                    _ => return self.fail(wrong),
+                },
+                _ => TcpOption::Unknown { kind, data: body },
+            };
+            return Some(Ok(opt));
+        }
+        None
+    }
+}
+
+impl std::iter::FusedIterator for Options<'_> {}
+
+/// What a header's options say, gathered in one walk. When an option occurs
+/// twice, the later one counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpOptions {
+    pub mss: Option<u16>,
+    /// The window-scale shift offered, clamped to [`MAX_WINDOW_SCALE`].
+    pub window_scale: Option<u8>,
+    /// The shift offered was above 14 and is used as 14 (RFC 7323 §2.3).
+    pub window_scale_clamped: bool,
+    pub sack_permitted: bool,
+    sack: [(u32, u32); MAX_SACK_BLOCKS],
+    sack_len: u8,
+    /// (TSval, TSecr).
+    pub timestamps: Option<(u32, u32)>,
+    /// Well-framed options of kinds sluice does not interpret.
+    pub unknown: u8,
+    /// The malformed option that ended the walk; nothing after it was read.
+    pub error: Option<OptionError>,
+}
+
+impl TcpOptions {
+    /// Gather the options in `bytes` (raw option bytes).
+    pub fn parse(bytes: &[u8]) -> Self {
+        let mut o = TcpOptions::default();
+        for item in Options::new(bytes) {
+            match item {
+                Ok(TcpOption::Mss(v)) => o.mss = Some(v),
+                Ok(TcpOption::WindowScale(s)) => {
+                    o.window_scale = Some(s.min(MAX_WINDOW_SCALE));
+                    o.window_scale_clamped = s > MAX_WINDOW_SCALE;
+                }
+                Ok(TcpOption::SackPermitted) => o.sack_permitted = true,
+                Ok(TcpOption::Sack(b)) => {
+                    o.sack_len = 0;
+                    for (slot, blk) in o.sack.iter_mut().zip(b.iter()) {
+                        *slot = blk;
+                        o.sack_len += 1;
+                    }
+                }
+                Ok(TcpOption::Timestamps { tsval, tsecr }) => o.timestamps = Some((tsval, tsecr)),
+                Ok(TcpOption::Unknown { .. }) => o.unknown = o.unknown.saturating_add(1),
+                Err(e) => o.error = Some(e),
+            }
+        }
+        o
+    }
+
+    /// SACK blocks of the segment (empty when it carries none).
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
+        &self.sack[..usize::from(self.sack_len).min(MAX_SACK_BLOCKS)]
+    }
+
+    /// Every option was well formed and of a kind sluice interprets.
+    pub fn fully_understood(&self) -> bool {
+        self.error.is_none() && self.unknown == 0
+    }
+}
+
+/// Why a TCP header could not be read or rewritten. The frame is untouched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Not an IP frame.
+    NotIp,
+    /// IP, but not TCP (or a TCP header `parse` did not describe).
+    NotTcp,
+    /// A fragment of a larger datagram (first or later).
+    Fragment,
+    /// The frame is shorter than the header its `PacketInfo` describes
+    /// (a `PacketInfo` of another frame, or a frame cut since).
+    Truncated,
+    /// Data offset below 5 words or past the segment.
+    BadDataOffset(u8),
+    /// [`rewrite_mss`]: the options carry no MSS.
+    NoMss,
+    /// [`rewrite_mss`]: the options are malformed before an MSS was found.
+    BadOptions(OptionError),
+}
+
+impl Refused {
+    /// Short name for counters and metrics labels.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Refused::NotIp => "not_ip",
+            Refused::NotTcp => "not_tcp",
+            Refused::Fragment => "fragment",
+            Refused::Truncated => "truncated",
+            Refused::BadDataOffset(_) => "bad_data_offset",
+            Refused::NoMss => "no_mss",
+            Refused::BadOptions(_) => "bad_options",
+        }
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refused::NotIp => write!(f, "not an IP frame"),
+            Refused::NotTcp => write!(f, "not a TCP segment"),
+            Refused::Fragment => write!(f, "an IP fragment (only whole segments are edited)"),
+            Refused::Truncated => write!(f, "the frame ends inside the TCP header"),
+            Refused::BadDataOffset(v) => {
+                write!(
+                    f,
+                    "bad TCP data offset {v} (5..=15 words within the segment)"
+                )
+            }
+            Refused::NoMss => write!(f, "no MSS option"),
+            Refused::BadOptions(e) => write!(f, "malformed TCP options: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A checked view of a TCP header (options included) and the length of the
+/// payload behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpHeader<'a> {
+    hdr: &'a [u8],
+    payload_len: usize,
+}
+
+impl<'a> TcpHeader<'a> {
+    /// View the header at the start of `seg`, the TCP segment as bounded by
+    /// the IP length (not the frame: Ethernet padding is not payload).
+    pub fn new(seg: &'a [u8]) -> Result<Self, WireError> {
+        let n = header_len(seg)?;
+        Ok(TcpHeader {
+            hdr: seg.get(..n).unwrap_or(&[]),
+            payload_len: seg.len() - n,
+        })
+    }
+
+    /// The TCP header of a frame `parse` described in `info`.
+    pub fn in_frame(frame: &'a [u8], info: &PacketInfo) -> Result<Self, Refused> {
+        let (start, end) = segment_bounds(frame.len(), info)?;
+        let seg = frame.get(start..end).ok_or(Refused::Truncated)?;
+        TcpHeader::new(seg).map_err(|e| match e {
+            WireError::BadTcpOffset(v) => Refused::BadDataOffset(v),
+            _ => Refused::Truncated,
+        })
+    }
+
+    pub fn sport(&self) -> u16 {
+        be16_at(self.hdr, 0)
+    }
+    pub fn dport(&self) -> u16 {
+        be16_at(self.hdr, 2)
+    }
+    pub fn seq(&self) -> u32 {
+        be32_at(self.hdr, OFF_SEQ)
+    }
+    pub fn ack(&self) -> u32 {
+        be32_at(self.hdr, OFF_ACK)
+    }
+    /// Header length in bytes (data offset · 4).
+    pub fn header_len(&self) -> usize {
+        self.hdr.len()
+    }
+    /// The flag byte (see [`crate::tcp_flags`]).
+    pub fn flags(&self) -> u8 {
+        self.hdr.get(13).copied().unwrap_or(0)
+    }
+    /// The window field as sent (unscaled).
+    pub fn window(&self) -> u16 {
+        be16_at(self.hdr, OFF_WINDOW)
+    }
+    pub fn checksum(&self) -> u16 {
+        be16_at(self.hdr, OFF_CHECKSUM)
+    }
+    pub fn payload_len(&self) -> usize {
+        self.payload_len
+    }
+    /// The raw option bytes (between the fixed header and the data offset).
+    pub fn option_bytes(&self) -> &'a [u8] {
+        self.hdr.get(TCP_MIN_HEADER..).unwrap_or(&[])
+    }
+    /// Walk the options one by one.
+    pub fn options(&self) -> Options<'a> {
+        Options::new(self.option_bytes())
+    }
+    /// The compact description window control and RTT estimation work from.
+    pub fn segment(&self) -> Segment {
+        Segment {
+            flags: self.flags(),
+            seq: self.seq(),
+            ack: self.ack(),
+            window: self.window(),
+            payload_len: u32::try_from(self.payload_len).unwrap_or(u32::MAX),
+            options: TcpOptions::parse(self.option_bytes()),
+        }
+    }
+}
+
+/// One TCP segment as the per-flow logic sees it: what [`TcpHeader::segment`]
+/// returns, or built by hand in tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Segment {
+    pub flags: u8,
+    pub seq: u32,
+    pub ack: u32,
+    /// Window field as sent (unscaled).
+    pub window: u16,
+    pub payload_len: u32,
+    pub options: TcpOptions,
+}
+
+/// `[start, end)` of the TCP segment of a parsed frame: from the L4 offset to
+/// the end of the IP datagram.
+fn segment_bounds(frame_len: usize, info: &PacketInfo) -> Result<(usize, usize), Refused> {
+    let ip = info.ip.as_ref().ok_or(Refused::NotIp)?;
+    if ip.frag != Frag::None {
+        return Err(Refused::Fragment);
+    }
+    if ip.proto != proto::TCP || !matches!(ip.l4, L4::Tcp { .. }) {
+        return Err(Refused::NotTcp);
+    }
+    let end = info.l3_offset.saturating_add(usize::from(ip.ip_len));
+    if ip.l4_offset > end || end > frame_len {
+        return Err(Refused::Truncated);
+    }
+    Ok((ip.l4_offset, end))
+}
+
+/// Overwrite the 16 bits at `field` (offset in the TCP header) with `new` and
+/// update the checksum. The caller has checked both fields lie inside the
+/// header at `l4`.
+fn put_u16(frame: &mut [u8], l4: usize, field: usize, new: u16) -> Result<u16, Refused> {
+    let at = l4 + field;
+    let old = be16_at(frame, at);
+    let sum_at = l4 + OFF_CHECKSUM;
+    let sum = be16_at(frame, sum_at);
+    let new_sum = checksum_update_at(sum, field, old, new);
+    frame
+        .get_mut(at..at + 2)
+        .ok_or(Refused::Truncated)?
+        .copy_from_slice(&new.to_be_bytes());
+    frame
+        .get_mut(sum_at..sum_at + 2)
+        .ok_or(Refused::Truncated)?
+        .copy_from_slice(&new_sum.to_be_bytes());
+    Ok(old)
+}
+
+/// Set the TCP window field of a frame `parse` described in `info` to
+/// `window` (the raw field: the caller applies the window scale) and update the
+/// TCP checksum incrementally. Returns the old field. IPv4 and IPv6, behind any
+/// encapsulation `parse` peels (802.1Q, QinQ, PPPoE). On refusal the frame is
+/// unchanged.
+pub fn rewrite_window(frame: &mut [u8], info: &PacketInfo, window: u16) -> Result<u16, Refused> {
+    let l4 = {
+        let h = TcpHeader::in_frame(frame, info)?;
+        if h.window() == window {
+            return Ok(window);
+        }
+        info.ip.as_ref().map_or(0, |ip| ip.l4_offset)
+    };
+    put_u16(frame, l4, OFF_WINDOW, window)
+}
+
+/// Set the value of the MSS option of a frame `parse` described in `info` (the
+/// first MSS option; typically on a SYN, to clamp it) and update the checksum.
+/// Returns the old value. The option may sit at an odd offset.
+pub fn rewrite_mss(frame: &mut [u8], info: &PacketInfo, mss: u16) -> Result<u16, Refused> {
+    let (l4, field) = {
+        let h = TcpHeader::in_frame(frame, info)?;
+        let opts = h.option_bytes();
+        let mut it = Options::new(opts);
+        let mut found = false;
+        for item in it.by_ref() {
+            match item {
+                Ok(TcpOption::Mss(_)) => {
+                    found = true;
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => return Err(Refused::BadOptions(e)),
+            }
+        }
+        // An MSS option is exactly 4 bytes and the walk stopped right after it.
+        if !found {
+            return Err(Refused::NoMss);
+        }
+        let field = TCP_MIN_HEADER + it.pos - 2;
+        if be16_at(h.hdr, field) == mss {
+            return Ok(mss);
+        }
+        (info.ip.as_ref().map_or(0, |ip| ip.l4_offset), field)
+    };
+    put_u16(frame, l4, field, mss)
+}
+
+/// The TCP checksum a frame `parse` described in `info` should carry, computed
+/// from scratch over the pseudo-header and the whole segment (the checksum
+/// field counted as zero). For IPv6 the pseudo-header uses the header's
+/// destination; a segment behind a Routing header would need the final one
+/// (RFC 8200 §8.1), which this does not look for.
+pub fn tcp_checksum(frame: &[u8], info: &PacketInfo) -> Result<u16, Refused> {
+    let (start, end) = segment_bounds(frame.len(), info)?;
+    let ip = info.ip.as_ref().ok_or(Refused::NotIp)?;
+    let seg = frame.get(start..end).ok_or(Refused::Truncated)?;
+    let len = u32::try_from(seg.len()).unwrap_or(u32::MAX);
+    let acc = pseudo_header_sum(ip.src, ip.dst, proto::TCP, len);
+    let before = seg.get(..OFF_CHECKSUM).ok_or(Refused::Truncated)?;
+    let after = seg.get(OFF_CHECKSUM + 2..).ok_or(Refused::Truncated)?;
+    Ok(finish(sum_words(sum_words(acc, before), after)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(bytes: &[u8]) -> Vec<Result<TcpOption<'_>, OptionError>> {
+        Options::new(bytes).collect()
+    }
+
+    /// The option block of a Linux SYN: MSS 1460, SACK-permitted, timestamps,
+    /// NOP, window scale 7.
+    const LINUX_SYN_OPTS: [u8; 20] = [
+        0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0x00, 0x9b, 0x2e, 0x01, 0x00, 0x00, 0x00,
+        0x00, 0x01, 0x03, 0x03, 0x07,
+    ];
+
+    #[test]
+    fn linux_syn_options() {
+        assert_eq!(
+            opts(&LINUX_SYN_OPTS),
+            vec![
+                Ok(TcpOption::Mss(1460)),
+                Ok(TcpOption::SackPermitted),
+                Ok(TcpOption::Timestamps {
+                    tsval: 0x009b_2e01,
+                    tsecr: 0
+                }),
+                Ok(TcpOption::WindowScale(7)),
+            ]
+        );
+        let o = TcpOptions::parse(&LINUX_SYN_OPTS);
+        assert_eq!(o.mss, Some(1460));
+        assert_eq!(o.window_scale, Some(7));
+        assert!(!o.window_scale_clamped);
+        assert!(o.sack_permitted);
+        assert_eq!(o.timestamps, Some((0x009b_2e01, 0)));
+        assert!(o.fully_understood());
+    }
+
+    /// An ACK with NOP NOP TS and NOP NOP SACK(2 blocks), as Linux sends it.
+    #[test]
+    fn sack_blocks_and_timestamps() {
+        let b: [u8; 32] = [
+            1, 1, 8, 10, 0, 0, 0, 5, 0, 0, 0, 6, //
+            1, 1, 5, 18, 0, 0, 0x10, 0, 0, 0, 0x20, 0, 0, 0, 0x30, 0, 0, 0, 0x40, 0,
+        ];
+        let o = TcpOptions::parse(&b);
+        assert_eq!(o.timestamps, Some((5, 6)));
+        assert_eq!(o.sack_blocks(), &[(0x1000, 0x2000), (0x3000, 0x4000)]);
+        assert!(o.error.is_none());
+        // Four blocks (the most 40 bytes hold) parse; an empty SACK does not.
+        let mut four = vec![5u8, 34];
+        for i in 0..8u32 {
+            four.extend_from_slice(&(i * 100).to_be_bytes());
+        }
+        assert_eq!(TcpOptions::parse(&four).sack_blocks().len(), 4);
+        assert_eq!(
+            opts(&[5, 2]),
+            vec![Err(OptionError::WrongLength {
+                at: 0,
+                kind: 5,
+                len: 2
+            })]
+        );
+        assert_eq!(
+            opts(&[5, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            vec![Err(OptionError::WrongLength {
+                at: 0,
+                kind: 5,
+                len: 11
+            })]
+        );
+    }
+
+    #[test]
+    fn eol_ends_and_padding_is_ignored() {
+        assert_eq!(
+            opts(&[2, 4, 1, 0, 0, 0xff, 0xff, 0xff]),
+            vec![Ok(TcpOption::Mss(256))]
+        );
+        assert_eq!(opts(&[]), vec![]);
+        assert_eq!(opts(&[1, 1, 1, 1]), vec![]);
+    }
+
+    #[test]
+    fn length_zero_and_one_stop_the_walk() {
+        for len in [0u8, 1] {
+            let b = [1, 30, len, 2, 4, 5, 0xb4];
+            assert_eq!(
+                opts(&b),
+                vec![Err(OptionError::BadLength {
+                    at: 1,
+                    kind: 30,
+                    len
+                })],
+                "len {len}"
+            );
+            let o = TcpOptions::parse(&b);
+            assert_eq!(o.mss, None, "nothing after the bad option is read");
+            assert!(o.error.is_some());
+        }
+    }
+
+    #[test]
+    fn truncated_options() {
+        // Kind without a length byte.
+        assert_eq!(
+            opts(&[1, 1, 1, 3]),
+            vec![Err(OptionError::Truncated { at: 3, kind: 3 })]
+        );
+        // Length runs past the end.
+        assert_eq!(
+            opts(&[8, 10, 0, 0, 0, 1]),
+            vec![Err(OptionError::Truncated { at: 0, kind: 8 })]
+        );
+        // An earlier good option is still reported.
+        assert_eq!(
+            opts(&[3, 3, 2, 2, 4]),
+            vec![
+                Ok(TcpOption::WindowScale(2)),
+                Err(OptionError::Truncated { at: 3, kind: 2 })
+            ]
+        );
+    }
+
+    #[test]
+    fn known_kinds_with_wrong_lengths() {
+        for (b, kind, len) in [
+            (&[2u8, 3, 5][..], 2, 3),
+            (&[2, 6, 5, 0xb4, 0, 0][..], 2, 6),
+            (&[3, 2][..], 3, 2),
+            (&[8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0][..], 8, 12),
+            (&[3, 4, 1, 1][..], 3, 4),
+            (&[4, 3, 0][..], 4, 3),
+            (&[8, 6, 0, 0, 0, 0][..], 8, 6),
+        ] {
+            assert_eq!(
+                opts(b),
+                vec![Err(OptionError::WrongLength { at: 0, kind, len })]
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_are_skipped_by_length() {
+        // TCP-AO-like kind 29 with 4 data bytes, then MSS.
+        let b = [29, 6, 1, 2, 3, 4, 2, 4, 0x05, 0xdc];
+        assert_eq!(
+            opts(&b),
+            vec![
+                Ok(TcpOption::Unknown {
+                    kind: 29,
+                    data: &[1, 2, 3, 4]
+                }),
+                Ok(TcpOption::Mss(1500))
+            ]
+        );
+        let o = TcpOptions::parse(&b);
+        assert_eq!((o.unknown, o.mss), (1, Some(1500)));
+        assert!(!o.fully_understood());
+    }
+
+    #[test]
+    fn window_scale_above_14_is_14_and_flagged() {
+        for s in 0..=255u8 {
+            let o = TcpOptions::parse(&[3, 3, s]);
+            assert_eq!(o.window_scale, Some(s.min(14)));
+            assert_eq!(o.window_scale_clamped, s > 14, "shift {s}");
+        }
+    }
+
+    #[test]
+    fn encode_round_trips() {
+        let blocks = [0u8, 0, 0, 1, 0, 0, 0, 2];
+        let list = [
+            TcpOption::Mss(1220),
+            TcpOption::WindowScale(14),
+            TcpOption::SackPermitted,
+            TcpOption::Sack(SackBlocks::new(&blocks).unwrap()),
+            TcpOption::Timestamps { tsval: 7, tsecr: 9 },
+            TcpOption::Unknown {
+                kind: 30,
+                data: &[0xaa],
+            },
+        ];
+        let mut b = Vec::new();
+        for o in &list {
+            o.encode(&mut b);
+        }
+        let back: Vec<_> = Options::new(&b).map(|r| r.unwrap()).collect();
+        assert_eq!(back, list);
+    }
+
+    #[test]
+    fn refusals_have_labels_and_messages() {
+        assert_eq!(Refused::Fragment.label(), "fragment");
+        assert_eq!(
+            Refused::BadDataOffset(3).to_string(),
+            "bad TCP data offset 3 (5..=15 words within the segment)"
+        );
+        assert_eq!(
+            OptionError::BadLength {
+                at: 4,
+                kind: 9,
+                len: 1
+            }
+            .to_string(),
+            "TCP option kind 9 at option byte 4 has length 1 (minimum 2)"
+        );
+    }
+}
