@@ -46,6 +46,7 @@
 //!   it cannot read is simply not a candidate.
 
 use crate::Packet;
+use sluice_wire::tcp::{Options, TcpOption};
 use sluice_wire::{tcp_flags, Frag, L4};
 use std::net::IpAddr;
 
@@ -153,47 +154,27 @@ fn parse(frame: &[u8]) -> Option<Seg> {
     })
 }
 
-// TODO(i13-wire): use wire's option parser once it lands; this one reads
-// only what the filter needs and refuses everything else.
-/// The options of a TCP header (RFC 9293 §3.1): `None` if any option is
-/// one the filter does not understand, malformed, or repeated.
-fn options(mut b: &[u8]) -> Option<Opts> {
-    const EOL: u8 = 0;
-    const NOP: u8 = 1;
-    const SACK: u8 = 5;
-    const TIMESTAMPS: u8 = 8;
+/// The options of a TCP header as the filter needs them (wire's walk,
+/// RFC 9293 §3.1): `None` if any option is one the filter does not
+/// understand (anything but NOP, EOL, timestamps and SACK), malformed, or
+/// repeated.
+fn options(b: &[u8]) -> Option<Opts> {
     let mut o = Opts::default();
     let mut seen_sack = false;
-    // Each iteration consumes at least one byte.
-    while let Some((&kind, rest)) = b.split_first() {
-        match kind {
-            EOL => break,
-            NOP => {
-                b = rest;
-                continue;
+    for item in Options::new(b) {
+        match item.ok()? {
+            TcpOption::Timestamps { tsval, tsecr } if o.ts.is_none() => {
+                o.ts = Some((tsval, tsecr));
             }
-            _ => {}
-        }
-        let len = usize::from(*rest.first()?);
-        let body = b.get(2..len)?;
-        match kind {
-            TIMESTAMPS if len == 10 && o.ts.is_none() => {
-                o.ts = Some((be32(body, 0)?, be32(body, 4)?));
-            }
-            SACK if !seen_sack
-                && len >= 10
-                && (len - 2).is_multiple_of(8)
-                && len <= 2 + 8 * MAX_SACK =>
-            {
+            TcpOption::Sack(blocks) if !seen_sack => {
                 seen_sack = true;
-                o.nsack = (len - 2) / 8;
-                for (i, blk) in o.sack.iter_mut().take(o.nsack).enumerate() {
-                    *blk = (be32(body, i * 8)?, be32(body, i * 8 + 4)?);
+                for (slot, blk) in o.sack.iter_mut().zip(blocks.iter()) {
+                    *slot = blk;
                 }
+                o.nsack = blocks.len().min(MAX_SACK);
             }
             _ => return None,
         }
-        b = b.get(len..)?;
     }
     Some(o)
 }
