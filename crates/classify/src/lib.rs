@@ -46,11 +46,13 @@
 mod addr;
 mod hash;
 mod reload;
+pub mod rtt;
 mod rules;
 mod state;
 mod track;
 
 pub use addr::{Learn, LearnedAddr, LEARNED_ADDR_HOLD, LEARNED_ADDR_TTL, MAX_LEARNED_ADDRS};
+pub use rtt::{RttEstimate, RttTracker, TcpSeg};
 pub use state::{TableCounters, RECLAIM_SCAN_SLOTS};
 pub use track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind, Timeouts};
 
@@ -58,7 +60,7 @@ use addr::{AddrTable, Iface};
 use hash::KeyedSip;
 use rules::{CRule, MatchCtx, Resolve};
 use sluice_conf::ir::{self, Action, Direction, IpNet};
-use sluice_time::Instant;
+use sluice_time::{Histogram, Instant};
 use sluice_wire::{tcp_flags, IpInfo, L4};
 use state::{State, StateKey, StateTable};
 use std::net::IpAddr;
@@ -198,6 +200,9 @@ pub struct StateView<'a> {
     pub last: Instant,
     /// The state no longer matches at or after this instant.
     pub expires: Instant,
+    /// Passive RTT from sluice to [the responder, the initiator] and back
+    /// (TCP; zero samples when nothing could be timed).
+    pub rtt: [RttEstimate; 2],
 }
 
 /// The classifier built from a configuration.
@@ -225,6 +230,9 @@ pub struct Classifier {
     table_gen: u32,
     lookups: u64,
     hits: u64,
+    /// Passive RTT samples taken at direction Out, toward [the responder,
+    /// the initiator] (see [`Classifier::classify_seg`]).
+    rtt_hist: [Histogram; 2],
 }
 
 impl Resolve for Classifier {
@@ -284,6 +292,7 @@ impl Classifier {
             overloads: 0,
             lookups: 0,
             hits: 0,
+            rtt_hist: [Histogram::new(), Histogram::new()],
         };
         // A fresh classifier is an empty one that loaded `cfg`: one path
         // interns names and compiles rules, at start and on reload.
@@ -387,6 +396,22 @@ impl Classifier {
         dir: Direction,
         pkt: &IpInfo,
     ) -> Decision {
+        self.classify_seg(now, ifc, dir, pkt, None)
+    }
+
+    /// [`Classifier::classify`], with the TCP segment's sequence numbers
+    /// and timestamps for the state's passive RTT ([`rtt`]). Samples of
+    /// states whose initiator's packets are evaluated Out (one half of a
+    /// bridged connection: the other sees the same packets) go to
+    /// [`Classifier::rtt_histograms`].
+    pub fn classify_seg(
+        &mut self,
+        now: Instant,
+        ifc: IfaceId,
+        dir: Direction,
+        pkt: &IpInfo,
+        seg: Option<&TcpSeg>,
+    ) -> Decision {
         let flow_hash = hash::flow_hash(&self.hasher, pkt.src, pkt.dst, pkt.proto, pkt.ports());
         let flags = match pkt.l4 {
             L4::Tcp { flags, .. } => flags,
@@ -416,6 +441,14 @@ impl Classifier {
                 } else {
                     let side = st.side(lo_to_hi);
                     let tk = st.proto.update(side, flags);
+                    if let Some((d, rtt)) = seg.and_then(|g| st.rtt.observe(side, g, now)) {
+                        // Both halves of a bridged connection see every
+                        // packet: the histogram takes the half whose
+                        // initiator's packets are evaluated Out.
+                        if st.key.lo_out == st.init_is_lo {
+                            self.rtt_hist[d].record(rtt);
+                        }
+                    }
                     st.timeout = tk;
                     st.last = now;
                     // The rule's own timeouts while its rule set is current.
@@ -538,7 +571,7 @@ impl Classifier {
             // A half whose other half is tracked starts from it, so it is
             // as established (and as safe from eviction) as the connection.
             let (proto, tk) = other_half.unwrap_or_else(|| ProtoState::new(pkt.proto));
-            let st = State {
+            let mut st = State {
                 key,
                 init_is_lo: lo_to_hi,
                 rule: w as u32,
@@ -554,7 +587,11 @@ impl Classifier {
                 conn_counted: false,
                 packets: [1, 0],
                 bytes: [bytes, 0],
+                rtt: RttTracker::default(),
             };
+            if let Some(g) = seg {
+                st.rtt.observe(0, g, now);
+            }
             match self.table.insert(st, now) {
                 Ok(()) => {
                     d.state = StateHit::Created;
@@ -693,8 +730,15 @@ impl Classifier {
                 created: s.created,
                 last: s.last,
                 expires: self.table.expires(s),
+                rtt: s.rtt.toward,
             }
         })
+    }
+
+    /// Every passive RTT sample since start, toward [the responder, the
+    /// initiator] (sluice to that endpoint and back).
+    pub fn rtt_histograms(&self) -> &[Histogram; 2] {
+        &self.rtt_hist
     }
 
     pub fn stats(&self) -> ClassifierStats {

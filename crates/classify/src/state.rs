@@ -158,6 +158,8 @@ pub(crate) struct State {
     /// [initiator→responder, responder→initiator].
     pub packets: [u64; 2],
     pub bytes: [u64; 2],
+    /// Passive RTT (TCP; `rtt.rs`).
+    pub rtt: crate::rtt::RttTracker,
 }
 
 impl State {
@@ -606,6 +608,7 @@ mod tests {
             conn_counted: false,
             packets: [1, 0],
             bytes: [0, 0],
+            rtt: Default::default(),
         }
     }
 

@@ -166,7 +166,51 @@ pub fn render(state: &DaemonState) -> String {
         let v = slots.refused.load(Ordering::Relaxed);
         o.sample(name, &[("server", server)], v);
     }
+    let rtt = crate::lock(state).classifier().rtt_histograms().clone();
+    rtt_histograms(&mut o, &rtt);
     o.text
+}
+
+/// `le` bounds of the RTT histogram, seconds: a LAN's sub-millisecond
+/// round trips to a bloated line's seconds.
+const RTT_BOUNDS_S: [f64; 14] = [
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
+];
+
+/// Passive TCP RTT samples (sluice to an endpoint and back), by endpoint.
+fn rtt_histograms(o: &mut Out, h: &[sluice_time::Histogram; 2]) {
+    let name = "sluice_tcp_rtt_seconds";
+    o.family(
+        name,
+        "histogram",
+        "Passive TCP round-trip times from sluice to the connection's responder or initiator and back.",
+    );
+    for (endpoint, h) in [("responder", &h[0]), ("initiator", &h[1])] {
+        let bucket = format!("{name}_bucket");
+        for le in RTT_BOUNDS_S {
+            let n = h.count_at_most(sluice_time::Duration((le * 1e9) as u64));
+            o.sample(
+                &bucket,
+                &[("endpoint", endpoint), ("le", &le.to_string())],
+                n,
+            );
+        }
+        o.sample(
+            &bucket,
+            &[("endpoint", endpoint), ("le", "+Inf")],
+            h.count(),
+        );
+        o.sample(
+            &format!("{name}_sum"),
+            &[("endpoint", endpoint)],
+            h.sum().as_secs_f64(),
+        );
+        o.sample(
+            &format!("{name}_count"),
+            &[("endpoint", endpoint)],
+            h.count(),
+        );
+    }
 }
 
 /// Exposition text, written family by family (`# HELP`, `# TYPE`, samples).
@@ -522,6 +566,50 @@ fn iface_families(o: &mut Out, info: &InfoReply) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rtt_samples_are_a_prometheus_histogram() {
+        let mut h = [sluice_time::Histogram::new(), sluice_time::Histogram::new()];
+        for ms in [3u64, 12, 40, 40, 250] {
+            h[0].record(sluice_time::Duration::from_millis(ms));
+        }
+        let mut o = Out {
+            text: String::new(),
+        };
+        rtt_histograms(&mut o, &h);
+        let t = o.text;
+        assert!(
+            t.contains("# TYPE sluice_tcp_rtt_seconds histogram\n"),
+            "{t}"
+        );
+        let at = |le: &str| {
+            let key =
+                format!("sluice_tcp_rtt_seconds_bucket{{endpoint=\"responder\",le=\"{le}\"}} ");
+            let line = t
+                .lines()
+                .find(|l| l.starts_with(&key))
+                .unwrap_or_else(|| panic!("{key}\n{t}"));
+            line[key.len()..].parse::<u64>().unwrap()
+        };
+        assert_eq!(at("0.002"), 0);
+        assert_eq!(at("0.005"), 1);
+        assert_eq!(at("0.02"), 2);
+        assert_eq!(at("0.05"), 4);
+        assert_eq!(at("0.5"), 5);
+        assert_eq!(at("+Inf"), 5);
+        assert!(
+            t.contains("sluice_tcp_rtt_seconds_count{endpoint=\"responder\"} 5\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("sluice_tcp_rtt_seconds_sum{endpoint=\"responder\"} 0.345\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("sluice_tcp_rtt_seconds_count{endpoint=\"initiator\"} 0\n"),
+            "{t}"
+        );
+    }
 
     #[test]
     fn label_values_are_escaped() {

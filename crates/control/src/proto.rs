@@ -151,6 +151,23 @@ pub struct StateJson {
     pub age_ns: u64,
     /// 0 for a state that has expired and waits to be purged.
     pub expires_in_ns: u64,
+    /// Passive RTT from sluice to the responder and back (TCP; absent
+    /// until a round trip could be timed). docs/control.md, `states`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_to_dst: Option<RttJson>,
+    /// From sluice to the initiator and back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_to_src: Option<RttJson>,
+}
+
+/// A passive RTT estimate: the latest sample, the smallest, the smoothed
+/// value (RFC 6298, α = 1/8) and how many samples.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RttJson {
+    pub last_ns: u64,
+    pub min_ns: u64,
+    pub smoothed_ns: u64,
+    pub samples: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

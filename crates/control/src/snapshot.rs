@@ -163,6 +163,7 @@ struct RawState {
     bytes: [u64; 2],
     created: Instant,
     expires: Instant,
+    rtt: [sluice_classify::RttEstimate; 2],
 }
 
 /// Index of `name` in `names`, added if new. The list holds the queue names
@@ -192,7 +193,17 @@ fn raw_state<'a>(s: &StateView<'a>, names: &mut Vec<&'a str>) -> RawState {
         bytes: s.bytes,
         created: s.created,
         expires: s.expires,
+        rtt: s.rtt,
     }
+}
+
+fn rtt_json(e: &sluice_classify::RttEstimate) -> Option<RttJson> {
+    (e.samples > 0).then(|| RttJson {
+        last_ns: e.last.as_nanos(),
+        min_ns: e.min.as_nanos(),
+        smoothed_ns: e.smoothed.as_nanos(),
+        samples: e.samples,
+    })
 }
 
 fn state_json(s: &RawState, names: &[String], now: Instant, since: Instant) -> StateJson {
@@ -215,6 +226,8 @@ fn state_json(s: &RawState, names: &[String], now: Instant, since: Instant) -> S
         bytes: s.bytes,
         age_ns: now.saturating_since(s.created).as_nanos(),
         expires_in_ns: s.expires.saturating_since(now).as_nanos(),
+        rtt_to_dst: rtt_json(&s.rtt[0]),
+        rtt_to_src: rtt_json(&s.rtt[1]),
     }
 }
 

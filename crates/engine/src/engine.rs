@@ -2,7 +2,7 @@
 
 use crate::build::{build_tree, BuildError, Tree};
 use crate::report::{ClassReport, IfaceReport};
-use sluice_classify::{Classifier, QueueName};
+use sluice_classify::{Classifier, QueueName, TcpSeg};
 use sluice_conf::ir::{self, Direction};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
 use sluice_time::{Duration, Instant, Overhead};
@@ -412,11 +412,15 @@ impl Engine {
             }
             Some(ip) => {
                 let (icid, ecid) = (self.ifaces[iface].cid, self.ifaces[egress].cid);
-                let din = self.classifier.classify(now, icid, Direction::In, ip);
+                // Sequence numbers and timestamps, for the states' passive RTT.
+                let seg = TcpSeg::from_frame(&frame, &info);
+                let c = &mut self.classifier;
+                let din = c.classify_seg(now, icid, Direction::In, ip, seg.as_ref());
                 if let Some(cause) = direction_pass(&din) {
                     return self.refuse(iface, frame, cause);
                 }
-                let dout = self.classifier.classify(now, ecid, Direction::Out, ip);
+                let c = &mut self.classifier;
+                let dout = c.classify_seg(now, ecid, Direction::Out, ip, seg.as_ref());
                 if let Some(cause) = direction_pass(&dout) {
                     return self.refuse(iface, frame, cause);
                 }

@@ -15,6 +15,7 @@ pub struct Histogram {
     counts: Box<[u64; BUCKETS]>,
     total: u64,
     max_ns: u64,
+    sum_ns: u64,
 }
 
 impl Default for Histogram {
@@ -52,6 +53,7 @@ impl Histogram {
             counts: Box::new([0; BUCKETS]),
             total: 0,
             max_ns: 0,
+            sum_ns: 0,
         }
     }
 
@@ -64,6 +66,7 @@ impl Histogram {
         self.counts[bucket_of(us)] += 1;
         self.total += 1;
         self.max_ns = self.max_ns.max(d.0);
+        self.sum_ns = self.sum_ns.saturating_add(d.0);
     }
 
     pub fn count(&self) -> u64 {
@@ -72,6 +75,25 @@ impl Histogram {
 
     pub fn max(&self) -> Duration {
         Duration(self.max_ns)
+    }
+
+    /// The sum of every value recorded (saturating).
+    pub fn sum(&self) -> Duration {
+        Duration(self.sum_ns)
+    }
+
+    /// Values known to be at most `bound`: the buckets that end at or
+    /// below it (a bucket straddling `bound` is left out, so the count errs
+    /// low by at most that bucket: within 12.5 % of `bound`). Cumulative in
+    /// `bound`, as a Prometheus histogram's `le` buckets must be.
+    pub fn count_at_most(&self, bound: Duration) -> u64 {
+        let limit = (bound.0 / 1_000).saturating_add(1);
+        self.counts
+            .iter()
+            .enumerate()
+            .take_while(|&(i, _)| bucket_upper_us(i) <= limit)
+            .map(|(_, c)| c)
+            .sum()
     }
 
     /// The `q`-quantile (0.0..=1.0), reported as the upper edge of its bucket,
@@ -97,6 +119,7 @@ impl Histogram {
         self.counts.fill(0);
         self.total = 0;
         self.max_ns = 0;
+        self.sum_ns = 0;
     }
 
     pub fn merge(&mut self, other: &Histogram) {
@@ -105,6 +128,7 @@ impl Histogram {
         }
         self.total += other.total;
         self.max_ns = self.max_ns.max(other.max_ns);
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
     }
 }
 
@@ -112,6 +136,35 @@ impl Histogram {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn count_at_most_is_cumulative_and_never_over() {
+        let mut h = Histogram::new();
+        for ms in [1u64, 2, 5, 10, 20, 50, 100, 100, 200] {
+            h.record(Duration::from_millis(ms));
+        }
+        assert_eq!(h.sum(), Duration::from_millis(488));
+        let les = [0u64, 1, 2, 5, 10, 25, 50, 100, 250, 1000];
+        let counts: Vec<u64> = les
+            .iter()
+            .map(|&ms| h.count_at_most(Duration::from_millis(ms)))
+            .collect();
+        assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+        for (&ms, &c) in les.iter().zip(&counts) {
+            let truth = [1u64, 2, 5, 10, 20, 50, 100, 100, 200]
+                .iter()
+                .filter(|&&v| v <= ms)
+                .count() as u64;
+            assert!(c <= truth, "le {ms} ms: {c} > {truth}");
+            // Off by at most the values within 12.5 % below the bound.
+            let near = [1u64, 2, 5, 10, 20, 50, 100, 100, 200]
+                .iter()
+                .filter(|&&v| v <= ms && v * 8 > ms * 7)
+                .count() as u64;
+            assert!(c + near >= truth, "le {ms} ms: {c} + {near} < {truth}");
+        }
+        assert_eq!(h.count_at_most(Duration::from_secs(1)), 9);
+    }
 
     #[test]
     fn empty_has_no_quantile() {

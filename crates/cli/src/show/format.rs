@@ -184,6 +184,30 @@ pub fn format_states(r: &StatesReply) -> String {
             s.bytes[1],
             s.rule.map_or("-".to_string(), |r| r.to_string())
         );
+        // Passive RTT: sluice to each endpoint and back (smoothed, min).
+        let rtt = |e: &Option<RttJson>| {
+            e.as_ref().map(|e| {
+                format!(
+                    "{:.1} ms (min {:.1})",
+                    e.smoothed_ns as f64 / 1e6,
+                    e.min_ns as f64 / 1e6
+                )
+            })
+        };
+        match (rtt(&s.rtt_to_src), rtt(&s.rtt_to_dst)) {
+            (None, None) => {}
+            (a, b) => {
+                let dash = || "-".to_string();
+                let _ = writeln!(
+                    o,
+                    "   rtt to {}: {}, to {}: {}",
+                    endpoint(&s.src, s.src_port),
+                    a.unwrap_or_else(dash),
+                    endpoint(&s.dst, s.dst_port),
+                    b.unwrap_or_else(dash)
+                );
+            }
+        }
     }
     if (r.states.len() as u64) < r.total {
         let _ = writeln!(o, "# {} of {} states shown", r.states.len(), r.total);
@@ -596,22 +620,29 @@ queue q_def on wan0 priority 1 qlimit 50 priq( default )
             bytes: [1200, 9000],
             age_ns: 12_000_000_000,
             expires_in_ns: 86_388_000_000_000,
+            rtt_to_dst: None,
+            rtt_to_src: None,
         }
     }
 
     #[test]
     fn states_golden() {
+        let mut timed = state("out", "10.0.0.2", Some(0));
+        timed.rtt_to_dst = Some(RttJson {
+            last_ns: 45_000_000,
+            min_ns: 41_250_000,
+            smoothed_ns: 43_040_000,
+            samples: 12,
+        });
         let r = StatesReply {
             total: 3,
             limit: 10_000,
-            states: vec![
-                state("out", "10.0.0.2", Some(0)),
-                state("in", "2001:db8::2", None),
-            ],
+            states: vec![timed, state("in", "2001:db8::2", None)],
         };
         let want = "\
 all tcp 10.0.0.2:51234 -> 192.0.2.1:80       ESTABLISHED:ESTABLISHED
    queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule 0
+   rtt to 10.0.0.2:51234: -, to 192.0.2.1:80: 43.0 ms (min 41.2)
 all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
    queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule -
 # 2 of 3 states shown
