@@ -329,8 +329,17 @@ fn parse_exposition(text: &str) -> Exposition {
             }
         };
         assert!(valid_name(&name), "{line}");
+        // A histogram's samples are its name plus _bucket, _sum or _count.
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|sfx| {
+                name.strip_suffix(sfx)
+                    .filter(|base| types.get(*base).is_some_and(|t| t == "histogram"))
+            })
+            .unwrap_or(&name)
+            .to_string();
         assert!(
-            types.contains_key(&name),
+            types.contains_key(&family),
             "sample before its # TYPE: {line}"
         );
         assert!(
