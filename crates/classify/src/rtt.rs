@@ -29,6 +29,7 @@
 //!   modulo 2^32 (RFC 1982).
 
 use sluice_time::{Duration, Instant};
+use sluice_wire::tcp::seq_after as after;
 use sluice_wire::tcp_flags;
 
 /// What the RTT tracker needs of one TCP segment.
@@ -119,12 +120,6 @@ impl Default for RttTracker {
             toward: [RttEstimate::default(); 2],
         }
     }
-}
-
-/// `a` is after `b` modulo 2^32.
-fn after(a: u32, b: u32) -> bool {
-    let d = a.wrapping_sub(b);
-    d != 0 && d < 1 << 31
 }
 
 impl RttTracker {

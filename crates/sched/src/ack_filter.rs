@@ -46,6 +46,7 @@
 //!   it cannot read is simply not a candidate.
 
 use crate::Packet;
+use sluice_wire::tcp::seq_after as after;
 use sluice_wire::tcp::{Options, TcpOption};
 use sluice_wire::{tcp_flags, Frag, L4};
 use std::net::IpAddr;
@@ -177,13 +178,6 @@ fn options(b: &[u8]) -> Option<Opts> {
         }
     }
     Some(o)
-}
-
-/// `a` is after `b` in sequence space (RFC 1982 §3.2: the difference is
-/// below 2^31; exactly 2^31 is neither before nor after).
-fn after(a: u32, b: u32) -> bool {
-    let d = a.wrapping_sub(b);
-    d != 0 && d < 1 << 31
 }
 
 /// `a` is at or before `b`.

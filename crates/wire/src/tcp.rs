@@ -35,6 +35,14 @@ pub const TCP_MIN_HEADER: usize = 20;
 pub const MAX_WINDOW_SCALE: u8 = 14;
 
 /// Option kinds sluice understands (IANA "TCP Option Kind Numbers").
+/// `a` comes after `b` in sequence space (RFC 1982 §3.2, RFC 9293 §3.4):
+/// the distance forward from `b` to `a` is below 2^31; at exactly 2^31
+/// neither is after the other.
+pub fn seq_after(a: u32, b: u32) -> bool {
+    let d = a.wrapping_sub(b);
+    d != 0 && d < 1 << 31
+}
+
 pub mod opt_kind {
     pub const EOL: u8 = 0;
     pub const NOP: u8 = 1;

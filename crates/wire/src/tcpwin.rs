@@ -82,9 +82,9 @@ impl PassReason {
     }
 }
 
-/// `a` is before `b` in sequence space (RFC 9293 §3.4, modulo 2^32).
+/// `a` is before `b` in sequence space (wire's one comparison).
 fn seq_lt(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
+    crate::tcp::seq_after(b, a)
 }
 
 /// The window clamp state of one TCP connection (28 bytes).
