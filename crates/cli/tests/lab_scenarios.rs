@@ -210,6 +210,10 @@ fn ack_priority_keeps_the_download_during_an_upload() {
         both / 8e3,
         100.0 * r
     );
+    // No bound on the unshaped run's share: with 15 s phases the upload is
+    // still setting up and filling the modem's byte FIFO for most of the
+    // phase (measured 86 %); the collapse to ~20 % shows once it has
+    // (30 s phases, settled half: docs/lab.md, "The seed's collapse").
     // The download alone fills most of the 512 kbit/s line (64 KB window).
     assert!(solo >= 0.6 * 512e3, "download alone only {solo:.0} bit/s");
     assert!(

@@ -89,9 +89,9 @@ pub fn ack_priority() -> Scenario {
     l.overhead_bytes = 40;
     l.atm = true;
     l.overhead_name = "pppoe-llcsnap".into();
-    // Counted in bytes: in a packet-counted FIFO the download's ACKs (one
-    // per segment or two, 159 B on the ATM line) took ~40 of the 100 slots,
-    // halving the upload data queued ahead of them (docs/lab.md).
+    // Counted in bytes: in a packet-counted FIFO the download's ACKs (about
+    // one per segment, 159 B on the ATM line) took ~54 of the 100 slots,
+    // leaving ~44 upload frames queued ahead of them (docs/lab.md).
     l.fifo = FifoKind::Bytes;
     // A 64 KB download window is starved by the ACK delay. An upload of
     // 64 KB (an 80 KB window on kernel 6.18, 64 KB on 6.1: ~55 or ~44
