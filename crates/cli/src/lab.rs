@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use values::{OverheadArg, Overrides};
+use values::{OverheadArg, Overrides, WindowArg};
 
 /// Where the default shaper configs are looked up, after the current
 /// directory and the executable's repository.
@@ -214,6 +214,11 @@ struct OverrideArgs {
     /// Packets the modem's FIFO holds in each direction.
     #[arg(long, value_name = "PKTS", value_parser = values::parse_buffer)]
     buffer: Option<u32>,
+    /// How the modem's FIFO counts --buffer: `packets` (pfifo) or `bytes`
+    /// (bfifo of that many full-size frames, where an ACK takes ~1/20 of a
+    /// slot). Default: the scenario's.
+    #[arg(long, value_name = "packets|bytes", value_parser = values::parse_fifo)]
+    fifo: Option<sluice_lab::model::FifoKind>,
     /// Link overhead the modem charges: cake's name (pppoe-llcsnap, ethernet,
     /// docsis…) or bytes per packet.
     #[arg(long, value_name = "NAME|BYTES", value_parser = values::parse_overhead)]
@@ -224,6 +229,21 @@ struct OverrideArgs {
     /// TCP congestion control of both hosts (cubic, reno, bbr).
     #[arg(long, value_name = "CC", value_parser = values::parse_cc)]
     cc: Option<String>,
+    /// Socket buffer of every bulk flow, both ends (iperf3 -w: caps the
+    /// sender's data in flight and the receiver's window): 64K, 256K, 1M…
+    /// (powers of 1024) or `auto` (the kernel's autotuning).
+    #[arg(long, value_name = "SIZE|auto", value_parser = values::parse_window)]
+    window: Option<WindowArg>,
+    /// The same for the downloads only (over --window).
+    #[arg(long, value_name = "SIZE|auto", value_parser = values::parse_window)]
+    window_down: Option<WindowArg>,
+    /// The same for the uploads only (over --window).
+    #[arg(long, value_name = "SIZE|auto", value_parser = values::parse_window)]
+    window_up: Option<WindowArg>,
+    /// ECN on the two hosts (net.ipv4.tcp_ecn 1 or 0 in the client and
+    /// server namespaces). Default: the scenario's (off in every shipped one).
+    #[arg(long, value_name = "on|off", value_parser = values::parse_on_off)]
+    ecn: Option<bool>,
 }
 
 impl OverrideArgs {
@@ -236,6 +256,11 @@ impl OverrideArgs {
             overhead: self.overhead.clone(),
             phase_secs: self.duration,
             cc: self.cc.clone(),
+            window: self.window,
+            window_down: self.window_down,
+            window_up: self.window_up,
+            ecn: self.ecn,
+            fifo: self.fifo,
         }
     }
 }
@@ -461,6 +486,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
         ));
     }
     runner::check_tools(&s).map_err(Failure::Error)?;
+    runner::check_windows(&s).map_err(Failure::Error)?;
     let bin = sluice_bin()?;
     let stop = Arc::new(AtomicBool::new(false));
     watch_signals(stop.clone())?;

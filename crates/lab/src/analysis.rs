@@ -250,6 +250,7 @@ pub fn summarize(
         shaper: shaper.to_string(),
         link: scenario.link.clone(),
         cc: scenario.cc.clone(),
+        ecn: scenario.ecn,
         idle_latency_ms: idle,
         phases,
         voip,
@@ -437,5 +438,42 @@ mod tests {
         assert_eq!(sum.grade.overall, "F");
         // Serialisable despite the unmeasurable phase.
         assert!(serde_json::to_string(&sum).is_ok());
+    }
+
+    #[test]
+    fn summary_json_records_ecn_and_each_flows_window() {
+        let mut s = scenario::ack_priority();
+        s.ecn = true;
+        s.flows[1].window = Some(256 << 10);
+        let mut series = series_for(&s, 20.0, 50.0);
+        for f in &s.flows {
+            series.flows.push(crate::model::FlowRecord {
+                dir: f.dir,
+                streams: f.streams,
+                window: f.window,
+                start_s: 0.0,
+                end_s: 1.0,
+                goodput_bps: None,
+                retransmits: None,
+                error: None,
+            });
+        }
+        let sum = summarize(&s, "none", &series, "t".into(), vec![]);
+        let v = serde_json::to_value(&sum).unwrap();
+        assert_eq!(v["ecn"], serde_json::json!(true));
+        assert_eq!(
+            v["flows"][0]["window"],
+            serde_json::json!(s.flows[0].window)
+        );
+        assert_eq!(v["flows"][1]["window"], serde_json::json!(262144));
+        // A summary.json written before these fields still reads: ECN off,
+        // windows unknown (autotuned).
+        let mut old = v.clone();
+        old.as_object_mut().unwrap().remove("ecn");
+        for f in old["flows"].as_array_mut().unwrap() {
+            f.as_object_mut().unwrap().remove("window");
+        }
+        let back: Summary = serde_json::from_value(old).unwrap();
+        assert!(!back.ecn && back.flows.iter().all(|f| f.window.is_none()));
     }
 }

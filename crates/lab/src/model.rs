@@ -28,8 +28,12 @@ pub struct Link {
     pub up_bps: u64,
     /// Base RTT added by the delay line (half each way).
     pub rtt_ms: f64,
-    /// Packets the modem's FIFO holds in each direction.
+    /// Packets the modem's FIFO holds in each direction (with
+    /// [`FifoKind::Bytes`], that many full-size frames' worth of bytes).
     pub buffer_pkts: u32,
+    /// How the modem's FIFO counts its limit.
+    #[serde(default)]
+    pub fifo: FifoKind,
     /// Per-packet link overhead the modem charges (as `tc … overhead N`),
     /// bytes; `atm` adds the ATM cell tax (`linklayer atm`).
     pub overhead_bytes: i32,
@@ -37,6 +41,29 @@ pub struct Link {
     /// The name the overhead was given by (`pppoe-llcsnap`, `none`, or the
     /// number as text).
     pub overhead_name: String,
+}
+
+/// A full-size Ethernet frame without FCS, bytes: the unit of a `bfifo`
+/// modem's buffer.
+pub const FULL_FRAME_BYTES: u64 = 1514;
+
+impl Link {
+    /// The `bfifo` limit of [`FifoKind::Bytes`]: `buffer_pkts` (at least
+    /// one) full-size frames.
+    pub fn fifo_limit_bytes(&self) -> u64 {
+        u64::from(self.buffer_pkts.max(1)) * FULL_FRAME_BYTES
+    }
+}
+
+/// How the modem's FIFO is full: after `buffer_pkts` packets (`pfifo`), or
+/// after `buffer_pkts` × 1514 bytes (`bfifo`), where a small ACK takes a
+/// small part of the buffer instead of a whole slot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FifoKind {
+    #[default]
+    Packets,
+    Bytes,
 }
 
 /// Bulk TCP traffic: one iperf3 client with `streams` parallel streams,
@@ -48,8 +75,11 @@ pub struct FlowSpec {
     pub streams: u32,
     pub from: usize,
     pub to: usize,
-    /// Socket buffer (iperf3 `-w`), e.g. "64K"; `None` = kernel autotuning.
-    pub window: Option<String>,
+    /// Socket buffer size in bytes, both ends (iperf3 `-w`, which sets
+    /// SO_SNDBUF and SO_RCVBUF on the client's and the server's sockets,
+    /// so it caps the sender's data in flight and the receiver's
+    /// advertised window alike); `None` = the kernel's autotuning.
+    pub window: Option<u64>,
 }
 
 /// An irtt stream (VoIP-like isochronous UDP probes).
@@ -85,6 +115,9 @@ pub struct Scenario {
     pub irtt: Option<IrttSpec>,
     /// TCP congestion control of both hosts.
     pub cc: String,
+    /// ECN on both hosts (`net.ipv4.tcp_ecn` 1 in the client and server
+    /// namespaces: request it and accept it), else 0 (neither).
+    pub ecn: bool,
     /// The scenario's own shaper configuration, relative to the repository
     /// (or install) root, e.g. `examples/priq-ack.conf`.
     pub shaper_example: String,
@@ -208,6 +241,10 @@ pub struct IrttSample {
 pub struct FlowRecord {
     pub dir: Dir,
     pub streams: u32,
+    /// The socket buffer it ran with (iperf3 `-w`, bytes); `None` =
+    /// autotuning.
+    #[serde(default)]
+    pub window: Option<u64>,
     pub start_s: f64,
     pub end_s: f64,
     /// Payload bits per second at the receiver, when iperf3 finished.
@@ -290,6 +327,9 @@ pub struct Summary {
     pub shaper: String,
     pub link: Link,
     pub cc: String,
+    /// Whether the hosts negotiated ECN (`net.ipv4.tcp_ecn` 1 on both).
+    #[serde(default)]
+    pub ecn: bool,
     /// Ping RTT over the first idle phase (or over answered probes before
     /// any load starts).
     pub idle_latency_ms: Latency,

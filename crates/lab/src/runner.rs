@@ -144,6 +144,45 @@ pub fn check_tools(scenario: &Scenario) -> Result<(), String> {
     }
 }
 
+/// Refuses a flow window the kernel would silently clamp: a socket buffer
+/// request above `net.core.rmem_max`/`wmem_max` gets the maximum instead
+/// (socket(7), SO_RCVBUF/SO_SNDBUF). These two sysctls are the host's,
+/// whichever namespace reads them.
+pub fn check_windows(scenario: &Scenario) -> Result<(), String> {
+    let Some(w) = scenario.flows.iter().filter_map(|f| f.window).max() else {
+        return Ok(());
+    };
+    let read = |name: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let limits = [
+        ("rmem_max", read("rmem_max")),
+        ("wmem_max", read("wmem_max")),
+    ];
+    window_fits(w, &limits)
+}
+
+/// `Err` when `window` exceeds one of the named kernel limits (an unread
+/// limit is not checked).
+fn window_fits(window: u64, limits: &[(&str, Option<u64>)]) -> Result<(), String> {
+    for (name, limit) in limits {
+        if let Some(max) = *limit {
+            if window > max {
+                return Err(format!(
+                    "a window of {window} bytes is above net.core.{name} ({max} bytes): the \
+                     kernel would clamp the socket buffer to it; give a smaller --window, or \
+                     raise the limit (sysctl -w net.core.{name}={window})"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A bulk flow while it runs.
 struct Flow {
     port: u16,
@@ -241,6 +280,7 @@ pub fn run(
     if stopped() {
         return Err(LabError::Interrupted);
     }
+    host_tcp(&net, scenario)?;
     let mut sh =
         Shaper::start(&mut net, shaper, &o.sluice_bin, &o.dir).map_err(LabError::Failed)?;
     let mut warnings = Vec::new();
@@ -335,6 +375,10 @@ pub fn run(
     let drain_s = (f64::from(l.buffer_pkts) * FULL_FRAME_BITS
         / l.up_bps.min(l.down_bps).max(1) as f64)
         .min(LINGER_MAX_S);
+    // The hosts' TCP state (`ss -tinm`) once per loaded phase, at its
+    // middle: windows, cwnd, socket buffers and the ECN flag as they were.
+    let tcp_txt = o.dir.join("tcp.txt");
+    let mut snapped = vec![false; scenario.phases.len()];
     // Main loop: bounded by the scenario's length (plus the linger below).
     loop {
         if stopped() {
@@ -356,6 +400,11 @@ pub fn run(
         let grace = FLOW_GRACE_S + worst_s.max(drain_s);
         tend_flows(&mut net, scenario, &mut flows, t, grace)?;
         tend_irtt(&mut net, scenario, irtt.as_mut(), t)?;
+        if let Some(i) = snapshot_due(scenario, &snapped, t) {
+            snapped[i] = true;
+            let text = tcp_snapshot(&net, &scenario.phases[i].name, t);
+            append(&mut warnings, &tcp_txt, &text);
+        }
         std::thread::sleep(TICK);
     }
 
@@ -477,6 +526,7 @@ pub fn run(
         records.push(FlowRecord {
             dir: spec.dir,
             streams: spec.streams,
+            window: spec.window,
             start_s: f.start_s,
             end_s: f.end_s.unwrap_or(total),
             goodput_bps: goodput,
@@ -511,11 +561,76 @@ fn read_probe(warnings: &mut Vec<String>, probe: &str, path: &Path) -> String {
     })
 }
 
+/// The loaded phase whose middle `t` has passed and whose TCP state is not
+/// yet recorded.
+fn snapshot_due(s: &Scenario, snapped: &[bool], t: f64) -> Option<usize> {
+    s.phase_windows()
+        .iter()
+        .enumerate()
+        .position(|(i, &(a, b))| {
+            let (down, up) = s.load_in_phase(i);
+            (down || up) && !snapped[i] && t >= (a + b) / 2.0 && t < b
+        })
+}
+
+/// `ss -tinm` and the ECN sysctl of the client and the server, under a
+/// header naming the phase and the time. (iproute2 6.1's `ss` does not
+/// print the `ts sack ecn` option flags on kernel 6.18, though TCP_INFO
+/// has them: the sysctl says what the host was set to.)
+fn tcp_snapshot(net: &LabNet, phase: &str, t: f64) -> String {
+    let mut out = String::new();
+    for (host, ns) in [("client", &net.client), ("server", &net.server)] {
+        out.push_str(&format!("== t={t:.1} s ({phase}) {host}: ss -tinm\n"));
+        for cmd in [
+            ["sysctl", "net.ipv4.tcp_ecn"].as_slice(),
+            ["ss", "-tinm", "state", "established"].as_slice(),
+        ] {
+            match net.topo.exec_unchecked(ns, cmd) {
+                Ok(o) => out.push_str(&String::from_utf8_lossy(&o.stdout)),
+                Err(e) => out.push_str(&format!("({e})\n")),
+            }
+        }
+    }
+    out
+}
+
+/// Appends to one of the run's files, or says in the warnings why not.
+fn append(warnings: &mut Vec<String>, path: &Path, text: &str) {
+    use std::io::Write;
+    let r = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = r {
+        warnings.push(format!("cannot write {}: {e}", path.display()));
+    }
+}
+
 /// Writes one of the run's files, or says in the warnings why it is missing.
 fn keep(warnings: &mut Vec<String>, path: &Path, text: &str) {
     if let Err(e) = std::fs::write(path, text) {
         warnings.push(format!("cannot write {}: {e}", path.display()));
     }
+}
+
+/// `net.ipv4.tcp_ecn` of the two hosts, per namespace (the sysctl is
+/// per network namespace): 1 asks for ECN on the connections a host opens
+/// and accepts it on those it is offered (RFC 3168 §6.1.1); 0 does
+/// neither. Both hosts get the same setting, so `off` is off whichever end
+/// opens a connection (Linux's default, 2, only accepts: the same as 0
+/// here, where the client opens every connection).
+fn host_tcp(net: &LabNet, s: &Scenario) -> Result<(), LabError> {
+    let ecn = format!("net.ipv4.tcp_ecn={}", ecn_sysctl(s.ecn));
+    for ns in [&net.client, &net.server] {
+        net.topo.exec(ns, &["sysctl", "-qw", &ecn])?;
+    }
+    Ok(())
+}
+
+/// The `net.ipv4.tcp_ecn` value of an ECN setting.
+fn ecn_sysctl(on: bool) -> u8 {
+    u8::from(on)
 }
 
 /// A one-shot iperf3 server on `port` in the server namespace, its JSON
@@ -568,7 +683,8 @@ fn tend_flows(
                     "iperf3", "-c", SERVER_IP, "-p", &port, "-t", &secs, "-P", &streams, "-C",
                     &s.cc, "-J",
                 ];
-                if let Some(w) = &spec.window {
+                let window = spec.window.map(|w| w.to_string());
+                if let Some(w) = &window {
                     args.extend(["-w", w.as_str()]);
                 }
                 if spec.dir == Dir::Down {
@@ -660,6 +776,50 @@ mod tests {
         assert_eq!(g, None);
         assert!(e.unwrap().contains("unable to connect"));
         assert_eq!(flow_outcome("").3.as_deref(), Some("no output from iperf3"));
+    }
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::*;
+
+    #[test]
+    fn ecn_on_and_off_are_sysctl_1_and_0() {
+        assert_eq!(ecn_sysctl(true), 1);
+        assert_eq!(ecn_sysctl(false), 0);
+    }
+
+    #[test]
+    fn windows_above_the_kernel_limits_are_refused() {
+        let limits = [("rmem_max", Some(212_992)), ("wmem_max", Some(4 << 20))];
+        assert_eq!(window_fits(64 << 10, &limits), Ok(()));
+        assert_eq!(window_fits(212_992, &limits), Ok(()));
+        let e = window_fits(256 << 10, &limits).unwrap_err();
+        assert!(
+            e.contains("262144") && e.contains("net.core.rmem_max (212992 bytes)"),
+            "{e}"
+        );
+        assert!(e.contains("sysctl -w net.core.rmem_max=262144"), "{e}");
+        // A limit that could not be read is not a reason to refuse.
+        assert_eq!(window_fits(1 << 30, &[("rmem_max", None)]), Ok(()));
+        // Autotuned flows need no check.
+        let mut s = crate::scenario::tcp_1up();
+        s.flows[0].window = None;
+        assert_eq!(check_windows(&s), Ok(()));
+    }
+
+    #[test]
+    fn tcp_state_is_recorded_once_per_loaded_phase_at_its_middle() {
+        // ack_priority: idle 0-30, download 30-60, both 60-90, upload 90-120.
+        let s = crate::scenario::ack_priority();
+        let mut snapped = vec![false; s.phases.len()];
+        assert_eq!(snapshot_due(&s, &snapped, 20.0), None, "idle");
+        assert_eq!(snapshot_due(&s, &snapped, 44.0), None, "before the middle");
+        assert_eq!(snapshot_due(&s, &snapped, 45.0), Some(1));
+        snapped[1] = true;
+        assert_eq!(snapshot_due(&s, &snapped, 50.0), None, "once");
+        assert_eq!(snapshot_due(&s, &snapped, 75.5), Some(2));
+        assert_eq!(snapshot_due(&s, &snapped, 135.0), None, "idle again");
     }
 }
 

@@ -6,10 +6,15 @@
 //!   report know nothing about a particular one, so adding one is adding a
 //!   constructor here and its configuration under `examples/`.
 //! - Defaults model the articles the scenarios come from (DESIGN.md §6):
-//!   `ack_priority` uses a 64 KB window because the classic download
-//!   collapse only appears with the fixed windows hosts had then.
+//!   `ack_priority`'s download has a fixed 64 KB socket buffer, because the
+//!   classic collapse needs a window that cannot grow to cover an ACK delay
+//!   of seconds; its upload is autotuned and its modem's FIFO counts bytes,
+//!   so that the upload's data fills it as in the article (measured:
+//!   docs/lab.md, "The seed's collapse").
+//! - Hosts run with ECN off (`net.ipv4.tcp_ecn=0`): the articles' hosts did
+//!   not negotiate it; `--ecn on` is the experiment with it.
 
-use crate::model::{Dir, FlowSpec, IrttSpec, Link, PhaseSpec, Scenario};
+use crate::model::{Dir, FifoKind, FlowSpec, IrttSpec, Link, PhaseSpec, Scenario};
 
 const KBIT: u64 = 1_000;
 const MBIT: u64 = 1_000_000;
@@ -42,6 +47,7 @@ fn link(down_bps: u64, up_bps: u64, buffer_pkts: u32) -> Link {
         up_bps,
         rtt_ms: 20.0,
         buffer_pkts,
+        fifo: FifoKind::Packets,
         overhead_bytes: 0,
         atm: false,
         overhead_name: "none".into(),
@@ -64,6 +70,7 @@ fn scenario(name: &str, about: &str, link: Link, idle_s: f64, loaded: &[(&str, f
         ping_interval_ms: 100,
         irtt: None,
         cc: "cubic".into(),
+        ecn: false,
         shaper_example: String::new(),
     }
 }
@@ -82,10 +89,17 @@ pub fn ack_priority() -> Scenario {
     l.overhead_bytes = 40;
     l.atm = true;
     l.overhead_name = "pppoe-llcsnap".into();
+    // Counted in bytes: in a packet-counted FIFO the download's ACKs (about
+    // one per segment, 159 B on the ATM line) took ~54 of the 100 slots,
+    // leaving ~44 upload frames queued ahead of them (docs/lab.md).
+    l.fifo = FifoKind::Bytes;
+    // A 64 KB download window is starved by the ACK delay. An upload of
+    // 64 KB (an 80 KB window on kernel 6.18, 64 KB on 6.1: ~55 or ~44
+    // packets) leaves the FIFO part-empty; autotuned, it keeps the FIFO
+    // full, as the article's upload did (measured: docs/lab.md).
     let mut down = flow(Dir::Down, 1, 1, 2);
-    down.window = Some("64K".into());
-    let mut up = flow(Dir::Up, 1, 2, 3);
-    up.window = Some("64K".into());
+    down.window = Some(64 << 10);
+    let up = flow(Dir::Up, 1, 2, 3);
     let loaded = [
         ("download", 30.0),
         ("download+upload", 30.0),
@@ -243,5 +257,16 @@ mod tests {
         let w = s.phase_windows();
         assert_eq!(w[2], (60.0, 90.0));
         assert_eq!(s.total_secs(), 150.0);
+        // The article's physics: a fixed 64 KB download window, an upload
+        // that may fill the modem's FIFO, no ECN.
+        let window = |d: Dir| s.flows.iter().find(|f| f.dir == d).unwrap().window;
+        assert_eq!(window(Dir::Down), Some(65_536));
+        assert_eq!(window(Dir::Up), None);
+        assert_eq!(s.link.fifo, FifoKind::Bytes);
+        assert!(all()
+            .iter()
+            .filter(|s| s.name != "ack_priority")
+            .all(|s| s.link.fifo == FifoKind::Packets));
+        assert!(all().iter().all(|s| !s.ecn));
     }
 }

@@ -28,7 +28,7 @@
 //!   every process it started and deletes every namespace, whatever the exit
 //!   path.
 
-use crate::model::Link;
+use crate::model::{FifoKind, Link};
 use crate::netns::{Netns, ProcId, Topology};
 use std::io;
 use std::path::Path;
@@ -249,15 +249,25 @@ fn modem_queue(topo: &Topology, ns: &Netns, dev: &str, bps: u64, link: &Link) ->
         class.extend(["linklayer", "atm"]);
     }
     topo.exec(ns, &class)?;
-    let limit = link.buffer_pkts.max(1).to_string();
+    let (fifo, limit) = fifo_args(link);
     topo.exec(
         ns,
         &[
-            "tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "pfifo", "limit",
+            "tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", fifo, "limit",
             &limit,
         ],
     )?;
     Ok(())
+}
+
+/// The modem FIFO's qdisc and limit: `pfifo` of `buffer_pkts` packets, or
+/// `bfifo` of as many full-size (1514-byte) frames (tc-pfifo(8)).
+fn fifo_args(link: &Link) -> (&'static str, String) {
+    let pkts = link.buffer_pkts.max(1);
+    match link.fifo {
+        FifoKind::Packets => ("pfifo", pkts.to_string()),
+        FifoKind::Bytes => ("bfifo", link.fifo_limit_bytes().to_string()),
+    }
 }
 
 /// Whether the kernel has netem: add it on a dummy interface and look.
@@ -278,4 +288,24 @@ fn has_netem(topo: &Topology, ns: &Netns) -> bool {
         .is_ok();
     let _ = topo.ip(ns, &["link", "del", "probe0"]);
     ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_modem_fifo_counts_packets_or_full_frames_of_bytes() {
+        let mut l = crate::scenario::ack_priority().link;
+        l.fifo = FifoKind::Packets;
+        assert_eq!(fifo_args(&l), ("pfifo", "100".to_string()));
+        l.fifo = FifoKind::Bytes;
+        assert_eq!(fifo_args(&l), ("bfifo", "151400".to_string()));
+        l.buffer_pkts = 0;
+        assert_eq!(
+            fifo_args(&l),
+            ("bfifo", "1514".to_string()),
+            "at least one frame"
+        );
+    }
 }

@@ -131,6 +131,7 @@ fn synth(s: &Scenario, shaper: &str, p: &Profile, seed: u64) -> RunResult {
         series.flows.push(FlowRecord {
             dir: f.dir,
             streams: f.streams,
+            window: f.window,
             start_s: windows[f.from].0,
             end_s: windows[f.to].1,
             goodput_bps: Some(0.9 * s.link.up_bps as f64),
@@ -443,6 +444,7 @@ fn fixed(shaper: &str, loaded: Option<Latency>, grade: &str, added: f64, up_bps:
         shaper: shaper.into(),
         link: scenario::tcp_1up().link,
         cc: "cubic".into(),
+        ecn: false,
         idle_latency_ms: latency(20.4, 22.0),
         phases: vec![
             phase(
@@ -495,7 +497,7 @@ fn table_golden_before_after() {
     );
     let got = report::table(&[&before, &after]);
     let want = "\
-tcp_1up — link 5M down / 1M up, RTT 20 ms, modem buffer 200 pkts
+tcp_1up — link 5M down / 1M up, RTT 20 ms, modem buffer 200 pkts; TCP cubic, ECN off
   phase       shaper                  down           up  ping p50  ping p99   loss
   idle        none                1 kbit/s     1 kbit/s   20.4 ms   22.0 ms  0.0 %
               hfsc-qlimit9.conf   1 kbit/s     1 kbit/s   20.4 ms   22.0 ms  0.0 %

@@ -1,5 +1,5 @@
 //! Command-line values of `sluice lab`: rates, overheads, congestion
-//! controls, and the overrides they make to a scenario.
+//! controls, socket buffers, ECN, and the overrides they make to a scenario.
 //!
 //! # Principles
 //! - A bad value is refused with what was given, what is allowed and an
@@ -7,7 +7,7 @@
 //! - Rates are bits per second, as in pf.conf (`Kb` is kilobit); a byte
 //!   suffix (`KB`, `MB`) is refused rather than guessed.
 
-use sluice_lab::model::Scenario;
+use sluice_lab::model::{Dir, FifoKind, Scenario};
 use sluice_time::units;
 
 /// Slowest and fastest link the lab emulates (htb's and the host's limits).
@@ -137,6 +137,59 @@ pub fn parse_cc(s: &str) -> Result<String, String> {
     }
 }
 
+/// Smallest and largest socket buffer `--window` accepts: below 4 KiB a
+/// TCP connection cannot keep even three full segments in flight; above
+/// 64 MiB is no home link's bandwidth-delay product. (The kernel's own cap,
+/// `net.core.rmem_max`/`wmem_max`, is checked before a run:
+/// `sluice_lab::runner::check_windows`.)
+const MIN_WINDOW_BYTES: u64 = 4 << 10;
+const MAX_WINDOW_BYTES: u64 = 64 << 20;
+
+/// A flow's socket buffer: a size, or the kernel's autotuning.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowArg(pub Option<u64>);
+
+/// `64K`, `64KiB`, `256k`, `1M`, `65536` (powers of 1024, as iperf3 -w
+/// reads them) or `auto`.
+pub fn parse_window(s: &str) -> Result<WindowArg, String> {
+    let t = s.trim();
+    if t == "auto" {
+        return Ok(WindowArg(None));
+    }
+    let hint = "a socket buffer size in bytes with an optional K/M multiplier (powers of \
+                1024, e.g. 64K, 256KiB, 1M), or `auto` for the kernel's autotuning";
+    let n = units::parse_bytes(t).map_err(|e| format!("`{s}` is not a size: {e} ({hint})"))?;
+    if !(MIN_WINDOW_BYTES..=MAX_WINDOW_BYTES).contains(&n) {
+        return Err(format!(
+            "`{s}` is out of range: windows from {} to {} ({hint})",
+            units::format_bytes(MIN_WINDOW_BYTES),
+            units::format_bytes(MAX_WINDOW_BYTES)
+        ));
+    }
+    Ok(WindowArg(Some(n)))
+}
+
+/// `packets` or `bytes`: how the modem's FIFO counts `--buffer`.
+pub fn parse_fifo(s: &str) -> Result<FifoKind, String> {
+    match s.trim() {
+        "packets" => Ok(FifoKind::Packets),
+        "bytes" => Ok(FifoKind::Bytes),
+        _ => Err(format!(
+            "`{s}`: allowed: packets (pfifo, --buffer packets) or bytes (bfifo, --buffer \
+             full-size frames' worth of bytes)"
+        )),
+    }
+}
+
+/// `on` or `off`.
+pub fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("`{s}`: allowed: on, off")),
+    }
+}
+
 /// The overrides of `lab run` and `lab compare`.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -147,6 +200,12 @@ pub struct Overrides {
     pub overhead: Option<OverheadArg>,
     pub phase_secs: Option<f64>,
     pub cc: Option<String>,
+    /// Every flow's window, then (taking precedence) one direction's.
+    pub window: Option<WindowArg>,
+    pub window_down: Option<WindowArg>,
+    pub window_up: Option<WindowArg>,
+    pub ecn: Option<bool>,
+    pub fifo: Option<FifoKind>,
 }
 
 impl Overrides {
@@ -175,6 +234,21 @@ impl Overrides {
         }
         if let Some(cc) = &self.cc {
             s.cc = cc.clone();
+        }
+        if let Some(f) = self.fifo {
+            s.link.fifo = f;
+        }
+        if let Some(on) = self.ecn {
+            s.ecn = on;
+        }
+        for f in &mut s.flows {
+            let own = match f.dir {
+                Dir::Down => self.window_down,
+                Dir::Up => self.window_up,
+            };
+            if let Some(WindowArg(w)) = own.or(self.window) {
+                f.window = w;
+            }
         }
     }
 }
@@ -244,5 +318,89 @@ mod tests {
         assert_eq!((s.link.overhead_bytes, s.link.atm), (38, false));
         assert_eq!(s.total_secs(), 20.0);
         assert_eq!(s.cc, "reno");
+    }
+
+    #[test]
+    fn windows_are_sizes_in_powers_of_1024_or_auto() {
+        for (s, n) in [
+            ("64K", 65_536),
+            ("64KiB", 65_536),
+            ("64k", 65_536),
+            ("256K", 262_144),
+            ("1M", 1 << 20),
+            ("65536", 65_536),
+            (" 4K ", 4096),
+            ("64M", 64 << 20),
+        ] {
+            assert_eq!(parse_window(s), Ok(WindowArg(Some(n))), "{s}");
+        }
+        assert_eq!(parse_window("auto"), Ok(WindowArg(None)));
+        for bad in ["", "big", "64Kbit", "-64K", "1K", "100M", "0"] {
+            let e = parse_window(bad).unwrap_err();
+            assert!(e.contains(&format!("`{bad}`")), "{bad}: {e}");
+            assert!(e.contains("auto"), "the hint names auto: {e}");
+        }
+        assert!(parse_window("1K").unwrap_err().contains("4KiB to 64MiB"));
+        assert_eq!(parse_fifo("bytes"), Ok(FifoKind::Bytes));
+        assert_eq!(parse_fifo("packets"), Ok(FifoKind::Packets));
+        assert!(parse_fifo("pfifo").unwrap_err().contains("packets"));
+        assert_eq!(parse_on_off("on"), Ok(true));
+        assert_eq!(parse_on_off("off"), Ok(false));
+        assert!(parse_on_off("yes").unwrap_err().contains("on, off"));
+    }
+
+    #[test]
+    fn window_and_ecn_overrides() {
+        let base = sluice_lab::scenario::ack_priority();
+        let windows = |o: Overrides| {
+            let mut s = base.clone();
+            o.apply(&mut s);
+            let w = |d: Dir| s.flows.iter().find(|f| f.dir == d).unwrap().window;
+            (w(Dir::Down), w(Dir::Up), s.ecn)
+        };
+        let (down, up) = (
+            base.flows
+                .iter()
+                .find(|f| f.dir == Dir::Down)
+                .unwrap()
+                .window,
+            base.flows.iter().find(|f| f.dir == Dir::Up).unwrap().window,
+        );
+        assert!(!base.ecn);
+        assert_eq!(
+            windows(Overrides::default()),
+            (down, up, false),
+            "untouched"
+        );
+        let all = Overrides {
+            window: Some(WindowArg(Some(128 << 10))),
+            ecn: Some(true),
+            ..Overrides::default()
+        };
+        assert_eq!(windows(all), (Some(128 << 10), Some(128 << 10), true));
+        let mut s = base.clone();
+        let flip = match s.link.fifo {
+            FifoKind::Packets => FifoKind::Bytes,
+            FifoKind::Bytes => FifoKind::Packets,
+        };
+        Overrides {
+            fifo: Some(flip),
+            ..Overrides::default()
+        }
+        .apply(&mut s);
+        assert_eq!(s.link.fifo, flip);
+        // A direction's own flag wins over --window; `auto` clears.
+        let mixed = Overrides {
+            window: Some(WindowArg(Some(128 << 10))),
+            window_up: Some(WindowArg(None)),
+            ..Overrides::default()
+        };
+        assert_eq!(windows(mixed), (Some(128 << 10), None, false));
+        let down_only = Overrides {
+            window_down: Some(WindowArg(Some(32 << 10))),
+            ecn: Some(false),
+            ..Overrides::default()
+        };
+        assert_eq!(windows(down_only), (Some(32 << 10), up, false));
     }
 }

@@ -163,6 +163,7 @@ mod tests {
             flows: vec![FlowRecord {
                 dir: Dir::Up,
                 streams: 4,
+                window: None,
                 start_s: 10.0,
                 end_s: 40.0,
                 goodput_bps: None,

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use super::table::{blocks, PHASE_HEADER, SHAPER_HEADER, VOIP_HEADER};
-use super::{fmt_added, fmt_ms, fmt_pct, fmt_rate, link_line, PlotOutcome};
+use super::{fmt_added, fmt_ms, fmt_pct, fmt_rate, hosts_line, link_line, PlotOutcome};
 use crate::model::{Dir, RunResult, Summary};
 
 const CSS: &str = "
@@ -116,11 +116,11 @@ pub(super) fn run_page(run: &RunResult, data: &[String], outcome: &PlotOutcome) 
     let mut out = head(&format!("sluice lab — {} — {}", s.scenario, s.shaper));
     let _ = writeln!(
         out,
-        "<h1>{} <span class=\"muted\">shaper {}</span></h1>\n<p class=\"muted\">{}, TCP {} · started {} · sluice {}</p>",
+        "<h1>{} <span class=\"muted\">shaper {}</span></h1>\n<p class=\"muted\">{}; {} · started {} · sluice {}</p>",
         esc(&s.scenario),
         esc(&s.shaper),
         esc(&link_line(s)),
-        esc(&s.cc),
+        esc(&hosts_line(s)),
         esc(&s.started_at),
         esc(&s.sluice_version)
     );

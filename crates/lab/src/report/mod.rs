@@ -26,7 +26,8 @@ mod table;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::model::{RunResult, Summary};
+use crate::model::{Dir, FifoKind, RunResult, Summary};
+use sluice_time::units;
 
 pub use table::table;
 
@@ -252,11 +253,15 @@ fn fmt_pct(p: f64) -> String {
 fn link_line(s: &Summary) -> String {
     let l = &s.link;
     let mut out = format!(
-        "link {} down / {} up, RTT {} ms, modem buffer {} pkts",
+        "link {} down / {} up, RTT {} ms, modem buffer {}",
         fmt_link_rate(l.down_bps),
         fmt_link_rate(l.up_bps),
         trim_float(l.rtt_ms),
-        l.buffer_pkts
+        match l.fifo {
+            FifoKind::Packets => format!("{} pkts", l.buffer_pkts),
+            FifoKind::Bytes =>
+                format!("{} B ({} full frames)", l.fifo_limit_bytes(), l.buffer_pkts),
+        }
     );
     if l.overhead_bytes != 0 || l.atm {
         out.push_str(&format!(
@@ -265,6 +270,37 @@ fn link_line(s: &Summary) -> String {
             l.overhead_bytes,
             if l.atm { ", ATM cells" } else { "" }
         ));
+    }
+    out
+}
+
+/// The hosts' TCP: `TCP cubic, ECN off[, window 64KiB | , windows down
+/// 64KiB / up autotuned]` (socket buffers per direction, from the flows as
+/// they ran; nothing when every flow was autotuned).
+fn hosts_line(s: &Summary) -> String {
+    let mut out = format!("TCP {}, ECN {}", s.cc, if s.ecn { "on" } else { "off" });
+    let of = |d: Dir| -> Option<Option<u64>> {
+        let w: Vec<Option<u64>> = s
+            .flows
+            .iter()
+            .filter(|f| f.dir == d)
+            .map(|f| f.window)
+            .collect();
+        // A direction's first flow speaks for it: every shipped scenario
+        // gives a direction's flows one window.
+        w.first().copied()
+    };
+    let text = |w: Option<u64>| w.map_or("autotuned".to_string(), units::format_bytes);
+    match (of(Dir::Down), of(Dir::Up)) {
+        (None | Some(None), None | Some(None)) => {}
+        (Some(a), Some(b)) if a == b => out.push_str(&format!(", window {}", text(a))),
+        (down, up) => {
+            let parts: Vec<String> = [("down", down), ("up", up)]
+                .into_iter()
+                .filter_map(|(name, w)| w.map(|w| format!("{name} {}", text(w))))
+                .collect();
+            out.push_str(&format!(", windows {}", parts.join(" / ")));
+        }
     }
     out
 }
@@ -316,6 +352,54 @@ mod tests {
             ..Default::default()
         };
         crate::analysis::finish(&s, "none", series, "t".into(), Vec::new())
+    }
+
+    #[test]
+    fn hosts_line_shows_cc_ecn_and_the_windows() {
+        let run = |ecn: bool, down: Option<u64>, up: Option<u64>| {
+            let mut s = crate::scenario::ack_priority();
+            s.ecn = ecn;
+            let mut series = crate::model::Series::default();
+            for (dir, window) in [(Dir::Down, down), (Dir::Up, up)] {
+                series.flows.push(crate::model::FlowRecord {
+                    dir,
+                    streams: 1,
+                    window,
+                    start_s: 0.0,
+                    end_s: 1.0,
+                    goodput_bps: None,
+                    retransmits: None,
+                    error: None,
+                });
+            }
+            hosts_line(&crate::analysis::finish(&s, "none", series, "t".into(), vec![]).summary)
+        };
+        assert_eq!(run(false, None, None), "TCP cubic, ECN off");
+        assert_eq!(
+            run(true, Some(64 << 10), Some(64 << 10)),
+            "TCP cubic, ECN on, window 64KiB"
+        );
+        assert_eq!(
+            run(false, Some(64 << 10), None),
+            "TCP cubic, ECN off, windows down 64KiB / up autotuned"
+        );
+        assert_eq!(
+            run(false, None, Some(1 << 20)),
+            "TCP cubic, ECN off, windows down autotuned / up 1MiB"
+        );
+        // Summaries carry it into every report: the table's title.
+        assert!(tiny_run_table().contains("; TCP cubic, ECN off\n"));
+        let mut s = tiny_run().summary;
+        s.link.fifo = FifoKind::Bytes;
+        assert!(
+            link_line(&s).ends_with("modem buffer 302800 B (200 full frames)"),
+            "{}",
+            link_line(&s)
+        );
+    }
+
+    fn tiny_run_table() -> String {
+        table(&[&tiny_run().summary])
     }
 
     fn png_size(path: &Path) -> (u32, u32) {

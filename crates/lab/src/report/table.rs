@@ -11,7 +11,7 @@
 //! - Phases are matched across runs by name and occurrence, not by index, so
 //!   runs whose phase lists differ still line up where they can.
 
-use super::{fmt_added, fmt_ms, fmt_pct, fmt_rate, link_line};
+use super::{fmt_added, fmt_ms, fmt_pct, fmt_rate, hosts_line, link_line};
 use crate::model::Summary;
 
 pub(super) const PHASE_HEADER: [&str; 7] = [
@@ -30,7 +30,7 @@ pub(super) const VOIP_HEADER: [&str; 4] = ["VoIP owd", "jitter", "loss", "MOS"];
 
 /// The cells of one scenario's block.
 pub(super) struct Block {
-    /// `tcp_1up — link 5M down / 1M up, …`
+    /// `tcp_1up — link 5M down / 1M up, …; TCP cubic, ECN off`
     pub title: String,
     /// One group per phase; within it one row per run (`PHASE_HEADER` cells).
     pub phase_groups: Vec<Vec<Vec<String>>>,
@@ -85,7 +85,7 @@ pub(super) fn blocks(summaries: &[&Summary]) -> Vec<Block> {
     let mut keys: Vec<String> = Vec::new();
     let mut members: Vec<Vec<&Summary>> = Vec::new();
     for s in summaries {
-        let title = format!("{} — {}", s.scenario, link_line(s));
+        let title = format!("{} — {}; {}", s.scenario, link_line(s), hosts_line(s));
         match keys.iter().position(|k| *k == title) {
             Some(i) => members[i].push(s),
             None => {

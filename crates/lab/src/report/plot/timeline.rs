@@ -22,7 +22,7 @@ use super::{
     MAX_COLUMNS, PING, UP,
 };
 use crate::model::RunResult;
-use crate::report::{fmt_added, fmt_link_rate, fmt_ms, is_loaded, link_line};
+use crate::report::{fmt_added, fmt_link_rate, fmt_ms, hosts_line, is_loaded, link_line};
 
 /// One or more runs side by side (only the first [`MAX_COLUMNS`] are drawn).
 pub(crate) struct Timeline<'a> {
@@ -101,7 +101,7 @@ impl Timeline<'_> {
             )
         };
         head.draw_text(&title, &bold(20), (14, 8)).map_err(err)?;
-        let sub = format!("{}, TCP {}", link_line(s), s.cc);
+        let sub = format!("{}; {}", link_line(s), hosts_line(s));
         head.draw_text(&sub, &text(14), (14, 36)).map_err(err)?;
 
         let sc = scales(runs);
