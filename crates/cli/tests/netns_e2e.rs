@@ -10,7 +10,9 @@
 use sluice_control::proto::QueuesReply;
 use sluice_lab::iperf3::{self, ClientOptions, Iperf3Result};
 use sluice_lab::{BridgeLab, CLIENT_IP, SERVER_IP};
-use sluice_testkit::{require_io, require_netns, Serial, Sluice};
+use sluice_testkit::{
+    inject, inject_count, proc_status, require_io, require_netns, Serial, Sluice, INJECT,
+};
 use std::time::Duration;
 
 fn bin() -> String {
@@ -192,39 +194,6 @@ fn reload_under_load_refuses_bad_files_and_keeps_flows_alive() {
     assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));
 }
 
-const INJECT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/inject.py");
-
-fn inject(lab: &BridgeLab, mode: &str, count: u32) -> u64 {
-    let out = inject_raw(lab, mode, count);
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
-
-/// Runs the injector on the client's c0; its stdout.
-fn inject_raw(lab: &BridgeLab, mode: &str, count: u32) -> std::process::Output {
-    let script = INJECT;
-    let smac = lab.topo.mac(&lab.client, "c0").unwrap();
-    let dmac = lab.topo.mac(&lab.server, "v0").unwrap();
-    let n = count.to_string();
-    let out = lab
-        .topo
-        .exec(
-            &lab.client,
-            &[
-                "python3", script, "c0", &smac, &dmac, CLIENT_IP, SERVER_IP, mode, &n,
-            ],
-        )
-        .unwrap_or_else(|e| panic!("inject {mode}: {e}"));
-    out
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn bad_input_is_counted_and_forwarding_goes_on() {
     let Some(_serial) = netns() else {
@@ -241,13 +210,13 @@ fn bad_input_is_counted_and_forwarding_goes_on() {
     lab.start_sluice(&b, conf, &[])
         .unwrap_or_else(|e| panic!("{e}"));
     let pid = lab.sluice_pid().unwrap();
-    let rss_before = rss_kib(pid);
+    let rss_before = proc_status(pid, "VmRSS");
     let mut malformed_sent = 0;
     for mode in ["truncated", "bad_ihl", "bad_total_len", "v6_ext_chain"] {
-        malformed_sent += inject(&lab, mode, 200);
+        malformed_sent += inject_count(&lab, mode, CLIENT_IP, 200);
     }
-    inject(&lab, "fragments", 200);
-    let flood = inject(&lab, "flood", 5000);
+    inject_count(&lab, "fragments", CLIENT_IP, 200);
+    let flood = inject_count(&lab, "flood", CLIENT_IP, 5000);
     assert_eq!(flood, 5000);
     std::thread::sleep(Duration::from_millis(500));
     assert!(
@@ -269,7 +238,7 @@ fn bad_input_is_counted_and_forwarding_goes_on() {
          flood of 5000 5-tuples: {state_limit} refused at the state limit, {} states; RSS {} -> {} KiB",
         v.states,
         rss_before,
-        rss_kib(pid)
+        proc_status(pid, "VmRSS")
     );
     assert_eq!(malformed, malformed_sent, "every malformed frame counted");
     assert!(v.states <= 1000, "state table over its limit");
@@ -282,7 +251,7 @@ fn bad_input_is_counted_and_forwarding_goes_on() {
     );
     // Memory stays bounded: the state table is capped and frames are pooled.
     assert!(
-        rss_kib(pid) < rss_before + 64 * 1024,
+        proc_status(pid, "VmRSS") < rss_before + 64 * 1024,
         "RSS grew by more than 64 MiB"
     );
     assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));
@@ -290,7 +259,7 @@ fn bad_input_is_counted_and_forwarding_goes_on() {
 
 /// (frames, bytes) of an encapsulated mode: bytes are whole frames as sent.
 fn inject_encap(lab: &BridgeLab, mode: &str, count: u32) -> (u64, u64) {
-    let out = inject_raw(lab, mode, count);
+    let out = inject(lab, mode, CLIENT_IP, count);
     let text = String::from_utf8_lossy(&out.stdout);
     let mut it = text.split_whitespace().map(|w| w.parse::<u64>().unwrap());
     (it.next().unwrap(), it.next().unwrap())

@@ -11,10 +11,9 @@
 
 use sluice_lab::bridge::SERVER_IP;
 use sluice_lab::BridgeLab;
-use sluice_testkit::{require_netns, Sluice};
+use sluice_testkit::{proc_status, require_netns, Sluice, INJECT};
 use std::time::{Duration, Instant};
 
-const INJECT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/inject.py");
 /// Segments per side.
 const PER_SIDE: u32 = 50_000;
 const PORT: &str = "7777";
@@ -25,20 +24,6 @@ const PEAK_RSS_KIB_MAX: u64 = 128 * 1024;
 
 fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
-}
-
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| {
-            v.trim_start_matches(':')
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
 }
 
 /// `connect` rounds of the injector from the client: (ok, failed).
@@ -88,7 +73,7 @@ fn spoofed_flood_from_both_sides_leaves_new_connections_working() {
         "connections before the flood\n{}",
         lab.log()
     );
-    let rss_before = status_kib(pid, "VmRSS");
+    let rss_before = proc_status(pid, "VmRSS");
 
     let (cmac, vmac) = (
         lab.topo.mac(&lab.client, "c0").unwrap(),
@@ -124,7 +109,7 @@ fn spoofed_flood_from_both_sides_leaves_new_connections_working() {
     let info = lab
         .info(&b)
         .unwrap_or_else(|e| panic!("{e}\n{}", lab.log()));
-    let (rss_after, hwm) = (status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM"));
+    let (rss_after, hwm) = (proc_status(pid, "VmRSS"), proc_status(pid, "VmHWM"));
     eprintln!(
         "flood: {} segments in {flood_s:.1} s; connections during {during_ok} ok / \
          {during_failed} failed, after {after_ok} ok / {after_failed} failed; states \

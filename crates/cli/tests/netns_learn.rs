@@ -13,9 +13,8 @@
 
 use sluice_control::proto::InfoReply;
 use sluice_lab::{BridgeLab, CLIENT_IP, SERVER_IP};
-use sluice_testkit::{require_netns, Sluice};
+use sluice_testkit::{inject_count, require_netns, Sluice};
 
-const INJECT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/inject.py");
 /// The host that joins after the flood, on the client's link.
 const NEW_IP: &str = "10.77.0.3";
 
@@ -30,23 +29,6 @@ pass in  on $ext_if proto tcp from any to $ext_if flags S/SA keep state queue (q
 
 fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
-}
-
-/// Frames from the client's c0, as `inject.py` builds them; the count sent.
-fn inject(lab: &BridgeLab, mode: &str, src: &str, count: u32) -> u64 {
-    let smac = lab.topo.mac(&lab.client, "c0").unwrap();
-    let dmac = lab.topo.mac(&lab.server, "v0").unwrap();
-    let n = count.to_string();
-    let out = lab
-        .topo
-        .exec(
-            &lab.client,
-            &[
-                "python3", INJECT, "c0", &smac, &dmac, src, SERVER_IP, mode, &n,
-            ],
-        )
-        .unwrap_or_else(|e| panic!("inject {mode}: {e}"));
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
 /// Packets q_pri has sent on wan0.
@@ -112,9 +94,9 @@ fn spoofed_sources_do_not_poison_from_ext_if() {
     let (mut lab, b) = lab_with_new_host("lrn", &[]);
 
     // One LAN host sends from 300 spoofed sources (more than the 256 slots).
-    assert_eq!(inject(&lab, "spoof", CLIENT_IP, 300), 300);
+    assert_eq!(inject_count(&lab, "spoof", CLIENT_IP, 300), 300);
     // A new host joins and announces itself, then downloads.
-    assert_eq!(inject(&lab, "announce", NEW_IP, 1), 1);
+    assert_eq!(inject_count(&lab, "announce", NEW_IP, 1), 1);
     let before = q_pri(&lab);
     download_to_new_host(&mut lab, 5411);
     let after_flood = q_pri(&lab) - before;
@@ -141,7 +123,7 @@ fn spoofed_sources_do_not_poison_from_ext_if() {
     );
 
     // 1000 spoofed ARP claims: they take the free slots, not the new host's.
-    assert_eq!(inject(&lab, "arp_spoof", CLIENT_IP, 1000), 1000);
+    assert_eq!(inject_count(&lab, "arp_spoof", CLIENT_IP, 1000), 1000);
     let before = q_pri(&lab);
     download_to_new_host(&mut lab, 5412);
     let after_arp = q_pri(&lab) - before;
@@ -176,8 +158,8 @@ fn a_configured_ext_if_address_needs_no_learning() {
         return;
     };
     let (mut lab, b) = lab_with_new_host("lrc", &["--iface-addr", &format!("wan0={NEW_IP}")]);
-    assert_eq!(inject(&lab, "spoof", CLIENT_IP, 300), 300);
-    assert_eq!(inject(&lab, "arp_spoof", CLIENT_IP, 300), 300);
+    assert_eq!(inject_count(&lab, "spoof", CLIENT_IP, 300), 300);
+    assert_eq!(inject_count(&lab, "arp_spoof", CLIENT_IP, 300), 300);
     let before = q_pri(&lab);
     download_to_new_host(&mut lab, 5413);
     let pri = q_pri(&lab) - before;

@@ -9,8 +9,8 @@
 //! `SLUICE_REQUIRE_NETNS=1` (sluice-testkit). `SLUICE_BIN` runs another
 //! build of sluice (e.g. main's, for the figure before).
 
-use sluice_lab::{BridgeLab, CLIENT_IP, SERVER_IP};
-use sluice_testkit::{require_netns, Serial, Sluice};
+use sluice_lab::{BridgeLab, CLIENT_IP};
+use sluice_testkit::{inject_count, proc_status, require_netns, Serial, Sluice};
 use std::time::Duration;
 
 fn bin() -> String {
@@ -21,39 +21,12 @@ fn netns() -> Option<Serial> {
     require_netns(&["python3"])
 }
 
-const INJECT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/inject.py");
-
 /// 64 kbit/s: 133 sixty-byte frames a second leave, so nearly every frame
 /// sent stays queued while the test looks; qlimit at its maximum so the
 /// queue, not its limit, holds them.
 const SLOW: &str = "altq on $ext_if priq bandwidth 64Kb queue { q }\n\
     queue q priority 1 qlimit 65535 priq(default)\n\
     pass out on $ext_if proto udp queue q\n";
-
-/// Sends `count` 60-byte UDP frames of one flow from the client's c0.
-fn inject_small(lab: &BridgeLab, count: u32) -> u64 {
-    let smac = lab.topo.mac(&lab.client, "c0").unwrap();
-    let dmac = lab.topo.mac(&lab.server, "v0").unwrap();
-    let n = count.to_string();
-    let out = lab
-        .topo
-        .exec(
-            &lab.client,
-            &[
-                "python3", INJECT, "c0", &smac, &dmac, CLIENT_IP, SERVER_IP, "small", &n,
-            ],
-        )
-        .unwrap_or_else(|e| panic!("inject: {e}"));
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 /// Frames queued in `q` on the WAN side (`show queues`, which every build
 /// of sluice answers alike).
@@ -71,7 +44,10 @@ fn queued(lab: &BridgeLab, b: &str) -> u64 {
 
 /// Sends `count` frames and waits until the daemon has taken what it will.
 fn fill(lab: &BridgeLab, b: &str, count: u32) -> u64 {
-    assert_eq!(inject_small(lab, count), u64::from(count));
+    assert_eq!(
+        inject_count(lab, "small", CLIENT_IP, count),
+        u64::from(count)
+    );
     let mut last = 0;
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(250));
@@ -99,9 +75,9 @@ fn queued_small_frames_cost_what_they_are() {
     let pid = lab.sluice_pid().unwrap();
     // Warm-up: the pool and the rings reach their working size.
     fill(&lab, &b, 5_000);
-    let (rss0, q0) = (rss_kib(pid), queued(&lab, &b));
+    let (rss0, q0) = (proc_status(pid, "VmRSS"), queued(&lab, &b));
     let q1 = fill(&lab, &b, 60_000);
-    let rss1 = rss_kib(pid);
+    let rss1 = proc_status(pid, "VmRSS");
     let frames = q1.saturating_sub(q0);
     let per_frame = (rss1.saturating_sub(rss0) * 1024) as f64 / frames.max(1) as f64;
     eprintln!(

@@ -9,10 +9,9 @@
 
 use sluice_control::proto::Reply;
 use sluice_lab::BridgeLab;
-use sluice_testkit::{require_netns, Sluice};
+use sluice_testkit::{require_netns, Sluice, INJECT};
 use std::time::{Duration, Instant};
 
-const INJECT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/inject.py");
 const METRICS: &str = "127.0.0.1:9188";
 /// How long the slow clients keep trickling (far past the 2 s deadline).
 const TRICKLE_S: &str = "6";

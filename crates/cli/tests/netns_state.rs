@@ -14,10 +14,9 @@
 
 use sluice_lab::bridge::{CLIENT_IP, SERVER_IP};
 use sluice_lab::BridgeLab;
-use sluice_testkit::{require_netns, Sluice};
+use sluice_testkit::{require_netns, Sluice, INJECT};
 use std::time::Duration;
 
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/tcp_flood.py");
 const LIMIT: u64 = 2000;
 const FLOOD: u32 = 3000;
 const PORT: &str = "5001";
@@ -39,7 +38,16 @@ fn flood(lab: &BridgeLab, flags: &str, seed: u32) {
         .exec(
             &lab.server,
             &[
-                "python3", SCRIPT, "flood", "v0", &smac, &dmac, CLIENT_IP, flags, &n, &seed,
+                "python3",
+                INJECT,
+                "tcp_spoof",
+                "v0",
+                &smac,
+                &dmac,
+                &seed,
+                &n,
+                flags,
+                CLIENT_IP,
             ],
         )
         .unwrap_or_else(|e| panic!("flood {flags}: {e}"));
@@ -48,7 +56,8 @@ fn flood(lab: &BridgeLab, flags: &str, seed: u32) {
     std::thread::sleep(Duration::from_millis(500));
 }
 
-/// One real TCP exchange client → server; the script's report and success.
+/// One real TCP exchange client → server: the injector's report ("OK
+/// FAILED SECONDS") and success.
 fn connect(lab: &BridgeLab) -> (String, bool) {
     let out = lab
         .topo
@@ -56,10 +65,11 @@ fn connect(lab: &BridgeLab) -> (String, bool) {
             &lab.client,
             &[
                 "python3",
-                SCRIPT,
+                INJECT,
                 "connect",
                 SERVER_IP,
                 PORT,
+                "1",
                 CONNECT_TIMEOUT_S,
             ],
         )
@@ -87,7 +97,7 @@ fn spoofed_wan_floods_leave_new_lan_connections_working() {
     lab.topo
         .spawn(
             &server,
-            &["python3", SCRIPT, "listen", PORT, "60"],
+            &["python3", INJECT, "listen", PORT, "60"],
             Some(&log),
         )
         .expect("listener");

@@ -18,6 +18,10 @@
 //! - One lock per test process ([`serial`]): the machine has two cores, and
 //!   two tests measuring time or rate at once would measure each other.
 //!   Every guard [`require_netns`] returns holds it.
+//! - One frame injector ([`INJECT`], `support/inject.py`): hand-made frames,
+//!   floods, slow and counting TCP clients; [`inject`] runs it on the
+//!   client of a [`BridgeLab`]. One reader of `/proc/PID/status`
+//!   ([`proc_status`]).
 //!
 //! # Variables
 //! - `SLUICE_REQUIRE_NETNS`: `1` (any value but empty or `0`) turns every
@@ -152,6 +156,53 @@ impl Sluice {
     }
 }
 
+/// The frame injector every netns test drives (its modes: the script's
+/// docstring).
+pub const INJECT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/support/inject.py");
+
+/// Runs `inject.py c0 CMAC VMAC SRC SERVER_IP MODE COUNT` on the client of
+/// `lab` (frames from the client towards the server's MAC, from address
+/// `src`); its output, whatever its exit status.
+pub fn inject(lab: &BridgeLab, mode: &str, src: &str, count: u32) -> std::process::Output {
+    let smac = lab.topo.mac(&lab.client, "c0").expect("client MAC");
+    let dmac = lab.topo.mac(&lab.server, "v0").expect("server MAC");
+    let n = count.to_string();
+    let argv = [
+        "python3",
+        INJECT,
+        "c0",
+        &smac,
+        &dmac,
+        src,
+        sluice_lab::SERVER_IP,
+        mode,
+        &n,
+    ];
+    lab.topo
+        .exec(&lab.client, &argv)
+        .unwrap_or_else(|e| panic!("inject {mode}: {e}"))
+}
+
+/// [`inject`]'s count of frames sent (its first number).
+pub fn inject_count(lab: &BridgeLab, mode: &str, src: &str, count: u32) -> u64 {
+    let out = inject(lab, mode, src, count);
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("inject {mode}: no count in {text:?}"))
+}
+
+/// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`), or 0 if the
+/// process or the field is gone.
+pub fn proc_status(pid: u32, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Polls `cond` every 100 ms for up to `limit`; whether it became true.
 pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let t0 = Instant::now();
@@ -222,6 +273,15 @@ mod tests {
             "{name}"
         );
         assert!(name.starts_with("sluice_testkit::"), "{name}");
+    }
+
+    #[test]
+    fn proc_status_reads_kib_fields() {
+        let me = std::process::id();
+        assert!(proc_status(me, "VmRSS") > 0);
+        assert!(proc_status(me, "VmHWM") >= proc_status(me, "VmRSS") / 2);
+        assert_eq!(proc_status(me, "NoSuchField"), 0);
+        assert_eq!(proc_status(me, "VmRS"), 0, "a prefix is not the field");
     }
 
     #[test]

@@ -21,12 +21,15 @@ MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
     inject.py capture IFACE SECONDS
       counts, for SECONDS, the frames seen on IFACE by marker; prints JSON
       {"MODE": frames, ...}
-    inject.py tcp_spoof IFACE SRC_MAC DST_MAC SEED COUNT
+    inject.py tcp_spoof IFACE SRC_MAC DST_MAC SEED COUNT [FLAGS DST_IP]
       COUNT TCP segments with every flag combination in turn (all 256 of
-      the flags byte) and random 5-tuples, one in four IPv6; prints the
-      number sent
-    inject.py listen PORT
-      accepts TCP connections on PORT and closes them, until killed
+      the flags byte) and random 5-tuples, one in four IPv6; with FLAGS
+      (letters of FSRPAUEW, e.g. A or S) every segment carries those flags
+      and goes to DST_IP, from random addresses of 100.64.0.0/10 and random
+      ports. Seeded: the same SEED sends the same frames. Prints COUNT.
+    inject.py listen PORT [SECONDS]
+      accepts TCP connections on PORT (until killed, or for SECONDS),
+      answering a line sent on each with "ok LINE"
     inject.py trickle unix:PATH|tcp:HOST:PORT COUNT SECONDS
       holds COUNT connections open at once, each sending the start of a
       request and then one space every 0.5 s for SECONDS; prints how many
@@ -35,7 +38,9 @@ MODE: truncated | bad_ihl | bad_total_len | v6_ext_chain | fragments | flood
       one HTTP/1.0 GET; prints "STATUS SECONDS" (STATUS 0: no answer)
     inject.py connect HOST PORT COUNT TIMEOUT
       opens COUNT fresh TCP connections to HOST:PORT one after another, each
-      given TIMEOUT seconds; prints "ok failed"
+      given TIMEOUT seconds to send "hello" and be answered "ok hello";
+      prints "OK FAILED SECONDS" (SECONDS: the slowest attempt) and exits 1
+      if any failed
 """
 import json
 import time
@@ -123,26 +128,36 @@ def capture(iface, seconds):
     print(json.dumps(seen))
 
 
-def tcp_spoof(iface, smac, dmac, seed, count):
-    """The hostile flood of issue #12: no checksums (nothing on the path
-    checks them before sluice's state table does its work)."""
+def tcp4(src, dst, sport, dport, flags, seq, ack):
+    """IPv4 + a TCP header with valid checksums (addresses as 4 bytes)."""
+    h = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0)
+    h = h[:16] + struct.pack("!H", csum(src + dst + struct.pack("!BBH", 0, 6, len(h)) + h)) + h[18:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(h), 1, 0, 64, 6, 0, src, dst)
+    return ip[:10] + struct.pack("!H", csum(ip)) + ip[12:] + h
+
+
+def tcp_spoof(iface, smac, dmac, seed, count, flags=None, dst=None):
+    """The hostile floods of issue #12 (netns_flood.rs, netns_state.rs)."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((iface, 0))
     rnd = random.Random(seed)
     l2 = mac(dmac) + mac(smac)
+    bits = None if flags is None else sum(1 << "FSRPAUEW".index(c) for c in flags)
     for i in range(count):
-        flags = i & 0xFF
         ports = rnd.getrandbits(32)
+        sport, dport = ports >> 16, ports & 0xFFFF
         seq, ack = rnd.getrandbits(32), rnd.getrandbits(32)
-        seg = struct.pack("!IIIBBHHH", ports, seq, ack, 5 << 4, flags, 65535, 0, 0)
-        if i % 4 == 3:
+        if bits is not None:
+            v = rnd.getrandbits(22)
+            src = bytes([100, 64 + (v >> 16), (v >> 8) & 255, v & 255])
+            f = l2 + b"\x08\x00" + tcp4(src, socket.inet_aton(dst), sport, dport, bits, seq, ack)
+        elif i % 4 == 3:
+            seg = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, i & 0xFF, 65535, 0, 0)
             a, b = rnd.getrandbits(128).to_bytes(16, "big"), rnd.getrandbits(128).to_bytes(16, "big")
             f = l2 + b"\x86\xdd" + struct.pack("!IHBB16s16s", 6 << 28, len(seg), 6, 64, a, b) + seg
         else:
             a, b = rnd.getrandbits(32).to_bytes(4, "big"), rnd.getrandbits(32).to_bytes(4, "big")
-            h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(seg), i & 0xFFFF, 0, 64, 6, 0, a, b)
-            h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
-            f = l2 + b"\x08\x00" + h + seg
+            f = l2 + b"\x08\x00" + tcp4(a, b, sport, dport, i & 0xFF, seq, ack)
         f = f + b"\0" * max(0, 60 - len(f))
         while True:
             try:
@@ -157,25 +172,43 @@ def tcp_spoof(iface, smac, dmac, seed, count):
     print(count)
 
 
-def listen(port):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", port))
-    s.listen(1024)
-    while True:
-        c, _ = s.accept()
+def listen(port, seconds=None):
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", port))
+    ls.listen(1024)
+    end = None if seconds is None else time.monotonic() + seconds
+    while end is None or time.monotonic() < end:
+        ls.settimeout(None if end is None else max(0.1, end - time.monotonic()))
+        try:
+            c, _ = ls.accept()
+        except socket.timeout:
+            break
+        c.settimeout(5)
+        try:
+            line = c.makefile().readline().strip()
+            if line:
+                c.sendall(("ok %s\n" % line).encode())
+        except OSError:
+            pass
         c.close()
 
 
 def connect(host, port, count, timeout):
-    ok = 0
+    ok, slowest = 0, 0.0
     for _ in range(count):
+        t0 = time.monotonic()
         try:
-            socket.create_connection((host, port), timeout).close()
-            ok += 1
+            c = socket.create_connection((host, port), timeout)
+            c.settimeout(max(0.1, timeout - (time.monotonic() - t0)))
+            c.sendall(b"hello\n")
+            ok += c.makefile().readline().strip() == "ok hello"
+            c.close()
         except OSError:
             pass
-    print(ok, count - ok)
+        slowest = max(slowest, time.monotonic() - t0)
+    print(ok, count - ok, "%.3f" % slowest)
+    sys.exit(0 if ok == count else 1)
 
 
 def trickle(target, count, seconds):
@@ -233,7 +266,8 @@ def main():
         capture(sys.argv[2], float(sys.argv[3]))
         return
     if sys.argv[1] == "tcp_spoof":
-        tcp_spoof(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+        a = sys.argv[2:]
+        tcp_spoof(a[0], a[1], a[2], a[3], int(a[4]), *a[5:7])
         return
     if sys.argv[1] == "trickle":
         trickle(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
@@ -242,7 +276,7 @@ def main():
         get(sys.argv[2], sys.argv[3], float(sys.argv[4]))
         return
     if sys.argv[1] == "listen":
-        listen(int(sys.argv[2]))
+        listen(int(sys.argv[2]), *[float(x) for x in sys.argv[3:4]])
         return
     if sys.argv[1] == "connect":
         connect(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
