@@ -68,18 +68,6 @@ fn on_exit(lab: &BridgeLab, b: &str, mode: &str) -> std::process::Output {
         .expect("sluice on-exit")
 }
 
-/// An I/O counter of the running sluice (`show info`).
-fn io_counter(lab: &BridgeLab, b: &str, name: &str) -> u64 {
-    let info = lab
-        .info(b)
-        .unwrap_or_else(|e| panic!("show info: {e}\n{}", lab.log()));
-    info.io
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no io counter {name}"))
-}
-
 /// Starts sluice (`extra` arguments), waits until it answers on its
 /// control socket (it has taken the interfaces back by then), and checks
 /// that the path runs through sluice: no bridge left, and a ping counted.
@@ -100,9 +88,9 @@ fn start_and_check_it_forwards(lab: &mut BridgeLab, b: &str, extra: &[&str]) -> 
     );
     assert_eq!(master(lab, "wan0"), None, "run took wan0 back");
     assert_eq!(bridges(lab), Vec::<String>::new(), "the bridge is deleted");
-    let rx = io_counter(lab, b, "lan0_rx_frames");
+    let rx = lab.io_counter(b, "lan0_rx_frames").expect("lan0_rx_frames");
     assert!(path_open(lab), "no ping through sluice:\n{}", lab.log());
-    let rx2 = io_counter(lab, b, "lan0_rx_frames");
+    let rx2 = lab.io_counter(b, "lan0_rx_frames").expect("lan0_rx_frames");
     assert!(rx2 > rx, "the pings crossed sluice (lan0 rx {rx} -> {rx2})");
     id
 }

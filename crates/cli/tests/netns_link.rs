@@ -36,23 +36,6 @@ fn cpu_ticks(pid: u32) -> u64 {
     f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
 }
 
-/// An I/O counter of `show info --json` by name (`lan0_link_down`).
-fn io_counter(lab: &BridgeLab, b: &str, name: &str) -> u64 {
-    let out = lab.ctl(b, &["show", "info", "--json"]).unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("show info --json: {e}\n{}", lab.log()));
-    let io = &v["io"];
-    let found = match io {
-        serde_json::Value::Array(pairs) => pairs
-            .iter()
-            .find(|p| p[0] == name)
-            .and_then(|p| p[1].as_u64()),
-        serde_json::Value::Object(m) => m.get(name).and_then(|x| x.as_u64()),
-        _ => None,
-    };
-    found.unwrap_or_else(|| panic!("no io counter {name} in {io}"))
-}
-
 /// Where the link is taken down: lan0 itself in the shaper namespace, or
 /// its veth peer c0 in the client namespace (lan0 loses carrier).
 #[derive(Clone, Copy, Debug)]
@@ -84,7 +67,9 @@ fn flap_case(io: &str, flap: Flap) {
         return;
     }
     let pid = lab.sluice_pid().expect("pid");
-    let downs_before = io_counter(&lab, &b, "lan0_link_down");
+    let downs_before = lab
+        .io_counter(&b, "lan0_link_down")
+        .expect("lan0_link_down");
 
     link(&lab, flap, &["link", "set", dev, "down"]);
     // Let the event arrive before measuring.
@@ -103,7 +88,9 @@ fn flap_case(io: &str, flap: Flap) {
     );
     link(&lab, flap, &["link", "set", dev, "up"]);
     let resumed = (1..=RESUME_PINGS).find(|_| lab.ping_once());
-    let downs = io_counter(&lab, &b, "lan0_link_down");
+    let downs = lab
+        .io_counter(&b, "lan0_link_down")
+        .expect("lan0_link_down");
     eprintln!(
         "netns_link: --io {io}, {flap:?} down: CPU while down {used} ticks in {DOWN_FOR:?}; \
          forwarding resumed at ping {resumed:?}; lan0_link_down {downs_before} -> {downs}"

@@ -24,15 +24,6 @@ fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
 }
 
-/// An I/O counter of `show info` by name (`lan0_xdp_reattach`), if the
-/// daemon has it.
-fn io_counter(lab: &BridgeLab, b: &str, name: &str) -> Option<u64> {
-    let info = lab
-        .info(b)
-        .unwrap_or_else(|e| panic!("show info: {e}\n{}", lab.log()));
-    info.io.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
-}
-
 /// `bpftool` in the shaper namespace, as JSON.
 fn bpftool(lab: &BridgeLab, args: &[&str]) -> serde_json::Value {
     let mut cmd = vec!["bpftool", "-j"];
@@ -84,7 +75,7 @@ fn a_detached_xdp_program_is_attached_again_and_counted() {
         .expect("bpftool link detach");
     // Whatever sluice does, the link it held is off lan0 now.
     let resumed = (1..=RESUME_PINGS).find(|_| lab.ping_once());
-    let reattached = io_counter(&lab, &b, "lan0_xdp_reattach");
+    let reattached = lab.io_counter(&b, "lan0_xdp_reattach");
     let relinked = xdp_link_id(&lab, "lan0");
     eprintln!(
         "netns_xdp: link {link} on lan0 detached: forwarding resumed at ping {resumed:?}, \
@@ -101,7 +92,7 @@ fn a_detached_xdp_program_is_attached_again_and_counted() {
         relinked.is_some_and(|l| l != link),
         "a new link attaches the program: {relinked:?}"
     );
-    assert_eq!(io_counter(&lab, &b, "wan0_xdp_reattach"), Some(0));
+    assert_eq!(lab.io_counter(&b, "wan0_xdp_reattach"), Some(0));
     let log = lab.log();
     assert_eq!(
         log.matches("XDP program on lan0 was detached").count(),

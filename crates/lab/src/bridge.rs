@@ -263,6 +263,16 @@ impl BridgeLab {
         self.info(bin).map(|i| i.io_method)
     }
 
+    /// An I/O counter of the running sluice by name (`lan0_link_down`,
+    /// `show info`'s `io` list): `None` if it has no such counter. Panics
+    /// (with sluice's log) if `show info` does not answer: for tests.
+    pub fn io_counter(&self, bin: &str, name: &str) -> Option<u64> {
+        let info = self
+            .info(bin)
+            .unwrap_or_else(|e| panic!("show info: {e}\n{}", self.log()));
+        info.io.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
     /// Stops sluice with SIGTERM; its exit status.
     pub fn stop_sluice(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
         match self.sluice.take() {
