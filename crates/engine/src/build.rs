@@ -323,17 +323,7 @@ fn ingress_leaves(q: &IfaceQueueing) -> Vec<ClassId> {
 /// ingress mode (packets, bytes); `None` when the class is not in it. The
 /// root class (id 0) reports the whole interface.
 pub fn ingress_charged(root: &dyn Qdisc, class: ClassId) -> Option<(u64, u64)> {
-    let any = root as &dyn std::any::Any;
-    let ingress = if let Some(t) = any.downcast_ref::<tbr::Tbr>() {
-        t.ingress()
-    } else if let Some(p) = any.downcast_ref::<pipe::Pipe>() {
-        p.ingress()
-    } else {
-        return None;
-    };
-    if !ingress.is_on() {
-        return None;
-    }
+    let ingress = root.ingress().filter(|i| i.is_on())?;
     let c = if class == ClassId::ROOT {
         ingress.total()
     } else {

@@ -152,11 +152,6 @@ impl Pipe {
         self.failsafe_free_at = self.link_free_at;
     }
 
-    /// The ingress mode and what it has charged.
-    pub fn ingress(&self) -> &Ingress {
-        &self.ingress
-    }
-
     /// When the link may start its next serialisation: its clock, or in
     /// ingress mode the earlier of it and the failsafe clock.
     fn next_start(&self) -> Instant {
@@ -283,6 +278,10 @@ impl Pipe {
 }
 
 impl Qdisc for Pipe {
+    fn ingress(&self) -> Option<&Ingress> {
+        Some(&self.ingress)
+    }
+
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last, now);
         let first = drops.len();

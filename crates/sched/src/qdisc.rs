@@ -125,4 +125,10 @@ pub trait Qdisc: Send + std::any::Any {
     /// Calls `f` with the statistics of every class, parents before children.
     /// A single-queue discipline reports itself as [`ClassId::ROOT`].
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats));
+
+    /// The ingress mode of a shaper (the token bucket, the pipe) and what
+    /// it charged ([`crate::ingress`]); `None` for every other discipline.
+    fn ingress(&self) -> Option<&crate::ingress::Ingress> {
+        None
+    }
 }

@@ -128,11 +128,6 @@ impl Tbr {
         self.failsafe = self.tokens;
     }
 
-    /// The ingress mode and what it has charged.
-    pub fn ingress(&self) -> &Ingress {
-        &self.ingress
-    }
-
     pub fn params(&self) -> Params {
         self.params
     }
@@ -236,6 +231,10 @@ impl Tbr {
 }
 
 impl Qdisc for Tbr {
+    fn ingress(&self) -> Option<&Ingress> {
+        Some(&self.ingress)
+    }
+
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = self.refill(now);
         // A new arrival may become the head (PRIQ, HFSC): forget the peeked cost.
