@@ -283,21 +283,15 @@ fn state_opts(p: &mut P, o: &mut StateOptsAst) -> PResult<()> {
             None => return Err(p.unexpected("a state option or `)`")),
         };
         match w {
-            "max" => {
+            "max" | "max-src-states" | "max-src-nodes" | "max-src-conn" => {
                 p.next();
-                o.max = Some(p.number("max states", 1, u64::from(u32::MAX))?);
-            }
-            "max-src-states" => {
-                p.next();
-                o.max_src_states = Some(p.number("max-src-states", 1, u64::from(u32::MAX))?);
-            }
-            "max-src-nodes" => {
-                p.next();
-                o.max_src_nodes = Some(p.number("max-src-nodes", 1, u64::from(u32::MAX))?);
-            }
-            "max-src-conn" => {
-                p.next();
-                o.max_src_conn = Some(p.number("max-src-conn", 1, u64::from(u32::MAX))?);
+                let (what, field) = match w {
+                    "max" => ("max states", &mut o.max),
+                    "max-src-states" => (w, &mut o.max_src_states),
+                    "max-src-nodes" => (w, &mut o.max_src_nodes),
+                    _ => (w, &mut o.max_src_conn),
+                };
+                *field = Some(p.number(what, 1, u64::from(u32::MAX))?);
             }
             "max-src-conn-rate" => {
                 p.next();

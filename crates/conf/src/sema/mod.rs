@@ -156,23 +156,13 @@ fn set_timeout(cx: &mut Ctx, o: &mut ir::Options, name: Sp<TimeoutName>, n: Sp<u
 /// as ignored by the parser, or are here.
 fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
     let o = &r.state_opts;
+    // The parser bounds every count to 1..=u32::MAX.
+    let count = |m: &Option<Sp<u64>>| m.as_ref().map(|m| u32::try_from(m.v).unwrap_or(u32::MAX));
     let mut out = ir::StateOpts {
-        max: o
-            .max
-            .as_ref()
-            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
-        max_src_states: o
-            .max_src_states
-            .as_ref()
-            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
-        max_src_nodes: o
-            .max_src_nodes
-            .as_ref()
-            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
-        max_src_conn: o
-            .max_src_conn
-            .as_ref()
-            .map(|m| u32::try_from(m.v).unwrap_or(u32::MAX)),
+        max: count(&o.max),
+        max_src_states: count(&o.max_src_states),
+        max_src_nodes: count(&o.max_src_nodes),
+        max_src_conn: count(&o.max_src_conn),
         max_src_conn_rate: o.max_src_conn_rate.as_ref().map(|r| r.v),
         overload: o.overload.as_ref().map(|r| r.v.clone()),
         timeouts: Vec::new(),
