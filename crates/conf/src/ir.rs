@@ -276,6 +276,29 @@ pub struct Queue {
     /// semantics): the leaf drops queued pure ACKs a newer one makes
     /// redundant.
     pub ack_filter: Option<AckFilterMode>,
+    /// TCP download control (sluice extension, docs/tcp-control.md): the
+    /// ACKs of TCP connections whose data uses this queue are paced (`ack-pacing`)
+    /// and their advertised window clamped (`window-clamp`) to the flow's share.
+    /// Under a pipe it is the pipe's [`Pipe::tcp`], copied to each of its queues.
+    pub tcp: TcpControl,
+}
+
+/// What sluice does to the TCP connections whose data uses a queue or pipe,
+/// through the segments their receivers send back (docs/tcp-control.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpControl {
+    /// `ack-pacing`: the receivers' pure ACKs are released at the pace that
+    /// clocks each flow's data at its share of the queue's rate.
+    pub ack_pacing: bool,
+    /// `window-clamp`: the window the receivers advertise is lowered to what
+    /// each flow needs in flight at its share (right edge never moves left).
+    pub window_clamp: bool,
+}
+
+impl TcpControl {
+    pub fn any(self) -> bool {
+        self.ack_pacing || self.window_clamp
+    }
 }
 
 impl Queue {
@@ -309,6 +332,7 @@ impl Queue {
             line,
             ingress: false,
             ack_filter: None,
+            tcp: TcpControl::default(),
         }
     }
 }
@@ -347,6 +371,8 @@ pub struct Pipe {
     pub ingress: bool,
     /// `ack-filter` on the pipe: every queue of it filters ACKs.
     pub ack_filter: Option<AckFilterMode>,
+    /// `ack-pacing` / `window-clamp` on the pipe: every queue of it.
+    pub tcp: TcpControl,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -24,4 +24,4 @@ pub use engine::{
     DropCause, DroppedFrame, Engine, IfaceCounters, MemoryReport, Options, ReloadReport, Rx,
     DEFAULT_MEMORY_LIMIT,
 };
-pub use report::{ClassReport, IfaceReport};
+pub use report::{ClassReport, IfaceReport, TcpControlReport};

@@ -33,6 +33,36 @@ pub struct ClassReport {
     /// interface's shaper charged as if sent; `None` when not in ingress
     /// mode. The root reports the interface's total.
     pub ingress_charged: Option<(u64, u64)>,
+    /// TCP control (`ack-pacing`, `window-clamp`) of the connections whose
+    /// data uses this class; `None` when the class has neither.
+    pub tcp: Option<TcpControlReport>,
+}
+
+/// What TCP control did for one class's connections (docs/tcp-control.md):
+/// the ACKs and windows of segments their receivers sent back. Counters
+/// since start, except the two gauges.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpControlReport {
+    /// Connections under control now (gauge).
+    pub flows: u64,
+    /// Pure ACKs the pacer let through on arrival.
+    pub acks_passed: u64,
+    /// Pure ACKs held to pace their flow.
+    pub acks_held: u64,
+    /// ACKs held now (gauge).
+    pub held_now: u64,
+    /// Held ACKs released at their paced time.
+    pub acks_paced: u64,
+    /// Held ACKs released early, in order, ahead of a segment that must pass
+    /// at once (duplicate ACK, SACK, data, SYN/FIN/RST, ECE).
+    pub acks_flushed: u64,
+    /// Held ACKs released early by a cap (per flow, total, or hold time).
+    pub acks_capped: u64,
+    /// Segments whose advertised window was lowered.
+    pub windows_clamped: u64,
+    /// Segments of controlled connections whose window could not be
+    /// controlled (handshake not seen, malformed options) and passed untouched.
+    pub windows_untouched: u64,
 }
 
 impl ClassReport {
@@ -62,6 +92,7 @@ impl ClassReport {
             sojourn_p99: st.sojourn.quantile(0.99),
             sojourn_max: has.then(|| st.sojourn.max()),
             ingress_charged: None,
+            tcp: None,
         }
     }
 

@@ -149,6 +149,7 @@ impl B<'_, '_, '_> {
                 sched: p.sched.clone(),
                 ingress: p.ingress.is_some(),
                 ack_filter: p.ack_filter.as_ref().map(|a| a.v),
+                tcp: Default::default(),
             }),
             line: self.cx.line(p.span),
         })
