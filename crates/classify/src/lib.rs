@@ -60,7 +60,7 @@ use addr::{AddrTable, Iface};
 use hash::KeyedSip;
 use rules::{CRule, MatchCtx, Resolve};
 use sluice_conf::ir::{self, Action, Direction, IpNet};
-use sluice_time::{Histogram, Instant};
+use sluice_time::{Duration, Histogram, Instant};
 use sluice_wire::{tcp_flags, IpInfo, L4};
 use state::{State, StateKey, StateTable};
 use std::net::IpAddr;
@@ -139,6 +139,10 @@ pub struct Decision {
     pub state: StateHit,
     /// Keyed hash of the directional 5-tuple, or of (src, dst, proto).
     pub flow_hash: u64,
+    /// The least round trip measured from sluice to this packet's
+    /// destination and back (the state's passive RTT, [`rtt`]); `None`
+    /// before the first sample and for packets without a state.
+    pub rtt_ahead: Option<Duration>,
 }
 
 /// Per-rule counters (`pfctl -vsr`).
@@ -492,6 +496,10 @@ impl Classifier {
                         rule: Some(st.rule),
                         state: StateHit::Matched,
                         flow_hash,
+                        rtt_ahead: {
+                            let e = st.rtt.toward[side];
+                            (e.samples > 0).then_some(e.min)
+                        },
                     };
                     if let Some((max, rate, overload)) = conn_limits {
                         if self.table.count_conn(&key, now, max, rate) {
@@ -531,6 +539,7 @@ impl Classifier {
             rule: winner.map(|w| w as u32),
             state: StateHit::None,
             flow_hash,
+            rtt_ahead: None,
         };
         let Some(w) = winner else {
             d.queue = pick(queue, second);

@@ -37,6 +37,13 @@ pub struct ClassInfo {
     pub bandwidth: Option<Rate>,
     pub priority: u8,
     pub qlimit: u32,
+    /// `ack-pacing` / `window-clamp` for the TCP connections whose data
+    /// uses this class (crate::tcpctl).
+    pub tcp: ir::TcpControl,
+    /// The rate TCP control shares among those connections: the class's
+    /// upper limit or bandwidth, else its nearest ancestor's, else the
+    /// interface's.
+    pub pace_rate: Rate,
 }
 
 /// A built queue tree of one interface.
@@ -171,6 +178,22 @@ fn curve(c: &ir::ServiceCurve) -> Option<hfsc::ServiceCurve> {
     })
 }
 
+/// See [`ClassInfo::pace_rate`]. The parent chain is finite (sema refuses
+/// cycles); the walk is bounded by the number of queues anyway.
+fn pace_rate<'a>(q: &'a IfaceQueueing, mut qu: &'a ir::Queue) -> Rate {
+    for _ in 0..=q.queues.len() {
+        let own = qu.upperlimit.map(|c| c.m2).or(qu.bandwidth);
+        if let Some(r) = own.filter(|r| *r != Rate::ZERO) {
+            return r.min(q.bandwidth);
+        }
+        match qu.parent.and_then(|p| q.queues.get(p)) {
+            Some(p) => qu = p,
+            None => break,
+        }
+    }
+    q.bandwidth
+}
+
 /// Builds the tree of one interface.
 pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
     let bw = q.bandwidth;
@@ -186,6 +209,8 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
             bandwidth: qu.bandwidth,
             priority: qu.priority,
             qlimit: qu.qlimit,
+            tcp: qu.tcp,
+            pace_rate: pace_rate(q, qu),
         })
         .collect();
     let default = class_id(q.default_queue);

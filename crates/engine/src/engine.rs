@@ -2,10 +2,12 @@
 
 use crate::build::{build_tree, BuildError, Tree};
 use crate::report::{ClassReport, IfaceReport};
+use crate::tcpctl::{Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
 use sluice_conf::ir::{self, Direction};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
 use sluice_time::{Duration, Instant, Overhead};
+use sluice_wire::L4;
 use std::collections::{HashMap, VecDeque};
 
 /// Frames kept for `poll_dropped` when the caller does not collect them;
@@ -204,6 +206,8 @@ pub struct Engine {
     next_id: u64,
     memory: MemoryReport,
     spare: Vec<Vec<u8>>,
+    /// `ack-pacing` / `window-clamp` (crate::tcpctl).
+    tcp: TcpCtl,
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
@@ -268,6 +272,7 @@ impl Engine {
                 ..MemoryReport::default()
             },
             spare: Vec::new(),
+            tcp: TcpCtl::default(),
         };
         let trees = e.build_trees(cfg)?;
         e.install(cfg, trees);
@@ -306,6 +311,17 @@ impl Engine {
                 .map(|(_, o)| *o)
                 .unwrap_or(Overhead::NONE);
         }
+        let classes: Vec<(&[crate::build::ClassInfo], Overhead)> = self
+            .ifaces
+            .iter()
+            .map(|i| {
+                (
+                    i.tree.as_ref().map_or(&[][..], |t| &t.classes[..]),
+                    i.overhead,
+                )
+            })
+            .collect();
+        self.tcp.configure(self.last_now, &classes);
     }
 
     /// Index of an interface by name.
@@ -344,6 +360,9 @@ impl Engine {
         let mut drops = std::mem::take(&mut self.drops);
         for d in drops.drain(..) {
             self.release(&d.pkt);
+            if self.tcp.enabled() {
+                self.tcp.on_queue(iface, d.pkt.class, d.pkt.len, false);
+            }
             self.ifaces[iface].counters.queue_drops += 1;
             self.give_back(iface, d.pkt.data, DropCause::Sched(d.reason));
         }
@@ -376,6 +395,7 @@ impl Engine {
         if now >= self.next_housekeeping {
             self.classifier.expire(now, EXPIRE_BUDGET);
             self.classifier.expire_iface_addrs(now);
+            self.tcp.housekeeping(now);
             self.next_housekeeping = now + HOUSEKEEPING_PERIOD;
         }
     }
@@ -405,10 +425,10 @@ impl Engine {
         if self.ifaces[iface].lan_side {
             self.learn(now, iface, egress, &frame, &info);
         }
-        let (class, flow, ecn) = match &info.ip {
+        let (class, flow, ecn, rtt_ahead) = match &info.ip {
             None => {
                 self.ifaces[iface].counters.non_ip += 1;
-                (None, 0, Ecn::NotEct)
+                (None, 0, Ecn::NotEct, None)
             }
             Some(ip) => {
                 let (icid, ecid) = (self.ifaces[iface].cid, self.ifaces[egress].cid);
@@ -427,8 +447,26 @@ impl Engine {
                 // pf: the outbound pass may override the inbound assignment.
                 let queue = dout.queue.or(din.queue);
                 let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
-                (class, dout.flow_hash, Ecn::from_bits(ip.tos))
+                let rtt = dout.rtt_ahead.or(din.rtt_ahead);
+                (class, dout.flow_hash, Ecn::from_bits(ip.tos), rtt)
             }
+        };
+        let class = class.unwrap_or_else(|| {
+            let t = self.ifaces[egress].tree.as_ref();
+            t.map(|t| t.default).unwrap_or(ClassId::ROOT)
+        });
+        let mut frame = frame;
+        let is_tcp = matches!(info.ip, Some(ref ip) if matches!(ip.l4, L4::Tcp { .. }));
+        let plan = if is_tcp && self.tcp.enabled() {
+            let back = self.ifaces[iface].tree.as_ref().map(|t| t.default);
+            let plan = self.tcp.on_segment(
+                now, iface, egress, class, back, &mut frame, &info, rtt_ahead,
+            );
+            // Its flow's held ACKs go first: nothing is reordered.
+            self.drain_released(now);
+            plan
+        } else {
+            Plan::Forward
         };
         let frame = if self.queued(egress) > 0 {
             self.right_size(frame)
@@ -437,8 +475,6 @@ impl Engine {
         };
         let eg = &mut self.ifaces[egress];
         let len = frame.len() as u32;
-        let class =
-            class.unwrap_or_else(|| eg.tree.as_ref().map(|t| t.default).unwrap_or(ClassId::ROOT));
         let pkt = Packet {
             data: frame,
             len,
@@ -450,6 +486,49 @@ impl Engine {
             id: self.next_id,
         };
         self.next_id += 1;
+        let pkt = match plan {
+            Plan::Pace(ticket) => {
+                let size = pkt.truesize();
+                if self.memory.held_bytes.saturating_add(size) > self.memory.limit_bytes {
+                    pkt // refused below, like any frame over the cap
+                } else {
+                    let paced = self.tcp.pace(now, ticket, egress, pkt);
+                    // A cap may have released held ACKs: they go first.
+                    self.drain_released(now);
+                    match paced {
+                        Some(pkt) => pkt,
+                        None => {
+                            self.charge(size);
+                            return Rx::Queued { egress };
+                        }
+                    }
+                }
+            }
+            Plan::Forward => pkt,
+        };
+        self.enqueue(now, egress, pkt)
+    }
+
+    fn charge(&mut self, size: u64) {
+        let mem = &mut self.memory;
+        mem.held_bytes += size;
+        mem.peak_bytes = mem.peak_bytes.max(mem.held_bytes);
+    }
+
+    /// Held ACKs TCP control released: into their egress queues, now.
+    fn drain_released(&mut self, now: Instant) {
+        while let Some((egress, mut pkt)) = self.tcp.take_released() {
+            self.release(&pkt);
+            // The queue's sojourn starts here: holding was not queueing.
+            pkt.enqueued_at = now;
+            self.enqueue(now, egress, pkt);
+        }
+    }
+
+    /// Queues a classified packet on `egress` (tree or passthrough), within
+    /// the memory cap.
+    fn enqueue(&mut self, now: Instant, egress: usize, pkt: Packet) -> Rx {
+        let eg = &mut self.ifaces[egress];
         let id = pkt.id;
         let size = pkt.truesize();
         let mem = &mut self.memory;
@@ -463,6 +542,9 @@ impl Engine {
             Some(t) => {
                 mem.held_bytes += size;
                 mem.peak_bytes = mem.peak_bytes.max(mem.held_bytes);
+                if self.tcp.enabled() {
+                    self.tcp.on_queue(egress, pkt.class, pkt.len, true);
+                }
                 if t.root.enqueue(pkt, now, &mut self.drops) == Enqueue::Queued {
                     return Rx::Queued { egress };
                 }
@@ -548,6 +630,10 @@ impl Engine {
     pub fn poll_tx(&mut self, now: Instant, iface: usize) -> Option<Vec<u8>> {
         let now = self.clamp(now);
         self.housekeeping(now);
+        if self.tcp.enabled() {
+            self.tcp.poll(now);
+            self.drain_released(now);
+        }
         let eg = self.ifaces.get_mut(iface)?;
         // Frames that arrived before a reload gave this interface a tree
         // leave first: left behind, they would wait forever while
@@ -562,6 +648,9 @@ impl Engine {
         }
         let mut pkt = pkt?;
         self.release(&pkt);
+        if self.tcp.enabled() {
+            self.tcp.on_queue(iface, pkt.class, pkt.len, false);
+        }
         if pkt.ecn == Ecn::Ce {
             if let Ok(info) = sluice_wire::parse(&pkt.data) {
                 let already = info.ip.as_ref().map(|ip| ip.tos & 3 == 3).unwrap_or(true);
@@ -582,6 +671,10 @@ impl Engine {
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clamp(now);
         self.housekeeping(now);
+        if self.tcp.enabled() {
+            self.tcp.poll(now);
+            self.drain_released(now);
+        }
     }
 
     /// When the engine next needs `poll_tx`/housekeeping without new input.
@@ -601,6 +694,9 @@ impl Engine {
         }
         if self.classifier.stats().states > 0 {
             at(self.next_housekeeping);
+        }
+        if let Some(w) = self.tcp.next_wakeup() {
+            at(w);
         }
         t
     }
@@ -635,7 +731,9 @@ impl Engine {
     /// Packets waiting to leave through `iface` (whole tree, delay lines included).
     pub fn queued(&self, iface: usize) -> usize {
         self.ifaces.get(iface).map_or(0, |i| {
-            i.passthrough.len() + i.tree.as_ref().map_or(0, |t| t.root.len())
+            i.passthrough.len()
+                + i.tree.as_ref().map_or(0, |t| t.root.len())
+                + self.tcp.held_for(iface)
         })
     }
 
@@ -652,6 +750,9 @@ impl Engine {
     pub fn reload(&mut self, cfg: &ir::Config) -> Result<ReloadReport, BuildError> {
         let mut trees = self.build_trees(cfg)?;
         let now = self.last_now;
+        // Held ACKs join their queues first, so the move below keeps them.
+        self.tcp.release_all();
+        self.drain_released(now);
         let mut report = ReloadReport::default();
         self.classifier.reload_rules(cfg);
         for (idx, new_tree) in trees.iter_mut().enumerate() {
@@ -703,13 +804,15 @@ impl Engine {
     pub fn report(&self) -> Vec<IfaceReport> {
         self.ifaces
             .iter()
-            .map(|i| {
+            .enumerate()
+            .map(|(idx, i)| {
                 let mut classes = Vec::new();
                 if let Some(t) = &i.tree {
                     t.root.visit_stats(&mut |id, st| {
                         let info = t.classes.iter().find(|c| c.id == id);
                         let mut c = ClassReport::new(id, info, st);
                         c.ingress_charged = crate::build::ingress_charged(t.root.as_ref(), id);
+                        c.tcp = self.tcp.report(idx, id);
                         classes.push(c);
                     });
                 }

@@ -18,6 +18,7 @@
 pub mod build;
 mod engine;
 mod report;
+pub mod tcpctl;
 pub mod testing;
 
 pub use engine::{

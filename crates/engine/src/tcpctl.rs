@@ -1,0 +1,734 @@
+//! TCP control: downloads (or any TCP data) held to their share from the
+//! other direction, through the ACKs and windows of their receivers
+//! (`ack-pacing`, `window-clamp`; docs/tcp-control.md).
+//!
+//! # Principles
+//!
+//! - **Where the backlog goes.** Behind a bottleneck (the modem before
+//!   sluice on a download) a shaper can only drop what already crossed it.
+//!   A TCP sender sends when ACKs arrive, so releasing a flow's ACKs at the
+//!   pace that acknowledges its share of the class's rate clocks its data at
+//!   that share: the excess of its window waits as ACKs held here, which
+//!   delay nobody else, instead of as data in the shared FIFO before sluice.
+//! - **A class's rate, shared fairly.** Each controlled class has one pacer:
+//!   a token bucket at the class's rate ([`crate::build::ClassInfo::pace_rate`])
+//!   charged, per ACK, with the wire bytes of the data it newly acknowledges
+//!   (segments estimated from the MSS, each charged the egress link's
+//!   overhead). A pure ACK passes on arrival while its flow has none held and
+//!   the bucket is not in debt; otherwise it is held, and held ACKs leave in
+//!   deficit round robin between flows (Shreedhar & Varghese 1996), so
+//!   backlogged flows get equal shares in bytes.
+//! - **Nothing reordered, loss recovery never waits.** Only pure cumulative
+//!   ACKs that advance the flow's acknowledged edge are paced. A duplicate
+//!   ACK, one with SACK blocks, ECE, data, SYN, FIN, RST or URG, a window
+//!   update, or options that cannot be read passes at once — after every ACK
+//!   its flow holds, in order (counted as flushed).
+//! - **Holding, never dropping.** Held ACKs have a per-flow cap
+//!   ([`PER_FLOW_CAP`]), a total cap ([`TOTAL_CAP`]) and a hold limit
+//!   ([`MAX_HOLD`], well under a sender's minimum RTO of 200 ms plus its
+//!   RTT): what reaches one is released (counted as capped), never lost. The
+//!   engine charges held ACKs to its memory cap like queued frames.
+//! - **Window: what the share needs in flight.** With `window-clamp`, the
+//!   window the receiver advertises is lowered to the flow's share × (its
+//!   RTT beyond sluice + [`SLACK`]) through [`sluice_wire::tcpwin::WindowClamp`]
+//!   (scale from the handshake, right edge never moves left, at least two
+//!   segments, unknown flows untouched). The receiver's SYN is clamped too,
+//!   to at most [`INITIAL_SEGS`] segments, so flows that start together
+//!   cannot overrun the modem with their initial windows. The share is the
+//!   class's rate over the flows active in the last [`EPOCH`]–2×[`EPOCH`].
+//! - **A flow's class is its data's.** A connection joins the pacer of the
+//!   class its data segments are queued in on the way to the receiver; a
+//!   receiver's SYN joins it tentatively to the class its data will most
+//!   likely use (the interface's default class if controlled, else its first
+//!   controlled one), corrected by the first data segment. State per flow
+//!   is bounded ([`MAX_FLOWS`]); flows idle for [`FLOW_IDLE`] or reset are
+//!   forgotten. Segments this module cannot read pass unmodified.
+
+use crate::build::ClassInfo;
+use crate::report::TcpControlReport;
+use sluice_conf::ir;
+use sluice_sched::{ClassId, Packet};
+use sluice_time::{Duration, Instant, Overhead, Rate};
+use sluice_wire::tcp::{rewrite_window, seq_after, Segment, TcpHeader};
+use sluice_wire::tcpwin::{Verdict as WinVerdict, WindowClamp};
+use sluice_wire::{tcp_flags, Af, PacketInfo};
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+
+/// Connections tracked at once; beyond, new ones pass uncontrolled.
+pub const MAX_FLOWS: usize = 65_536;
+/// ACKs one flow may hold; the oldest is released beyond.
+pub const PER_FLOW_CAP: usize = 128;
+/// ACKs held in all; a newcomer beyond passes (after its flow's held ones).
+pub const TOTAL_CAP: usize = 16_384;
+/// Longest an ACK is held.
+pub const MAX_HOLD: Duration = Duration::from_millis(250);
+/// Forget a flow after this long without a segment.
+pub const FLOW_IDLE: Duration = Duration::from_secs(60);
+/// Flows active within one to two epochs share the class.
+pub const EPOCH: Duration = Duration::from_millis(250);
+/// Window beyond share × RTT: room for the sender's bursts and RTT jitter.
+pub const SLACK: Duration = Duration::from_millis(10);
+/// RTT assumed for the window until the state has measured one.
+pub const RTT_UNKNOWN: Duration = Duration::from_millis(50);
+/// A receiver's SYN advertises at most this many segments.
+pub const INITIAL_SEGS: u32 = 4;
+/// Deficit round robin quantum (bytes of acknowledged data).
+const QUANTUM: i64 = 1514;
+/// A single ACK's DRR charge is capped so one huge cumulative ACK cannot
+/// make the round spin; the token bucket still charges it in full.
+const MAX_CHARGE: i64 = 64 * 1024;
+/// The pace, as a fraction, while the class's queue is above its gate.
+const DRAIN: (u64, u64) = (3, 4);
+/// The gate: this long at the class's rate, at least three full frames.
+const GATE: Duration = Duration::from_millis(4);
+/// Bucket depth: this long at the class's rate, at least two full frames.
+const BURST: Duration = Duration::from_millis(4);
+/// How often held ACKs are checked against [`MAX_HOLD`].
+const HOLD_SCAN: Duration = Duration::from_millis(10);
+/// Token units per byte: credit is kept in bit·ns per second (rate × ns),
+/// so refills at any rate and any interval are exact.
+const UNITS_PER_BYTE: i128 = 8 * 1_000_000_000;
+
+/// The data direction of a connection: `src` sends the data, `dst` the ACKs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    src: IpAddr,
+    sport: u16,
+    dst: IpAddr,
+    dport: u16,
+}
+
+struct Held {
+    pkt: Packet,
+    egress: usize,
+    cost: u64,
+    since: Instant,
+}
+
+struct Flow {
+    pacer: usize,
+    clamp: WindowClamp,
+    af: Af,
+    /// Highest acknowledgment the receiver has sent.
+    last_ack: Option<u32>,
+    held: VecDeque<Held>,
+    deficit: i64,
+    in_round: bool,
+    epoch: u64,
+    last: Instant,
+}
+
+struct Pacer {
+    iface: usize,
+    class: ClassId,
+    name: String,
+    ctl: ir::TcpControl,
+    rate: Rate,
+    overhead: Overhead,
+    /// Credit in [`UNITS_PER_BYTE`] units; negative is debt.
+    tokens: i128,
+    burst: i128,
+    refilled: Instant,
+    round: VecDeque<Key>,
+    epoch: u64,
+    epoch_start: Instant,
+    active_cur: u32,
+    active_prev: u32,
+    /// Bytes queued in the class now (every packet, not only controlled ones).
+    backlog: u64,
+    /// Above this backlog the pacer slows to [`DRAIN`] of its rate.
+    gate: u64,
+    report: TcpControlReport,
+}
+
+impl Pacer {
+    fn refill(&mut self, now: Instant) {
+        let dt = now.saturating_since(self.refilled);
+        self.refilled = now;
+        // A standing queue in the class drains when the ACKs that feed it
+        // slow down: a slower pace while it is above the gate.
+        let bps = if self.backlog > self.gate {
+            self.rate.as_bps() as i128 * DRAIN.0 as i128 / DRAIN.1 as i128
+        } else {
+            self.rate.as_bps() as i128
+        };
+        self.tokens = (self.tokens + bps * dt.0 as i128).min(self.burst);
+        let since = now.saturating_since(self.epoch_start);
+        if since >= EPOCH {
+            self.active_prev = if since >= EPOCH + EPOCH {
+                0
+            } else {
+                self.active_cur
+            };
+            self.active_cur = 0;
+            self.epoch += 1;
+            self.epoch_start = now;
+        }
+    }
+
+    fn active(&self) -> u32 {
+        self.active_cur.max(self.active_prev).max(1)
+    }
+
+    /// When the bucket is out of debt.
+    fn ready_at(&self) -> Instant {
+        if self.tokens >= 0 || self.rate.as_bps() == 0 {
+            return self.refilled;
+        }
+        let r = self.rate.as_bps() as i128;
+        let ns = (-self.tokens + r - 1) / r;
+        self.refilled + Duration(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+}
+
+/// What the engine does with a TCP segment after [`TcpCtl::on_segment`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Queue it now (earlier held ACKs of its flow, if any, were released
+    /// first: drain [`TcpCtl::take_released`] before queueing it).
+    Forward,
+    /// A pure ACK to pace: hand the built packet to [`TcpCtl::pace`].
+    Pace(PaceTicket),
+}
+
+/// A paced ACK's flow and charge, from [`TcpCtl::on_segment`] to [`TcpCtl::pace`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PaceTicket {
+    key: Key,
+    cost: u64,
+}
+
+/// ACKs held, in all and per egress interface.
+#[derive(Default)]
+struct HeldCount {
+    total: usize,
+    per_iface: Vec<usize>,
+}
+
+impl HeldCount {
+    fn inc(&mut self, iface: usize) {
+        self.total += 1;
+        if self.per_iface.len() <= iface {
+            self.per_iface.resize(iface + 1, 0);
+        }
+        self.per_iface[iface] += 1;
+    }
+
+    fn dec(&mut self, iface: usize) {
+        self.total -= 1;
+        self.per_iface[iface] -= 1;
+    }
+}
+
+/// Every controlled class's pacer and the connections under control.
+#[derive(Default)]
+pub(crate) struct TcpCtl {
+    pacers: Vec<Pacer>,
+    flows: HashMap<Key, Flow>,
+    held: HeldCount,
+    released: VecDeque<(usize, Packet)>,
+    next_hold_scan: Instant,
+    next_sweep: Instant,
+    /// Connections refused because [`MAX_FLOWS`] were tracked.
+    pub refused_flows: u64,
+}
+
+impl TcpCtl {
+    /// Any class under control: the engine skips everything here otherwise.
+    pub fn enabled(&self) -> bool {
+        !self.pacers.is_empty()
+    }
+
+    /// (Re)builds the pacers from the interfaces' trees: `(classes,
+    /// overhead)` per interface index. Held ACKs must have been released
+    /// ([`TcpCtl::release_all`]) and drained first. Counters of a class that
+    /// keeps its name and interface carry over; flows start afresh.
+    pub fn configure(&mut self, now: Instant, ifaces: &[(&[ClassInfo], Overhead)]) {
+        debug_assert!(self.held.total == 0);
+        let old = std::mem::take(&mut self.pacers);
+        for (iface, (classes, overhead)) in ifaces.iter().enumerate() {
+            for c in classes.iter().filter(|c| c.leaf && c.tcp.any()) {
+                let report = old
+                    .iter()
+                    .find(|p| p.iface == iface && p.name == c.name)
+                    .map(|p| TcpControlReport {
+                        flows: 0,
+                        held_now: 0,
+                        ..p.report
+                    })
+                    .unwrap_or_default();
+                let burst_bytes = (c.pace_rate.bytes_in(BURST) as i128).max(2 * 1514);
+                self.pacers.push(Pacer {
+                    iface,
+                    class: c.id,
+                    name: c.name.clone(),
+                    ctl: c.tcp,
+                    rate: c.pace_rate,
+                    overhead: *overhead,
+                    tokens: burst_bytes * UNITS_PER_BYTE,
+                    burst: burst_bytes * UNITS_PER_BYTE,
+                    refilled: now,
+                    round: VecDeque::new(),
+                    epoch: 0,
+                    epoch_start: now,
+                    active_cur: 0,
+                    active_prev: 0,
+                    backlog: 0,
+                    gate: c.pace_rate.bytes_in(GATE).max(3 * 1514),
+                    report,
+                });
+            }
+        }
+        self.flows.clear();
+    }
+
+    fn pacer_of(&self, iface: usize, class: ClassId) -> Option<usize> {
+        self.pacers
+            .iter()
+            .position(|p| p.iface == iface && p.class == class)
+    }
+
+    /// The pacer a new connection's data arriving later through `iface` most
+    /// likely uses: the default class's if controlled, else the first.
+    fn likely_pacer(&self, iface: usize, default: ClassId) -> Option<usize> {
+        self.pacer_of(iface, default)
+            .or_else(|| self.pacers.iter().position(|p| p.iface == iface))
+    }
+
+    /// Looks at a TCP segment that arrived on `ingress` and leaves through
+    /// `egress` in `class` of that interface's tree (`ingress_default`: the
+    /// default class of `ingress`'s tree, where the reverse direction goes).
+    /// `rtt_ahead`: the least RTT from sluice to its destination and back.
+    /// May rewrite its window; may release its flow's held ACKs (to be
+    /// queued before it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_segment(
+        &mut self,
+        now: Instant,
+        ingress: usize,
+        egress: usize,
+        class: ClassId,
+        ingress_default: Option<ClassId>,
+        frame: &mut [u8],
+        info: &PacketInfo,
+        rtt_ahead: Option<Duration>,
+    ) -> Plan {
+        let Some(ip) = info.ip.as_ref() else {
+            return Plan::Forward;
+        };
+        let Ok(hdr) = TcpHeader::in_frame(frame, info) else {
+            return Plan::Forward;
+        };
+        let (sport, dport) = (hdr.sport(), hdr.dport());
+        let seg = hdr.segment();
+        let data_key = Key {
+            src: ip.src,
+            sport,
+            dst: ip.dst,
+            dport,
+        };
+        let ack_key = Key {
+            src: ip.dst,
+            sport: dport,
+            dst: ip.src,
+            dport: sport,
+        };
+        self.data_role(now, egress, class, data_key, &seg, ip.af);
+        if seg.flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN {
+            // A receiver's SYN: its data will come back through `ingress`.
+            let p = ingress_default.and_then(|d| self.likely_pacer(ingress, d));
+            if let Some(p) = p {
+                self.forget(&ack_key);
+                self.admit(now, ack_key, p, ip.af);
+            }
+        }
+        self.ack_role(now, ack_key, &seg, frame, info, rtt_ahead)
+    }
+
+    fn admit(&mut self, now: Instant, key: Key, pacer: usize, af: Af) -> bool {
+        if self.flows.len() >= MAX_FLOWS {
+            self.refused_flows += 1;
+            return false;
+        }
+        self.pacers[pacer].report.flows += 1;
+        self.flows.insert(
+            key,
+            Flow {
+                pacer,
+                clamp: WindowClamp::new(af),
+                af,
+                last_ack: None,
+                held: VecDeque::new(),
+                deficit: 0,
+                in_round: false,
+                epoch: u64::MAX,
+                last: now,
+            },
+        );
+        true
+    }
+
+    /// Releases a flow's held ACKs and drops its state.
+    fn forget(&mut self, key: &Key) {
+        if let Some(mut f) = self.flows.remove(key) {
+            let p = &mut self.pacers[f.pacer];
+            p.report.flows = p.report.flows.saturating_sub(1);
+            Self::flush_flow(&mut f, p, &mut self.released, &mut self.held);
+        }
+    }
+
+    fn flush_flow(
+        f: &mut Flow,
+        p: &mut Pacer,
+        released: &mut VecDeque<(usize, Packet)>,
+        held: &mut HeldCount,
+    ) {
+        Self::release_flow(f, p, released, held, false);
+    }
+
+    /// Every ACK `f` holds, in order, into `released`: flushed ahead of a
+    /// segment that must pass, or `capped`.
+    fn release_flow(
+        f: &mut Flow,
+        p: &mut Pacer,
+        released: &mut VecDeque<(usize, Packet)>,
+        held: &mut HeldCount,
+        capped: bool,
+    ) {
+        for h in f.held.drain(..) {
+            p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
+            if capped {
+                p.report.acks_capped += 1;
+            } else {
+                p.report.acks_flushed += 1;
+            }
+            p.report.held_now = p.report.held_now.saturating_sub(1);
+            held.dec(h.egress);
+            released.push_back((h.egress, h.pkt));
+        }
+    }
+
+    fn mark_active(f: &mut Flow, p: &mut Pacer, now: Instant) {
+        f.last = now;
+        if f.epoch != p.epoch {
+            f.epoch = p.epoch;
+            p.active_cur += 1;
+        }
+    }
+
+    /// The segment as data on its way to the receiver: joins, moves or
+    /// leaves a pacer by the class its payload is queued in.
+    fn data_role(
+        &mut self,
+        now: Instant,
+        egress: usize,
+        class: ClassId,
+        key: Key,
+        seg: &Segment,
+        af: Af,
+    ) {
+        let pacer = self.pacer_of(egress, class);
+        let carries = seg.payload_len > 0;
+        match (self.flows.contains_key(&key), pacer, carries) {
+            (false, Some(p), true) => {
+                if !self.admit(now, key, p, af) {
+                    return;
+                }
+            }
+            (true, None, true) => {
+                self.forget(&key);
+                return;
+            }
+            (true, Some(p), true) => {
+                let f = self.flows.get_mut(&key).expect("checked");
+                if f.pacer != p {
+                    let old = f.pacer;
+                    Self::flush_flow(f, &mut self.pacers[old], &mut self.released, &mut self.held);
+                    self.pacers[old].report.flows = self.pacers[old].report.flows.saturating_sub(1);
+                    self.pacers[p].report.flows += 1;
+                    f.pacer = p;
+                    f.in_round = false;
+                }
+            }
+            (false, _, _) => return,
+            (true, _, false) => {}
+        }
+        let Some(f) = self.flows.get_mut(&key) else {
+            return;
+        };
+        f.clamp.on_sender(seg);
+        let p = &mut self.pacers[f.pacer];
+        p.refill(now);
+        Self::mark_active(f, p, now);
+        if seg.flags & tcp_flags::RST != 0 {
+            self.forget(&key);
+        }
+    }
+
+    /// The segment as the receiver's answer: window clamp, then pacing.
+    fn ack_role(
+        &mut self,
+        now: Instant,
+        key: Key,
+        seg: &Segment,
+        frame: &mut [u8],
+        info: &PacketInfo,
+        rtt_ahead: Option<Duration>,
+    ) -> Plan {
+        let Some(f) = self.flows.get_mut(&key) else {
+            return Plan::Forward;
+        };
+        let p = &mut self.pacers[f.pacer];
+        p.refill(now);
+        Self::mark_active(f, p, now);
+        if p.ctl.window_clamp {
+            let share = Rate(p.rate.as_bps() / u64::from(p.active()));
+            let rtt = rtt_ahead.unwrap_or(RTT_UNKNOWN);
+            let mut target = u32::try_from(share.bytes_in(rtt + SLACK)).unwrap_or(u32::MAX);
+            if seg.flags & tcp_flags::ACK == 0 {
+                let mss = seg.options.mss.unwrap_or(f.clamp.mss());
+                target = target.min(INITIAL_SEGS * u32::from(mss));
+            }
+            match f.clamp.on_receiver(seg, Some(target)) {
+                WinVerdict::Keep => {}
+                WinVerdict::Rewrite(field) => {
+                    if rewrite_window(frame, info, field).is_ok() {
+                        p.report.windows_clamped += 1;
+                    }
+                }
+                WinVerdict::Pass(_) => p.report.windows_untouched += 1,
+            }
+        } else {
+            f.clamp.on_receiver(seg, None);
+        }
+        let flags = seg.flags;
+        let ack = (flags & tcp_flags::ACK != 0).then_some(seg.ack);
+        let advance = match (ack, f.last_ack) {
+            (Some(a), Some(l)) => seq_after(a, l).then(|| a.wrapping_sub(l)),
+            _ => None,
+        };
+        if let Some(a) = ack {
+            if f.last_ack.is_none_or(|l| seq_after(a, l)) {
+                f.last_ack = Some(a);
+            }
+        }
+        let special =
+            tcp_flags::SYN | tcp_flags::FIN | tcp_flags::RST | tcp_flags::URG | tcp_flags::ECE;
+        let pure = flags & special == 0
+            && seg.payload_len == 0
+            && seg.options.error.is_none()
+            && seg.options.sack_blocks().is_empty();
+        if flags & tcp_flags::RST != 0 {
+            self.forget(&key);
+            return Plan::Forward;
+        }
+        if p.ctl.ack_pacing {
+            if let (true, Some(acked)) = (pure, advance) {
+                let cost = Self::cost(f, p, acked);
+                return Plan::Pace(PaceTicket { key, cost });
+            }
+        }
+        Self::flush_flow(f, p, &mut self.released, &mut self.held);
+        Plan::Forward
+    }
+
+    /// Wire bytes of `acked` bytes of data: whole segments of the flow's MSS,
+    /// each with its headers and the data link's overhead.
+    fn cost(f: &Flow, p: &Pacer, acked: u32) -> u64 {
+        let mss = if f.clamp.scale().is_some() {
+            u32::from(f.clamp.mss()).max(1)
+        } else {
+            match f.af {
+                Af::V4 => 1448,
+                Af::V6 => 1428,
+            }
+        };
+        let hdr = match f.af {
+            Af::V4 => 14 + 20 + 32,
+            Af::V6 => 14 + 40 + 32,
+        };
+        let per_seg = u64::from(p.overhead.cost(mss + hdr)) - u64::from(mss);
+        let segs = u64::from(acked.div_ceil(mss));
+        u64::from(acked) + segs * per_seg
+    }
+
+    /// The built packet of a [`Plan::Pace`] segment: `Some` to queue it now,
+    /// `None` when held (the engine then owns nothing; it comes back through
+    /// [`TcpCtl::take_released`]).
+    pub fn pace(
+        &mut self,
+        now: Instant,
+        t: PaceTicket,
+        egress: usize,
+        pkt: Packet,
+    ) -> Option<Packet> {
+        let Some(f) = self.flows.get_mut(&t.key) else {
+            return Some(pkt);
+        };
+        let p = &mut self.pacers[f.pacer];
+        p.refill(now);
+        if f.held.is_empty() && p.tokens >= 0 {
+            p.tokens -= t.cost as i128 * UNITS_PER_BYTE;
+            p.report.acks_passed += 1;
+            return Some(pkt);
+        }
+        if self.held.total >= TOTAL_CAP {
+            // Full: this one passes, after its flow's held ones.
+            Self::release_flow(f, p, &mut self.released, &mut self.held, true);
+            p.tokens -= t.cost as i128 * UNITS_PER_BYTE;
+            p.report.acks_capped += 1;
+            return Some(pkt);
+        }
+        if f.held.len() >= PER_FLOW_CAP {
+            if let Some(h) = f.held.pop_front() {
+                p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
+                p.report.acks_capped += 1;
+                p.report.held_now = p.report.held_now.saturating_sub(1);
+                self.held.dec(h.egress);
+                self.released.push_back((h.egress, h.pkt));
+            }
+        }
+        f.held.push_back(Held {
+            pkt,
+            egress,
+            cost: t.cost,
+            since: now,
+        });
+        self.held.inc(egress);
+        p.report.acks_held += 1;
+        p.report.held_now += 1;
+        if !f.in_round {
+            f.in_round = true;
+            f.deficit = 0;
+            p.round.push_back(t.key);
+        }
+        None
+    }
+
+    /// Releases what is due at `now` into [`TcpCtl::take_released`].
+    pub fn poll(&mut self, now: Instant) {
+        if self.held.total == 0 {
+            return;
+        }
+        for p in &mut self.pacers {
+            p.refill(now);
+            let mut spins = 0u32;
+            while p.tokens >= 0 && spins < 1_000_000 {
+                spins += 1;
+                let Some(key) = p.round.front().copied() else {
+                    break;
+                };
+                let Some(f) = self.flows.get_mut(&key).filter(|f| !f.held.is_empty()) else {
+                    p.round.pop_front();
+                    if let Some(f) = self.flows.get_mut(&key) {
+                        f.in_round = false;
+                    }
+                    continue;
+                };
+                if f.deficit <= 0 {
+                    f.deficit += QUANTUM;
+                    p.round.rotate_left(1);
+                    continue;
+                }
+                let h = f.held.pop_front().expect("non-empty");
+                p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
+                f.deficit -= (h.cost as i64).min(MAX_CHARGE);
+                p.report.acks_paced += 1;
+                p.report.held_now = p.report.held_now.saturating_sub(1);
+                self.held.dec(h.egress);
+                self.released.push_back((h.egress, h.pkt));
+                if f.held.is_empty() {
+                    f.in_round = false;
+                    p.round.pop_front();
+                }
+            }
+        }
+        if now >= self.next_hold_scan {
+            self.next_hold_scan = now + HOLD_SCAN;
+            for p in &mut self.pacers {
+                for key in &p.round {
+                    let Some(f) = self.flows.get_mut(key) else {
+                        continue;
+                    };
+                    while f.held.front().is_some_and(|h| h.since + MAX_HOLD <= now) {
+                        let h = f.held.pop_front().expect("checked");
+                        p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
+                        p.report.acks_capped += 1;
+                        p.report.held_now = p.report.held_now.saturating_sub(1);
+                        self.held.dec(h.egress);
+                        self.released.push_back((h.egress, h.pkt));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets idle flows (once a second at most).
+    pub fn housekeeping(&mut self, now: Instant) {
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + Duration::from_secs(1);
+        let pacers = &mut self.pacers;
+        self.flows.retain(|_, f| {
+            let keep = !f.held.is_empty() || f.last + FLOW_IDLE > now;
+            if !keep {
+                let p = &mut pacers[f.pacer];
+                p.report.flows = p.report.flows.saturating_sub(1);
+            }
+            keep
+        });
+    }
+
+    /// Every held ACK released now (before a reload, or on demand).
+    pub fn release_all(&mut self) {
+        for f in self.flows.values_mut() {
+            let p = &mut self.pacers[f.pacer];
+            Self::flush_flow(f, p, &mut self.released, &mut self.held);
+            f.in_round = false;
+        }
+        for p in &mut self.pacers {
+            p.round.clear();
+        }
+    }
+
+    /// `bytes` joined (`true`) or left the queue of `class` on `iface`.
+    pub fn on_queue(&mut self, iface: usize, class: ClassId, bytes: u32, joined: bool) {
+        if let Some(i) = self.pacer_of(iface, class) {
+            let p = &mut self.pacers[i];
+            p.backlog = if joined {
+                p.backlog + u64::from(bytes)
+            } else {
+                p.backlog.saturating_sub(u64::from(bytes))
+            };
+        }
+    }
+
+    /// A released ACK: (egress interface, packet), oldest first.
+    pub fn take_released(&mut self) -> Option<(usize, Packet)> {
+        self.released.pop_front()
+    }
+
+    /// When [`TcpCtl::poll`] next has something to release.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        if self.held.total == 0 {
+            return None;
+        }
+        let mut t = self.next_hold_scan;
+        for p in self.pacers.iter().filter(|p| !p.round.is_empty()) {
+            t = t.min(p.ready_at());
+        }
+        Some(t)
+    }
+
+    /// ACKs held for interface `iface`.
+    pub fn held_for(&self, iface: usize) -> usize {
+        self.held.per_iface.get(iface).copied().unwrap_or(0)
+    }
+
+    /// The report of class `class` on `iface`, if it is under control.
+    pub fn report(&self, iface: usize, class: ClassId) -> Option<TcpControlReport> {
+        self.pacer_of(iface, class).map(|i| self.pacers[i].report)
+    }
+}

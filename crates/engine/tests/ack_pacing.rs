@@ -1,0 +1,565 @@
+//! TCP control through the engine, in virtual time: downloads from a
+//! window-limited, ACK-clocked sender through a modem (the bottleneck's
+//! FIFO before sluice) into a download queue with `ack-pacing` /
+//! `window-clamp`. The sender, the modem and the client are simulated here;
+//! the engine is the real one.
+//!
+//! What is checked: each flow's data arrives at its share of the class's
+//! rate (within 2 %), the modem's FIFO stays short where without control it
+//! holds the senders' whole windows, ACKs reach the sender in order and
+//! none is lost, caps release rather than drop, and segments that must pass
+//! at once (duplicate ACKs, SACK) overtake nothing.
+
+use sluice_conf::ir::TcpControl;
+use sluice_engine::{Engine, Options, Rx, TcpControlReport};
+use sluice_time::{Duration, Instant, Rate};
+use sluice_wire::build::{tcp_with, TcpSpec};
+use sluice_wire::tcp::TcpOption;
+use sluice_wire::tcp_flags::{ACK, SYN};
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+const LAN: usize = 0;
+const WAN: usize = 1;
+const MSS: u32 = 1448;
+const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
+const WS: u8 = 7;
+
+fn client(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(192, 168, 1, 10 + i as u8)
+}
+
+/// The download queue `dl` at `rate` on lan0 (FIFO, room for everything),
+/// under control as `tcp` says.
+fn engine(rate: &str, tcp: TcpControl) -> Engine {
+    let text = format!(
+        "queue down on lan0 bandwidth {rate}\n\
+         queue dl parent down bandwidth {rate} qlimit 4000 default\n\
+         queue up on wan0 bandwidth 100M\n\
+         queue ul parent up bandwidth 100M qlimit 4000 default\n\
+         pass\n"
+    );
+    let mut cfg = sluice_conf::check("t.conf", &text, &[])
+        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", &text)))
+        .config;
+    let down = cfg
+        .interfaces
+        .iter_mut()
+        .find(|q| q.ifname == "lan0")
+        .expect("lan0's tree");
+    for q in down.queues.iter_mut().filter(|q| q.name == "dl") {
+        q.tcp = tcp;
+    }
+    Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn seg(
+    i: usize,
+    from_client: bool,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    window: u16,
+    opts: &[u8],
+    len: usize,
+) -> Vec<u8> {
+    let (sport, dport) = (40_000 + i as u16, 443);
+    let spec = |sport, dport| TcpSpec {
+        sport,
+        dport,
+        seq,
+        ack,
+        flags,
+        window,
+        options: opts,
+        payload_len: len,
+    };
+    if from_client {
+        tcp_with(client(i), SERVER, &spec(sport, dport))
+    } else {
+        tcp_with(SERVER, client(i), &spec(dport, sport))
+    }
+}
+
+fn syn_opts() -> Vec<u8> {
+    let mut o = Vec::new();
+    TcpOption::Mss(MSS as u16 + 12).encode(&mut o);
+    TcpOption::WindowScale(WS).encode(&mut o);
+    o
+}
+
+/// (flow, seq, ack, window, payload) of a frame the simulation built.
+fn read(f: &[u8]) -> (usize, u32, u32, u16, usize) {
+    let l4 = 14 + 20;
+    let sport = u16::from_be_bytes([f[l4], f[l4 + 1]]);
+    let dport = u16::from_be_bytes([f[l4 + 2], f[l4 + 3]]);
+    let flow = usize::from(if sport == 443 { dport } else { sport } - 40_000);
+    let seq = u32::from_be_bytes(f[l4 + 4..l4 + 8].try_into().unwrap());
+    let ack = u32::from_be_bytes(f[l4 + 8..l4 + 12].try_into().unwrap());
+    let win = u16::from_be_bytes([f[l4 + 14], f[l4 + 15]]);
+    let hl = usize::from(f[l4 + 12] >> 4) * 4;
+    (flow, seq, ack, win, f.len() - l4 - hl)
+}
+
+struct Sender {
+    una: u32,
+    nxt: u32,
+    /// What the client's window allows beyond `una`.
+    rwnd: u64,
+}
+
+struct Sim {
+    e: Engine,
+    /// The link's rate before sluice, and its FIFO.
+    modem_rate: Rate,
+    modem: VecDeque<Vec<u8>>,
+    modem_bytes: u64,
+    modem_free: Instant,
+    /// Frames on the wire after the modem, or on the way up to the server:
+    /// (arrival, frame).
+    down_wire: VecDeque<(Instant, Vec<u8>)>,
+    up_wire: VecDeque<(Instant, Vec<u8>)>,
+    one_way: Duration,
+    senders: Vec<Sender>,
+    /// The sender's own limit in segments (no congestion control: the
+    /// worst case, a window it never backs off from).
+    cwnd: u32,
+    /// Client: next expected sequence number, segments not yet ACKed.
+    rcv_nxt: Vec<u32>,
+    unacked: Vec<u32>,
+    /// Bytes delivered to each client after `measure_from`.
+    delivered: Vec<u64>,
+    measure_from: Instant,
+    modem_max: u64,
+    /// Most frames waiting in sluice's download queue.
+    dl_max: usize,
+    /// ACK numbers the server received, per flow, in order.
+    acks_at_server: Vec<Vec<u32>>,
+    acks_sent: u64,
+    acks_received: u64,
+    /// The server has no more data.
+    done: bool,
+    now: Instant,
+}
+
+impl Sim {
+    fn new(e: Engine, flows: usize, modem: Rate, cwnd: u32) -> Sim {
+        Sim {
+            e,
+            modem_rate: modem,
+            modem: VecDeque::new(),
+            modem_bytes: 0,
+            modem_free: Instant::ZERO,
+            down_wire: VecDeque::new(),
+            up_wire: VecDeque::new(),
+            one_way: Duration::from_millis(10),
+            senders: (0..flows)
+                .map(|_| Sender {
+                    una: 1,
+                    nxt: 1,
+                    rwnd: 0,
+                })
+                .collect(),
+            cwnd,
+            rcv_nxt: vec![1; flows],
+            unacked: vec![0; flows],
+            delivered: vec![0; flows],
+            measure_from: Instant::ZERO + Duration::from_secs(3),
+            modem_max: 0,
+            dl_max: 0,
+            acks_at_server: vec![Vec::new(); flows],
+            acks_sent: 0,
+            acks_received: 0,
+            done: false,
+            now: Instant::ZERO + Duration::from_secs(1),
+        }
+    }
+
+    /// Handshakes: the client's SYN (MSS, scale 7, window 65535) up, the
+    /// server's SYN-ACK down, the client's ACK up; ISNs 0 on both sides.
+    fn open(&mut self, now: Instant, i: usize) {
+        let o = syn_opts();
+        let syn = seg(i, true, 0, 0, SYN, 65535, &o, 0);
+        assert!(matches!(self.e.handle_rx(now, LAN, syn), Rx::Queued { .. }));
+        self.client_up(now);
+    }
+
+    fn client_up(&mut self, now: Instant) {
+        while let Some(f) = self.e.poll_tx(now, WAN) {
+            self.up_wire.push_back((now + self.one_way, f));
+        }
+    }
+
+    fn server_rx(&mut self, now: Instant, f: Vec<u8>) {
+        let (i, _seq, ack, win, _) = read(&f);
+        let flags = f[14 + 20 + 13];
+        let s = &mut self.senders[i];
+        if flags & SYN != 0 {
+            // SYN-ACK: the SYN's window is not scaled.
+            s.rwnd = u64::from(win);
+            let o = syn_opts();
+            let sa = seg(i, false, 0, 1, SYN | ACK, 65535, &o, 0);
+            self.modem_push(sa);
+            return;
+        }
+        self.acks_received += 1;
+        self.acks_at_server[i].push(ack);
+        if sluice_wire::tcp::seq_after(ack, s.una) {
+            s.una = ack;
+        }
+        s.rwnd = u64::from(win) << WS;
+        let _ = now;
+    }
+
+    fn server_send(&mut self) {
+        if self.done {
+            return;
+        }
+        for i in 0..self.senders.len() {
+            loop {
+                let s = &mut self.senders[i];
+                let flight = u64::from(s.nxt.wrapping_sub(s.una));
+                let limit = s.rwnd.min(u64::from(self.cwnd) * u64::from(MSS));
+                if s.rwnd == 0 || flight + u64::from(MSS) > limit {
+                    break;
+                }
+                let f = seg(i, false, s.nxt, 1, ACK, 65535, &[], MSS as usize);
+                s.nxt = s.nxt.wrapping_add(MSS);
+                self.modem_push(f);
+            }
+        }
+    }
+
+    fn modem_push(&mut self, f: Vec<u8>) {
+        self.modem_bytes += f.len() as u64;
+        self.modem.push_back(f);
+    }
+
+    fn step(&mut self, now: Instant) {
+        // The modem serialises at its rate, then the wire's delay.
+        while self.modem_free <= now {
+            let Some(f) = self.modem.pop_front() else {
+                self.modem_free = now;
+                break;
+            };
+            self.modem_bytes -= f.len() as u64;
+            self.modem_free = self.modem_free.max(now - Duration::from_micros(100))
+                + self.modem_rate.tx_time(f.len() as u64);
+            self.down_wire
+                .push_back((self.modem_free + self.one_way, f));
+        }
+        if now >= self.measure_from {
+            self.modem_max = self.modem_max.max(self.modem_bytes);
+            self.dl_max = self.dl_max.max(self.e.queued(LAN));
+        }
+        while self.down_wire.front().is_some_and(|(t, _)| *t <= now) {
+            let (_, f) = self.down_wire.pop_front().unwrap();
+            self.e.handle_rx(now, WAN, f);
+        }
+        self.e.handle_timeout(now);
+        // The client: ACKs every second segment, or at once on a SYN-ACK.
+        while let Some(f) = self.e.poll_tx(now, LAN) {
+            let (i, seq, _, _, len) = read(&f);
+            let flags = f[14 + 20 + 13];
+            if flags & SYN != 0 {
+                let a = seg(i, true, 1, 1, ACK, 32768, &[], 0);
+                self.acks_sent += 1;
+                self.e.handle_rx(now, LAN, a);
+                continue;
+            }
+            assert_eq!(seq, self.rcv_nxt[i], "flow {i}: data in order");
+            self.rcv_nxt[i] = seq.wrapping_add(len as u32);
+            if now >= self.measure_from {
+                self.delivered[i] += len as u64;
+            }
+            self.unacked[i] += 1;
+            if self.unacked[i] >= 2 {
+                self.unacked[i] = 0;
+                // 4 MB of receive buffer, scaled by 7.
+                let a = seg(i, true, 1, self.rcv_nxt[i], ACK, 32768, &[], 0);
+                self.acks_sent += 1;
+                self.e.handle_rx(now, LAN, a);
+            }
+        }
+        self.client_up(now);
+        while self.up_wire.front().is_some_and(|(t, _)| *t <= now) {
+            let (_, f) = self.up_wire.pop_front().unwrap();
+            self.server_rx(now, f);
+        }
+        self.server_send();
+    }
+
+    fn run(&mut self, until: Duration) {
+        for i in 0..self.senders.len() {
+            self.open(self.now, i);
+        }
+        self.run_more(until);
+    }
+
+    fn run_more(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end {
+            self.step(self.now);
+            self.now += Duration::from_micros(100);
+        }
+    }
+
+    fn report(&self) -> Option<TcpControlReport> {
+        self.e.report()[LAN].class("dl").and_then(|c| c.tcp)
+    }
+}
+
+const BOTH: TcpControl = TcpControl {
+    ack_pacing: true,
+    window_clamp: true,
+};
+
+/// Data bytes per second a class of `rate` carries in full-sized segments
+/// (1448 bytes of data in each 1502-byte frame: no TCP options).
+fn goodput(rate: Rate) -> f64 {
+    rate.as_bps() as f64 / 8.0 * f64::from(MSS) / 1502.0
+}
+
+#[test]
+fn paced_flows_get_their_share_and_the_modem_fifo_stays_short() {
+    let measured = 8.0;
+    let run = |tcp| {
+        let mut s = Sim::new(engine("8M", tcp), 2, Rate::mbps(10), 300);
+        s.run(Duration::from_secs(10));
+        s
+    };
+    let free = run(TcpControl::default());
+    let ctl = run(BOTH);
+    let share = goodput(Rate::mbps(8)) / 2.0;
+    for (i, d) in ctl.delivered.iter().enumerate() {
+        let rate = *d as f64 / measured;
+        let err = (rate - share).abs() / share;
+        assert!(
+            err < 0.02,
+            "flow {i}: {rate:.0} B/s against a share of {share:.0} ({:.1} %)",
+            err * 100.0
+        );
+    }
+    // Without control both windows (2 × 300 segments) wait in the modem.
+    assert!(
+        free.modem_max > 200 * 1514,
+        "uncontrolled modem max {} bytes",
+        free.modem_max
+    );
+    assert!(
+        ctl.modem_max <= 8 * 1514,
+        "controlled modem max {} bytes",
+        ctl.modem_max
+    );
+    let r = ctl.report().expect("dl is under control");
+    assert!(r.acks_held > 0 && r.acks_paced > 0, "{r:?}");
+    assert!(r.windows_clamped > 0, "{r:?}");
+    assert_eq!(r.flows, 2, "{r:?}");
+    assert_eq!(free.report(), None);
+}
+
+#[test]
+fn held_acks_reach_the_sender_in_order_and_none_is_lost() {
+    let pacing = TcpControl {
+        ack_pacing: true,
+        window_clamp: false,
+    };
+    let mut s = Sim::new(engine("8M", pacing), 3, Rate::mbps(10), 300);
+    s.run(Duration::from_secs(6));
+    // The data ends; let everything in flight land.
+    s.done = true;
+    s.run_more(Duration::from_secs(4));
+    for (i, acks) in s.acks_at_server.iter().enumerate() {
+        assert!(acks.len() > 100, "flow {i}: {} ACKs", acks.len());
+        assert!(
+            acks.windows(2)
+                .all(|w| !sluice_wire::tcp::seq_after(w[0], w[1])),
+            "flow {i}: an ACK overtook an older one"
+        );
+    }
+    let r = s.report().unwrap();
+    assert_eq!(
+        s.acks_received, s.acks_sent,
+        "every ACK reached the server: {r:?}"
+    );
+    assert!(r.acks_held > 100, "{r:?}");
+    assert_eq!(r.held_now, 0, "{r:?}");
+    assert_eq!(
+        r.acks_held,
+        r.acks_paced + r.acks_flushed + r.acks_capped,
+        "{r:?}"
+    );
+    assert_eq!(s.e.memory().held_bytes, 0, "nothing held, nothing charged");
+}
+
+/// The handshake of flow `i` (client SYN, server SYN-ACK, client ACK) at `t`.
+fn handshake(e: &mut Engine, t: Instant, i: usize) {
+    let o = syn_opts();
+    e.handle_rx(t, LAN, seg(i, true, 0, 0, SYN, 65535, &o, 0));
+    e.handle_rx(t, WAN, seg(i, false, 0, 1, SYN | ACK, 65535, &o, 0));
+    e.handle_rx(t, LAN, seg(i, true, 1, 1, ACK, 32768, &[], 0));
+    while e.poll_tx(t, WAN).is_some() {}
+    while e.poll_tx(t, LAN).is_some() {}
+}
+
+fn dl_report(e: &Engine) -> TcpControlReport {
+    e.report()[LAN].class("dl").and_then(|c| c.tcp).unwrap()
+}
+
+#[test]
+fn caps_release_held_acks_in_order_and_never_drop_them() {
+    let mut e = engine("1M", BOTH);
+    let t0 = Instant::ZERO + Duration::from_secs(1);
+    handshake(&mut e, t0, 0);
+    // 300 ACKs of two segments each at once: far ahead of 1 Mbit/s.
+    let n = 300u32;
+    for k in 1..=n {
+        e.handle_rx(
+            t0,
+            LAN,
+            seg(0, true, 1, 1 + k * 2 * MSS, ACK, 32768, &[], 0),
+        );
+    }
+    let r = dl_report(&e);
+    assert_eq!(
+        r.held_now as usize,
+        sluice_engine::tcpctl::PER_FLOW_CAP,
+        "{r:?}"
+    );
+    assert_eq!(
+        r.acks_capped,
+        u64::from(n) - r.acks_passed - r.held_now,
+        "{r:?}"
+    );
+    // The hold limit releases the rest, in order, without waiting for their pace.
+    let mut out = Vec::new();
+    let mut t = t0;
+    while t < t0 + sluice_engine::tcpctl::MAX_HOLD + Duration::from_millis(20) {
+        e.handle_timeout(t);
+        out.extend(std::iter::from_fn(|| e.poll_tx(t, WAN)).map(|f| read(&f).2));
+        t += Duration::from_millis(1);
+    }
+    assert_eq!(out.len() as u32, n, "every ACK left");
+    assert!(out.windows(2).all(|w| w[0] < w[1]), "in order");
+    let r = dl_report(&e);
+    assert_eq!(r.held_now, 0, "{r:?}");
+    assert_eq!(
+        r.acks_held,
+        r.acks_paced + r.acks_flushed + r.acks_capped,
+        "{r:?}"
+    );
+
+    // The total cap: many flows, each holding what it may.
+    let mut e = engine("1M", BOTH);
+    let flows = sluice_engine::tcpctl::TOTAL_CAP / 100 + 2;
+    for i in 0..flows {
+        handshake(&mut e, t0 + Duration::from_millis(i as u64), i);
+    }
+    let t0 = t0 + Duration::from_secs(1);
+    while e.poll_tx(t0, WAN).is_some() {}
+    assert_eq!(e.queued(WAN), 0);
+    let mut sent = 0u64;
+    for i in 0..flows {
+        for k in 1..=100u32 {
+            e.handle_rx(
+                t0,
+                LAN,
+                seg(i, true, 1, 1 + k * 2 * MSS, ACK, 32768, &[], 0),
+            );
+            sent += 1;
+        }
+    }
+    let r = dl_report(&e);
+    assert!(
+        r.held_now as usize <= sluice_engine::tcpctl::TOTAL_CAP,
+        "{r:?}"
+    );
+    assert!(r.acks_capped > 100, "{r:?}");
+    assert_eq!(r.acks_flushed, 0, "{r:?}");
+    // Held or queued upstream, none dropped.
+    assert_eq!(e.queued(WAN) as u64, sent);
+    assert_eq!(e.counters(WAN).unwrap().queue_drops, 0);
+}
+
+#[test]
+fn duplicate_and_sack_acks_pass_at_once_behind_the_held_ones() {
+    let mut e = engine("1M", BOTH);
+    let t0 = Instant::ZERO + Duration::from_secs(1);
+    handshake(&mut e, t0, 0);
+    // Data arrives, the client ACKs 2 segments at a time faster than 1 Mbit/s.
+    let mut ack = 1u32;
+    for k in 0..20u32 {
+        e.handle_rx(
+            t0,
+            WAN,
+            seg(0, false, 1 + k * MSS, 1, ACK, 65535, &[], MSS as usize),
+        );
+    }
+    for _ in 0..10 {
+        ack += 2 * MSS;
+        e.handle_rx(t0, LAN, seg(0, true, 1, ack, ACK, 32768, &[], 0));
+    }
+    let out: Vec<u32> = std::iter::from_fn(|| e.poll_tx(t0, WAN))
+        .map(|f| read(&f).2)
+        .collect();
+    assert!(out.len() < 10, "some ACKs are held: {out:?}");
+    // A duplicate ACK carrying SACK: everything held leaves now, then it.
+    let mut sack = Vec::new();
+    TcpOption::Sack(sluice_wire::tcp::SackBlocks::new(&[0, 0, 0x80, 0, 0, 0, 0x90, 0]).unwrap())
+        .encode(&mut sack);
+    e.handle_rx(t0, LAN, seg(0, true, 1, ack, ACK, 32768, &sack, 0));
+    let rest: Vec<(u32, usize)> = std::iter::from_fn(|| e.poll_tx(t0, WAN))
+        .map(|f| (read(&f).2, f.len()))
+        .collect();
+    let all: Vec<u32> = out
+        .iter()
+        .copied()
+        .chain(rest.iter().map(|r| r.0))
+        .collect();
+    assert_eq!(all.len(), 11, "ten ACKs and the SACK: {all:?}");
+    assert!(all.windows(2).all(|w| w[0] <= w[1]), "in order: {all:?}");
+    assert!(
+        rest.last().unwrap().1 > 54,
+        "the SACK leaves last: {rest:?}"
+    );
+    let r = dl_report(&e);
+    assert_eq!(r.acks_flushed as usize, 10 - out.len(), "{r:?}");
+}
+
+#[test]
+fn with_many_flows_pacing_keeps_their_floor_windows_out_of_the_modem() {
+    // 40 flows at 8 Mbit/s with a 20 ms RTT: a share × RTT of 500 bytes,
+    // far below the two-segment floor a window keeps. 40 × 2 segments are
+    // more than the path holds: without pacing the rest waits in a queue.
+    let run = |tcp| {
+        let mut s = Sim::new(engine("8M", tcp), 40, Rate::mbps(10), 300);
+        s.run(Duration::from_secs(8));
+        s
+    };
+    let clamp = run(TcpControl {
+        ack_pacing: false,
+        window_clamp: true,
+    });
+    let both = run(BOTH);
+    // Measured from 3 s to 9 s.
+    let total: u64 = both.delivered.iter().sum();
+    let want = goodput(Rate::mbps(8)) * 6.0;
+    let err = (total as f64 - want).abs() / want;
+    assert!(err < 0.02, "{total} bytes against {want:.0}");
+    assert!(both.delivered.iter().all(|d| *d > 0), "every flow moves");
+    // Where the windows beyond the path wait: sluice's download queue
+    // (a standing queue: latency for everyone in the class, CoDel drops for
+    // the flows), or ACKs held here.
+    assert!(
+        clamp.dl_max >= 40,
+        "window clamp alone: {} frames queued",
+        clamp.dl_max
+    );
+    assert!(
+        both.dl_max <= 4,
+        "with pacing: {} frames queued",
+        both.dl_max
+    );
+    assert!(both.modem_max <= 2 * 1514 && clamp.modem_max <= 2 * 1514);
+}
