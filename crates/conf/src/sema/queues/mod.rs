@@ -10,6 +10,10 @@
 //!   ([`MAX_DEPTH`]); a queue nobody reaches is an error, not dropped.
 //! - Defaults: qlimit 50 (pf), priority 1 (pfctl's DEFAULT_PRIORITY), HFSC
 //!   linkshare = bandwidth (pfctl does the same), dummynet weight 1.
+//! - sluice's extensions that act on a class's traffic (`ingress`,
+//!   `ack-pacing`, `window-clamp`) stay on the queue they are written on; on
+//!   a parent they cover every leaf under it. A pipe's are copied to each of
+//!   its queues (which may add TCP control of their own).
 
 mod altq;
 mod openbsd;
