@@ -122,6 +122,10 @@ pub struct QueueDecl {
     pub ingress: Option<Span>,
     /// `ack-filter[-aggressive]`, bare (5.5+, dummynet) or in `priq(…)` & co.
     pub ack_filter: Option<Sp<crate::ir::AckFilterMode>>,
+    /// `ack-pacing` (bare, or among ALTQ's scheduler options), where written.
+    pub ack_pacing: Option<Span>,
+    /// `window-clamp`, written as `ack-pacing` is.
+    pub window_clamp: Option<Span>,
 }
 
 impl Default for Sp<String> {
@@ -143,6 +147,9 @@ pub struct PipeDecl {
     /// `ingress`, where written.
     pub ingress: Option<Span>,
     pub ack_filter: Option<Sp<crate::ir::AckFilterMode>>,
+    /// `ack-pacing` and `window-clamp`, where written.
+    pub ack_pacing: Option<Span>,
+    pub window_clamp: Option<Span>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -279,7 +279,10 @@ pub struct Queue {
     /// TCP download control (sluice extension, docs/tcp-control.md): the
     /// ACKs of TCP connections whose data uses this queue are paced (`ack-pacing`)
     /// and their advertised window clamped (`window-clamp`) to the flow's share.
-    /// Under a pipe it is the pipe's [`Pipe::tcp`], copied to each of its queues.
+    /// As written on this queue: on a queue with children it covers every
+    /// leaf under it, as `ingress` does ([`IfaceQueueing::tcp_control`]
+    /// resolves a leaf's). Under a pipe it is the pipe's [`Pipe::tcp`],
+    /// copied to each of its queues, plus the queue's own.
     pub tcp: TcpControl,
 }
 
@@ -298,6 +301,34 @@ pub struct TcpControl {
 impl TcpControl {
     pub fn any(self) -> bool {
         self.ack_pacing || self.window_clamp
+    }
+
+    /// Both: what either asks for.
+    pub fn union(self, other: TcpControl) -> TcpControl {
+        TcpControl {
+            ack_pacing: self.ack_pacing || other.ack_pacing,
+            window_clamp: self.window_clamp || other.window_clamp,
+        }
+    }
+}
+
+impl IfaceQueueing {
+    /// The TCP control of queue `i`: its own and every ancestor's (a
+    /// parent's `ack-pacing` covers every leaf under it); default for an
+    /// index out of range.
+    pub fn tcp_control(&self, i: usize) -> TcpControl {
+        let mut tcp = TcpControl::default();
+        let mut at = Some(i);
+        // Parents come before children: each step goes up, so at most
+        // `queues.len()` steps.
+        for _ in 0..=self.queues.len() {
+            let Some(q) = at.and_then(|j| self.queues.get(j)) else {
+                break;
+            };
+            tcp = tcp.union(q.tcp);
+            at = q.parent.filter(|&p| Some(p) < at);
+        }
+        tcp
     }
 }
 

@@ -161,7 +161,18 @@ pub fn sched_options(q: &Queue) -> Vec<String> {
     if let Some(m) = q.ack_filter {
         opts.push(m.name().into());
     }
+    opts.extend(tcp_words(q.tcp).map(String::from));
     opts
+}
+
+/// `ack-pacing` and `window-clamp` as set in `t`, in the printer's order.
+fn tcp_words(t: TcpControl) -> impl Iterator<Item = &'static str> {
+    [
+        (t.ack_pacing, "ack-pacing"),
+        (t.window_clamp, "window-clamp"),
+    ]
+    .into_iter()
+    .filter_map(|(on, w)| on.then_some(w))
 }
 
 /// Every option of a queue as one list, for `sluice show`: the scheduler
@@ -262,6 +273,9 @@ fn new_style(o: &mut String, iq: &IfaceQueueing) {
         if let Some(m) = q.ack_filter {
             let _ = write!(o, " {}", m.name());
         }
+        for w in tcp_words(q.tcp) {
+            let _ = write!(o, " {w}");
+        }
         o.push('\n');
     }
 }
@@ -308,6 +322,9 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
     if let Some(m) = p.ack_filter {
         let _ = write!(o, " {}", m.name());
     }
+    for w in tcp_words(p.tcp) {
+        let _ = write!(o, " {w}");
+    }
     o.push('\n');
     for q in &iq.queues {
         let _ = write!(
@@ -323,6 +340,14 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
         }
         if let Some(m) = q.ack_filter {
             let _ = write!(o, " {}", m.name());
+        }
+        // The pipe's own is copied to each queue: print what the queue adds.
+        let own = TcpControl {
+            ack_pacing: q.tcp.ack_pacing && !p.tcp.ack_pacing,
+            window_clamp: q.tcp.window_clamp && !p.tcp.window_clamp,
+        };
+        for w in tcp_words(own) {
+            let _ = write!(o, " {w}");
         }
         o.push('\n');
     }

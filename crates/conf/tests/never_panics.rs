@@ -117,6 +117,9 @@ const WORDS: &[&str] = &[
     "states",
     "é",
     "\t",
+    "ingress",
+    "ack-pacing",
+    "window-clamp",
 ];
 
 fn soup() -> impl Strategy<Value = String> {

@@ -232,3 +232,55 @@ fn ingress_is_kept_where_written_and_a_pipe_gives_it_to_its_queues() {
     assert_eq!(flags("em4"), [false]);
     assert_eq!(on("em4").pipe.as_ref().map(|p| p.ingress), Some(false));
 }
+
+#[test]
+fn tcp_control_is_kept_where_written_and_covers_the_leaves_under_it() {
+    let c = ok("queue down on em1 bandwidth 10M ack-pacing\n\
+                queue a parent down bandwidth 5M flows 16 default window-clamp\n\
+                queue b parent down bandwidth 5M flows 16\n\
+                altq on em2 hfsc bandwidth 10Mb queue { x, y }\n\
+                queue x bandwidth 5Mb hfsc(default window-clamp ack-pacing)\n\
+                queue y bandwidth 5Mb hfsc(red) ack-pacing\n\
+                pipe p on em3 bandwidth 10Mb sched drr window-clamp\n\
+                queue p1 pipe p weight 1 default ack-pacing\n\
+                queue p2 pipe p weight 2\n\
+                pipe u on em4 bandwidth 1Mb sched fq_codel ack-pacing\n");
+    let on = |name: &str| c.interfaces.iter().find(|i| i.ifname == name).unwrap();
+    let tc = |pacing, clamp| TcpControl {
+        ack_pacing: pacing,
+        window_clamp: clamp,
+    };
+    let written =
+        |name: &str| -> Vec<TcpControl> { on(name).queues.iter().map(|q| q.tcp).collect() };
+    let resolved = |name: &str| -> Vec<TcpControl> {
+        let i = on(name);
+        (0..i.queues.len()).map(|q| i.tcp_control(q)).collect()
+    };
+    // 5.5+: kept on the queue that says it; a leaf gets its parent's too.
+    assert_eq!(
+        written("em1"),
+        [tc(true, false), tc(false, true), tc(false, false)]
+    );
+    assert_eq!(
+        resolved("em1"),
+        [tc(true, false), tc(true, true), tc(true, false)]
+    );
+    // ALTQ: in hfsc(…) or bare, each word on its own.
+    assert_eq!(written("em2"), [tc(true, true), tc(true, false)]);
+    // A pipe's own is copied to each queue; a queue may add to it.
+    assert_eq!(written("em3"), [tc(true, true), tc(false, true)]);
+    assert_eq!(
+        on("em3").pipe.as_ref().map(|p| p.tcp),
+        Some(tc(false, true))
+    );
+    assert_eq!(written("em4"), [tc(true, false)], "the pipe's one queue");
+    assert_eq!(
+        on("em4").pipe.as_ref().map(|p| p.tcp),
+        Some(tc(true, false))
+    );
+    assert_eq!(
+        on("em4").tcp_control(7),
+        TcpControl::default(),
+        "out of range"
+    );
+}

@@ -73,6 +73,18 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
             "queue" => a.children = p.list(&mut |p: &mut P| p.name("queue name"))?,
             s => match sched_kind(s) {
                 Some(k) => a.sched = Some(Sp::new(k, w.span)),
+                None if extension_word(s) => {
+                    return Err(Diagnostic::error(format!("unexpected `{s}` in altq"), w.span)
+                        .label("an option of a queue, not of `altq on`")
+                        .hint(format!(
+                            "write it among a queue's scheduler options, e.g. `queue NAME … hfsc(default {s})`{}",
+                            if AckFilterMode::from_word(s).is_some() {
+                                ""
+                            } else {
+                                "; on a parent queue it covers every queue under it"
+                            }
+                        )))
+                }
                 None => {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
                         Diagnostic::error(format!("unexpected `{s}` in altq"), w.span)
@@ -135,6 +147,27 @@ fn curve55(p: &mut P, q: &mut QueueDecl) -> PResult<Sp<CurveAst>> {
     Ok(Sp::new(c, b.span.to(p.prev_span())))
 }
 
+/// The TCP control words (`ack-pacing`, `window-clamp`): where one was
+/// written, or the duplicate error when `slot` already holds it (`owner`
+/// is what it was written on, e.g. "queue `dl`").
+fn tcp_word(slot: &mut Option<Span>, w: &Sp<String>, owner: &str) -> PResult<()> {
+    if let Some(first) = *slot {
+        return Err(
+            Diagnostic::error(format!("duplicate `{}` on {owner}", w.v), w.span)
+                .label("given again here")
+                .note(first, "first given here"),
+        );
+    }
+    *slot = Some(w.span);
+    Ok(())
+}
+
+/// Options of a queue or pipe that sluice adds to pf (not of `altq on` or
+/// of fq_codel's parameters): a hint for the one written in those places.
+fn extension_word(w: &str) -> bool {
+    matches!(w, "ingress" | "ack-pacing" | "window-clamp") || AckFilterMode::from_word(w).is_some()
+}
+
 fn mark(slot: &mut Option<Sp<&'static str>>, what: &'static str, at: Span) {
     if slot.is_none() {
         *slot = Some(Sp::new(what, at));
@@ -191,6 +224,12 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             "pipe" => q.pipe = Some(p.name("pipe name")?),
             "weight" => q.weight = Some(p.number("weight", 0, u64::MAX)?),
             "ingress" => q.ingress = Some(w.span),
+            // Like `ingress`: bare in any dialect, or among ALTQ's
+            // scheduler options.
+            "ack-pacing" => tcp_word(&mut q.ack_pacing, &w, &format!("queue `{}`", q.name.v))?,
+            "window-clamp" => {
+                tcp_word(&mut q.window_clamp, &w, &format!("queue `{}`", q.name.v))?
+            }
             s if AckFilterMode::from_word(s).is_some() => {
                 if let Some(m) = AckFilterMode::from_word(s) {
                     // Bare, it is 5.5+ (or dummynet) syntax; ALTQ writes
@@ -211,7 +250,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
                         Diagnostic::error(format!("unexpected `{s}` in queue"), w.span).label("not a queue option").hint(
                             "ALTQ: on bandwidth priority qlimit priq(…) cbq(…) hfsc(…) { children }; \
-                             5.5+: on bandwidth min max burst parent qlimit flows quantum default ack-filter; pipes: pipe weight qlimit default ack-filter; any: ingress",
+                             5.5+: on bandwidth min max burst parent qlimit flows quantum default ack-filter; pipes: pipe weight qlimit default ack-filter; any: ingress ack-pacing window-clamp",
                         )
                     }))
                 }
@@ -275,13 +314,23 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 q.ingress = Some(w.span);
                 true
             }
+            ("ack-pacing", _) => {
+                tcp_word(&mut q.ack_pacing, &w, &format!("queue `{}`", q.name.v))?;
+                true
+            }
+            ("window-clamp", _) => {
+                tcp_word(&mut q.window_clamp, &w, &format!("queue `{}`", q.name.v))?;
+                true
+            }
             _ => false,
         };
         if !ok {
             let allowed = match k {
-                SchedKind::Priq => "default red ecn ingress ack-filter",
-                SchedKind::Cbq => "default borrow red ecn rio ingress ack-filter",
-                _ => "default red ecn rio realtime linkshare upperlimit ingress ack-filter",
+                SchedKind::Priq => "default red ecn ingress ack-filter ack-pacing window-clamp",
+                SchedKind::Cbq => {
+                    "default borrow red ecn rio ingress ack-filter ack-pacing window-clamp"
+                }
+                _ => "default red ecn rio realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
             };
             return Err(Diagnostic::error(
                 format!("unknown option `{}` for this scheduler", w.v),
@@ -305,6 +354,8 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
         span: start,
         ingress: None,
         ack_filter: None,
+        ack_pacing: None,
+        window_clamp: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -341,10 +392,14 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
             o if AckFilterMode::from_word(o).is_some() => {
                 d.ack_filter = AckFilterMode::from_word(o).map(|m| Sp::new(m, w.span));
             }
+            "ack-pacing" => tcp_word(&mut d.ack_pacing, &w, &format!("pipe `{}`", d.name.v))?,
+            "window-clamp" => {
+                tcp_word(&mut d.window_clamp, &w, &format!("pipe `{}`", d.name.v))?
+            }
             o => {
                 return Err(
                     Diagnostic::error(format!("unexpected `{o}` in pipe"), w.span).label(
-                        "expected on, bandwidth, delay, plr, qlimit, sched, ingress or ack-filter",
+                        "expected on, bandwidth, delay, plr, qlimit, sched, ingress, ack-filter, ack-pacing or window-clamp",
                     ),
                 )
             }
@@ -381,6 +436,15 @@ fn fq_codel(p: &mut P) -> PResult<FqCodelParams> {
             "flows" => f.flows = p.number("flows", 1, 65_536)?.v as u32,
             "ecn" => f.ecn = true,
             "noecn" => f.ecn = false,
+            o if extension_word(o) => {
+                return Err(
+                    Diagnostic::error(format!("unknown fq_codel option `{o}`"), w.span)
+                        .label("allowed: target interval quantum limit flows ecn noecn")
+                        .hint(format!(
+                            "`{o}` is an option of the pipe: write it after the parentheses, `sched fq_codel (…) {o}`"
+                        )),
+                )
+            }
             o => {
                 return Err(
                     Diagnostic::error(format!("unknown fq_codel option `{o}`"), w.span)

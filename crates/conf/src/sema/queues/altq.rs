@@ -107,6 +107,8 @@ impl B<'_, '_, '_> {
         self.drain_warnings(&t, bw, sched, false);
         self.ingress_checks(&t, &a.iface);
         self.ack_filter_warnings(&t, false);
+        let iface_abs = matches!(&a.bandwidth, Some(Sp { v: Bw::Abs(r), .. }) if r.0 > 0);
+        self.tcp_rate_warnings(&t, &a.iface, iface_abs);
         Some(IfaceQueueing {
             ifname: a.iface.v.clone(),
             sched,
@@ -246,6 +248,8 @@ impl B<'_, '_, '_> {
         q.borrow = d.borrow;
         q.ingress = d.ingress.is_some();
         q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
+        let meta = QMeta::of(d, ql.is_some());
+        q.tcp = meta.tcp();
         q.realtime = d.realtime.as_ref().map(|c| curve(&c.v, parent_rate));
         q.linkshare = d.linkshare.as_ref().map(|c| curve(&c.v, parent_rate));
         q.upperlimit = d.upperlimit.as_ref().map(|c| curve(&c.v, parent_rate));
@@ -259,7 +263,7 @@ impl B<'_, '_, '_> {
                 pq.children.push(idx);
             }
         }
-        t.push(q, QMeta::of(d, ql.is_some()));
+        t.push(q, meta);
         if sched == SchedKind::Priq {
             return;
         }

@@ -10,6 +10,10 @@
 //!   ([`MAX_DEPTH`]); a queue nobody reaches is an error, not dropped.
 //! - Defaults: qlimit 50 (pf), priority 1 (pfctl's DEFAULT_PRIORITY), HFSC
 //!   linkshare = bandwidth (pfctl does the same), dummynet weight 1.
+//! - sluice's extensions that act on a class's traffic (`ingress`,
+//!   `ack-pacing`, `window-clamp`) stay on the queue they are written on; on
+//!   a parent they cover every leaf under it. A pipe's are copied to each of
+//!   its queues (which may add TCP control of their own).
 
 mod altq;
 mod openbsd;
@@ -18,7 +22,7 @@ mod pipe;
 use super::Ctx;
 use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{IfaceQueueing, Queue, SchedKind, ServiceCurve};
+use crate::ir::{IfaceQueueing, Queue, SchedKind, ServiceCurve, TcpControl};
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -66,6 +70,12 @@ struct QMeta {
     /// Where `ingress` was written on the queue.
     ingress: Option<Span>,
     ack_filter: Option<Span>,
+    /// Where `ack-pacing` and `window-clamp` were written on the queue.
+    ack_pacing: Option<Span>,
+    window_clamp: Option<Span>,
+    /// The queue's own bandwidth was written as an absolute rate (not a
+    /// percentage, not absent): a rate that does not depend on its parents.
+    abs_bw: bool,
 }
 
 impl QMeta {
@@ -79,6 +89,20 @@ impl QMeta {
             priority: d.priority.as_ref().map(|p| p.span),
             ingress: d.ingress,
             ack_filter: d.ack_filter.as_ref().map(|a| a.span),
+            ack_pacing: d.ack_pacing,
+            window_clamp: d.window_clamp,
+            abs_bw: d
+                .bandwidth
+                .as_ref()
+                .is_some_and(|b| matches!(b.v.m2, Bw::Abs(_))),
+        }
+    }
+
+    /// The TCP control written on the queue itself.
+    fn tcp(&self) -> TcpControl {
+        TcpControl {
+            ack_pacing: self.ack_pacing.is_some(),
+            window_clamp: self.window_clamp.is_some(),
         }
     }
 }
@@ -572,6 +596,51 @@ pub fn sched_opts_name(s: SchedKind) -> &'static str {
 }
 
 impl B<'_, '_, '_> {
+    /// `ack-pacing` / `window-clamp` on an ALTQ queue with no rate to
+    /// control at: the engine uses the queue's bandwidth, else the nearest
+    /// ancestor's, else the interface's, and here every one of them is a
+    /// share of the 1 Gbit/s sluice assumes for an `altq on` without an
+    /// absolute bandwidth (`iface_abs` false). The other dialects cannot
+    /// get here: a 5.5+ root and a pipe must have an absolute bandwidth.
+    fn tcp_rate_warnings(&mut self, t: &Tree, iface: &Sp<String>, iface_abs: bool) {
+        if iface_abs {
+            return;
+        }
+        for (i, m) in t.meta.iter().enumerate() {
+            let mut anchored = false;
+            let mut at = Some(i);
+            // Parents come before children: each step goes up, so at most
+            // `queues.len()` steps.
+            for _ in 0..=t.queues.len() {
+                let Some(j) = at else { break };
+                if t.meta.get(j).is_some_and(|x| x.abs_bw) {
+                    anchored = true;
+                    break;
+                }
+                at = t.queues.get(j).and_then(|q| q.parent).filter(|&p| p < j);
+            }
+            if anchored {
+                continue;
+            }
+            let q = &t.queues[i];
+            for (word, span) in [
+                ("ack-pacing", m.ack_pacing),
+                ("window-clamp", m.window_clamp),
+            ] {
+                let Some(span) = span else { continue };
+                self.cx.err(
+                    Diagnostic::warning(format!("`{word}` on `{}` has no rate to work at", q.name), span)
+                        .label(format!(
+                            "no absolute bandwidth on the queue, its parents or `altq on {}`: each flow's share would come from the assumed {}",
+                            iface.v,
+                            altq::ASSUMED_IFSPEED
+                        ))
+                        .hint("give `altq on` the line's rate (e.g. `bandwidth 4850Kb`, ~95% of it) or the queue an absolute bandwidth"),
+                );
+            }
+        }
+    }
+
     /// `ack-filter` where it cannot act: a queue with children holds no
     /// packets, and the queues of a fifo pipe (`fifo_pipe`) share the
     /// pipe's one FIFO.

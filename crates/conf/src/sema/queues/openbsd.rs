@@ -57,12 +57,14 @@ impl B<'_, '_, '_> {
         q.default = d.default.is_some();
         q.ingress = d.ingress.is_some();
         q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
+        let meta = QMeta::of(d, ql.is_some());
+        q.tcp = meta.tcp();
         let rate = q.bandwidth.unwrap_or(parent_rate);
         let idx = t.queues.len();
         if let Some(p) = parent.and_then(|p| t.queues.get_mut(p)) {
             p.children.push(idx);
         }
-        t.push(q, QMeta::of(d, ql.is_some()));
+        t.push(q, meta);
         let name = d.name.clone();
         let kids: Vec<usize> = (0..self.decls.len())
             .filter(|&j| {

@@ -3,7 +3,7 @@
 use super::{sched_opts_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT};
 use crate::ast::{PipeDecl, Sp};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{IfaceQueueing, Pipe, PipeSched, Queue, SchedKind};
+use crate::ir::{IfaceQueueing, Pipe, PipeSched, Queue, SchedKind, TcpControl};
 use crate::units::Bw;
 
 impl B<'_, '_, '_> {
@@ -38,6 +38,12 @@ impl B<'_, '_, '_> {
             }
         };
         let pipe_qlimit = self.outer_qlimit(&p.qlimit);
+        // The pipe's TCP control covers each of its queues; a queue may add
+        // its own.
+        let pipe_tcp = TcpControl {
+            ack_pacing: p.ack_pacing.is_some(),
+            window_clamp: p.window_clamp.is_some(),
+        };
         let mut t = Tree::default();
         for i in 0..self.decls.len() {
             let d = &self.decls[i];
@@ -97,6 +103,7 @@ impl B<'_, '_, '_> {
                 priority: None,
                 ..QMeta::of(d, ql.is_some())
             };
+            q.tcp = pipe_tcp.union(meta.tcp());
             t.push(q, meta);
         }
         if t.queues.is_empty() {
@@ -106,6 +113,7 @@ impl B<'_, '_, '_> {
             q.default = true;
             q.weight = Some(1);
             q.ingress = p.ingress.is_some();
+            q.tcp = pipe_tcp;
             t.push(
                 q,
                 QMeta {
@@ -116,6 +124,9 @@ impl B<'_, '_, '_> {
                     priority: None,
                     ingress: None,
                     ack_filter: None,
+                    ack_pacing: None,
+                    window_clamp: None,
+                    abs_bw: false,
                 },
             );
         }
@@ -149,7 +160,7 @@ impl B<'_, '_, '_> {
                 sched: p.sched.clone(),
                 ingress: p.ingress.is_some(),
                 ack_filter: p.ack_filter.as_ref().map(|a| a.v),
-                tcp: Default::default(),
+                tcp: pipe_tcp,
             }),
             line: self.cx.line(p.span),
         })
