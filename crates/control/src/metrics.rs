@@ -14,10 +14,11 @@
 //!   accept, in total, and the answer written within as long again, so a
 //!   slow client holds one thread for seconds, never the endpoint.
 //! - Names follow Prometheus conventions: `_total` counters, base units
-//!   (`_bytes`, `_seconds`), labels `iface`, `queue`, `reason`, `cause`.
+//!   (`_bytes`, `_seconds`), labels `iface`, `queue`, `reason`, `cause`,
+//!   `action`.
 
 use crate::conn::Deadlined;
-use crate::proto::{IfaceCountersJson, InfoReply, QueueJson, QueuesReply};
+use crate::proto::{IfaceCountersJson, InfoReply, QueueJson, QueuesReply, TcpControlJson};
 use crate::{snapshot, DaemonState};
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -486,6 +487,7 @@ fn queue_families(o: &mut Out, q: &QueuesReply) {
             }
         }
     }
+    tcp_families(o, q);
     let name = "sluice_queue_sojourn_seconds";
     o.family(
         name,
@@ -504,6 +506,70 @@ fn queue_families(o: &mut Out, q: &QueuesReply) {
                     o.sample(name, &l, secs(v));
                 }
             }
+        }
+    }
+}
+
+/// TCP control per queue (`ack-pacing`, `window-clamp`), for queues that
+/// have it. ACKs by what happened to them: `passed` + `held` are the pure
+/// ACKs seen, `paced` + `flushed` + `capped` the held ones released.
+fn tcp_families(o: &mut Out, q: &QueuesReply) {
+    let controlled = || {
+        q.ifaces.iter().flat_map(|i| {
+            i.queues
+                .iter()
+                .filter_map(move |c| Some((i.name.as_str(), c.name.as_str(), c.tcp?)))
+        })
+    };
+    type Get = fn(&TcpControlJson) -> u64;
+    /// A family's name, help, and its `action` labels with their counter.
+    type ByAction = (&'static str, &'static str, &'static [(&'static str, Get)]);
+    let by_action: [ByAction; 2] = [
+        (
+            "sluice_queue_tcp_acks_total",
+            "TCP control: pure ACKs passed on arrival or held, and held ACKs released paced, flushed ahead of a segment that must pass, or capped.",
+            &[
+                ("passed", |t| t.acks_passed),
+                ("held", |t| t.acks_held),
+                ("paced", |t| t.acks_paced),
+                ("flushed", |t| t.acks_flushed),
+                ("capped", |t| t.acks_capped),
+            ],
+        ),
+        (
+            "sluice_queue_tcp_windows_total",
+            "TCP control: segments whose advertised window was clamped, or could not be controlled and passed untouched.",
+            &[
+                ("clamped", |t| t.windows_clamped),
+                ("untouched", |t| t.windows_untouched),
+            ],
+        ),
+    ];
+    for (name, help, actions) in by_action {
+        o.family(name, "counter", help);
+        for (iface, queue, t) in controlled() {
+            for (action, get) in actions {
+                let l = [("iface", iface), ("queue", queue), ("action", action)];
+                o.sample(name, &l, get(&t));
+            }
+        }
+    }
+    let gauges: [(&str, &str, Get); 2] = [
+        (
+            "sluice_queue_tcp_flows",
+            "TCP control: connections under control now.",
+            |t| t.flows,
+        ),
+        (
+            "sluice_queue_tcp_acks_held",
+            "TCP control: ACKs held now.",
+            |t| t.held_now,
+        ),
+    ];
+    for (name, help, get) in gauges {
+        o.family(name, "gauge", help);
+        for (iface, queue, t) in controlled() {
+            o.sample(name, &[("iface", iface), ("queue", queue)], get(&t));
         }
     }
 }
@@ -615,6 +681,47 @@ mod tests {
     fn label_values_are_escaped() {
         assert_eq!(escape(r#"a"b\c"#), r#"a\"b\\c"#);
         assert_eq!(escape("x\ny"), r"x\ny");
+    }
+
+    /// Every counter of a queue with TCP control, under the queue's labels
+    /// and its action; nothing for the queues without it.
+    #[test]
+    fn tcp_control_counters_per_queue() {
+        let q = crate::snapshot::tests::tcp_controlled();
+        let mut o = Out {
+            text: String::new(),
+        };
+        queue_families(&mut o, &q);
+        let tcp: Vec<&str> = o
+            .text
+            .lines()
+            .filter(|l| l.starts_with("sluice_queue_tcp_"))
+            .collect();
+        assert_eq!(
+            tcp,
+            [
+                r#"sluice_queue_tcp_acks_total{iface="wan0",queue="bulk",action="passed"} 3400"#,
+                r#"sluice_queue_tcp_acks_total{iface="wan0",queue="bulk",action="held"} 900"#,
+                r#"sluice_queue_tcp_acks_total{iface="wan0",queue="bulk",action="paced"} 880"#,
+                r#"sluice_queue_tcp_acks_total{iface="wan0",queue="bulk",action="flushed"} 6"#,
+                r#"sluice_queue_tcp_acks_total{iface="wan0",queue="bulk",action="capped"} 1"#,
+                r#"sluice_queue_tcp_windows_total{iface="wan0",queue="bulk",action="clamped"} 4100"#,
+                r#"sluice_queue_tcp_windows_total{iface="wan0",queue="bulk",action="untouched"} 2"#,
+                r#"sluice_queue_tcp_flows{iface="wan0",queue="bulk"} 12"#,
+                r#"sluice_queue_tcp_acks_held{iface="wan0",queue="bulk"} 14"#,
+            ],
+            "{}",
+            o.text
+        );
+        for (name, kind) in [
+            ("sluice_queue_tcp_acks_total", "counter"),
+            ("sluice_queue_tcp_windows_total", "counter"),
+            ("sluice_queue_tcp_flows", "gauge"),
+            ("sluice_queue_tcp_acks_held", "gauge"),
+        ] {
+            let t = format!("# TYPE {name} {kind}\n");
+            assert_eq!(o.text.matches(&t).count(), 1, "{}", o.text);
+        }
     }
 
     #[test]

@@ -109,6 +109,40 @@ pub struct QueueJson {
     pub ingress_charged_packets: Option<u64>,
     #[serde(default)]
     pub ingress_charged_bytes: Option<u64>,
+    /// TCP control (`ack-pacing`, `window-clamp`; docs/tcp-control.md):
+    /// what it did to the connections whose data uses this queue; none when
+    /// the queue has neither option.
+    #[serde(default)]
+    pub tcp: Option<TcpControlJson>,
+}
+
+/// What TCP control did for one queue's connections, through the segments
+/// their receivers sent back. Counters since the queue was created, except
+/// the gauges `flows` and `held_now`. `acks_passed + acks_held` are the pure
+/// ACKs seen; `acks_paced`, `acks_flushed`, `acks_capped` count the held
+/// ones as they leave.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpControlJson {
+    /// Connections under control now.
+    pub flows: u64,
+    /// Pure ACKs let through on arrival.
+    pub acks_passed: u64,
+    /// Pure ACKs held to pace their flow.
+    pub acks_held: u64,
+    /// ACKs held now.
+    pub held_now: u64,
+    /// Held ACKs released at their paced time.
+    pub acks_paced: u64,
+    /// Held ACKs released early, in order, ahead of a segment that must pass
+    /// at once (duplicate ACK, SACK, data, SYN/FIN/RST, ECE).
+    pub acks_flushed: u64,
+    /// Held ACKs released early by a cap (per flow, total, or hold time).
+    pub acks_capped: u64,
+    /// Segments whose advertised window was lowered.
+    pub windows_clamped: u64,
+    /// Segments of controlled connections whose window could not be
+    /// controlled (handshake not seen, malformed options), passed untouched.
+    pub windows_untouched: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use crate::{lock, DaemonState};
 use sluice_classify::StateView;
 use sluice_conf::ir::{self, Direction};
 use sluice_conf::{queue_options, sched_name};
-use sluice_engine::{ClassReport, IfaceCounters, IfaceReport, MemoryReport};
+use sluice_engine::{ClassReport, IfaceCounters, IfaceReport, MemoryReport, TcpControlReport};
 use sluice_time::Instant;
 
 fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueueing>) -> QueueJson {
@@ -50,6 +50,21 @@ fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueue
         sojourn_max_ns: c.sojourn_max.map(|d| d.as_nanos()),
         ingress_charged_packets: c.ingress_charged.map(|x| x.0),
         ingress_charged_bytes: c.ingress_charged.map(|x| x.1),
+        tcp: c.tcp.as_ref().map(tcp_json),
+    }
+}
+
+fn tcp_json(t: &TcpControlReport) -> TcpControlJson {
+    TcpControlJson {
+        flows: t.flows,
+        acks_passed: t.acks_passed,
+        acks_held: t.acks_held,
+        held_now: t.held_now,
+        acks_paced: t.acks_paced,
+        acks_flushed: t.acks_flushed,
+        acks_capped: t.acks_capped,
+        windows_clamped: t.windows_clamped,
+        windows_untouched: t.windows_untouched,
     }
 }
 
@@ -535,6 +550,68 @@ pass out on wan0 proto udp to port 53 queue bulk
             e.handle_rx(Instant(1), 0, f.build());
         }
         (e, cfg)
+    }
+
+    /// Distinct values, so a counter copied into the wrong field shows.
+    pub(crate) const TCP: TcpControlReport = TcpControlReport {
+        flows: 12,
+        acks_passed: 3400,
+        acks_held: 900,
+        held_now: 14,
+        acks_paced: 880,
+        acks_flushed: 6,
+        acks_capped: 1,
+        windows_clamped: 4100,
+        windows_untouched: 2,
+    };
+
+    /// The HFSC tree's reply with TCP control on `bulk` only, its report
+    /// set by hand (the engine's own counting is the engine's tests).
+    pub(crate) fn tcp_controlled() -> QueuesReply {
+        let (e, cfg) = engine();
+        let mut rep = e.report();
+        let bulk = rep[1]
+            .classes
+            .iter_mut()
+            .find(|c| c.name.as_deref() == Some("bulk"))
+            .unwrap();
+        bulk.tcp = Some(TCP);
+        queues_from(&rep, Some(&cfg))
+    }
+
+    #[test]
+    fn tcp_control_counters_reach_their_queue_only() {
+        let q = tcp_controlled();
+        let wan = &q.ifaces[1];
+        let bulk = wan.queues.iter().find(|q| q.name == "bulk").unwrap();
+        assert_eq!(
+            bulk.tcp,
+            Some(TcpControlJson {
+                flows: 12,
+                acks_passed: 3400,
+                acks_held: 900,
+                held_now: 14,
+                acks_paced: 880,
+                acks_flushed: 6,
+                acks_capped: 1,
+                windows_clamped: 4100,
+                windows_untouched: 2,
+            })
+        );
+        let others: Vec<_> = q
+            .ifaces
+            .iter()
+            .flat_map(|i| &i.queues)
+            .filter(|q| q.name != "bulk")
+            .collect();
+        assert!(others.len() >= 4, "{others:?}");
+        assert!(others.iter().all(|q| q.tcp.is_none()), "{others:?}");
+        // In JSON, a nested object beside the other counters; `null` where
+        // there is no TCP control, as every absent field of a queue.
+        let v = serde_json::to_value(bulk).unwrap();
+        assert_eq!(v["tcp"]["held_now"], 14);
+        assert_eq!(v["tcp"]["windows_untouched"], 2);
+        assert!(serde_json::to_value(others[0]).unwrap()["tcp"].is_null());
     }
 
     #[test]

@@ -116,6 +116,21 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                     "  [ ingress: dropped and charged as sent: {p} pkts, {b} bytes ]"
                 );
             }
+            if let Some(t) = &q.tcp {
+                let _ = writeln!(
+                    o,
+                    "  [ tcp: flows {}  acks passed {} held {} (now {}) paced {} flushed {} capped {}  windows clamped {} untouched {} ]",
+                    t.flows,
+                    t.acks_passed,
+                    t.acks_held,
+                    t.held_now,
+                    t.acks_paced,
+                    t.acks_flushed,
+                    t.acks_capped,
+                    t.windows_clamped,
+                    t.windows_untouched
+                );
+            }
             let before = prev.and_then(|(p, secs)| {
                 let pi = p.ifaces.iter().find(|x| x.name == iface.name)?;
                 let pq = pi.queues.iter().find(|x| x.name == q.name)?;
@@ -447,6 +462,7 @@ mod tests {
             sojourn_max_ns: None,
             ingress_charged_packets: None,
             ingress_charged_bytes: None,
+            tcp: None,
         }
     }
 
@@ -480,6 +496,60 @@ queue dl on lan0 qlimit 50 hfsc( default ingress )
   [ qlength:    0/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
   [ sojourn p50: -  p99: -  max: -  drops: aqm 3 ]
   [ ingress: dropped and charged as sent: 3 pkts, 4542 bytes ]
+";
+        assert_eq!(format_queues(&r), want);
+    }
+
+    /// A download queue with TCP control (and ingress mode, as it would be
+    /// configured): one more line after the ingress one, every counter
+    /// under its own word.
+    #[test]
+    fn a_tcp_controlled_queue_shows_its_acks_and_windows() {
+        let q = QueueJson {
+            qlimit: Some(1000),
+            options: vec![
+                "default".into(),
+                "ingress".into(),
+                "ack-pacing".into(),
+                "window-clamp".into(),
+            ],
+            packets: 51_200,
+            bytes: 74_000_000,
+            qlength: 4,
+            ingress_charged_packets: Some(0),
+            ingress_charged_bytes: Some(0),
+            tcp: Some(TcpControlJson {
+                flows: 12,
+                acks_passed: 3400,
+                acks_held: 900,
+                held_now: 14,
+                acks_paced: 880,
+                acks_flushed: 6,
+                acks_capped: 1,
+                windows_clamped: 4100,
+                windows_untouched: 2,
+            }),
+            ..queue(1, "dl")
+        };
+        let r = QueuesReply {
+            ifaces: vec![IfaceQueues {
+                name: "lan0".into(),
+                sched: Some("hfsc".into()),
+                bandwidth_bps: Some(4_850_000),
+                queues: vec![q, queue(2, "other")],
+            }],
+        };
+        let want = "\
+queue dl on lan0 qlimit 1000 hfsc( default ingress ack-pacing window-clamp )
+  [ pkts:      51200  bytes:   74000000  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    4/1000  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+  [ ingress: dropped and charged as sent: 0 pkts, 0 bytes ]
+  [ tcp: flows 12  acks passed 3400 held 900 (now 14) paced 880 flushed 6 capped 1  windows clamped 4100 untouched 2 ]
+queue other on lan0 hfsc
+  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    0/   -  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
 ";
         assert_eq!(format_queues(&r), want);
     }
