@@ -299,28 +299,30 @@ fn rrul_heavy_and_tcp_1down_run_with_their_shapers() {
     // 2 × 100 connections take seconds to set up through the queues, and
     // 200 iperf3 streams share the two cores with sluice: the phase is
     // sane (in bounds, loaded, answered), not saturated.
-    let heavy = &compare(
-        "rrul_heavy",
-        8,
-        &[&example("examples/lab/rrul-fqcodel.conf")],
-    )[0];
+    let heavy = &compare("rrul_heavy", 8, &[&example("examples/lab/rrul-paced.conf")])[0];
     let p = &heavy.phases[1];
     within("rrul_heavy down", p.down_bps, heavy.link.down_bps, 0.3);
     within("rrul_heavy up", p.up_bps, heavy.link.up_bps, 0.3);
     assert!(p.latency_ms.is_some(), "pings answered under 200 flows");
     eprintln!(
-        "rrul_heavy fq_codel: idle {:.1} ms, load p50 {:.0} ms, loss {:.1} %, grade {}",
+        "rrul_heavy paced: idle {:.1} ms, load p50 {:.0} ms, loss {:.1} %, grade {}",
         heavy.idle_latency_ms.p50,
         p50(p),
         p.loss_pct,
         heavy.grade.overall
     );
-    let down = &compare("tcp_1down", 5, &[&example("examples/lab/hfsc-down.conf")])[0];
+    let down = &compare(
+        "tcp_1down",
+        5,
+        &[&example("examples/lab/tcp1down-paced.conf")],
+    )[0];
     let p = phase(down, "download");
     within_link("tcp_1down down", p.down_bps, down.link.down_bps, true);
-    // 20 packets at 4.85 Mbit/s is 50 ms of queue in sluice.
+    // The download held to 97 % of the line from its ACKs: the modem's
+    // FIFO stays short (20 ms at the default duration, docs/lab.md); a
+    // bound with room for two shared cores.
     assert!(
-        p50(p) <= down.idle_latency_ms.p50 + 150.0,
+        p50(p) <= down.idle_latency_ms.p50 + 60.0,
         "tcp_1down p50 {}",
         p50(p)
     );

@@ -209,7 +209,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
             bandwidth: qu.bandwidth,
             priority: qu.priority,
             qlimit: qu.qlimit,
-            tcp: qu.tcp,
+            tcp: q.tcp_control(i),
             pace_rate: pace_rate(q, qu),
         })
         .collect();
@@ -283,7 +283,12 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 delay: p.delay,
                 loss_ppm: p.loss_ppm,
                 seed: 0x5eed_0000 ^ q.line as u64,
-                queue_limit_packets: p.qlimit.max(1),
+                // dummynet's fq_codel scheduler keeps its own queues, bounded
+                // by its own `limit`: the pipe's qlimit is for the others.
+                queue_limit_packets: match p.sched {
+                    PipeSched::FqCodel(_) => 0,
+                    _ => p.qlimit.max(1),
+                },
             };
             // The pipe paces itself: no token bucket above it.
             let mut link = pipe::Pipe::new(params, sched);
@@ -490,11 +495,35 @@ mod tests {
     }
 
     #[test]
+    fn an_fq_codel_pipe_is_bounded_by_its_own_limit_not_the_pipe_qlimit() {
+        // 100 flows of 2 packets each: the default pipe qlimit (50) would
+        // refuse half of them; FQ-CoDel's limit (10240) takes them all.
+        let mut t = tree("pipe up on em0 bandwidth 5Mb sched fq_codel\n");
+        let mut drops = Vec::new();
+        for id in 0..200u64 {
+            let pkt = Packet::synthetic(id, 1000, id / 2, t.default);
+            t.root.enqueue(pkt, Instant::ZERO, &mut drops);
+        }
+        assert!(drops.is_empty(), "{} dropped", drops.len());
+        assert_eq!(t.root.len(), 200);
+        // A FIFO pipe keeps its qlimit.
+        let mut t = tree("pipe up on em0 bandwidth 5Mb\n");
+        for id in 0..200u64 {
+            t.root.enqueue(
+                Packet::synthetic(id, 1000, id, t.default),
+                Instant::ZERO,
+                &mut drops,
+            );
+        }
+        assert!(drops.len() >= 140, "qlimit 50 refused {}", drops.len());
+    }
+
+    #[test]
     fn an_ingress_pipe_charges_its_link_for_its_drops() {
-        let mut t = tree("pipe down on em1 bandwidth 10Mb qlimit 3 sched fq_codel ingress\n");
+        let mut t = tree("pipe down on em1 bandwidth 10Mb sched fq_codel (limit 3) ingress\n");
         let class = t.default;
         let want = flood(&mut t, class, 8);
-        assert!(want.0 > 0, "qlimit 3 overflows");
+        assert!(want.0 > 0, "limit 3 overflows");
         assert_eq!(ingress_charged(t.root.as_ref(), ClassId::ROOT), Some(want));
         let t = tree("pipe down on em1 bandwidth 10Mb sched fq_codel\n");
         assert_eq!(ingress_charged(t.root.as_ref(), ClassId::ROOT), None);

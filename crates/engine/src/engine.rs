@@ -458,9 +458,10 @@ impl Engine {
         let mut frame = frame;
         let is_tcp = matches!(info.ip, Some(ref ip) if matches!(ip.l4, L4::Tcp { .. }));
         let plan = if is_tcp && self.tcp.enabled() {
-            let back = self.ifaces[iface].tree.as_ref().map(|t| t.default);
+            let default_of = |i: usize| self.ifaces[i].tree.as_ref().map(|t| t.default);
+            let (back, forth) = (default_of(iface), default_of(egress));
             let plan = self.tcp.on_segment(
-                now, iface, egress, class, back, &mut frame, &info, rtt_ahead,
+                now, iface, egress, class, back, forth, &mut frame, &info, rtt_ahead,
             );
             // Its flow's held ACKs go first: nothing is reordered.
             self.drain_released(now);
@@ -815,6 +816,20 @@ impl Engine {
                         c.tcp = self.tcp.report(idx, id);
                         classes.push(c);
                     });
+                    // A pipe with one queue shows only its root: the root
+                    // speaks for the controlled classes it does not list.
+                    for info in t.classes.iter().filter(|c| c.tcp.any()) {
+                        if classes.iter().any(|c| c.id == info.id) {
+                            continue;
+                        }
+                        let (Some(r), Some(root)) = (
+                            self.tcp.report(idx, info.id),
+                            classes.iter_mut().find(|c| c.id == ClassId::ROOT),
+                        ) else {
+                            continue;
+                        };
+                        root.tcp.get_or_insert_with(Default::default).add(&r);
+                    }
                 }
                 IfaceReport {
                     name: i.name.clone(),

@@ -38,6 +38,22 @@ pub struct ClassReport {
     pub tcp: Option<TcpControlReport>,
 }
 
+impl TcpControlReport {
+    /// Adds `o`'s counters and gauges (a root reporting for the classes of
+    /// a discipline that shows no classes of its own).
+    pub fn add(&mut self, o: &TcpControlReport) {
+        self.flows += o.flows;
+        self.acks_passed += o.acks_passed;
+        self.acks_held += o.acks_held;
+        self.held_now += o.held_now;
+        self.acks_paced += o.acks_paced;
+        self.acks_flushed += o.acks_flushed;
+        self.acks_capped += o.acks_capped;
+        self.windows_clamped += o.windows_clamped;
+        self.windows_untouched += o.windows_untouched;
+    }
+}
+
 /// What TCP control did for one class's connections (docs/tcp-control.md):
 /// the ACKs and windows of segments their receivers sent back. Counters
 /// since start, except the two gauges.

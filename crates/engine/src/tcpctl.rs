@@ -18,6 +18,15 @@
 //!   the bucket is not in debt; otherwise it is held, and held ACKs leave in
 //!   deficit round robin between flows (Shreedhar & Varghese 1996), so
 //!   backlogged flows get equal shares in bytes.
+//! - **The pace follows what the class can send.** Pacing at the class's
+//!   configured rate keeps whatever queue the class has, and overfills it
+//!   when other traffic (ACKs, UDP) takes part of the rate. So the pace is
+//!   adjusted every [`STANDING`]: down by [`DRAIN`] while the class's own
+//!   queue *stands* above [`GATE`] (its least backlog over the window —
+//!   CoDel's test, RFC 8289 §3: bursts come and go, a standing queue stays),
+//!   up by [`RAISE`] of the rate when the queue emptied (the pace was
+//!   holding the class back), never above the rate nor below [`MIN_PACE`]
+//!   of it. The excess moves into held ACKs.
 //! - **Nothing reordered, loss recovery never waits.** Only pure cumulative
 //!   ACKs that advance the flow's acknowledged edge are paced. A duplicate
 //!   ACK, one with SACK blocks, ECE, data, SYN, FIN, RST or URG, a window
@@ -25,12 +34,17 @@
 //!   its flow holds, in order (counted as flushed).
 //! - **Holding, never dropping.** Held ACKs have a per-flow cap
 //!   ([`PER_FLOW_CAP`]), a total cap ([`TOTAL_CAP`]) and a hold limit
-//!   ([`MAX_HOLD`], well under a sender's minimum RTO of 200 ms plus its
-//!   RTT): what reaches one is released (counted as capped), never lost. The
-//!   engine charges held ACKs to its memory cap like queued frames.
+//!   ([`MAX_HOLD`]): what reaches one is released (counted as capped), never
+//!   lost. A steady hold is part of the sender's RTT, so its RTO (RFC 6298:
+//!   SRTT + 4·RTTVAR, at least 200 ms in Linux) grows with it; the limit is
+//!   long enough for a flow at its two-segment floor on a slow share (100
+//!   uploads on 5 Mbit/s hold each ACK ~0.5 s) and catches ACKs stuck for
+//!   any other reason. The engine charges held ACKs to its memory cap like
+//!   queued frames.
 //! - **Window: what the share needs in flight.** With `window-clamp`, the
 //!   window the receiver advertises is lowered to the flow's share × (its
-//!   RTT beyond sluice + [`SLACK`]) through [`sluice_wire::tcpwin::WindowClamp`]
+//!   RTT beyond sluice — the state's passive RTT or the handshake's, the
+//!   lesser — + [`SLACK`]) through [`sluice_wire::tcpwin::WindowClamp`]
 //!   (scale from the handshake, right edge never moves left, at least two
 //!   segments, unknown flows untouched). The receiver's SYN is clamped too,
 //!   to at most [`INITIAL_SEGS`] segments, so flows that start together
@@ -62,26 +76,35 @@ pub const PER_FLOW_CAP: usize = 128;
 /// ACKs held in all; a newcomer beyond passes (after its flow's held ones).
 pub const TOTAL_CAP: usize = 16_384;
 /// Longest an ACK is held.
-pub const MAX_HOLD: Duration = Duration::from_millis(250);
+pub const MAX_HOLD: Duration = Duration::from_secs(1);
 /// Forget a flow after this long without a segment.
 pub const FLOW_IDLE: Duration = Duration::from_secs(60);
 /// Flows active within one to two epochs share the class.
 pub const EPOCH: Duration = Duration::from_millis(250);
 /// Window beyond share × RTT: room for the sender's bursts and RTT jitter.
 pub const SLACK: Duration = Duration::from_millis(10);
-/// RTT assumed for the window until the state has measured one.
+/// RTT assumed for the window when neither the state, the handshake nor
+/// the class's other flows gave one.
 pub const RTT_UNKNOWN: Duration = Duration::from_millis(50);
 /// A receiver's SYN advertises at most this many segments.
 pub const INITIAL_SEGS: u32 = 4;
+const SYN_ACK: u8 = tcp_flags::SYN | tcp_flags::ACK;
 /// Deficit round robin quantum (bytes of acknowledged data).
 const QUANTUM: i64 = 1514;
 /// A single ACK's DRR charge is capped so one huge cumulative ACK cannot
 /// make the round spin; the token bucket still charges it in full.
 const MAX_CHARGE: i64 = 64 * 1024;
-/// The pace, as a fraction, while the class's queue is above its gate.
-const DRAIN: (u64, u64) = (3, 4);
+/// Each [`STANDING`] window with the class's queue standing above its gate
+/// takes this fraction off the pace (down to [`MIN_PACE`] of the rate); a
+/// window in which the queue emptied adds [`RAISE`] of the rate back.
+const DRAIN: (u64, u64) = (1, 8);
+const RAISE: (u64, u64) = (1, 16);
+const MIN_PACE: (u64, u64) = (1, 4);
 /// The gate: this long at the class's rate, at least three full frames.
 const GATE: Duration = Duration::from_millis(4);
+/// A queue stands when its least backlog over this long is above the gate
+/// (CoDel's view, RFC 8289 §3: bursts come and go, a standing queue stays).
+const STANDING: Duration = Duration::from_millis(100);
 /// Bucket depth: this long at the class's rate, at least two full frames.
 const BURST: Duration = Duration::from_millis(4);
 /// How often held ACKs are checked against [`MAX_HOLD`].
@@ -117,6 +140,11 @@ struct Flow {
     in_round: bool,
     epoch: u64,
     last: Instant,
+    /// When the receiver's SYN passed, and the handshake's round trip
+    /// beyond sluice once the sender's SYN-ACK came back: an RTT for flows
+    /// whose rules keep no state to measure one.
+    syn_at: Option<Instant>,
+    handshake_rtt: Option<Duration>,
 }
 
 struct Pacer {
@@ -135,10 +163,24 @@ struct Pacer {
     epoch_start: Instant,
     active_cur: u32,
     active_prev: u32,
+    /// Connections that opened (receiver's SYN seen) in this and the last
+    /// epoch: they share the class before they move any data.
+    opening_cur: u32,
+    opening_prev: u32,
+    /// The latest handshake RTT among the class's flows: the guess for a
+    /// flow that has none yet (a SYN's window).
+    recent_rtt: Option<Duration>,
     /// Bytes queued in the class now (every packet, not only controlled ones).
     backlog: u64,
-    /// Above this backlog the pacer slows to [`DRAIN`] of its rate.
+    /// A standing queue above this (see [`STANDING`]) slows the pacer to
+    /// [`DRAIN`] of its rate.
     gate: u64,
+    /// The least backlog since `window_start`, and whether the last whole
+    /// window stood above the gate.
+    window_min: u64,
+    window_start: Instant,
+    /// The pace now (bit/s): the class's rate, less while its queue stood.
+    pace_bps: u64,
     report: TcpControlReport,
 }
 
@@ -148,11 +190,18 @@ impl Pacer {
         self.refilled = now;
         // A standing queue in the class drains when the ACKs that feed it
         // slow down: a slower pace while it is above the gate.
-        let bps = if self.backlog > self.gate {
-            self.rate.as_bps() as i128 * DRAIN.0 as i128 / DRAIN.1 as i128
-        } else {
-            self.rate.as_bps() as i128
-        };
+        if now.saturating_since(self.window_start) >= STANDING {
+            let rate = self.rate.as_bps();
+            if self.window_min > self.gate {
+                let floor = rate / MIN_PACE.1 * MIN_PACE.0;
+                self.pace_bps = (self.pace_bps - self.pace_bps / DRAIN.1 * DRAIN.0).max(floor);
+            } else if self.window_min == 0 {
+                self.pace_bps = (self.pace_bps + rate / RAISE.1 * RAISE.0).min(rate);
+            }
+            self.window_min = self.backlog;
+            self.window_start = now;
+        }
+        let bps = self.pace_bps as i128;
         self.tokens = (self.tokens + bps * dt.0 as i128).min(self.burst);
         let since = now.saturating_since(self.epoch_start);
         if since >= EPOCH {
@@ -162,6 +211,12 @@ impl Pacer {
                 self.active_cur
             };
             self.active_cur = 0;
+            self.opening_prev = if since >= EPOCH + EPOCH {
+                0
+            } else {
+                self.opening_cur
+            };
+            self.opening_cur = 0;
             self.epoch += 1;
             self.epoch_start = now;
         }
@@ -171,12 +226,18 @@ impl Pacer {
         self.active_cur.max(self.active_prev).max(1)
     }
 
+    /// Flows a new connection shares with: the active ones and those that
+    /// just opened (many that start together each get a small start).
+    fn sharing(&self) -> u32 {
+        self.active() + self.opening_cur.max(self.opening_prev)
+    }
+
     /// When the bucket is out of debt.
     fn ready_at(&self) -> Instant {
-        if self.tokens >= 0 || self.rate.as_bps() == 0 {
+        if self.tokens >= 0 || self.pace_bps == 0 {
             return self.refilled;
         }
-        let r = self.rate.as_bps() as i128;
+        let r = self.pace_bps as i128;
         let ns = (-self.tokens + r - 1) / r;
         self.refilled + Duration(u64::try_from(ns).unwrap_or(u64::MAX))
     }
@@ -274,8 +335,14 @@ impl TcpCtl {
                     epoch_start: now,
                     active_cur: 0,
                     active_prev: 0,
+                    opening_cur: 0,
+                    opening_prev: 0,
+                    recent_rtt: None,
                     backlog: 0,
                     gate: c.pace_rate.bytes_in(GATE).max(3 * 1514),
+                    window_min: 0,
+                    window_start: now,
+                    pace_bps: c.pace_rate.as_bps(),
                     report,
                 });
             }
@@ -297,8 +364,8 @@ impl TcpCtl {
     }
 
     /// Looks at a TCP segment that arrived on `ingress` and leaves through
-    /// `egress` in `class` of that interface's tree (`ingress_default`: the
-    /// default class of `ingress`'s tree, where the reverse direction goes).
+    /// `egress` in `class` of that interface's tree (`ingress_default`,
+    /// `egress_default`: the default classes of the two trees).
     /// `rtt_ahead`: the least RTT from sluice to its destination and back.
     /// May rewrite its window; may release its flow's held ACKs (to be
     /// queued before it).
@@ -310,6 +377,7 @@ impl TcpCtl {
         egress: usize,
         class: ClassId,
         ingress_default: Option<ClassId>,
+        egress_default: Option<ClassId>,
         frame: &mut [u8],
         info: &PacketInfo,
         rtt_ahead: Option<Duration>,
@@ -334,15 +402,27 @@ impl TcpCtl {
             dst: ip.src,
             dport: sport,
         };
-        self.data_role(now, egress, class, data_key, &seg, ip.af);
         if seg.flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN {
-            // A receiver's SYN: its data will come back through `ingress`.
-            let p = ingress_default.and_then(|d| self.likely_pacer(ingress, d));
-            if let Some(p) = p {
-                self.forget(&ack_key);
-                self.admit(now, ack_key, p, ip.af);
+            // A connection opens: its data may come back through `ingress`
+            // (this SYN's sender receives) or leave through `egress` (it
+            // sends). Each direction with a controlled class is tracked from
+            // here, so the clamp sees both handshake segments.
+            let back = ingress_default.and_then(|d| self.likely_pacer(ingress, d));
+            let forth = egress_default.and_then(|d| self.likely_pacer(egress, d));
+            for (key, p) in [(ack_key, back), (data_key, forth)] {
+                let Some(p) = p else { continue };
+                self.forget(&key);
+                if self.admit(now, key, p, ip.af) {
+                    if let Some(f) = self.flows.get_mut(&key) {
+                        f.syn_at = Some(now);
+                    }
+                    let pc = &mut self.pacers[p];
+                    pc.refill(now);
+                    pc.opening_cur += 1;
+                }
             }
         }
+        self.data_role(now, egress, class, data_key, &seg, ip.af);
         self.ack_role(now, ack_key, &seg, frame, info, rtt_ahead)
     }
 
@@ -364,6 +444,8 @@ impl TcpCtl {
                 in_round: false,
                 epoch: u64::MAX,
                 last: now,
+                syn_at: None,
+                handshake_rtt: None,
             },
         );
         true
@@ -409,8 +491,9 @@ impl TcpCtl {
         }
     }
 
-    fn mark_active(f: &mut Flow, p: &mut Pacer, now: Instant) {
-        f.last = now;
+    /// The flow moved data (sent some, or had some acknowledged): it counts
+    /// among the class's active flows for the share.
+    fn mark_active(f: &mut Flow, p: &mut Pacer) {
         if f.epoch != p.epoch {
             f.epoch = p.epoch;
             p.active_cur += 1;
@@ -458,9 +541,18 @@ impl TcpCtl {
             return;
         };
         f.clamp.on_sender(seg);
+        if seg.flags & SYN_ACK == SYN_ACK && f.handshake_rtt.is_none() {
+            f.handshake_rtt = f.syn_at.map(|t| now.saturating_since(t));
+            if f.handshake_rtt.is_some() {
+                self.pacers[f.pacer].recent_rtt = f.handshake_rtt;
+            }
+        }
         let p = &mut self.pacers[f.pacer];
         p.refill(now);
-        Self::mark_active(f, p, now);
+        f.last = now;
+        if carries {
+            Self::mark_active(f, p);
+        }
         if seg.flags & tcp_flags::RST != 0 {
             self.forget(&key);
         }
@@ -481,12 +573,27 @@ impl TcpCtl {
         };
         let p = &mut self.pacers[f.pacer];
         p.refill(now);
-        Self::mark_active(f, p, now);
-        if p.ctl.window_clamp {
-            let share = Rate(p.rate.as_bps() / u64::from(p.active()));
-            let rtt = rtt_ahead.unwrap_or(RTT_UNKNOWN);
+        f.last = now;
+        if seg.flags & SYN_ACK == SYN_ACK && f.handshake_rtt.is_none() {
+            // The receiver's SYN-ACK to the sender's SYN (an upload's).
+            f.handshake_rtt = f.syn_at.map(|t| now.saturating_since(t));
+            if f.handshake_rtt.is_some() {
+                p.recent_rtt = f.handshake_rtt;
+            }
+        }
+        if seg.options.error.is_some() {
+            // Unreadable options: nothing is rewritten (what the peer makes
+            // of them is unknown), and the segment passes at once.
+            p.report.windows_untouched += 1;
+        } else if p.ctl.window_clamp {
+            let syn = seg.flags & tcp_flags::SYN != 0;
+            let share = Rate(p.pace_bps / u64::from(p.sharing()));
+            let rtt = match (rtt_ahead, f.handshake_rtt) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b).or(p.recent_rtt).unwrap_or(RTT_UNKNOWN),
+            };
             let mut target = u32::try_from(share.bytes_in(rtt + SLACK)).unwrap_or(u32::MAX);
-            if seg.flags & tcp_flags::ACK == 0 {
+            if syn {
                 let mss = seg.options.mss.unwrap_or(f.clamp.mss());
                 target = target.min(INITIAL_SEGS * u32::from(mss));
             }
@@ -508,6 +615,9 @@ impl TcpCtl {
             (Some(a), Some(l)) => seq_after(a, l).then(|| a.wrapping_sub(l)),
             _ => None,
         };
+        if advance.is_some() {
+            Self::mark_active(f, p);
+        }
         if let Some(a) = ack {
             if f.last_ack.is_none_or(|l| seq_after(a, l)) {
                 f.last_ack = Some(a);
@@ -702,6 +812,7 @@ impl TcpCtl {
             } else {
                 p.backlog.saturating_sub(u64::from(bytes))
             };
+            p.window_min = p.window_min.min(p.backlog);
         }
     }
 

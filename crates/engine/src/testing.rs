@@ -32,8 +32,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
 /// The shipped configurations the first input byte chooses from, plus one
-/// without queues (the passthrough path).
-const CONFIGS: [(&str, &str); 7] = [
+/// without queues (the passthrough path) and one with TCP control (held
+/// ACKs count as queued: they too must come out).
+const CONFIGS: [(&str, &str); 8] = [
     (
         "cbq-borrow",
         include_str!("../../../examples/cbq-borrow.conf"),
@@ -56,6 +57,10 @@ const CONFIGS: [(&str, &str); 7] = [
     ),
     ("priq-ack", include_str!("../../../examples/priq-ack.conf")),
     ("no-queues", "pass all\n"),
+    (
+        "lab-rrul-paced",
+        include_str!("../../../examples/lab/rrul-paced.conf"),
+    ),
 ];
 
 const LAN: usize = 0;

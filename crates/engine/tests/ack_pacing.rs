@@ -563,3 +563,69 @@ fn with_many_flows_pacing_keeps_their_floor_windows_out_of_the_modem() {
     );
     assert!(both.modem_max <= 2 * 1514 && clamp.modem_max <= 2 * 1514);
 }
+
+/// The TCP checksum field of a frame, and what it should be.
+fn checksums(f: &[u8]) -> (u16, u16) {
+    let info = sluice_wire::parse(f).unwrap();
+    let l4 = info.ip.unwrap().l4_offset;
+    let have = u16::from_be_bytes([f[l4 + 16], f[l4 + 17]]);
+    (have, sluice_wire::tcp::tcp_checksum(f, &info).unwrap())
+}
+
+#[test]
+fn bad_input_passes_unmodified_and_a_clamped_window_keeps_a_valid_checksum() {
+    let mut e = engine("1M", BOTH);
+    let t0 = Instant::ZERO + Duration::from_secs(1);
+    // A SYN with window scale 15 (RFC 7323 §2.3: used as 14).
+    let mut o = Vec::new();
+    TcpOption::Mss(1460).encode(&mut o);
+    TcpOption::WindowScale(15).encode(&mut o);
+    e.handle_rx(t0, LAN, seg(0, true, 0, 0, SYN, 65535, &o, 0));
+    e.handle_rx(
+        t0,
+        WAN,
+        seg(0, false, 0, 1, SYN | ACK, 65535, &syn_opts(), 0),
+    );
+    while e.poll_tx(t0, WAN).is_some() {}
+    while e.poll_tx(t0, LAN).is_some() {}
+    // The handshake's ACK offers 65535 << 14: far above 1 Mbit/s × RTT.
+    e.handle_rx(t0, LAN, seg(0, true, 1, 1, ACK, 65535, &[], 0));
+    let f = e.poll_tx(t0, WAN).expect("the ACK");
+    let (_, _, _, win, _) = read(&f);
+    assert!(win < 65535, "clamped: {win}");
+    // At least two segments: 2 × 1460 bytes in units of 2^14 round up to 1.
+    assert!(win >= 1, "{win}");
+    let (have, want) = checksums(&f);
+    assert_eq!(
+        have, want,
+        "incremental checksum against a full computation"
+    );
+
+    // Truncated options (a timestamp option cut short): untouched, counted.
+    let before = dl_report(&e).windows_untouched;
+    let bad = seg(0, true, 1, 1, ACK, 65535, &[8, 10, 0, 0], 0);
+    e.handle_rx(t0, LAN, bad.clone());
+    assert_eq!(
+        e.poll_tx(t0, WAN).as_deref(),
+        Some(&bad[..]),
+        "byte for byte"
+    );
+    assert_eq!(dl_report(&e).windows_untouched, before + 1);
+
+    // ACKs of connections sluice never saw open, and of another flow's
+    // half-open one: untouched.
+    let stray = seg(5, true, 77, 12345, ACK, 4000, &[], 0);
+    e.handle_rx(t0, LAN, stray.clone());
+    assert_eq!(e.poll_tx(t0, WAN).as_deref(), Some(&stray[..]));
+    let mut e = engine("1M", BOTH);
+    e.handle_rx(t0, LAN, seg(1, true, 0, 0, SYN, 65535, &syn_opts(), 0));
+    while e.poll_tx(t0, WAN).is_some() {}
+    let half = seg(1, true, 1, 1, ACK, 65535, &[], 0);
+    e.handle_rx(t0, LAN, half.clone());
+    assert_eq!(
+        e.poll_tx(t0, WAN).as_deref(),
+        Some(&half[..]),
+        "half-open: untouched"
+    );
+    assert_eq!(dl_report(&e).windows_untouched, 1, "and counted");
+}

@@ -131,6 +131,8 @@ pub struct ClientOptions {
     pub udp_len: Option<u32>,
     /// Socket buffer / TCP window (`-w`, e.g. "64K": a host of the ALTQ era).
     pub window: Option<String>,
+    /// `-P N`: parallel streams, started together (1: the default).
+    pub parallel: u32,
 }
 
 impl ClientOptions {
@@ -144,6 +146,7 @@ impl ClientOptions {
             congestion: Some("cubic".into()),
             udp_len: None,
             window: None,
+            parallel: 1,
         }
     }
 }
@@ -193,6 +196,10 @@ pub fn client(topo: &Topology, ns: &Netns, o: &ClientOptions) -> io::Result<Iper
     }
     if let Some(w) = &o.window {
         args.extend(["-w", w.as_str()]);
+    }
+    let parallel = o.parallel.max(1).to_string();
+    if o.parallel > 1 {
+        args.extend(["-P", parallel.as_str()]);
     }
     let udp_len = o.udp_len.map(|l| l.to_string());
     match &udp_len {

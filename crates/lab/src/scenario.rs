@@ -134,14 +134,15 @@ pub fn tcp_1up() -> Scenario {
     }
 }
 
-/// Cable 5/1: ping during one saturating download (HFSC on the LAN side).
+/// Cable 5/1: ping during one saturating download (FQ-CoDel and TCP control
+/// on the LAN side).
 pub fn tcp_1down() -> Scenario {
     Scenario {
         flows: vec![flow(Dir::Down, 1, 1, 1)],
-        shaper_example: "examples/lab/hfsc-down.conf".into(),
+        shaper_example: "examples/lab/tcp1down-paced.conf".into(),
         ..scenario(
             "tcp_1down",
-            "cable 5M/1M: ping before, during and after one saturating TCP download (HFSC on int_if)",
+            "cable 5M/1M: ping before, during and after one saturating TCP download (FQ-CoDel on int_if, ACK pacing and window clamp)",
             link(5 * MBIT, MBIT, 200),
             20.0,
             &[("download", 30.0)],
@@ -154,10 +155,10 @@ pub fn rrul() -> Scenario {
     Scenario {
         flows: both_ways(4),
         irtt: Some(G711_IRTT),
-        shaper_example: "examples/lab/rrul-fqcodel.conf".into(),
+        shaper_example: "examples/lab/rrul-paced.conf".into(),
         ..scenario(
             "rrul",
-            "30M/5M: 4 TCP up + 4 TCP down + ping + irtt (FQ-CoDel pipes at 97 %, weighted queues)",
+            "30M/5M: 4 TCP up + 4 TCP down + ping + irtt (FQ-CoDel pipes at 97 %, weighted queues, ACK pacing and window clamp)",
             link(30 * MBIT, 5 * MBIT, 1000),
             10.0,
             &[("rrul", 60.0)],
@@ -186,10 +187,10 @@ pub fn voip() -> Scenario {
 pub fn rrul_heavy() -> Scenario {
     Scenario {
         flows: both_ways(100),
-        shaper_example: "examples/lab/rrul-fqcodel.conf".into(),
+        shaper_example: "examples/lab/rrul-paced.conf".into(),
         ..scenario(
             "rrul_heavy",
-            "30M/5M: 100 TCP up + 100 TCP down + ping (FQ-CoDel pipes at 97 %)",
+            "30M/5M: 100 TCP up + 100 TCP down + ping (FQ-CoDel pipes at 97 %, ACK pacing and window clamp)",
             link(30 * MBIT, 5 * MBIT, 1000),
             10.0,
             &[("rrul 100+100", 60.0)],

@@ -134,6 +134,16 @@ impl B<'_, '_, '_> {
             self.default_check(&t, &p.name, "mark one of the pipe's queues with `default`");
         let fq = matches!(p.sched, PipeSched::FqCodel(_));
         self.drain_warnings(&t, bw, SchedKind::Pipe, fq);
+        if let (true, Some(ql)) = (fq, p.qlimit.as_ref()) {
+            self.cx.err(
+                Diagnostic::warning(
+                    format!("`qlimit` has no effect on pipe `{}`", p.name.v),
+                    ql.span,
+                )
+                .label("dummynet's fq_codel keeps its own queues, bounded by its own `limit` (10240 packets unless set)")
+                .hint("write `sched fq_codel (limit N)`"),
+            );
+        }
         if let Some(at) = p.ingress {
             self.ingress_upload_warning(iface, at);
             if !fq {
