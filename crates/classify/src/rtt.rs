@@ -48,19 +48,20 @@ impl TcpSeg {
     /// TCP, a fragment, a header the parser refuses). A malformed option
     /// list only hides the timestamps that follow it.
     pub fn from_frame(frame: &[u8], info: &sluice_wire::PacketInfo) -> Option<TcpSeg> {
-        use sluice_wire::tcp::{TcpHeader, TcpOption};
-        let h = TcpHeader::in_frame(frame, info).ok()?;
-        let timestamps = h.options().map_while(Result::ok).find_map(|o| match o {
-            TcpOption::Timestamps { tsval, tsecr } => Some((tsval, tsecr)),
-            _ => None,
-        });
-        Some(TcpSeg {
-            seq: h.seq(),
-            ack: h.ack(),
-            flags: h.flags(),
-            payload_len: u16::try_from(h.payload_len()).unwrap_or(u16::MAX),
-            timestamps,
-        })
+        let h = sluice_wire::tcp::TcpHeader::in_frame(frame, info).ok()?;
+        Some(TcpSeg::of(&h.segment()))
+    }
+
+    /// The fields of a segment the caller has already read (one header and
+    /// option walk per frame serves every reader).
+    pub fn of(s: &sluice_wire::tcp::Segment) -> TcpSeg {
+        TcpSeg {
+            seq: s.seq,
+            ack: s.ack,
+            flags: s.flags,
+            payload_len: u16::try_from(s.payload_len).unwrap_or(u16::MAX),
+            timestamps: s.options.timestamps,
+        }
     }
 }
 

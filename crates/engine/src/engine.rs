@@ -7,7 +7,7 @@ use sluice_classify::{Classifier, QueueName, TcpSeg};
 use sluice_conf::ir::{self, Direction};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
 use sluice_time::{Duration, Instant, Overhead};
-use sluice_wire::L4;
+use sluice_wire::tcp::TcpHeader;
 use std::collections::{HashMap, VecDeque};
 
 /// Frames kept for `poll_dropped` when the caller does not collect them;
@@ -425,6 +425,10 @@ impl Engine {
         if self.ifaces[iface].lan_side {
             self.learn(now, iface, egress, &frame, &info);
         }
+        // One walk of a TCP header and its options, for the classifier's
+        // RTT and for TCP control; `None` for whatever is not a whole TCP
+        // segment (fragments, bad offsets), which neither reads.
+        let tcp = TcpHeader::in_frame(&frame, &info).ok().map(|h| h.segment());
         let (class, flow, ecn, rtt_ahead) = match &info.ip {
             None => {
                 self.ifaces[iface].counters.non_ip += 1;
@@ -433,7 +437,7 @@ impl Engine {
             Some(ip) => {
                 let (icid, ecid) = (self.ifaces[iface].cid, self.ifaces[egress].cid);
                 // Sequence numbers and timestamps, for the states' passive RTT.
-                let seg = TcpSeg::from_frame(&frame, &info);
+                let seg = tcp.as_ref().map(TcpSeg::of);
                 let c = &mut self.classifier;
                 let din = c.classify_seg(now, icid, Direction::In, ip, seg.as_ref());
                 if let Some(cause) = direction_pass(&din) {
@@ -456,12 +460,11 @@ impl Engine {
             t.map(|t| t.default).unwrap_or(ClassId::ROOT)
         });
         let mut frame = frame;
-        let is_tcp = matches!(info.ip, Some(ref ip) if matches!(ip.l4, L4::Tcp { .. }));
-        let plan = if is_tcp && self.tcp.enabled() {
+        let plan = if let (Some(seg), true) = (&tcp, self.tcp.enabled()) {
             let default_of = |i: usize| self.ifaces[i].tree.as_ref().map(|t| t.default);
             let (back, forth) = (default_of(iface), default_of(egress));
             let plan = self.tcp.on_segment(
-                now, iface, egress, class, back, forth, &mut frame, &info, rtt_ahead,
+                now, iface, egress, class, back, forth, &mut frame, &info, seg, rtt_ahead,
             );
             // Its flow's held ACKs go first: nothing is reordered.
             self.drain_released(now);

@@ -63,7 +63,7 @@ use crate::report::TcpControlReport;
 use sluice_conf::ir;
 use sluice_sched::{ClassId, Packet};
 use sluice_time::{Duration, Instant, Overhead, Rate};
-use sluice_wire::tcp::{rewrite_window, seq_after, Segment, TcpHeader};
+use sluice_wire::tcp::{rewrite_window, seq_after, Segment};
 use sluice_wire::tcpwin::{Verdict as WinVerdict, WindowClamp};
 use sluice_wire::{tcp_flags, Af, PacketInfo};
 use std::collections::{HashMap, VecDeque};
@@ -127,6 +127,17 @@ struct Held {
     egress: usize,
     cost: u64,
     since: Instant,
+}
+
+/// Why a held ACK leaves (the counter it goes to).
+#[derive(Clone, Copy)]
+enum Release {
+    /// At its paced time.
+    Paced,
+    /// Early, in order, ahead of a segment of its flow that must pass.
+    Flushed,
+    /// Early, by a cap (per flow, total, hold time).
+    Capped,
 }
 
 struct Flow {
@@ -286,6 +297,9 @@ impl HeldCount {
 #[derive(Default)]
 pub(crate) struct TcpCtl {
     pacers: Vec<Pacer>,
+    /// `index[iface][class]`: the pacer of a class, looked up on every
+    /// packet of a controlled interface.
+    index: Vec<Vec<Option<usize>>>,
     flows: HashMap<Key, Flow>,
     held: HeldCount,
     released: VecDeque<(usize, Packet)>,
@@ -347,13 +361,23 @@ impl TcpCtl {
                 });
             }
         }
+        self.index.clear();
+        for (i, p) in self.pacers.iter().enumerate() {
+            if self.index.len() <= p.iface {
+                self.index.resize(p.iface + 1, Vec::new());
+            }
+            let row = &mut self.index[p.iface];
+            let c = p.class.0 as usize;
+            if row.len() <= c {
+                row.resize(c + 1, None);
+            }
+            row[c] = Some(i);
+        }
         self.flows.clear();
     }
 
     fn pacer_of(&self, iface: usize, class: ClassId) -> Option<usize> {
-        self.pacers
-            .iter()
-            .position(|p| p.iface == iface && p.class == class)
+        *self.index.get(iface)?.get(class.0 as usize)?
     }
 
     /// The pacer a new connection's data arriving later through `iface` most
@@ -363,7 +387,7 @@ impl TcpCtl {
             .or_else(|| self.pacers.iter().position(|p| p.iface == iface))
     }
 
-    /// Looks at a TCP segment that arrived on `ingress` and leaves through
+    /// Looks at a TCP segment (`seg`, read from `frame`) that arrived on `ingress` and leaves through
     /// `egress` in `class` of that interface's tree (`ingress_default`,
     /// `egress_default`: the default classes of the two trees).
     /// `rtt_ahead`: the least RTT from sluice to its destination and back.
@@ -380,16 +404,13 @@ impl TcpCtl {
         egress_default: Option<ClassId>,
         frame: &mut [u8],
         info: &PacketInfo,
+        seg: &Segment,
         rtt_ahead: Option<Duration>,
     ) -> Plan {
-        let Some(ip) = info.ip.as_ref() else {
+        let (Some(ip), Some((sport, dport))) = (info.ip.as_ref(), info.ip.and_then(|i| i.ports()))
+        else {
             return Plan::Forward;
         };
-        let Ok(hdr) = TcpHeader::in_frame(frame, info) else {
-            return Plan::Forward;
-        };
-        let (sport, dport) = (hdr.sport(), hdr.dport());
-        let seg = hdr.segment();
         let data_key = Key {
             src: ip.src,
             sport,
@@ -422,8 +443,8 @@ impl TcpCtl {
                 }
             }
         }
-        self.data_role(now, egress, class, data_key, &seg, ip.af);
-        self.ack_role(now, ack_key, &seg, frame, info, rtt_ahead)
+        self.data_role(now, egress, class, data_key, seg, ip.af);
+        self.ack_role(now, ack_key, seg, frame, info, rtt_ahead)
     }
 
     fn admit(&mut self, now: Instant, key: Key, pacer: usize, af: Af) -> bool {
@@ -456,38 +477,46 @@ impl TcpCtl {
         if let Some(mut f) = self.flows.remove(key) {
             let p = &mut self.pacers[f.pacer];
             p.report.flows = p.report.flows.saturating_sub(1);
-            Self::flush_flow(&mut f, p, &mut self.released, &mut self.held);
+            Self::release_flow(
+                &mut f,
+                p,
+                &mut self.released,
+                &mut self.held,
+                Release::Flushed,
+            );
         }
     }
 
-    fn flush_flow(
-        f: &mut Flow,
+    /// One held ACK into `released`, charged to the pacer and counted.
+    fn release(
+        h: Held,
         p: &mut Pacer,
         released: &mut VecDeque<(usize, Packet)>,
         held: &mut HeldCount,
+        why: Release,
     ) {
-        Self::release_flow(f, p, released, held, false);
+        p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
+        let r = &mut p.report;
+        *match why {
+            Release::Paced => &mut r.acks_paced,
+            Release::Flushed => &mut r.acks_flushed,
+            Release::Capped => &mut r.acks_capped,
+        } += 1;
+        r.held_now = r.held_now.saturating_sub(1);
+        held.dec(h.egress);
+        released.push_back((h.egress, h.pkt));
     }
 
-    /// Every ACK `f` holds, in order, into `released`: flushed ahead of a
-    /// segment that must pass, or `capped`.
+    /// Every ACK `f` holds, in order, into `released`.
     fn release_flow(
         f: &mut Flow,
         p: &mut Pacer,
         released: &mut VecDeque<(usize, Packet)>,
         held: &mut HeldCount,
-        capped: bool,
+        why: Release,
     ) {
         for h in f.held.drain(..) {
-            p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
-            if capped {
-                p.report.acks_capped += 1;
-            } else {
-                p.report.acks_flushed += 1;
-            }
-            p.report.held_now = p.report.held_now.saturating_sub(1);
-            held.dec(h.egress);
-            released.push_back((h.egress, h.pkt));
+            Self::release(h, p, released, held, why);
         }
     }
 
@@ -527,7 +556,13 @@ impl TcpCtl {
                 let f = self.flows.get_mut(&key).expect("checked");
                 if f.pacer != p {
                     let old = f.pacer;
-                    Self::flush_flow(f, &mut self.pacers[old], &mut self.released, &mut self.held);
+                    Self::release_flow(
+                        f,
+                        &mut self.pacers[old],
+                        &mut self.released,
+                        &mut self.held,
+                        Release::Flushed,
+                    );
                     self.pacers[old].report.flows = self.pacers[old].report.flows.saturating_sub(1);
                     self.pacers[p].report.flows += 1;
                     f.pacer = p;
@@ -639,7 +674,7 @@ impl TcpCtl {
                 return Plan::Pace(PaceTicket { key, cost });
             }
         }
-        Self::flush_flow(f, p, &mut self.released, &mut self.held);
+        Self::release_flow(f, p, &mut self.released, &mut self.held, Release::Flushed);
         Plan::Forward
     }
 
@@ -685,18 +720,14 @@ impl TcpCtl {
         }
         if self.held.total >= TOTAL_CAP {
             // Full: this one passes, after its flow's held ones.
-            Self::release_flow(f, p, &mut self.released, &mut self.held, true);
+            Self::release_flow(f, p, &mut self.released, &mut self.held, Release::Capped);
             p.tokens -= t.cost as i128 * UNITS_PER_BYTE;
             p.report.acks_capped += 1;
             return Some(pkt);
         }
         if f.held.len() >= PER_FLOW_CAP {
             if let Some(h) = f.held.pop_front() {
-                p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
-                p.report.acks_capped += 1;
-                p.report.held_now = p.report.held_now.saturating_sub(1);
-                self.held.dec(h.egress);
-                self.released.push_back((h.egress, h.pkt));
+                Self::release(h, p, &mut self.released, &mut self.held, Release::Capped);
             }
         }
         f.held.push_back(Held {
@@ -742,12 +773,8 @@ impl TcpCtl {
                     continue;
                 }
                 let h = f.held.pop_front().expect("non-empty");
-                p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
                 f.deficit -= (h.cost as i64).min(MAX_CHARGE);
-                p.report.acks_paced += 1;
-                p.report.held_now = p.report.held_now.saturating_sub(1);
-                self.held.dec(h.egress);
-                self.released.push_back((h.egress, h.pkt));
+                Self::release(h, p, &mut self.released, &mut self.held, Release::Paced);
                 if f.held.is_empty() {
                     f.in_round = false;
                     p.round.pop_front();
@@ -757,17 +784,13 @@ impl TcpCtl {
         if now >= self.next_hold_scan {
             self.next_hold_scan = now + HOLD_SCAN;
             for p in &mut self.pacers {
-                for key in &p.round {
-                    let Some(f) = self.flows.get_mut(key) else {
+                for i in 0..p.round.len() {
+                    let Some(f) = self.flows.get_mut(&p.round[i]) else {
                         continue;
                     };
                     while f.held.front().is_some_and(|h| h.since + MAX_HOLD <= now) {
                         let h = f.held.pop_front().expect("checked");
-                        p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
-                        p.report.acks_capped += 1;
-                        p.report.held_now = p.report.held_now.saturating_sub(1);
-                        self.held.dec(h.egress);
-                        self.released.push_back((h.egress, h.pkt));
+                        Self::release(h, p, &mut self.released, &mut self.held, Release::Capped);
                     }
                 }
             }
@@ -795,7 +818,7 @@ impl TcpCtl {
     pub fn release_all(&mut self) {
         for f in self.flows.values_mut() {
             let p = &mut self.pacers[f.pacer];
-            Self::flush_flow(f, p, &mut self.released, &mut self.held);
+            Self::release_flow(f, p, &mut self.released, &mut self.held, Release::Flushed);
             f.in_round = false;
         }
         for p in &mut self.pacers {
