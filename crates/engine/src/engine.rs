@@ -18,6 +18,9 @@ const DROPPED_BACKLOG_CAP: usize = 4096;
 const PASSTHROUGH_LIMIT: usize = 1024;
 /// States examined per housekeeping pass, so expiry never stalls the path.
 const EXPIRE_BUDGET: usize = 1024;
+/// Largest frame that can be a pure TCP ACK: Ethernet with two VLAN tags,
+/// IPv6 and a TCP header with 40 bytes of options.
+const ACK_FRAME_MAX: usize = 14 + 8 + 40 + 60;
 const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
 
 /// Memory held by queued frames
@@ -654,6 +657,16 @@ impl Engine {
         self.release(&pkt);
         if self.tcp.enabled() {
             self.tcp.on_queue(iface, pkt.class, pkt.len, false);
+            // A controlled flow's ACKs' wait here is part of its round trip
+            // (its window's). Only frames small enough to be pure ACKs.
+            if pkt.data.len() <= ACK_FRAME_MAX {
+                if let Ok(info) = sluice_wire::parse(&pkt.data) {
+                    if let Ok(h) = TcpHeader::in_frame(&pkt.data, &info) {
+                        let wait = now.saturating_since(pkt.enqueued_at);
+                        self.tcp.on_sent(&info, &h.segment(), wait);
+                    }
+                }
+            }
         }
         if pkt.ecn == Ecn::Ce {
             if let Ok(info) = sluice_wire::parse(&pkt.data) {

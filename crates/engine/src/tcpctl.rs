@@ -42,14 +42,27 @@
 //!   any other reason. The engine charges held ACKs to its memory cap like
 //!   queued frames.
 //! - **Window: what the share needs in flight.** With `window-clamp`, the
-//!   window the receiver advertises is lowered to the flow's share × (its
-//!   RTT beyond sluice — the state's passive RTT or the handshake's, the
-//!   lesser — + [`SLACK`]) through [`sluice_wire::tcpwin::WindowClamp`]
-//!   (scale from the handshake, right edge never moves left, at least two
-//!   segments, unknown flows untouched). The receiver's SYN is clamped too,
-//!   to at most [`INITIAL_SEGS`] segments, so flows that start together
-//!   cannot overrun the modem with their initial windows. The share is the
-//!   class's rate over the flows active in the last [`EPOCH`]–2×[`EPOCH`].
+//!   window the receiver advertises is lowered to the flow's share × its
+//!   round trip without a standing queue, through
+//!   [`sluice_wire::tcpwin::WindowClamp`]. That round trip is the sum of
+//!   the least RTT beyond sluice (the state's passive RTT or the
+//!   handshake's, the lesser), [`SLACK`], two segments' time at the class's
+//!   rate (a segment is stored and forwarded by the modem and by sluice: at
+//!   490 kbit/s that is 25 ms each, more than the line's RTT) and the
+//!   longest the flow's own ACKs recently waited in sluice's queue the
+//!   other way (over the last one to two [`EPOCH`]s; behind an upload on a
+//!   128 kbit/s line, up to a frame's 100 ms). A window short of that round
+//!   trip holds the flow below its share whatever the pace; holding an ACK
+//!   is not part of it, so the window cannot grow with the hold. The
+//!   clamp's own rules hold (scale from the handshake, right edge never
+//!   moves left, at least two segments, unknown flows untouched). Until the
+//!   flow's first data the receiver shows at most [`INITIAL_SEGS`] segments
+//!   (the SYN included), so flows that start together cannot overrun the
+//!   modem with their first flights. The share is the class's rate over
+//!   the flows active in the last [`EPOCH`]–2×[`EPOCH`] plus those opened
+//!   and not yet moving data (for up to [`PENDING_FOR`]):
+//!   connections set up one by one and started together get the share of
+//!   all of them before their first flight.
 //! - **A flow's class is its data's.** A connection joins the pacer of the
 //!   class its data segments are queued in on the way to the receiver; a
 //!   receiver's SYN joins it tentatively to the class its data will most
@@ -81,6 +94,11 @@ pub const MAX_HOLD: Duration = Duration::from_secs(1);
 pub const FLOW_IDLE: Duration = Duration::from_secs(60);
 /// Flows active within one to two epochs share the class.
 pub const EPOCH: Duration = Duration::from_millis(250);
+/// A connection shares its class from its SYN until it moves data, for at
+/// most this long (plus up to a second of housekeeping): long enough for
+/// 200 connections set up one after another before they all start, short
+/// enough that one opened and left idle soon stops taking a share.
+pub const PENDING_FOR: Duration = Duration::from_secs(3);
 /// Window beyond share × RTT: room for the sender's bursts and RTT jitter.
 pub const SLACK: Duration = Duration::from_millis(10);
 /// RTT assumed for the window when neither the state, the handshake nor
@@ -88,6 +106,8 @@ pub const SLACK: Duration = Duration::from_millis(10);
 pub const RTT_UNKNOWN: Duration = Duration::from_millis(50);
 /// A receiver's SYN advertises at most this many segments.
 pub const INITIAL_SEGS: u32 = 4;
+/// `Flow::epoch` of a flow that has not moved data yet.
+const NEVER_MOVED: u64 = u64::MAX;
 const SYN_ACK: u8 = tcp_flags::SYN | tcp_flags::ACK;
 /// Deficit round robin quantum (bytes of acknowledged data).
 const QUANTUM: i64 = 1514;
@@ -149,6 +169,8 @@ struct Flow {
     held: VecDeque<Held>,
     deficit: i64,
     in_round: bool,
+    /// The pacer's epoch in which the flow last moved data
+    /// ([`NEVER_MOVED`] before its first).
     epoch: u64,
     last: Instant,
     /// When the receiver's SYN passed, and the handshake's round trip
@@ -156,6 +178,37 @@ struct Flow {
     /// whose rules keep no state to measure one.
     syn_at: Option<Instant>,
     handshake_rtt: Option<Duration>,
+    /// Counted in its pacer's `pending` (opened, no data moved yet).
+    pending: bool,
+    /// The longest the flow's ACKs waited in sluice's egress queue, this
+    /// epoch of its pacer (`ack_wait[0]`) and the one before; `wait_epoch`:
+    /// the pacer's epoch of `ack_wait[0]`.
+    ack_wait: [Duration; 2],
+    wait_epoch: u64,
+}
+
+impl Flow {
+    /// The longest wait of the flow's ACKs over the last one to two epochs.
+    fn ack_wait(&self, epoch: u64) -> Duration {
+        match epoch.saturating_sub(self.wait_epoch) {
+            0 => self.ack_wait[0].max(self.ack_wait[1]),
+            1 => self.ack_wait[0],
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn note_ack_wait(&mut self, epoch: u64, wait: Duration) {
+        if epoch != self.wait_epoch {
+            let last = if epoch == self.wait_epoch.wrapping_add(1) {
+                self.ack_wait[0]
+            } else {
+                Duration::ZERO
+            };
+            self.ack_wait = [Duration::ZERO, last];
+            self.wait_epoch = epoch;
+        }
+        self.ack_wait[0] = self.ack_wait[0].max(wait);
+    }
 }
 
 struct Pacer {
@@ -174,10 +227,11 @@ struct Pacer {
     epoch_start: Instant,
     active_cur: u32,
     active_prev: u32,
-    /// Connections that opened (receiver's SYN seen) in this and the last
-    /// epoch: they share the class before they move any data.
-    opening_cur: u32,
-    opening_prev: u32,
+    /// Connections that opened (receiver's SYN seen) and have not moved
+    /// data yet, for at most [`PENDING_FOR`]: they share the class before
+    /// they move any data, so many set up one after another and started
+    /// together (iperf3, a page's fetches) each get a small start.
+    pending: u32,
     /// The latest handshake RTT among the class's flows: the guess for a
     /// flow that has none yet (a SYN's window).
     recent_rtt: Option<Duration>,
@@ -222,12 +276,6 @@ impl Pacer {
                 self.active_cur
             };
             self.active_cur = 0;
-            self.opening_prev = if since >= EPOCH + EPOCH {
-                0
-            } else {
-                self.opening_cur
-            };
-            self.opening_cur = 0;
             self.epoch += 1;
             self.epoch_start = now;
         }
@@ -240,7 +288,7 @@ impl Pacer {
     /// Flows a new connection shares with: the active ones and those that
     /// just opened (many that start together each get a small start).
     fn sharing(&self) -> u32 {
-        self.active() + self.opening_cur.max(self.opening_prev)
+        self.active() + self.pending
     }
 
     /// When the bucket is out of debt.
@@ -349,8 +397,7 @@ impl TcpCtl {
                     epoch_start: now,
                     active_cur: 0,
                     active_prev: 0,
-                    opening_cur: 0,
-                    opening_prev: 0,
+                    pending: 0,
                     recent_rtt: None,
                     backlog: 0,
                     gate: c.pace_rate.bytes_in(GATE).max(3 * 1514),
@@ -436,10 +483,11 @@ impl TcpCtl {
                 if self.admit(now, key, p, ip.af) {
                     if let Some(f) = self.flows.get_mut(&key) {
                         f.syn_at = Some(now);
+                        f.pending = true;
                     }
                     let pc = &mut self.pacers[p];
                     pc.refill(now);
-                    pc.opening_cur += 1;
+                    pc.pending += 1;
                 }
             }
         }
@@ -463,10 +511,13 @@ impl TcpCtl {
                 held: VecDeque::new(),
                 deficit: 0,
                 in_round: false,
-                epoch: u64::MAX,
+                epoch: NEVER_MOVED,
                 last: now,
                 syn_at: None,
                 handshake_rtt: None,
+                pending: false,
+                ack_wait: [Duration::ZERO; 2],
+                wait_epoch: self.pacers[pacer].epoch,
             },
         );
         true
@@ -477,6 +528,7 @@ impl TcpCtl {
         if let Some(mut f) = self.flows.remove(key) {
             let p = &mut self.pacers[f.pacer];
             p.report.flows = p.report.flows.saturating_sub(1);
+            Self::settle(&mut f, p);
             Self::release_flow(
                 &mut f,
                 p,
@@ -523,9 +575,18 @@ impl TcpCtl {
     /// The flow moved data (sent some, or had some acknowledged): it counts
     /// among the class's active flows for the share.
     fn mark_active(f: &mut Flow, p: &mut Pacer) {
+        Self::settle(f, p);
         if f.epoch != p.epoch {
             f.epoch = p.epoch;
             p.active_cur += 1;
+        }
+    }
+
+    /// The flow no longer counts as opening in its pacer's share.
+    fn settle(f: &mut Flow, p: &mut Pacer) {
+        if f.pending {
+            f.pending = false;
+            p.pending = p.pending.saturating_sub(1);
         }
     }
 
@@ -564,6 +625,7 @@ impl TcpCtl {
                         Release::Flushed,
                     );
                     self.pacers[old].report.flows = self.pacers[old].report.flows.saturating_sub(1);
+                    Self::settle(f, &mut self.pacers[old]);
                     self.pacers[p].report.flows += 1;
                     f.pacer = p;
                     f.in_round = false;
@@ -627,8 +689,12 @@ impl TcpCtl {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => a.or(b).or(p.recent_rtt).unwrap_or(RTT_UNKNOWN),
             };
-            let mut target = u32::try_from(share.bytes_in(rtt + SLACK)).unwrap_or(u32::MAX);
-            if syn {
+            let segment = Self::cost(f, p, Self::mss(f));
+            let round = rtt + SLACK + p.rate.tx_time(2 * segment) + f.ack_wait(p.epoch);
+            let mut target = u32::try_from(share.bytes_in(round)).unwrap_or(u32::MAX);
+            if syn || f.epoch == NEVER_MOVED {
+                // The window shown before the first data is the sender's
+                // first flight, sent before any ACK can be held.
                 let mss = seg.options.mss.unwrap_or(f.clamp.mss());
                 target = target.min(INITIAL_SEGS * u32::from(mss));
             }
@@ -681,14 +747,7 @@ impl TcpCtl {
     /// Wire bytes of `acked` bytes of data: whole segments of the flow's MSS,
     /// each with its headers and the data link's overhead.
     fn cost(f: &Flow, p: &Pacer, acked: u32) -> u64 {
-        let mss = if f.clamp.scale().is_some() {
-            u32::from(f.clamp.mss()).max(1)
-        } else {
-            match f.af {
-                Af::V4 => 1448,
-                Af::V6 => 1428,
-            }
-        };
+        let mss = Self::mss(f);
         let hdr = match f.af {
             Af::V4 => 14 + 20 + 32,
             Af::V6 => 14 + 40 + 32,
@@ -696,6 +755,18 @@ impl TcpCtl {
         let per_seg = u64::from(p.overhead.cost(mss + hdr)) - u64::from(mss);
         let segs = u64::from(acked.div_ceil(mss));
         u64::from(acked) + segs * per_seg
+    }
+
+    /// The flow's MSS from its handshake, else the usual one.
+    fn mss(f: &Flow) -> u32 {
+        if f.clamp.scale().is_some() {
+            u32::from(f.clamp.mss()).max(1)
+        } else {
+            match f.af {
+                Af::V4 => 1448,
+                Af::V6 => 1428,
+            }
+        }
     }
 
     /// The built packet of a [`Plan::Pace`] segment: `Some` to queue it now,
@@ -806,9 +877,12 @@ impl TcpCtl {
         let pacers = &mut self.pacers;
         self.flows.retain(|_, f| {
             let keep = !f.held.is_empty() || f.last + FLOW_IDLE > now;
+            let p = &mut pacers[f.pacer];
             if !keep {
-                let p = &mut pacers[f.pacer];
                 p.report.flows = p.report.flows.saturating_sub(1);
+            }
+            if !keep || f.syn_at.is_some_and(|t| t + PENDING_FOR <= now) {
+                Self::settle(f, p);
             }
             keep
         });
@@ -836,6 +910,30 @@ impl TcpCtl {
                 p.backlog.saturating_sub(u64::from(bytes))
             };
             p.window_min = p.window_min.min(p.backlog);
+        }
+    }
+
+    /// A TCP segment (`seg` of `info`) left sluice's queue after `wait`
+    /// there: if it is a pure ACK of a controlled flow, how long its ACKs
+    /// wait here now (part of the flow's round trip, for its window).
+    pub fn on_sent(&mut self, info: &PacketInfo, seg: &Segment, wait: Duration) {
+        let special = tcp_flags::SYN | tcp_flags::FIN | tcp_flags::RST;
+        if seg.flags & (special | tcp_flags::ACK) != tcp_flags::ACK || seg.payload_len > 0 {
+            return;
+        }
+        let (Some(ip), Some((sport, dport))) = (info.ip.as_ref(), info.ip.and_then(|i| i.ports()))
+        else {
+            return;
+        };
+        let key = Key {
+            src: ip.dst,
+            sport: dport,
+            dst: ip.src,
+            dport: sport,
+        };
+        if let Some(f) = self.flows.get_mut(&key) {
+            let epoch = self.pacers[f.pacer].epoch;
+            f.note_ack_wait(epoch, wait);
         }
     }
 

@@ -32,15 +32,23 @@ fn client(i: usize) -> Ipv4Addr {
 /// The download queue `dl` at `rate` on lan0 (FIFO, room for everything),
 /// under control as `tcp` says.
 fn engine(rate: &str, tcp: TcpControl) -> Engine {
-    let text = format!(
-        "queue down on lan0 bandwidth {rate}\n\
-         queue dl parent down bandwidth {rate} qlimit 4000 default\n\
-         queue up on wan0 bandwidth 100M\n\
-         queue ul parent up bandwidth 100M qlimit 4000 default\n\
-         pass\n"
-    );
-    let mut cfg = sluice_conf::check("t.conf", &text, &[])
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", &text)))
+    engine_with(
+        &format!(
+            "queue down on lan0 bandwidth {rate}\n\
+             queue dl parent down bandwidth {rate} qlimit 4000 default\n\
+             queue up on wan0 bandwidth 100M\n\
+             queue ul parent up bandwidth 100M qlimit 4000 default\n\
+             pass\n"
+        ),
+        tcp,
+    )
+}
+
+/// The engine of `text` (with a download queue `dl` on lan0), `dl` under
+/// control as `tcp` says.
+fn engine_with(text: &str, tcp: TcpControl) -> Engine {
+    let mut cfg = sluice_conf::check("t.conf", text, &[])
+        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
         .config;
     let down = cfg
         .interfaces
@@ -140,6 +148,13 @@ struct Sim {
     acks_received: u64,
     /// The server has no more data.
     done: bool,
+    /// An upload from another host keeps this many full-sized UDP frames
+    /// in sluice's upload queue (0: none); how many are there now.
+    upload_backlog: usize,
+    upload_queued: usize,
+    /// The server sends no data before this (iperf3 starts every stream
+    /// together once all are connected).
+    start_at: Instant,
     now: Instant,
 }
 
@@ -172,6 +187,9 @@ impl Sim {
             acks_sent: 0,
             acks_received: 0,
             done: false,
+            upload_backlog: 0,
+            upload_queued: 0,
+            start_at: Instant::ZERO,
             now: Instant::ZERO + Duration::from_secs(1),
         }
     }
@@ -186,7 +204,18 @@ impl Sim {
     }
 
     fn client_up(&mut self, now: Instant) {
+        while self.upload_queued < self.upload_backlog {
+            let f = sluice_wire::build::udp_v4(client(200), SERVER, 5000, 5001, 1472);
+            if let Rx::Queued { .. } = self.e.handle_rx(now, LAN, f) {
+                self.upload_queued += 1;
+            }
+        }
         while let Some(f) = self.e.poll_tx(now, WAN) {
+            if f[14 + 9] == 17 {
+                // The upload's: the server only discards it.
+                self.upload_queued -= 1;
+                continue;
+            }
             self.up_wire.push_back((now + self.one_way, f));
         }
     }
@@ -213,7 +242,7 @@ impl Sim {
     }
 
     fn server_send(&mut self) {
-        if self.done {
+        if self.done || self.now < self.start_at {
             return;
         }
         for i in 0..self.senders.len() {
@@ -562,6 +591,66 @@ fn with_many_flows_pacing_keeps_their_floor_windows_out_of_the_modem() {
         both.dl_max
     );
     assert!(both.modem_max <= 2 * 1514 && clamp.modem_max <= 2 * 1514);
+}
+
+#[test]
+fn the_window_covers_the_acks_wait_behind_an_upload_on_a_slow_line() {
+    // ack_priority's line: 512 kbit/s down (the download shaped to 490),
+    // 120 kbit/s up with empty ACKs in their own queue. A full-sized
+    // segment takes ~25 ms at each of the modem and sluice, and behind an
+    // upload an ACK waits for the frame being sent, up to ~100 ms: a
+    // window of share × (least RTT + slack) holds the download at a
+    // fraction of its share.
+    let text = "queue down on lan0 bandwidth 490K\n\
+                queue dl parent down bandwidth 490K qlimit 4000 default\n\
+                queue up on wan0 bandwidth 120K\n\
+                queue ack parent up bandwidth 60K qlimit 100\n\
+                queue bulk parent up bandwidth 60K qlimit 100 default\n\
+                pass\n\
+                pass out on wan0 proto tcp queue (bulk, ack)\n";
+    let run = |upload| {
+        let mut s = Sim::new(engine_with(text, BOTH), 1, Rate::kbps(512), 300);
+        s.upload_backlog = upload;
+        s.run(Duration::from_secs(13));
+        s
+    };
+    let solo = run(0);
+    let loaded = run(3);
+    let share = goodput(Rate::kbps(490));
+    let rate = |s: &Sim| s.delivered[0] as f64 / 11.0;
+    let (a, b) = (rate(&solo), rate(&loaded));
+    assert!(a >= 0.95 * share, "alone {a:.0} B/s of {share:.0}");
+    assert!(b >= 0.95 * a, "with the upload {b:.0} B/s, alone {a:.0}");
+    assert!(loaded.report().is_some_and(|r| r.windows_clamped > 0));
+}
+
+#[test]
+fn connections_set_up_one_by_one_and_started_together_have_small_first_flights() {
+    // rrul_heavy's downloads: 100 connections open 20 ms apart, then all
+    // start at once (iperf3 -P). Each first flight is what the receiver
+    // showed before any data: without a cap on it the first connections,
+    // opened while nearly alone, would each show share × RTT of most of
+    // the class (113 KB / n for the n-th): ~590 KB in all, ~160 ms at 30
+    // Mbit/s in the modem before sluice.
+    let mut s = Sim::new(engine("29M", BOTH), 100, Rate::mbps(30), 300);
+    s.start_at = s.now + Duration::from_millis(2200);
+    s.measure_from = s.start_at;
+    for i in 0..100 {
+        let now = s.now;
+        s.open(now, i);
+        s.run_more(Duration::from_millis(20));
+    }
+    s.run_more(Duration::from_secs(3));
+    // The two-segment floor for all, and up to INITIAL_SEGS (4) for the
+    // first connections, opened while few were (measured: 363 KB; 488 KB
+    // without the cap).
+    let cap = (100 * 2 + 60) * 1514;
+    assert!(
+        s.modem_max <= cap,
+        "modem max {} bytes > {cap}",
+        s.modem_max
+    );
+    assert!(s.delivered.iter().all(|d| *d > 0), "every flow moves");
 }
 
 /// The TCP checksum field of a frame, and what it should be.
