@@ -244,6 +244,10 @@ struct OverrideArgs {
     /// server namespaces). Default: the scenario's (off in every shipped one).
     #[arg(long, value_name = "on|off", value_parser = values::parse_on_off)]
     ecn: Option<bool>,
+    /// TCP connections of every bulk flow (iperf3 -P), over the scenario's
+    /// (rrul_heavy: 100 each way), 1 to 128.
+    #[arg(long, value_name = "N", value_parser = values::parse_streams)]
+    streams: Option<u32>,
 }
 
 impl OverrideArgs {
@@ -261,6 +265,7 @@ impl OverrideArgs {
             window_up: self.window_up,
             ecn: self.ecn,
             fifo: self.fifo,
+            streams: self.streams,
         }
     }
 }

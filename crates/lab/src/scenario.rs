@@ -193,7 +193,7 @@ pub fn rrul_heavy() -> Scenario {
             "30M/5M: 100 TCP up + 100 TCP down + ping (FQ-CoDel pipes at 97 %, ACK pacing and window clamp)",
             link(30 * MBIT, 5 * MBIT, 1000),
             10.0,
-            &[("rrul 100+100", 60.0)],
+            &[("rrul heavy", 60.0)],
         )
     }
 }

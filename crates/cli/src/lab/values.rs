@@ -117,6 +117,20 @@ pub fn parse_buffer(s: &str) -> Result<u32, String> {
     }
 }
 
+/// Most TCP streams one iperf3 client runs (its own limit for `-P`).
+pub const MAX_STREAMS: u32 = 128;
+
+/// TCP streams of every bulk flow.
+pub fn parse_streams(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(v) if (1..=MAX_STREAMS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}`: --streams is the TCP connections of each bulk flow, 1 to {MAX_STREAMS} \
+             (iperf3 -P's limit; e.g. 30)"
+        )),
+    }
+}
+
 /// Every phase's length in seconds.
 pub fn parse_duration(s: &str) -> Result<f64, String> {
     ranged(
@@ -206,6 +220,8 @@ pub struct Overrides {
     pub window_up: Option<WindowArg>,
     pub ecn: Option<bool>,
     pub fifo: Option<FifoKind>,
+    /// TCP streams of every bulk flow (iperf3 -P).
+    pub streams: Option<u32>,
 }
 
 impl Overrides {
@@ -242,6 +258,9 @@ impl Overrides {
             s.ecn = on;
         }
         for f in &mut s.flows {
+            if let Some(n) = self.streams {
+                f.streams = n;
+            }
             let own = match f.dir {
                 Dir::Down => self.window_down,
                 Dir::Up => self.window_up,
@@ -402,5 +421,20 @@ mod tests {
             ..Overrides::default()
         };
         assert_eq!(windows(down_only), (Some(32 << 10), up, false));
+        // --streams: every bulk flow's connections, in range.
+        let mut s = sluice_lab::scenario::rrul_heavy();
+        Overrides {
+            streams: Some(30),
+            ..Overrides::default()
+        }
+        .apply(&mut s);
+        assert!(s.flows.len() == 2 && s.flows.iter().all(|f| f.streams == 30));
+        assert_eq!(parse_streams("30"), Ok(30));
+        for bad in ["0", "129", "many", ""] {
+            assert!(
+                parse_streams(bad).unwrap_err().contains("1 to 128"),
+                "{bad}"
+            );
+        }
     }
 }
