@@ -40,6 +40,7 @@ fn rule(i: usize) -> Rule {
         state_opts: Default::default(),
         queue: Some((format!("q{i}"), Some("ack".into()))),
         prio: None,
+        max_mss: None,
         line: i as u32 + 1,
     }
 }

@@ -59,7 +59,7 @@ pub use track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind, Timeouts};
 use addr::{AddrTable, Iface};
 use hash::KeyedSip;
 use rules::{CRule, MatchCtx, Resolve};
-use sluice_conf::ir::{self, Action, Direction, IpNet};
+use sluice_conf::ir::{self, Action, Direction, IpNet, MaxMss};
 use sluice_time::{Duration, Histogram, Instant};
 use sluice_wire::{tcp_flags, IpInfo, L4};
 use state::{State, StateKey, StateTable};
@@ -133,6 +133,9 @@ pub struct Decision {
     pub queue: Option<QueueName>,
     /// The priority chosen from `set prio` (None: unchanged).
     pub prio: Option<u8>,
+    /// `scrub (max-mss …)` from the rules (or the state they made): the
+    /// largest MSS a SYN may announce.
+    pub max_mss: Option<MaxMss>,
     /// Index in `Config::rules` of the deciding rule (for a state match: the
     /// rule that created the state); None for pf's implicit pass.
     pub rule: Option<u32>,
@@ -143,6 +146,15 @@ pub struct Decision {
     /// destination and back (the state's passive RTT, [`rtt`]); `None`
     /// before the first sample and for packets without a state.
     pub rtt_ahead: Option<Duration>,
+}
+
+/// What `match` rules set on the way to the deciding rule (pf: their
+/// options stick unless a later matching rule sets its own).
+#[derive(Clone, Copy, Default)]
+struct Sticky {
+    queue: Option<(QueueName, Option<QueueName>)>,
+    prio: Option<(u8, Option<u8>)>,
+    max_mss: Option<MaxMss>,
 }
 
 /// Per-rule counters (`pfctl -vsr`).
@@ -159,6 +171,8 @@ pub struct RuleStats {
     /// IP bytes of those packets.
     pub bytes: u64,
     pub states_created: u64,
+    /// SYNs of its connections whose MSS `scrub (max-mss …)` lowered.
+    pub mss_clamped: u64,
 }
 
 /// Classifier-wide counters.
@@ -493,6 +507,7 @@ impl Classifier {
                         verdict: Verdict::Pass,
                         queue: pick(st.queue, second),
                         prio: pick(st.prio, second),
+                        max_mss: st.max_mss,
                         rule: Some(st.rule),
                         state: StateHit::Matched,
                         flow_hash,
@@ -512,6 +527,7 @@ impl Classifier {
                                 verdict: Verdict::Block(BlockReason::StateLimit),
                                 queue: None,
                                 prio: None,
+                                max_mss: None,
                                 ..d
                             };
                         }
@@ -531,11 +547,17 @@ impl Classifier {
             Some((o.proto.mirrored(o.side(lo_to_hi)), o.timeout))
         });
 
-        let (winner, mut queue, mut prio) = self.evaluate(ifc, dir, pkt, other_half.is_some());
+        let (winner, sticky) = self.evaluate(ifc, dir, pkt, other_half.is_some());
+        let Sticky {
+            mut queue,
+            mut prio,
+            mut max_mss,
+        } = sticky;
         let mut d = Decision {
             verdict: Verdict::Pass,
             queue: None,
             prio: None,
+            max_mss: None,
             rule: winner.map(|w| w as u32),
             state: StateHit::None,
             flow_hash,
@@ -544,6 +566,7 @@ impl Classifier {
         let Some(w) = winner else {
             d.queue = pick(queue, second);
             d.prio = pick(prio, second);
+            d.max_mss = max_mss;
             return d;
         };
         let Some(rule) = self.rules.get(w) else {
@@ -554,6 +577,9 @@ impl Classifier {
         }
         if rule.prio.is_some() {
             prio = rule.prio;
+        }
+        if rule.max_mss.is_some() {
+            max_mss = rule.max_mss;
         }
         let (action, keep_state) = (rule.action, rule.keep_state);
         // pf's per-rule limits (pf.conf(5) `max`, `max-src-states`): a rule at
@@ -586,6 +612,7 @@ impl Classifier {
                 rule: w as u32,
                 queue,
                 prio,
+                max_mss,
                 proto,
                 timeout: tk,
                 timeout_len: timeout_of(tk),
@@ -616,6 +643,7 @@ impl Classifier {
         if d.verdict.is_pass() {
             d.queue = pick(queue, second);
             d.prio = pick(prio, second);
+            d.max_mss = max_mss;
         }
         if let Some(rs) = self.rule_stats.get_mut(w) {
             rs.packets += 1;
@@ -649,27 +677,21 @@ impl Classifier {
         }
     }
 
-    /// Walk the rules: (winning pass/block rule, queue and prio from `match` rules).
-    #[allow(clippy::type_complexity)]
+    /// Walk the rules: (winning pass/block rule, what `match` rules set).
     fn evaluate(
         &mut self,
         ifc: IfaceId,
         dir: Direction,
         pkt: &IpInfo,
         known_conn: bool,
-    ) -> (
-        Option<usize>,
-        Option<(QueueName, Option<QueueName>)>,
-        Option<(u8, Option<u8>)>,
-    ) {
+    ) -> (Option<usize>, Sticky) {
         let ctx = MatchCtx {
             tables: &self.tables,
             ifaces: &self.ifaces,
             known_conn,
         };
         let mut winner = None;
-        let mut queue = None;
-        let mut prio = None;
+        let mut sticky = Sticky::default();
         // Bounded by the number of rules: one pass, no backtracking.
         for (i, (r, st)) in self
             .rules
@@ -684,10 +706,13 @@ impl Classifier {
             st.matches += 1;
             if r.action == Action::Match {
                 if r.queue.is_some() {
-                    queue = r.queue;
+                    sticky.queue = r.queue;
                 }
                 if r.prio.is_some() {
-                    prio = r.prio;
+                    sticky.prio = r.prio;
+                }
+                if r.max_mss.is_some() {
+                    sticky.max_mss = r.max_mss;
                 }
             } else {
                 winner = Some(i);
@@ -696,13 +721,20 @@ impl Classifier {
                 break;
             }
         }
-        (winner, queue, prio)
+        (winner, sticky)
     }
 
     /// Remove expired states, examining at most `budget` slots; returns how
     /// many were removed. A full sweep takes `ceil(limit / budget)` calls.
     pub fn expire(&mut self, now: Instant, budget: usize) -> usize {
         self.table.expire(now, budget)
+    }
+
+    /// A SYN decided by rule `rule` (or its state) had its MSS clamped.
+    pub fn note_mss_clamped(&mut self, rule: u32) {
+        if let Some(rs) = self.rule_stats.get_mut(rule as usize) {
+            rs.mss_clamped += 1;
+        }
     }
 
     pub fn rule_stats(&self) -> &[RuleStats] {

@@ -25,7 +25,7 @@
 
 use crate::addr::{AddrTable, Prefix};
 use crate::{IfaceId, QueueName, Timeouts};
-use sluice_conf::ir::{self, Action, AddrMatch, Direction, PortOp, StatePolicy};
+use sluice_conf::ir::{self, Action, AddrMatch, Direction, MaxMss, PortOp, StatePolicy};
 use sluice_wire::{Af, IpInfo, L4};
 use std::net::IpAddr;
 
@@ -69,6 +69,7 @@ pub(crate) struct CRule {
     pub keep_state: bool,
     pub queue: Option<(QueueName, Option<QueueName>)>,
     pub prio: Option<(u8, Option<u8>)>,
+    pub max_mss: Option<MaxMss>,
     /// `max N`, `max-src-states N`.
     pub max: Option<u32>,
     pub max_src_states: Option<u32>,
@@ -144,6 +145,7 @@ pub(crate) fn compile(rule: &ir::Rule, global: &Timeouts, r: &mut dyn Resolve) -
             .as_ref()
             .map(|(q, p)| (r.queue_id(q), p.as_ref().map(|p| r.queue_id(p)))),
         prio: rule.prio,
+        max_mss: rule.max_mss,
     }
 }
 

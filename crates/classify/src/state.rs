@@ -56,6 +56,7 @@
 use crate::hash::{tuple_bytes, KeyedSip};
 use crate::track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind};
 use crate::QueueName;
+use sluice_conf::ir::MaxMss;
 use sluice_time::{Duration, Instant};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -142,6 +143,8 @@ pub(crate) struct State {
     pub rule: u32,
     pub queue: Option<(QueueName, Option<QueueName>)>,
     pub prio: Option<(u8, Option<u8>)>,
+    /// `scrub (max-mss …)` of the rules that made it: both ends' SYNs.
+    pub max_mss: Option<MaxMss>,
     pub proto: ProtoState,
     pub timeout: TimeoutKind,
     /// The timeout in force since `last`, before adaptive scaling.
@@ -598,6 +601,7 @@ mod tests {
             rule: 0,
             queue: None,
             prio: None,
+            max_mss: None,
             proto,
             timeout,
             timeout_len: Duration::from_secs(100),

@@ -187,6 +187,8 @@ pub struct RuleAst {
     pub state: Option<StatePolicy>,
     pub queue: Option<(Sp<String>, Option<Sp<String>>)>,
     pub prio: Option<(u8, Option<u8>)>,
+    /// `scrub (max-mss …)` or the bare `max-mss …`.
+    pub max_mss: Option<Sp<crate::ir::MaxMss>>,
     /// `icmp-type` / `icmp6-type` items: (type, code).
     pub icmp_types: Vec<Sp<(u8, Option<u8>)>>,
     /// The first match criterion sluice cannot evaluate (`user`, `tagged`,

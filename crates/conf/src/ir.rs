@@ -231,6 +231,19 @@ pub struct IfaceQueueing {
     pub line: u32,
 }
 
+impl IfaceQueueing {
+    /// The rate the interface is shaped at: its bandwidth, or less when
+    /// every root queue is capped lower (`max` on a 5.5+ root).
+    pub fn shaped_rate(&self) -> Rate {
+        let caps = self
+            .queues
+            .iter()
+            .filter(|q| q.parent.is_none())
+            .map(|q| q.upperlimit.map_or(self.bandwidth, |c| c.m2));
+        caps.max().unwrap_or(self.bandwidth).min(self.bandwidth)
+    }
+}
+
 /// A queue (ALTQ class, 5.5+ queue, or dummynet queue under a pipe).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Queue {
@@ -522,6 +535,22 @@ pub const PROTO_TCP: u8 = 6;
 /// pf's default `flags S/SA` of stateful pass rules: (SYN, SYN|ACK).
 pub const FLAGS_S_SA: (u8, u8) = (0x02, 0x12);
 
+/// `scrub (max-mss …)`: the largest MSS a TCP SYN or SYN-ACK of the rule's
+/// connections may announce; a larger one is lowered, a smaller one kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaxMss {
+    /// This many bytes ([`MAX_MSS_MIN`]..=65535).
+    Bytes(u16),
+    /// Per interface: the largest segment whose frame, with the interface's
+    /// link overhead, takes at most ~20 ms at its shaped rate (sluice's
+    /// extension; computed by the engine).
+    Auto,
+}
+
+/// The least `max-mss`: RFC 9293's default MSS for IPv4 (an IPv6 SYN is
+/// never lowered below 1220, its own default).
+pub const MAX_MSS_MIN: u16 = 536;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatePolicy {
     Keep,
@@ -561,6 +590,8 @@ pub struct Rule {
     pub queue: Option<(String, Option<String>)>,
     /// `set prio p` or `(p, p_pri)`.
     pub prio: Option<(u8, Option<u8>)>,
+    /// `scrub (max-mss N|auto)` (also the bare `max-mss N`).
+    pub max_mss: Option<MaxMss>,
     /// State options acted on (`keep state ( … )`); the others draw a
     /// warning from `sluice check`.
     pub state_opts: StateOpts,

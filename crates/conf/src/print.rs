@@ -533,5 +533,12 @@ fn rule(o: &mut String, r: &Rule) {
         }
         None => {}
     }
+    match r.max_mss {
+        Some(MaxMss::Bytes(n)) => {
+            let _ = write!(o, " scrub (max-mss {n})");
+        }
+        Some(MaxMss::Auto) => o.push_str(" scrub (max-mss auto)"),
+        None => {}
+    }
     o.push('\n');
 }

@@ -576,7 +576,7 @@ fn tcp_families(o: &mut Out, q: &QueuesReply) {
 
 fn iface_families(o: &mut Out, info: &InfoReply) {
     type Get = fn(&IfaceCountersJson) -> u64;
-    let simple: [(&str, &str, Get); 6] = [
+    let simple: [(&str, &str, Get); 8] = [
         ("sluice_iface_rx_packets_total", "Frames received.", |c| {
             c.rx_packets
         }),
@@ -600,6 +600,16 @@ fn iface_families(o: &mut Out, info: &InfoReply) {
             "sluice_iface_ecn_marked_total",
             "Frames sent with CE set by an AQM.",
             |c| c.ecn_marked,
+        ),
+        (
+            "sluice_iface_mss_clamped_total",
+            "SYNs received whose MSS option scrub (max-mss) lowered.",
+            |c| c.mss_clamped,
+        ),
+        (
+            "sluice_iface_mss_untouched_total",
+            "SYNs under max-mss whose TCP options could not be walked (passed unmodified).",
+            |c| c.mss_untouched,
         ),
     ];
     for (name, help, get) in simple {

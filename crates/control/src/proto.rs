@@ -224,6 +224,9 @@ pub struct RuleJson {
     /// States it created since loaded, and those resident now.
     pub state_creations: u64,
     pub states: u64,
+    /// SYNs of its connections whose MSS `scrub (max-mss …)` lowered.
+    #[serde(default)]
+    pub mss_clamped: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -342,6 +345,12 @@ pub struct IfaceCountersJson {
     /// Frames refused because queued frames held the memory cap.
     #[serde(default)]
     pub memory_drops: u64,
+    /// SYNs arriving here whose MSS `scrub (max-mss …)` lowered, and those
+    /// under it whose options could not be walked (passed unmodified).
+    #[serde(default)]
+    pub mss_clamped: u64,
+    #[serde(default)]
+    pub mss_untouched: u64,
 }
 
 #[cfg(test)]
@@ -399,6 +408,7 @@ mod tests {
                 bytes: 40,
                 state_creations: 1,
                 states: 1,
+                mss_clamped: 0,
             }],
         });
         let s = serde_json::to_string(&r).unwrap();

@@ -123,6 +123,8 @@ fn counters_json(iface: &IfaceReport) -> IfaceCountersJson {
         reload_drops: c.reload_drops,
         ecn_marked: c.ecn_marked,
         memory_drops: c.memory_drops,
+        mss_clamped: c.mss_clamped,
+        mss_untouched: c.mss_untouched,
     }
 }
 
@@ -314,6 +316,7 @@ pub fn rules(state: &DaemonState) -> RulesReply {
             bytes: s.bytes,
             state_creations: s.states_created,
             states: per_rule_states.get(i).copied().unwrap_or(0),
+            mss_clamped: s.mss_clamped,
         })
         .collect();
     RulesReply { rules }

@@ -124,6 +124,11 @@ pub struct IfaceCounters {
     /// Frames refused on this egress because queued frames held the
     /// engine's memory cap.
     pub memory_drops: u64,
+    /// SYNs that arrived here whose MSS option `scrub (max-mss …)` lowered.
+    pub mss_clamped: u64,
+    /// SYNs under `max-mss` whose TCP options could not be walked: passed
+    /// unmodified.
+    pub mss_untouched: u64,
 }
 
 /// Memory held by queued frames, the engine's cap on it, and how often it
@@ -191,6 +196,9 @@ struct Iface {
     classes: HashMap<QueueName, ClassId>,
     passthrough: VecDeque<Packet>,
     overhead: Overhead,
+    /// `max-mss auto` for SYNs arriving here (IPv4, IPv6), from this
+    /// interface's shaped rate and overhead; `None`: a full frame fits.
+    auto_mss: [Option<u16>; 2],
     learn_addrs: bool,
     /// The LAN side of a bridge pair: sources arriving here are "ours".
     lan_side: bool,
@@ -242,6 +250,7 @@ impl Engine {
                 classes: HashMap::new(),
                 passthrough: VecDeque::new(),
                 overhead: Overhead::NONE,
+                auto_mss: [None; 2],
                 learn_addrs: true,
                 lan_side: false,
                 counters: IfaceCounters::default(),
@@ -313,6 +322,13 @@ impl Engine {
                 .find(|(n, _)| *n == iface.name)
                 .map(|(_, o)| *o)
                 .unwrap_or(Overhead::NONE);
+            let rate = cfg
+                .interfaces
+                .iter()
+                .find(|q| q.ifname == iface.name)
+                .map(ir::IfaceQueueing::shaped_rate);
+            iface.auto_mss = [sluice_wire::Af::V4, sluice_wire::Af::V6]
+                .map(|af| rate.and_then(|r| crate::mss::auto(r, iface.overhead, af)));
         }
         let classes: Vec<(&[crate::build::ClassInfo], Overhead)> = self
             .ifaces
@@ -431,11 +447,11 @@ impl Engine {
         // One walk of a TCP header and its options, for the classifier's
         // RTT and for TCP control; `None` for whatever is not a whole TCP
         // segment (fragments, bad offsets), which neither reads.
-        let tcp = TcpHeader::in_frame(&frame, &info).ok().map(|h| h.segment());
-        let (class, flow, ecn, rtt_ahead) = match &info.ip {
+        let mut tcp = TcpHeader::in_frame(&frame, &info).ok().map(|h| h.segment());
+        let (class, flow, ecn, rtt_ahead, max_mss) = match &info.ip {
             None => {
                 self.ifaces[iface].counters.non_ip += 1;
-                (None, 0, Ecn::NotEct, None)
+                (None, 0, Ecn::NotEct, None, None)
             }
             Some(ip) => {
                 let (icid, ecid) = (self.ifaces[iface].cid, self.ifaces[egress].cid);
@@ -455,7 +471,11 @@ impl Engine {
                 let queue = dout.queue.or(din.queue);
                 let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
                 let rtt = dout.rtt_ahead.or(din.rtt_ahead);
-                (class, dout.flow_hash, Ecn::from_bits(ip.tos), rtt)
+                let mss = (din.max_mss.is_some() || dout.max_mss.is_some()).then(|| {
+                    let rule = dout.max_mss.and(dout.rule).or(din.rule);
+                    ([din.max_mss, dout.max_mss], rule)
+                });
+                (class, dout.flow_hash, Ecn::from_bits(ip.tos), rtt, mss)
             }
         };
         let class = class.unwrap_or_else(|| {
@@ -463,6 +483,9 @@ impl Engine {
             t.map(|t| t.default).unwrap_or(ClassId::ROOT)
         });
         let mut frame = frame;
+        if let (Some(seg), Some((limits, rule))) = (tcp.as_mut(), max_mss) {
+            self.clamp_mss(iface, &mut frame, &info, seg, limits, rule);
+        }
         let plan = if let (Some(seg), true) = (&tcp, self.tcp.enabled()) {
             let default_of = |i: usize| self.ifaces[i].tree.as_ref().map(|t| t.default);
             let (back, forth) = (default_of(iface), default_of(egress));
@@ -514,6 +537,51 @@ impl Engine {
             Plan::Forward => pkt,
         };
         self.enqueue(now, egress, pkt)
+    }
+
+    /// `scrub (max-mss …)` on a SYN or SYN-ACK that arrived on `iface`
+    /// (crate::mss): its MSS option lowered to the limit, `seg` kept in
+    /// step for TCP control.
+    fn clamp_mss(
+        &mut self,
+        iface: usize,
+        frame: &mut [u8],
+        info: &sluice_wire::PacketInfo,
+        seg: &mut sluice_wire::tcp::Segment,
+        limits: [Option<ir::MaxMss>; 2],
+        rule: Option<u32>,
+    ) {
+        if seg.flags & sluice_wire::tcp_flags::SYN == 0 {
+            return;
+        }
+        let Some(af) = info.ip.as_ref().map(|ip| ip.af) else {
+            return;
+        };
+        let i = &mut self.ifaces[iface];
+        let auto = match af {
+            sluice_wire::Af::V4 => i.auto_mss[0],
+            sluice_wire::Af::V6 => i.auto_mss[1],
+        };
+        let Some(limit) = crate::mss::limit(limits, auto, af) else {
+            return;
+        };
+        if seg.options.error.is_some() {
+            i.counters.mss_untouched += 1;
+            return;
+        }
+        if seg.options.mss.is_none_or(|m| m <= limit) {
+            return;
+        }
+        match sluice_wire::tcp::rewrite_mss(frame, info, limit) {
+            Ok(_) => {
+                i.counters.mss_clamped += 1;
+                seg.options.mss = Some(limit);
+                if let Some(r) = rule {
+                    self.classifier.note_mss_clamped(r);
+                }
+            }
+            Err(_) => i.counters.mss_untouched += 1,
+        }
     }
 
     fn charge(&mut self, size: u64) {

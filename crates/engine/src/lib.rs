@@ -17,6 +17,7 @@
 
 pub mod build;
 mod engine;
+pub mod mss;
 mod report;
 pub mod tcpctl;
 pub mod testing;

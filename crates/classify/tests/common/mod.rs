@@ -44,6 +44,7 @@ pub fn rule(action: Action) -> Rule {
         },
         queue: None,
         prio: None,
+        max_mss: None,
         state_opts: StateOpts::default(),
         line: 0,
     }

@@ -256,6 +256,9 @@ pub fn format_rules(r: &RulesReply) -> String {
             "  [ Matches: {:<10} State Creations: {:<10} Line: {} ]",
             x.matches, x.state_creations, x.line
         );
+        if x.mss_clamped > 0 {
+            let _ = writeln!(o, "  [ MSS clamped: {} ]", x.mss_clamped);
+        }
     }
     o
 }
@@ -295,13 +298,15 @@ pub fn format_info(i: &InfoReply) -> String {
     }
     o.push('\n');
     type Get = fn(&IfaceCountersJson) -> u64;
-    let counters: [(&str, Get); 6] = [
+    let counters: [(&str, Get); 8] = [
         ("received packets", |c| c.rx_packets),
         ("received bytes", |c| c.rx_bytes),
         ("sent packets", |c| c.tx_packets),
         ("sent bytes", |c| c.tx_bytes),
         ("non-IP forwarded", |c| c.non_ip),
         ("ECN marked", |c| c.ecn_marked),
+        ("SYN MSS clamped", |c| c.mss_clamped),
+        ("SYN MSS untouched", |c| c.mss_untouched),
     ];
     for (label, get) in counters {
         row(&mut o, label, i.counters.iter().map(get));
@@ -736,6 +741,7 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
                     bytes: 1_234_567,
                     state_creations: 9,
                     states: 3,
+                    mss_clamped: 2,
                 },
                 RuleJson {
                     number: 1,
@@ -747,6 +753,7 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
                     bytes: 0,
                     state_creations: 0,
                     states: 0,
+                    mss_clamped: 0,
                 },
             ],
         };
@@ -754,6 +761,7 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
 @0 pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)
   [ Evaluations: 1234       Packets: 5678       Bytes: 1234567      States: 3      ]
   [ Matches: 99         State Creations: 9          Line: 10 ]
+  [ MSS clamped: 2 ]
 @1 (line 12: text unavailable, the file changed since it was loaded)
   [ Evaluations: 0          Packets: 0          Bytes: 0            States: 0      ]
   [ Matches: 0          State Creations: 0          Line: 12 ]
@@ -776,6 +784,7 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
             tx_bytes: 3000,
             queue_drops: 11,
             memory_drops: 4,
+            mss_clamped: 3,
             queue_drops_by_reason: vec![DropJson {
                 reason: "queue-full".into(),
                 packets: 11,
@@ -847,6 +856,8 @@ Counters                              lan0            wan0
   sent bytes                             0            3000
   non-IP forwarded                       0               0
   ECN marked                             0               0
+  SYN MSS clamped                        0               3
+  SYN MSS untouched                      0               0
 Drops
   malformed                              0               0
   blocked                                1               0

@@ -275,7 +275,6 @@ const STATEMENT_WORDS: &[&str] = &[
 
 /// Whole-line statements of pf that sluice accepts and does not act on.
 const SKIPPED: &[&str] = &[
-    "scrub",
     "nat",
     "rdr",
     "binat",
@@ -314,6 +313,18 @@ pub fn statement(toks: &[Token]) -> PResult<Stmt> {
         "queue" => queue::queue(&mut p, first.span).map(|q| Stmt::Queue(Box::new(q))),
         "pipe" => queue::pipe(&mut p, first.span).map(Stmt::Pipe),
         "pass" | "block" | "match" => rule::rule(&mut p, &first).map(|r| Stmt::Rule(Box::new(r))),
+        // pf before 4.6: `scrub [in|out] [on IF] … [max-mss N] …` is a
+        // `match` rule whose scrub options stand bare. Without `max-mss`
+        // it does nothing here (pf's default scrub reassembles fragments).
+        "scrub" => rule::rule(&mut p, &first).map(|r| {
+            if r.max_mss.is_some() {
+                Stmt::Rule(Box::new(r))
+            } else {
+                let mut what = r.ignored;
+                what.insert(0, first);
+                Stmt::Ignored(what)
+            }
+        }),
         "set" => set(&mut p),
         "table" => table(&mut p),
         w if SKIPPED.contains(&w) => Ok(Stmt::Ignored(vec![first])),
@@ -321,7 +332,7 @@ pub fn statement(toks: &[Token]) -> PResult<Stmt> {
             .hint("sluice reads one file; paste the included rules in")),
         w => Err(Diagnostic::error(format!("unknown statement `{w}`"), first.span)
             .label("not a pf.conf statement")
-            .hint("statements start with a macro definition, altq, queue, pipe, set, table, pass, block, match, or a pf statement sluice skips (scrub, nat, rdr, binat, antispoof, anchor, load)")),
+            .hint("statements start with a macro definition, altq, queue, pipe, set, table, pass, block, match, scrub, or a pf statement sluice skips (nat, rdr, binat, antispoof, anchor, load)")),
     }
 }
 

@@ -8,7 +8,10 @@
 use super::{PResult, P};
 use crate::ast::{HostAst, RuleAst, Sp, StateOptsAst};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{Action, AddrFamily, AddrMatch, Direction, Flush, IpNet, PortOp, StatePolicy};
+use crate::ir::{
+    Action, AddrFamily, AddrMatch, Direction, Flush, IpNet, MaxMss, PortOp, StatePolicy,
+    MAX_MSS_MIN,
+};
 use crate::lex::Tok;
 use crate::units;
 use std::net::IpAddr;
@@ -201,6 +204,57 @@ fn queue_pair(p: &mut P) -> PResult<(Sp<String>, Option<Sp<String>>)> {
     }
 }
 
+/// One option inside `scrub ( … )`.
+fn scrub_opt(p: &mut P, r: &mut RuleAst) -> PResult<()> {
+    let w = p.word("a scrub option (max-mss, no-df, random-id, min-ttl, set-tos, reassemble)")?;
+    match w.v.as_str() {
+        "max-mss" => max_mss(p, r, &w),
+        "no-df" | "random-id" => {
+            r.ignored.push(w);
+            Ok(())
+        }
+        "min-ttl" | "set-tos" => {
+            r.ignored.push(w);
+            p.skip_value("a value")
+        }
+        "reassemble" => {
+            let what = p.word("`tcp`")?;
+            r.ignored.push(Sp::new(
+                format!("reassemble {}", what.v),
+                w.span.to(what.span),
+            ));
+            Ok(())
+        }
+        o => Err(
+            Diagnostic::error(format!("unknown scrub option `{o}`"), w.span)
+                .label("expected max-mss, no-df, random-id, min-ttl, set-tos or reassemble tcp"),
+        ),
+    }
+}
+
+/// `max-mss N|auto` after its keyword `w`.
+fn max_mss(p: &mut P, r: &mut RuleAst, w: &Sp<String>) -> PResult<()> {
+    if let Some(first) = &r.max_mss {
+        return Err(
+            Diagnostic::error("`max-mss` given twice in one rule", w.span)
+                .label("second `max-mss`")
+                .note(first.span, "first given here"),
+        );
+    }
+    let v = if p.eat_word("auto") {
+        Sp::new(MaxMss::Auto, w.span.to(p.prev_span()))
+    } else {
+        let n = p
+            .number("max-mss", u64::from(MAX_MSS_MIN), 65535)
+            .map_err(|d| {
+                d.hint("max-mss is a TCP segment size in bytes, or `auto` for the largest that keeps one frame within ~20 ms at the interface's rate")
+            })?;
+        Sp::new(MaxMss::Bytes(n.v as u16), w.span.to(n.span))
+    };
+    r.max_mss = Some(v);
+    Ok(())
+}
+
 fn prio_pair(p: &mut P) -> PResult<(u8, Option<u8>)> {
     if p.eat(&Tok::LParen) {
         let a = p.number("prio", 0, 7)?.v as u8;
@@ -362,6 +416,9 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
         "block" => Action::Block,
         _ => Action::Match,
     };
+    // An old `scrub` statement: its scrub options stand bare among the
+    // rule's (`fragment reassemble` is one of them there, not a criterion).
+    let scrub_stmt = first.v == "scrub";
     let mut r = RuleAst {
         action,
         span: first.span,
@@ -380,6 +437,7 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
         state: None,
         queue: None,
         prio: None,
+        max_mss: None,
         unsupported: None,
         icmp_types: Vec::new(),
         state_opts: StateOptsAst::default(),
@@ -393,6 +451,16 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
             p.next();
         }
         let w = p.word("a rule option")?;
+        if scrub_stmt && matches!(w.v.as_str(), "fragment" | "reassemble" | "set-tos") {
+            let what = p.word("a value")?;
+            let name = if w.v == "set-tos" {
+                w.v.clone()
+            } else {
+                format!("{} {}", w.v, what.v)
+            };
+            r.ignored.push(Sp::new(name, w.span.to(what.span)));
+            continue;
+        }
         match w.v.as_str() {
             "in" => r.direction = Some(Direction::In),
             "out" => r.direction = Some(Direction::Out),
@@ -518,8 +586,22 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
             }
             // pfSense writes `tracker N`, `ridentifier N` and its own dummynet
             // hooks `dnpipe (1, 2)` / `dnqueue (3, 4)` (numbered pipes we cannot name).
-            "tracker" | "ridentifier" | "dnpipe" | "dnqueue" | "label" | "tag" | "max-mss"
-            | "rtable" | "min-ttl" | "scrub" => {
+            // pf 4.6+: `scrub (max-mss 1440 no-df …)`; before, the same
+            // options stood bare on `scrub` statements.
+            "scrub" => {
+                p.expect(Tok::LParen, "`(` and scrub options")?;
+                // Each iteration consumes an option or returns.
+                while !p.eat(&Tok::RParen) {
+                    p.eat(&Tok::Comma);
+                    if p.eat(&Tok::RParen) {
+                        break;
+                    }
+                    scrub_opt(p, &mut r)?;
+                }
+            }
+            "max-mss" => max_mss(p, &mut r, &w)?,
+            "tracker" | "ridentifier" | "dnpipe" | "dnqueue" | "label" | "tag" | "rtable"
+            | "min-ttl" => {
                 r.ignored.push(w.clone());
                 p.skip_value("a value")?
             }

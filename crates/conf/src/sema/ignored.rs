@@ -64,9 +64,14 @@ fn hint(name: &str) -> &'static str {
         }
         "anchor" | "load" => "sluice reads one ruleset; paste the anchor's rules in",
         "antispoof" => "write the block rules antispoof would expand to",
-        "set tos" | "set delay" | "max-mss" | "min-ttl" | "no-df" | "random-id" | "once"
-        | "allow-opts" => "sluice does not rewrite or mark packets beyond queueing and prio",
+        "set tos" | "set delay" | "min-ttl" | "no-df" | "random-id" | "once" | "allow-opts"
+        | "set-tos" | "reassemble tcp" => {
+            "sluice rewrites no packets beyond queueing, prio and `scrub (max-mss …)`"
+        }
         n if n.starts_with("set limit ") => "only `set limit states` is acted on",
+        n if n.starts_with("fragment ") => {
+            "sluice reassembles nothing: fragments are forwarded as they come"
+        }
         n if n.starts_with("state option ") => {
             "per-rule timeouts other than the state kinds (tcp.first … other.multiple) are not acted on"
         }

@@ -46,6 +46,65 @@ impl Ctx<'_> {
     }
 }
 
+/// The longest one frame should take on the wire before `check` suggests
+/// `max-mss auto` (the budget `auto` itself keeps to).
+const FRAME_WARN_NS: u128 = 20_000_000;
+
+/// A warning for each shaped interface where one full-sized frame takes
+/// longer than [`FRAME_WARN_NS`], when no rule clamps the MSS: nothing can
+/// go out while such a frame is on the wire, whatever the scheduler.
+fn slow_frames(
+    cx: &mut Ctx,
+    cfg: &Config,
+    altqs: &[crate::ast::AltqDecl],
+    qdecls: &[crate::ast::QueueDecl],
+    pipes: &[crate::ast::PipeDecl],
+) {
+    if cfg.rules.iter().any(|r| r.max_mss.is_some()) {
+        return;
+    }
+    for q in &cfg.interfaces {
+        let rate = q.shaped_rate();
+        if rate.0 == 0 {
+            continue;
+        }
+        let o = cfg
+            .options
+            .overhead
+            .iter()
+            .find(|(n, _)| *n == q.ifname)
+            .map(|(_, o)| *o)
+            .unwrap_or_default();
+        let bytes = o.cost(1514);
+        let ns = u128::from(bytes) * 8 * 1_000_000_000 / u128::from(rate.0);
+        if ns <= FRAME_WARN_NS {
+            continue;
+        }
+        let named = |s: &Option<crate::ast::Sp<String>>| {
+            s.as_ref().filter(|i| i.v == q.ifname).map(|i| i.span)
+        };
+        let span = altqs
+            .iter()
+            .find(|a| a.iface.v == q.ifname)
+            .map(|a| a.iface.span)
+            .or_else(|| qdecls.iter().find_map(|d| named(&d.on)))
+            .or_else(|| pipes.iter().find_map(|p| named(&p.iface)));
+        let Some(span) = span else { continue };
+        let ms = ns / 1_000_000;
+        cx.err(
+            Diagnostic::warning(
+                format!("one full-sized frame takes {ms} ms on `{}`", q.ifname),
+                span,
+            )
+            .label(format!("1514 bytes ({bytes} on the wire) at {rate}"))
+            .hint(format!(
+                "whatever is queued behind a frame waits for it; `match on {} scrub (max-mss auto)` keeps frames within ~20 ms (docs/config.md)",
+                q.ifname
+            )),
+        );
+    }
+}
+
 pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
     let mut cx = Ctx {
         newlines: text
@@ -130,6 +189,7 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
         expand_rule(&mut cx, &cfg, r, &mut out_rules);
     }
     cfg.rules = out_rules;
+    slow_frames(&mut cx, &cfg, &altqs, &qdecls, &pipes);
     ignored::warn(&mut cx);
     (cfg, cx.diags)
 }
@@ -509,6 +569,7 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
                                     .as_ref()
                                     .map(|(a, b)| (a.v.clone(), b.as_ref().map(|b| b.v.clone()))),
                                 prio: r.prio,
+                                max_mss: r.max_mss.as_ref().map(|m| m.v),
                                 state_opts: sopts.clone(),
                                 line,
                             });
