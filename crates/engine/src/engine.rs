@@ -1,6 +1,7 @@
 //! The per-packet path and its bookkeeping.
 
 use crate::build::{build_tree, BuildError, Tree};
+use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
 use crate::report::{ClassReport, IfaceReport};
 use crate::tcpctl::{Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
@@ -13,9 +14,6 @@ use std::collections::{HashMap, VecDeque};
 /// Frames kept for `poll_dropped` when the caller does not collect them;
 /// beyond this they are still counted, only their bytes are released.
 const DROPPED_BACKLOG_CAP: usize = 4096;
-/// Egress queue of an interface without a queue tree: enough to ride out a
-/// full TX ring, small enough never to become a bloated buffer of its own.
-const PASSTHROUGH_LIMIT: usize = 1024;
 /// States examined per housekeeping pass, so expiry never stalls the path.
 const EXPIRE_BUDGET: usize = 1024;
 /// Largest frame that can be a pure TCP ACK: Ethernet with two VLAN tags,
@@ -194,7 +192,8 @@ struct Iface {
     tree: Option<Tree>,
     /// Queue name → class on this interface's tree.
     classes: HashMap<QueueName, ClassId>,
-    passthrough: VecDeque<Packet>,
+    /// Egress queue without a tree: `set prio`'s eight bands (crate::prio).
+    passthrough: PrioQueue,
     overhead: Overhead,
     /// `max-mss auto` for SYNs arriving here (IPv4, IPv6), from this
     /// interface's shaped rate and overhead; `None`: a full frame fits.
@@ -248,7 +247,7 @@ impl Engine {
                 cid,
                 tree: None,
                 classes: HashMap::new(),
-                passthrough: VecDeque::new(),
+                passthrough: PrioQueue::default(),
                 overhead: Overhead::NONE,
                 auto_mss: [None; 2],
                 learn_addrs: true,
@@ -448,10 +447,10 @@ impl Engine {
         // RTT and for TCP control; `None` for whatever is not a whole TCP
         // segment (fragments, bad offsets), which neither reads.
         let mut tcp = TcpHeader::in_frame(&frame, &info).ok().map(|h| h.segment());
-        let (class, flow, ecn, rtt_ahead, max_mss) = match &info.ip {
+        let (class, flow, ecn, rtt_ahead, max_mss, prio) = match &info.ip {
             None => {
                 self.ifaces[iface].counters.non_ip += 1;
-                (None, 0, Ecn::NotEct, None, None)
+                (None, 0, Ecn::NotEct, None, None, None)
             }
             Some(ip) => {
                 let (icid, ecid) = (self.ifaces[iface].cid, self.ifaces[egress].cid);
@@ -475,7 +474,15 @@ impl Engine {
                     let rule = dout.max_mss.and(dout.rule).or(din.rule);
                     ([din.max_mss, dout.max_mss], rule)
                 });
-                (class, dout.flow_hash, Ecn::from_bits(ip.tos), rtt, mss)
+                let prio = dout.prio.or(din.prio);
+                (
+                    class,
+                    dout.flow_hash,
+                    Ecn::from_bits(ip.tos),
+                    rtt,
+                    mss,
+                    prio,
+                )
             }
         };
         let class = class.unwrap_or_else(|| {
@@ -536,7 +543,7 @@ impl Engine {
             }
             Plan::Forward => pkt,
         };
-        self.enqueue(now, egress, pkt)
+        self.enqueue(now, egress, pkt, prio.unwrap_or(DEFAULT_PRIO))
     }
 
     /// `scrub (max-mss …)` on a SYN or SYN-ACK that arrived on `iface`
@@ -596,13 +603,13 @@ impl Engine {
             self.release(&pkt);
             // The queue's sojourn starts here: holding was not queueing.
             pkt.enqueued_at = now;
-            self.enqueue(now, egress, pkt);
+            self.enqueue(now, egress, pkt, DEFAULT_PRIO);
         }
     }
 
-    /// Queues a classified packet on `egress` (tree or passthrough), within
-    /// the memory cap.
-    fn enqueue(&mut self, now: Instant, egress: usize, pkt: Packet) -> Rx {
+    /// Queues a classified packet on `egress` (tree, or the priority bands
+    /// at `prio` without one), within the memory cap.
+    fn enqueue(&mut self, now: Instant, egress: usize, pkt: Packet, prio: u8) -> Rx {
         let eg = &mut self.ifaces[egress];
         let id = pkt.id;
         let size = pkt.truesize();
@@ -625,14 +632,23 @@ impl Engine {
                 }
             }
             None => {
-                if eg.passthrough.len() >= PASSTHROUGH_LIMIT {
-                    eg.counters.queue_drops += 1;
-                    self.give_back(egress, pkt.data, DropCause::Sched(DropReason::QueueFull));
-                    return Rx::Dropped(DropCause::Sched(DropReason::QueueFull));
+                let full = DropCause::Sched(DropReason::QueueFull);
+                match eg.passthrough.push(prio, pkt) {
+                    Push::Refused(pkt) => {
+                        eg.counters.queue_drops += 1;
+                        self.give_back(egress, pkt.data, full);
+                        return Rx::Dropped(full);
+                    }
+                    Push::Queued => {}
+                    Push::Displaced(out) => {
+                        eg.counters.queue_drops += 1;
+                        mem.held_bytes = mem.held_bytes.saturating_sub(out.truesize());
+                        self.give_back(egress, out.data, full);
+                    }
                 }
+                let mem = &mut self.memory;
                 mem.held_bytes += size;
                 mem.peak_bytes = mem.peak_bytes.max(mem.held_bytes);
-                eg.passthrough.push_back(pkt);
                 return Rx::Queued { egress };
             }
         }
@@ -713,7 +729,7 @@ impl Engine {
         // Frames that arrived before a reload gave this interface a tree
         // leave first: left behind, they would wait forever while
         // `poll_timeout` keeps answering "now".
-        let pkt = match (eg.passthrough.pop_front(), eg.tree.as_mut()) {
+        let pkt = match (eg.passthrough.pop(), eg.tree.as_mut()) {
             (Some(p), _) => Some(p),
             (None, Some(t)) => t.root.dequeue(now, &mut self.drops),
             (None, None) => None,

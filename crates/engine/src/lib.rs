@@ -18,6 +18,7 @@
 pub mod build;
 mod engine;
 pub mod mss;
+pub mod prio;
 mod report;
 pub mod tcpctl;
 pub mod testing;

@@ -46,6 +46,24 @@ impl Ctx<'_> {
     }
 }
 
+/// `set prio` orders the eight bands of an interface without queues
+/// (OpenBSD's interface priority queue); where queues are defined they
+/// decide, as in OpenBSD. A warning for a rule whose `on IF` has queues.
+fn prio_on_queues(cx: &mut Ctx, cfg: &Config, r: &RuleAst) {
+    if r.prio.is_none() {
+        return;
+    }
+    for i in r.ifaces.iter().filter(|i| !i.v.1) {
+        if cfg.interfaces.iter().any(|q| q.ifname == i.v.0) {
+            cx.err(
+                Diagnostic::warning(format!("`set prio` has no effect on `{}`", i.v.0), i.span)
+                    .label("this interface has queues: they decide the order")
+                    .hint("put the packets in a queue instead (`queue (bulk, ack)` sends empty ACKs and lowdelay packets to the second)"),
+            );
+        }
+    }
+}
+
 /// The longest one frame should take on the wire before `check` suggests
 /// `max-mss auto` (the budget `auto` itself keeps to).
 const FRAME_WARN_NS: u128 = 20_000_000;
@@ -184,6 +202,7 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
     cfg.interfaces = queues::build(&mut cx, &altqs, &qdecls, &pipes);
     let mut out_rules = Vec::new();
     for r in &rules {
+        prio_on_queues(&mut cx, &cfg, r);
         cx.ignored.extend(r.ignored.iter().cloned());
         cx.ignored.extend(r.state_opts.ignored.iter().cloned());
         expand_rule(&mut cx, &cfg, r, &mut out_rules);
