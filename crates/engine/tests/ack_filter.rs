@@ -4,7 +4,9 @@
 //! door, and the newest ACK of every flow always gets through in order (the
 //! downloads' ACK clock is thinned, never broken).
 
-use sluice_engine::{Engine, Options, Rx};
+mod common;
+
+use sluice_engine::{Engine, Rx};
 use sluice_sched::testing::{tcp_opt_timestamps, TcpFrame};
 use sluice_time::{Duration, Instant};
 use std::net::Ipv4Addr;
@@ -23,10 +25,7 @@ fn altq(filter: &str) -> String {
 }
 
 fn engine(text: &str) -> Engine {
-    let cfg = sluice_conf::check("t.conf", text, &[])
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
-        .config;
-    Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap()
+    common::bridge(text)
 }
 
 /// The ACK of download `flow` acknowledging `ack`, sent at `ms`.

@@ -1,23 +1,15 @@
 //! `scrub (max-mss …)` through the engine: which SYNs are clamped, to what,
 //! with a valid checksum, and what passes untouched.
 
-use sluice_engine::{Engine, Options, Rx};
+mod common;
+
+use sluice_engine::{Engine, Rx};
 use sluice_wire::build::{tcp_with, TcpSpec};
 use sluice_wire::tcp::{tcp_checksum, TcpHeader, TcpOption};
 use sluice_wire::tcp_flags::{ACK, SYN};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 
-const LAN: usize = 0;
-const WAN: usize = 1;
-const CLIENT: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 10);
-const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
-
-fn engine(text: &str) -> Engine {
-    let cfg = sluice_conf::check("t.conf", text, &[])
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
-        .config;
-    Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap()
-}
+use common::{bridge as engine, CLIENT, LAN, SERVER, WAN};
 
 fn syn(src: IpAddr, dst: IpAddr, flags: u8, opts: &[TcpOption]) -> Vec<u8> {
     let mut o = Vec::new();

@@ -1,23 +1,14 @@
 //! `set prio` on an interface without queues: OpenBSD's eight priority
 //! bands decide the order while frames wait for the transmit ring.
 
-use sluice_engine::{Engine, Options, Rx};
+mod common;
+
+use sluice_engine::{Engine, Rx};
 use sluice_time::Instant;
 use sluice_wire::build;
 use sluice_wire::tcp_flags::ACK;
-use std::net::Ipv4Addr;
 
-const LAN: usize = 0;
-const WAN: usize = 1;
-const CLIENT: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 10);
-const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
-
-fn engine(text: &str) -> Engine {
-    let cfg = sluice_conf::check("t.conf", text, &[])
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
-        .config;
-    Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap()
-}
+use common::{bridge as engine, CLIENT, LAN, SERVER, WAN};
 
 /// (name, frame) pairs offered in this order, all before the ring frees.
 fn offered() -> Vec<(&'static str, Vec<u8>)> {
