@@ -54,6 +54,14 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The link overhead of interface `ifname` (none unless set).
+    pub fn overhead_of(&self, ifname: &str) -> sluice_time::Overhead {
+        self.overhead
+            .iter()
+            .find(|(n, _)| n == ifname)
+            .map_or(sluice_time::Overhead::NONE, |(_, o)| *o)
+    }
+
     /// The adaptive thresholds in force `(start, end)`: as written, else
     /// pfctl's 60 % and 120 % of the state limit. `end <= start` (pf.conf(5):
     /// both 0) disables adaptive scaling.

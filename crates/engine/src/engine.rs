@@ -314,13 +314,7 @@ impl Engine {
                 }
             }
             iface.tree = tree;
-            iface.overhead = cfg
-                .options
-                .overhead
-                .iter()
-                .find(|(n, _)| *n == iface.name)
-                .map(|(_, o)| *o)
-                .unwrap_or(Overhead::NONE);
+            iface.overhead = cfg.options.overhead_of(&iface.name);
             let rate = cfg
                 .interfaces
                 .iter()
@@ -739,21 +733,24 @@ impl Engine {
         }
         let mut pkt = pkt?;
         self.release(&pkt);
+        // A controlled flow's ACKs' wait here is part of its round trip (its
+        // window's): frames small enough to be pure ACKs are read, once,
+        // for that and for a CE mark.
+        let may_be_ack = self.tcp.enabled() && pkt.data.len() <= ACK_FRAME_MAX;
+        let info = (may_be_ack || pkt.ecn == Ecn::Ce)
+            .then(|| sluice_wire::parse(&pkt.data).ok())
+            .flatten();
         if self.tcp.enabled() {
             self.tcp.on_queue(iface, pkt.class, pkt.len, false);
-            // A controlled flow's ACKs' wait here is part of its round trip
-            // (its window's). Only frames small enough to be pure ACKs.
-            if pkt.data.len() <= ACK_FRAME_MAX {
-                if let Ok(info) = sluice_wire::parse(&pkt.data) {
-                    if let Ok(h) = TcpHeader::in_frame(&pkt.data, &info) {
-                        let wait = now.saturating_since(pkt.enqueued_at);
-                        self.tcp.on_sent(&info, &h.segment(), wait);
-                    }
+            if let (true, Some(info)) = (may_be_ack, &info) {
+                if let Ok(h) = TcpHeader::in_frame(&pkt.data, info) {
+                    let wait = now.saturating_since(pkt.enqueued_at);
+                    self.tcp.on_sent(info, &h.segment(), wait);
                 }
             }
         }
         if pkt.ecn == Ecn::Ce {
-            if let Ok(info) = sluice_wire::parse(&pkt.data) {
+            if let Some(info) = info {
                 let already = info.ip.as_ref().map(|ip| ip.tos & 3 == 3).unwrap_or(true);
                 if !already && sluice_wire::set_ecn(&mut pkt.data, &info, Ecn::Ce.bits()).is_ok() {
                     self.ifaces[iface].counters.ecn_marked += 1;

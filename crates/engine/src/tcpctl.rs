@@ -582,6 +582,17 @@ impl TcpCtl {
         }
     }
 
+    /// A SYN-ACK after the flow's SYN: the handshake's round trip beyond
+    /// sluice, the flow's and the class's latest.
+    fn note_handshake(f: &mut Flow, p: &mut Pacer, now: Instant, seg: &Segment) {
+        if seg.flags & SYN_ACK == SYN_ACK && f.handshake_rtt.is_none() {
+            f.handshake_rtt = f.syn_at.map(|t| now.saturating_since(t));
+            if f.handshake_rtt.is_some() {
+                p.recent_rtt = f.handshake_rtt;
+            }
+        }
+    }
+
     /// The flow no longer counts as opening in its pacer's share.
     fn settle(f: &mut Flow, p: &mut Pacer) {
         if f.pending {
@@ -638,13 +649,8 @@ impl TcpCtl {
             return;
         };
         f.clamp.on_sender(seg);
-        if seg.flags & SYN_ACK == SYN_ACK && f.handshake_rtt.is_none() {
-            f.handshake_rtt = f.syn_at.map(|t| now.saturating_since(t));
-            if f.handshake_rtt.is_some() {
-                self.pacers[f.pacer].recent_rtt = f.handshake_rtt;
-            }
-        }
         let p = &mut self.pacers[f.pacer];
+        Self::note_handshake(f, p, now, seg);
         p.refill(now);
         f.last = now;
         if carries {
@@ -671,13 +677,8 @@ impl TcpCtl {
         let p = &mut self.pacers[f.pacer];
         p.refill(now);
         f.last = now;
-        if seg.flags & SYN_ACK == SYN_ACK && f.handshake_rtt.is_none() {
-            // The receiver's SYN-ACK to the sender's SYN (an upload's).
-            f.handshake_rtt = f.syn_at.map(|t| now.saturating_since(t));
-            if f.handshake_rtt.is_some() {
-                p.recent_rtt = f.handshake_rtt;
-            }
-        }
+        // The receiver's SYN-ACK answers the sender's SYN (an upload's).
+        Self::note_handshake(f, p, now, seg);
         if seg.options.error.is_some() {
             // Unreadable options: nothing is rewritten (what the peer makes
             // of them is unknown), and the segment passes at once.

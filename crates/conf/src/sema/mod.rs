@@ -86,14 +86,7 @@ fn slow_frames(
         if rate.0 == 0 {
             continue;
         }
-        let o = cfg
-            .options
-            .overhead
-            .iter()
-            .find(|(n, _)| *n == q.ifname)
-            .map(|(_, o)| *o)
-            .unwrap_or_default();
-        let bytes = o.cost(1514);
+        let bytes = cfg.options.overhead_of(&q.ifname).cost(1514);
         let ns = u128::from(bytes) * 8 * 1_000_000_000 / u128::from(rate.0);
         if ns <= FRAME_WARN_NS {
             continue;
