@@ -387,6 +387,12 @@ impl Classifier {
             .map_or((Vec::new(), 0), |i| (i.learned().collect(), i.refused))
     }
 
+    /// Keyed hash of a host's address, for host isolation (the same secret
+    /// key as `flow_hash`: a sender cannot choose whom it collides with).
+    pub fn host_hash(&self, addr: IpAddr) -> u64 {
+        hash::host_hash(&self.hasher, addr)
+    }
+
     pub fn queue_name(&self, q: QueueName) -> &str {
         self.queues.get(q.0 as usize).map_or("", String::as_str)
     }

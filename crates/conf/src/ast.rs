@@ -122,6 +122,8 @@ pub struct QueueDecl {
     pub ingress: Option<Span>,
     /// `ack-filter[-aggressive]`, bare (5.5+, dummynet) or in `priq(…)` & co.
     pub ack_filter: Option<Sp<crate::ir::AckFilterMode>>,
+    /// `dual-srchost`, `dual-dsthost` or `triple-isolate`, bare.
+    pub isolate: Option<Sp<crate::ir::HostIsolation>>,
     /// `ack-pacing` (bare, or among ALTQ's scheduler options), where written.
     pub ack_pacing: Option<Span>,
     /// `window-clamp`, written as `ack-pacing` is.
@@ -147,6 +149,7 @@ pub struct PipeDecl {
     /// `ingress`, where written.
     pub ingress: Option<Span>,
     pub ack_filter: Option<Sp<crate::ir::AckFilterMode>>,
+    pub isolate: Option<Sp<crate::ir::HostIsolation>>,
     /// `ack-pacing` and `window-clamp`, where written.
     pub ack_pacing: Option<Span>,
     pub window_clamp: Option<Span>,

@@ -297,6 +297,12 @@ pub struct Queue {
     /// semantics): the leaf drops queued pure ACKs a newer one makes
     /// redundant.
     pub ack_filter: Option<AckFilterMode>,
+    /// `dual-srchost` / `dual-dsthost` / `triple-isolate` (sluice
+    /// extension, CAKE's semantics): the leaf's flow queues are fair
+    /// between hosts first, then between each host's flows. Only on a
+    /// leaf with flow queues (`flows N`, or a queue of an fq_codel pipe,
+    /// which copies the pipe's).
+    pub isolate: Option<HostIsolation>,
     /// TCP download control (sluice extension, docs/tcp-control.md): the
     /// ACKs of TCP connections whose data uses this queue are paced (`ack-pacing`)
     /// and their advertised window clamped (`window-clamp`) to the flow's share.
@@ -384,6 +390,7 @@ impl Queue {
             line,
             ingress: false,
             ack_filter: None,
+            isolate: None,
             tcp: TcpControl::default(),
         }
     }
@@ -423,6 +430,8 @@ pub struct Pipe {
     pub ingress: bool,
     /// `ack-filter` on the pipe: every queue of it filters ACKs.
     pub ack_filter: Option<AckFilterMode>,
+    /// Host isolation on an fq_codel pipe: every queue of it isolates.
+    pub isolate: Option<HostIsolation>,
     /// `ack-pacing` / `window-clamp` on the pipe: every queue of it.
     pub tcp: TcpControl,
 }
@@ -649,6 +658,39 @@ pub enum AckFilterMode {
     Conservative,
     /// Drop one as soon as one is queued.
     Aggressive,
+}
+
+/// Which hosts a flow queue is fair between before their flows (CAKE's
+/// `dual-srchost`, `dual-dsthost`, `triple-isolate`; docs/host-isolation.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HostIsolation {
+    /// Source addresses: a LAN's hosts, on the upload.
+    SrcHost,
+    /// Destination addresses: a LAN's hosts, on the download.
+    DstHost,
+    /// Both ends at once.
+    Both,
+}
+
+impl HostIsolation {
+    /// The keyword, as written and printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostIsolation::SrcHost => "dual-srchost",
+            HostIsolation::DstHost => "dual-dsthost",
+            HostIsolation::Both => "triple-isolate",
+        }
+    }
+
+    pub fn from_word(w: &str) -> Option<HostIsolation> {
+        [
+            HostIsolation::SrcHost,
+            HostIsolation::DstHost,
+            HostIsolation::Both,
+        ]
+        .into_iter()
+        .find(|m| m.name() == w)
+    }
 }
 
 impl AckFilterMode {

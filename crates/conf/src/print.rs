@@ -273,6 +273,9 @@ fn new_style(o: &mut String, iq: &IfaceQueueing) {
         if let Some(m) = q.ack_filter {
             let _ = write!(o, " {}", m.name());
         }
+        if let Some(m) = q.isolate {
+            let _ = write!(o, " {}", m.name());
+        }
         for w in tcp_words(q.tcp) {
             let _ = write!(o, " {w}");
         }
@@ -322,6 +325,9 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
     if let Some(m) = p.ack_filter {
         let _ = write!(o, " {}", m.name());
     }
+    if let Some(m) = p.isolate {
+        let _ = write!(o, " {}", m.name());
+    }
     for w in tcp_words(p.tcp) {
         let _ = write!(o, " {w}");
     }
@@ -339,6 +345,10 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
             o.push_str(" default");
         }
         if let Some(m) = q.ack_filter {
+            let _ = write!(o, " {}", m.name());
+        }
+        // The pipe's isolation is copied to each queue: print a queue's own.
+        if let Some(m) = q.isolate.filter(|&m| Some(m) != p.isolate) {
             let _ = write!(o, " {}", m.name());
         }
         // The pipe's own is copied to each queue: print what the queue adds.

@@ -53,6 +53,19 @@ pub struct Tree {
     pub default: ClassId,
     pub kind: SchedKind,
     pub bandwidth: Rate,
+    /// A leaf isolates hosts: packets need their hosts in the flow key
+    /// ([`sluice_sched::Packet::flow_key`]).
+    pub isolating: bool,
+}
+
+/// The scheduler's host isolation for the configuration's.
+fn isolation(m: Option<ir::HostIsolation>) -> fq_codel::Isolation {
+    match m {
+        None => fq_codel::Isolation::Flows,
+        Some(ir::HostIsolation::SrcHost) => fq_codel::Isolation::SrcHost,
+        Some(ir::HostIsolation::DstHost) => fq_codel::Isolation::DstHost,
+        Some(ir::HostIsolation::Both) => fq_codel::Isolation::Both,
+    }
 }
 
 /// Why a tree could not be built (the config checker should have caught it).
@@ -123,6 +136,7 @@ fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
             limit_packets: q.qlimit.max(1),
             ecn: true,
             ack_filter: ack_filter(q.ack_filter),
+            isolation: isolation(q.isolate),
             ..d
         }));
     }
@@ -197,6 +211,8 @@ fn pace_rate<'a>(q: &'a IfaceQueueing, mut qu: &'a ir::Queue) -> Rate {
 /// Builds the tree of one interface.
 pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
     let bw = q.bandwidth;
+    let pipe_isolates = q.pipe.as_ref().is_some_and(|p| p.isolate.is_some());
+    let isolating = pipe_isolates || q.queues.iter().any(|qu| qu.isolate.is_some());
     let classes: Vec<ClassInfo> = q
         .queues
         .iter()
@@ -302,6 +318,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 default,
                 kind: q.sched,
                 bandwidth: bw,
+                isolating,
             });
         }
     };
@@ -320,6 +337,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
         default,
         kind: q.sched,
         bandwidth: bw,
+        isolating,
     })
 }
 
@@ -403,7 +421,7 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
             Box::new(s)
         }
         PipeSched::FqCodel(fp) => {
-            let make = |filter: AckFilter| -> Box<dyn Qdisc> {
+            let make = |filter: AckFilter, isolate: Option<ir::HostIsolation>| -> Box<dyn Qdisc> {
                 Box::new(fq_codel::FqCodel::new(fq_codel::Params {
                     flows: fp.flows.clamp(1, 65_536),
                     quantum_bytes: fp.quantum,
@@ -412,15 +430,20 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
                     interval: fp.interval,
                     ecn: fp.ecn,
                     ack_filter: filter,
+                    isolation: isolation(isolate),
                     ..fq_codel::Params::default()
                 }))
             };
             if q.queues.len() <= 1 {
-                make(q.queues.first().map_or(ack_filter(p.ack_filter), filter_of))
+                let first = q.queues.first();
+                make(
+                    first.map_or(ack_filter(p.ack_filter), filter_of),
+                    first.map_or(p.isolate, |qu| qu.isolate),
+                )
             } else {
                 let mut s = drr::Drr::new(fp.quantum.max(256));
                 for (i, qu) in q.queues.iter().enumerate() {
-                    s.add_class(class_id(i), weight(qu), make(filter_of(qu)))
+                    s.add_class(class_id(i), weight(qu), make(filter_of(qu), qu.isolate))
                         .map_err(|e| err(q, e))?;
                 }
                 s.set_default(default).map_err(|e| err(q, e))?;

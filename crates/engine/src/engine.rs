@@ -469,14 +469,19 @@ impl Engine {
                     ([din.max_mss, dout.max_mss], rule)
                 });
                 let prio = dout.prio.or(din.prio);
-                (
-                    class,
-                    dout.flow_hash,
-                    Ecn::from_bits(ip.tos),
-                    rtt,
-                    mss,
-                    prio,
-                )
+                // Host isolation buckets hosts too; the hashes cost two
+                // SipHash rounds, paid only where a queue isolates.
+                let flow = if self.ifaces[egress]
+                    .tree
+                    .as_ref()
+                    .is_some_and(|t| t.isolating)
+                {
+                    let c = &self.classifier;
+                    Packet::flow_key(dout.flow_hash, c.host_hash(ip.src), c.host_hash(ip.dst))
+                } else {
+                    dout.flow_hash
+                };
+                (class, flow, Ecn::from_bits(ip.tos), rtt, mss, prio)
             }
         };
         let class = class.unwrap_or_else(|| {

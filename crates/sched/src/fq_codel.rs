@@ -34,6 +34,24 @@
 //!   [`SCAN_LIMIT`](crate::ack_filter::SCAN_LIMIT) packets looked at,
 //!   [`DropReason::AckFilter`]); the flow's other packets keep their order
 //!   and the newcomer is always queued (see [`crate::ack_filter`]).
+//! - Host isolation ([`Isolation`], CAKE's `dual-srchost`, `dual-dsthost`
+//!   and `triple-isolate`): fairness first between hosts, then between a
+//!   host's flows. A flow's quantum is divided by its host's *load*, the
+//!   number of its bulk flows (flows that used up a quantum while
+//!   backlogged and have not emptied since), so a host with 64 bulk flows
+//!   gets per round the bytes a host with one gets. Sparse flows (a ping, a
+//!   call) are not counted in a load and keep the new-flow priority; a new
+//!   flow of a loaded host starts with its host's reduced quantum. In
+//!   `triple-isolate` the load is the larger of the source's and the
+//!   destination's, so neither end can take more by opening flows. The
+//!   hosts are the 16-bit hashes in [`Packet::flow`]'s low bits
+//!   ([`Packet::flow_key`]), counted in a table of 65 536 entries (2 × u32
+//!   each, allocated only when isolating); two hosts whose hashes collide
+//!   count as one. Deficits are kept in 1/65536 bytes so a share of a
+//!   quantum keeps its fraction: with 64 flows each gets 1514/64 bytes
+//!   per round, not 23. Cost: a host's flow with load L waits about L
+//!   rounds per packet, so a dequeue visits up to ~L flows (bounded as
+//!   every DRR pass is, by [`MAX_VISITS_PER_DEQUEUE`]).
 
 use crate::ack_filter::{self, AckFilter};
 use crate::codel;
@@ -70,6 +88,47 @@ pub struct Params {
     pub drop_batch: u32,
     /// Thin redundant pure ACKs on enqueue (off by default).
     pub ack_filter: AckFilter,
+    /// Fairness between hosts before flows (off: per flow only).
+    pub isolation: Isolation,
+}
+
+/// Which hosts share fairly before their flows do (CAKE's flow modes with
+/// per-flow fairness inside a host; see the module's principles).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Isolation {
+    /// Per-flow fairness only (RFC 8290).
+    #[default]
+    Flows,
+    /// Between source hosts (`dual-srchost`): a LAN's hosts on the upload.
+    SrcHost,
+    /// Between destination hosts (`dual-dsthost`): a LAN's hosts on the
+    /// download.
+    DstHost,
+    /// Between source and destination hosts at once (`triple-isolate`).
+    Both,
+}
+
+impl Isolation {
+    /// The configuration word (pf dialect and `show`), `None` for per-flow.
+    pub fn word(self) -> Option<&'static str> {
+        match self {
+            Isolation::Flows => None,
+            Isolation::SrcHost => Some("dual-srchost"),
+            Isolation::DstHost => Some("dual-dsthost"),
+            Isolation::Both => Some("triple-isolate"),
+        }
+    }
+
+    /// The mode a configuration word names.
+    pub fn from_word(w: &str) -> Option<Isolation> {
+        [Isolation::SrcHost, Isolation::DstHost, Isolation::Both]
+            .into_iter()
+            .find(|m| m.word() == Some(w))
+    }
+
+    pub fn is_on(self) -> bool {
+        self != Isolation::Flows
+    }
 }
 
 impl Default for Params {
@@ -84,6 +143,7 @@ impl Default for Params {
             ecn: true,
             drop_batch: 64,
             ack_filter: AckFilter::Off,
+            isolation: Isolation::Flows,
         }
     }
 }
@@ -146,11 +206,16 @@ struct Flow {
     tail: u32,
     /// Next flow on the same list (NIL at the end).
     next: u32,
-    /// Bytes the flow may still send this round. i64: a quantum (at most
-    /// `u32::MAX`) and a packet's cost (idem) never overflow it, so the
-    /// packet path needs no clamping conversions.
+    /// What the flow may still send this round, in 1/65536 bytes
+    /// ([`FRAC_BITS`]). i64: a quantum or a packet's cost (at most
+    /// `u32::MAX` bytes, 48 bits scaled) never overflows it.
     deficit: i64,
     list: OnList,
+    /// Counted in its hosts' loads (isolation only).
+    bulk: bool,
+    /// Its hosts (set when it joins a list; isolation only).
+    src_host: u16,
+    dst_host: u16,
     vars: codel::Vars,
 }
 
@@ -161,13 +226,27 @@ impl Flow {
         next: NIL,
         deficit: 0,
         list: OnList::None,
+        bulk: false,
+        src_host: 0,
+        dst_host: 0,
         vars: codel::Vars::ZERO,
     };
 }
 
-// Per-flow state stays within 56 bytes (CoDel vars 32 + links and deficit);
-// checked at compile time.
-const _: () = assert!(std::mem::size_of::<Flow>() <= 56);
+// Per-flow state fits its cache line (CoDel vars 32 + links, deficit,
+// hosts); checked at compile time.
+const _: () = assert!(std::mem::size_of::<Flow>() <= 64);
+
+/// Fraction bits of a deficit: host isolation gives a flow a share of a
+/// quantum, and truncating 1514/64 to 23 bytes would cost a loaded host 3 %.
+const FRAC_BITS: u32 = 16;
+
+/// Bulk flows per host, as source and as destination (isolation only).
+#[derive(Clone, Copy, Debug, Default)]
+struct HostLoad {
+    src: u32,
+    dst: u32,
+}
 
 /// A flow padded to one aligned cache line. The pull path reads and writes
 /// most of a flow; at a 56-byte stride 7 flows in 8 straddle two lines, so
@@ -203,6 +282,10 @@ pub struct Stats {
     pub overflow_drops: u64,
     /// Overflow events (each drops one batch or more).
     pub overflow_events: u64,
+    /// Hosts with bulk flows now, as sources and as destinations
+    /// (isolation only).
+    pub bulk_src_hosts: u32,
+    pub bulk_dst_hosts: u32,
 }
 
 /// The FQ-CoDel discipline.
@@ -215,6 +298,8 @@ pub struct FqCodel {
     backlogs: Box<[u32]>,
     new_flows: FlowList,
     old_flows: FlowList,
+    /// Indexed by a 16-bit host hash; empty unless isolating.
+    hosts: Box<[HostLoad]>,
     slab: Slab,
     /// Packets and bytes in flow queues (not counting `held`).
     queued: u32,
@@ -296,6 +381,11 @@ impl FqCodel {
             },
             flows: vec![FlowLine(Flow::EMPTY); n].into_boxed_slice(),
             backlogs: vec![0u32; n].into_boxed_slice(),
+            hosts: if params.isolation.is_on() {
+                vec![HostLoad::default(); 1 << 16].into_boxed_slice()
+            } else {
+                Box::default()
+            },
             new_flows: FlowList::EMPTY,
             old_flows: FlowList::EMPTY,
             slab: Slab::with_capacity((params.limit_packets as usize).min(16_384)),
@@ -346,6 +436,79 @@ impl FqCodel {
     #[inline]
     fn over_limit(&self) -> bool {
         self.queued > self.params.limit_packets || self.queued_mem > self.params.memory_limit_bytes
+    }
+
+    /// What flow `idx` adds to its deficit per round: a quantum, divided by
+    /// its host's load when isolating.
+    #[inline]
+    fn flow_quantum(&self, idx: u32) -> i64 {
+        let q = i64::from(self.params.quantum_bytes) << FRAC_BITS;
+        if !self.params.isolation.is_on() {
+            return q;
+        }
+        let Some(f) = self.flows.get(idx as usize).map(|l| &l.0) else {
+            return q;
+        };
+        let host = |h: u16| self.hosts.get(usize::from(h)).copied().unwrap_or_default();
+        let (src, dst) = (host(f.src_host).src, host(f.dst_host).dst);
+        let load = match self.params.isolation {
+            Isolation::Flows => 1,
+            Isolation::SrcHost => src,
+            Isolation::DstHost => dst,
+            Isolation::Both => src.max(dst),
+        };
+        q / i64::from(load.max(1))
+    }
+
+    /// Flow `idx` used up its quantum: if it still has packets it is bulk
+    /// and counts in its hosts' loads until it empties.
+    #[inline]
+    fn count_bulk(&mut self, idx: u32) {
+        let Some(f) = self.flows.get_mut(idx as usize).map(|l| &mut l.0) else {
+            return;
+        };
+        if f.bulk || f.head == NIL || self.hosts.is_empty() {
+            return;
+        }
+        f.bulk = true;
+        // Spread the flows' phases: a host's flows that start together
+        // would otherwise all reach a positive deficit in the same round,
+        // every `load` rounds, and that round would send one packet of
+        // each (a 77 ms burst for 64 flows at 10 Mbit/s) while a sparse
+        // flow waits on the old list. A fraction of one quantum, from the
+        // bucket (a keyed hash: uniform), is a one-time cost per bulk run.
+        let spread = (u64::from(idx).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as i64;
+        f.deficit -= (i64::from(self.params.quantum_bytes) * spread) << (FRAC_BITS - 16);
+        let (s, d) = (usize::from(f.src_host), usize::from(f.dst_host));
+        if let Some(h) = self.hosts.get_mut(s) {
+            h.src += 1;
+            self.fq_stats.bulk_src_hosts += u32::from(h.src == 1);
+        }
+        if let Some(h) = self.hosts.get_mut(d) {
+            h.dst += 1;
+            self.fq_stats.bulk_dst_hosts += u32::from(h.dst == 1);
+        }
+    }
+
+    /// Flow `idx` emptied (or was purged): no longer in its hosts' loads.
+    #[inline]
+    fn uncount_bulk(&mut self, idx: u32) {
+        let Some(f) = self.flows.get_mut(idx as usize).map(|l| &mut l.0) else {
+            return;
+        };
+        if !f.bulk {
+            return;
+        }
+        f.bulk = false;
+        let (s, d) = (usize::from(f.src_host), usize::from(f.dst_host));
+        if let Some(h) = self.hosts.get_mut(s) {
+            h.src = h.src.saturating_sub(1);
+            self.fq_stats.bulk_src_hosts -= u32::from(h.src == 0);
+        }
+        if let Some(h) = self.hosts.get_mut(d) {
+            h.dst = h.dst.saturating_sub(1);
+            self.fq_stats.bulk_dst_hosts -= u32::from(h.dst == 0);
+        }
     }
 
     #[inline]
@@ -454,7 +617,6 @@ impl FqCodel {
     /// (it has two callers) it costs a frame and its spills on every packet.
     #[inline(always)]
     fn pull(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        let quantum = self.params.quantum_bytes as i64;
         let mut visits = 0u32;
         loop {
             let (which, idx) = if self.new_flows.head != NIL {
@@ -465,13 +627,17 @@ impl FqCodel {
                 return None;
             };
             visits += 1;
-            let f = &mut self.flows[idx as usize].0;
-            if f.deficit <= 0 && visits < MAX_VISITS_PER_DEQUEUE {
+            if self.flows[idx as usize].0.deficit <= 0 && visits < MAX_VISITS_PER_DEQUEUE {
+                // Counted first, so its own quantum is already shared.
+                self.count_bulk(idx);
+                let quantum = self.flow_quantum(idx);
+                let f = &mut self.flows[idx as usize].0;
                 f.deficit = f.deficit.saturating_add(quantum);
                 self.pop_head(which);
                 self.push_tail(OnList::Old, idx);
                 continue;
             }
+            let f = &mut self.flows[idx as usize].0;
             // An empty flow stays at the head until visited (RFC 8290 §4.2);
             // for it the CoDel step only resets its state and yields
             // nothing, so take that branch directly: every flow that drains
@@ -507,7 +673,9 @@ impl FqCodel {
             }
             // Empty: an emptied new flow goes to the old list if that
             // is non-empty (so it cannot re-enter as new right away
-            // and starve old flows), else it leaves the lists.
+            // and starve old flows), else it leaves the lists. Either
+            // way it is no longer bulk.
+            self.uncount_bulk(idx);
             self.pop_head(which);
             // CoDel state is kept: RFC 8289 reuses `count` when the
             // flow comes back soon.
@@ -523,7 +691,7 @@ impl FqCodel {
     fn take_head(&mut self, idx: u32) -> Option<Packet> {
         let f = &mut self.flows.get_mut(idx as usize)?.0;
         let pkt = self.slab.pop(&mut f.head, &mut f.tail)?;
-        f.deficit = f.deficit.saturating_sub(pkt.cost as i64);
+        f.deficit = f.deficit.saturating_sub(i64::from(pkt.cost) << FRAC_BITS);
         if let Some(b) = self.backlogs.get_mut(idx as usize) {
             *b = b.saturating_sub(pkt.len);
         }
@@ -588,11 +756,17 @@ impl Qdisc for FqCodel {
         // `on_enqueue`'s counters are derived (see `stats`).
         let len = pkt.len;
         let mem = pkt.truesize();
+        let (src_host, dst_host) = (pkt.src_host(), pkt.dst_host());
         let f = &mut self.flows[idx as usize].0;
         self.slab.push(&mut f.head, &mut f.tail, pkt);
         let joins = f.list == OnList::None;
         if joins {
-            f.deficit = self.params.quantum_bytes as i64;
+            // The hosts stay the flow's while it is active, so its bulk
+            // count is returned to the hosts it was taken from.
+            f.src_host = src_host;
+            f.dst_host = dst_host;
+            let q = self.flow_quantum(idx);
+            self.flows[idx as usize].0.deficit = q;
         }
         if let Some(b) = self.backlogs.get_mut(idx as usize) {
             *b = b.saturating_add(len);
@@ -670,6 +844,7 @@ impl Qdisc for FqCodel {
                 f.vars.reset();
                 f.deficit = 0;
                 self.backlogs[idx as usize] = 0;
+                self.uncount_bulk(idx);
             }
         }
         self.queued = 0;

@@ -51,7 +51,10 @@ pub struct Packet {
     /// `len` plus link overhead (see `sluice_time::Overhead`); all rate
     /// arithmetic uses this. Computed once by the caller.
     pub cost: u32,
-    /// Keyed hash of the flow (5-tuple); flow-queueing disciplines bucket by it.
+    /// Keyed hash of the flow; flow-queueing disciplines bucket by it. Its
+    /// high 32 bits identify the connection (5-tuple); the caller may put
+    /// the keyed hashes of the source and destination hosts in the low 32
+    /// ([`Packet::flow_key`]) for host isolation ([`crate::fq_codel::Isolation`]).
     pub flow: u64,
     /// Leaf class chosen by the classifier; classful disciplines route by it.
     pub class: ClassId,
@@ -81,6 +84,29 @@ impl Packet {
     #[inline]
     pub fn truesize(&self) -> u64 {
         (self.data.capacity() as u64).max(u64::from(self.len)) + PACKET_OVERHEAD
+    }
+
+    /// The [`Packet::flow`] of a packet of connection `conn` from host
+    /// `src_host` to host `dst_host` (three keyed 64-bit hashes): the
+    /// connection's high 32 bits, then 16 bits of each host's. The flow
+    /// buckets depend on the high bits only, so the hosts change no bucket
+    /// and a caller without isolation may pass the connection hash alone.
+    /// The layout keeps [`Packet`] on one cache line.
+    #[inline]
+    pub fn flow_key(conn: u64, src_host: u64, dst_host: u64) -> u64 {
+        (conn & !0xffff_ffff) | ((src_host >> 48) << 16) | (dst_host >> 48)
+    }
+
+    /// The source host's 16-bit hash in [`Packet::flow`].
+    #[inline]
+    pub fn src_host(&self) -> u16 {
+        (self.flow >> 16) as u16
+    }
+
+    /// The destination host's 16-bit hash in [`Packet::flow`].
+    #[inline]
+    pub fn dst_host(&self) -> u16 {
+        self.flow as u16
     }
 
     /// A metadata-only packet, for tests and benchmarks.

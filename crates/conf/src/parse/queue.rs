@@ -3,7 +3,7 @@
 use super::{PResult, P};
 use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{AckFilterMode, FqCodelParams, PipeSched, SchedKind};
+use crate::ir::{AckFilterMode, FqCodelParams, HostIsolation, PipeSched, SchedKind};
 use crate::lex::Tok;
 use crate::units::{self, Bw};
 use sluice_time::Duration;
@@ -73,6 +73,11 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
             "queue" => a.children = p.list(&mut |p: &mut P| p.name("queue name"))?,
             s => match sched_kind(s) {
                 Some(k) => a.sched = Some(Sp::new(k, w.span)),
+                None if HostIsolation::from_word(s).is_some() => {
+                    return Err(Diagnostic::error(format!("unexpected `{s}` in altq"), w.span)
+                        .label("host isolation shares flow queues, which ALTQ has not")
+                        .hint(format!("use OpenBSD 5.5+ queues, `queue NAME on IF … flows 1024 {s}`, or an fq_codel pipe")))
+                }
                 None if extension_word(s) => {
                     return Err(Diagnostic::error(format!("unexpected `{s}` in altq"), w.span)
                         .label("an option of a queue, not of `altq on`")
@@ -165,7 +170,30 @@ fn tcp_word(slot: &mut Option<Span>, w: &Sp<String>, owner: &str) -> PResult<()>
 /// Options of a queue or pipe that sluice adds to pf (not of `altq on` or
 /// of fq_codel's parameters): a hint for the one written in those places.
 fn extension_word(w: &str) -> bool {
-    matches!(w, "ingress" | "ack-pacing" | "window-clamp") || AckFilterMode::from_word(w).is_some()
+    matches!(w, "ingress" | "ack-pacing" | "window-clamp")
+        || AckFilterMode::from_word(w).is_some()
+        || HostIsolation::from_word(w).is_some()
+}
+
+/// `dual-srchost`, `dual-dsthost` or `triple-isolate` into `slot`, or the
+/// error for a second one (`owner` as for [`tcp_word`]).
+fn isolate_word(
+    slot: &mut Option<Sp<HostIsolation>>,
+    m: HostIsolation,
+    w: &Sp<String>,
+    owner: &str,
+) -> PResult<()> {
+    if let Some(first) = slot {
+        return Err(Diagnostic::error(
+            format!("second host isolation `{}` on {owner}", w.v),
+            w.span,
+        )
+        .label("a flow queue isolates one way")
+        .note(first.span, format!("`{}` given here", first.v.name()))
+        .hint("dual-srchost: fair between sources (the upload); dual-dsthost: between destinations (the download); triple-isolate: both"));
+    }
+    *slot = Some(Sp::new(m, w.span));
+    Ok(())
 }
 
 fn mark(slot: &mut Option<Sp<&'static str>>, what: &'static str, at: Span) {
@@ -238,6 +266,13 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
                     q.ack_filter = Some(Sp::new(m, w.span));
                 }
             }
+            s if HostIsolation::from_word(s).is_some() => {
+                if let Some(m) = HostIsolation::from_word(s) {
+                    // Flow queues are 5.5+ (or dummynet): ALTQ has none.
+                    mark(&mut q.new_style, m.name(), w.span);
+                    isolate_word(&mut q.isolate, m, &w, &format!("queue `{}`", q.name.v))?;
+                }
+            }
             s => match sched_kind(s) {
                 Some(k) => {
                     mark(&mut q.old_style, crate::sema::sched_opts_name(k), w.span);
@@ -250,7 +285,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
                         Diagnostic::error(format!("unexpected `{s}` in queue"), w.span).label("not a queue option").hint(
                             "ALTQ: on bandwidth priority qlimit priq(…) cbq(…) hfsc(…) { children }; \
-                             5.5+: on bandwidth min max burst parent qlimit flows quantum default ack-filter; pipes: pipe weight qlimit default ack-filter; any: ingress ack-pacing window-clamp",
+                             5.5+: on bandwidth min max burst parent qlimit flows quantum default ack-filter dual-srchost dual-dsthost triple-isolate; pipes: pipe weight qlimit default ack-filter; any: ingress ack-pacing window-clamp",
                         )
                     }))
                 }
@@ -354,6 +389,7 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
         span: start,
         ingress: None,
         ack_filter: None,
+        isolate: None,
         ack_pacing: None,
         window_clamp: None,
     };
@@ -392,6 +428,11 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
             o if AckFilterMode::from_word(o).is_some() => {
                 d.ack_filter = AckFilterMode::from_word(o).map(|m| Sp::new(m, w.span));
             }
+            o if HostIsolation::from_word(o).is_some() => {
+                if let Some(m) = HostIsolation::from_word(o) {
+                    isolate_word(&mut d.isolate, m, &w, &format!("pipe `{}`", d.name.v))?;
+                }
+            }
             "ack-pacing" => tcp_word(&mut d.ack_pacing, &w, &format!("pipe `{}`", d.name.v))?,
             "window-clamp" => {
                 tcp_word(&mut d.window_clamp, &w, &format!("pipe `{}`", d.name.v))?
@@ -399,7 +440,7 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
             o => {
                 return Err(
                     Diagnostic::error(format!("unexpected `{o}` in pipe"), w.span).label(
-                        "expected on, bandwidth, delay, plr, qlimit, sched, ingress, ack-filter, ack-pacing or window-clamp",
+                        "expected on, bandwidth, delay, plr, qlimit, sched, ingress, ack-filter, dual-srchost, dual-dsthost, triple-isolate, ack-pacing or window-clamp",
                     ),
                 )
             }

@@ -8,6 +8,7 @@
 //! - Each error points at the offending token; duplicates point at both.
 //! - Warnings never change the IR: the config the user wrote is the config run.
 
+mod hosts;
 mod ignored;
 mod queues;
 pub use queues::{sched_name, sched_opts_name};
@@ -202,6 +203,7 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
     }
     cfg.rules = out_rules;
     slow_frames(&mut cx, &cfg, &altqs, &qdecls, &pipes);
+    hosts::behind_nat(&mut cx, &cfg, &qdecls, &pipes, &rules);
     ignored::warn(&mut cx);
     (cfg, cx.diags)
 }

@@ -10,7 +10,7 @@ const MS: u64 = 1_000_000;
 #[test]
 fn per_flow_state_is_small() {
     assert!(
-        std::mem::size_of::<Flow>() <= 56,
+        std::mem::size_of::<Flow>() <= 64,
         "{}",
         std::mem::size_of::<Flow>()
     );
@@ -23,6 +23,9 @@ fn hash_for(bucket: u32, flows: u32) -> u64 {
 
 struct Source {
     bucket: u32,
+    /// Low 32 bits of the flow key: the source and destination hosts
+    /// ([`Packet::flow_key`]).
+    hosts: u32,
     len: u32,
     period_ns: u64,
     next_ns: u64,
@@ -57,7 +60,7 @@ fn simulate(
                 let p = Packet::synthetic(
                     ((i as u64) << 40) | id,
                     s.len,
-                    hash_for(s.bucket, flows),
+                    (hash_for(s.bucket, flows) & !0xffff_ffff) | u64::from(s.hosts),
                     ClassId::ROOT,
                 );
                 q.enqueue(p, now, &mut drops);
@@ -86,6 +89,7 @@ fn simulate(
 fn bulk(bucket: u32, len: u32, rate: Rate) -> Source {
     Source {
         bucket,
+        hosts: 1,
         len,
         period_ns: rate.tx_time(len as u64).0,
         next_ns: bucket as u64 * 1000,
@@ -99,6 +103,7 @@ fn sparse_flow_bypasses_bulk_flows() {
     let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
     srcs.push(Source {
         bucket: 100,
+        hosts: 1,
         len: 100,
         period_ns: 20 * MS,
         next_ns: 5 * MS,
@@ -429,4 +434,193 @@ fn derived_counters_match_an_explicit_count() {
         assert!(st.drop_packets[r.index()] > 0, "{r:?}: {st:?}");
     }
     assert!(st.ecn_marks > 0 && st.deq_packets > 0, "{st:?}");
+}
+
+/// `n` bulk flows of one host `src` (to `dst`), each alone able to fill
+/// `rate`, in buckets `first`, `first + 1`, ….
+fn host_flows(src: u16, dst: u16, first: u32, n: u32, rate: Rate) -> Vec<Source> {
+    (first..first + n)
+        .map(|b| Source {
+            hosts: (u32::from(src) << 16) | u32::from(dst),
+            ..bulk(b, 1514, rate)
+        })
+        .collect()
+}
+
+fn isolating(mode: Isolation) -> FqCodel {
+    FqCodel::new(Params {
+        isolation: mode,
+        ..Params::default()
+    })
+}
+
+/// Bytes per source from 1 s (past the flows' start) to `dur`: the
+/// second run goes on from where the sources stopped.
+fn shares(q: &mut FqCodel, rate: Rate, srcs: &mut [Source], dur_ns: u64) -> Vec<u64> {
+    simulate(q, rate, srcs, 1_000 * MS);
+    simulate(q, rate, srcs, dur_ns)
+        .iter()
+        .map(|x| x.0)
+        .collect()
+}
+
+#[test]
+fn two_hosts_with_1_and_64_flows_share_equally() {
+    // Host 1 runs one upload, host 2 sixty-four; all to host 9. Bound:
+    // host 1's share within 45–55 % with isolation; per-flow it gets 1/65.
+    let rate = Rate::mbps(10);
+    let run = |mode| {
+        let mut q = isolating(mode);
+        let mut srcs = host_flows(1, 9, 0, 1, rate);
+        srcs.extend(host_flows(2, 9, 100, 64, rate));
+        let r = shares(&mut q, rate, &mut srcs, 10_000 * MS);
+        let total: u64 = r.iter().sum();
+        (r[0] as f64 / total as f64, r[1..].to_vec(), q)
+    };
+    let (flows_share, _, _) = run(Isolation::Flows);
+    assert!(flows_share < 0.03, "per flow: host 1 got {flows_share:.3}");
+    let (share, b, q) = run(Isolation::SrcHost);
+    assert!(
+        (0.45..=0.55).contains(&share),
+        "dual-srchost: host 1 got {share:.3}"
+    );
+    assert_eq!(q.fq_stats().bulk_src_hosts, 2);
+    // Inside host 2 its flows share fairly: each within ±25 % of the mean
+    // of its 1/64 (a flow waits ~64 rounds per packet, so its count over
+    // 9 s is a few hundred packets, ±1 packet per CoDel drop).
+    let mean = b.iter().sum::<u64>() as f64 / b.len() as f64;
+    for (i, &x) in b.iter().enumerate() {
+        let dev = (x as f64 - mean).abs() / mean;
+        assert!(dev < 0.25, "host 2 flow {i}: {x} bytes vs mean {mean:.0}");
+    }
+    // The destination is one host: dual-dsthost sees one host, per flow.
+    let (dst_share, _, _) = run(Isolation::DstHost);
+    assert!(
+        dst_share < 0.03,
+        "dual-dsthost on a shared destination: {dst_share:.3}"
+    );
+}
+
+#[test]
+fn dsthost_isolates_the_download_side() {
+    // Downloads: 1 flow to host 1, 32 to host 2, from different servers.
+    let rate = Rate::mbps(20);
+    let run = |mode| {
+        let mut srcs = host_flows(50, 1, 0, 1, rate);
+        for k in 0..32u16 {
+            srcs.extend(host_flows(100 + k, 2, 10 + u32::from(k), 1, rate));
+        }
+        let r = shares(&mut isolating(mode), rate, &mut srcs, 10_000 * MS);
+        r[0] as f64 / r.iter().sum::<u64>() as f64
+    };
+    let share = run(Isolation::DstHost);
+    assert!(
+        (0.45..=0.55).contains(&share),
+        "dual-dsthost: host 1 got {share:.3}"
+    );
+    // Triple isolation: the sources are 33 different hosts with one flow
+    // each, so the destinations' loads decide, as in dual-dsthost.
+    let share = run(Isolation::Both);
+    assert!(
+        (0.45..=0.55).contains(&share),
+        "triple-isolate: host 1 got {share:.3}"
+    );
+    let share = run(Isolation::SrcHost);
+    assert!(
+        share < 0.05,
+        "dual-srchost, one flow per source: {share:.3}"
+    );
+}
+
+#[test]
+fn a_loaded_hosts_sparse_flow_keeps_its_priority() {
+    // A ping-like flow of host 1 next to its own upload and host 2's 64:
+    // sparse, it is not in a load and still leaves within one full-size
+    // frame's time.
+    let rate = Rate::mbps(10);
+    let mut srcs = host_flows(1, 9, 0, 1, rate);
+    srcs.extend(host_flows(2, 9, 100, 64, rate));
+    srcs.push(Source {
+        bucket: 500,
+        hosts: (1 << 16) | 9,
+        len: 100,
+        period_ns: 20 * MS,
+        next_ns: 5 * MS,
+    });
+    let mut q = isolating(Isolation::SrcHost);
+    // Past the start, where the 65 flows' first packets go first, one
+    // each, as in any FQ-CoDel (65 × 1.2 ms).
+    simulate(&mut q, rate, &mut srcs, 1_000 * MS);
+    let r = simulate(&mut q, rate, &mut srcs, 5_000 * MS);
+    let (bytes, max_sojourn, dropped) = r[65];
+    assert_eq!((bytes, dropped), (100 * 200, 0));
+    assert!(
+        max_sojourn <= rate.tx_time(1514),
+        "sparse sojourn {max_sojourn}"
+    );
+}
+
+#[test]
+fn host_loads_return_to_zero_when_flows_empty() {
+    let mut q = isolating(Isolation::Both);
+    let mut drops = Vec::new();
+    let mut id = 0;
+    for round in 0..3u64 {
+        for b in 0..8u32 {
+            for _ in 0..4 {
+                id += 1;
+                let mut p = pkt(id, b, 1514, 1024);
+                p.flow = Packet::flow_key(p.flow, u64::from(b % 3) << 48, 7 << 48);
+                q.enqueue(p, Instant(round * 1_000 * MS), &mut drops);
+            }
+        }
+        while q
+            .dequeue(Instant(round * 1_000 * MS + 10 * MS), &mut drops)
+            .is_some()
+        {}
+        assert!(q.is_empty());
+        // Drained flows are visited once more and uncounted.
+        assert!(q
+            .dequeue(Instant(round * 1_000 * MS + 20 * MS), &mut drops)
+            .is_none());
+        assert_eq!(
+            (q.fq_stats().bulk_src_hosts, q.fq_stats().bulk_dst_hosts),
+            (0, 0)
+        );
+        assert!(q.hosts.iter().all(|h| h.src == 0 && h.dst == 0));
+    }
+    // Purged flows too.
+    for b in 0..8u32 {
+        for _ in 0..4 {
+            id += 1;
+            q.enqueue(pkt(id, b, 1514, 1024), Instant(5_000 * MS), &mut drops);
+        }
+    }
+    for _ in 0..10 {
+        q.dequeue(Instant(5_000 * MS), &mut drops);
+    }
+    assert!(q.fq_stats().bulk_src_hosts > 0);
+    q.purge(&mut drops);
+    assert!(q.hosts.iter().all(|h| h.src == 0 && h.dst == 0));
+    assert_eq!(q.fq_stats().bulk_src_hosts, 0);
+}
+
+#[test]
+fn model_check_isolating() {
+    for mode in [Isolation::SrcHost, Isolation::DstHost, Isolation::Both] {
+        check_aqm(12, true, |ecn| {
+            Box::new(FqCodel::new(Params {
+                flows: 4,
+                quantum_bytes: 300,
+                limit_packets: 25,
+                memory_limit_bytes: 20_000,
+                target: Duration::from_millis(5),
+                interval: Duration::from_millis(30),
+                ecn,
+                drop_batch: 4,
+                isolation: mode,
+                ..Params::default()
+            }))
+        });
+    }
 }

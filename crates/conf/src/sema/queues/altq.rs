@@ -183,6 +183,7 @@ impl B<'_, '_, '_> {
                 "min" | "max" | "burst" => "in ALTQ write hfsc(realtime X), hfsc(upperlimit X) or hfsc(linkshare (m1 d m2))",
                 "default" => "in ALTQ the default is a scheduler option: priq(default), cbq(default) or hfsc(default)",
                 "ack-filter" | "ack-filter-aggressive" => "in ALTQ the ACK filter is a scheduler option: priq(ack-filter), cbq(ack-filter) or hfsc(ack-filter)",
+                "dual-srchost" | "dual-dsthost" | "triple-isolate" => "host isolation shares flow queues, which ALTQ queues do not have; use OpenBSD 5.5+ queues with `flows N` or an fq_codel pipe",
                 _ => "ALTQ children are listed in the parent's `{ … }` or in `altq … queue { … }`",
             };
             self.cx.err(

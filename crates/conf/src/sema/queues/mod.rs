@@ -70,6 +70,8 @@ struct QMeta {
     /// Where `ingress` was written on the queue.
     ingress: Option<Span>,
     ack_filter: Option<Span>,
+    /// Where `dual-srchost` & co. were written on the queue.
+    isolate: Option<Span>,
     /// Where `ack-pacing` and `window-clamp` were written on the queue.
     ack_pacing: Option<Span>,
     window_clamp: Option<Span>,
@@ -89,6 +91,7 @@ impl QMeta {
             priority: d.priority.as_ref().map(|p| p.span),
             ingress: d.ingress,
             ack_filter: d.ack_filter.as_ref().map(|a| a.span),
+            isolate: d.isolate.as_ref().map(|a| a.span),
             ack_pacing: d.ack_pacing,
             window_clamp: d.window_clamp,
             abs_bw: d
@@ -638,6 +641,56 @@ impl B<'_, '_, '_> {
                         .hint("give `altq on` the line's rate (e.g. `bandwidth 4850Kb`, ~95% of it) or the queue an absolute bandwidth"),
                 );
             }
+        }
+    }
+
+    /// Host isolation where it cannot act: it shares a leaf's flow queues,
+    /// so a queue with children or without flow queues cannot isolate
+    /// (`fq` tells that the leaves of this tree are fq_codel's; else a leaf
+    /// needs its own `flows N`). An error: the configuration asks for a
+    /// fairness it would not get.
+    fn isolation_checks(&mut self, t: &Tree, fq: bool) {
+        for (q, m) in t.queues.iter().zip(&t.meta) {
+            let (Some(mode), Some(at)) = (q.isolate, m.isolate) else {
+                continue;
+            };
+            // TCP control written on the queue or an ancestor (a pipe's
+            // is copied to its queues).
+            let mut tcp = q.tcp;
+            let mut up = q.parent;
+            for _ in 0..t.queues.len() {
+                let Some(p) = up.and_then(|p| t.queues.get(p)) else {
+                    break;
+                };
+                tcp = tcp.union(p.tcp);
+                up = p.parent;
+            }
+            let (label, hint) = if tcp.any() {
+                (
+                    "TCP control (`ack-pacing`, `window-clamp`) shares this queue per flow, not per host",
+                    "a host with one flow would be held to one flow's share; use host isolation or TCP control on this queue, not both".to_string(),
+                )
+            } else if !q.children.is_empty() {
+                (
+                    "a queue with child queues holds no packets",
+                    format!("write `{}` on the leaf queues with `flows N`", mode.name()),
+                )
+            } else if !fq && q.flows.is_none() {
+                (
+                    "host isolation shares flow queues, and this queue has none",
+                    format!("add `flows 1024` to make it a flow queue (FQ-CoDel), then `{}` shares it by host", mode.name()),
+                )
+            } else {
+                continue;
+            };
+            self.cx.err(
+                Diagnostic::error(
+                    format!("`{}` on `{}` cannot isolate hosts", mode.name(), q.name),
+                    at,
+                )
+                .label(label)
+                .hint(hint),
+            );
         }
     }
 

@@ -57,6 +57,7 @@ impl B<'_, '_, '_> {
         q.default = d.default.is_some();
         q.ingress = d.ingress.is_some();
         q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
+        q.isolate = d.isolate.as_ref().map(|a| a.v);
         let meta = QMeta::of(d, ql.is_some());
         q.tcp = meta.tcp();
         let rate = q.bandwidth.unwrap_or(parent_rate);
@@ -124,6 +125,7 @@ impl B<'_, '_, '_> {
         self.drain_warnings(&t, bw, SchedKind::Hfsc, false);
         self.ingress_checks(&t, &on);
         self.ack_filter_warnings(&t, false);
+        self.isolation_checks(&t, false);
         Some(IfaceQueueing {
             ifname: on.v,
             sched: SchedKind::Hfsc,

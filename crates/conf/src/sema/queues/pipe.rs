@@ -89,6 +89,8 @@ impl B<'_, '_, '_> {
             q.qlimit = ql.unwrap_or(DEFAULT_QLIMIT as u32);
             q.default = d.default.is_some();
             q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
+            // The pipe's covers each queue; a queue may name its own.
+            q.isolate = d.isolate.as_ref().or(p.isolate.as_ref()).map(|a| a.v);
             let w = d.weight.as_ref().map_or(1, |w| w.v);
             if !(1..=100).contains(&w) {
                 let span = d.weight.as_ref().map_or(d.name.span, |w| w.span);
@@ -113,6 +115,7 @@ impl B<'_, '_, '_> {
             q.default = true;
             q.weight = Some(1);
             q.ingress = p.ingress.is_some();
+            q.isolate = p.isolate.as_ref().map(|a| a.v);
             q.tcp = pipe_tcp;
             t.push(
                 q,
@@ -124,6 +127,7 @@ impl B<'_, '_, '_> {
                     priority: None,
                     ingress: None,
                     ack_filter: None,
+                    isolate: None,
                     ack_pacing: None,
                     window_clamp: None,
                     abs_bw: false,
@@ -155,6 +159,27 @@ impl B<'_, '_, '_> {
             }
         }
         self.ack_filter_warnings(&t, matches!(p.sched, PipeSched::Fifo));
+        // Only fq_codel pipes have flow queues; the pipe's own word or a
+        // queue's.
+        let asked = p.isolate.as_ref().or(self
+            .decls
+            .iter()
+            .filter(|d| d.pipe.as_ref().is_some_and(|x| x.v == p.name.v))
+            .find_map(|d| d.isolate.as_ref()));
+        if let (false, Some(m)) = (fq, asked) {
+            self.cx.err(
+                Diagnostic::error(
+                    format!(
+                        "`{}` on pipe `{}` cannot isolate hosts",
+                        m.v.name(),
+                        p.name.v
+                    ),
+                    m.span,
+                )
+                .label("host isolation shares flow queues; only `sched fq_codel` has them")
+                .hint(format!("write `sched fq_codel {}` on the pipe", m.v.name())),
+            );
+        }
         Some(IfaceQueueing {
             ifname: iface.v.clone(),
             sched: SchedKind::Pipe,
@@ -170,6 +195,7 @@ impl B<'_, '_, '_> {
                 sched: p.sched.clone(),
                 ingress: p.ingress.is_some(),
                 ack_filter: p.ack_filter.as_ref().map(|a| a.v),
+                isolate: p.isolate.as_ref().map(|a| a.v),
                 tcp: pipe_tcp,
             }),
             line: self.cx.line(p.span),
