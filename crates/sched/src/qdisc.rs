@@ -102,7 +102,8 @@ pub trait Qdisc: Send + std::any::Any {
     /// Cost of the packet `dequeue(now)` would return, ignoring any throttling
     /// of this discipline itself (a parent such as HFSC decides when to send).
     /// May run the AQM and hold the chosen packet so the next `dequeue` returns
-    /// exactly it.
+    /// exactly it, unless an `enqueue` in between brings a packet that goes
+    /// first (FQ-CoDel: a new flow's); a parent charges what it dequeues.
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32>;
 
     /// Earliest time a throttled, non-empty discipline can send; `None` when

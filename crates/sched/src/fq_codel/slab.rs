@@ -61,6 +61,17 @@ impl Slab {
         *tail = idx;
     }
 
+    /// Puts `pkt` back before the head of the chain `head..tail`.
+    pub(super) fn push_front(&mut self, head: &mut u32, tail: &mut u32, pkt: Packet) {
+        let (mut h, mut t) = (NIL, NIL);
+        self.push(&mut h, &mut t, pkt);
+        self.next[h as usize] = *head;
+        if *tail == NIL {
+            *tail = h;
+        }
+        *head = h;
+    }
+
     /// The packet in slot `idx` (`None` for NIL or a free slot).
     #[inline]
     pub(super) fn get_mut(&mut self, idx: u32) -> Option<&mut Packet> {

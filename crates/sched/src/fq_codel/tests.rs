@@ -624,3 +624,41 @@ fn model_check_isolating() {
         });
     }
 }
+
+#[test]
+fn a_new_flow_goes_before_a_peeked_bulk_packet() {
+    let mut q = FqCodel::new(Params::default());
+    let mut drops = Vec::new();
+    let t = Instant(MS);
+    for id in 0..3 {
+        q.enqueue(pkt(id, 1, 1514, 1024), t, &mut drops);
+    }
+    // Served once, the bulk flow is old; a parent peeks its next packet.
+    assert_eq!(q.dequeue(t, &mut drops).map(|p| p.id), Some(0));
+    assert_eq!(q.peek_len(t, &mut drops), Some(1514));
+    let (len, backlog) = (q.len(), q.backlog_bytes());
+    // A ping of a new flow arrives before the parent sends.
+    q.enqueue(pkt(10, 2, 98, 1024), t, &mut drops);
+    assert_eq!((q.len(), q.backlog_bytes()), (len + 1, backlog + 98));
+    assert_eq!(
+        q.flow_backlog(1),
+        2 * 1514,
+        "the held packet is back in its flow"
+    );
+    assert_eq!(q.peek_len(t, &mut drops), Some(98));
+    let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(t, &mut drops).map(|p| p.id)).collect();
+    assert_eq!(
+        order,
+        [10, 1, 2],
+        "the ping first; the bulk flow in its order"
+    );
+    assert!(drops.is_empty());
+    // A packet of a flow already queued does not unhold.
+    for id in 20..23 {
+        q.enqueue(pkt(id, 1, 1514, 1024), t, &mut drops);
+    }
+    q.dequeue(t, &mut drops);
+    assert_eq!(q.peek_len(t, &mut drops), Some(1514));
+    q.enqueue(pkt(30, 1, 60, 1024), t, &mut drops);
+    assert_eq!(q.dequeue(t, &mut drops).map(|p| p.id), Some(21));
+}
