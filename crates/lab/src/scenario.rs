@@ -313,4 +313,49 @@ mod tests {
             .all(|s| s.link.fifo == FifoKind::Packets));
         assert!(all().iter().all(|s| !s.ecn));
     }
+
+    #[test]
+    fn host_fair_is_a_laptop_on_a_call_next_to_a_torrent_client() {
+        let s = host_fair();
+        assert_eq!(s.hosts, 2);
+        let names: Vec<_> = s.phases.iter().map(|p| (p.name.as_str(), p.secs)).collect();
+        assert_eq!(
+            names,
+            [
+                ("idle", 10.0),
+                ("host A alone", 20.0),
+                ("both hosts", 40.0),
+                ("idle again", 10.0)
+            ]
+        );
+        // Host A: one stream each way through both loaded phases, the ping
+        // and the call; host B: 32 each way in `both hosts` only.
+        let of = |host: usize| -> Vec<(Dir, u32, usize, usize)> {
+            s.flows
+                .iter()
+                .filter(|f| f.host == host)
+                .map(|f| (f.dir, f.streams, f.from, f.to))
+                .collect()
+        };
+        assert_eq!(of(0), [(Dir::Up, 1, 1, 2), (Dir::Down, 1, 1, 2)]);
+        assert_eq!(of(1), [(Dir::Up, 32, 2, 2), (Dir::Down, 32, 2, 2)]);
+        assert_eq!(s.ping_host, 0);
+        let irtt = s.irtt.as_ref().unwrap();
+        assert_eq!(
+            (irtt.host, irtt.from, irtt.to, irtt.interval_ms),
+            (0, 0, 3, 20)
+        );
+        assert_eq!(
+            (s.link.down_bps, s.link.up_bps, s.link.buffer_pkts),
+            (10 * MBIT, 2 * MBIT, 1000)
+        );
+        // Every other scenario keeps its one host.
+        for other in all().iter().filter(|o| o.name != "host_fair") {
+            assert_eq!(other.hosts, 1, "{}", other.name);
+            assert!(other.flows.iter().all(|f| f.host == 0));
+        }
+        for s in all() {
+            assert_eq!(crate::runner::check_hosts(&s), Ok(()), "{}", s.name);
+        }
+    }
 }

@@ -265,10 +265,17 @@ fn flows(out: &mut String, s: &Summary) {
         ],
     );
     for f in &s.flows {
+        let dir = match f.dir {
+            Dir::Down => "down",
+            Dir::Up => "up",
+        };
         let cells = [
-            match f.dir {
-                Dir::Down => "down".to_string(),
-                Dir::Up => "up".to_string(),
+            // Which host, when there are several (the hosts table says
+            // which is which).
+            if s.hosts.is_empty() {
+                dir.to_string()
+            } else {
+                format!("{dir} (host {})", crate::model::host_name(f.host))
             },
             f.streams.to_string(),
             format!("{:.0}–{:.0}", f.start_s, f.end_s),
