@@ -565,3 +565,140 @@ fn sigint_removes_the_namespaces() {
         String::from_utf8_lossy(&ps.stdout)
     );
 }
+
+/// Host `name`'s figures in phase `phase` of a multi-host run.
+fn host_phase<'a>(s: &'a Summary, name: &str, phase: &str) -> &'a sluice_lab::model::HostPhase {
+    s.hosts
+        .iter()
+        .find(|h| h.name == name)
+        .and_then(|h| h.phases.iter().find(|p| p.name == phase))
+        .unwrap_or_else(|| panic!("{}: no host {name} / phase {phase}", s.shaper))
+}
+
+#[test]
+fn host_fair_has_two_hosts_that_both_reach_the_server() {
+    let Some(_serial) = netns() else {
+        return;
+    };
+    // 6 s phases (~27 s a run). The modem's FIFO is cut to 30 packets
+    // (0.18 s up): iperf3 opens its 32 connections one after the other,
+    // each a round trip behind host A's upload, and behind the scenario's
+    // 1000-packet FIFO (6 s up) host B would not have sent anything yet.
+    let flows = example("examples/lab/host-fair-flows.conf");
+    let args = [
+        "compare",
+        "host_fair",
+        "--duration",
+        "6",
+        "--buffer",
+        "30",
+        "--shaper",
+        "none",
+        "--shaper",
+        &flows,
+    ];
+    let (out, _) = lab(&args, "host_fair");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "sluice lab compare failed:\n{stderr}");
+    let runs: Vec<Summary> = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not the summaries' JSON ({e}):\n{stderr}"));
+    assert_eq!(runs.len(), 2);
+    for s in &runs {
+        let names: Vec<_> = s
+            .hosts
+            .iter()
+            .map(|h| (h.name.as_str(), h.ip.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [("A", "10.77.0.1"), ("B", "10.77.0.2")],
+            "{}",
+            s.shaper
+        );
+        // Alone, A moves data both ways and B (silent) nothing: the goodput
+        // is told apart by host.
+        let (a, b) = (
+            host_phase(s, "A", "host A alone"),
+            host_phase(s, "B", "host A alone"),
+        );
+        eprintln!(
+            "host_fair {} alone: A down {:.0} up {:.0}, B down {:.0} up {:.0} bit/s",
+            s.shaper, a.down_bps, a.up_bps, b.down_bps, b.up_bps
+        );
+        assert!(a.down_bps > 1e5, "{}: A down {}", s.shaper, a.down_bps);
+        assert!(
+            a.up_bps > 0.3 * s.link.up_bps as f64,
+            "{}: A up {}",
+            s.shaper,
+            a.up_bps
+        );
+        assert!(
+            b.down_bps + b.up_bps < 1e3,
+            "{}: silent B moved {} + {} bit/s",
+            s.shaper,
+            b.down_bps,
+            b.up_bps
+        );
+        assert!(a.down_share_pct.unwrap() > 99.0 && a.up_share_pct.unwrap() > 99.0);
+        // A pings and runs the call; B does neither.
+        assert!(a.ping_ms.is_some() && a.voip.is_some(), "{}", s.shaper);
+        assert!(b.ping_ms.is_none() && b.voip.is_none(), "{}", s.shaper);
+        // Together, both hosts' downloads get through; the shares add up.
+        let (a, b) = (
+            host_phase(s, "A", "both hosts"),
+            host_phase(s, "B", "both hosts"),
+        );
+        eprintln!(
+            "host_fair {} both: A down {:.0} ({:.0} %) up {:.0} ({:.0} %); B down {:.0} ({:.0} %) up {:.0} ({:.0} %)",
+            s.shaper,
+            a.down_bps,
+            a.down_share_pct.unwrap_or(f64::NAN),
+            a.up_bps,
+            a.up_share_pct.unwrap_or(f64::NAN),
+            b.down_bps,
+            b.down_share_pct.unwrap_or(f64::NAN),
+            b.up_bps,
+            b.up_share_pct.unwrap_or(f64::NAN)
+        );
+        // Unshaped, which of B's two clients gets its 33 connections
+        // through the full FIFO first varies (each a round trip, a lost
+        // SYN a second): B's goodput is counted over both directions.
+        assert!(
+            a.down_bps + a.up_bps > 1e5 && b.down_bps + b.up_bps > 1e5,
+            "{}: both hosts move data",
+            s.shaper
+        );
+        for (a, b) in [
+            (a.down_share_pct, b.down_share_pct),
+            (a.up_share_pct, b.up_share_pct),
+        ] {
+            let sum = a.unwrap() + b.unwrap();
+            assert!(
+                (sum - 100.0).abs() < 1e-6,
+                "{}: shares add to {sum}",
+                s.shaper
+            );
+        }
+    }
+    // Per-flow FQ-CoDel: B's 64 connections against A's 2 take most of
+    // each direction (~97 % once settled; the 6 s phase includes B's
+    // connection set-up and slow start).
+    let fq = &runs[1];
+    let (a, b) = (
+        host_phase(fq, "A", "both hosts"),
+        host_phase(fq, "B", "both hosts"),
+    );
+    assert!(
+        a.down_bps.min(a.up_bps).min(b.down_bps).min(b.up_bps) > 1e5,
+        "per-flow FQ: both hosts both ways"
+    );
+    for (dir, a, b) in [
+        ("down", a.down_share_pct.unwrap(), b.down_share_pct.unwrap()),
+        ("up", a.up_share_pct.unwrap(), b.up_share_pct.unwrap()),
+    ] {
+        assert!(
+            b >= 55.0 && b > a,
+            "per-flow FQ {dir}: B {b:.0} %, A {a:.0} %"
+        );
+    }
+}

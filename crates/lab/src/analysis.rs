@@ -13,8 +13,15 @@
 //!   monitoring (Cole & Rosenbluth, 2001): effective latency = one-way
 //!   delay + 2 × jitter + 10 ms codec delay; R = 93.2 − latency/40 below
 //!   160 ms, 93.2 − (latency − 120)/10 above; −2.5 per percent of loss.
+//! - With several LAN hosts, a host's share of a direction in a phase is
+//!   its mean goodput over the sum of all hosts' (percent): shares add up
+//!   to 100 whatever the link carried, so they say how the shaper split
+//!   what it passed, which is what host isolation is about.
 
-use crate::model::{Grades, Latency, PhaseSummary, RunResult, Scenario, Series, Summary, Voip};
+use crate::model::{
+    host_name, Grades, HostPhase, HostSummary, Latency, PhaseSummary, RunResult, Scenario, Series,
+    Summary, Voip,
+};
 
 /// Nearest-rank percentile `p` (0..=100) of ascending `sorted`; 0 when empty.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -245,6 +252,7 @@ pub fn summarize(
         }
     }
 
+    let hosts = host_summaries(scenario, series, &phases);
     Summary {
         scenario: scenario.name.clone(),
         shaper: shaper.to_string(),
@@ -267,10 +275,91 @@ pub fn summarize(
             added_up_ms: added_up.map(finite),
         },
         flows: series.flows.clone(),
+        hosts,
         warnings,
         started_at,
         sluice_version: env!("CARGO_PKG_VERSION").to_string(),
     }
+}
+
+/// Each LAN host's goodput, shares, ping and VoIP figures per phase; empty
+/// with a single host (its figures are the run's).
+pub fn host_summaries(
+    scenario: &Scenario,
+    series: &Series,
+    phases: &[PhaseSummary],
+) -> Vec<HostSummary> {
+    if scenario.hosts < 2 {
+        return Vec::new();
+    }
+    // Mean goodput of each host in each phase: [phase][host] = (down, up).
+    let rates: Vec<Vec<(f64, f64)>> = phases
+        .iter()
+        .map(|p| {
+            (0..scenario.hosts)
+                .map(|h| host_rates(series, h, p.start_s, p.end_s))
+                .collect()
+        })
+        .collect();
+    let share = |mine: f64, all: f64| (all > 0.0).then(|| 100.0 * mine / all);
+    (0..scenario.hosts)
+        .map(|h| {
+            let phases = phases
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let (down, up) = rates[i][h];
+                    let sum_down: f64 = rates[i].iter().map(|r| r.0).sum();
+                    let sum_up: f64 = rates[i].iter().map(|r| r.1).sum();
+                    let irtt_here = scenario
+                        .irtt
+                        .as_ref()
+                        .is_some_and(|s| s.host == h && s.from <= i && i <= s.to);
+                    HostPhase {
+                        name: p.name.clone(),
+                        down_bps: down,
+                        up_bps: up,
+                        down_share_pct: share(down, sum_down),
+                        up_share_pct: share(up, sum_up),
+                        ping_ms: if scenario.ping_host == h {
+                            p.latency_ms
+                        } else {
+                            None
+                        },
+                        voip: if irtt_here {
+                            voip_in(series, p.start_s, p.end_s)
+                        } else {
+                            None
+                        },
+                    }
+                })
+                .collect();
+            HostSummary {
+                host: h,
+                name: host_name(h),
+                ip: crate::topo::host_ip(h),
+                phases,
+            }
+        })
+        .collect()
+}
+
+/// Mean goodput (down, up) of `host` over the samples whose interval ends
+/// inside `(start, end]`.
+fn host_rates(series: &Series, host: usize, start: f64, end: f64) -> (f64, f64) {
+    let inside: Vec<_> = series
+        .host_rate
+        .iter()
+        .filter(|r| r.host == host && r.t_s > start && r.t_s <= end)
+        .collect();
+    if inside.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = inside.len() as f64;
+    (
+        inside.iter().map(|r| r.down_bps).sum::<f64>() / n,
+        inside.iter().map(|r| r.up_bps).sum::<f64>() / n,
+    )
 }
 
 /// JSON has no infinity: a phase without any answered probe reports f64::MAX.
@@ -451,6 +540,7 @@ mod tests {
                 dir: f.dir,
                 streams: f.streams,
                 window: f.window,
+                host: f.host,
                 start_s: 0.0,
                 end_s: 1.0,
                 goodput_bps: None,
@@ -475,5 +565,107 @@ mod tests {
         }
         let back: Summary = serde_json::from_value(old).unwrap();
         assert!(!back.ecn && back.flows.iter().all(|f| f.window.is_none()));
+    }
+
+    /// host_fair with synthetic per-host goodput: A alone at `solo`, then
+    /// A at `a` and B at `b` (bit/s, both directions) while both run.
+    fn host_series(s: &Scenario, solo: f64, a: f64, b: f64) -> Series {
+        let mut series = series_for(s, 20.0, 30.0);
+        let w = s.phase_windows();
+        let mut t = 0.5;
+        while t <= s.total_secs() {
+            let (alone, both) = (t > w[1].0 && t <= w[1].1, t > w[2].0 && t <= w[2].1);
+            for (host, bps) in [
+                (
+                    0,
+                    if alone {
+                        solo
+                    } else if both {
+                        a
+                    } else {
+                        0.0
+                    },
+                ),
+                (1, if both { b } else { 0.0 }),
+            ] {
+                series.host_rate.push(crate::model::HostRateSample {
+                    t_s: t,
+                    host,
+                    down_bps: bps,
+                    up_bps: bps / 5.0,
+                });
+            }
+            t += 0.5;
+        }
+        series
+    }
+
+    #[test]
+    fn hosts_get_their_goodput_shares_ping_and_voip_per_phase() {
+        let s = scenario::host_fair();
+        let mut series = host_series(&s, 9e6, 3e5, 9e6);
+        // A's irtt stream: 20 ms one way each direction, all through.
+        let mut t = 0.0;
+        while t < s.total_secs() {
+            series.irtt.push(crate::model::IrttSample {
+                t_s: t,
+                rtt_ms: Some(40.0),
+                up_owd_ms: Some(20.0),
+                down_owd_ms: Some(20.0),
+            });
+            t += 0.02;
+        }
+        let sum = summarize(&s, "flows", &series, "t".into(), Vec::new());
+        assert_eq!(sum.hosts.len(), 2);
+        let (a, b) = (&sum.hosts[0], &sum.hosts[1]);
+        assert_eq!((a.name.as_str(), a.ip.as_str()), ("A", "10.77.0.1"));
+        assert_eq!((b.name.as_str(), b.ip.as_str()), ("B", "10.77.0.2"));
+        let names: Vec<_> = a.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["idle", "host A alone", "both hosts", "idle again"]);
+        // Idle: nobody moved data, no share.
+        assert_eq!(a.phases[0].down_share_pct, None);
+        // Alone: A has everything.
+        assert_eq!(a.phases[1].down_bps, 9e6);
+        assert_eq!(a.phases[1].down_share_pct, Some(100.0));
+        assert_eq!(b.phases[1].down_share_pct, Some(0.0));
+        // Both: 0.3 of 9.3 Mbit/s is 3.2 %, in each direction.
+        let (pa, pb) = (&a.phases[2], &b.phases[2]);
+        assert_eq!((pa.down_bps, pb.down_bps), (3e5, 9e6));
+        let share = 100.0 * 3e5 / 9.3e6;
+        assert!((pa.down_share_pct.unwrap() - share).abs() < 1e-9);
+        assert!((pa.up_share_pct.unwrap() - share).abs() < 1e-9);
+        assert!((pa.down_share_pct.unwrap() + pb.down_share_pct.unwrap() - 100.0).abs() < 1e-9);
+        // A pings and calls; B does neither.
+        assert_eq!(pa.ping_ms.map(|l| l.p50), Some(30.0));
+        let v = pa.voip.expect("A's call");
+        assert_eq!((v.owd_ms, v.loss_pct), (20.0, 0.0));
+        assert!(v.mos > 4.3, "{}", v.mos);
+        assert!(pb.ping_ms.is_none() && pb.voip.is_none());
+    }
+
+    #[test]
+    fn one_host_has_no_host_table_and_old_summaries_still_load() {
+        let s = scenario::tcp_1up();
+        let sum = summarize(
+            &s,
+            "none",
+            &series_for(&s, 20.0, 30.0),
+            "t".into(),
+            Vec::new(),
+        );
+        assert!(sum.hosts.is_empty());
+        // A summary as written before hosts existed: no `hosts`, flows
+        // without `host`; a series without `host_rate`.
+        let mut v = serde_json::to_value(&sum).unwrap();
+        v.as_object_mut().unwrap().remove("hosts");
+        let back: Summary = serde_json::from_value(v).unwrap();
+        assert!(back.hosts.is_empty());
+        let flow = r#"{"dir":"up","streams":1,"start_s":0,"end_s":1,
+            "goodput_bps":null,"retransmits":null,"error":null}"#;
+        let f: crate::model::FlowRecord = serde_json::from_str(flow).unwrap();
+        assert_eq!(f.host, 0);
+        let old = r#"{"rate":[],"ping":[],"irtt":[],"flows":[]}"#;
+        let series: Series = serde_json::from_str(old).unwrap();
+        assert!(series.host_rate.is_empty());
     }
 }

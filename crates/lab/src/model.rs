@@ -80,6 +80,10 @@ pub struct FlowSpec {
     /// so it caps the sender's data in flight and the receiver's
     /// advertised window alike); `None` = the kernel's autotuning.
     pub window: Option<u64>,
+    /// The LAN host it runs on (index into the scenario's hosts; 0 is
+    /// the first, `10.77.0.1`).
+    #[serde(default)]
+    pub host: usize,
 }
 
 /// An irtt stream (VoIP-like isochronous UDP probes).
@@ -90,6 +94,9 @@ pub struct IrttSpec {
     /// Phases it runs in (inclusive indices).
     pub from: usize,
     pub to: usize,
+    /// The LAN host it runs on.
+    #[serde(default)]
+    pub host: usize,
 }
 
 /// One phase of a scenario: a named time window.
@@ -112,6 +119,13 @@ pub struct Scenario {
     pub flows: Vec<FlowSpec>,
     /// ICMP echo every `ping_interval_ms` through the whole run.
     pub ping_interval_ms: u32,
+    /// The LAN host that pings.
+    #[serde(default)]
+    pub ping_host: usize,
+    /// How many LAN hosts (1..=[`MAX_HOSTS`]): host `i` is `10.77.0.(i+1)`,
+    /// in its own namespace; two or more share a switch (crate::topo).
+    #[serde(default = "one_host")]
+    pub hosts: usize,
     pub irtt: Option<IrttSpec>,
     /// TCP congestion control of both hosts.
     pub cc: String,
@@ -121,6 +135,21 @@ pub struct Scenario {
     /// The scenario's own shaper configuration, relative to the repository
     /// (or install) root, e.g. `examples/priq-ack.conf`.
     pub shaper_example: String,
+}
+
+/// Most LAN hosts a scenario may have (addresses `10.77.0.1` to `.16`).
+pub const MAX_HOSTS: usize = 16;
+
+fn one_host() -> usize {
+    1
+}
+
+/// A host's name in tables and plots: `A`, `B`, … (host 0 is `A`).
+pub fn host_name(host: usize) -> String {
+    match u8::try_from(host).ok().filter(|&h| h < 26) {
+        Some(h) => char::from(b'A' + h).to_string(),
+        None => format!("H{host}"),
+    }
 }
 
 impl Scenario {
@@ -247,6 +276,9 @@ pub struct FlowRecord {
     pub window: Option<u64>,
     pub start_s: f64,
     pub end_s: f64,
+    /// The LAN host it ran on.
+    #[serde(default)]
+    pub host: usize,
     /// Payload bits per second at the receiver, when iperf3 finished.
     pub goodput_bps: Option<f64>,
     pub retransmits: Option<u64>,
@@ -261,6 +293,21 @@ pub struct Series {
     pub ping: Vec<PingSample>,
     pub irtt: Vec<IrttSample>,
     pub flows: Vec<FlowRecord>,
+    /// Per-host TCP goodput over time (multi-host scenarios only; empty
+    /// otherwise and in runs recorded before hosts existed).
+    #[serde(default)]
+    pub host_rate: Vec<HostRateSample>,
+}
+
+/// One host's TCP goodput over one sampling interval ending at `t_s`:
+/// payload bits per second the server's sockets received from the host
+/// (up) and had acknowledged by it (down), summed over its connections.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostRateSample {
+    pub t_s: f64,
+    pub host: usize,
+    pub down_bps: f64,
+    pub up_bps: f64,
 }
 
 /// Latency statistics in milliseconds.
@@ -320,6 +367,34 @@ pub struct Grades {
     pub added_up_ms: Option<f64>,
 }
 
+/// One LAN host of a multi-host run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostSummary {
+    pub host: usize,
+    /// `A`, `B`, … (see [`host_name`]).
+    pub name: String,
+    pub ip: String,
+    /// One entry per phase of the run, in order.
+    pub phases: Vec<HostPhase>,
+}
+
+/// One host during one phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostPhase {
+    pub name: String,
+    /// Mean TCP goodput of the host's connections (payload bits/s).
+    pub down_bps: f64,
+    pub up_bps: f64,
+    /// The host's part of the phase's goodput in each direction, percent of
+    /// the sum over hosts; `None` when no host moved data that way.
+    pub down_share_pct: Option<f64>,
+    pub up_share_pct: Option<f64>,
+    /// Ping RTT, when this host pings and some probe was answered.
+    pub ping_ms: Option<Latency>,
+    /// The irtt stream's figures, when this host runs it in this phase.
+    pub voip: Option<Voip>,
+}
+
 /// `summary.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -337,6 +412,10 @@ pub struct Summary {
     pub voip: Option<Voip>,
     pub grade: Grades,
     pub flows: Vec<FlowRecord>,
+    /// Per-host figures of a scenario with several LAN hosts (empty with
+    /// one host, and in summaries written before hosts existed).
+    #[serde(default)]
+    pub hosts: Vec<HostSummary>,
     /// `Some(reason)` when the run did not go as planned (a flow failed,
     /// the shaper died…): the numbers are kept but flagged.
     pub warnings: Vec<String>,

@@ -12,7 +12,7 @@
 //! - The parsers accept any text: a malformed line is skipped, never a
 //!   panic.
 
-use crate::model::{IrttSample, PingSample, RateSample};
+use crate::model::{HostRateSample, IrttSample, PingSample, RateSample};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -244,6 +244,130 @@ impl Drop for RateSampler {
     }
 }
 
+/// One TCP connection of `ss -tinH` output: its two ends and tcp_info's
+/// byte counters (RFC 4898: `bytes_acked`, data of ours the peer has
+/// acknowledged; `bytes_received`, data received in order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SsConn {
+    pub local: String,
+    pub peer: String,
+    /// The peer's IPv4 address (a v4-mapped `[::ffff:a.b.c.d]` unwrapped).
+    pub peer_ip: String,
+    pub acked: u64,
+    pub received: u64,
+}
+
+/// `[::ffff:10.77.0.1]:5201` or `10.77.0.1:5201` → `10.77.0.1`.
+fn endpoint_ip(ep: &str) -> &str {
+    let host = ep.rsplit_once(':').map(|(h, _)| h).unwrap_or(ep);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.strip_prefix("::ffff:").unwrap_or(host)
+}
+
+/// The connections of `ss -tinH state established` (two lines each: the
+/// addresses, then an indented line of `key:value` details). A connection
+/// without counters (a kernel without them) counts zero bytes.
+pub fn parse_ss(text: &str) -> Vec<SsConn> {
+    let mut out: Vec<SsConn> = Vec::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if !line.starts_with([' ', '\t']) {
+            // `Recv-Q Send-Q Local Peer`: the last two fields are the ends.
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 2 {
+                continue;
+            }
+            let (local, peer) = (f[f.len() - 2], f[f.len() - 1]);
+            out.push(SsConn {
+                local: local.to_string(),
+                peer: peer.to_string(),
+                peer_ip: endpoint_ip(peer).to_string(),
+                acked: 0,
+                received: 0,
+            });
+        } else if let Some(c) = out.last_mut() {
+            for kv in line.split_whitespace() {
+                let num = |key: &str| kv.strip_prefix(key).and_then(|v| v.parse::<u64>().ok());
+                if let Some(v) = num("bytes_acked:") {
+                    c.acked = v;
+                } else if let Some(v) = num("bytes_received:") {
+                    c.received = v;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Per-host TCP goodput from successive `ss` snapshots of the server's
+/// connections: a host's down bytes are what the server's sockets to it
+/// had acknowledged, its up bytes what they received.
+///
+/// Connections that close keep their last counts (a host's total never
+/// goes down), so a flow that ends between two snapshots loses at most
+/// one interval's bytes, not its whole history.
+pub struct HostMeter {
+    ips: Vec<String>,
+    /// Last counts of every connection seen, by its two ends.
+    conns: BTreeMap<(String, String), (u64, u64)>,
+    /// The previous snapshot's time and per-host totals (down, up).
+    last: Option<(f64, Vec<(u64, u64)>)>,
+}
+
+impl HostMeter {
+    /// `ips[i]` is host `i`'s address.
+    pub fn new(ips: Vec<String>) -> HostMeter {
+        HostMeter {
+            ips,
+            conns: BTreeMap::new(),
+            last: None,
+        }
+    }
+
+    /// Takes the snapshot `ss_text` taken at run time `t_s`; one sample per
+    /// host for the interval since the previous snapshot (none for the
+    /// first, or when time did not advance).
+    pub fn sample(&mut self, t_s: f64, ss_text: &str) -> Vec<HostRateSample> {
+        for c in parse_ss(ss_text) {
+            if !self.ips.contains(&c.peer_ip) {
+                continue;
+            }
+            let e = self.conns.entry((c.local, c.peer)).or_insert((0, 0));
+            *e = (e.0.max(c.acked), e.1.max(c.received));
+        }
+        let mut totals = vec![(0u64, 0u64); self.ips.len()];
+        for ((_, peer), &(acked, received)) in &self.conns {
+            if let Some(h) = self.ips.iter().position(|ip| ip == endpoint_ip(peer)) {
+                totals[h].0 += acked;
+                totals[h].1 += received;
+            }
+        }
+        let out = match &self.last {
+            Some((t_prev, prev)) if t_s > *t_prev => {
+                let dt = t_s - t_prev;
+                let bps = |now: u64, before: u64| now.saturating_sub(before) as f64 * 8.0 / dt;
+                totals
+                    .iter()
+                    .zip(prev)
+                    .enumerate()
+                    .map(|(host, (now, before))| HostRateSample {
+                        t_s,
+                        host,
+                        down_bps: bps(now.0, before.0),
+                        up_bps: bps(now.1, before.1),
+                    })
+                    .collect()
+            }
+            Some(_) => return Vec::new(),
+            None => Vec::new(),
+        };
+        self.last = Some((t_s, totals));
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,5 +454,51 @@ garbage [ line ] icmp_seq=x
         assert_eq!(rx_bytes(t, "lo"), Some(10));
         assert_eq!(rx_bytes(t, "v0"), None);
         assert_eq!(rx_bytes("c0:", "c0"), None);
+    }
+
+    #[test]
+    fn ss_connections_and_their_byte_counts() {
+        let text = "0 0 10.77.1.2:5201 10.77.0.1:40000 \n\t cubic wscale:7,7 bytes_sent:9 bytes_acked:1000 bytes_received:20 segs_out:3\n\
+                    851385 0 [::ffff:10.77.1.2]:5203 [::ffff:10.77.0.2]:40002\n\t cubic bytes_received:5000 segs_in:9\n\
+                    garbage\n";
+        let c = parse_ss(text);
+        assert_eq!(c.len(), 2, "a line of one field is no connection");
+        assert_eq!(
+            (c[0].peer_ip.as_str(), c[0].acked, c[0].received),
+            ("10.77.0.1", 1000, 20)
+        );
+        assert_eq!(
+            (c[1].peer_ip.as_str(), c[1].acked, c[1].received),
+            ("10.77.0.2", 0, 5000)
+        );
+        assert_eq!(c[1].local, "[::ffff:10.77.1.2]:5203");
+    }
+
+    #[test]
+    fn host_goodput_is_per_peer_and_survives_closed_connections() {
+        let mut m = HostMeter::new(vec!["10.77.0.1".into(), "10.77.0.2".into()]);
+        let conn = |peer: &str, port: u16, acked: u64, rcvd: u64| {
+            format!("0 0 10.77.1.2:{port} {peer}:4{port}\n\t bytes_acked:{acked} bytes_received:{rcvd}\n")
+        };
+        assert!(
+            m.sample(1.0, &conn("10.77.0.1", 1, 0, 0)).is_empty(),
+            "first snapshot"
+        );
+        // Host A: 125 000 bytes down in 1 s; host B: two connections of
+        // 62 500 bytes up each; a stranger is not counted.
+        let t = conn("10.77.0.1", 1, 125_000, 0)
+            + &conn("10.77.0.2", 2, 0, 62_500)
+            + &conn("10.77.0.2", 3, 0, 62_500)
+            + &conn("10.9.9.9", 4, 9_999_999, 9_999_999);
+        let s = m.sample(2.0, &t);
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].host, s[0].down_bps, s[0].up_bps), (0, 1e6, 0.0));
+        assert_eq!((s[1].host, s[1].down_bps, s[1].up_bps), (1, 0.0, 1e6));
+        // One of B's connections closed: B's rate is the other's increase,
+        // not minus what the closed one had carried.
+        let t = conn("10.77.0.1", 1, 125_000, 0) + &conn("10.77.0.2", 2, 0, 125_000);
+        let s = m.sample(2.5, &t);
+        assert_eq!((s[0].down_bps, s[1].up_bps), (0.0, 1e6));
+        assert!(m.sample(2.5, &t).is_empty(), "no time, no sample");
     }
 }

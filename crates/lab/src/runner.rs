@@ -21,9 +21,9 @@ use crate::analysis;
 use crate::iperf3;
 use crate::model::{Dir, FlowRecord, RunResult, Scenario, Series, ShaperSpec};
 use crate::netns::ProcId;
-use crate::probes::{self, RateSampler, RxPoint};
+use crate::probes::{self, HostMeter, RateSampler, RxPoint};
 use crate::shaper::Shaper;
-use crate::topo::{LabNet, SERVER_IP};
+use crate::topo::{host_ip, LabNet, SERVER_IP};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,6 +39,9 @@ pub use progress::Progress;
 const TICK: Duration = Duration::from_millis(50);
 /// Rate sampling period.
 const RATE_PERIOD: Duration = Duration::from_millis(100);
+/// Per-host goodput sampling period (multi-host scenarios): each sample
+/// runs `ss` in the server namespace, so fewer than the rate's.
+const HOST_RATE_PERIOD_S: f64 = 0.5;
 /// A flow still running this long after its last phase, plus the worst
 /// ping RTT seen (an upload's final report waits for the modem's FIFO to
 /// drain), is interrupted.
@@ -268,6 +271,7 @@ pub fn run(
     shaper: &ShaperSpec,
     o: &RunOptions,
 ) -> Result<RunResult, LabError> {
+    check_hosts(scenario).map_err(LabError::Failed)?;
     std::fs::create_dir_all(&o.dir)?;
     let stopped = || o.stop.load(Ordering::SeqCst);
     let mut bar = Bar {
@@ -276,7 +280,7 @@ pub fn run(
         last_phase: None,
     };
     bar.note("building the network");
-    let mut net = LabNet::build(&scenario.link, &o.sluice_bin, &o.dir)?;
+    let mut net = LabNet::build(&scenario.link, scenario.hosts, &o.sluice_bin, &o.dir)?;
     if stopped() {
         return Err(LabError::Interrupted);
     }
@@ -287,7 +291,6 @@ pub fn run(
 
     // Servers: one iperf3 per flow (one server serves one test at a time).
     let server_ns = net.server.clone();
-    let client_ns = net.client.clone();
     let mut flows: Vec<Flow> = Vec::with_capacity(scenario.flows.len());
     for (i, f) in scenario.flows.iter().enumerate() {
         let port = FIRST_PORT + i as u16;
@@ -331,8 +334,11 @@ pub fn run(
         });
     }
 
-    // Anchors: processes whose /proc/PID/net/dev is each host's view.
-    let anchor_c = net.topo.spawn(&client_ns, &["sleep", "1000000"], None)?;
+    // Anchors: processes whose /proc/PID/net/dev is each end's view (the
+    // LAN's: the single host's, or the switch's with several).
+    let (lan_ns, lan_if) = net.lan_rx_point();
+    let lan_ns = lan_ns.clone();
+    let anchor_c = net.topo.spawn(&lan_ns, &["sleep", "1000000"], None)?;
     let anchor_v = net.topo.spawn(&server_ns, &["sleep", "1000000"], None)?;
     let pid = |id| {
         net.topo
@@ -346,7 +352,7 @@ pub fn run(
     let sampler = RateSampler::start(
         RxPoint {
             pid: pid_c,
-            ifname: "c0".into(),
+            ifname: lan_if.into(),
         },
         RxPoint {
             pid: pid_v,
@@ -360,8 +366,9 @@ pub fn run(
     let ping_txt = o.dir.join("ping.txt");
     let ping_start_wall = probes::wall_now();
     let ping_i = format!("{interval_s}");
+    let ping_ns = net.hosts[scenario.ping_host].clone();
     let ping = net.topo.spawn_split(
-        &client_ns,
+        &ping_ns,
         &["ping", "-n", "-D", "-i", &ping_i, SERVER_IP],
         &ping_txt,
         &o.dir.join("ping.err"),
@@ -379,6 +386,10 @@ pub fn run(
     // middle: windows, cwnd, socket buffers and the ECN flag as they were.
     let tcp_txt = o.dir.join("tcp.txt");
     let mut snapped = vec![false; scenario.phases.len()];
+    // Per-host goodput (several hosts only: one host's is the whole rate).
+    let mut meter =
+        (scenario.hosts > 1).then(|| HostMeter::new((0..scenario.hosts).map(host_ip).collect()));
+    let (mut host_rate, mut meter_at) = (Vec::new(), f64::NEG_INFINITY);
     // Main loop: bounded by the scenario's length (plus the linger below).
     loop {
         if stopped() {
@@ -400,6 +411,16 @@ pub fn run(
         let grace = FLOW_GRACE_S + worst_s.max(drain_s);
         tend_flows(&mut net, scenario, &mut flows, t, grace)?;
         tend_irtt(&mut net, scenario, irtt.as_mut(), t)?;
+        if let Some(m) = meter
+            .as_mut()
+            .filter(|_| t >= meter_at + HOST_RATE_PERIOD_S)
+        {
+            meter_at = t;
+            let out = net
+                .topo
+                .exec_unchecked(&server_ns, &["ss", "-tinH", "state", "established"])?;
+            host_rate.extend(m.sample(since(t0), &String::from_utf8_lossy(&out.stdout)));
+        }
         if let Some(i) = snapshot_due(scenario, &snapped, t) {
             snapped[i] = true;
             let text = tcp_snapshot(&net, &scenario.phases[i].name, t);
@@ -527,6 +548,7 @@ pub fn run(
             dir: spec.dir,
             streams: spec.streams,
             window: spec.window,
+            host: spec.host,
             start_s: f.start_s,
             end_s: f.end_s.unwrap_or(total),
             goodput_bps: goodput,
@@ -542,6 +564,7 @@ pub fn run(
         ping: ping_samples,
         irtt: irtt_samples,
         flows: records,
+        host_rate,
     };
     Ok(analysis::finish(
         scenario,
@@ -573,13 +596,48 @@ fn snapshot_due(s: &Scenario, snapped: &[bool], t: f64) -> Option<usize> {
         })
 }
 
+/// `Err` when a flow, the ping or the irtt stream names a LAN host the
+/// scenario does not have, or the scenario has no host or too many.
+pub fn check_hosts(s: &Scenario) -> Result<(), String> {
+    use crate::model::MAX_HOSTS;
+    if !(1..=MAX_HOSTS).contains(&s.hosts) {
+        return Err(format!(
+            "scenario {}: {} LAN hosts; a scenario has 1 to {MAX_HOSTS}",
+            s.name, s.hosts
+        ));
+    }
+    let users = s
+        .flows
+        .iter()
+        .map(|f| ("a bulk flow", f.host))
+        .chain([("the ping", s.ping_host)])
+        .chain(s.irtt.as_ref().map(|i| ("the irtt stream", i.host)));
+    for (what, host) in users {
+        if host >= s.hosts {
+            return Err(format!(
+                "scenario {}: {what} runs on LAN host {host}, but the hosts are 0 to {}",
+                s.name,
+                s.hosts - 1
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `ss -tinm` and the ECN sysctl of the client and the server, under a
 /// header naming the phase and the time. (iproute2 6.1's `ss` does not
 /// print the `ts sack ecn` option flags on kernel 6.18, though TCP_INFO
 /// has them: the sysctl says what the host was set to.)
 fn tcp_snapshot(net: &LabNet, phase: &str, t: f64) -> String {
     let mut out = String::new();
-    for (host, ns) in [("client", &net.client), ("server", &net.server)] {
+    let hosts = net.hosts.iter().enumerate().map(|(i, h)| {
+        let name = match net.hosts.len() {
+            1 => "client".to_string(),
+            _ => format!("client {} ({})", crate::model::host_name(i), host_ip(i)),
+        };
+        (name, h)
+    });
+    for (host, ns) in hosts.chain([("server".to_string(), &net.server)]) {
         out.push_str(&format!("== t={t:.1} s ({phase}) {host}: ss -tinm\n"));
         for cmd in [
             ["sysctl", "net.ipv4.tcp_ecn"].as_slice(),
@@ -622,7 +680,7 @@ fn keep(warnings: &mut Vec<String>, path: &Path, text: &str) {
 /// here, where the client opens every connection).
 fn host_tcp(net: &LabNet, s: &Scenario) -> Result<(), LabError> {
     let ecn = format!("net.ipv4.tcp_ecn={}", ecn_sysctl(s.ecn));
-    for ns in [&net.client, &net.server] {
+    for ns in net.hosts.iter().chain([&net.server]) {
         net.topo.exec(ns, &["sysctl", "-qw", &ecn])?;
     }
     Ok(())
@@ -691,7 +749,7 @@ fn tend_flows(
                     args.push("-R");
                 }
                 let err = f.json.with_extension("err");
-                let ns = net.client.clone();
+                let ns = net.hosts[spec.host].clone();
                 f.proc_id = Some(net.topo.spawn_split(&ns, &args, &f.json, &err)?);
                 f.start_s = t;
             }
@@ -729,7 +787,7 @@ fn tend_irtt(
             let len = spec.payload_bytes.to_string();
             let json = i.json.to_string_lossy().into_owned();
             let dst = format!("{SERVER_IP}:{IRTT_PORT}");
-            let ns = net.client.clone();
+            let ns = net.hosts[spec.host].clone();
             let err = i.json.with_extension("err");
             i.proc_id = Some(net.topo.spawn_split(
                 &ns,
@@ -842,5 +900,25 @@ mod probe_file_tests {
             w[1].starts_with("cannot write /nonexistent-sluice-lab/modem.txt: "),
             "{w:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod hosts_tests {
+    use super::*;
+
+    #[test]
+    fn flows_and_probes_must_name_a_host_of_the_scenario() {
+        let mut s = crate::scenario::host_fair();
+        assert_eq!(check_hosts(&s), Ok(()));
+        s.flows[2].host = 2;
+        let e = check_hosts(&s).unwrap_err();
+        assert!(e.contains("LAN host 2, but the hosts are 0 to 1"), "{e}");
+        let mut s = crate::scenario::tcp_1up();
+        s.ping_host = 1;
+        assert!(check_hosts(&s).unwrap_err().contains("the ping"));
+        s.ping_host = 0;
+        s.hosts = 0;
+        assert!(check_hosts(&s).unwrap_err().contains("1 to 16"));
     }
 }

@@ -33,6 +33,7 @@ fn flow(dir: Dir, streams: u32, from: usize, to: usize) -> FlowSpec {
         from,
         to,
         window: None,
+        host: 0,
     }
 }
 
@@ -68,6 +69,8 @@ fn scenario(name: &str, about: &str, link: Link, idle_s: f64, loaded: &[(&str, f
         phases,
         flows: Vec::new(),
         ping_interval_ms: 100,
+        ping_host: 0,
+        hosts: 1,
         irtt: None,
         cc: "cubic".into(),
         ecn: false,
@@ -81,6 +84,7 @@ const G711_IRTT: IrttSpec = IrttSpec {
     payload_bytes: 172,
     from: 0,
     to: 2,
+    host: 0,
 };
 
 /// DSL 512/128 with PPPoE over ATM; the PRIQ empty-ACK configuration.
@@ -198,6 +202,44 @@ pub fn rrul_heavy() -> Scenario {
     }
 }
 
+/// Two LAN hosts at 10/2 behind one bloated modem: host A (a laptop on a
+/// call) runs one upload, one download, ping and a G.711-like irtt stream;
+/// host B (a torrent client) joins with 32 uploads and 32 downloads.
+/// Per-flow fairness gives A 2 of 66 flows (~3 %); host isolation (the
+/// shipped configuration) should give it about half of each direction.
+pub fn host_fair() -> Scenario {
+    const A: usize = 0;
+    const B: usize = 1;
+    let on = |host: usize, dir: Dir, streams: u32, from: usize| FlowSpec {
+        host,
+        ..flow(dir, streams, from, 2)
+    };
+    let loaded = [("host A alone", 20.0), ("both hosts", 40.0)];
+    Scenario {
+        hosts: 2,
+        flows: vec![
+            on(A, Dir::Up, 1, 1),
+            on(A, Dir::Down, 1, 1),
+            on(B, Dir::Up, 32, 2),
+            on(B, Dir::Down, 32, 2),
+        ],
+        ping_host: A,
+        irtt: Some(IrttSpec {
+            to: 3,
+            host: A,
+            ..G711_IRTT
+        }),
+        shaper_example: "examples/lab/host-fair.conf".into(),
+        ..scenario(
+            "host_fair",
+            "10M/2M, two LAN hosts: A (1 up + 1 down + ping + irtt) alone, then with B (32 up + 32 down); per-host shares (host isolation)",
+            link(10 * MBIT, 2 * MBIT, 1000),
+            10.0,
+            &loaded,
+        )
+    }
+}
+
 /// Every scenario, in the order `sluice lab list` shows them.
 pub fn all() -> Vec<Scenario> {
     vec![
@@ -207,6 +249,7 @@ pub fn all() -> Vec<Scenario> {
         voip(),
         rrul_heavy(),
         tcp_1down(),
+        host_fair(),
     ]
 }
 
@@ -269,5 +312,50 @@ mod tests {
             .filter(|s| s.name != "ack_priority")
             .all(|s| s.link.fifo == FifoKind::Packets));
         assert!(all().iter().all(|s| !s.ecn));
+    }
+
+    #[test]
+    fn host_fair_is_a_laptop_on_a_call_next_to_a_torrent_client() {
+        let s = host_fair();
+        assert_eq!(s.hosts, 2);
+        let names: Vec<_> = s.phases.iter().map(|p| (p.name.as_str(), p.secs)).collect();
+        assert_eq!(
+            names,
+            [
+                ("idle", 10.0),
+                ("host A alone", 20.0),
+                ("both hosts", 40.0),
+                ("idle again", 10.0)
+            ]
+        );
+        // Host A: one stream each way through both loaded phases, the ping
+        // and the call; host B: 32 each way in `both hosts` only.
+        let of = |host: usize| -> Vec<(Dir, u32, usize, usize)> {
+            s.flows
+                .iter()
+                .filter(|f| f.host == host)
+                .map(|f| (f.dir, f.streams, f.from, f.to))
+                .collect()
+        };
+        assert_eq!(of(0), [(Dir::Up, 1, 1, 2), (Dir::Down, 1, 1, 2)]);
+        assert_eq!(of(1), [(Dir::Up, 32, 2, 2), (Dir::Down, 32, 2, 2)]);
+        assert_eq!(s.ping_host, 0);
+        let irtt = s.irtt.as_ref().unwrap();
+        assert_eq!(
+            (irtt.host, irtt.from, irtt.to, irtt.interval_ms),
+            (0, 0, 3, 20)
+        );
+        assert_eq!(
+            (s.link.down_bps, s.link.up_bps, s.link.buffer_pkts),
+            (10 * MBIT, 2 * MBIT, 1000)
+        );
+        // Every other scenario keeps its one host.
+        for other in all().iter().filter(|o| o.name != "host_fair") {
+            assert_eq!(other.hosts, 1, "{}", other.name);
+            assert!(other.flows.iter().all(|f| f.host == 0));
+        }
+        for s in all() {
+            assert_eq!(crate::runner::check_hosts(&s), Ok(()), "{}", s.name);
+        }
     }
 }

@@ -124,11 +124,13 @@ impl Shaper {
             }
             return Err(format!("{e}\n{}", sh.log_text()));
         }
-        // Static neighbours: the client would never ARP, and sluice's
+        // Static neighbours: the hosts would never ARP, and sluice's
         // `from $ext_if` means the addresses LAN hosts claim in ARP/ND.
-        net.topo
-            .arp_from(&net.client, crate::topo::UNUSED_CLIENT_NET_IP)
-            .map_err(|e| format!("client ARP: {e}"))?;
+        for (i, h) in net.hosts.iter().enumerate() {
+            net.topo
+                .arp_from(h, crate::topo::UNUSED_CLIENT_NET_IP)
+                .map_err(|e| format!("ARP of LAN host {}: {e}", crate::topo::host_ip(i)))?;
+        }
         Ok(sh)
     }
 

@@ -8,6 +8,17 @@
 //!                                   and m0 (down)
 //! ```
 //!
+//! A scenario with several LAN hosts (`Scenario::hosts` ≥ 2) puts a switch
+//! namespace between them and the shaper; the rest is the same:
+//!
+//! ```text
+//!  host A ns  c0 ─ h0 ┐
+//!  10.77.0.1/24       │ switch ns
+//!  host B ns  c0 ─ h1 ┼ [br0] w0 ─ lan0 [sluice|bridge] wan0 ─ m0 … (as above)
+//!  10.77.0.2/24       │
+//!  …          c0 ─ hN ┘
+//! ```
+//!
 //! # Principles
 //! - The bloated bottleneck is the kernel's (htb at the link rate with the
 //!   link's overhead, a `pfifo` of `buffer_pkts` packets under it), so it is
@@ -24,17 +35,27 @@
 //!   fills (seconds), as between two real machines (IP input orphans it).
 //! - Hosts and the modem have static neighbours, IPv6 is off everywhere, so
 //!   the only packets on the path are the experiment's own.
+//! - Each LAN host is a namespace of its own: its own TCP stack (sysctls,
+//!   congestion control, socket buffers) and address, as separate machines
+//!   are. The switch is a plain kernel bridge outside the shaper namespace,
+//!   so the shaper still sees exactly `lan0` and `wan0`, whatever the
+//!   number of hosts (a `tc:` shaper's qdiscs go on those two).
 //! - Everything belongs to one [`Topology`]: dropping a [`LabNet`] kills
 //!   every process it started and deletes every namespace, whatever the exit
 //!   path.
 
-use crate::model::{FifoKind, Link};
+use crate::model::{FifoKind, Link, MAX_HOSTS};
 use crate::netns::{Netns, ProcId, Topology};
 use std::io;
 use std::path::Path;
 use std::time::Duration;
 
 pub const CLIENT_IP: &str = "10.77.0.1";
+
+/// LAN host `i`'s address: `10.77.0.(i+1)` (host 0 is [`CLIENT_IP`]).
+pub fn host_ip(i: usize) -> String {
+    format!("10.77.0.{}", i + 1)
+}
 pub const SERVER_IP: &str = "10.77.1.2";
 /// The modem's addresses: the client's and the server's gateway.
 const MODEM_LAN_IP: &str = "10.77.0.254";
@@ -44,6 +65,8 @@ const MODEM_WAN_IP: &str = "10.77.1.254";
 /// Interfaces of the shaper namespace, as the shaper config sees them.
 pub const LAN_IF: &str = "lan0";
 pub const WAN_IF: &str = "wan0";
+/// The switch's port towards the shaper (multi-host scenarios).
+const SWITCH_UPLINK: &str = "w0";
 
 /// How long [`LabNet::wait_path`] tries before giving up: a few seconds of
 /// one-second pings (a base RTT of up to ~1 s still answers).
@@ -63,7 +86,12 @@ pub enum DelayKind {
 /// The five namespaces and what runs in the middle ones.
 pub struct LabNet {
     pub topo: Topology,
+    /// LAN host 0 (`hosts[0]`).
     pub client: Netns,
+    /// Every LAN host, host `i` at [`host_ip`]`(i)`, its interface `c0`.
+    pub hosts: Vec<Netns>,
+    /// The switch joining two or more hosts to `lan0` (`None` with one).
+    pub switch: Option<Netns>,
     pub shaper: Netns,
     pub modem: Netns,
     pub delay: Netns,
@@ -81,15 +109,35 @@ impl LabNet {
     /// Builds the namespaces, links, the modem and the delay line. The
     /// shaper namespace is left without anything joining `lan0` and `wan0`:
     /// the shaper (crate::shaper) does that. `sluice_bin` runs the delay
-    /// line when the kernel has no netem; its log goes to `dir`.
-    pub fn build(link: &Link, sluice_bin: &Path, dir: &Path) -> io::Result<LabNet> {
+    /// line when the kernel has no netem; its log goes to `dir`. `hosts`
+    /// LAN hosts (1..=[`MAX_HOSTS`]); one is the five-namespace line above.
+    pub fn build(link: &Link, hosts: usize, sluice_bin: &Path, dir: &Path) -> io::Result<LabNet> {
+        if !(1..=MAX_HOSTS).contains(&hosts) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a lab scenario has 1 to {MAX_HOSTS} LAN hosts, not {hosts}"),
+            ));
+        }
         let mut topo = Topology::new("lab");
         let client = topo.add_ns("c")?;
         let shaper = topo.add_ns("s")?;
         let modem = topo.add_ns("m")?;
         let delay = topo.add_ns("d")?;
         let server = topo.add_ns("v")?;
-        for ns in [&client, &shaper, &modem, &delay, &server] {
+        let mut host_ns = vec![client.clone()];
+        for i in 1..hosts {
+            host_ns.push(topo.add_ns(&format!("c{i}"))?);
+        }
+        let switch = if hosts > 1 {
+            Some(topo.add_ns("w")?)
+        } else {
+            None
+        };
+        let all = [&shaper, &modem, &delay, &server]
+            .into_iter()
+            .chain(&host_ns)
+            .chain(switch.as_ref());
+        for ns in all {
             // No router solicitations, MLD or DAD on the path: only the
             // experiment's packets cross the modem.
             topo.exec(
@@ -102,21 +150,38 @@ impl LabNet {
                 ],
             )?;
         }
-        topo.veth(&client, "c0", &shaper, LAN_IF)?;
+        match &switch {
+            None => topo.veth(&client, "c0", &shaper, LAN_IF)?,
+            Some(sw) => {
+                topo.veth(sw, SWITCH_UPLINK, &shaper, LAN_IF)?;
+                let mut ports = vec![SWITCH_UPLINK.to_string()];
+                for (i, h) in host_ns.iter().enumerate() {
+                    let port = format!("h{i}");
+                    topo.veth(h, "c0", sw, &port)?;
+                    ports.push(port);
+                }
+                let ports: Vec<&str> = ports.iter().map(String::as_str).collect();
+                bridge_ports(&topo, sw, &ports)?;
+            }
+        }
         topo.veth(&shaper, WAN_IF, &modem, "m0")?;
         topo.veth(&modem, "m1", &delay, "d0")?;
         topo.veth(&delay, "d1", &server, "v0")?;
-        topo.addr(&client, "c0", &format!("{CLIENT_IP}/24"))?;
         topo.addr(&server, "v0", &format!("{SERVER_IP}/24"))?;
         topo.addr(&modem, "m0", &format!("{MODEM_LAN_IP}/24"))?;
         topo.addr(&modem, "m1", &format!("{MODEM_WAN_IP}/24"))?;
-        let (cmac, smac) = (topo.mac(&client, "c0")?, topo.mac(&server, "v0")?);
+        let smac = topo.mac(&server, "v0")?;
         let (m0mac, m1mac) = (topo.mac(&modem, "m0")?, topo.mac(&modem, "m1")?);
-        topo.neigh(&client, "c0", MODEM_LAN_IP, &m0mac)?;
+        for (i, h) in host_ns.iter().enumerate() {
+            let ip = host_ip(i);
+            topo.addr(h, "c0", &format!("{ip}/24"))?;
+            let cmac = topo.mac(h, "c0")?;
+            topo.neigh(h, "c0", MODEM_LAN_IP, &m0mac)?;
+            topo.neigh(&modem, "m0", &ip, &cmac)?;
+            topo.ip(h, &["route", "add", "default", "via", MODEM_LAN_IP])?;
+        }
         topo.neigh(&server, "v0", MODEM_WAN_IP, &m1mac)?;
-        topo.neigh(&modem, "m0", CLIENT_IP, &cmac)?;
         topo.neigh(&modem, "m1", SERVER_IP, &smac)?;
-        topo.ip(&client, &["route", "add", "default", "via", MODEM_LAN_IP])?;
         topo.ip(&server, &["route", "add", "default", "via", MODEM_WAN_IP])?;
         topo.exec(&modem, &["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
         // Upload leaves the modem through m1, download through m0.
@@ -127,6 +192,8 @@ impl LabNet {
         let mut net = LabNet {
             topo,
             client,
+            hosts: host_ns,
+            switch,
             shaper,
             modem,
             delay,
@@ -171,18 +238,23 @@ impl LabNet {
         }
     }
 
-    /// Waits until a ping crosses the whole path; `Err` says what is missing.
+    /// Waits until a ping from every LAN host crosses the whole path;
+    /// `Err` says what is missing.
     pub fn wait_path(&mut self) -> Result<(), String> {
+        for (i, h) in self.hosts.clone().iter().enumerate() {
+            self.wait_path_from(h, &host_ip(i))?;
+        }
+        Ok(())
+    }
+
+    fn wait_path_from(&mut self, host: &Netns, ip: &str) -> Result<(), String> {
         for _ in 0..PATH_TRIES {
             if !self.delay_line_alive() {
                 return Err("the delay line exited (see delay-line.log)".into());
             }
             let ok = self
                 .topo
-                .exec(
-                    &self.client,
-                    &["ping", "-n", "-c", "1", "-W", "1", SERVER_IP],
-                )
+                .exec(host, &["ping", "-n", "-c", "1", "-W", "1", SERVER_IP])
                 .is_ok();
             if ok {
                 return Ok(());
@@ -190,8 +262,18 @@ impl LabNet {
             std::thread::sleep(Duration::from_millis(100));
         }
         Err(format!(
-            "no ping crosses the lab path {CLIENT_IP} -> {SERVER_IP} after {PATH_TRIES} tries"
+            "no ping crosses the lab path {ip} -> {SERVER_IP} after {PATH_TRIES} tries"
         ))
+    }
+
+    /// Where everything the LAN receives can be counted: the single host's
+    /// `c0`, or the switch's uplink (all hosts' frames, before the switch
+    /// delivers them).
+    pub fn lan_rx_point(&self) -> (&Netns, &'static str) {
+        match &self.switch {
+            Some(sw) => (sw, SWITCH_UPLINK),
+            None => (&self.client, "c0"),
+        }
     }
 
     /// `tc -s qdisc` and `tc -s class` of the modem and the shaper
@@ -220,9 +302,17 @@ impl LabNet {
 
 /// A kernel bridge `br0` over two interfaces of `ns`.
 pub fn bridge(topo: &Topology, ns: &Netns, a: &str, b: &str) -> io::Result<()> {
+    bridge_ports(topo, ns, &[a, b])
+}
+
+/// A kernel bridge `br0` over interfaces of `ns` (no STP: ports forward at
+/// once; it learns the hosts' MACs from their first frames and floods
+/// until then).
+pub fn bridge_ports(topo: &Topology, ns: &Netns, ports: &[&str]) -> io::Result<()> {
     topo.ip(ns, &["link", "add", "br0", "type", "bridge"])?;
-    topo.ip(ns, &["link", "set", a, "master", "br0"])?;
-    topo.ip(ns, &["link", "set", b, "master", "br0"])?;
+    for p in ports {
+        topo.ip(ns, &["link", "set", p, "master", "br0"])?;
+    }
     topo.ip(ns, &["link", "set", "br0", "up"])?;
     Ok(())
 }

@@ -132,6 +132,7 @@ fn synth(s: &Scenario, shaper: &str, p: &Profile, seed: u64) -> RunResult {
             dir: f.dir,
             streams: f.streams,
             window: f.window,
+            host: f.host,
             start_s: windows[f.from].0,
             end_s: windows[f.to].1,
             goodput_bps: Some(0.9 * s.link.up_bps as f64),
@@ -464,6 +465,7 @@ fn fixed(shaper: &str, loaded: Option<Latency>, grade: &str, added: f64, up_bps:
             ),
         ],
         voip: None,
+        hosts: Vec::new(),
         grade: Grades {
             overall: grade.into(),
             down: None,
@@ -643,6 +645,7 @@ fn degenerate_runs_do_not_panic_and_still_report() {
             down_owd_ms: Some(10.0),
         }],
         flows: Vec::new(),
+        host_rate: Vec::new(),
     };
     degenerate(
         "single",

@@ -29,7 +29,8 @@ pub(super) fn write_summaries(dir: &Path, summaries: &[&Summary]) -> io::Result<
     Ok(path)
 }
 
-/// `rate.csv`, `ping.csv`, `flows.csv`, and `irtt.csv` when irtt ran.
+/// `rate.csv`, `ping.csv`, `flows.csv`, `irtt.csv` when irtt ran and
+/// `hosts.csv` when the run had several LAN hosts.
 pub(super) fn write_series(dir: &Path, series: &Series) -> io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut put = |name: &str, text: String| -> io::Result<()> {
@@ -44,6 +45,9 @@ pub(super) fn write_series(dir: &Path, series: &Series) -> io::Result<Vec<PathBu
         put("irtt.csv", irtt_csv(series))?;
     }
     put("flows.csv", flows_csv(series))?;
+    if !series.host_rate.is_empty() {
+        put("hosts.csv", hosts_csv(series))?;
+    }
     Ok(out)
 }
 
@@ -51,6 +55,21 @@ fn rate_csv(series: &Series) -> String {
     let mut s = String::from("t_s,down_bps,up_bps\n");
     for r in &series.rate {
         let _ = writeln!(s, "{},{},{}", num(r.t_s), num(r.down_bps), num(r.up_bps));
+    }
+    s
+}
+
+fn hosts_csv(series: &Series) -> String {
+    let mut s = String::from("t_s,host,down_bps,up_bps\n");
+    for r in &series.host_rate {
+        let _ = writeln!(
+            s,
+            "{},{},{},{}",
+            num(r.t_s),
+            r.host,
+            num(r.down_bps),
+            num(r.up_bps)
+        );
     }
     s
 }
@@ -164,6 +183,7 @@ mod tests {
                 dir: Dir::Up,
                 streams: 4,
                 window: None,
+                host: 0,
                 start_s: 10.0,
                 end_s: 40.0,
                 goodput_bps: None,

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use super::table::{blocks, PHASE_HEADER, SHAPER_HEADER, VOIP_HEADER};
+use super::table::{blocks, HOST_HEADER, HOST_TITLE, PHASE_HEADER, SHAPER_HEADER, VOIP_HEADER};
 use super::{fmt_added, fmt_ms, fmt_pct, fmt_rate, hosts_line, link_line, PlotOutcome};
 use crate::model::{Dir, RunResult, Summary};
 
@@ -126,6 +126,9 @@ pub(super) fn run_page(run: &RunResult, data: &[String], outcome: &PlotOutcome) 
     );
     summary_box(&mut out, s);
     phase_table(&mut out, s);
+    for b in blocks(&[s]) {
+        host_table(&mut out, &b.host_groups);
+    }
     if let Some(v) = &s.voip {
         out.push_str("<h2>VoIP (irtt during load)</h2>\n<table>\n");
         header_row(
@@ -226,6 +229,25 @@ fn phase_table(out: &mut String, s: &Summary) {
     out.push_str("</table>\n");
 }
 
+/// The per-host table of a multi-host block (nothing with one host).
+fn host_table(out: &mut String, groups: &[Vec<Vec<String>>]) {
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h2>Hosts</h2>\n<p>{}</p>\n<table>", esc(HOST_TITLE));
+    header_row(out, &HOST_HEADER);
+    for group in groups {
+        for (j, row) in group.iter().enumerate() {
+            let mut row = row.clone();
+            if j > 0 {
+                row[0] = String::new();
+            }
+            table_row(out, &row, 3, if j == 0 { "first" } else { "" });
+        }
+    }
+    out.push_str("</table>\n");
+}
+
 fn flows(out: &mut String, s: &Summary) {
     if s.flows.is_empty() {
         return;
@@ -243,10 +265,17 @@ fn flows(out: &mut String, s: &Summary) {
         ],
     );
     for f in &s.flows {
+        let dir = match f.dir {
+            Dir::Down => "down",
+            Dir::Up => "up",
+        };
         let cells = [
-            match f.dir {
-                Dir::Down => "down".to_string(),
-                Dir::Up => "up".to_string(),
+            // Which host, when there are several (the hosts table says
+            // which is which).
+            if s.hosts.is_empty() {
+                dir.to_string()
+            } else {
+                format!("{dir} (host {})", crate::model::host_name(f.host))
             },
             f.streams.to_string(),
             format!("{:.0}–{:.0}", f.start_s, f.end_s),
@@ -342,7 +371,9 @@ pub(super) fn compare_page(
                 table_row(&mut out, &row, 2, if j == 0 { "first" } else { "" });
             }
         }
-        out.push_str("</table>\n<table>\n");
+        out.push_str("</table>\n");
+        host_table(&mut out, &b.host_groups);
+        out.push_str("<table>\n");
         let mut header: Vec<&str> = SHAPER_HEADER.to_vec();
         if b.has_voip {
             header.extend(VOIP_HEADER);

@@ -365,6 +365,7 @@ mod tests {
                     dir,
                     streams: 1,
                     window,
+                    host: 0,
                     start_s: 0.0,
                     end_s: 1.0,
                     goodput_bps: None,

@@ -10,6 +10,9 @@
 //!   terminal. Widths count characters, not bytes (the header has an em dash).
 //! - Phases are matched across runs by name and occurrence, not by index, so
 //!   runs whose phase lists differ still line up where they can.
+//! - Runs with several LAN hosts get a third table: per loaded phase, per
+//!   configuration, one line per host with its goodput and share of each
+//!   direction, and its ping and MOS where it runs them.
 
 use super::{fmt_added, fmt_ms, fmt_pct, fmt_rate, hosts_line, link_line};
 use crate::model::Summary;
@@ -27,6 +30,13 @@ pub(super) const SHAPER_HEADER: [&str; 6] = [
     "added under load",
 ];
 pub(super) const VOIP_HEADER: [&str; 4] = ["VoIP owd", "jitter", "loss", "MOS"];
+pub(super) const HOST_HEADER: [&str; 9] = [
+    "phase", "shaper", "host", "down", "share", "up", "share", "ping p99", "MOS",
+];
+const HOST_LEFT: usize = 3;
+/// The title line of the per-host table.
+pub(super) const HOST_TITLE: &str =
+    "per host (TCP goodput, and its share of the hosts' sum in each direction):";
 
 /// The cells of one scenario's block.
 pub(super) struct Block {
@@ -38,6 +48,9 @@ pub(super) struct Block {
     /// when any run of the block measured VoIP.
     pub shaper_rows: Vec<Vec<String>>,
     pub has_voip: bool,
+    /// Multi-host runs: one group per loaded phase; within it one row per
+    /// run and host (`HOST_HEADER` cells). Empty when no run has hosts.
+    pub host_groups: Vec<Vec<Vec<String>>>,
     /// `shaper: warning`, for every warning of every run.
     pub warnings: Vec<String>,
 }
@@ -64,6 +77,27 @@ pub fn table(summaries: &[&Summary]) -> String {
         }
         render(&mut out, &rows, PHASE_LEFT);
         out.push('\n');
+        if !b.host_groups.is_empty() {
+            out.push_str("  ");
+            out.push_str(HOST_TITLE);
+            out.push('\n');
+            let mut rows: Vec<Vec<String>> =
+                vec![HOST_HEADER.iter().map(|s| s.to_string()).collect()];
+            for group in &b.host_groups {
+                for (j, row) in group.iter().enumerate() {
+                    let mut row = row.clone();
+                    if j > 0 {
+                        row[0] = String::new();
+                        if row[1] == group[j - 1][1] {
+                            row[1] = String::new();
+                        }
+                    }
+                    rows.push(row);
+                }
+            }
+            render(&mut out, &rows, HOST_LEFT);
+            out.push('\n');
+        }
         let mut header: Vec<String> = SHAPER_HEADER.iter().map(|s| s.to_string()).collect();
         if b.has_voip {
             header.extend(VOIP_HEADER.iter().map(|s| s.to_string()));
@@ -147,6 +181,31 @@ fn block(title: String, runs: &[&Summary]) -> Block {
         })
         .collect();
 
+    let host_groups = order
+        .iter()
+        .map(|key| {
+            runs.iter()
+                .zip(&per_run)
+                .flat_map(|(s, keys)| {
+                    let i = keys.iter().position(|k| k == key);
+                    let loaded = i
+                        .and_then(|i| s.phases.get(i))
+                        .is_some_and(|p| p.load_down || p.load_up);
+                    let rows: Vec<Vec<String>> = match i {
+                        Some(i) if loaded => s
+                            .hosts
+                            .iter()
+                            .filter_map(|h| Some(host_row(&s.shaper, &h.name, h.phases.get(i)?)))
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    rows
+                })
+                .collect::<Vec<_>>()
+        })
+        .filter(|g: &Vec<Vec<String>>| !g.is_empty())
+        .collect();
+
     let has_voip = runs.iter().any(|s| s.voip.is_some());
     let shaper_rows = runs
         .iter()
@@ -188,8 +247,25 @@ fn block(title: String, runs: &[&Summary]) -> Block {
         phase_groups,
         shaper_rows,
         has_voip,
+        host_groups,
         warnings,
     }
+}
+
+/// One host's line in one phase: `both hosts  none  A  4.70 Mbit/s  49 %  …`.
+fn host_row(shaper: &str, host: &str, p: &crate::model::HostPhase) -> Vec<String> {
+    let share = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.0} %"));
+    vec![
+        p.name.clone(),
+        short_label(shaper),
+        host.to_string(),
+        fmt_rate(p.down_bps),
+        share(p.down_share_pct),
+        fmt_rate(p.up_bps),
+        share(p.up_share_pct),
+        p.ping_ms.map_or("-".to_string(), |l| fmt_ms(l.p99)),
+        p.voip.map_or("-".to_string(), |v| format!("{:.2}", v.mos)),
+    ]
 }
 
 /// Aligned columns, two spaces apart, indented by two: the first `left`
@@ -260,5 +336,50 @@ mod tests {
         let mut out = String::new();
         render(&mut out, &rows, 1);
         assert_eq!(out, "  a—b     1\n  abcd  100\n");
+    }
+
+    #[test]
+    fn several_hosts_get_a_line_each_per_loaded_phase() {
+        use crate::model::HostRateSample;
+        let s = crate::scenario::host_fair();
+        let mut series = crate::model::Series::default();
+        let mut t = 0.5;
+        while t <= s.total_secs() {
+            for (host, bps) in [(0, 3e5), (1, 9e6)] {
+                let on = t > 10.0 && t <= 70.0 && (host == 0 || t > 30.0);
+                let bps = if on { bps } else { 0.0 };
+                series.host_rate.push(HostRateSample {
+                    t_s: t,
+                    host,
+                    down_bps: bps,
+                    up_bps: bps / 5.0,
+                });
+            }
+            t += 0.5;
+        }
+        let sum = crate::analysis::summarize(&s, "flows.conf", &series, "t".into(), Vec::new());
+        let text = table(&[&sum]);
+        assert!(text.contains(HOST_TITLE), "{text}");
+        let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+        let line = |start: &str| {
+            text.lines()
+                .map(words)
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no line {start}:\n{text}"))
+        };
+        // Phase, shaper, host, down + share, up + share, ping p99, MOS.
+        assert_eq!(
+            line("both hosts flows.conf A"),
+            "both hosts flows.conf A 300 kbit/s 3 % 60 kbit/s 3 % - -"
+        );
+        assert_eq!(line("B 9.00"), "B 9.00 Mbit/s 97 % 1.80 Mbit/s 97 % - -");
+        // Idle phases have no host lines; a one-host run no host table.
+        assert!(!text
+            .lines()
+            .any(|l| l.contains("idle") && l.contains(" A ")));
+        let one = crate::scenario::tcp_1up();
+        let sum =
+            crate::analysis::summarize(&one, "x", &Default::default(), "t".into(), Vec::new());
+        assert!(!table(&[&sum]).contains(HOST_TITLE));
     }
 }

@@ -10,10 +10,14 @@
 //!   gap is never drawn as a straight line across the silence.
 //! - Legends top left, link labels right: every scenario starts and ends
 //!   idle, so those corners hold no data.
+//! - With several LAN hosts, each host's goodput per direction is a thin
+//!   line in the direction's colour under the total (host A solid, B
+//!   dashed, others dotted), so who got the link reads off the same chart.
 
 use plotters::chart::MeshStyle;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -225,6 +229,7 @@ fn column<DB: DrawingBackend>(
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
     }
+    host_lines(&mut chart, run, sc)?;
     if rate.is_empty() {
         note(&mut chart, "no throughput samples", sc.t_max_s, sc.rate_max)?;
     }
@@ -304,6 +309,52 @@ fn column<DB: DrawingBackend>(
         return Ok(());
     }
     legend(&mut chart)?;
+    Ok(())
+}
+
+/// Each host's goodput per direction (multi-host runs; nothing otherwise).
+fn host_lines<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    run: &RunResult,
+    sc: &Scales,
+) -> Result<(), String> {
+    let hosts = run.series.host_rate.iter().map(|r| r.host).max();
+    for h in 0..hosts.map_or(0, |m| m + 1) {
+        for (color, dir, down) in [(DOWN, "down", true), (UP, "up", false)] {
+            let points: Vec<(f64, f64)> = run
+                .series
+                .host_rate
+                .iter()
+                .filter(|r| r.host == h)
+                .map(|r| {
+                    (
+                        r.t_s,
+                        if down { r.down_bps } else { r.up_bps } / sc.rate_div,
+                    )
+                })
+                .filter(|(t, v)| t.is_finite() && v.is_finite())
+                .collect();
+            let style = color.mix(0.9).stroke_width(1);
+            let label = format!("host {} {dir}", crate::model::host_name(h));
+            // Solid, dashed, dotted: told apart without more colours.
+            if h == 0 {
+                chart
+                    .draw_series(polyline(&points, style))
+                    .map_err(err)?
+                    .label(label)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+                continue;
+            }
+            let (dash, gap) = if h == 1 { (6, 4) } else { (2, 3) };
+            chart
+                .draw_series(DashedLineSeries::new(points, dash, gap, style))
+                .map_err(err)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    DashedPathElement::new(vec![(x, y), (x + 20, y)], dash, gap, style)
+                });
+        }
+    }
     Ok(())
 }
 
