@@ -44,6 +44,8 @@ pub struct ClassInfo {
     /// upper limit or bandwidth, else its nearest ancestor's, else the
     /// interface's.
     pub pace_rate: Rate,
+    /// The leaf's host isolation: TCP control shares by host too.
+    pub isolate: Option<ir::HostIsolation>,
 }
 
 /// A built queue tree of one interface.
@@ -227,6 +229,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
             qlimit: qu.qlimit,
             tcp: q.tcp_control(i),
             pace_rate: pace_rate(q, qu),
+            isolate: qu.isolate,
         })
         .collect();
     let default = class_id(q.default_queue);

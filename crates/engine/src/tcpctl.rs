@@ -63,6 +63,14 @@
 //!   and not yet moving data (for up to [`PENDING_FOR`]):
 //!   connections set up one by one and started together get the share of
 //!   all of them before their first flight.
+//! - **By host, where the queue isolates hosts.** On a class with
+//!   `dual-srchost` or `dual-dsthost` (docs/host-isolation.md) the rate is
+//!   shared as its flow queues share it: equally between the hosts with
+//!   active or opening flows (the data's source or destination address),
+//!   then equally between each host's flows. The window's share is the
+//!   class's pace over the hosts, over the host's flows; the held ACKs'
+//!   round gives each flow a quantum divided by its host's flows. Host
+//!   counts follow the same epochs as the flow counts.
 //! - **A flow's class is its data's.** A connection joins the pacer of the
 //!   class its data segments are queued in on the way to the receiver; a
 //!   receiver's SYN joins it tentatively to the class its data will most
@@ -180,6 +188,8 @@ struct Flow {
     handshake_rtt: Option<Duration>,
     /// Counted in its pacer's `pending` (opened, no data moved yet).
     pending: bool,
+    /// Its host in a pacer that shares by host.
+    host: Option<IpAddr>,
     /// The longest the flow's ACKs waited in sluice's egress queue, this
     /// epoch of its pacer (`ack_wait[0]`) and the one before; `wait_epoch`:
     /// the pacer's epoch of `ack_wait[0]`.
@@ -208,6 +218,24 @@ impl Flow {
             self.wait_epoch = epoch;
         }
         self.ack_wait[0] = self.ack_wait[0].max(wait);
+    }
+}
+
+/// One host's flows in a pacer that shares by host: active this epoch and
+/// the last (as [`Pacer::active_cur`] / `active_prev`), and opening.
+#[derive(Clone, Copy, Debug, Default)]
+struct HostFlows {
+    cur: u32,
+    prev: u32,
+    pending: u32,
+    /// Counted in [`Pacer::hosts_sharing`] (until the next epoch's count,
+    /// even if its flows went meanwhile).
+    counted: bool,
+}
+
+impl HostFlows {
+    fn flows(&self) -> u32 {
+        self.cur.max(self.prev) + self.pending
     }
 }
 
@@ -247,6 +275,12 @@ struct Pacer {
     /// The pace now (bit/s): the class's rate, less while its queue stood.
     pace_bps: u64,
     report: TcpControlReport,
+    /// Shares by host: the data's source or destination (host isolation).
+    by_host: Option<ir::HostIsolation>,
+    hosts: HashMap<IpAddr, HostFlows>,
+    /// Hosts with active or opening flows (a host counts from its first
+    /// such flow until the epoch after its last).
+    hosts_sharing: u32,
 }
 
 impl Pacer {
@@ -257,7 +291,12 @@ impl Pacer {
         // slow down: a slower pace while it is above the gate.
         if now.saturating_since(self.window_start) >= STANDING {
             let rate = self.rate.as_bps();
-            if self.window_min > self.gate {
+            // By host, a standing queue is the many-flow host's (flows at
+            // their two-segment floor, which no pace holds back), and
+            // FQ-CoDel's isolation already keeps it to that host's share;
+            // slowing the class's pace would only slow the other hosts,
+            // whose ACKs the round releases at their share of it.
+            if self.window_min > self.gate && self.by_host.is_none() {
                 let floor = rate / MIN_PACE.1 * MIN_PACE.0;
                 self.pace_bps = (self.pace_bps - self.pace_bps / DRAIN.1 * DRAIN.0).max(floor);
             } else if self.window_min == 0 {
@@ -278,6 +317,54 @@ impl Pacer {
             self.active_cur = 0;
             self.epoch += 1;
             self.epoch_start = now;
+            if self.by_host.is_some() {
+                let gap = since >= EPOCH + EPOCH;
+                self.hosts.retain(|_, h| {
+                    h.prev = if gap { 0 } else { h.cur };
+                    h.cur = 0;
+                    h.counted = true;
+                    h.flows() > 0
+                });
+                self.hosts_sharing = self.hosts.len() as u32;
+            }
+        }
+    }
+
+    /// The host of the flow `key` in this pacer, if it shares by host.
+    fn host_of(&self, key: &Key) -> Option<IpAddr> {
+        match self.by_host {
+            Some(ir::HostIsolation::SrcHost) => Some(key.src),
+            Some(ir::HostIsolation::DstHost) => Some(key.dst),
+            _ => None,
+        }
+    }
+
+    /// `host`'s count, the host counted among those sharing if new.
+    fn host_mut(&mut self, host: IpAddr) -> &mut HostFlows {
+        let h = self.hosts.entry(host).or_default();
+        if !h.counted {
+            h.counted = true;
+            self.hosts_sharing += 1;
+        }
+        h
+    }
+
+    /// The flows of `host` (at least 1): its DRR quantum's divisor.
+    fn host_load(&self, host: Option<IpAddr>) -> u32 {
+        host.and_then(|h| self.hosts.get(&h))
+            .map_or(1, |h| h.flows())
+            .max(1)
+    }
+
+    /// A flow's share of the pace: over the flows sharing the class, or
+    /// over the hosts and then its host's flows.
+    fn share(&self, host: Option<IpAddr>) -> Rate {
+        match host {
+            None => Rate(self.pace_bps / u64::from(self.sharing())),
+            Some(_) => {
+                let hosts = u64::from(self.hosts_sharing.max(1));
+                Rate(self.pace_bps / hosts / u64::from(self.host_load(host)))
+            }
         }
     }
 
@@ -405,6 +492,10 @@ impl TcpCtl {
                     window_start: now,
                     pace_bps: c.pace_rate.as_bps(),
                     report,
+                    // Triple isolation is refused with TCP control (conf).
+                    by_host: c.isolate.filter(|m| *m != ir::HostIsolation::Both),
+                    hosts: HashMap::new(),
+                    hosts_sharing: 0,
                 });
             }
         }
@@ -481,13 +572,16 @@ impl TcpCtl {
                 let Some(p) = p else { continue };
                 self.forget(&key);
                 if self.admit(now, key, p, ip.af) {
+                    let pc = &mut self.pacers[p];
+                    pc.refill(now);
+                    pc.pending += 1;
+                    if let Some(h) = pc.host_of(&key) {
+                        pc.host_mut(h).pending += 1;
+                    }
                     if let Some(f) = self.flows.get_mut(&key) {
                         f.syn_at = Some(now);
                         f.pending = true;
                     }
-                    let pc = &mut self.pacers[p];
-                    pc.refill(now);
-                    pc.pending += 1;
                 }
             }
         }
@@ -501,6 +595,7 @@ impl TcpCtl {
             return false;
         }
         self.pacers[pacer].report.flows += 1;
+        let host = self.pacers[pacer].host_of(&key);
         self.flows.insert(
             key,
             Flow {
@@ -516,6 +611,7 @@ impl TcpCtl {
                 syn_at: None,
                 handshake_rtt: None,
                 pending: false,
+                host,
                 ack_wait: [Duration::ZERO; 2],
                 wait_epoch: self.pacers[pacer].epoch,
             },
@@ -575,11 +671,14 @@ impl TcpCtl {
     /// The flow moved data (sent some, or had some acknowledged): it counts
     /// among the class's active flows for the share.
     fn mark_active(f: &mut Flow, p: &mut Pacer) {
-        Self::settle(f, p);
         if f.epoch != p.epoch {
             f.epoch = p.epoch;
             p.active_cur += 1;
+            if let Some(h) = f.host {
+                p.host_mut(h).cur += 1;
+            }
         }
+        Self::settle(f, p);
     }
 
     /// A SYN-ACK after the flow's SYN: the handshake's round trip beyond
@@ -598,6 +697,10 @@ impl TcpCtl {
         if f.pending {
             f.pending = false;
             p.pending = p.pending.saturating_sub(1);
+            // The host stops counting at the next epoch if nothing else.
+            if let Some(h) = f.host.and_then(|h| p.hosts.get_mut(&h)) {
+                h.pending = h.pending.saturating_sub(1);
+            }
         }
     }
 
@@ -639,6 +742,7 @@ impl TcpCtl {
                     Self::settle(f, &mut self.pacers[old]);
                     self.pacers[p].report.flows += 1;
                     f.pacer = p;
+                    f.host = self.pacers[p].host_of(&key);
                     f.in_round = false;
                 }
             }
@@ -685,7 +789,7 @@ impl TcpCtl {
             p.report.windows_untouched += 1;
         } else if p.ctl.window_clamp {
             let syn = seg.flags & tcp_flags::SYN != 0;
-            let share = Rate(p.pace_bps / u64::from(p.sharing()));
+            let share = p.share(f.host);
             let rtt = match (rtt_ahead, f.handshake_rtt) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => a.or(b).or(p.recent_rtt).unwrap_or(RTT_UNKNOWN),
@@ -785,7 +889,11 @@ impl TcpCtl {
         };
         let p = &mut self.pacers[f.pacer];
         p.refill(now);
-        if f.held.is_empty() && p.tokens >= 0 {
+        // By host, an ACK passes on arrival only when nobody waits: a host
+        // with many flows would otherwise take the tokens at every refill
+        // through its many arrivals, past the round that shares by host.
+        let first = p.by_host.is_none() || p.round.is_empty();
+        if f.held.is_empty() && p.tokens >= 0 && first {
             p.tokens -= t.cost as i128 * UNITS_PER_BYTE;
             p.report.acks_passed += 1;
             return Some(pkt);
@@ -813,7 +921,16 @@ impl TcpCtl {
         p.report.held_now += 1;
         if !f.in_round {
             f.in_round = true;
-            f.deficit = 0;
+            // By host a flow's quantum is a fraction of an ACK's cost, so
+            // it keeps its debt across rounds: cleared, a flow with one
+            // ACK at a time (a window at its floor) would pay one visit
+            // per ACK instead of cost / quantum, and a host with many such
+            // flows would take the pace from a host with one.
+            f.deficit = if p.by_host.is_some() {
+                f.deficit.min(0)
+            } else {
+                0
+            };
             p.round.push_back(t.key);
         }
         None
@@ -840,7 +957,8 @@ impl TcpCtl {
                     continue;
                 };
                 if f.deficit <= 0 {
-                    f.deficit += QUANTUM;
+                    // By host: a host's flows share one quantum.
+                    f.deficit += (QUANTUM / i64::from(p.host_load(f.host))).max(1);
                     p.round.rotate_left(1);
                     continue;
                 }

@@ -37,11 +37,17 @@
 //! - Host isolation ([`Isolation`], CAKE's `dual-srchost`, `dual-dsthost`
 //!   and `triple-isolate`): fairness first between hosts, then between a
 //!   host's flows. A flow's quantum is divided by its host's *load*, the
-//!   number of its bulk flows (flows that used up a quantum while
-//!   backlogged and have not emptied since), so a host with 64 bulk flows
-//!   gets per round the bytes a host with one gets. Sparse flows (a ping, a
-//!   call) are not counted in a load and keep the new-flow priority; a new
-//!   flow of a loaded host starts with its host's reduced quantum. In
+//!   number of its bulk flows, so a host with 64 bulk flows gets per round
+//!   the bytes a host with one gets. A flow is bulk from when it runs out
+//!   of credit with packets left (CAKE's rule) or comes back while in
+//!   debt, until it empties; it keeps its debt (never its credit) across
+//!   absences. So flows that send a packet and empty (TCP at a one- or
+//!   two-segment window) pay for every packet, count in their host's load
+//!   while queued and come back behind the others (with CAKE's rule alone
+//!   32 of them took 97 % from a host with one greedy flow), while sparse
+//!   flows (a ping, a call, the ACKs of a download), which never use
+//!   their credit, do not dilute their host's share and keep the new-flow
+//!   priority. In
 //!   `triple-isolate` the load is the larger of the source's and the
 //!   destination's, so neither end can take more by opening flows. The
 //!   hosts are the 16-bit hashes in [`Packet::flow`]'s low bits
@@ -211,8 +217,11 @@ struct Flow {
     /// `u32::MAX` bytes, 48 bits scaled) never overflows it.
     deficit: i64,
     list: OnList,
-    /// Counted in its hosts' loads (isolation only).
-    bulk: bool,
+    /// The interval (of CoDel's `interval`) in which it was last bulk,
+    /// counted in its hosts' loads then ([`NEVER`] before; isolation only).
+    bulk_epoch: u32,
+    /// Its phase was spread this active run (isolation only).
+    spread: bool,
     /// Its hosts (set when it joins a list; isolation only).
     src_host: u16,
     dst_host: u16,
@@ -224,9 +233,10 @@ impl Flow {
         head: NIL,
         tail: NIL,
         next: NIL,
-        deficit: 0,
+        deficit: FRESH,
         list: OnList::None,
-        bulk: false,
+        bulk_epoch: NEVER,
+        spread: false,
         src_host: 0,
         dst_host: 0,
         vars: codel::Vars::ZERO,
@@ -241,11 +251,59 @@ const _: () = assert!(std::mem::size_of::<Flow>() <= 64);
 /// quantum, and truncating 1514/64 to 23 bytes would cost a loaded host 3 %.
 const FRAC_BITS: u32 = 16;
 
-/// Bulk flows per host, as source and as destination (isolation only).
+/// The deficit of a flow never served (or purged): one byte of credit.
+/// A flow comes back bulk when it has less ([`FqCodel::enqueue`]): it used
+/// up what it had, where a fresh flow has not.
+const FRESH: i64 = 1 << FRAC_BITS;
+
+/// A flow's `bulk_epoch` before it was ever bulk.
+const NEVER: u32 = u32::MAX;
+
+/// Host table entries: the low 14 bits of the 16-bit host hashes.
+const HOST_BITS: u32 = 14;
+
+/// Bulk flows of one host as a source or as a destination: in the interval
+/// `epoch` (`cur`) and the one before (`prev`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Load {
+    epoch: u32,
+    cur: u16,
+    prev: u16,
+}
+
+impl Load {
+    /// The host's load in interval `e`: its bulk flows over this interval
+    /// and the last, as if rolled to `e`.
+    fn at(&self, e: u32) -> u32 {
+        if self.epoch == e {
+            u32::from(self.cur.max(self.prev))
+        } else if self.epoch.wrapping_add(1) == e {
+            u32::from(self.cur)
+        } else {
+            0
+        }
+    }
+
+    /// Counts one more bulk flow in interval `e`.
+    fn add(&mut self, e: u32) {
+        if self.epoch != e {
+            self.prev = if self.epoch.wrapping_add(1) == e {
+                self.cur
+            } else {
+                0
+            };
+            self.cur = 0;
+            self.epoch = e;
+        }
+        self.cur = self.cur.saturating_add(1);
+    }
+}
+
+/// A host's loads as source and as destination (isolation only).
 #[derive(Clone, Copy, Debug, Default)]
 struct HostLoad {
-    src: u32,
-    dst: u32,
+    src: Load,
+    dst: Load,
 }
 
 /// A flow padded to one aligned cache line. The pull path reads and writes
@@ -282,10 +340,6 @@ pub struct Stats {
     pub overflow_drops: u64,
     /// Overflow events (each drops one batch or more).
     pub overflow_events: u64,
-    /// Hosts with bulk flows now, as sources and as destinations
-    /// (isolation only).
-    pub bulk_src_hosts: u32,
-    pub bulk_dst_hosts: u32,
 }
 
 /// The FQ-CoDel discipline.
@@ -298,7 +352,7 @@ pub struct FqCodel {
     backlogs: Box<[u32]>,
     new_flows: FlowList,
     old_flows: FlowList,
-    /// Indexed by a 16-bit host hash; empty unless isolating.
+    /// Indexed by a host hash's low [`HOST_BITS`]; empty unless isolating.
     hosts: Box<[HostLoad]>,
     slab: Slab,
     /// Packets and bytes in flow queues (not counting `held`).
@@ -384,7 +438,7 @@ impl FqCodel {
             flows: vec![FlowLine(Flow::EMPTY); n].into_boxed_slice(),
             backlogs: vec![0u32; n].into_boxed_slice(),
             hosts: if params.isolation.is_on() {
-                vec![HostLoad::default(); 1 << 16].into_boxed_slice()
+                vec![HostLoad::default(); 1 << HOST_BITS].into_boxed_slice()
             } else {
                 Box::default()
             },
@@ -441,10 +495,22 @@ impl FqCodel {
         self.queued > self.params.limit_packets || self.queued_mem > self.params.memory_limit_bytes
     }
 
+    /// The interval `now` falls in: host loads count bulk flows over the
+    /// current and the last CoDel `interval` (100 ms by default).
+    #[inline]
+    fn epoch(&self, now: Instant) -> u32 {
+        (now.0 / self.params.interval.0.max(1)) as u32
+    }
+
+    #[inline]
+    fn host_slot(h: u16) -> usize {
+        usize::from(h) & ((1 << HOST_BITS) - 1)
+    }
+
     /// What flow `idx` adds to its deficit per round: a quantum, divided by
     /// its host's load when isolating.
     #[inline]
-    fn flow_quantum(&self, idx: u32) -> i64 {
+    fn flow_quantum(&self, idx: u32, now: Instant) -> i64 {
         let q = i64::from(self.params.quantum_bytes) << FRAC_BITS;
         if !self.params.isolation.is_on() {
             return q;
@@ -452,8 +518,14 @@ impl FqCodel {
         let Some(f) = self.flows.get(idx as usize).map(|l| &l.0) else {
             return q;
         };
-        let host = |h: u16| self.hosts.get(usize::from(h)).copied().unwrap_or_default();
-        let (src, dst) = (host(f.src_host).src, host(f.dst_host).dst);
+        let e = self.epoch(now);
+        let host = |h: u16| {
+            self.hosts
+                .get(Self::host_slot(h))
+                .copied()
+                .unwrap_or_default()
+        };
+        let (src, dst) = (host(f.src_host).src.at(e), host(f.dst_host).dst.at(e));
         let load = match self.params.isolation {
             Isolation::Flows => 1,
             Isolation::SrcHost => src,
@@ -463,55 +535,56 @@ impl FqCodel {
         q / i64::from(load.max(1))
     }
 
-    /// Flow `idx` used up its quantum: if it still has packets it is bulk
-    /// and counts in its hosts' loads until it empties.
+    /// Flow `idx` is bulk now (out of credit with packets left, or back
+    /// with its credit used up): it counts in its hosts' loads for this
+    /// interval and the next.
     #[inline]
-    fn count_bulk(&mut self, idx: u32) {
+    fn mark_bulk(&mut self, idx: u32, now: Instant) {
+        let e = self.epoch(now);
         let Some(f) = self.flows.get_mut(idx as usize).map(|l| &mut l.0) else {
             return;
         };
-        if f.bulk || f.head == NIL || self.hosts.is_empty() {
+        if f.bulk_epoch == e || self.hosts.is_empty() {
             return;
         }
-        f.bulk = true;
-        // Spread the flows' phases: a host's flows that start together
-        // would otherwise all reach a positive deficit in the same round,
-        // every `load` rounds, and that round would send one packet of
-        // each (a 77 ms burst for 64 flows at 10 Mbit/s) while a sparse
-        // flow waits on the old list. A fraction of one quantum, from the
-        // bucket (a keyed hash: uniform), is a one-time cost per bulk run.
-        let spread = (u64::from(idx).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as i64;
-        f.deficit -= (i64::from(self.params.quantum_bytes) * spread) << (FRAC_BITS - 16);
-        let (s, d) = (usize::from(f.src_host), usize::from(f.dst_host));
+        f.bulk_epoch = e;
+        let (s, d) = (Self::host_slot(f.src_host), Self::host_slot(f.dst_host));
         if let Some(h) = self.hosts.get_mut(s) {
-            h.src += 1;
-            self.fq_stats.bulk_src_hosts += u32::from(h.src == 1);
+            h.src.add(e);
         }
         if let Some(h) = self.hosts.get_mut(d) {
-            h.dst += 1;
-            self.fq_stats.bulk_dst_hosts += u32::from(h.dst == 1);
+            h.dst.add(e);
         }
     }
 
-    /// Flow `idx` emptied (or was purged): no longer in its hosts' loads.
+    /// Flow `idx` used up its quantum with packets left, the first time
+    /// since it last emptied: spread the flows' phases. A host's flows that
+    /// start together would otherwise all reach a positive deficit in the
+    /// same round, every `load` rounds, and that round would send one
+    /// packet of each (a 77 ms burst for 64 flows at 10 Mbit/s) while a
+    /// sparse flow waits on the old list. A fraction of one quantum, from
+    /// the bucket (a keyed hash: uniform), once per active run.
     #[inline]
-    fn uncount_bulk(&mut self, idx: u32) {
+    fn spread_phase(&mut self, idx: u32) {
         let Some(f) = self.flows.get_mut(idx as usize).map(|l| &mut l.0) else {
             return;
         };
-        if !f.bulk {
+        if f.spread || f.head == NIL || self.hosts.is_empty() {
             return;
         }
-        f.bulk = false;
-        let (s, d) = (usize::from(f.src_host), usize::from(f.dst_host));
-        if let Some(h) = self.hosts.get_mut(s) {
-            h.src = h.src.saturating_sub(1);
-            self.fq_stats.bulk_src_hosts -= u32::from(h.src == 0);
-        }
-        if let Some(h) = self.hosts.get_mut(d) {
-            h.dst = h.dst.saturating_sub(1);
-            self.fq_stats.bulk_dst_hosts -= u32::from(h.dst == 0);
-        }
+        f.spread = true;
+        let spread = (u64::from(idx).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as i64;
+        f.deficit -= (i64::from(self.params.quantum_bytes) * spread) << (FRAC_BITS - 16);
+    }
+
+    /// Hosts with bulk flows over the last interval or two at `now`, as
+    /// sources and as destinations (a scan of the host table: for tests
+    /// and `show`).
+    pub fn bulk_hosts(&self, now: Instant) -> (u32, u32) {
+        let e = self.epoch(now);
+        let n =
+            |f: &dyn Fn(&HostLoad) -> u32| self.hosts.iter().filter(|h| f(h) > 0).count() as u32;
+        (n(&|h| h.src.at(e)), n(&|h| h.dst.at(e)))
     }
 
     #[inline]
@@ -630,10 +703,19 @@ impl FqCodel {
                 return None;
             };
             visits += 1;
-            if self.flows[idx as usize].0.deficit <= 0 && visits < MAX_VISITS_PER_DEQUEUE {
-                // Counted first, so its own quantum is already shared.
-                self.count_bulk(idx);
-                let quantum = self.flow_quantum(idx);
+            let f = &self.flows[idx as usize].0;
+            // Isolating, an empty flow out of credit leaves as it is: a
+            // quantum added now would come back with its next packet as
+            // credit it never earned, and hide that it used all it had.
+            let empty_isolated = f.head == NIL && self.params.isolation.is_on();
+            if f.deficit <= 0 && !empty_isolated && visits < MAX_VISITS_PER_DEQUEUE {
+                // Out of credit with packets left: bulk (counted first,
+                // so its own quantum is already shared).
+                if self.flows[idx as usize].0.head != NIL {
+                    self.mark_bulk(idx, now);
+                }
+                self.spread_phase(idx);
+                let quantum = self.flow_quantum(idx, now);
                 let f = &mut self.flows[idx as usize].0;
                 f.deficit = f.deficit.saturating_add(quantum);
                 self.pop_head(which);
@@ -677,8 +759,8 @@ impl FqCodel {
             // Empty: an emptied new flow goes to the old list if that
             // is non-empty (so it cannot re-enter as new right away
             // and starve old flows), else it leaves the lists. Either
-            // way it is no longer bulk.
-            self.uncount_bulk(idx);
+            // way its next packet starts a new run.
+            self.flows[idx as usize].0.spread = false;
             self.pop_head(which);
             // CoDel state is kept: RFC 8289 reuses `count` when the
             // flow comes back soon.
@@ -796,12 +878,28 @@ impl Qdisc for FqCodel {
         self.slab.push(&mut f.head, &mut f.tail, pkt);
         let joins = f.list == OnList::None;
         if joins {
-            // The hosts stay the flow's while it is active, so its bulk
+            // The hosts stay the flow's while it is active, so its
             // count is returned to the hosts it was taken from.
             f.src_host = src_host;
             f.dst_host = dst_host;
-            let q = self.flow_quantum(idx);
-            self.flows[idx as usize].0.deficit = q;
+            // Isolating, a flow keeps its debt across absences: a host's
+            // flow gets a fraction of a quantum per round, so a flow that
+            // sends one packet and empties (TCP at a one- or two-segment
+            // window) would otherwise pay that fraction for a whole packet
+            // and come back new, first in line: 32 such flows took 97 %
+            // from a host with one greedy flow. Credit is not kept.
+            let debt = if self.params.isolation.is_on() {
+                f.deficit.min(0)
+            } else {
+                0
+            };
+            // Back with its credit used up, it is bulk at once (counted
+            // first, so its own quantum is already shared).
+            if self.params.isolation.is_on() && f.deficit < FRESH {
+                self.mark_bulk(idx, now);
+            }
+            let q = self.flow_quantum(idx, now);
+            self.flows[idx as usize].0.deficit = debt.saturating_add(q);
         }
         if let Some(b) = self.backlogs.get_mut(idx as usize) {
             *b = b.saturating_add(len);
@@ -880,9 +978,9 @@ impl Qdisc for FqCodel {
                     self.stats.push_drop(pkt, DropReason::Purge, drops);
                 }
                 f.vars.reset();
-                f.deficit = 0;
+                f.deficit = FRESH;
                 self.backlogs[idx as usize] = 0;
-                self.uncount_bulk(idx);
+                f.spread = false;
             }
         }
         self.queued = 0;

@@ -22,7 +22,7 @@ mod pipe;
 use super::Ctx;
 use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{IfaceQueueing, Queue, SchedKind, ServiceCurve, TcpControl};
+use crate::ir::{HostIsolation, IfaceQueueing, Queue, SchedKind, ServiceCurve, TcpControl};
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -665,10 +665,10 @@ impl B<'_, '_, '_> {
                 tcp = tcp.union(p.tcp);
                 up = p.parent;
             }
-            let (label, hint) = if tcp.any() {
+            let (label, hint) = if tcp.any() && mode == HostIsolation::Both {
                 (
-                    "TCP control (`ack-pacing`, `window-clamp`) shares this queue per flow, not per host",
-                    "a host with one flow would be held to one flow's share; use host isolation or TCP control on this queue, not both".to_string(),
+                    "TCP control (`ack-pacing`, `window-clamp`) shares a queue by one end's hosts, not by both",
+                    "use `dual-srchost` on the upload queue or `dual-dsthost` on the download queue; TCP control then shares by host too".to_string(),
                 )
             } else if !q.children.is_empty() {
                 (
