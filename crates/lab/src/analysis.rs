@@ -105,19 +105,27 @@ fn mean(v: &[f64]) -> f64 {
 
 /// Mean of the rate samples whose interval ends inside `[start, end)`.
 fn phase_rates(series: &Series, start: f64, end: f64) -> (f64, f64) {
-    let inside: Vec<_> = series
-        .rate
-        .iter()
-        .filter(|r| r.t_s > start && r.t_s <= end)
-        .collect();
-    if inside.is_empty() {
+    mean_rates(
+        series
+            .rate
+            .iter()
+            .filter(|r| r.t_s > start && r.t_s <= end)
+            .map(|r| (r.down_bps, r.up_bps)),
+    )
+}
+
+/// Mean (down, up) of rate samples; zero without any.
+fn mean_rates(samples: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
+    let (mut n, mut down, mut up) = (0.0, 0.0, 0.0);
+    for (d, u) in samples {
+        n += 1.0;
+        down += d;
+        up += u;
+    }
+    if n == 0.0 {
         return (0.0, 0.0);
     }
-    let n = inside.len() as f64;
-    (
-        inside.iter().map(|r| r.down_bps).sum::<f64>() / n,
-        inside.iter().map(|r| r.up_bps).sum::<f64>() / n,
-    )
+    (down / n, up / n)
 }
 
 /// The VoIP figures of the irtt probes sent in `[start, end)`.
@@ -347,18 +355,12 @@ pub fn host_summaries(
 /// Mean goodput (down, up) of `host` over the samples whose interval ends
 /// inside `(start, end]`.
 fn host_rates(series: &Series, host: usize, start: f64, end: f64) -> (f64, f64) {
-    let inside: Vec<_> = series
-        .host_rate
-        .iter()
-        .filter(|r| r.host == host && r.t_s > start && r.t_s <= end)
-        .collect();
-    if inside.is_empty() {
-        return (0.0, 0.0);
-    }
-    let n = inside.len() as f64;
-    (
-        inside.iter().map(|r| r.down_bps).sum::<f64>() / n,
-        inside.iter().map(|r| r.up_bps).sum::<f64>() / n,
+    mean_rates(
+        series
+            .host_rate
+            .iter()
+            .filter(|r| r.host == host && r.t_s > start && r.t_s <= end)
+            .map(|r| (r.down_bps, r.up_bps)),
     )
 }
 

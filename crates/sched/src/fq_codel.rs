@@ -35,29 +35,29 @@
 //!   [`DropReason::AckFilter`]); the flow's other packets keep their order
 //!   and the newcomer is always queued (see [`crate::ack_filter`]).
 //! - Host isolation ([`Isolation`], CAKE's `dual-srchost`, `dual-dsthost`
-//!   and `triple-isolate`): fairness first between hosts, then between a
-//!   host's flows. A flow's quantum is divided by its host's *load*, the
-//!   number of its bulk flows, so a host with 64 bulk flows gets per round
-//!   the bytes a host with one gets. A flow is bulk from when it runs out
-//!   of credit with packets left (CAKE's rule) or comes back while in
-//!   debt, until it empties; it keeps its debt (never its credit) across
-//!   absences. So flows that send a packet and empty (TCP at a one- or
-//!   two-segment window) pay for every packet, count in their host's load
-//!   while queued and come back behind the others (with CAKE's rule alone
-//!   32 of them took 97 % from a host with one greedy flow), while sparse
-//!   flows (a ping, a call, the ACKs of a download), which never use
-//!   their credit, do not dilute their host's share and keep the new-flow
-//!   priority. In
-//!   `triple-isolate` the load is the larger of the source's and the
-//!   destination's, so neither end can take more by opening flows. The
-//!   hosts are the 16-bit hashes in [`Packet::flow`]'s low bits
-//!   ([`Packet::flow_key`]), counted in a table of 65 536 entries (2 × u32
-//!   each, allocated only when isolating); two hosts whose hashes collide
-//!   count as one. Deficits are kept in 1/65536 bytes so a share of a
-//!   quantum keeps its fraction: with 64 flows each gets 1514/64 bytes
-//!   per round, not 23. Cost: a host's flow with load L waits about L
-//!   rounds per packet, so a dequeue visits up to ~L flows (bounded as
-//!   every DRR pass is, by [`MAX_VISITS_PER_DEQUEUE`]).
+//!   and `triple-isolate`; docs/host-isolation.md): fairness first between
+//!   hosts, then between a host's flows. A flow's quantum is divided by
+//!   its host's *load*, the number of the host's flows that were bulk in
+//!   the current or the last CoDel interval, so a host with 64 bulk flows
+//!   gets per round the bytes a host with one gets. A flow is bulk when it
+//!   runs out of credit with packets left (CAKE's rule) or comes back with
+//!   its credit used up. It keeps its debt (never its credit) across
+//!   absences, and an empty flow out of credit leaves without a fresh
+//!   quantum: so flows that send a packet and empty (TCP at a one- or
+//!   two-segment window) pay for every packet and come back behind the
+//!   others (without this, 32 of them took 97 % from a host with one greedy
+//!   flow), while sparse flows (a ping, a call, a download's ACKs), which
+//!   never use their credit, neither dilute their host's share nor lose
+//!   the new-flow priority. In `triple-isolate` the load is the larger of
+//!   the source's and the destination's, so neither end can take more by
+//!   opening flows. The hosts are the 16-bit hashes in [`Packet::flow`]'s
+//!   low bits ([`Packet::flow_key`]), counted in a table of 16 384 entries
+//!   (allocated only when isolating); two hosts in one entry count as one.
+//!   Deficits are kept in 1/65536 bytes so a share of a quantum keeps its
+//!   fraction: with 64 flows each gets 1514/64 bytes per round, not 23.
+//!   Cost: a host's flow with load L waits about L rounds per packet, so a
+//!   dequeue visits up to ~L flows (bounded as every DRR pass is, by
+//!   [`MAX_VISITS_PER_DEQUEUE`]).
 
 use crate::ack_filter::{self, AckFilter};
 use crate::codel;
