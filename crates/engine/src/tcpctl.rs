@@ -889,11 +889,7 @@ impl TcpCtl {
         };
         let p = &mut self.pacers[f.pacer];
         p.refill(now);
-        // By host, an ACK passes on arrival only when nobody waits: a host
-        // with many flows would otherwise take the tokens at every refill
-        // through its many arrivals, past the round that shares by host.
-        let first = p.by_host.is_none() || p.round.is_empty();
-        if f.held.is_empty() && p.tokens >= 0 && first {
+        if f.held.is_empty() && p.tokens >= 0 {
             p.tokens -= t.cost as i128 * UNITS_PER_BYTE;
             p.report.acks_passed += 1;
             return Some(pkt);

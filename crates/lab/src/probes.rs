@@ -310,8 +310,8 @@ pub fn parse_ss(text: &str) -> Vec<SsConn> {
 /// one interval's bytes, not its whole history.
 pub struct HostMeter {
     ips: Vec<String>,
-    /// Last counts of every connection seen, by its two ends.
-    conns: BTreeMap<(String, String), (u64, u64)>,
+    /// Every connection seen, by its two ends: its host and last counts.
+    conns: BTreeMap<(String, String), (usize, u64, u64)>,
     /// The previous snapshot's time and per-host totals (down, up).
     last: Option<(f64, Vec<(u64, u64)>)>,
 }
@@ -331,18 +331,17 @@ impl HostMeter {
     /// first, or when time did not advance).
     pub fn sample(&mut self, t_s: f64, ss_text: &str) -> Vec<HostRateSample> {
         for c in parse_ss(ss_text) {
-            if !self.ips.contains(&c.peer_ip) {
+            let Some(h) = self.ips.iter().position(|ip| *ip == c.peer_ip) else {
                 continue;
-            }
-            let e = self.conns.entry((c.local, c.peer)).or_insert((0, 0));
-            *e = (e.0.max(c.acked), e.1.max(c.received));
+            };
+            let e = self.conns.entry((c.local, c.peer)).or_insert((h, 0, 0));
+            e.1 = e.1.max(c.acked);
+            e.2 = e.2.max(c.received);
         }
         let mut totals = vec![(0u64, 0u64); self.ips.len()];
-        for ((_, peer), &(acked, received)) in &self.conns {
-            if let Some(h) = self.ips.iter().position(|ip| ip == endpoint_ip(peer)) {
-                totals[h].0 += acked;
-                totals[h].1 += received;
-            }
+        for &(h, acked, received) in self.conns.values() {
+            totals[h].0 += acked;
+            totals[h].1 += received;
         }
         let out = match &self.last {
             Some((t_prev, prev)) if t_s > *t_prev => {

@@ -86,8 +86,6 @@ pub enum DelayKind {
 /// The five namespaces and what runs in the middle ones.
 pub struct LabNet {
     pub topo: Topology,
-    /// LAN host 0 (`hosts[0]`).
-    pub client: Netns,
     /// Every LAN host, host `i` at [`host_ip`]`(i)`, its interface `c0`.
     pub hosts: Vec<Netns>,
     /// The switch joining two or more hosts to `lan0` (`None` with one).
@@ -124,7 +122,7 @@ impl LabNet {
         let modem = topo.add_ns("m")?;
         let delay = topo.add_ns("d")?;
         let server = topo.add_ns("v")?;
-        let mut host_ns = vec![client.clone()];
+        let mut host_ns = vec![client];
         for i in 1..hosts {
             host_ns.push(topo.add_ns(&format!("c{i}"))?);
         }
@@ -151,7 +149,7 @@ impl LabNet {
             )?;
         }
         match &switch {
-            None => topo.veth(&client, "c0", &shaper, LAN_IF)?,
+            None => topo.veth(&host_ns[0], "c0", &shaper, LAN_IF)?,
             Some(sw) => {
                 topo.veth(sw, SWITCH_UPLINK, &shaper, LAN_IF)?;
                 let mut ports = vec![SWITCH_UPLINK.to_string()];
@@ -191,7 +189,6 @@ impl LabNet {
         let half_ms = link.rtt_ms / 2.0;
         let mut net = LabNet {
             topo,
-            client,
             hosts: host_ns,
             switch,
             shaper,
@@ -272,7 +269,7 @@ impl LabNet {
     pub fn lan_rx_point(&self) -> (&Netns, &'static str) {
         match &self.switch {
             Some(sw) => (sw, SWITCH_UPLINK),
-            None => (&self.client, "c0"),
+            None => (&self.hosts[0], "c0"),
         }
     }
 

@@ -115,23 +115,6 @@ pub enum Isolation {
 }
 
 impl Isolation {
-    /// The configuration word (pf dialect and `show`), `None` for per-flow.
-    pub fn word(self) -> Option<&'static str> {
-        match self {
-            Isolation::Flows => None,
-            Isolation::SrcHost => Some("dual-srchost"),
-            Isolation::DstHost => Some("dual-dsthost"),
-            Isolation::Both => Some("triple-isolate"),
-        }
-    }
-
-    /// The mode a configuration word names.
-    pub fn from_word(w: &str) -> Option<Isolation> {
-        [Isolation::SrcHost, Isolation::DstHost, Isolation::Both]
-            .into_iter()
-            .find(|m| m.word() == Some(w))
-    }
-
     pub fn is_on(self) -> bool {
         self != Isolation::Flows
     }
@@ -569,7 +552,7 @@ impl FqCodel {
         let Some(f) = self.flows.get_mut(idx as usize).map(|l| &mut l.0) else {
             return;
         };
-        if f.spread || f.head == NIL || self.hosts.is_empty() {
+        if f.spread || self.hosts.is_empty() {
             return;
         }
         f.spread = true;
@@ -578,8 +561,7 @@ impl FqCodel {
     }
 
     /// Hosts with bulk flows over the last interval or two at `now`, as
-    /// sources and as destinations (a scan of the host table: for tests
-    /// and `show`).
+    /// sources and as destinations (a scan of the host table, for tests).
     pub fn bulk_hosts(&self, now: Instant) -> (u32, u32) {
         let e = self.epoch(now);
         let n =
@@ -709,11 +691,10 @@ impl FqCodel {
             // credit it never earned, and hide that it used all it had.
             let empty_isolated = f.head == NIL && self.params.isolation.is_on();
             if f.deficit <= 0 && !empty_isolated && visits < MAX_VISITS_PER_DEQUEUE {
-                // Out of credit with packets left: bulk (counted first,
-                // so its own quantum is already shared).
-                if self.flows[idx as usize].0.head != NIL {
-                    self.mark_bulk(idx, now);
-                }
+                // Isolating, this flow is out of credit with packets left:
+                // bulk (counted first, so its own quantum is already
+                // shared). Both return at once when not isolating.
+                self.mark_bulk(idx, now);
                 self.spread_phase(idx);
                 let quantum = self.flow_quantum(idx, now);
                 let f = &mut self.flows[idx as usize].0;
@@ -878,25 +859,24 @@ impl Qdisc for FqCodel {
         self.slab.push(&mut f.head, &mut f.tail, pkt);
         let joins = f.list == OnList::None;
         if joins {
-            // The hosts stay the flow's while it is active, so its
-            // count is returned to the hosts it was taken from.
+            // Its hosts for as long as it stays on a list.
             f.src_host = src_host;
             f.dst_host = dst_host;
-            // Isolating, a flow keeps its debt across absences: a host's
-            // flow gets a fraction of a quantum per round, so a flow that
-            // sends one packet and empties (TCP at a one- or two-segment
-            // window) would otherwise pay that fraction for a whole packet
-            // and come back new, first in line: 32 such flows took 97 %
-            // from a host with one greedy flow. Credit is not kept.
-            let debt = if self.params.isolation.is_on() {
-                f.deficit.min(0)
-            } else {
-                0
-            };
-            // Back with its credit used up, it is bulk at once (counted
-            // first, so its own quantum is already shared).
-            if self.params.isolation.is_on() && f.deficit < FRESH {
-                self.mark_bulk(idx, now);
+            let mut debt = 0;
+            if self.params.isolation.is_on() {
+                // A flow keeps its debt across absences: a host's flow
+                // gets a fraction of a quantum per round, so a flow that
+                // sends one packet and empties (TCP at a one- or
+                // two-segment window) would otherwise pay that fraction
+                // for a whole packet and come back new, first in line: 32
+                // such flows took 97 % from a host with one greedy flow.
+                // Credit is not kept.
+                debt = f.deficit.min(0);
+                // Back with its credit used up, it is bulk at once
+                // (counted first, so its own quantum is already shared).
+                if f.deficit < FRESH {
+                    self.mark_bulk(idx, now);
+                }
             }
             let q = self.flow_quantum(idx, now);
             self.flows[idx as usize].0.deficit = debt.saturating_add(q);
