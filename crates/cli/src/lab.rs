@@ -248,6 +248,11 @@ struct OverrideArgs {
     /// (rrul_heavy: 100 each way), 1 to 128.
     #[arg(long, value_name = "N", value_parser = values::parse_streams)]
     streams: Option<u32>,
+    /// A link whose rate moves: the modem follows this rate trace (a file of
+    /// `TIME DOWN UP` steps, or the name of a shipped one: lte, starlink,
+    /// docsis-evening, step; see docs/lab.md).
+    #[arg(long, value_name = "FILE|NAME", conflicts_with_all = ["down", "up"])]
+    trace: Option<String>,
 }
 
 impl OverrideArgs {
@@ -430,6 +435,55 @@ fn resolve_shaper(arg: Option<&str>, s: &Scenario) -> Result<ShaperSpec, Failure
     Ok(spec)
 }
 
+/// Where the shipped rate traces live (relative to the repository or
+/// install root, as the scenarios' example configs).
+const TRACE_DIR: &str = "examples/lab/traces";
+
+/// `--trace`: a file, else a shipped trace by name; refused with the
+/// file, line and column of what is wrong.
+fn load_trace(arg: &str) -> Result<sluice_lab::trace::RateTrace, Failure> {
+    let path = if Path::new(arg).is_file() {
+        PathBuf::from(arg)
+    } else {
+        find_example(&format!("{TRACE_DIR}/{arg}.trace")).ok_or_else(|| {
+            Failure::Error(format!(
+                "--trace {arg}: no such file, and no shipped trace of that name; shipped: {} \
+                 (in {TRACE_DIR})",
+                shipped_traces().join(", ")
+            ))
+        })?
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Failure::Error(format!("--trace {}: {e}", path.display())))?;
+    let name = path
+        .file_stem()
+        .map_or_else(|| arg.to_string(), |n| n.to_string_lossy().into_owned());
+    sluice_lab::trace::RateTrace::parse(&name, &text).map_err(|e| {
+        let sep = if e.line == 0 { ": " } else { ":" };
+        Failure::Error(format!("--trace {}{sep}{e}", path.display()))
+    })
+}
+
+/// The names of the shipped traces (for the hint of an unknown one).
+fn shipped_traces() -> Vec<String> {
+    // Found through a file every install has (directories are not looked up).
+    let mut names: Vec<String> = find_example(&format!("{TRACE_DIR}/step.trace"))
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            if p.extension()? != "trace" {
+                return None;
+            }
+            Some(p.file_stem()?.to_string_lossy().into_owned())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// The sluice executable for the shaper and the delay line.
 fn sluice_bin() -> Result<PathBuf, Failure> {
     if let Some(p) = std::env::var_os("SLUICE_BIN").filter(|p| !p.is_empty()) {
@@ -481,6 +535,9 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
         ))
     })?;
     ov.overrides().apply(&mut s);
+    if let Some(arg) = &ov.trace {
+        s.link.follow(load_trace(arg)?);
+    }
     let specs = shapers
         .iter()
         .map(|a| resolve_shaper(a.as_deref(), &s))

@@ -702,3 +702,72 @@ fn host_fair_has_two_hosts_that_both_reach_the_server() {
         );
     }
 }
+
+/// `--trace`: the modem follows the steps live, the summary carries the
+/// trace and each loaded direction's utilisation of the capacity of each
+/// moment; a bad trace is refused before any namespace.
+#[test]
+fn a_link_follows_its_rate_trace() {
+    let Some(_serial) = netns() else {
+        return;
+    };
+    let trace = out_dir("trace").with_extension("trace");
+    // tcp_1down with 4 s phases: the download runs 4..8 s; the modem's
+    // download rate falls from 8M to 2M in its middle.
+    std::fs::write(&trace, "# time down up\n0 8M 1M\n6 2M 1M\n").unwrap();
+    let t = trace.to_string_lossy().into_owned();
+    let args = [
+        "run",
+        "tcp_1down",
+        "--shaper",
+        "none",
+        "--duration",
+        "4",
+        "--trace",
+        &t,
+    ];
+    let (out, _) = lab(&args, "trace");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    eprintln!("{stderr}");
+    let s: Summary = serde_json::from_slice(&out.stdout).expect("summary JSON");
+    let tr = s.link.trace.as_ref().expect("the summary keeps the trace");
+    assert_eq!(tr.steps.len(), 2);
+    assert_eq!((s.link.down_bps, s.link.up_bps), (8_000_000, 1_000_000));
+    assert!(
+        stderr.contains("link trace sluice-lab-test-"),
+        "the table names the trace: {stderr}"
+    );
+    let p = phase(&s, "download");
+    let util = p.down_util_pct.expect("a loaded direction's utilisation");
+    // The capacity over the phase averages 5M. Had the modem stayed at 8M,
+    // TCP would have filled it: ~150 % of that average. Following the step,
+    // the download cannot exceed the capacity of any moment (+5 % for
+    // frame counting and the sampling edges), and it saturates both halves.
+    assert!(
+        (60.0..=105.0).contains(&util),
+        "download at {util:.0} % of the capacity of each moment ({:.0} bit/s)",
+        p.down_bps
+    );
+    assert!(p.down_bps < 5.3e6, "{:.0} bit/s", p.down_bps);
+    assert_eq!(p.up_util_pct, None, "no upload load");
+
+    // A trace that is not one: file, line and column, before any namespace.
+    std::fs::write(&trace, "0 8M 1M\n6 2MB 1M\n").unwrap();
+    let (out, _) = lab(&["run", "tcp_1down", "--trace", &t], "badtrace");
+    let _ = std::fs::remove_file(&trace);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--trace {t}:2:3: `2MB`: a capital B means bytes")),
+        "{stderr}"
+    );
+    // A name that is neither a file nor a shipped trace lists the shipped.
+    let (out, _) = lab(&["run", "tcp_1down", "--trace", "nowhere"], "notrace");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("docsis-evening, lte, starlink, step"),
+        "{stderr}"
+    );
+}

@@ -13,14 +13,18 @@
 //!   monitoring (Cole & Rosenbluth, 2001): effective latency = one-way
 //!   delay + 2 × jitter + 10 ms codec delay; R = 93.2 − latency/40 below
 //!   160 ms, 93.2 − (latency − 120)/10 above; −2.5 per percent of loss.
+//! - Utilisation is against the capacity of each moment: every rate
+//!   sample's bits over what the link could carry during its interval (the
+//!   trace's mean there, on a moving link), so a shaper that tracks a
+//!   falling rate is not credited with the capacity the link no longer had.
 //! - With several LAN hosts, a host's share of a direction in a phase is
 //!   its mean goodput over the sum of all hosts' (percent): shares add up
 //!   to 100 whatever the link carried, so they say how the shaper split
 //!   what it passed, which is what host isolation is about.
 
 use crate::model::{
-    host_name, Grades, HostPhase, HostSummary, Latency, PhaseSummary, RunResult, Scenario, Series,
-    Summary, Voip,
+    host_name, Grades, HostPhase, HostSummary, Latency, Link, PhaseSummary, RunResult, Scenario,
+    Series, Summary, Voip,
 };
 
 /// Nearest-rank percentile `p` (0..=100) of ascending `sorted`; 0 when empty.
@@ -114,6 +118,36 @@ fn phase_rates(series: &Series, start: f64, end: f64) -> (f64, f64) {
     )
 }
 
+/// Utilisation over `[start, end)`: the received bits of the rate samples
+/// ending in it over the capacity the link had during the same sampling
+/// intervals, percent, per direction.
+fn phase_util(series: &Series, link: &Link, start: f64, end: f64) -> (f64, f64) {
+    let (mut got, mut cap) = ((0.0, 0.0), (0.0, 0.0));
+    // A sample covers the time since the one before it (the first, one
+    // sampling period).
+    let period = crate::runner::RATE_PERIOD.as_secs_f64();
+    let mut prev = f64::NEG_INFINITY;
+    for r in &series.rate {
+        let a = if prev.is_finite() {
+            prev
+        } else {
+            r.t_s - period
+        };
+        prev = r.t_s;
+        if !(r.t_s > start && r.t_s <= end) || r.t_s <= a {
+            continue;
+        }
+        let dt = r.t_s - a;
+        let (cd, cu) = link.mean_capacity(a, r.t_s);
+        got.0 += r.down_bps * dt;
+        got.1 += r.up_bps * dt;
+        cap.0 += cd * dt;
+        cap.1 += cu * dt;
+    }
+    let pct = |g: f64, c: f64| if c > 0.0 { 100.0 * g / c } else { 0.0 };
+    (pct(got.0, cap.0), pct(got.1, cap.1))
+}
+
 /// Mean (down, up) of rate samples; zero without any.
 fn mean_rates(samples: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
     let (mut n, mut down, mut up) = (0.0, 0.0, 0.0);
@@ -176,6 +210,7 @@ pub fn summarize(
         };
         let (down_bps, up_bps) = phase_rates(series, start, end);
         let (load_down, load_up) = scenario.load_in_phase(i);
+        let (down_util, up_util) = phase_util(series, &scenario.link, start, end);
         phases.push(PhaseSummary {
             name: spec.name.clone(),
             start_s: start,
@@ -186,6 +221,8 @@ pub fn summarize(
             loss_pct,
             load_down,
             load_up,
+            down_util_pct: load_down.then_some(down_util),
+            up_util_pct: load_up.then_some(up_util),
         });
     }
 
@@ -494,6 +531,45 @@ mod tests {
             }
         }
         series
+    }
+
+    #[test]
+    fn utilisation_is_against_the_capacity_of_each_moment() {
+        let mut s = scenario::tcp_1up();
+        for p in &mut s.phases {
+            p.secs = 10.0;
+        }
+        s.link.up_bps = 1_000_000;
+        // Rate samples at 0.5 s: a constant 9e5 up in the loaded phase.
+        let series = series_for(&s, 20.0, 40.0);
+        let fixed = summarize(&s, "x", &series, "t".into(), vec![]);
+        let up = &fixed.phases[1];
+        assert!((up.up_util_pct.unwrap() - 90.0).abs() < 1e-9, "{up:?}");
+        assert_eq!(up.down_util_pct, None, "no download load");
+        assert_eq!(fixed.phases[0].up_util_pct, None, "idle");
+
+        // The link halves in the middle of the loaded phase (10..20 s): the
+        // same 9e5 is 90 % of 1M for 5 s and 180 % of 0.5M for 5 s, i.e.
+        // 9e5 × 10 s over (1M + 0.5M) × 5 s = 120 %.
+        let trace = crate::trace::RateTrace::parse("half", "0 5M 1M\n15 5M 500k").unwrap();
+        s.link.follow(trace);
+        let moving = summarize(&s, "x", &series, "t".into(), vec![]);
+        let up = moving.phases[1].up_util_pct.unwrap();
+        assert!((up - 120.0).abs() < 1e-9, "{up}");
+        // A sample straddling the step counts each part at its own rate.
+        let mut one = Series::default();
+        one.rate.push(RateSample {
+            t_s: 14.5,
+            down_bps: 0.0,
+            up_bps: 0.0,
+        });
+        one.rate.push(RateSample {
+            t_s: 15.5,
+            down_bps: 0.0,
+            up_bps: 750_000.0,
+        });
+        let (_, u) = phase_util(&one, &s.link, 15.0, 16.0);
+        assert!((u - 100.0).abs() < 1e-9, "{u}");
     }
 
     #[test]

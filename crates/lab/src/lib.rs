@@ -26,6 +26,7 @@ pub mod runner;
 pub mod scenario;
 pub mod shaper;
 pub mod topo;
+pub mod trace;
 
 pub use bridge::{BridgeLab, Wiring, CLIENT_IP, SERVER_IP};
 pub use iperf3::{ClientOptions, Iperf3Result, UdpCounts};

@@ -41,13 +41,48 @@ pub struct Link {
     /// The name the overhead was given by (`pppoe-llcsnap`, `none`, or the
     /// number as text).
     pub overhead_name: String,
+    /// When the link's rate moves (`--trace FILE`): the modem follows it,
+    /// and `down_bps`/`up_bps` are its rates at `t = 0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::RateTrace>,
 }
+
+/// Slowest and fastest link the lab emulates (htb's and the host's limits).
+pub const LINK_MIN_BPS: u64 = 8_000;
+pub const LINK_MAX_BPS: u64 = 10_000_000_000;
 
 /// A full-size Ethernet frame without FCS, bytes: the unit of a `bfifo`
 /// modem's buffer.
 pub const FULL_FRAME_BYTES: u64 = 1514;
 
 impl Link {
+    /// The capacity in force at `t_s` (the trace's, else the fixed rates):
+    /// `(down, up)` bit/s.
+    pub fn rates_at(&self, t_s: f64) -> (u64, u64) {
+        match &self.trace {
+            Some(tr) => {
+                let s = tr.at(t_s);
+                (s.down_bps, s.up_bps)
+            }
+            None => (self.down_bps, self.up_bps),
+        }
+    }
+
+    /// Mean `(down, up)` capacity over `[a, b)`, bit/s.
+    pub fn mean_capacity(&self, a: f64, b: f64) -> (f64, f64) {
+        match &self.trace {
+            Some(tr) => tr.mean_capacity(a, b),
+            None => (self.down_bps as f64, self.up_bps as f64),
+        }
+    }
+
+    /// Makes the link follow `trace`, starting at its first step's rates.
+    pub fn follow(&mut self, trace: crate::trace::RateTrace) {
+        let s = trace.at(0.0);
+        (self.down_bps, self.up_bps) = (s.down_bps, s.up_bps);
+        self.trace = Some(trace);
+    }
+
     /// The `bfifo` limit of [`FifoKind::Bytes`]: `buffer_pkts` (at least
     /// one) full-size frames.
     pub fn fifo_limit_bytes(&self) -> u64 {
@@ -338,6 +373,13 @@ pub struct PhaseSummary {
     /// Which directions carried bulk traffic.
     pub load_down: bool,
     pub load_up: bool,
+    /// Of a loaded direction: the received rate as a percentage of the
+    /// link's capacity at the same moments (the trace's, on a moving link),
+    /// sample by sample; `None` in a direction without load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_util_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_util_pct: Option<f64>,
 }
 
 /// The VoIP estimate from the irtt stream during load.

@@ -38,7 +38,7 @@ pub use progress::Progress;
 /// Main-loop period: flow starts are this punctual, Ctrl-C this quick.
 const TICK: Duration = Duration::from_millis(50);
 /// Rate sampling period.
-const RATE_PERIOD: Duration = Duration::from_millis(100);
+pub(crate) const RATE_PERIOD: Duration = Duration::from_millis(100);
 /// Per-host goodput sampling period (multi-host scenarios): each sample
 /// runs `ss` in the server namespace, so fewer than the rate's.
 const HOST_RATE_PERIOD_S: f64 = 0.5;
@@ -390,6 +390,19 @@ pub fn run(
     let mut meter =
         (scenario.hosts > 1).then(|| HostMeter::new((0..scenario.hosts).map(host_ip).collect()));
     let (mut host_rate, mut meter_at) = (Vec::new(), f64::NEG_INFINITY);
+    // A moving link: the modem was built at the trace's first step; the
+    // others are played as their time comes (one `tc class change` per
+    // direction), each logged with when it took effect.
+    let trace = scenario.link.trace.as_ref();
+    let mut next_step = 1;
+    let trace_csv = o.dir.join("trace.csv");
+    if trace.is_some() {
+        keep(
+            &mut warnings,
+            &trace_csv,
+            "t_planned_s,t_applied_s,down_bps,up_bps\n",
+        );
+    }
     // Main loop: bounded by the scenario's length (plus the linger below).
     loop {
         if stopped() {
@@ -409,6 +422,17 @@ pub fn run(
                 .min(LINGER_MAX_S);
         }
         let grace = FLOW_GRACE_S + worst_s.max(drain_s);
+        if let Some(tr) = trace {
+            play_trace(
+                &net,
+                scenario,
+                tr,
+                &mut next_step,
+                t0,
+                &trace_csv,
+                &mut warnings,
+            );
+        }
         tend_flows(&mut net, scenario, &mut flows, t, grace)?;
         tend_irtt(&mut net, scenario, irtt.as_mut(), t)?;
         if let Some(m) = meter
@@ -573,6 +597,47 @@ pub fn run(
         rfc3339(t0_wall),
         warnings,
     ))
+}
+
+/// Plays the trace's steps that are due at the run's time (only the latest
+/// of several: a step the loop slept through lasted no time), from
+/// `*next` on; each goes to `csv` with the time it took effect.
+fn play_trace(
+    net: &LabNet,
+    scenario: &Scenario,
+    trace: &crate::trace::RateTrace,
+    next: &mut usize,
+    t0: Instant,
+    csv: &Path,
+    warnings: &mut Vec<String>,
+) {
+    let t = since(t0);
+    let due = trace.steps[*next..]
+        .iter()
+        .take_while(|s| s.t_s <= t)
+        .count();
+    if due == 0 {
+        return;
+    }
+    *next += due;
+    let step = trace.steps[*next - 1];
+    match net.set_modem_rates(&scenario.link, step.down_bps, step.up_bps) {
+        Ok(()) => append(
+            warnings,
+            csv,
+            &format!(
+                "{:.3},{:.3},{},{}\n",
+                step.t_s,
+                since(t0),
+                step.down_bps,
+                step.up_bps
+            ),
+        ),
+        Err(e) => warnings.push(format!(
+            "trace {}: the step at {} s was not applied: {e}",
+            trace.name, step.t_s
+        )),
+    }
 }
 
 /// A probe's output, or (with a warning naming the file and the error)

@@ -52,6 +52,7 @@ fn link(down_bps: u64, up_bps: u64, buffer_pkts: u32) -> Link {
         overhead_bytes: 0,
         atm: false,
         overhead_name: "none".into(),
+        trace: None,
     }
 }
 

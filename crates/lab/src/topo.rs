@@ -273,6 +273,16 @@ impl LabNet {
         }
     }
 
+    /// Moves the modem's rates to `down_bps` (on `m0`, towards the LAN) and
+    /// `up_bps` (on `m1`), live: what a trace step does.
+    pub fn set_modem_rates(&self, link: &Link, down_bps: u64, up_bps: u64) -> io::Result<()> {
+        for (dev, bps) in [("m0", down_bps), ("m1", up_bps)] {
+            let args = modem_class("change", dev, bps, link);
+            self.topo.exec(&self.modem, &strs(&args))?;
+        }
+        Ok(())
+    }
+
     /// `tc -s qdisc` and `tc -s class` of the modem and the shaper
     /// namespaces, for the run directory.
     pub fn qdisc_report(&self) -> String {
@@ -323,19 +333,7 @@ fn modem_queue(topo: &Topology, ns: &Netns, dev: &str, bps: u64, link: &Link) ->
             "tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
         ],
     )?;
-    let rate = tc_rate(bps);
-    let overhead = link.overhead_bytes.to_string();
-    let mut class = vec![
-        "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
-        "ceil", &rate,
-    ];
-    if link.overhead_bytes != 0 {
-        class.extend(["overhead", overhead.as_str()]);
-    }
-    if link.atm {
-        class.extend(["linklayer", "atm"]);
-    }
-    topo.exec(ns, &class)?;
+    topo.exec(ns, &strs(&modem_class("add", dev, bps, link)))?;
     let (fifo, limit) = fifo_args(link);
     topo.exec(
         ns,
@@ -345,6 +343,30 @@ fn modem_queue(topo: &Topology, ns: &Netns, dev: &str, bps: u64, link: &Link) ->
         ],
     )?;
     Ok(())
+}
+
+/// `tc class VERB` of the modem's htb class on `dev` at `bps`: `add` when
+/// it is built, `change` when a trace moves the rate (the FIFO under it
+/// keeps its packets; htb recomputes its bursts for the new rate).
+fn modem_class(verb: &str, dev: &str, bps: u64, link: &Link) -> Vec<String> {
+    let rate = tc_rate(bps);
+    let mut class: Vec<String> = [
+        "tc", "class", verb, "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
+        "ceil", &rate,
+    ]
+    .map(String::from)
+    .to_vec();
+    if link.overhead_bytes != 0 {
+        class.extend(["overhead".into(), link.overhead_bytes.to_string()]);
+    }
+    if link.atm {
+        class.extend(["linklayer".into(), "atm".into()]);
+    }
+    class
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
 }
 
 /// The modem FIFO's qdisc and limit: `pfifo` of `buffer_pkts` packets, or

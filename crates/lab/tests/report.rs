@@ -435,6 +435,8 @@ fn phase(
         loss_pct,
         load_down: false,
         load_up: name == "upload",
+        down_util_pct: None,
+        up_util_pct: (name == "upload").then_some(90.0),
     }
 }
 

@@ -7,12 +7,9 @@
 //! - Rates are bits per second, as in pf.conf (`Kb` is kilobit); a byte
 //!   suffix (`KB`, `MB`) is refused rather than guessed.
 
-use sluice_lab::model::{Dir, FifoKind, Scenario};
+use sluice_lab::model::{Dir, FifoKind, Scenario, LINK_MAX_BPS, LINK_MIN_BPS};
 use sluice_time::units;
 
-/// Slowest and fastest link the lab emulates (htb's and the host's limits).
-const MIN_RATE_BPS: u64 = 8_000;
-const MAX_RATE_BPS: u64 = 10_000_000_000;
 /// Largest base RTT (ms) and modem buffer (packets) accepted.
 const MAX_RTT_MS: f64 = 10_000.0;
 const MAX_BUFFER_PKTS: u32 = 100_000;
@@ -33,7 +30,7 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     let bps = units::parse_rate(t)
         .map_err(|e| format!("`{s}` is not a rate: {e} ({hint})"))?
         .as_bps();
-    if !(MIN_RATE_BPS..=MAX_RATE_BPS).contains(&bps) {
+    if !(LINK_MIN_BPS..=LINK_MAX_BPS).contains(&bps) {
         return Err(format!(
             "`{s}` is out of range: the lab emulates links from 8 kbit/s to 10 Gbit/s"
         ));

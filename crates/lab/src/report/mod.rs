@@ -249,13 +249,30 @@ fn fmt_pct(p: f64) -> String {
     }
 }
 
-/// `link 5M down / 1M up, RTT 20 ms, modem buffer 200 pkts[, overhead …]`.
+/// `link 5M down / 1M up, RTT 20 ms, modem buffer 200 pkts[, overhead …]`;
+/// on a moving link `link trace lte: 2M–30M down / 500k–8M up, …`.
 fn link_line(s: &Summary) -> String {
     let l = &s.link;
+    let rates = match &l.trace {
+        Some(t) => {
+            let ((dlo, dhi), (ulo, uhi)) = t.bounds();
+            format!(
+                "link trace {}: {}–{} down / {}–{} up",
+                t.name,
+                fmt_link_rate(dlo),
+                fmt_link_rate(dhi),
+                fmt_link_rate(ulo),
+                fmt_link_rate(uhi)
+            )
+        }
+        None => format!(
+            "link {} down / {} up",
+            fmt_link_rate(l.down_bps),
+            fmt_link_rate(l.up_bps)
+        ),
+    };
     let mut out = format!(
-        "link {} down / {} up, RTT {} ms, modem buffer {}",
-        fmt_link_rate(l.down_bps),
-        fmt_link_rate(l.up_bps),
+        "{rates}, RTT {} ms, modem buffer {}",
         trim_float(l.rtt_ms),
         match l.fifo {
             FifoKind::Packets => format!("{} pkts", l.buffer_pkts),
@@ -394,6 +411,18 @@ mod tests {
         s.link.fifo = FifoKind::Bytes;
         assert!(
             link_line(&s).ends_with("modem buffer 302800 B (200 full frames)"),
+            "{}",
+            link_line(&s)
+        );
+    }
+
+    #[test]
+    fn a_moving_link_is_named_with_its_range() {
+        let mut s = tiny_run().summary;
+        let t = crate::trace::RateTrace::parse("lte", "0 20M 5M\n1 3M 800k\n2 40M 10M").unwrap();
+        s.link.follow(t);
+        assert!(
+            link_line(&s).starts_with("link trace lte: 3M–40M down / 800k–10M up, RTT "),
             "{}",
             link_line(&s)
         );

@@ -10,6 +10,8 @@
 //!   terminal. Widths count characters, not bytes (the header has an em dash).
 //! - Phases are matched across runs by name and occurrence, not by index, so
 //!   runs whose phase lists differ still line up where they can.
+//! - On a moving link (a rate trace) a loaded direction's rate carries its
+//!   utilisation of the capacity of each moment, `4.70 Mbit/s (92 %)`.
 //! - Runs with several LAN hosts get a third table: per loaded phase, per
 //!   configuration, one line per host with its goodput and share of each
 //!   direction, and its ping and MOS where it runs them.
@@ -167,11 +169,19 @@ fn block(title: String, runs: &[&Summary]) -> Block {
                         Some(l) => (fmt_ms(l.p50), fmt_ms(l.p99)),
                         None => ("-".into(), "-".into()),
                     };
+                    // On a moving link a loaded direction's rate says how
+                    // much of the capacity of its moments it used.
+                    let rate = |bps: f64, util: Option<f64>| match util {
+                        Some(u) if s.link.trace.is_some() => {
+                            format!("{} ({u:.0} %)", fmt_rate(bps))
+                        }
+                        _ => fmt_rate(bps),
+                    };
                     Some(vec![
                         p.name.clone(),
                         short_label(&s.shaper),
-                        fmt_rate(p.down_bps),
-                        fmt_rate(p.up_bps),
+                        rate(p.down_bps, p.down_util_pct),
+                        rate(p.up_bps, p.up_util_pct),
                         p50,
                         p99,
                         fmt_pct(p.loss_pct),

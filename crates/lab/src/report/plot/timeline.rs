@@ -1,6 +1,7 @@
 //! The timeline, in the manner of flent's `all_scaled`: throughput per
 //! direction over time on top, latency over time below, phases shaded and
-//! named, the link's rates as reference lines. With several runs, one column
+//! named, the link's rates as reference lines (the capacity of each moment
+//! on a link that follows a rate trace). With several runs, one column
 //! per run on shared scales.
 //!
 //! # Principles
@@ -61,7 +62,14 @@ fn scales(runs: &[RunResult]) -> Scales {
     .filter(|t| *t > 0.0)
     .unwrap_or(1.0);
     let peak_bps = finite_max(runs.iter().flat_map(|r| {
-        let link = [r.summary.link.down_bps as f64, r.summary.link.up_bps as f64];
+        let l = &r.summary.link;
+        let traced = l.trace.iter().flat_map(|t| {
+            let ((_, d), (_, u)) = t.bounds();
+            [d as f64, u as f64]
+        });
+        let link = [l.down_bps as f64, l.up_bps as f64]
+            .into_iter()
+            .chain(traced);
         let seen = r.series.rate.iter().flat_map(|s| [s.down_bps, s.up_bps]);
         link.into_iter().chain(seen)
     }))
@@ -189,17 +197,33 @@ fn column<DB: DrawingBackend>(
     time_mesh(&mut mesh).draw().map_err(err)?;
     backdrop(&mut chart, run, sc.rate_max)?;
     let link = &run.summary.link;
-    for (bps, color, dir) in [(link.down_bps, DOWN, "down"), (link.up_bps, UP, "up")] {
-        let y = bps as f64 / sc.rate_div;
+    for (down, color, dir) in [(true, DOWN, "down"), (false, UP, "up")] {
+        // The capacity under the curves: a step line on a moving link.
+        let pick = |(d, u): (u64, u64)| if down { d } else { u };
+        let mut steps = vec![(0.0, pick(link.rates_at(0.0)) as f64 / sc.rate_div)];
+        for st in link.trace.iter().flat_map(|t| &t.steps).skip(1) {
+            if st.t_s >= sc.t_max_s {
+                break;
+            }
+            let y = pick((st.down_bps, st.up_bps)) as f64 / sc.rate_div;
+            let prev = steps.last().map_or(y, |p| p.1);
+            steps.extend([(st.t_s, prev), (st.t_s, y)]);
+        }
+        let y = steps.last().map_or(0.0, |p| p.1);
+        steps.push((sc.t_max_s, y));
         chart
             .draw_series(DashedLineSeries::new(
-                [(0.0, y), (sc.t_max_s, y)],
+                steps,
                 8,
                 5,
                 color.mix(0.8).stroke_width(1),
             ))
             .map_err(err)?;
-        let label = format!("link {dir} {}", fmt_link_rate(bps));
+        let bps = pick(link.rates_at(sc.t_max_s));
+        let label = match link.trace {
+            Some(_) => format!("capacity {dir}"),
+            None => format!("link {dir} {}", fmt_link_rate(bps)),
+        };
         let style = text(12)
             .color(&color)
             .pos(Pos::new(HPos::Right, VPos::Bottom));
