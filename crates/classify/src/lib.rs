@@ -142,10 +142,13 @@ pub struct Decision {
     pub state: StateHit,
     /// Keyed hash of the directional 5-tuple, or of (src, dst, proto).
     pub flow_hash: u64,
-    /// The least round trip measured from sluice to this packet's
-    /// destination and back (the state's passive RTT, [`rtt`]); `None`
-    /// before the first sample and for packets without a state.
-    pub rtt_ahead: Option<Duration>,
+    /// The connection's least round trip end to end as sluice sees it: the
+    /// sum of the least of each half (sluice to this packet's destination
+    /// and back, and the same toward its source; the state's passive RTT,
+    /// [`rtt`]). `None` until both halves have a sample, and for packets
+    /// without a state. (One half alone is not a round trip: toward a LAN
+    /// host it is a fraction of a millisecond.)
+    pub rtt_path: Option<Duration>,
 }
 
 /// What `match` rules set on the way to the deciding rule (pf: their
@@ -517,9 +520,9 @@ impl Classifier {
                         rule: Some(st.rule),
                         state: StateHit::Matched,
                         flow_hash,
-                        rtt_ahead: {
-                            let e = st.rtt.toward[side];
-                            (e.samples > 0).then_some(e.min)
+                        rtt_path: {
+                            let [a, b] = st.rtt.toward;
+                            (a.samples > 0 && b.samples > 0).then(|| a.min + b.min)
                         },
                     };
                     if let Some((max, rate, overload)) = conn_limits {
@@ -567,7 +570,7 @@ impl Classifier {
             rule: winner.map(|w| w as u32),
             state: StateHit::None,
             flow_hash,
-            rtt_ahead: None,
+            rtt_path: None,
         };
         let Some(w) = winner else {
             d.queue = pick(queue, second);

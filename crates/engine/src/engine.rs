@@ -441,7 +441,7 @@ impl Engine {
         // RTT and for TCP control; `None` for whatever is not a whole TCP
         // segment (fragments, bad offsets), which neither reads.
         let mut tcp = TcpHeader::in_frame(&frame, &info).ok().map(|h| h.segment());
-        let (class, flow, ecn, rtt_ahead, max_mss, prio) = match &info.ip {
+        let (class, flow, ecn, rtt_path, max_mss, prio) = match &info.ip {
             None => {
                 self.ifaces[iface].counters.non_ip += 1;
                 (None, 0, Ecn::NotEct, None, None, None)
@@ -463,7 +463,7 @@ impl Engine {
                 // pf: the outbound pass may override the inbound assignment.
                 let queue = dout.queue.or(din.queue);
                 let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
-                let rtt = dout.rtt_ahead.or(din.rtt_ahead);
+                let rtt = dout.rtt_path.or(din.rtt_path);
                 let mss = (din.max_mss.is_some() || dout.max_mss.is_some()).then(|| {
                     let rule = dout.max_mss.and(dout.rule).or(din.rule);
                     ([din.max_mss, dout.max_mss], rule)
@@ -496,7 +496,7 @@ impl Engine {
             let default_of = |i: usize| self.ifaces[i].tree.as_ref().map(|t| t.default);
             let (back, forth) = (default_of(iface), default_of(egress));
             let plan = self.tcp.on_segment(
-                now, iface, egress, class, back, forth, &mut frame, &info, seg, rtt_ahead,
+                now, iface, egress, class, back, forth, &mut frame, &info, seg, rtt_path,
             );
             // Its flow's held ACKs go first: nothing is reordered.
             self.drain_released(now);

@@ -45,8 +45,11 @@
 //!   window the receiver advertises is lowered to the flow's share × its
 //!   round trip without a standing queue, through
 //!   [`sluice_wire::tcpwin::WindowClamp`]. That round trip is the sum of
-//!   the least RTT beyond sluice (the state's passive RTT or the
-//!   handshake's, the lesser), [`SLACK`], two segments' time at the class's
+//!   the connection's least RTT (the state's passive RTT of both halves,
+//!   sluice to the receiver and back plus sluice to the sender and back, or
+//!   the handshake's, the lesser — one half alone is no round trip: an
+//!   upload's receiver-side ACKs go to a LAN host a fraction of a
+//!   millisecond away), [`SLACK`], two segments' time at the class's
 //!   rate (a segment is stored and forwarded by the modem and by sluice: at
 //!   490 kbit/s that is 25 ms each, more than the line's RTT) and the
 //!   longest the flow's own ACKs recently waited in sluice's queue the
@@ -528,7 +531,8 @@ impl TcpCtl {
     /// Looks at a TCP segment (`seg`, read from `frame`) that arrived on `ingress` and leaves through
     /// `egress` in `class` of that interface's tree (`ingress_default`,
     /// `egress_default`: the default classes of the two trees).
-    /// `rtt_ahead`: the least RTT from sluice to its destination and back.
+    /// `rtt_path`: the connection's least round trip end to end as sluice
+    /// sees it (both halves; [`sluice_classify::Decision::rtt_path`]).
     /// May rewrite its window; may release its flow's held ACKs (to be
     /// queued before it).
     #[allow(clippy::too_many_arguments)]
@@ -543,7 +547,7 @@ impl TcpCtl {
         frame: &mut [u8],
         info: &PacketInfo,
         seg: &Segment,
-        rtt_ahead: Option<Duration>,
+        rtt_path: Option<Duration>,
     ) -> Plan {
         let (Some(ip), Some((sport, dport))) = (info.ip.as_ref(), info.ip.and_then(|i| i.ports()))
         else {
@@ -586,7 +590,7 @@ impl TcpCtl {
             }
         }
         self.data_role(now, egress, class, data_key, seg, ip.af);
-        self.ack_role(now, ack_key, seg, frame, info, rtt_ahead)
+        self.ack_role(now, ack_key, seg, frame, info, rtt_path)
     }
 
     fn admit(&mut self, now: Instant, key: Key, pacer: usize, af: Af) -> bool {
@@ -773,7 +777,7 @@ impl TcpCtl {
         seg: &Segment,
         frame: &mut [u8],
         info: &PacketInfo,
-        rtt_ahead: Option<Duration>,
+        rtt_path: Option<Duration>,
     ) -> Plan {
         let Some(f) = self.flows.get_mut(&key) else {
             return Plan::Forward;
@@ -790,7 +794,7 @@ impl TcpCtl {
         } else if p.ctl.window_clamp {
             let syn = seg.flags & tcp_flags::SYN != 0;
             let share = p.share(f.host);
-            let rtt = match (rtt_ahead, f.handshake_rtt) {
+            let rtt = match (rtt_path, f.handshake_rtt) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => a.or(b).or(p.recent_rtt).unwrap_or(RTT_UNKNOWN),
             };

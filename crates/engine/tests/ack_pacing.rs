@@ -768,3 +768,61 @@ fn by_host_where_the_queue_isolates_hosts() {
     }
     ONE_HOST_FROM.with(|c| c.set(usize::MAX));
 }
+
+#[test]
+fn an_uploads_window_covers_the_round_trip_beyond_sluice() {
+    // An upload under `window-clamp`: the server's ACKs carry the window
+    // and travel to the LAN client, a fraction of a millisecond away. The
+    // round trip the window must cover is the whole path's (here 40 ms to
+    // the server and back), not the half toward the client.
+    let text = "queue down on lan0 bandwidth 100M\n\
+                queue dl parent down bandwidth 100M qlimit 4000 default\n\
+                queue up on wan0 bandwidth 1M\n\
+                queue ul parent up bandwidth 1M qlimit 4000 default\n\
+                pass\n";
+    let mut cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+    for q in cfg.interfaces.iter_mut().flat_map(|i| i.queues.iter_mut()) {
+        if q.name == "ul" {
+            q.tcp = BOTH;
+        }
+    }
+    let mut e = Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap();
+    let t0 = Instant::ZERO + Duration::from_secs(1);
+    let at = |ms: f64| t0 + Duration::from_micros((ms * 1000.0) as u64);
+    let mut mss = Vec::new();
+    TcpOption::Mss(MSS as u16).encode(&mut mss);
+    // No window scaling: the window field is in bytes.
+    e.handle_rx(at(0.0), LAN, seg(0, true, 0, 0, SYN, 65535, &mss, 0));
+    assert!(e.poll_tx(at(0.0), WAN).is_some());
+    e.handle_rx(
+        at(40.0),
+        WAN,
+        seg(0, false, 0, 1, SYN | ACK, 65535, &mss, 0),
+    );
+    assert!(e.poll_tx(at(40.0), LAN).is_some());
+    e.handle_rx(at(40.2), LAN, seg(0, true, 1, 1, ACK, 65535, &[], 0));
+    e.handle_rx(
+        at(41.0),
+        LAN,
+        seg(0, true, 1, 1, ACK, 65535, &[], MSS as usize),
+    );
+    let mut sent = 0;
+    for ms in 41..80 {
+        while e.poll_tx(at(f64::from(ms)), WAN).is_some() {
+            sent += 1;
+        }
+    }
+    assert_eq!(sent, 2, "the handshake's ACK and the data");
+    e.handle_rx(at(95.0), WAN, seg(0, false, 1, 1 + MSS, ACK, 65535, &[], 0));
+    let f = e.poll_tx(at(95.0), LAN).expect("the server's ACK");
+    let (_, _, ack, win, _) = read(&f);
+    assert_eq!(ack, 1 + MSS);
+    // 1 Mbit/s × (40 ms + 10 ms of slack + two frames' 24 ms) ≈ 9.3 KB;
+    // with the client's half (0.2 ms) taken for the round trip it was
+    // 4.3 KB, half the rate.
+    let floor = 1_000_000 / 8 * 50 / 1000;
+    assert!(
+        (floor..=12_500).contains(&u32::from(win)),
+        "window {win} bytes, expected 1 Mbit/s × 50..100 ms"
+    );
+}
