@@ -128,6 +128,8 @@ pub struct QueueDecl {
     pub ack_pacing: Option<Span>,
     /// `window-clamp`, written as `ack-pacing` is.
     pub window_clamp: Option<Span>,
+    /// Written `oldqueue` (OpenBSD 5.5's name for an ALTQ queue): where.
+    pub oldqueue: Option<Span>,
 }
 
 impl Default for Sp<String> {

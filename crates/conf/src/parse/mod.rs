@@ -270,7 +270,7 @@ pub fn describe(t: &Tok) -> String {
 
 /// Words that start statements: seeing one inside a list means a `}` is missing.
 const STATEMENT_WORDS: &[&str] = &[
-    "pass", "block", "match", "queue", "altq", "table", "set", "pipe",
+    "pass", "block", "match", "queue", "altq", "table", "set", "pipe", "oldqueue",
 ];
 
 /// Whole-line statements of pf that sluice accepts and does not act on.
@@ -311,6 +311,12 @@ pub fn statement(toks: &[Token]) -> PResult<Stmt> {
     match first.v.as_str() {
         "altq" => queue::altq(&mut p, first.span).map(Stmt::Altq),
         "queue" => queue::queue(&mut p, first.span).map(|q| Stmt::Queue(Box::new(q))),
+        // OpenBSD 5.5 kept ALTQ for one release under this name while
+        // `queue` became the new scheduler's: the same grammar as ALTQ's queue.
+        "oldqueue" => queue::queue(&mut p, first.span).map(|mut q| {
+            q.oldqueue = Some(first.span);
+            Stmt::Queue(Box::new(q))
+        }),
         "pipe" => queue::pipe(&mut p, first.span).map(Stmt::Pipe),
         "pass" | "block" | "match" => rule::rule(&mut p, &first).map(|r| Stmt::Rule(Box::new(r))),
         // pf before 4.6: `scrub [in|out] [on IF] … [max-mss N] …` is a

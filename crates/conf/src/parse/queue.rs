@@ -17,7 +17,7 @@ pub fn bandwidth(p: &mut P) -> PResult<Sp<Bw>> {
         .ok_or_else(|| {
             Diagnostic::error(format!("invalid bandwidth `{}`", w.v), w.span)
                 .label("expected a number with b, Kb, Mb, Gb, or a percentage")
-                .hint("e.g. 970Kb, 20Mb, 1.5Gb, 25%")
+                .hint("e.g. 970Kb, 20Mb, 1.5Gb, 25%; pfctl's other spellings work too: K, Kbit, KB (bits, as in pfctl), and the same with M and G")
         })
 }
 
@@ -65,6 +65,9 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
         let w = p.word("bandwidth, qlimit, tbrsize, queue or a scheduler")?;
         match w.v.as_str() {
             "bandwidth" => a.bandwidth = Some(bandwidth(p)?),
@@ -211,6 +214,12 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
+        // pf.conf(5) separates 5.5+ options with commas (`bandwidth 10M,
+        // min 5M, max 25M`), as `pfctl -sq` prints them; parse.y's `comma`
+        // is optional everywhere, so a comma between any two options is fine.
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
         if p.peek() == Some(&Tok::LBrace) {
             mark(&mut q.old_style, "{ children }", p.here());
             q.children = p.list(&mut |p: &mut P| p.name("queue name"))?;

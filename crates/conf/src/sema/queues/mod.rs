@@ -164,7 +164,9 @@ pub fn build(
     let kinds = decls
         .iter()
         .map(|d| {
-            if d.pipe.is_some() {
+            if d.oldqueue.is_some() {
+                Kind::Altq
+            } else if d.pipe.is_some() {
                 Kind::Dummynet
             } else if d.parent.is_some() {
                 Kind::Child55
@@ -183,6 +185,7 @@ pub fn build(
         dup: vec![false; decls.len()],
     };
     b.duplicates();
+    b.oldqueue_notes();
     let mut out: Vec<(IfaceQueueing, Span)> = Vec::new();
     for a in firsts(b.cx, altqs, |a| &a.iface, "second `altq on ") {
         if let Some(iq) = b.altq(a) {
@@ -224,6 +227,24 @@ pub fn build(
 }
 
 impl B<'_, '_, '_> {
+    /// `oldqueue` is read as ALTQ's `queue`; the warning says so once, at
+    /// the first, so that the user knows the canonical form spells it `queue`.
+    fn oldqueue_notes(&mut self) {
+        let mut all = self.decls.iter().filter_map(|d| d.oldqueue);
+        let Some(first) = all.next() else { return };
+        let more = all.count();
+        let also = match more {
+            0 => String::new(),
+            1 => " (and 1 more)".to_string(),
+            n => format!(" (and {n} more)"),
+        };
+        self.cx.err(
+            Diagnostic::warning("`oldqueue` read as an ALTQ `queue`", first)
+                .label(format!("OpenBSD 5.5's spelling of an ALTQ queue{also}"))
+                .hint("OpenBSD 5.5 kept ALTQ under `oldqueue` while `queue` became the new scheduler's; sluice reads both, and `sluice check -v` writes `queue`"),
+        );
+    }
+
     fn duplicates(&mut self) {
         for j in 0..self.decls.len() {
             let dj = &self.decls[j];
