@@ -515,11 +515,21 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
         );
         return;
     }
-    if r.queue.is_some() && r.action == ir::Action::Block {
-        cx.err(
-            Diagnostic::warning("a queue on a block rule has no effect", r.span)
+    if let (Some((q, _)), ir::Action::Block) = (&r.queue, r.action) {
+        // pf puts the RST or ICMP unreachable of `block return` in the
+        // rule's queue; sluice answers nothing, so there is nothing to queue.
+        let ret = r.ignored.iter().find(|w| w.v.starts_with("return"));
+        cx.err(match ret {
+            Some(ret) => Diagnostic::warning(
+                format!("sluice sends no replies, so queue `{}` is unused", q.v),
+                q.span,
+            )
+            .label("in pf this queue carries the replies of `block return`")
+            .note(ret.span, format!("`{}` asks pf to answer with a TCP RST or an ICMP unreachable", ret.v))
+            .hint("sluice drops blocked packets without a reply (it forwards, it does not answer); write the queue on a pass rule if it should carry traffic"),
+            None => Diagnostic::warning("a queue on a block rule has no effect", r.span)
                 .hint("blocked packets are never queued"),
-        );
+        });
     }
     let line = cx.line(r.span);
     let state = match r.action {
