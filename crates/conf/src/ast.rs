@@ -161,8 +161,10 @@ pub struct PipeDecl {
 pub struct TableDecl {
     pub name: Sp<String>,
     pub entries: Vec<(crate::ir::IpNet, bool)>,
-    /// Options parsed and not acted on (`file`, `counters`).
+    /// Options parsed and not acted on (`counters`).
     pub ignored: Vec<Sp<String>>,
+    /// `file "path"`: where `file` was written, and the path.
+    pub files: Vec<(Span, Sp<String>)>,
 }
 
 /// One address element of `from`/`to`.

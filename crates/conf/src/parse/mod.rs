@@ -13,6 +13,8 @@
 mod queue;
 mod rule;
 
+pub use rule::ipnet;
+
 use crate::ast::{Sp, Stmt, TableDecl, TimeoutName};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::TimeoutKind;
@@ -445,6 +447,7 @@ fn table(p: &mut P) -> PResult<Stmt> {
     };
     let mut entries = Vec::new();
     let mut ignored = Vec::new();
+    let mut files = Vec::new();
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
         // A table sluice never changes is what `const` and `persist` ask for.
@@ -456,8 +459,8 @@ fn table(p: &mut P) -> PResult<Stmt> {
             continue;
         }
         if p.eat_word("file") {
-            ignored.push(Sp::new("file".to_string(), p.prev_span()));
-            p.word("a file name")?;
+            let kw = p.prev_span();
+            files.push((kw, p.word("a file name")?));
             continue;
         }
         if p.peek() == Some(&Tok::LBrace) {
@@ -477,5 +480,6 @@ fn table(p: &mut P) -> PResult<Stmt> {
         name,
         entries,
         ignored,
+        files,
     }))
 }
