@@ -76,6 +76,8 @@ pub struct AltqDecl {
     pub tbrsize: Option<Sp<u64>>,
     pub children: Vec<Sp<String>>,
     pub span: Span,
+    /// `codel` / `codelq` (FreeBSD ALTQ) as the scheduler, with its options.
+    pub codel: Option<Sp<crate::ir::CodelParams>>,
 }
 
 /// A service curve as written: `BW` or `(m1 d m2)`.
@@ -130,6 +132,8 @@ pub struct QueueDecl {
     pub window_clamp: Option<Span>,
     /// Written `oldqueue` (OpenBSD 5.5's name for an ALTQ queue): where.
     pub oldqueue: Option<Span>,
+    /// `codel` among ALTQ's scheduler options (FreeBSD), where.
+    pub codel: Option<Span>,
 }
 
 impl Default for Sp<String> {

@@ -42,7 +42,14 @@ fn sched_kind(w: &str) -> Option<SchedKind> {
 }
 
 fn unsupported_sched(w: &Sp<String>) -> Option<Diagnostic> {
-    matches!(w.v.as_str(), "fairq" | "codel").then(|| {
+    if matches!(w.v.as_str(), "codel" | "codelq") {
+        return Some(
+            Diagnostic::error(format!("`{}` is not a queue option", w.v), w.span)
+                .label("in FreeBSD's ALTQ CoDel is a class flag or the interface's scheduler")
+                .hint("write it among the scheduler's options, `priq(codel)`, `cbq(codel)` or `hfsc(codel)`, or `altq on IF codel bandwidth …` for one CoDel queue"),
+        );
+    }
+    matches!(w.v.as_str(), "fairq").then(|| {
         Diagnostic::error(format!("scheduler `{}` is not supported", w.v), w.span)
             .label("sluice has priq, cbq and hfsc under altq")
             .hint("for FQ-CoDel use an OpenBSD 5.5+ queue with `flows N`, or a pipe with `sched fq_codel`")
@@ -62,6 +69,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
         tbrsize: None,
         children: Vec::new(),
         span: start,
+        codel: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -74,6 +82,13 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
             "qlimit" => a.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
             "tbrsize" => a.tbrsize = Some(p.number("tbrsize", 1, u64::from(u32::MAX))?),
             "queue" => a.children = p.list(&mut |p: &mut P| p.name("queue name"))?,
+            // FreeBSD ALTQ (pfSense's CODELQ): one CoDel queue for the
+            // whole interface. Its IR is a PRIQ of one default class.
+            "codel" | "codelq" => {
+                let c = codel_opts(p)?;
+                a.codel = Some(Sp::new(c, w.span));
+                a.sched = Some(Sp::new(SchedKind::Priq, w.span));
+            }
             s => match sched_kind(s) {
                 Some(k) => a.sched = Some(Sp::new(k, w.span)),
                 None if HostIsolation::from_word(s).is_some() => {
@@ -338,6 +353,11 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 true
             }
             ("cleardscp", _) => true,
+            // FreeBSD ALTQ: the class queues in CoDel (pf.conf(5) of FreeBSD).
+            ("codel", _) => {
+                q.codel = Some(w.span);
+                true
+            }
             (s, _) if AckFilterMode::from_word(s).is_some() => {
                 q.ack_filter = AckFilterMode::from_word(s).map(|m| Sp::new(m, w.span));
                 true
@@ -370,11 +390,11 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
         };
         if !ok {
             let allowed = match k {
-                SchedKind::Priq => "default red ecn ingress ack-filter ack-pacing window-clamp",
+                SchedKind::Priq => "default red ecn codel ingress ack-filter ack-pacing window-clamp",
                 SchedKind::Cbq => {
-                    "default borrow red ecn rio ingress ack-filter ack-pacing window-clamp"
+                    "default borrow red ecn rio codel ingress ack-filter ack-pacing window-clamp"
                 }
-                _ => "default red ecn rio realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
+                _ => "default red ecn rio codel realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
             };
             return Err(Diagnostic::error(
                 format!("unknown option `{}` for this scheduler", w.v),
@@ -457,6 +477,49 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
     }
     d.span = start.to(p.prev_span());
     Ok(d)
+}
+
+/// FreeBSD's `codel [(target MS, interval MS, ecn)]` of `altq on`: bare
+/// numbers are milliseconds, as in its parse.y; unset ones keep
+/// altq_codel's 5 ms and 100 ms.
+fn codel_opts(p: &mut P) -> PResult<crate::ir::CodelParams> {
+    let mut c = crate::ir::CodelParams::default();
+    if !p.eat(&Tok::LParen) {
+        return Ok(c);
+    }
+    // Each iteration consumes at least one token or returns.
+    loop {
+        if p.eat(&Tok::RParen) {
+            return Ok(c);
+        }
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
+        let w = p.word("a codel option")?;
+        let slot = match w.v.as_str() {
+            "target" => &mut c.target,
+            "interval" => &mut c.interval,
+            "ecn" => {
+                c.ecn = true;
+                continue;
+            }
+            o => {
+                return Err(Diagnostic::error(format!("unknown codel option `{o}`"), w.span)
+                    .label("allowed: target interval ecn")
+                    .hint("e.g. `altq on em0 codel(target 5, interval 100) bandwidth 20Mb` (milliseconds)"))
+            }
+        };
+        let at = p.here();
+        let d = duration(p, MS)?;
+        if d == Duration::ZERO || d > Duration::from_secs(10) {
+            return Err(
+                Diagnostic::error(format!("codel {} out of range: {d}", w.v), at)
+                    .label("allowed 1us..10s")
+                    .hint("FreeBSD's defaults: target 5 ms, interval 100 ms"),
+            );
+        }
+        *slot = d;
+    }
 }
 
 /// `fq_codel [(target 5ms, interval 100ms, quantum 1514, limit 10240, flows 1024, ecn)]`.

@@ -407,7 +407,7 @@ impl B<'_, '_, '_> {
             return;
         }
         for (q, m) in t.queues.iter().zip(&t.meta) {
-            if q.flows.is_some() || !q.children.is_empty() || !m.qlimit_ok {
+            if q.flows.is_some() || q.codel.is_some() || !q.children.is_empty() || !m.qlimit_ok {
                 continue;
             }
             let rate = match sched {
@@ -490,7 +490,10 @@ impl B<'_, '_, '_> {
                     None => {}
                 }
             }
-            if leaves.iter().any(|l| l.flows.is_some() || l.red || l.rio) {
+            if leaves
+                .iter()
+                .any(|l| l.flows.is_some() || l.codel.is_some() || l.red || l.rio)
+            {
                 continue;
             }
             self.cx.err(
@@ -727,6 +730,11 @@ impl B<'_, '_, '_> {
                 Some((
                     "a queue with child queues holds no packets",
                     "write it on the leaf queues that carry the ACKs (the upload's)",
+                ))
+            } else if q.codel.is_some() {
+                Some((
+                    "sluice's CoDel queue has no ACK filter",
+                    "drop `codel` (the FIFO, RED and RIO have one) or use OpenBSD 5.5+ queues with `flows N`",
                 ))
             } else if fifo_pipe {
                 Some((
