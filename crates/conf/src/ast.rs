@@ -134,6 +134,9 @@ pub struct QueueDecl {
     pub oldqueue: Option<Span>,
     /// `codel` among ALTQ's scheduler options (FreeBSD), where.
     pub codel: Option<Span>,
+    /// `on { IF1 IF2 … }` (or a macro holding the list): every interface
+    /// after the first, which is in `on`. `sema` builds one tree per interface.
+    pub on_more: Vec<Sp<String>>,
 }
 
 impl Default for Sp<String> {

@@ -84,7 +84,13 @@ pub fn check_with(
     // (a queue that failed to parse is "unknown" everywhere): stop at syntax.
     if diags.is_empty() {
         let (cfg, more) = sema::build(text, ast, opts);
-        diags.extend(more);
+        // A queue `on { em1 em2 }` is checked once per interface: its
+        // findings at the same token are said once.
+        let mut seen = std::collections::HashSet::new();
+        diags.extend(
+            more.into_iter()
+                .filter(|d| seen.insert((d.span.start, d.span.end, d.message.clone()))),
+        );
         if !diags.iter().any(|d| d.severity == Severity::Error) {
             diags.sort_by_key(|d| d.span.start);
             return Ok(Checked {

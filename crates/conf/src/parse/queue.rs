@@ -242,7 +242,13 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
         }
         let w = p.word("a queue option")?;
         match w.v.as_str() {
-            "on" => q.on = Some(p.name("interface name")?),
+            "on" => {
+                // OpenBSD 5.5+: `queue down on { em1 em2 } …` is one tree
+                // per interface, as pfctl expands interface lists.
+                let mut all = p.list(&mut |p: &mut P| p.name("interface name"))?.into_iter();
+                q.on = all.next();
+                q.on_more = all.collect();
+            }
             "bandwidth" => q.bandwidth = Some(curve55(p, &mut q)?),
             "min" => {
                 mark(&mut q.new_style, "min", w.span);

@@ -160,6 +160,8 @@ pub fn build(
     decls: &[QueueDecl],
     pipes: &[PipeDecl],
 ) -> Vec<IfaceQueueing> {
+    let expanded = per_interface(decls);
+    let decls = expanded.as_slice();
     let altq_on = |i: &str| altqs.iter().any(|a| a.iface.v == i);
     let kinds = decls
         .iter()
@@ -226,6 +228,24 @@ pub fn build(
     result
 }
 
+/// A queue written `on { IF1 IF2 … }` as one queue per interface (pfctl's
+/// list expansion): each copy is `on` one interface, so a root makes one
+/// tree per interface and a child under it belongs to each of them.
+fn per_interface(decls: &[QueueDecl]) -> Vec<QueueDecl> {
+    let mut out = Vec::with_capacity(decls.len());
+    for d in decls {
+        let mut first = d.clone();
+        first.on_more = Vec::new();
+        for i in &d.on_more {
+            let mut copy = first.clone();
+            copy.on = Some(i.clone());
+            out.push(copy);
+        }
+        out.insert(out.len() - d.on_more.len(), first);
+    }
+    out
+}
+
 impl B<'_, '_, '_> {
     /// `oldqueue` is read as ALTQ's `queue`; the warning says so once, at
     /// the first, so that the user knows the canonical form spells it `queue`.
@@ -248,8 +268,14 @@ impl B<'_, '_, '_> {
     fn duplicates(&mut self) {
         for j in 0..self.decls.len() {
             let dj = &self.decls[j];
+            // pfctl refuses a name twice under one parent, not under two
+            // (`std parent up` and `std parent down` may share a name so
+            // that one `set queue std` works in both directions); within
+            // one interface's tree `queue55` still refuses a repeat.
+            let parent = |d: &QueueDecl| d.parent.as_ref().map(|p| p.v.clone());
             let clash = self.decls[..j].iter().position(|di| {
                 di.name.v == dj.name.v
+                    && parent(di) == parent(dj)
                     && match (&di.on, &dj.on) {
                         (Some(a), Some(b)) => a.v == b.v,
                         _ => true,
