@@ -9,6 +9,10 @@ pub struct Args {
     /// Print the canonical form of each file (it parses back to itself).
     #[arg(short, long)]
     verbose: bool,
+    /// Refuse what pfctl loads and sluice only warns about: a rule naming
+    /// a queue that does not exist.
+    #[arg(long)]
+    strict: bool,
     /// Define a macro, as pfctl -D does (e.g. -D ext_if=em0). Repeatable.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
     define: Vec<(String, String)>,
@@ -57,7 +61,12 @@ pub fn run(a: Args) -> ExitCode {
                 continue;
             }
         };
-        match sluice_conf::check(file, &text, &a.define) {
+        // Table files are read as pfctl reads them: relative to our cwd.
+        let opts = sluice_conf::CheckOptions {
+            strict: a.strict,
+            files: Some(&sluice_control::TableFiles),
+        };
+        match sluice_conf::check_with(file, &text, &a.define, &opts) {
             Ok(checked) => {
                 for w in &checked.warnings {
                     ewrite!("{}", w.render(file, &text));

@@ -28,6 +28,10 @@ pub struct Args {
     /// the bridged LAN and WAN interfaces.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
     define: Vec<(String, String)>,
+    /// Refuse what `sluice check --strict` refuses, at start and on every
+    /// reload (a rule naming a queue that does not exist).
+    #[arg(long)]
+    strict: bool,
     /// The two interfaces to bridge: LAN (int_if) and WAN (ext_if).
     #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = parse_bridge)]
     bridge: (String, String),
@@ -179,7 +183,8 @@ pub fn run(a: Args) -> ExitCode {
         }
     }
     // What is checked here is what runs, and what `show` reports.
-    let loaded = match sluice_control::load(std::path::Path::new(&a.file), &defines) {
+    let loaded = match sluice_control::load_with(std::path::Path::new(&a.file), &defines, a.strict)
+    {
         Ok(c) => {
             ewrite!("{}", c.warnings);
             c.loaded

@@ -79,6 +79,10 @@ pub struct ReloadArgs {
     /// running configuration stays.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     file: Option<PathBuf>,
+    /// Refuse what `sluice check --strict` refuses (always so when the
+    /// daemon runs with --strict).
+    #[arg(long)]
+    strict: bool,
     #[command(flatten)]
     ctl: ControlArg,
 }
@@ -205,7 +209,8 @@ pub fn run_reload(a: ReloadArgs) -> ExitCode {
         Ok(f) => f.map(|p| p.display().to_string()),
         Err(e) => return fail(&format!("error: {e}")),
     };
-    match request(&a.ctl.control, &Request::Reload { file }) {
+    let strict = a.strict;
+    match request(&a.ctl.control, &Request::Reload { file, strict }) {
         Err(m) => fail(&format!("error: {m}")),
         Ok(Reply::Error { message }) => fail(&message),
         Ok(Reply::Reloaded(r)) => {

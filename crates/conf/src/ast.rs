@@ -76,6 +76,8 @@ pub struct AltqDecl {
     pub tbrsize: Option<Sp<u64>>,
     pub children: Vec<Sp<String>>,
     pub span: Span,
+    /// `codel` / `codelq` (FreeBSD ALTQ) as the scheduler, with its options.
+    pub codel: Option<Sp<crate::ir::CodelParams>>,
 }
 
 /// A service curve as written: `BW` or `(m1 d m2)`.
@@ -128,6 +130,13 @@ pub struct QueueDecl {
     pub ack_pacing: Option<Span>,
     /// `window-clamp`, written as `ack-pacing` is.
     pub window_clamp: Option<Span>,
+    /// Written `oldqueue` (OpenBSD 5.5's name for an ALTQ queue): where.
+    pub oldqueue: Option<Span>,
+    /// `codel` among ALTQ's scheduler options (FreeBSD), where.
+    pub codel: Option<Span>,
+    /// `on { IF1 IF2 … }` (or a macro holding the list): every interface
+    /// after the first, which is in `on`. `sema` builds one tree per interface.
+    pub on_more: Vec<Sp<String>>,
 }
 
 impl Default for Sp<String> {
@@ -159,8 +168,10 @@ pub struct PipeDecl {
 pub struct TableDecl {
     pub name: Sp<String>,
     pub entries: Vec<(crate::ir::IpNet, bool)>,
-    /// Options parsed and not acted on (`file`, `counters`).
+    /// Options parsed and not acted on (`counters`).
     pub ignored: Vec<Sp<String>>,
+    /// `file "path"`: where `file` was written, and the path.
+    pub files: Vec<(Span, Sp<String>)>,
 }
 
 /// One address element of `from`/`to`.

@@ -311,6 +311,9 @@ pub struct Queue {
     /// resolves a leaf's). Under a pipe it is the pipe's [`Pipe::tcp`],
     /// copied to each of its queues, plus the queue's own.
     pub tcp: TcpControl,
+    /// FreeBSD ALTQ's `codel` flag (`priq(codel)` & co., or `altq on IF
+    /// codel`): the class's packets wait in a CoDel queue (RFC 8289).
+    pub codel: Option<CodelParams>,
 }
 
 /// What sluice does to the TCP connections whose data uses a queue or pipe,
@@ -392,6 +395,7 @@ impl Queue {
             ack_filter: None,
             isolate: None,
             tcp: TcpControl::default(),
+            codel: None,
         }
     }
 }
@@ -707,4 +711,31 @@ impl AckFilterMode {
             .into_iter()
             .find(|m| m.name() == w)
     }
+}
+
+/// CoDel on an ALTQ class, as FreeBSD's altq_codel(4) sets it up: `target`
+/// and `interval` default to 5 ms and 100 ms (`codel_alloc(5, 100, …)`);
+/// only `altq on IF codel(…)` can change them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodelParams {
+    pub target: Duration,
+    pub interval: Duration,
+    /// `ecn`: mark ECT packets CE instead of dropping them (FreeBSD parses
+    /// the word and still drops; sluice marks, as RFC 8289 §4.2 allows).
+    pub ecn: bool,
+}
+
+impl Default for CodelParams {
+    fn default() -> Self {
+        CodelParams {
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+            ecn: false,
+        }
+    }
+}
+
+impl CodelParams {
+    /// The name `altq on IF codel` gives its one implicit queue.
+    pub const ROOT_QUEUE: &'static str = "codel";
 }

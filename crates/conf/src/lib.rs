@@ -33,13 +33,43 @@ pub struct Checked {
     pub warnings: Vec<Diagnostic>,
 }
 
+/// Reads the files a configuration names (`table <t> file "path"`). The
+/// crate does no I/O: the caller decides where a path leads (pfctl opens
+/// it as given, i.e. relative to its working directory) and how much it
+/// reads. The error is one line, meant for a person.
+pub trait FileLoader {
+    fn read(&self, path: &str) -> Result<String, String>;
+}
+
+/// How [`check_with`] checks.
+#[derive(Clone, Copy, Default)]
+pub struct CheckOptions<'a> {
+    /// Refuse what pfctl loads but sluice can only warn about: a rule
+    /// naming a queue that does not exist (`--strict` of the CLI).
+    pub strict: bool,
+    /// Reads table files. Without one, `file "path"` is parsed and
+    /// not read (a warning says so).
+    pub files: Option<&'a dyn FileLoader>,
+}
+
 /// Parse and check a pf.conf file. `defines` are `-D name=value` macros and
 /// win over the file's definitions. On failure every diagnostic (errors and
-/// warnings) is returned in file order.
+/// warnings) is returned in file order. Table files are not read; see
+/// [`check_with`].
 pub fn check(
     file_name: &str,
     text: &str,
     defines: &[(String, String)],
+) -> Result<Checked, Vec<Diagnostic>> {
+    check_with(file_name, text, defines, &CheckOptions::default())
+}
+
+/// [`check`] with options: strictness and a [`FileLoader`] for table files.
+pub fn check_with(
+    file_name: &str,
+    text: &str,
+    defines: &[(String, String)],
+    opts: &CheckOptions,
 ) -> Result<Checked, Vec<Diagnostic>> {
     let _ = file_name; // Spans are byte offsets; the name is only needed to render.
     let (stmts, mut diags) = expand::statements(text, defines);
@@ -53,8 +83,14 @@ pub fn check(
     // Checking a file with broken statements mostly reports their echoes
     // (a queue that failed to parse is "unknown" everywhere): stop at syntax.
     if diags.is_empty() {
-        let (cfg, more) = sema::build(text, ast);
-        diags.extend(more);
+        let (cfg, more) = sema::build(text, ast, opts);
+        // A queue `on { em1 em2 }` is checked once per interface: its
+        // findings at the same token are said once.
+        let mut seen = std::collections::HashSet::new();
+        diags.extend(
+            more.into_iter()
+                .filter(|d| seen.insert((d.span.start, d.span.end, d.message.clone()))),
+        );
         if !diags.iter().any(|d| d.severity == Severity::Error) {
             diags.sort_by_key(|d| d.span.start);
             return Ok(Checked {

@@ -138,6 +138,7 @@ pub fn sched_options(q: &Queue) -> Vec<String> {
         (q.red, "red"),
         (q.ecn, "ecn"),
         (q.rio, "rio"),
+        (q.codel.is_some(), "codel"),
     ] {
         if on {
             opts.push(name.into());
@@ -193,7 +194,50 @@ pub fn queue_options(q: &Queue) -> Vec<String> {
     opts
 }
 
+/// The IR of `altq on IF codel(…)`: a PRIQ of one default class named
+/// [`CodelParams::ROOT_QUEUE`] with nothing but its qlimit and CoDel. An
+/// equal tree written as a PRIQ prints so too; both read back the same.
+fn root_codel(iq: &IfaceQueueing) -> Option<(CodelParams, u32)> {
+    let [q] = iq.queues.as_slice() else {
+        return None;
+    };
+    let c = q.codel?;
+    let mut plain = Queue::new(CodelParams::ROOT_QUEUE, q.line);
+    plain.qlimit = q.qlimit;
+    plain.default = true;
+    plain.codel = Some(c);
+    (iq.sched == SchedKind::Priq && *q == plain).then_some((c, q.qlimit))
+}
+
 fn altq(o: &mut String, iq: &IfaceQueueing) {
+    if let Some((c, qlimit)) = root_codel(iq) {
+        let d = CodelParams::default();
+        let mut opts = Vec::new();
+        if c.target != d.target {
+            opts.push(format!("target {}", c.target));
+        }
+        if c.interval != d.interval {
+            opts.push(format!("interval {}", c.interval));
+        }
+        if c.ecn {
+            opts.push("ecn".to_string());
+        }
+        let opts = if opts.is_empty() {
+            String::new()
+        } else {
+            format!("({})", opts.join(", "))
+        };
+        let _ = write!(
+            o,
+            "altq on {} codel{opts} bandwidth {} qlimit {qlimit}",
+            iq.ifname, iq.bandwidth
+        );
+        if let Some(t) = iq.tbrsize {
+            let _ = write!(o, " tbrsize {t}");
+        }
+        o.push('\n');
+        return;
+    }
     let top: Vec<&str> = iq
         .queues
         .iter()

@@ -2,9 +2,11 @@
 //! (rendered warnings, absent when none), printed form is a fixed point;
 //! `invalid/*.conf` → `*.err` (exact rendered diagnostics).
 //! `UPDATE_GOLDEN=1 cargo test -p sluice-conf --test golden` rewrites them.
-//! A `#-D name=value` line in a .conf passes a command-line define.
+//! A `#-D name=value` line in a .conf passes a command-line define; a
+//! `#-strict` line checks as `--strict` does. Table files are read under
+//! `tables/`, as if it were both the working directory and `/`.
 
-use sluice_conf::{check, print, strip_lines};
+use sluice_conf::{print, strip_lines, CheckOptions, Checked, Diagnostic, FileLoader};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -37,6 +39,29 @@ fn defines(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Table files of the golden tests: under `tests/golden/tables/`, which
+/// stands for the working directory and for `/` (`/etc/spammers` is
+/// `tables/etc/spammers`).
+struct GoldenFiles;
+
+impl FileLoader for GoldenFiles {
+    fn read(&self, path: &str) -> Result<String, String> {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/tables")
+            .join(path.trim_start_matches('/'));
+        fs::read_to_string(p).map_err(|e| e.to_string())
+    }
+}
+
+/// `check` with the file's `#-D` defines, its `#-strict`, and table files.
+fn check(name: &str, text: &str) -> Result<Checked, Vec<Diagnostic>> {
+    let opts = CheckOptions {
+        strict: text.lines().any(|l| l.trim_end() == "#-strict"),
+        files: Some(&GoldenFiles),
+    };
+    sluice_conf::check_with(name, text, &defines(text), &opts)
+}
+
 fn update() -> bool {
     std::env::var_os("UPDATE_GOLDEN").is_some()
 }
@@ -65,7 +90,7 @@ fn expect(path: &Path, got: &str, failures: &mut Vec<String>) {
 fn valid_files_print_canonically_and_reach_a_fixed_point() {
     let mut failures = Vec::new();
     for (f, name, text) in files("valid") {
-        let c = match check(&name, &text, &defines(&text)) {
+        let c = match check(&name, &text) {
             Ok(c) => c,
             Err(d) => {
                 let r: String = d.iter().map(|d| d.render(&name, &text)).collect();
@@ -77,7 +102,7 @@ fn valid_files_print_canonically_and_reach_a_fixed_point() {
         expect(&f.with_extension("out"), &printed, &mut failures);
         let warns: String = c.warnings.iter().map(|w| w.render(&name, &text)).collect();
         expect(&f.with_extension("warn"), &warns, &mut failures);
-        match check("printed.conf", &printed, &[]) {
+        match sluice_conf::check("printed.conf", &printed, &[]) {
             Ok(again) => {
                 if strip_lines(&again.config) != strip_lines(&c.config) {
                     failures.push(format!(
@@ -109,7 +134,7 @@ fn valid_files_print_canonically_and_reach_a_fixed_point() {
 fn invalid_files_give_exact_diagnostics() {
     let mut failures = Vec::new();
     for (f, name, text) in files("invalid") {
-        match check(&name, &text, &defines(&text)) {
+        match check(&name, &text) {
             Ok(_) => failures.push(format!("{name} should be invalid")),
             Err(d) => {
                 assert!(

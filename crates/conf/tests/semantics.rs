@@ -177,8 +177,15 @@ fn errors_point_at_the_token() {
     let e = errors(text);
     assert_eq!(e.len(), 1);
     assert_eq!(&text[e[0].span.start..e[0].span.end], "0");
+    // An unknown queue is a warning (pfctl loads it); under --strict an error.
     let text = "pass out queue nope\n";
-    let e = errors(text);
+    let w = check("t.conf", text, &[]).expect("loads").warnings;
+    assert_eq!(&text[w[0].span.start..w[0].span.end], "nope");
+    let strict = sluice_conf::CheckOptions {
+        strict: true,
+        files: None,
+    };
+    let e = sluice_conf::check_with("t.conf", text, &[], &strict).expect_err("--strict refuses");
     assert_eq!(&text[e[0].span.start..e[0].span.end], "nope");
     assert!(e[0]
         .hint

@@ -88,6 +88,8 @@ pub struct Loaded {
     /// States keep the rule index they were created with; those created
     /// before this engine time index the previous rule set.
     pub since: sluice_time::Instant,
+    /// Checked with `--strict` (`sluice run --strict`): so is every reload.
+    pub strict: bool,
 }
 
 /// A [`Loaded`] that passed `sluice check`, and its rendered warnings.
@@ -100,9 +102,23 @@ pub struct Checked {
 /// one place both `run` (at start) and reload turn a file into a [`Loaded`].
 /// An unreadable or invalid file returns the rendered diagnostics.
 pub fn load(path: &Path, defines: &[(String, String)]) -> Result<Checked, String> {
+    load_with(path, defines, false)
+}
+
+/// [`load`], under `--strict` when `strict`. Table files
+/// (`table <t> file "path"`) are read through [`TableFiles`].
+pub fn load_with(
+    path: &Path,
+    defines: &[(String, String)],
+    strict: bool,
+) -> Result<Checked, String> {
     let name = path.display().to_string();
     let text = read_config(path).map_err(|m| format!("error: {m}\n"))?;
-    match sluice_conf::check(&name, &text, defines) {
+    let opts = sluice_conf::CheckOptions {
+        strict,
+        files: Some(&TableFiles),
+    };
+    match sluice_conf::check_with(&name, &text, defines, &opts) {
         Ok(c) => Ok(Checked {
             warnings: c.warnings.iter().map(|w| w.render(&name, &text)).collect(),
             loaded: Loaded {
@@ -111,9 +127,22 @@ pub fn load(path: &Path, defines: &[(String, String)]) -> Result<Checked, String
                 defines: defines.to_vec(),
                 config: c.config,
                 since: sluice_time::Instant::ZERO,
+                strict,
             },
         }),
         Err(diags) => Err(diags.iter().map(|d| d.render(&name, &text)).collect()),
+    }
+}
+
+/// Reads the files of `table <t> file "path"` as pfctl does: the path as
+/// written, so a relative one is relative to the working directory of the
+/// process reading it (`sluice check`'s; the daemon's for `run` and every
+/// reload); each through [`read_config`]'s bounded read.
+pub struct TableFiles;
+
+impl sluice_conf::FileLoader for TableFiles {
+    fn read(&self, path: &str) -> Result<String, String> {
+        read_config(Path::new(path))
     }
 }
 
@@ -224,12 +253,25 @@ pub fn lock(state: &DaemonState) -> MutexGuard<'_, Engine> {
 /// in with the engine under its lock, then the loop is woken so new
 /// deadlines take effect.
 pub fn reload_from(state: &DaemonState, path: Option<&Path>) -> Result<ReloadReport, String> {
+    reload_strict(state, path, false)
+}
+
+/// [`reload_from`], under `--strict` when `strict` or when the daemon was
+/// started with it.
+pub fn reload_strict(
+    state: &DaemonState,
+    path: Option<&Path>,
+    strict: bool,
+) -> Result<ReloadReport, String> {
     let path = path.unwrap_or(&state.config_path);
     let name = path.display().to_string();
+    let running = state.running.get();
     let Checked {
         mut loaded,
         mut warnings,
-    } = load(path, &state.running.get().defines)?;
+    } = load_with(path, &running.defines, strict || running.strict)?;
+    // A daemon started with --strict stays strict across reloads.
+    loaded.strict = running.strict;
     for q in &loaded.config.interfaces {
         if !state.ifaces.contains(&q.ifname) {
             warnings.push_str(&format!(

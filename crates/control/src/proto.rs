@@ -23,6 +23,10 @@ pub enum Request {
     Reload {
         #[serde(default)]
         file: Option<String>,
+        /// `sluice reload --strict`: refuse what `sluice check --strict`
+        /// refuses (a daemon started with `--strict` always is).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        strict: bool,
     },
     Stop,
 }
@@ -367,6 +371,7 @@ mod tests {
             (
                 Request::Reload {
                     file: Some("/etc/sluice/pf.conf".into()),
+                    strict: false,
                 },
                 r#"{"cmd":"reload","file":"/etc/sluice/pf.conf"}"#,
             ),
@@ -379,7 +384,17 @@ mod tests {
         // `file` may be left out.
         assert_eq!(
             serde_json::from_str::<Request>(r#"{"cmd":"reload"}"#).unwrap(),
-            Request::Reload { file: None }
+            Request::Reload {
+                file: None,
+                strict: false
+            }
+        );
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"cmd":"reload","strict":true}"#).unwrap(),
+            Request::Reload {
+                file: None,
+                strict: true
+            }
         );
         assert!(serde_json::from_str::<Request>(r#"{"cmd":"format-disk"}"#).is_err());
     }

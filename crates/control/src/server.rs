@@ -4,7 +4,7 @@
 
 use crate::conn::{Deadlined, Slots};
 use crate::proto::{Reply, Request, MAX_REQUEST_BYTES};
-use crate::{reload_from, snapshot, DaemonState};
+use crate::{reload_strict, snapshot, DaemonState};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -189,9 +189,9 @@ pub fn handle(req: Request, state: &DaemonState) -> Reply {
         Request::ShowStates => Reply::States(snapshot::states(state)),
         Request::ShowRules => Reply::Rules(snapshot::rules(state)),
         Request::ShowInfo => Reply::Info(Box::new(snapshot::info(state))),
-        Request::Reload { file } => {
+        Request::Reload { file, strict } => {
             let path = file.map(PathBuf::from);
-            match reload_from(state, path.as_deref()) {
+            match reload_strict(state, path.as_deref(), strict) {
                 Ok(r) => Reply::Reloaded(r),
                 Err(message) => Reply::Error { message },
             }

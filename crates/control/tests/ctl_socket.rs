@@ -92,6 +92,7 @@ fn bad_reload_is_refused_and_good_one_swaps() {
     let before = d.state.engine.lock().unwrap().report();
     let reload = |f: &Path| Request::Reload {
         file: Some(f.display().to_string()),
+        strict: false,
     };
     let Ok(Reply::Error { message }) = request(&d.sock, &reload(&bad)) else {
         panic!("a bad file was not refused")
@@ -162,7 +163,13 @@ fn bad_reload_is_refused_and_good_one_swaps() {
     };
     assert_eq!(i.config, good.display().to_string());
     // Without a file: the daemon's own file again.
-    let Reply::Reloaded(r) = ask(&d.sock, Request::Reload { file: None }) else {
+    let Reply::Reloaded(r) = ask(
+        &d.sock,
+        Request::Reload {
+            file: None,
+            strict: false,
+        },
+    ) else {
         panic!()
     };
     assert!(r.file.ends_with("pf.conf"), "{}", r.file);

@@ -9,6 +9,8 @@
 //!   FQ-CoDel with `flows N` (OpenBSD 5.5+), always ECN-capable there;
 //! - HFSC: `bandwidth` alone means a linear link-sharing curve (ALTQ does the
 //!   same); 5.5+ `min`/`max` arrive as realtime/upperlimit;
+//! - a leaf with ALTQ's `codel` flag (FreeBSD) is a CoDel queue of `qlimit`
+//!   packets (`sluice_sched::codel`), whatever `red`/`rio` says, as in ALTQ;
 //! - a pipe's queues share it by weight (DRR or WF2Q+); with `sched fq_codel`
 //!   each weighted queue is an FQ-CoDel of its own under DRR, and a pipe with
 //!   one queue is a plain FQ-CoDel;
@@ -22,7 +24,7 @@
 use sluice_conf::ir::{self, IfaceQueueing, PipeSched, SchedKind};
 use sluice_sched::ingress::Ingress;
 use sluice_sched::{
-    cbq, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, AckFilter, ClassId, Qdisc,
+    cbq, codel, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, AckFilter, ClassId, Qdisc,
 };
 use sluice_time::Rate;
 use std::fmt;
@@ -141,6 +143,18 @@ fn leaf(q: &ir::Queue, rate: Rate) -> Box<dyn Qdisc> {
             isolation: isolation(q.isolate),
             ..d
         }));
+    }
+    // FreeBSD's ALTQ puts CoDel over whatever RED/RIO set up: CoDel decides.
+    if let Some(c) = q.codel {
+        return Box::new(codel::Codel::new(
+            codel::Params {
+                target: c.target,
+                interval: c.interval,
+                ecn: c.ecn,
+                ..codel::Params::default()
+            },
+            q.qlimit.max(1),
+        ));
     }
     if q.red || q.rio {
         let limit = q.qlimit.max(1);
@@ -542,6 +556,39 @@ mod tests {
             );
         }
         assert!(drops.len() >= 140, "qlimit 50 refused {}", drops.len());
+    }
+
+    /// Drains `t` at its rate for `ms` milliseconds after offering `n`
+    /// 1000-byte packets at once; returns how many CoDel (the AQM) dropped.
+    fn aqm_drops(t: &mut Tree, n: u64, ms: u64) -> usize {
+        let mut drops = Vec::new();
+        for id in 0..n {
+            let pkt = Packet::synthetic(id, 1000, 7, t.default);
+            t.root.enqueue(pkt, Instant::ZERO, &mut drops);
+        }
+        for step in 0..=ms {
+            let now = Instant(step * 1_000_000);
+            // Bounded by the backlog: each call sends or drops a packet, or stops.
+            while t.root.dequeue(now, &mut drops).is_some() {}
+        }
+        drops.iter().filter(|d| d.reason == DropReason::Aqm).count()
+    }
+
+    #[test]
+    fn freebsd_altq_codel_is_a_codel_queue_and_a_fifo_without_it() {
+        // 300 packets at 1 Mbit/s stand 2.4 s in the queue: far above the
+        // 5 ms target for more than the 100 ms interval, so CoDel drops.
+        for text in [
+            "altq on em1 codel bandwidth 1Mb qlimit 1000\n",
+            "altq on em1 priq bandwidth 1Mb queue { a }\nqueue a qlimit 1000 priq(default codel)\n",
+            "altq on em1 hfsc bandwidth 1Mb queue { a }\nqueue a bandwidth 100% qlimit 1000 hfsc(default red codel)\n",
+        ] {
+            let dropped = aqm_drops(&mut tree(text), 300, 3000);
+            assert!(dropped >= 10, "{text}: CoDel dropped {dropped}");
+        }
+        let fifo =
+            "altq on em1 priq bandwidth 1Mb queue { a }\nqueue a qlimit 1000 priq(default)\n";
+        assert_eq!(aqm_drops(&mut tree(fifo), 300, 3000), 0);
     }
 
     #[test]

@@ -13,6 +13,8 @@
 mod queue;
 mod rule;
 
+pub use rule::ipnet;
+
 use crate::ast::{Sp, Stmt, TableDecl, TimeoutName};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::TimeoutKind;
@@ -270,7 +272,7 @@ pub fn describe(t: &Tok) -> String {
 
 /// Words that start statements: seeing one inside a list means a `}` is missing.
 const STATEMENT_WORDS: &[&str] = &[
-    "pass", "block", "match", "queue", "altq", "table", "set", "pipe",
+    "pass", "block", "match", "queue", "altq", "table", "set", "pipe", "oldqueue",
 ];
 
 /// Whole-line statements of pf that sluice accepts and does not act on.
@@ -311,6 +313,12 @@ pub fn statement(toks: &[Token]) -> PResult<Stmt> {
     match first.v.as_str() {
         "altq" => queue::altq(&mut p, first.span).map(Stmt::Altq),
         "queue" => queue::queue(&mut p, first.span).map(|q| Stmt::Queue(Box::new(q))),
+        // OpenBSD 5.5 kept ALTQ for one release under this name while
+        // `queue` became the new scheduler's: the same grammar as ALTQ's queue.
+        "oldqueue" => queue::queue(&mut p, first.span).map(|mut q| {
+            q.oldqueue = Some(first.span);
+            Stmt::Queue(Box::new(q))
+        }),
         "pipe" => queue::pipe(&mut p, first.span).map(Stmt::Pipe),
         "pass" | "block" | "match" => rule::rule(&mut p, &first).map(|r| Stmt::Rule(Box::new(r))),
         // pf before 4.6: `scrub [in|out] [on IF] … [max-mss N] …` is a
@@ -439,6 +447,7 @@ fn table(p: &mut P) -> PResult<Stmt> {
     };
     let mut entries = Vec::new();
     let mut ignored = Vec::new();
+    let mut files = Vec::new();
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
         // A table sluice never changes is what `const` and `persist` ask for.
@@ -450,8 +459,8 @@ fn table(p: &mut P) -> PResult<Stmt> {
             continue;
         }
         if p.eat_word("file") {
-            ignored.push(Sp::new("file".to_string(), p.prev_span()));
-            p.word("a file name")?;
+            let kw = p.prev_span();
+            files.push((kw, p.word("a file name")?));
             continue;
         }
         if p.peek() == Some(&Tok::LBrace) {
@@ -471,5 +480,6 @@ fn table(p: &mut P) -> PResult<Stmt> {
         name,
         entries,
         ignored,
+        files,
     }))
 }

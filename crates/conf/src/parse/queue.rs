@@ -17,7 +17,7 @@ pub fn bandwidth(p: &mut P) -> PResult<Sp<Bw>> {
         .ok_or_else(|| {
             Diagnostic::error(format!("invalid bandwidth `{}`", w.v), w.span)
                 .label("expected a number with b, Kb, Mb, Gb, or a percentage")
-                .hint("e.g. 970Kb, 20Mb, 1.5Gb, 25%")
+                .hint("e.g. 970Kb, 20Mb, 1.5Gb, 25%; pfctl's other spellings work too: K, Kbit, KB (bits, as in pfctl), and the same with M and G")
         })
 }
 
@@ -42,7 +42,14 @@ fn sched_kind(w: &str) -> Option<SchedKind> {
 }
 
 fn unsupported_sched(w: &Sp<String>) -> Option<Diagnostic> {
-    matches!(w.v.as_str(), "fairq" | "codel").then(|| {
+    if matches!(w.v.as_str(), "codel" | "codelq") {
+        return Some(
+            Diagnostic::error(format!("`{}` is not a queue option", w.v), w.span)
+                .label("in FreeBSD's ALTQ CoDel is a class flag or the interface's scheduler")
+                .hint("write it among the scheduler's options, `priq(codel)`, `cbq(codel)` or `hfsc(codel)`, or `altq on IF codel bandwidth …` for one CoDel queue"),
+        );
+    }
+    matches!(w.v.as_str(), "fairq").then(|| {
         Diagnostic::error(format!("scheduler `{}` is not supported", w.v), w.span)
             .label("sluice has priq, cbq and hfsc under altq")
             .hint("for FQ-CoDel use an OpenBSD 5.5+ queue with `flows N`, or a pipe with `sched fq_codel`")
@@ -62,15 +69,26 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
         tbrsize: None,
         children: Vec::new(),
         span: start,
+        codel: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
         let w = p.word("bandwidth, qlimit, tbrsize, queue or a scheduler")?;
         match w.v.as_str() {
             "bandwidth" => a.bandwidth = Some(bandwidth(p)?),
             "qlimit" => a.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
             "tbrsize" => a.tbrsize = Some(p.number("tbrsize", 1, u64::from(u32::MAX))?),
             "queue" => a.children = p.list(&mut |p: &mut P| p.name("queue name"))?,
+            // FreeBSD ALTQ (pfSense's CODELQ): one CoDel queue for the
+            // whole interface. Its IR is a PRIQ of one default class.
+            "codel" | "codelq" => {
+                let c = codel_opts(p)?;
+                a.codel = Some(Sp::new(c, w.span));
+                a.sched = Some(Sp::new(SchedKind::Priq, w.span));
+            }
             s => match sched_kind(s) {
                 Some(k) => a.sched = Some(Sp::new(k, w.span)),
                 None if HostIsolation::from_word(s).is_some() => {
@@ -211,6 +229,12 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
+        // pf.conf(5) separates 5.5+ options with commas (`bandwidth 10M,
+        // min 5M, max 25M`), as `pfctl -sq` prints them; parse.y's `comma`
+        // is optional everywhere, so a comma between any two options is fine.
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
         if p.peek() == Some(&Tok::LBrace) {
             mark(&mut q.old_style, "{ children }", p.here());
             q.children = p.list(&mut |p: &mut P| p.name("queue name"))?;
@@ -218,7 +242,13 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
         }
         let w = p.word("a queue option")?;
         match w.v.as_str() {
-            "on" => q.on = Some(p.name("interface name")?),
+            "on" => {
+                // OpenBSD 5.5+: `queue down on { em1 em2 } …` is one tree
+                // per interface, as pfctl expands interface lists.
+                let mut all = p.list(&mut |p: &mut P| p.name("interface name"))?.into_iter();
+                q.on = all.next();
+                q.on_more = all.collect();
+            }
             "bandwidth" => q.bandwidth = Some(curve55(p, &mut q)?),
             "min" => {
                 mark(&mut q.new_style, "min", w.span);
@@ -329,6 +359,11 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 true
             }
             ("cleardscp", _) => true,
+            // FreeBSD ALTQ: the class queues in CoDel (pf.conf(5) of FreeBSD).
+            ("codel", _) => {
+                q.codel = Some(w.span);
+                true
+            }
             (s, _) if AckFilterMode::from_word(s).is_some() => {
                 q.ack_filter = AckFilterMode::from_word(s).map(|m| Sp::new(m, w.span));
                 true
@@ -361,11 +396,11 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
         };
         if !ok {
             let allowed = match k {
-                SchedKind::Priq => "default red ecn ingress ack-filter ack-pacing window-clamp",
+                SchedKind::Priq => "default red ecn codel ingress ack-filter ack-pacing window-clamp",
                 SchedKind::Cbq => {
-                    "default borrow red ecn rio ingress ack-filter ack-pacing window-clamp"
+                    "default borrow red ecn rio codel ingress ack-filter ack-pacing window-clamp"
                 }
-                _ => "default red ecn rio realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
+                _ => "default red ecn rio codel realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
             };
             return Err(Diagnostic::error(
                 format!("unknown option `{}` for this scheduler", w.v),
@@ -448,6 +483,49 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
     }
     d.span = start.to(p.prev_span());
     Ok(d)
+}
+
+/// FreeBSD's `codel [(target MS, interval MS, ecn)]` of `altq on`: bare
+/// numbers are milliseconds, as in its parse.y; unset ones keep
+/// altq_codel's 5 ms and 100 ms.
+fn codel_opts(p: &mut P) -> PResult<crate::ir::CodelParams> {
+    let mut c = crate::ir::CodelParams::default();
+    if !p.eat(&Tok::LParen) {
+        return Ok(c);
+    }
+    // Each iteration consumes at least one token or returns.
+    loop {
+        if p.eat(&Tok::RParen) {
+            return Ok(c);
+        }
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
+        let w = p.word("a codel option")?;
+        let slot = match w.v.as_str() {
+            "target" => &mut c.target,
+            "interval" => &mut c.interval,
+            "ecn" => {
+                c.ecn = true;
+                continue;
+            }
+            o => {
+                return Err(Diagnostic::error(format!("unknown codel option `{o}`"), w.span)
+                    .label("allowed: target interval ecn")
+                    .hint("e.g. `altq on em0 codel(target 5, interval 100) bandwidth 20Mb` (milliseconds)"))
+            }
+        };
+        let at = p.here();
+        let d = duration(p, MS)?;
+        if d == Duration::ZERO || d > Duration::from_secs(10) {
+            return Err(
+                Diagnostic::error(format!("codel {} out of range: {d}", w.v), at)
+                    .label("allowed 1us..10s")
+                    .hint("FreeBSD's defaults: target 5 ms, interval 100 ms"),
+            );
+        }
+        *slot = d;
+    }
 }
 
 /// `fq_codel [(target 5ms, interval 100ms, quantum 1514, limit 10240, flows 1024, ecn)]`.

@@ -55,7 +55,7 @@ fn hint(name: &str) -> &'static str {
         "label" | "tag" | "tracker" | "ridentifier" => "sluice keeps no labels, tags or trackers",
         "dnpipe" | "dnqueue" => "name the queue or pipe with `queue NAME`",
         "counters" => "sluice keeps no per-entry table counters",
-        "file" => "sluice reads one file: this table gets none of that file's entries; list them in `{ … }`",
+        "file" => "this check was given no way to read files (sluice check, run and reload read them): the table gets none of that file's entries",
         "nat-to" | "rdr-to" | "binat-to" | "af-to" | "nat" | "rdr" | "binat" | "nat-anchor"
         | "rdr-anchor" | "binat-anchor" => "sluice translates no addresses; a bridge passes them as they are",
         "route-to" | "reply-to" | "dup-to" | "divert-to" | "divert-packet" | "divert-reply"

@@ -11,6 +11,7 @@
 mod hosts;
 mod ignored;
 mod queues;
+mod tables;
 pub use queues::{sched_name, sched_opts_name};
 
 use crate::ast::{RuleAst, Sp, Stmt, TimeoutName};
@@ -23,6 +24,8 @@ const MAX_EXPANSION: usize = 10_000;
 
 pub struct Ctx<'t> {
     pub text: &'t str,
+    /// `--strict`: a rule naming a missing queue is an error, not a warning.
+    pub strict: bool,
     pub diags: Vec<Diagnostic>,
     /// Every option parsed and not acted on, in file order (one warning
     /// per name, `ignored::warn`).
@@ -117,8 +120,13 @@ fn slow_frames(
     }
 }
 
-pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
+pub fn build(
+    text: &str,
+    stmts: Vec<Stmt>,
+    opts: &crate::CheckOptions,
+) -> (Config, Vec<Diagnostic>) {
     let mut cx = Ctx {
+        strict: opts.strict,
         newlines: text
             .bytes()
             .enumerate()
@@ -167,8 +175,10 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
                     set_timeout(&mut cx, &mut cfg.options, name, n);
                 }
             }
-            Stmt::Table(t) => {
+            Stmt::Table(mut t) => {
                 cx.ignored.extend(t.ignored);
+                let from_files = tables::read_files(&mut cx, &t.files, opts.files);
+                t.entries.extend(from_files);
                 if let Some(prev) = cfg.tables.iter_mut().find(|x| x.name == t.name.v) {
                     prev.entries.extend(t.entries);
                 } else {
@@ -327,8 +337,11 @@ fn check_queue_name(cx: &mut Ctx, cfg: &Config, r: &RuleAst, name: &crate::ast::
                     name.span,
                 )
                 .label(format!(
-                    "packets leaving {} go to its default queue instead",
-                    i.ifname
+                    "packets leaving {} go to its default queue{} instead",
+                    i.ifname,
+                    i.queues
+                        .get(i.default_queue)
+                        .map_or(String::new(), |d| format!(" `{}`", d.name))
                 ))
                 .hint(format!("queues on {}: {}", i.ifname, local.join(", "))),
             );
@@ -349,6 +362,43 @@ fn check_queue_name(cx: &mut Ctx, cfg: &Config, r: &RuleAst, name: &crate::ast::
         }
         return;
     }
+    unknown_queue(cx, cfg, r, name, here, &names);
+}
+
+/// A rule naming a queue no interface has. pfctl loads such a ruleset and
+/// pf sends the packets to the default queue of the interface they leave
+/// through (the engine does the same: an unknown name resolves to the
+/// default class), so it is a warning naming those default queues; under
+/// `--strict` an error.
+fn unknown_queue(
+    cx: &mut Ctx,
+    cfg: &Config,
+    r: &RuleAst,
+    name: &Sp<String>,
+    here: Option<&IfaceQueueing>,
+    names: &[&str],
+) {
+    let default_of = |i: &IfaceQueueing| {
+        i.queues
+            .get(i.default_queue)
+            .map_or(String::new(), |q| format!("`{}` on {}", q.name, i.ifname))
+    };
+    // An `out` rule pinned to an interface says where the packets leave;
+    // otherwise any shaped interface may be the way out.
+    let pinned = here.filter(|_| r.direction == Some(ir::Direction::Out));
+    let label = match pinned {
+        Some(i) => format!("packets go to the default queue {} instead", default_of(i)),
+        None if cfg.interfaces.is_empty() => {
+            "no interface has queues: this assignment does nothing".to_string()
+        }
+        None => {
+            let d: Vec<String> = cfg.interfaces.iter().map(default_of).collect();
+            format!(
+                "packets go to the default queue of the interface they leave through: {}",
+                d.join(", ")
+            )
+        }
+    };
     let hint = if let Some(i) = here {
         let local: Vec<&str> = i.queues.iter().map(|q| q.name.as_str()).collect();
         format!("queues on {}: {}", i.ifname, local.join(", "))
@@ -358,11 +408,15 @@ fn check_queue_name(cx: &mut Ctx, cfg: &Config, r: &RuleAst, name: &crate::ast::
     } else {
         format!("queues defined: {}", names.join(", "))
     };
-    cx.err(
+    let d = if cx.strict {
         Diagnostic::error(format!("unknown queue `{}`", name.v), name.span)
-            .label("no queue of this name")
-            .hint(hint),
-    );
+            .hint(format!("{hint} (an error under --strict; pfctl loads it)"))
+    } else {
+        Diagnostic::warning(format!("unknown queue `{}`", name.v), name.span).hint(format!(
+            "{hint}; pfctl loads this too (`--strict` makes it an error)"
+        ))
+    };
+    cx.err(d.label(label));
 }
 
 /// Is queue `name` served ahead of its interface's default queue somewhere?
@@ -515,11 +569,21 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
         );
         return;
     }
-    if r.queue.is_some() && r.action == ir::Action::Block {
-        cx.err(
-            Diagnostic::warning("a queue on a block rule has no effect", r.span)
+    if let (Some((q, _)), ir::Action::Block) = (&r.queue, r.action) {
+        // pf puts the RST or ICMP unreachable of `block return` in the
+        // rule's queue; sluice answers nothing, so there is nothing to queue.
+        let ret = r.ignored.iter().find(|w| w.v.starts_with("return"));
+        cx.err(match ret {
+            Some(ret) => Diagnostic::warning(
+                format!("sluice sends no replies, so queue `{}` is unused", q.v),
+                q.span,
+            )
+            .label("in pf this queue carries the replies of `block return`")
+            .note(ret.span, format!("`{}` asks pf to answer with a TCP RST or an ICMP unreachable", ret.v))
+            .hint("sluice drops blocked packets without a reply (it forwards, it does not answer); write the queue on a pass rule if it should carry traffic"),
+            None => Diagnostic::warning("a queue on a block rule has no effect", r.span)
                 .hint("blocked packets are never queued"),
-        );
+        });
     }
     let line = cx.line(r.span);
     let state = match r.action {

@@ -3,7 +3,7 @@
 use super::{curve, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::ast::{AltqDecl, Sp};
 use crate::diag::Diagnostic;
-use crate::ir::{IfaceQueueing, Queue, SchedKind, ServiceCurve};
+use crate::ir::{CodelParams, IfaceQueueing, Queue, SchedKind, ServiceCurve};
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -63,6 +63,9 @@ impl B<'_, '_, '_> {
                 ASSUMED_IFSPEED
             }
         };
+        if let Some(c) = &a.codel {
+            return self.altq_codel(a, c, bw);
+        }
         if a.children.is_empty() {
             self.cx.err(
                 Diagnostic::error(format!("`altq on {}` has no queues", a.iface.v), a.span)
@@ -116,6 +119,36 @@ impl B<'_, '_, '_> {
             tbrsize: a.tbrsize.as_ref().map(|t| t.v as u32),
             queues: t.queues,
             default_queue,
+            pipe: None,
+            line: self.cx.line(a.span),
+        })
+    }
+
+    /// `altq on IF codel[(…)] bandwidth BW [qlimit N]` (FreeBSD ALTQ,
+    /// pfSense's CODELQ): no classes, every packet of the interface waits in
+    /// one CoDel queue of `qlimit` packets (altq_codel's default 50) served
+    /// at `bandwidth`. In the IR: a PRIQ whose one default class is that
+    /// queue, named [`CodelParams::ROOT_QUEUE`].
+    fn altq_codel(&mut self, a: &AltqDecl, c: &Sp<CodelParams>, bw: Rate) -> Option<IfaceQueueing> {
+        if let Some(first) = a.children.first() {
+            self.cx.err(
+                Diagnostic::error(format!("`altq on {} codel` has no queues", a.iface.v), first.span)
+                    .label("CoDel as the interface's scheduler is one queue without classes")
+                    .hint("drop `queue { … }`, or keep the classes and give each CoDel: `altq on IF priq … queue { … }` with `priq(codel)`"),
+            );
+            return None;
+        }
+        let mut q = Queue::new(CodelParams::ROOT_QUEUE, self.cx.line(a.span));
+        q.qlimit = self.outer_qlimit(&a.qlimit) as u32;
+        q.default = true;
+        q.codel = Some(c.v);
+        Some(IfaceQueueing {
+            ifname: a.iface.v.clone(),
+            sched: SchedKind::Priq,
+            bandwidth: bw,
+            tbrsize: a.tbrsize.as_ref().map(|t| t.v as u32),
+            queues: vec![q],
+            default_queue: 0,
             pipe: None,
             line: self.cx.line(a.span),
         })
@@ -249,6 +282,22 @@ impl B<'_, '_, '_> {
         q.borrow = d.borrow;
         q.ingress = d.ingress.is_some();
         q.ack_filter = d.ack_filter.as_ref().map(|a| a.v);
+        q.codel = d.codel.map(|_| CodelParams::default());
+        if let (Some(at), true) = (d.codel, d.red || d.rio) {
+            // FreeBSD's ALTQ sets up RED, then CoDel over it: CoDel decides.
+            self.cx.err(
+                Diagnostic::warning(
+                    format!(
+                        "`codel` and `{}` on `{}`: CoDel decides",
+                        if d.rio { "rio" } else { "red" },
+                        d.name.v
+                    ),
+                    at,
+                )
+                .label("one queue has one AQM; FreeBSD's ALTQ uses CoDel when both are given")
+                .hint("drop `red`/`rio` (or `codel`) to say which one you mean"),
+            );
+        }
         let meta = QMeta::of(d, ql.is_some());
         q.tcp = meta.tcp();
         q.realtime = d.realtime.as_ref().map(|c| curve(&c.v, parent_rate));

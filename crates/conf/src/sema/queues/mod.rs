@@ -160,11 +160,15 @@ pub fn build(
     decls: &[QueueDecl],
     pipes: &[PipeDecl],
 ) -> Vec<IfaceQueueing> {
+    let expanded = per_interface(decls);
+    let decls = expanded.as_slice();
     let altq_on = |i: &str| altqs.iter().any(|a| a.iface.v == i);
     let kinds = decls
         .iter()
         .map(|d| {
-            if d.pipe.is_some() {
+            if d.oldqueue.is_some() {
+                Kind::Altq
+            } else if d.pipe.is_some() {
                 Kind::Dummynet
             } else if d.parent.is_some() {
                 Kind::Child55
@@ -183,6 +187,7 @@ pub fn build(
         dup: vec![false; decls.len()],
     };
     b.duplicates();
+    b.oldqueue_notes();
     let mut out: Vec<(IfaceQueueing, Span)> = Vec::new();
     for a in firsts(b.cx, altqs, |a| &a.iface, "second `altq on ") {
         if let Some(iq) = b.altq(a) {
@@ -223,12 +228,54 @@ pub fn build(
     result
 }
 
+/// A queue written `on { IF1 IF2 … }` as one queue per interface (pfctl's
+/// list expansion): each copy is `on` one interface, so a root makes one
+/// tree per interface and a child under it belongs to each of them.
+fn per_interface(decls: &[QueueDecl]) -> Vec<QueueDecl> {
+    let mut out = Vec::with_capacity(decls.len());
+    for d in decls {
+        let mut first = d.clone();
+        first.on_more = Vec::new();
+        for i in &d.on_more {
+            let mut copy = first.clone();
+            copy.on = Some(i.clone());
+            out.push(copy);
+        }
+        out.insert(out.len() - d.on_more.len(), first);
+    }
+    out
+}
+
 impl B<'_, '_, '_> {
+    /// `oldqueue` is read as ALTQ's `queue`; the warning says so once, at
+    /// the first, so that the user knows the canonical form spells it `queue`.
+    fn oldqueue_notes(&mut self) {
+        let mut all = self.decls.iter().filter_map(|d| d.oldqueue);
+        let Some(first) = all.next() else { return };
+        let more = all.count();
+        let also = match more {
+            0 => String::new(),
+            1 => " (and 1 more)".to_string(),
+            n => format!(" (and {n} more)"),
+        };
+        self.cx.err(
+            Diagnostic::warning("`oldqueue` read as an ALTQ `queue`", first)
+                .label(format!("OpenBSD 5.5's spelling of an ALTQ queue{also}"))
+                .hint("OpenBSD 5.5 kept ALTQ under `oldqueue` while `queue` became the new scheduler's; sluice reads both, and `sluice check -v` writes `queue`"),
+        );
+    }
+
     fn duplicates(&mut self) {
         for j in 0..self.decls.len() {
             let dj = &self.decls[j];
+            // pfctl refuses a name twice under one parent, not under two
+            // (`std parent up` and `std parent down` may share a name so
+            // that one `set queue std` works in both directions); within
+            // one interface's tree `queue55` still refuses a repeat.
+            let parent = |d: &QueueDecl| d.parent.as_ref().map(|p| p.v.clone());
             let clash = self.decls[..j].iter().position(|di| {
                 di.name.v == dj.name.v
+                    && parent(di) == parent(dj)
                     && match (&di.on, &dj.on) {
                         (Some(a), Some(b)) => a.v == b.v,
                         _ => true,
@@ -386,7 +433,7 @@ impl B<'_, '_, '_> {
             return;
         }
         for (q, m) in t.queues.iter().zip(&t.meta) {
-            if q.flows.is_some() || !q.children.is_empty() || !m.qlimit_ok {
+            if q.flows.is_some() || q.codel.is_some() || !q.children.is_empty() || !m.qlimit_ok {
                 continue;
             }
             let rate = match sched {
@@ -469,7 +516,10 @@ impl B<'_, '_, '_> {
                     None => {}
                 }
             }
-            if leaves.iter().any(|l| l.flows.is_some() || l.red || l.rio) {
+            if leaves
+                .iter()
+                .any(|l| l.flows.is_some() || l.codel.is_some() || l.red || l.rio)
+            {
                 continue;
             }
             self.cx.err(
@@ -706,6 +756,11 @@ impl B<'_, '_, '_> {
                 Some((
                     "a queue with child queues holds no packets",
                     "write it on the leaf queues that carry the ACKs (the upload's)",
+                ))
+            } else if q.codel.is_some() {
+                Some((
+                    "sluice's CoDel queue has no ACK filter",
+                    "drop `codel` (the FIFO, RED and RIO have one) or use OpenBSD 5.5+ queues with `flows N`",
                 ))
             } else if fifo_pipe {
                 Some((

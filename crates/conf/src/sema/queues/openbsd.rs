@@ -20,6 +20,20 @@ impl B<'_, '_, '_> {
     ) -> Option<usize> {
         self.used[i] = true;
         let d = &self.decls[i];
+        if let Some(prev) = t.queues.iter().position(|q| q.name == d.name.v) {
+            // A name shared across parents is fine in two trees (one per
+            // direction), not in one: a rule's `set queue` would be ambiguous.
+            self.cx.err(
+                Diagnostic::error(
+                    format!("queue `{}` twice in the tree of `{iface}`", d.name.v),
+                    d.name.span,
+                )
+                .label("a rule naming it could mean either")
+                .note(t.meta[prev].name, "already in this tree here")
+                .hint("queues under different parents may share a name only in different interfaces' trees; rename one"),
+            );
+            return None;
+        }
         if let Some(os) = &d.old_style {
             let hint = match os.v {
                 "priority" => "OpenBSD 5.5+ queues have no priority; use `set prio N` on pass/match rules",
