@@ -128,6 +128,10 @@ pub struct QueueDecl {
     pub ack_pacing: Option<Span>,
     /// `window-clamp`, written as `ack-pacing` is.
     pub window_clamp: Option<Span>,
+    /// `fairq(buckets N)`.
+    pub buckets: Option<Sp<u64>>,
+    /// `fairq(hogs BW)`.
+    pub hogs: Option<Sp<Bw>>,
 }
 
 impl Default for Sp<String> {

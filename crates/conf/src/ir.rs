@@ -217,6 +217,9 @@ pub enum SchedKind {
     Hfsc,
     /// A dummynet pipe whose own scheduler is given in [`Pipe`].
     Pipe,
+    /// FreeBSD/DragonFly ALTQ's `fairq`: flat, classes by priority 0..7,
+    /// flows hashed into buckets inside each ([`Queue::buckets`], [`Queue::hogs`]).
+    Fairq,
 }
 
 /// The queueing of one interface.
@@ -311,6 +314,12 @@ pub struct Queue {
     /// resolves a leaf's). Under a pipe it is the pipe's [`Pipe::tcp`],
     /// copied to each of its queues, plus the queue's own.
     pub tcp: TcpControl,
+    /// FAIRQ `buckets N`: the class's flow buckets (a power of two,
+    /// 1..=2048; ALTQ's default 256 when `None`).
+    pub buckets: Option<u32>,
+    /// FAIRQ `hogs BW`: a bucket below this rate is served ahead of the
+    /// round (crates/sched/src/fairq.rs).
+    pub hogs: Option<Rate>,
 }
 
 /// What sluice does to the TCP connections whose data uses a queue or pipe,
@@ -392,6 +401,8 @@ impl Queue {
             ack_filter: None,
             isolate: None,
             tcp: TcpControl::default(),
+            buckets: None,
+            hogs: None,
         }
     }
 }

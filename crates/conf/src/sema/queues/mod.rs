@@ -390,7 +390,9 @@ impl B<'_, '_, '_> {
                 continue;
             }
             let rate = match sched {
-                SchedKind::Priq | SchedKind::Pipe => iface_rate,
+                // FAIRQ's bandwidth is a threshold, not a cap; its qlimit
+                // is per bucket.
+                SchedKind::Priq | SchedKind::Pipe | SchedKind::Fairq => iface_rate,
                 _ => q
                     .upperlimit
                     .map(|u| u.m2)
@@ -480,9 +482,9 @@ impl B<'_, '_, '_> {
         }
     }
 
-    /// PRIQ serves one class per priority level: pfctl rejects two queues
-    /// with the same priority on one interface.
-    fn unique_priorities(&mut self, t: &Tree, iface: &str) {
+    /// PRIQ and FAIRQ serve one class per priority level: pfctl rejects
+    /// two queues with the same priority on one interface.
+    fn unique_priorities(&mut self, t: &Tree, iface: &str, sched: SchedKind) {
         for j in 0..t.queues.len() {
             if let Some(i) = (0..j).find(|&i| t.queues[i].priority == t.queues[j].priority) {
                 let at = t.meta[j].priority.unwrap_or(t.meta[j].name);
@@ -497,9 +499,10 @@ impl B<'_, '_, '_> {
                     )
                     .label("priority already used")
                     .note(first, "first used here")
-                    .hint(
-                        "PRIQ priorities must be unique per interface; the default priority is 1",
-                    ),
+                    .hint(format!(
+                        "{} priorities must be unique per interface; the default priority is 1",
+                        sched_name(sched).to_uppercase()
+                    )),
                 );
             }
         }
@@ -587,6 +590,7 @@ pub fn sched_name(s: SchedKind) -> &'static str {
         SchedKind::Cbq => "cbq",
         SchedKind::Hfsc => "hfsc",
         SchedKind::Pipe => "pipe",
+        SchedKind::Fairq => "fairq",
     }
 }
 
@@ -594,6 +598,7 @@ pub fn sched_opts_name(s: SchedKind) -> &'static str {
     match s {
         SchedKind::Priq => "priq(…)",
         SchedKind::Cbq => "cbq(…)",
+        SchedKind::Fairq => "fairq(…)",
         _ => "hfsc(…)",
     }
 }
