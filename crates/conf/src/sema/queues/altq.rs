@@ -86,7 +86,9 @@ impl B<'_, '_, '_> {
                 &mut path,
             );
         }
-        if !matches!(sched, SchedKind::Priq | SchedKind::Fairq) {
+        // pfctl sums FAIRQ's link-sharing curves (its bandwidth by default)
+        // against the interface, as for HFSC.
+        if sched != SchedKind::Priq {
             self.children_sum(
                 &t,
                 None,
