@@ -234,7 +234,8 @@ pub struct IfaceQueueing {
     /// The queue tree, parents before children; `Queue::parent` indexes this
     /// vector. For PRIQ all queues are children of an implicit root (parent None).
     pub queues: Vec<Queue>,
-    /// Index into `queues` of the default queue (there is exactly one, a leaf).
+    /// Index into `queues` of the default queue (there is exactly one, a
+    /// leaf, except under CBQ, whose interior classes hold packets too).
     pub default_queue: usize,
     /// Set when `sched` is `Pipe`.
     pub pipe: Option<Pipe>,

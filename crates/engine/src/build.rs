@@ -308,6 +308,15 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 s.add_class(class_id(i), qu.parent.map(class_id), params, l)
                     .map_err(|e| err(q, e))?;
             }
+            // As in ALTQ, every CBQ class holds a queue: an interior one
+            // queues what rules (or the default) send it, on the allocation
+            // it shares with its children.
+            for (i, qu) in q.queues.iter().enumerate() {
+                if !qu.children.is_empty() {
+                    s.add_queue(class_id(i), leaf(qu, rate_of(qu)))
+                        .map_err(|e| err(q, e))?;
+                }
+            }
             s.set_default(default).map_err(|e| err(q, e))?;
             Box::new(s)
         }

@@ -104,7 +104,12 @@ impl B<'_, '_, '_> {
             SchedKind::Fairq => "fairq(default)",
             _ => "hfsc(default)",
         };
-        let default_queue = self.default_check(&t, &a.iface, &format!("mark one queue with {opt}"));
+        let default_queue = self.default_check_in(
+            &t,
+            &a.iface,
+            &format!("mark one queue with {opt}"),
+            sched == SchedKind::Cbq,
+        );
         if matches!(sched, SchedKind::Priq | SchedKind::Fairq) {
             self.unique_priorities(&t, &a.iface.v, sched);
         }

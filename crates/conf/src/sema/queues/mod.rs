@@ -311,6 +311,18 @@ impl B<'_, '_, '_> {
     }
 
     fn default_check(&mut self, t: &Tree, iface: &Sp<String>, hint: &str) -> usize {
+        self.default_check_in(t, iface, hint, false)
+    }
+
+    /// As [`B::default_check`]; `interior_ok` lets the default have children
+    /// (ALTQ's CBQ, whose interior classes hold packets too).
+    fn default_check_in(
+        &mut self,
+        t: &Tree,
+        iface: &Sp<String>,
+        hint: &str,
+        interior_ok: bool,
+    ) -> usize {
         let defs: Vec<usize> = (0..t.queues.len())
             .filter(|&i| t.queues[i].default)
             .collect();
@@ -333,7 +345,7 @@ impl B<'_, '_, '_> {
                             .note(first_at, "first default here"),
                     );
                 }
-                if !t.queues[*first].children.is_empty() {
+                if !interior_ok && !t.queues[*first].children.is_empty() {
                     self.cx.err(
                         Diagnostic::error(
                             format!("default queue `{}` has child queues", t.queues[*first].name),
