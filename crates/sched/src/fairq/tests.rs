@@ -463,3 +463,60 @@ fn under_the_token_bucket_the_link_rate_holds() {
     let want = rate.as_bps();
     assert!(got.abs_diff(want) * 100 <= want * 2, "{got} bit/s");
 }
+
+#[test]
+fn random_arrivals_keep_backlogged_buckets_within_one_packet() {
+    // Without hogs, over any stretch in which two buckets both stay
+    // backlogged, the numbers of packets they send differ by at most one.
+    const B: usize = 8;
+    for seed in 1..=20 {
+        let mut rng = Rng::new(seed);
+        let mut q = Fairq::new();
+        let p = ClassParams {
+            buckets: B as u32,
+            ..params(1)
+        };
+        q.add_class(ClassId(1), p, fifos(10_000)).unwrap();
+        let mut drops = Vec::new();
+        let mut resident = [0usize; B];
+        // diff[a][b]: packets a sent minus packets b sent since both last
+        // became backlogged.
+        let mut diff = [[0i64; B]; B];
+        for step in 0..4_000u64 {
+            if rng.below(2) == 0 {
+                let b = rng.below(B as u64) as usize;
+                if resident[b] == 0 {
+                    for x in 0..B {
+                        diff[b][x] = 0;
+                        diff[x][b] = 0;
+                    }
+                }
+                resident[b] += 1;
+                q.enqueue(
+                    pkt(step, 100 + rng.below(1400) as u32, b as u64, 1),
+                    Instant(step),
+                    &mut drops,
+                );
+            } else if let Some(p) = q.dequeue(Instant(step), &mut drops) {
+                let b = (p.flow >> 32) as usize;
+                resident[b] -= 1;
+                for x in 0..B {
+                    diff[b][x] += 1;
+                    diff[x][b] -= 1;
+                }
+                for x in 0..B {
+                    for y in 0..B {
+                        if resident[x] > 0 && resident[y] > 0 {
+                            assert!(
+                                diff[x][y].abs() <= 1,
+                                "seed {seed} step {step}: buckets {x} and {y} apart by {}",
+                                diff[x][y]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(drops.is_empty());
+    }
+}
