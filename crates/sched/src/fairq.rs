@@ -9,7 +9,8 @@
 //!   non-empty class is over, the highest is served: FAIRQ is
 //!   work-conserving; `bandwidth` is a threshold, not a cap (ALTQ's
 //!   `fairq_dequeue`: `hit_limit` only lets a lower class go first).
-//!   A class with no `bandwidth` is never over.
+//!   A class with no `bandwidth` is never over (pfctl's default is 100 %
+//!   of the interface, which the token bucket above keeps it under).
 //! - Within a class, packets are hashed by flow ([`Packet::flow`]'s
 //!   connection bits) into `buckets` buckets (a power of two, 1..=2048;
 //!   ALTQ's default 256) and the non-empty buckets are served one packet
