@@ -129,3 +129,28 @@ fn a_higher_class_goes_first_and_the_link_rate_holds() {
     let rate = bytes as f64 * 8.0 / secs;
     assert!((rate - 1e6).abs() / 1e6 < 0.03, "achieved {rate} bit/s");
 }
+
+#[test]
+fn a_fairq_tree_is_flat_and_a_parent_holds_packets() {
+    let mut e = engine(
+        "
+altq on $ext_if fairq bandwidth 1Mb queue { std, bulk }
+queue std priority 3 bandwidth 40% fairq(default)
+queue bulk priority 1 bandwidth 50% { p2p }
+queue p2p priority 0 bandwidth 50% fairq(buckets 64)
+pass out on $ext_if proto tcp to port 873 no state queue bulk
+pass out on $ext_if proto tcp to port 6881 no state queue p2p
+",
+    );
+    let now = Instant(1_000_000_000);
+    for _ in 0..5 {
+        e.handle_rx(now, LAN, tcp(40_000, 6881, ACK | PSH, 1460));
+        e.handle_rx(now, LAN, tcp(40_001, 873, ACK | PSH, 1460));
+    }
+    let rep = e.report();
+    let held = |n: &str| {
+        let c = rep[WAN].class(n).expect(n);
+        c.passed_packets + c.qlen
+    };
+    assert_eq!((held("bulk"), held("p2p"), held("std")), (5, 5, 0));
+}

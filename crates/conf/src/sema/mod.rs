@@ -315,14 +315,15 @@ fn rule_iface<'c>(cfg: &'c Config, r: &RuleAst) -> Option<&'c IfaceQueueing> {
 
 /// A rule naming a queue that has children: ALTQ's CBQ queues the packets
 /// there (every CBQ class holds a queue, sharing its allocation with its
-/// children); HFSC, ALTQ's and OpenBSD's, queues only in leaves and sends
-/// them to the default queue, which a warning names.
+/// children), as does FAIRQ (flat: every queue is a class); HFSC, ALTQ's
+/// and OpenBSD's, queues only in leaves and sends them to the default
+/// queue, which a warning names.
 fn interior_queue_warnings(cx: &mut Ctx, cfg: &Config, name: &crate::ast::Sp<String>) {
     for i in &cfg.interfaces {
         let Some(q) = i.queues.iter().find(|q| q.name == name.v) else {
             continue;
         };
-        if q.children.is_empty() || i.sched == ir::SchedKind::Cbq {
+        if q.children.is_empty() || matches!(i.sched, ir::SchedKind::Cbq | ir::SchedKind::Fairq) {
             continue;
         }
         let default = i

@@ -233,10 +233,14 @@ impl B<'_, '_, '_> {
             }
         }
         if sched == SchedKind::Fairq {
+            // pfctl takes a FAIRQ tree (it checks the children's
+            // link-sharing against the parent's); ALTQ's fairq is flat, so
+            // every queue of it is a class of its own priority.
             if let Some(c) = d.children.first() {
                 self.cx.err(
-                    Diagnostic::error("FAIRQ queues cannot have child queues", c.span)
-                        .hint("FAIRQ is flat (classes by priority, flows fair inside each); use cbq or hfsc for a tree"),
+                    Diagnostic::warning("FAIRQ is flat: child queues are classes of their own", c.span)
+                        .label("served by its own priority, not within its parent's bandwidth")
+                        .hint("the tree only groups the names (and resolves percentages); use cbq or hfsc to share a parent's bandwidth"),
                 );
             }
         }
@@ -285,7 +289,7 @@ impl B<'_, '_, '_> {
             }
         }
         t.push(q, meta);
-        if matches!(sched, SchedKind::Priq | SchedKind::Fairq) {
+        if sched == SchedKind::Priq {
             return;
         }
         path.push(name.v.clone());
