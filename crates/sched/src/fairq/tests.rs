@@ -465,6 +465,8 @@ fn under_the_token_bucket_the_link_rate_holds() {
 }
 
 #[test]
+// The pair table is written both ways, `diff[b][x]` and `diff[x][b]`.
+#[allow(clippy::needless_range_loop)]
 fn random_arrivals_keep_backlogged_buckets_within_one_packet() {
     // Without hogs, over any stretch in which two buckets both stay
     // backlogged, the numbers of packets they send differ by at most one.
