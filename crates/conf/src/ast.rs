@@ -137,6 +137,10 @@ pub struct QueueDecl {
     /// `on { IF1 IF2 … }` (or a macro holding the list): every interface
     /// after the first, which is in `on`. `sema` builds one tree per interface.
     pub on_more: Vec<Sp<String>>,
+    /// `fairq(buckets N)`.
+    pub buckets: Option<Sp<u64>>,
+    /// `fairq(hogs BW)`.
+    pub hogs: Option<Sp<Bw>>,
 }
 
 impl Default for Sp<String> {

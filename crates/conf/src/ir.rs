@@ -217,6 +217,9 @@ pub enum SchedKind {
     Hfsc,
     /// A dummynet pipe whose own scheduler is given in [`Pipe`].
     Pipe,
+    /// FreeBSD/DragonFly ALTQ's `fairq`: flat, classes by priority 0..7,
+    /// flows hashed into buckets inside each ([`Queue::buckets`], [`Queue::hogs`]).
+    Fairq,
 }
 
 /// The queueing of one interface.
@@ -231,7 +234,8 @@ pub struct IfaceQueueing {
     /// The queue tree, parents before children; `Queue::parent` indexes this
     /// vector. For PRIQ all queues are children of an implicit root (parent None).
     pub queues: Vec<Queue>,
-    /// Index into `queues` of the default queue (there is exactly one, a leaf).
+    /// Index into `queues` of the default queue (there is exactly one, a
+    /// leaf, except under CBQ, whose interior classes hold packets too).
     pub default_queue: usize,
     /// Set when `sched` is `Pipe`.
     pub pipe: Option<Pipe>,
@@ -314,6 +318,12 @@ pub struct Queue {
     /// FreeBSD ALTQ's `codel` flag (`priq(codel)` & co., or `altq on IF
     /// codel`): the class's packets wait in a CoDel queue (RFC 8289).
     pub codel: Option<CodelParams>,
+    /// FAIRQ `buckets N`: the class's flow buckets (a power of two,
+    /// 1..=2048; ALTQ's default 256 when `None`).
+    pub buckets: Option<u32>,
+    /// FAIRQ `hogs BW`: a bucket below this rate is served ahead of the
+    /// round (crates/sched/src/fairq.rs).
+    pub hogs: Option<Rate>,
 }
 
 /// What sluice does to the TCP connections whose data uses a queue or pipe,
@@ -396,6 +406,8 @@ impl Queue {
             isolate: None,
             tcp: TcpControl::default(),
             codel: None,
+            buckets: None,
+            hogs: None,
         }
     }
 }

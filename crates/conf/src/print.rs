@@ -156,6 +156,12 @@ pub fn sched_options(q: &Queue) -> Vec<String> {
     if let Some(c) = &q.upperlimit {
         opts.push(format!("upperlimit {}", curve(c)));
     }
+    if let Some(n) = q.buckets {
+        opts.push(format!("buckets {n}"));
+    }
+    if let Some(r) = q.hogs {
+        opts.push(format!("hogs {r}"));
+    }
     if q.ingress {
         opts.push("ingress".into());
     }

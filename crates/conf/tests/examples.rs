@@ -29,6 +29,7 @@ fn all_examples_check() {
         "cbq-borrow.conf",
         "hfsc-realtime.conf",
         "dummynet-opnsense.conf",
+        "fairq.conf",
     ] {
         example(n, &[]);
     }

@@ -71,7 +71,7 @@ pub struct QueuesReply {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IfaceQueues {
     pub name: String,
-    /// `priq`, `cbq`, `hfsc`, `pipe`.
+    /// `priq`, `cbq`, `hfsc`, `fairq`, `pipe`.
     pub sched: Option<String>,
     pub bandwidth_bps: Option<u64>,
     pub queues: Vec<QueueJson>,

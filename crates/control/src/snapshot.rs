@@ -636,4 +636,28 @@ pass out on wan0 proto udp to port 53 queue bulk
         assert_eq!(c.queue_drops, 8);
         assert_eq!(c.queue_drops_by_reason[0].reason, "ack-filter");
     }
+
+    /// FAIRQ shows as the other disciplines do: its options as the printer
+    /// spells them, each class's counters (40 datagrams of 40 connections
+    /// queued at once, 20 per class, behind a 1-frame token bucket).
+    #[test]
+    fn fairq_queues_show_their_options_and_counters() {
+        let (e, cfg) = engine_of(
+            "altq on wan0 fairq bandwidth 1Mb queue { voip, rest }\n\
+             queue voip priority 7 bandwidth 20% fairq(buckets 64)\n\
+             queue rest priority 1 bandwidth 80% fairq(default buckets 100 hogs 100Kb)\n\
+             pass out on wan0 proto udp to port 5060 no state queue voip\n",
+        );
+        let q = queues_from(&e.report(), Some(&cfg));
+        let wan = &q.ifaces[1];
+        assert_eq!(wan.sched.as_deref(), Some("fairq"));
+        let find = |n: &str| wan.queues.iter().find(|q| q.name == n).unwrap();
+        assert_eq!(find("voip").options, ["buckets 64"]);
+        assert_eq!(
+            find("rest").options,
+            ["default", "buckets 128", "hogs 100Kb"]
+        );
+        assert_eq!(find("voip").qlength + find("voip").packets, 20);
+        assert_eq!(find("rest").qlength + find("rest").packets, 20);
+    }
 }

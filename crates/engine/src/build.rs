@@ -3,7 +3,9 @@
 //!
 //! Mapping (pf and dummynet semantics; see docs/engine.md):
 //! - every shaped interface gets ALTQ's token-bucket regulator at its
-//!   `bandwidth` as the root, so PRIQ/CBQ/HFSC never send faster than the link;
+//!   `bandwidth` as the root, so PRIQ/FAIRQ/CBQ/HFSC never send faster than the link;
+//! - FAIRQ: each class's buckets hold the class's own leaf (FIFO, RED,
+//!   RIO), made on first use; `qlimit` is therefore per bucket, as in ALTQ;
 //!   a dummynet pipe paces itself and needs none;
 //! - a leaf's queue is FIFO with `qlimit` packets, RED/RIO with `red`/`rio`,
 //!   FQ-CoDel with `flows N` (OpenBSD 5.5+), always ECN-capable there;
@@ -24,7 +26,8 @@
 use sluice_conf::ir::{self, IfaceQueueing, PipeSched, SchedKind};
 use sluice_sched::ingress::Ingress;
 use sluice_sched::{
-    cbq, codel, drr, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, AckFilter, ClassId, Qdisc,
+    cbq, codel, drr, fairq, fifo, fq_codel, hfsc, pipe, priq, red, tbr, wf2q, AckFilter, ClassId,
+    Qdisc,
 };
 use sluice_time::Rate;
 use std::fmt;
@@ -259,6 +262,25 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
             s.set_default(default).map_err(|e| err(q, e))?;
             Box::new(s)
         }
+        SchedKind::Fairq => {
+            let mut s = fairq::Fairq::new();
+            for (i, qu) in q.queues.iter().enumerate() {
+                let params = fairq::ClassParams {
+                    priority: qu.priority,
+                    buckets: qu.buckets.unwrap_or(fairq::DEFAULT_BUCKETS),
+                    bandwidth: qu.bandwidth,
+                    hogs: qu.hogs,
+                };
+                // Each bucket holds the queue's own leaf (qlimit, RED, RIO
+                // per bucket, as ALTQ's fairq).
+                let own = qu.clone();
+                let make: fairq::LeafFactory = Box::new(move || leaf(&own, bw));
+                s.add_class(class_id(i), params, make)
+                    .map_err(|e| err(q, e))?;
+            }
+            s.set_default(default).map_err(|e| err(q, e))?;
+            Box::new(s)
+        }
         SchedKind::Hfsc => {
             let mut s = hfsc::Hfsc::new(bw);
             for (i, qu) in q.queues.iter().enumerate() {
@@ -300,6 +322,15 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 let l = qu.children.is_empty().then(|| leaf(qu, rate_of(qu)));
                 s.add_class(class_id(i), qu.parent.map(class_id), params, l)
                     .map_err(|e| err(q, e))?;
+            }
+            // As in ALTQ, every CBQ class holds a queue: an interior one
+            // queues what rules (or the default) send it, on the allocation
+            // it shares with its children.
+            for (i, qu) in q.queues.iter().enumerate() {
+                if !qu.children.is_empty() {
+                    s.add_queue(class_id(i), leaf(qu, rate_of(qu)))
+                        .map_err(|e| err(q, e))?;
+                }
             }
             s.set_default(default).map_err(|e| err(q, e))?;
             Box::new(s)

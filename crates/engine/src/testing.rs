@@ -34,7 +34,7 @@ use std::sync::OnceLock;
 /// The shipped configurations the first input byte chooses from, plus one
 /// without queues (the passthrough path) and one with TCP control (held
 /// ACKs count as queued: they too must come out).
-const CONFIGS: [(&str, &str); 8] = [
+const CONFIGS: [(&str, &str); 9] = [
     (
         "cbq-borrow",
         include_str!("../../../examples/cbq-borrow.conf"),
@@ -61,6 +61,7 @@ const CONFIGS: [(&str, &str); 8] = [
         "lab-rrul-paced",
         include_str!("../../../examples/lab/rrul-paced.conf"),
     ),
+    ("fairq", include_str!("../../../examples/fairq.conf")),
 ];
 
 const LAN: usize = 0;

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 const CONFIGS: u8 = 7;
+/// The index of examples/fairq.conf in `sluice_engine::testing`'s list.
+const FAIRQ: u8 = 8;
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/seeds/engine_ops")
@@ -230,6 +232,22 @@ fn corpus() -> BTreeMap<String, Vec<u8>> {
         let (config, bytes) = random(seed);
         c.insert(format!("c{config}_random_{seed:02}"), bytes);
     }
+    // FAIRQ (examples/fairq.conf), the ninth configuration: sessions and
+    // bursts through its buckets, and reloads to and from it.
+    c.insert(
+        format!("c{FAIRQ}_tcp4_session"),
+        Script::new(FAIRQ, false).ops(&tcp_session(false)).bytes(),
+    );
+    c.insert(
+        format!("c{FAIRQ}_udp6_burst_wan"),
+        Script::new(FAIRQ, true).ops(&udp_burst(true, 1)).bytes(),
+    );
+    let mut ops = reloads(0);
+    ops.insert(1, Op::Reload { config: FAIRQ });
+    c.insert(
+        format!("c{FAIRQ}_reloads"),
+        Script::new(FAIRQ, false).ops(&ops).bytes(),
+    );
     c
 }
 

@@ -2,7 +2,13 @@
 //!
 //! Class-based queueing (Floyd & Jacobson, "Link-sharing and Resource
 //! Management Models for Packet Networks", ToN 1995; ALTQ's `altq_rmclass.c`).
-//! A tree of classes, each with a rate; leaves hold queues.
+//! A tree of classes, each with a rate; leaves hold queues, and so may an
+//! interior class ([`Cbq::add_queue`]): as in ALTQ, where every class has a
+//! queue (`rmc_queue_packet` takes any class), the packets an interior class
+//! holds are scheduled like a leaf's at its priority, and they and its
+//! descendants' all draw on its one allocation — each sent packet is charged
+//! to its class and every ancestor, so an interior class's own traffic and
+//! its children's together stay within its rate (plus what it may borrow).
 //!
 //! Rate estimator: instead of ALTQ's exponentially weighted `avgidle`, each
 //! class has a token bucket at its rate, depth `max(2 MTU, rate × 10 ms)`,
@@ -14,10 +20,10 @@
 //! Tokens are exact integers (1/(8·10⁹) byte), so a class never drifts.
 //!
 //! Scheduling, per dequeue:
-//! 1. Among backlogged leaves that are underlimit, the highest priority (7
+//! 1. Among backlogged classes that are underlimit, the highest priority (7
 //!    first) sends; within a priority, deficit round robin with quanta
 //!    proportional to the class rates (ALTQ's weighted round robin).
-//! 2. Only if none can: a backlogged overlimit leaf with `borrow` may send if
+//! 2. Only if none can: a backlogged overlimit class with `borrow` may send if
 //!    an ancestor reachable through `borrow` links (ALTQ's `borrow_` chain:
 //!    the parent, then the parent's parent if the parent borrows, …) is
 //!    underlimit; again by priority, then round robin.
@@ -211,7 +217,23 @@ impl Cbq {
         Ok(())
     }
 
-    /// Packets whose class is unknown (or interior) go to `id`, a leaf.
+    /// Gives class `id`, which has (or will have) children, a queue of its
+    /// own; call it once the children are added (a class with a queue
+    /// takes no new children). Errors: unknown class, or one that already
+    /// has a queue.
+    pub fn add_queue(&mut self, id: ClassId, leaf: Box<dyn Qdisc>) -> Result<(), ClassError> {
+        let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
+        let c = &mut self.classes[i];
+        if c.leaf.is_some() {
+            return Err(ClassError::HasQueue(id));
+        }
+        // As `add_class`: the queue is expected empty.
+        c.leaf = Some(Leaf::new(leaf));
+        Ok(())
+    }
+
+    /// Packets whose class is unknown (or has no queue) go to `id`, a
+    /// class with a queue.
     pub fn set_default(&mut self, id: ClassId) -> Result<(), ClassError> {
         let i = *self.index.get(&id).ok_or(ClassError::Unknown(id))?;
         if self.classes[i].leaf.is_none() {
@@ -336,8 +358,20 @@ impl Cbq {
         }
     }
 
-    /// Deficit round robin over one priority's backlogged leaves, restricted
-    /// to those `pass` allows to send now.
+    /// Moves the front class to the back without ending its DRR turn.
+    fn skip_front(&mut self, prio: usize) {
+        if let Some(i) = self.active[prio].pop_front() {
+            self.active[prio].push_back(i);
+        }
+    }
+
+    /// Deficit round robin over one priority's backlogged classes,
+    /// restricted to those `pass` allows to send now. The underlimit pass
+    /// passes over an ineligible class without ending its turn: a lap of
+    /// it leaves the round and the credits as they were, so it does not
+    /// choose who borrows next (else the class behind an often-underlimit
+    /// one — an interior class whose children draw on its tokens — lost
+    /// every borrowing turn to it).
     fn serve(
         &mut self,
         prio: usize,
@@ -352,7 +386,7 @@ impl Cbq {
         for _ in 0..visits {
             let &i = self.active[prio].front()?;
             let Some(leaf) = self.classes[i].leaf.as_mut() else {
-                self.retire_front(prio); // unreachable: only leaves are active
+                self.retire_front(prio); // unreachable: only classes with a queue are active
                 continue;
             };
             let (cost, delta) = leaf.peek_len(now, drops);
@@ -380,8 +414,12 @@ impl Cbq {
             if !allowed {
                 if pass == Pass::Borrow {
                     self.classes[i].stats_mut().overlimits += 1;
+                    self.rotate_front(prio);
+                } else {
+                    // Passed over, not served: its turn (and credit) in
+                    // the borrowing pass is kept.
+                    self.skip_front(prio);
                 }
-                self.rotate_front(prio);
                 ineligible_run += 1;
                 if ineligible_run >= self.active[prio].len() {
                     return None;
@@ -540,10 +578,18 @@ impl Qdisc for Cbq {
         self.wakeup = None;
     }
 
-    /// Parents before children (classes are added parent first).
+    /// Parents before children (classes are added parent first). An
+    /// interior class with a queue reports its queue's counters plus what
+    /// its descendants sent.
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
         for c in &self.classes {
             match &c.leaf {
+                Some(l) if c.interior.deq_packets > 0 => {
+                    let mut s = l.stats.clone();
+                    s.deq_packets += c.interior.deq_packets;
+                    s.deq_bytes += c.interior.deq_bytes;
+                    f(c.id, &s)
+                }
                 Some(l) => f(c.id, &l.stats),
                 None => f(c.id, &c.interior),
             }

@@ -2,7 +2,7 @@
 //!
 //! Owns: the [`Packet`] as schedulers see it (an opaque frame plus the metadata
 //! they need), the [`Qdisc`] trait, drop reasons, per-queue statistics, and the
-//! disciplines: FIFO, PRIQ, CBQ, HFSC, RED/RIO, CoDel, FQ-CoDel, DRR, WF2Q+, the
+//! disciplines: FIFO, PRIQ, FAIRQ, CBQ, HFSC, RED/RIO, CoDel, FQ-CoDel, DRR, WF2Q+, the
 //! token-bucket regulator and the dummynet-style pipe, the ingress mode of
 //! the two shapers (drops charged as if sent, [`ingress`]), and the ACK
 //! filter a FIFO, RED/RIO or FQ-CoDel leaf applies on enqueue. Depends on
@@ -34,6 +34,7 @@ pub mod ingress;
 
 pub mod cbq;
 pub mod drr;
+pub mod fairq;
 pub mod pipe;
 pub mod tbr;
 pub mod wf2q;

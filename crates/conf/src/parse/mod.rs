@@ -11,6 +11,7 @@
 //! - No recursion without a cap: nested `{ }` lists at most [`MAX_NEST`] deep.
 
 mod queue;
+pub(crate) use queue::FAIRQ_MAX_BUCKETS;
 mod rule;
 
 pub use rule::ipnet;

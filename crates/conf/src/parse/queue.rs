@@ -9,6 +9,8 @@ use crate::units::{self, Bw};
 use sluice_time::Duration;
 
 const MS: u64 = 1_000_000;
+/// ALTQ's `FAIRQ_MAX_BUCKETS`.
+pub(crate) const FAIRQ_MAX_BUCKETS: u64 = 2048;
 
 pub fn bandwidth(p: &mut P) -> PResult<Sp<Bw>> {
     let w = p.word("a bandwidth")?;
@@ -37,6 +39,7 @@ fn sched_kind(w: &str) -> Option<SchedKind> {
         "priq" => Some(SchedKind::Priq),
         "cbq" => Some(SchedKind::Cbq),
         "hfsc" => Some(SchedKind::Hfsc),
+        "fairq" => Some(SchedKind::Fairq),
         _ => None,
     }
 }
@@ -49,11 +52,7 @@ fn unsupported_sched(w: &Sp<String>) -> Option<Diagnostic> {
                 .hint("write it among the scheduler's options, `priq(codel)`, `cbq(codel)` or `hfsc(codel)`, or `altq on IF codel bandwidth …` for one CoDel queue"),
         );
     }
-    matches!(w.v.as_str(), "fairq").then(|| {
-        Diagnostic::error(format!("scheduler `{}` is not supported", w.v), w.span)
-            .label("sluice has priq, cbq and hfsc under altq")
-            .hint("for FQ-CoDel use an OpenBSD 5.5+ queue with `flows N`, or a pipe with `sched fq_codel`")
-    })
+    None
 }
 
 pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
@@ -111,7 +110,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
                 None => {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
                         Diagnostic::error(format!("unexpected `{s}` in altq"), w.span)
-                            .label("expected priq, cbq, hfsc, bandwidth, qlimit, tbrsize or queue")
+                            .label("expected priq, cbq, hfsc, fairq, bandwidth, qlimit, tbrsize or queue")
                     }))
                 }
             },
@@ -314,7 +313,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
                 None => {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
                         Diagnostic::error(format!("unexpected `{s}` in queue"), w.span).label("not a queue option").hint(
-                            "ALTQ: on bandwidth priority qlimit priq(…) cbq(…) hfsc(…) { children }; \
+                            "ALTQ: on bandwidth priority qlimit priq(…) cbq(…) hfsc(…) fairq(…) { children }; \
                              5.5+: on bandwidth min max burst parent qlimit flows quantum default ack-filter dual-srchost dual-dsthost triple-isolate; pipes: pipe weight qlimit default ack-filter; any: ingress ack-pacing window-clamp",
                         )
                     }))
@@ -350,7 +349,7 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 q.ecn = true;
                 true
             }
-            ("rio", SchedKind::Cbq | SchedKind::Hfsc) => {
+            ("rio", SchedKind::Cbq | SchedKind::Hfsc | SchedKind::Fairq) => {
                 q.rio = true;
                 true
             }
@@ -372,8 +371,16 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 q.realtime = Some(curve(p)?);
                 true
             }
-            ("linkshare", SchedKind::Hfsc) => {
+            ("linkshare", SchedKind::Hfsc | SchedKind::Fairq) => {
                 q.linkshare = Some(curve(p)?);
+                true
+            }
+            ("buckets", SchedKind::Fairq) => {
+                q.buckets = Some(p.number("buckets", 0, u64::from(u32::MAX))?);
+                true
+            }
+            ("hogs", SchedKind::Fairq) => {
+                q.hogs = Some(bandwidth(p)?);
                 true
             }
             ("upperlimit", SchedKind::Hfsc) => {
@@ -400,6 +407,7 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 SchedKind::Cbq => {
                     "default borrow red ecn rio codel ingress ack-filter ack-pacing window-clamp"
                 }
+                SchedKind::Fairq => "default red ecn rio buckets hogs linkshare ingress ack-filter ack-pacing window-clamp",
                 _ => "default red ecn rio codel realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
             };
             return Err(Diagnostic::error(

@@ -323,6 +323,36 @@ fn rule_iface<'c>(cfg: &'c Config, r: &RuleAst) -> Option<&'c IfaceQueueing> {
     }
 }
 
+/// A rule naming a queue that has children: ALTQ's CBQ queues the packets
+/// there (every CBQ class holds a queue, sharing its allocation with its
+/// children), as does FAIRQ (flat: every queue is a class); HFSC, ALTQ's
+/// and OpenBSD's, queues only in leaves and sends them to the default
+/// queue, which a warning names.
+fn interior_queue_warnings(cx: &mut Ctx, cfg: &Config, name: &crate::ast::Sp<String>) {
+    for i in &cfg.interfaces {
+        let Some(q) = i.queues.iter().find(|q| q.name == name.v) else {
+            continue;
+        };
+        if q.children.is_empty() || matches!(i.sched, ir::SchedKind::Cbq | ir::SchedKind::Fairq) {
+            continue;
+        }
+        let default = i
+            .queues
+            .get(i.default_queue)
+            .map_or("?", |d| d.name.as_str());
+        cx.err(
+            Diagnostic::warning(
+                format!("queue `{}` on `{}` has child queues", name.v, i.ifname),
+                name.span,
+            )
+            .label(format!(
+                "HFSC queues packets only in leaves: these go to the default queue `{default}`, as in pf"
+            ))
+            .hint("name one of its children instead"),
+        );
+    }
+}
+
 fn check_queue_name(cx: &mut Ctx, cfg: &Config, r: &RuleAst, name: &crate::ast::Sp<String>) {
     let names = all_queue_names(cfg);
     let here = rule_iface(cfg, r);
@@ -348,18 +378,7 @@ fn check_queue_name(cx: &mut Ctx, cfg: &Config, r: &RuleAst, name: &crate::ast::
         }
     }
     if names.contains(&name.v.as_str()) {
-        let leaf_somewhere = cfg
-            .interfaces
-            .iter()
-            .flat_map(|i| i.queues.iter())
-            .any(|q| q.name == name.v && q.children.is_empty());
-        if !leaf_somewhere {
-            cx.err(
-                Diagnostic::error(format!("queue `{}` has child queues", name.v), name.span)
-                    .label("packets can only wait in leaf queues")
-                    .hint("name one of its children instead"),
-            );
-        }
+        interior_queue_warnings(cx, cfg, name);
         return;
     }
     unknown_queue(cx, cfg, r, name, here, &names);

@@ -481,3 +481,139 @@ fn round_robin_within_a_priority_is_weighted_by_rate() {
     q.visit_stats(&mut |_, s| overlimits += s.overlimits);
     assert_eq!(overlimits, 0, "neither class should have hit its rate");
 }
+
+/// The issue's tree, scaled to `LINK`: root → std 10 % (default), web 80 %
+/// (`web_borrow`) with a queue of its own → web_in, web_out 50 % of web,
+/// borrow.
+fn interior_tree(web_borrow: bool) -> Cbq {
+    let mut q = Cbq::new(LINK);
+    q.add_class(ClassId(1), None, params(LINK, 0, false), None)
+        .unwrap();
+    let pct = |p: u64| Rate(LINK.as_bps() * p / 100);
+    q.add_class(
+        ClassId(2),
+        Some(ClassId(1)),
+        params(pct(10), 1, false),
+        Some(Fifo::boxed(1_000_000)),
+    )
+    .unwrap();
+    q.add_class(
+        ClassId(3),
+        Some(ClassId(1)),
+        params(pct(80), 1, web_borrow),
+        None,
+    )
+    .unwrap();
+    for id in [4, 5] {
+        q.add_class(
+            ClassId(id),
+            Some(ClassId(3)),
+            params(pct(40), 1, true),
+            Some(Fifo::boxed(1_000_000)),
+        )
+        .unwrap();
+    }
+    q.add_queue(ClassId(3), Fifo::boxed(1_000_000)).unwrap();
+    q.set_default(ClassId(2)).unwrap();
+    q
+}
+
+#[test]
+fn an_interior_class_queues_packets_within_the_allocation_it_shares() {
+    let mut q = interior_tree(false);
+    assert_eq!(
+        q.add_queue(ClassId(3), Fifo::boxed(1)),
+        Err(ClassError::HasQueue(ClassId(3)))
+    );
+    assert_eq!(
+        q.add_queue(ClassId(9), Fifo::boxed(1)),
+        Err(ClassError::Unknown(ClassId(9)))
+    );
+    // web's own packets and web_in's, both backlogged: together they get
+    // web's 80 % (not 80 % + 40 %): web_in its own 40 %, web the rest.
+    let span = Duration::from_secs(4);
+    let bytes = run(&mut q, &[3, 4], span);
+    let rate = |c: u32| bytes.get(&c).copied().unwrap_or(0) as f64 * 8.0 / span.as_secs_f64();
+    let link = LINK.as_bps() as f64;
+    let (web, web_in) = (rate(3), rate(4));
+    eprintln!(
+        "web's own {:.3}, web_in {:.3}, together {:.3} of the link",
+        web / link,
+        web_in / link,
+        (web + web_in) / link
+    );
+    assert!(((web + web_in) / link - 0.80).abs() < 0.03, "{bytes:?}");
+    assert!(web_in / link > 0.38 && web / link > 0.35, "{bytes:?}");
+    // The interior's counters: its own packets plus its children's.
+    let mut seen = HashMap::new();
+    q.visit_stats(&mut |id, st| {
+        seen.insert(id.0, st.deq_bytes);
+    });
+    assert_eq!(seen[&3], bytes[&3] + bytes[&4]);
+    assert_eq!(seen[&4], bytes[&4]);
+}
+
+#[test]
+fn an_interior_class_with_idle_children_sends_at_its_rate_and_std_keeps_its_own() {
+    let mut q = interior_tree(false);
+    let span = Duration::from_secs(4);
+    let bytes = run(&mut q, &[2, 3], span);
+    let share = |c: u32| bytes[&c] as f64 * 8.0 / span.as_secs_f64() / LINK.as_bps() as f64;
+    assert!((share(3) - 0.80).abs() < 0.03, "{bytes:?}");
+    assert!((share(2) - 0.10).abs() < 0.02, "{bytes:?}");
+}
+
+#[test]
+fn the_issues_tree_web_and_its_child_borrow_what_std_leaves() {
+    // As written in the issue (web borrows): std keeps its 10 %, web's own
+    // packets and web_in share the other 90 %, neither starved.
+    let mut q = interior_tree(true);
+    let span = Duration::from_secs(4);
+    let bytes = run(&mut q, &[2, 3, 4], span);
+    let share = |c: u32| bytes[&c] as f64 * 8.0 / span.as_secs_f64() / LINK.as_bps() as f64;
+    eprintln!(
+        "std {:.3}, web's own {:.3}, web_in {:.3}",
+        share(2),
+        share(3),
+        share(4)
+    );
+    assert!((share(2) - 0.10).abs() < 0.02, "{bytes:?}");
+    assert!((share(3) + share(4) - 0.90).abs() < 0.03, "{bytes:?}");
+    assert!(share(3) > 0.3 && share(4) > 0.38, "{bytes:?}");
+}
+
+#[test]
+fn model_check_interior_queues_and_an_interior_default() {
+    let space = OpSpace::default().with_classes(1..=6).with_flows(24);
+    let r = check_random(
+        || {
+            let mut q = interior_tree(true);
+            // The default may have children too (ALTQ's CBQ allows it).
+            q.set_default(ClassId(3)).unwrap();
+            Box::new(q)
+        },
+        &space,
+        200,
+        300,
+    );
+    assert!(r.dequeued > 0, "{r:?}");
+}
+
+#[test]
+fn an_interior_class_behind_its_borrowing_child_still_gets_borrowing_turns() {
+    // web borrows, std idle: web's own packets are never underlimit (web_in
+    // draws on web's tokens), so both must take turns borrowing the root's
+    // spare. A pass over ineligible classes that reordered the round (and
+    // reset their credit) left web behind web_in at every borrowing turn.
+    let mut q = interior_tree(true);
+    let span = Duration::from_secs(4);
+    let bytes = run(&mut q, &[3, 4], span);
+    let share = |c: u32| bytes[&c] as f64 * 8.0 / span.as_secs_f64() / LINK.as_bps() as f64;
+    eprintln!(
+        "borrowing: web's own {:.3}, web_in {:.3}",
+        share(3),
+        share(4)
+    );
+    assert!((share(3) + share(4) - 1.0).abs() < 0.02, "{bytes:?}");
+    assert!(share(3) > 0.3 && share(4) > 0.3, "{bytes:?}");
+}

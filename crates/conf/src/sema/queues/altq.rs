@@ -1,9 +1,10 @@
 //! ALTQ trees: `altq on IF SCHED … queue { … }` and the `queue` lines it reaches.
 
-use super::{curve, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
-use crate::ast::{AltqDecl, Sp};
+use super::{curve, resolve, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use crate::ast::{AltqDecl, QueueDecl, Sp};
 use crate::diag::Diagnostic;
 use crate::ir::{CodelParams, IfaceQueueing, Queue, SchedKind, ServiceCurve};
+use crate::parse::FAIRQ_MAX_BUCKETS;
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -20,7 +21,7 @@ impl B<'_, '_, '_> {
                     format!("`altq on {}` needs a scheduler", a.iface.v),
                     a.iface.span,
                 )
-                .hint("add priq, cbq or hfsc"),
+                .hint("add priq, cbq, hfsc or fairq"),
             );
             return None;
         };
@@ -88,6 +89,8 @@ impl B<'_, '_, '_> {
                 &mut path,
             );
         }
+        // pfctl sums FAIRQ's link-sharing curves (its bandwidth by default)
+        // against the interface, as for HFSC.
         if sched != SchedKind::Priq {
             self.children_sum(
                 &t,
@@ -101,11 +104,17 @@ impl B<'_, '_, '_> {
         let opt = match sched {
             SchedKind::Priq => "priq(default)",
             SchedKind::Cbq => "cbq(default)",
+            SchedKind::Fairq => "fairq(default)",
             _ => "hfsc(default)",
         };
-        let default_queue = self.default_check(&t, &a.iface, &format!("mark one queue with {opt}"));
-        if sched == SchedKind::Priq {
-            self.unique_priorities(&t, &a.iface.v);
+        let default_queue = self.default_check_in(
+            &t,
+            &a.iface,
+            &format!("mark one queue with {opt}"),
+            sched == SchedKind::Cbq,
+        );
+        if matches!(sched, SchedKind::Priq | SchedKind::Fairq) {
+            self.unique_priorities(&t, &a.iface.v, sched);
         }
         self.drain_warnings(&t, bw, sched, false);
         self.ingress_checks(&t, &a.iface);
@@ -256,6 +265,18 @@ impl B<'_, '_, '_> {
                 );
             }
         }
+        if sched == SchedKind::Fairq {
+            // pfctl takes a FAIRQ tree (it checks the children's
+            // link-sharing against the parent's); ALTQ's fairq is flat, so
+            // every queue of it is a class of its own priority.
+            if let Some(c) = d.children.first() {
+                self.cx.err(
+                    Diagnostic::warning("FAIRQ is flat: child queues are classes of their own", c.span)
+                        .label("served by its own priority, not within its parent's bandwidth")
+                        .hint("the tree only groups the names (and resolves percentages); use cbq or hfsc to share a parent's bandwidth"),
+                );
+            }
+        }
         let line = self.cx.line(d.span);
         let mut q = Queue::new(&d.name.v, line);
         q.parent = parent;
@@ -303,7 +324,10 @@ impl B<'_, '_, '_> {
         q.realtime = d.realtime.as_ref().map(|c| curve(&c.v, parent_rate));
         q.linkshare = d.linkshare.as_ref().map(|c| curve(&c.v, parent_rate));
         q.upperlimit = d.upperlimit.as_ref().map(|c| curve(&c.v, parent_rate));
-        if sched == SchedKind::Hfsc && q.linkshare.is_none() {
+        if sched == SchedKind::Fairq {
+            self.fairq_options(d, &mut q, parent_rate);
+        }
+        if matches!(sched, SchedKind::Hfsc | SchedKind::Fairq) && q.linkshare.is_none() {
             q.linkshare = q.bandwidth.map(ServiceCurve::linear);
         }
         let rate = q.bandwidth.unwrap_or(parent_rate);
@@ -331,5 +355,43 @@ impl B<'_, '_, '_> {
             &format!("`{}`", name.v),
             true,
         );
+    }
+
+    /// FAIRQ's own options of `d` into `q`: `buckets` rounded up to a power
+    /// of two as ALTQ does (with a warning), `hogs` resolved against the
+    /// interface, `linkshare` accepted with a warning (ALTQ ignores it).
+    fn fairq_options(&mut self, d: &QueueDecl, q: &mut Queue, iface_rate: Rate) {
+        // `buckets 0` is ALTQ's default (256), as `hogs 0` is no hogs.
+        if let Some(b) = d.buckets.as_ref().filter(|b| b.v != 0) {
+            let max = FAIRQ_MAX_BUCKETS as u32;
+            let n = b.v.min(FAIRQ_MAX_BUCKETS) as u32;
+            let up = n.next_power_of_two();
+            if b.v > FAIRQ_MAX_BUCKETS {
+                self.cx.err(
+                    Diagnostic::warning(format!("buckets {} is above FAIRQ's {max}", b.v), b.span)
+                        .label(format!("{max} used, as ALTQ does"))
+                        .hint(format!("write `buckets {max}` or fewer")),
+                );
+            } else if up != n {
+                self.cx.err(
+                    Diagnostic::warning(format!("buckets {n} is not a power of two"), b.span)
+                        .label(format!("rounded up to {up}, as ALTQ does"))
+                        .hint(format!("write `buckets {up}`")),
+                );
+            }
+            q.buckets = Some(up);
+        }
+        q.hogs = d
+            .hogs
+            .as_ref()
+            .map(|h| resolve(h.v, iface_rate))
+            .filter(|r| r.0 != 0);
+        if let Some(c) = &d.linkshare {
+            self.cx.err(
+                Diagnostic::warning("FAIRQ's `linkshare` has no effect", c.span)
+                    .label("ALTQ's fairq parses it and does not use it; neither does sluice")
+                    .hint("the class's `bandwidth` is the rate above which it yields to lower priorities"),
+            );
+        }
     }
 }

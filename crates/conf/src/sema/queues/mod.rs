@@ -358,6 +358,18 @@ impl B<'_, '_, '_> {
     }
 
     fn default_check(&mut self, t: &Tree, iface: &Sp<String>, hint: &str) -> usize {
+        self.default_check_in(t, iface, hint, false)
+    }
+
+    /// As [`B::default_check`]; `interior_ok` lets the default have children
+    /// (ALTQ's CBQ, whose interior classes hold packets too).
+    fn default_check_in(
+        &mut self,
+        t: &Tree,
+        iface: &Sp<String>,
+        hint: &str,
+        interior_ok: bool,
+    ) -> usize {
         let defs: Vec<usize> = (0..t.queues.len())
             .filter(|&i| t.queues[i].default)
             .collect();
@@ -380,7 +392,7 @@ impl B<'_, '_, '_> {
                             .note(first_at, "first default here"),
                     );
                 }
-                if !t.queues[*first].children.is_empty() {
+                if !interior_ok && !t.queues[*first].children.is_empty() {
                     self.cx.err(
                         Diagnostic::error(
                             format!("default queue `{}` has child queues", t.queues[*first].name),
@@ -437,7 +449,9 @@ impl B<'_, '_, '_> {
                 continue;
             }
             let rate = match sched {
-                SchedKind::Priq | SchedKind::Pipe => iface_rate,
+                // FAIRQ's bandwidth is a threshold, not a cap; its qlimit
+                // is per bucket.
+                SchedKind::Priq | SchedKind::Pipe | SchedKind::Fairq => iface_rate,
                 _ => q
                     .upperlimit
                     .map(|u| u.m2)
@@ -530,9 +544,9 @@ impl B<'_, '_, '_> {
         }
     }
 
-    /// PRIQ serves one class per priority level: pfctl rejects two queues
-    /// with the same priority on one interface.
-    fn unique_priorities(&mut self, t: &Tree, iface: &str) {
+    /// PRIQ and FAIRQ serve one class per priority level: pfctl rejects
+    /// two queues with the same priority on one interface.
+    fn unique_priorities(&mut self, t: &Tree, iface: &str, sched: SchedKind) {
         for j in 0..t.queues.len() {
             if let Some(i) = (0..j).find(|&i| t.queues[i].priority == t.queues[j].priority) {
                 let at = t.meta[j].priority.unwrap_or(t.meta[j].name);
@@ -547,9 +561,10 @@ impl B<'_, '_, '_> {
                     )
                     .label("priority already used")
                     .note(first, "first used here")
-                    .hint(
-                        "PRIQ priorities must be unique per interface; the default priority is 1",
-                    ),
+                    .hint(format!(
+                        "{} priorities must be unique per interface; the default priority is 1",
+                        sched_name(sched).to_uppercase()
+                    )),
                 );
             }
         }
@@ -637,6 +652,7 @@ pub fn sched_name(s: SchedKind) -> &'static str {
         SchedKind::Cbq => "cbq",
         SchedKind::Hfsc => "hfsc",
         SchedKind::Pipe => "pipe",
+        SchedKind::Fairq => "fairq",
     }
 }
 
@@ -644,6 +660,7 @@ pub fn sched_opts_name(s: SchedKind) -> &'static str {
     match s {
         SchedKind::Priq => "priq(…)",
         SchedKind::Cbq => "cbq(…)",
+        SchedKind::Fairq => "fairq(…)",
         _ => "hfsc(…)",
     }
 }
