@@ -7,7 +7,7 @@ use crate::tcpctl::{Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
 use sluice_conf::ir::{self, Direction};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
-use sluice_time::{Duration, Instant, Overhead};
+use sluice_time::{Duration, Instant, Overhead, Rate};
 use sluice_wire::tcp::TcpHeader;
 use std::collections::{HashMap, VecDeque};
 
@@ -901,6 +901,58 @@ impl Engine {
         }
         self.install(cfg, trees);
         Ok(report)
+    }
+
+    /// Changes the rate of interface `iface`'s shaper (the root token
+    /// bucket or the pipe) at `now`, with packets waiting: none is lost,
+    /// those sent before `now` were paced at the old rate. The root
+    /// queue's bandwidth and TCP control's shares that followed it follow;
+    /// child classes keep the rates they were built with (docs/autorate.md).
+    /// Returns the previous rate. A reload rebuilds the tree at the
+    /// configured bandwidth.
+    pub fn set_rate(&mut self, iface: usize, rate: Rate, now: Instant) -> Result<Rate, String> {
+        let now = self.clamp(now);
+        let Some(i) = self.ifaces.get_mut(iface) else {
+            return Err(format!("no interface {iface}"));
+        };
+        let Some(t) = i.tree.as_mut() else {
+            return Err(format!(
+                "interface {}: no queues to change the rate of",
+                i.name
+            ));
+        };
+        if rate == Rate::ZERO {
+            return Err(format!(
+                "interface {}: rate 0 (a shaper needs a rate)",
+                i.name
+            ));
+        }
+        let old = t.bandwidth;
+        if !t.root.set_rate(rate, now, &mut self.drops) {
+            return Err(format!("interface {}: its root has no rate", i.name));
+        }
+        t.bandwidth = rate;
+        for c in t.classes.iter_mut().filter(|c| c.parent.is_none()) {
+            if c.bandwidth == Some(old) {
+                c.bandwidth = Some(rate);
+            }
+        }
+        for c in t.classes.iter_mut() {
+            if c.pace_rate == old {
+                c.pace_rate = rate;
+            }
+        }
+        self.tcp.follow_iface_rate(iface, old, rate);
+        if !self.drops.is_empty() {
+            self.absorb_drops(iface);
+        }
+        Ok(old)
+    }
+
+    /// The rate interface `iface` is shaped at now (its configured
+    /// bandwidth, or the latest [`Engine::set_rate`]).
+    pub fn rate(&self, iface: usize) -> Option<Rate> {
+        self.ifaces.get(iface)?.tree.as_ref().map(|t| t.bandwidth)
     }
 
     /// Per-interface, per-class statistics (`sluice show queues`).
