@@ -146,6 +146,10 @@ pub struct Decision {
     /// destination and back (the state's passive RTT, [`rtt`]); `None`
     /// before the first sample and for packets without a state.
     pub rtt_ahead: Option<Duration>,
+    /// The passive RTT sample this packet completed, if any: sluice → the
+    /// packet's sender → sluice (the path it came from), as measured now
+    /// (not the minimum). The engine's delay signal reads it.
+    pub rtt_sample: Option<Duration>,
 }
 
 /// What `match` rules set on the way to the deciding rule (pf: their
@@ -465,7 +469,8 @@ impl Classifier {
                 } else {
                     let side = st.side(lo_to_hi);
                     let tk = st.proto.update(side, flags);
-                    if let Some((d, rtt)) = seg.and_then(|g| st.rtt.observe(side, g, now)) {
+                    let sample = seg.and_then(|g| st.rtt.observe(side, g, now));
+                    if let Some((d, rtt)) = sample {
                         // Both halves of a bridged connection see every
                         // packet: the histogram takes the half whose
                         // initiator's packets are evaluated Out.
@@ -521,6 +526,7 @@ impl Classifier {
                             let e = st.rtt.toward[side];
                             (e.samples > 0).then_some(e.min)
                         },
+                        rtt_sample: sample.map(|(_, rtt)| rtt),
                     };
                     if let Some((max, rate, overload)) = conn_limits {
                         if self.table.count_conn(&key, now, max, rate) {
@@ -568,6 +574,7 @@ impl Classifier {
             state: StateHit::None,
             flow_hash,
             rtt_ahead: None,
+            rtt_sample: None,
         };
         let Some(w) = winner else {
             d.queue = pick(queue, second);

@@ -1,6 +1,7 @@
 //! The per-packet path and its bookkeeping.
 
 use crate::build::{build_tree, BuildError, Tree};
+use crate::delay_signal::{DelaySignal, Reading, Sojourn};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
 use crate::report::{ClassReport, IfaceReport};
 use crate::tcpctl::{Plan, TcpCtl};
@@ -202,6 +203,10 @@ struct Iface {
     /// The LAN side of a bridge pair: sources arriving here are "ours".
     lan_side: bool,
     counters: IfaceCounters,
+    /// The delay beyond sluice on the path through this interface
+    /// (crate::delay_signal), and sluice's own recent sojourn on it.
+    signal: DelaySignal,
+    sojourn: Sojourn,
 }
 
 /// The sans-IO engine. See the crate docs.
@@ -253,6 +258,8 @@ impl Engine {
                 learn_addrs: true,
                 lan_side: false,
                 counters: IfaceCounters::default(),
+                signal: DelaySignal::default(),
+                sojourn: Sojourn::default(),
             });
         }
         for (idx, nets) in &opts.iface_addrs {
@@ -408,6 +415,9 @@ impl Engine {
             self.classifier.expire(now, EXPIRE_BUDGET);
             self.classifier.expire_iface_addrs(now);
             self.tcp.housekeeping(now);
+            for i in &mut self.ifaces {
+                i.signal.expire(now);
+            }
             self.next_housekeeping = now + HOUSEKEEPING_PERIOD;
         }
     }
@@ -464,6 +474,13 @@ impl Engine {
                 let queue = dout.queue.or(din.queue);
                 let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
                 let rtt = dout.rtt_ahead.or(din.rtt_ahead);
+                // A measurement this packet completed timed the path it
+                // came from: the delay signal of its interface.
+                if let Some(sample) = dout.rtt_sample.or(din.rtt_sample) {
+                    let i = &mut self.ifaces[iface];
+                    let own = i.sojourn.get();
+                    i.signal.add(now, ip.src, dout.flow_hash, sample, own);
+                }
                 let mss = (din.max_mss.is_some() || dout.max_mss.is_some()).then(|| {
                     let rule = dout.max_mss.and(dout.rule).or(din.rule);
                     ([din.max_mss, dout.max_mss], rule)
@@ -738,6 +755,8 @@ impl Engine {
         }
         let mut pkt = pkt?;
         self.release(&pkt);
+        let wait = now.saturating_since(pkt.enqueued_at);
+        self.ifaces[iface].sojourn.add(wait);
         // A controlled flow's ACKs' wait here is part of its round trip (its
         // window's): frames small enough to be pure ACKs are read, once,
         // for that and for a CE mark.
@@ -953,6 +972,13 @@ impl Engine {
     /// bandwidth, or the latest [`Engine::set_rate`]).
     pub fn rate(&self, iface: usize) -> Option<Rate> {
         self.ifaces.get(iface)?.tree.as_ref().map(|t| t.bandwidth)
+    }
+
+    /// The delay signal of the path through interface `iface` at `now`
+    /// (crate::delay_signal) and the samples it has taken.
+    pub fn delay_signal(&self, iface: usize, now: Instant) -> Option<(Reading, u64)> {
+        let i = self.ifaces.get(iface)?;
+        Some((i.signal.read(now), i.signal.samples))
     }
 
     /// Per-interface, per-class statistics (`sluice show queues`).

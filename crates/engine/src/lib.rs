@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod build;
+pub mod delay_signal;
 mod engine;
 pub mod mss;
 pub mod prio;
