@@ -76,6 +76,17 @@ pub struct AltqDecl {
     pub tbrsize: Option<Sp<u64>>,
     pub children: Vec<Sp<String>>,
     pub span: Span,
+    /// `autorate (…)`, where written.
+    pub autorate: Option<AutorateAst>,
+}
+
+/// `autorate [(min BW, max BW, dry-run)]` as written (issue #16).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutorateAst {
+    pub min: Option<Sp<Bw>>,
+    pub max: Option<Sp<Bw>>,
+    pub dry_run: bool,
+    pub span: Span,
 }
 
 /// A service curve as written: `BW` or `(m1 d m2)`.
@@ -128,6 +139,8 @@ pub struct QueueDecl {
     pub ack_pacing: Option<Span>,
     /// `window-clamp`, written as `ack-pacing` is.
     pub window_clamp: Option<Span>,
+    /// `autorate (…)`, where written.
+    pub autorate: Option<AutorateAst>,
 }
 
 impl Default for Sp<String> {
@@ -153,6 +166,8 @@ pub struct PipeDecl {
     /// `ack-pacing` and `window-clamp`, where written.
     pub ack_pacing: Option<Span>,
     pub window_clamp: Option<Span>,
+    /// `autorate (…)`, where written.
+    pub autorate: Option<AutorateAst>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -8,6 +8,7 @@
 //! - Each error points at the offending token; duplicates point at both.
 //! - Warnings never change the IR: the config the user wrote is the config run.
 
+mod autorate;
 mod hosts;
 mod ignored;
 mod queues;
@@ -194,6 +195,7 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
         );
     }
     cfg.interfaces = queues::build(&mut cx, &altqs, &qdecls, &pipes);
+    autorate::build(&mut cx, &mut cfg, &altqs, &qdecls, &pipes);
     let mut out_rules = Vec::new();
     for r in &rules {
         prio_on_queues(&mut cx, &cfg, r);
