@@ -25,7 +25,7 @@
 //!   The sample's delay is corrected − base.
 //! - **Per flow, the least of the last moments.** A receiver's delayed
 //!   ACK lengthens a single sample by up to its timer; a flow's value is
-//!   its least delay over the last [`Params::flow_window`] (200 ms, two
+//!   its least delay over the last [`Params::flow_window`] (100 ms, two
 //!   halves), which a queue raises and a delayed ACK does not.
 //! - **Robust across flows.** The signal is the median over flows with a
 //!   sample in the last [`Params::fresh`] (1 s): a minority of noisy
@@ -55,7 +55,7 @@ impl Default for Params {
     fn default() -> Self {
         Params {
             base_window: Duration::from_secs(60),
-            flow_window: Duration::from_millis(200),
+            flow_window: Duration::from_millis(100),
             fresh: Duration::from_secs(1),
             max_prefixes: 4096,
             max_flows: 1024,

@@ -1,9 +1,10 @@
 //! The per-packet path and its bookkeeping.
 
+use crate::autorate::{Controller, Decision as RateDecision, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
 use crate::delay_signal::{DelaySignal, Reading, Sojourn};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
-use crate::report::{ClassReport, IfaceReport};
+use crate::report::{AutorateReport, ClassReport, IfaceReport};
 use crate::tcpctl::{Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
 use sluice_conf::ir::{self, Direction};
@@ -207,7 +208,12 @@ struct Iface {
     /// (crate::delay_signal), and sluice's own recent sojourn on it.
     signal: DelaySignal,
     sojourn: Sojourn,
+    /// `autorate` on this interface's shaper, and its latest reading.
+    autorate: Option<(Controller, Reading)>,
 }
+
+/// Decisions kept for [`Engine::poll_autorate`] when nobody collects them.
+const AUTORATE_LOG_CAP: usize = 4096;
 
 /// The sans-IO engine. See the crate docs.
 pub struct Engine {
@@ -223,6 +229,9 @@ pub struct Engine {
     spare: Vec<Vec<u8>>,
     /// `ack-pacing` / `window-clamp` (crate::tcpctl).
     tcp: TcpCtl,
+    /// Earliest tick of any autorate controller; the decisions to log.
+    next_autorate: Option<Instant>,
+    autorate_log: VecDeque<(usize, RateDecision)>,
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
@@ -260,6 +269,7 @@ impl Engine {
                 counters: IfaceCounters::default(),
                 signal: DelaySignal::default(),
                 sojourn: Sojourn::default(),
+                autorate: None,
             });
         }
         for (idx, nets) in &opts.iface_addrs {
@@ -291,6 +301,8 @@ impl Engine {
             },
             spare: Vec::new(),
             tcp: TcpCtl::default(),
+            next_autorate: None,
+            autorate_log: VecDeque::new(),
         };
         let trees = e.build_trees(cfg)?;
         e.install(cfg, trees);
@@ -329,7 +341,34 @@ impl Engine {
                 .map(ir::IfaceQueueing::shaped_rate);
             iface.auto_mss = [sluice_wire::Af::V4, sluice_wire::Af::V6]
                 .map(|af| rate.and_then(|r| crate::mss::auto(r, iface.overhead, af)));
+            // A reload with the same bounds keeps the controller and the
+            // rate it found; new bounds start again at the bandwidth.
+            let want = cfg.options.autorate_of(&iface.name);
+            let keep = iface
+                .autorate
+                .take()
+                .filter(|(c, _)| Some(c.config()) == want);
+            iface.autorate = match (want, iface.tree.as_mut(), keep) {
+                (Some(_), Some(t), Some((c, r))) => {
+                    if !c.config().dry_run
+                        && t.root.set_rate(c.rate(), self.last_now, &mut self.drops)
+                    {
+                        t.bandwidth = c.rate();
+                    }
+                    Some((c, r))
+                }
+                (Some(a), Some(t), None) => Some((
+                    Controller::new(a, t.bandwidth, Tuning::default()),
+                    Reading::default(),
+                )),
+                _ => None,
+            };
         }
+        self.next_autorate = self
+            .ifaces
+            .iter()
+            .filter_map(|i| i.autorate.as_ref().map(|(c, _)| c.next_tick()))
+            .min();
         let classes: Vec<(&[crate::build::ClassInfo], Overhead)> = self
             .ifaces
             .iter()
@@ -411,6 +450,9 @@ impl Engine {
     }
 
     fn housekeeping(&mut self, now: Instant) {
+        if self.next_autorate.is_some_and(|t| now >= t) {
+            self.autorate(now);
+        }
         if now >= self.next_housekeeping {
             self.classifier.expire(now, EXPIRE_BUDGET);
             self.classifier.expire_iface_addrs(now);
@@ -420,6 +462,66 @@ impl Engine {
             }
             self.next_housekeeping = now + HOUSEKEEPING_PERIOD;
         }
+    }
+
+    /// Runs the autorate controllers that are due (crate::autorate): each
+    /// reads the delay signal of the WAN side of its interface's bridge
+    /// pair (the link it shapes lies beyond it, whichever direction) and
+    /// the bytes its interface sent, and unless in dry-run applies the
+    /// rate it chose.
+    fn autorate(&mut self, now: Instant) {
+        let mut next: Option<Instant> = None;
+        for idx in 0..self.ifaces.len() {
+            let side = match (self.ifaces[idx].lan_side, self.peer[idx]) {
+                (true, Some(p)) => p,
+                _ => idx,
+            };
+            let reading = self.ifaces[side].signal.read(now);
+            let i = &mut self.ifaces[idx];
+            let Some((ctl, last)) = i.autorate.as_mut() else {
+                continue;
+            };
+            let previous = ctl.last_reason();
+            if let Some(d) = ctl.tick(now, i.counters.tx_bytes, reading) {
+                *last = reading;
+                if d.new != d.old && !d.dry_run {
+                    if let Some(t) = i.tree.as_mut() {
+                        if t.root.set_rate(d.new, now, &mut self.drops) {
+                            let old = t.bandwidth;
+                            t.bandwidth = d.new;
+                            for c in t.classes.iter_mut().filter(|c| c.parent.is_none()) {
+                                if c.bandwidth == Some(old) {
+                                    c.bandwidth = Some(d.new);
+                                }
+                            }
+                            self.tcp.follow_iface_rate(idx, old, d.new);
+                        }
+                    }
+                }
+                if ctl.worth_logging(&d, previous) {
+                    if self.autorate_log.len() >= AUTORATE_LOG_CAP {
+                        self.autorate_log.pop_front();
+                    }
+                    self.autorate_log.push_back((idx, d));
+                }
+            }
+            let t = ctl.next_tick();
+            next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        }
+        self.next_autorate = next;
+        if !self.drops.is_empty() {
+            for idx in 0..self.ifaces.len() {
+                self.absorb_drops(idx);
+            }
+        }
+    }
+
+    /// The next autorate decision worth logging (the rate moved, or the
+    /// reason changed), with the name of its interface; the daemon writes
+    /// them to its state directory.
+    pub fn poll_autorate(&mut self) -> Option<(String, RateDecision)> {
+        let (idx, d) = self.autorate_log.pop_front()?;
+        Some((self.ifaces[idx].name.clone(), d))
     }
 
     /// Takes a frame received on interface `iface` at `now`.
@@ -820,6 +922,9 @@ impl Engine {
         if let Some(w) = self.tcp.next_wakeup() {
             at(w);
         }
+        if let Some(w) = self.next_autorate {
+            at(w);
+        }
         t
     }
 
@@ -1017,6 +1122,22 @@ impl Engine {
                     bandwidth: i.tree.as_ref().map(|t| t.bandwidth),
                     counters: i.counters.clone(),
                     classes,
+                    autorate: i.autorate.as_ref().map(|(c, r)| {
+                        let a = c.config();
+                        AutorateReport {
+                            min: a.min,
+                            max: a.max,
+                            dry_run: a.dry_run,
+                            rate: c.rate(),
+                            delay: r.delay,
+                            flows: r.flows,
+                            newest_age: r.newest_age,
+                            decisions: crate::autorate::Reason::ALL
+                                .iter()
+                                .map(|r| (r.name(), c.counts[r.index()]))
+                                .collect(),
+                        }
+                    }),
                 }
             })
             .collect()

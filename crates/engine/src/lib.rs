@@ -15,6 +15,7 @@
 //! `engine_ops` fuzz target and its seed corpus).
 #![forbid(unsafe_code)]
 
+pub mod autorate;
 pub mod build;
 pub mod delay_signal;
 mod engine;
@@ -28,4 +29,4 @@ pub use engine::{
     DropCause, DroppedFrame, Engine, IfaceCounters, MemoryReport, Options, ReloadReport, Rx,
     DEFAULT_MEMORY_LIMIT,
 };
-pub use report::{ClassReport, IfaceReport, TcpControlReport};
+pub use report::{AutorateReport, ClassReport, IfaceReport, TcpControlReport};
