@@ -83,6 +83,11 @@ pub struct Args {
     /// hosts claim in ARP/ND (docs/dataplane.md).
     #[arg(long = "iface-addr", value_name = "IF=ADDR[/LEN]", value_parser = parse_iface_addr)]
     iface_addr: Vec<(String, IpNet)>,
+    /// The daemon's state directory: autorate's decision log
+    /// (`autorate.csv`, docs/autorate.md) goes there. Default: the
+    /// directory of the control socket.
+    #[arg(long = "state-dir", value_name = "DIR")]
+    state_dir: Option<String>,
 }
 
 /// Smallest `--memory-limit`: room for a few dozen full-sized frames; below
@@ -274,6 +279,20 @@ pub fn run(a: Args) -> ExitCode {
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
         bridge.method()
     );
+    // autorate's log is opened before privileges go (the directory is
+    // root's); with no autorate in the file, none is made.
+    let state_dir = a
+        .state_dir
+        .clone()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(&a.control)
+                .parent()
+                .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
+        });
+    let stop_log = Arc::new(AtomicBool::new(false));
+    let autorate_log = (!loaded.config.options.autorate.is_empty())
+        .then(|| crate::autorate_log::spawn(state_dir, engine.clone(), stop_log.clone()));
     if let Err(e) = drop_privileges(&bridge, metrics_addr) {
         error!("cannot drop privileges: {e}");
         return ExitCode::FAILURE;
@@ -353,6 +372,10 @@ pub fn run(a: Args) -> ExitCode {
     signals.stop();
     let _ = sig_thread.join();
     let _ = control.join();
+    stop_log.store(true, Ordering::SeqCst);
+    if let Some(h) = autorate_log {
+        let _ = h.join();
+    }
     if let Some(m) = metrics {
         let _ = m.join();
     }
