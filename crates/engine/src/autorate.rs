@@ -21,11 +21,14 @@
 //! - **Unsure: hold.** No flow heard from recently
 //!   ([`crate::delay_signal::Reading::delay`] `None`) means no decision:
 //!   never raise without evidence, never cut on silence.
-//! - **Idle: hold.** Below [`Tuning::busy`] of the rate (load), delay
-//!   says nothing about the shaper (the queue is someone else's, or the
-//!   path's) and a raise would not be tested: the rate stays.
-//! - **Delay under load: cut.** Delay above [`Tuning::target`] while the
-//!   output is at least `busy` of the rate: the new rate is the lesser of
+//! - **Idle: hold.** Output below [`Tuning::busy`] (half) of the rate
+//!   *and* below half of `min`: delay says nothing about the shaper (the
+//!   queue is someone else's, or the path's) and a raise would not be
+//!   tested, so the rate stays. The second condition is for a download:
+//!   after the link fell far below the rate, sluice's output is the
+//!   link's, a small share of the rate, and the delay is still its doing.
+//! - **Delay under load: cut.** Delay above [`Tuning::target`] while not
+//!   idle: the new rate is the lesser of
 //!   the rate and the achieved rate, times a factor that shrinks as the
 //!   delay grows (`1 − d / (d + 100 ms)`, between 0.5 and 0.9), so a link
 //!   that fell far is followed in a few steps. Then a refractory period
@@ -57,7 +60,8 @@ pub struct Tuning {
     pub tick: Duration,
     /// Delay beyond sluice above which the link is taken to be queueing.
     pub target: Duration,
-    /// Output / rate at or above which delay is blamed on the rate.
+    /// Output / rate (or output / `min`) at or above which delay is
+    /// blamed on the rate.
     pub busy: f64,
     /// Output / rate at or above which a raise is tried.
     pub loaded: f64,
@@ -248,7 +252,8 @@ impl Controller {
         let Some(delay) = s.delay else {
             return (rate, Reason::Unsure);
         };
-        if load < t.busy {
+        let floor = self.cfg.min.0 as f64 * t.busy;
+        if load < t.busy && (achieved.0 as f64) < floor {
             return (rate, Reason::Idle);
         }
         if delay > t.target {

@@ -31,6 +31,9 @@ struct Sim {
     /// Extra delay (ms) on the sample of flow f at time t (ms).
     noise: Box<dyn Fn(u64, u64) -> u64>,
     buffer_bytes: f64,
+    /// A download: the sender is beyond the modem, and sluice's output is
+    /// what the modem lets through (its capacity while it has a queue).
+    download: bool,
 }
 
 /// Per ms: (time ms, shaper rate, capacity, modem delay ms).
@@ -96,8 +99,13 @@ fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
         } else {
             shaper as f64 * 0.05
         };
-        sent += offered / 8000.0;
+        let before = queue;
         queue = (queue + (offered - cap) / 8000.0).clamp(0.0, sim.buffer_bytes);
+        sent += if sim.download && before > 0.0 {
+            cap / 8000.0
+        } else {
+            offered / 8000.0
+        };
         let delay_ms = queue * 8.0 / cap * 1000.0;
         history.push_back(delay_ms);
         if history.len() > 20 {
@@ -137,6 +145,7 @@ fn step(from: u64, to: u64, at_ms: u64) -> Sim {
         flows: 5,
         noise: Box::new(|_, _| 0),
         buffer_bytes: 250_000.0,
+        download: false,
     }
 }
 
@@ -158,6 +167,27 @@ fn after_a_step_down_the_rate_is_below_the_new_capacity_within_2_s() {
     // And it settles near the link, not at the bottom.
     assert!(r.utilisation(40_000, 60_000) >= 0.8);
     assert!(r.min_rate(40_000, 60_000) > 5_000_000);
+    assert!(r.delay_p99(40_000, 60_000) <= 30.0);
+}
+
+#[test]
+fn a_download_follows_a_step_down_though_its_output_is_the_links() {
+    // Sluice's output is what the modem delivers: 10 of a 40 Mbit/s rate
+    // (a quarter) after the step; the delay is still the rate's doing.
+    let mut sim = step(40, 10, 30_000);
+    sim.download = true;
+    let r = run(&sim, bounds(5, 50), Rate::mbps(40), 60_000);
+    let below = r
+        .first(30_000, true, 10_000_000)
+        .expect("it follows the step");
+    eprintln!(
+        "download step 40 -> 10 Mbit/s: below 10 Mbit/s after {} ms; utilisation 40..60 s {:.2}, delay p99 {:.1} ms",
+        below - 30_000,
+        r.utilisation(40_000, 60_000),
+        r.delay_p99(40_000, 60_000)
+    );
+    assert!(below - 30_000 <= 2_000, "{} ms", below - 30_000);
+    assert!(r.utilisation(40_000, 60_000) >= 0.8);
     assert!(r.delay_p99(40_000, 60_000) <= 30.0);
 }
 
@@ -257,6 +287,7 @@ fn a_trace_of_moves_is_followed() {
         flows: 6,
         noise: Box::new(|f, t| if (t / 10 + f) % 4 == 0 { 30 } else { 0 }),
         buffer_bytes: 300_000.0,
+        download: false,
     };
     let r = run(&sim, bounds(5, 50), Rate::mbps(30), 60_000);
     let (u, p99) = (r.utilisation(5_000, 60_000), r.delay_p99(5_000, 60_000));
