@@ -53,16 +53,11 @@ fn open(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
-/// Starts the collector: decisions go to `dir/autorate.csv` (opened now,
-/// before privileges are dropped; created with the directory if missing)
-/// and, at info level, to the log.
-pub fn spawn(
-    dir: PathBuf,
-    engine: Arc<Mutex<Engine>>,
-    stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<()> {
+/// Opens `dir/autorate.csv` (and the directory) now: called before the
+/// daemon drops its privileges when the configuration has autorate.
+pub fn open_early(dir: &Path) -> Option<std::fs::File> {
     let path = dir.join(FILE);
-    let mut file = std::fs::create_dir_all(&dir)
+    std::fs::create_dir_all(dir)
         .and_then(|_| open(&path))
         .map_err(|e| {
             crate::run::log(
@@ -70,7 +65,22 @@ pub fn spawn(
                 format_args!("autorate log {}: {e}", path.display()),
             )
         })
-        .ok();
+        .ok()
+}
+
+/// Starts the collector (after privileges are dropped: it is a thread):
+/// decisions go to `dir/autorate.csv` — `early` if it was opened, else
+/// opened at the first decision (a reload that brings autorate) — and,
+/// for rate changes, to the log at info level.
+pub fn spawn(
+    dir: PathBuf,
+    early: Option<std::fs::File>,
+    engine: Arc<Mutex<Engine>>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let path = dir.join(FILE);
+    let mut file = early;
+    let mut failed = false;
     std::thread::spawn(move || {
         let mut ticks = 0u32;
         loop {
@@ -124,6 +134,10 @@ pub fn spawn(
                 ));
                 text.push('\n');
             }
+            if file.is_none() && !failed {
+                file = open_early(&dir);
+                failed = file.is_none();
+            }
             if let Some(f) = file.as_mut() {
                 if let Err(e) = f.write_all(text.as_bytes()) {
                     crate::run::log(
@@ -131,6 +145,7 @@ pub fn spawn(
                         format_args!("autorate log {}: {e}", path.display()),
                     );
                     file = None;
+                    failed = true;
                 }
             }
             if stopping {

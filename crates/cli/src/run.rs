@@ -280,7 +280,8 @@ pub fn run(a: Args) -> ExitCode {
         bridge.method()
     );
     // autorate's log is opened before privileges go (the directory is
-    // root's); with no autorate in the file, none is made.
+    // root's); with no autorate in the file, none is made until a reload
+    // brings one.
     let state_dir = a
         .state_dir
         .clone()
@@ -290,9 +291,9 @@ pub fn run(a: Args) -> ExitCode {
                 .parent()
                 .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
         });
-    let stop_log = Arc::new(AtomicBool::new(false));
-    let autorate_log = (!loaded.config.options.autorate.is_empty())
-        .then(|| crate::autorate_log::spawn(state_dir, engine.clone(), stop_log.clone()));
+    let early_log = (!loaded.config.options.autorate.is_empty())
+        .then(|| crate::autorate_log::open_early(&state_dir))
+        .flatten();
     if let Err(e) = drop_privileges(&bridge, metrics_addr) {
         error!("cannot drop privileges: {e}");
         return ExitCode::FAILURE;
@@ -366,6 +367,9 @@ pub fn run(a: Args) -> ExitCode {
             }
         })
     };
+    let stop_log = Arc::new(AtomicBool::new(false));
+    let autorate_log =
+        crate::autorate_log::spawn(state_dir, early_log, engine.clone(), stop_log.clone());
     let result = bridge.run(engine.clone(), stop.clone());
     // The loop may end by itself (an I/O error); release the other threads.
     stop.store(true, Ordering::SeqCst);
@@ -373,9 +377,7 @@ pub fn run(a: Args) -> ExitCode {
     let _ = sig_thread.join();
     let _ = control.join();
     stop_log.store(true, Ordering::SeqCst);
-    if let Some(h) = autorate_log {
-        let _ = h.join();
-    }
+    let _ = autorate_log.join();
     if let Some(m) = metrics {
         let _ = m.join();
     }

@@ -31,7 +31,14 @@
 //!   idle: the new rate is the lesser of
 //!   the rate and the achieved rate, times a factor that shrinks as the
 //!   delay grows (`1 − d / (d + 100 ms)`, between 0.5 and 0.9), so a link
-//!   that fell far is followed in a few steps. Then a refractory period
+//!   that fell far is followed in a few steps. When the output is already
+//!   below 90 % of the rate, the link is what holds it there (a download
+//!   behind a slower modem): the output is the link's rate, and the factor
+//!   is at least [`Tuning::under_link`] (0.85), enough to drain. That
+//!   output is remembered as the link's rate for [`Tuning::link_memory`]
+//!   (2 s): while the rate is under it and the output follows the rate,
+//!   delay is the senders' lag (TCP needs a round trip, sluice's AQM an
+//!   interval, to slow down) and no further cut is made. Then a refractory period
 //!   ([`Tuning::refractory`]) during which no further cut is made, and
 //!   after it a further cut only while the delay is not already falling
 //!   (within six refractory periods of the cut, a delay below 3/4 of the
@@ -74,6 +81,12 @@ pub struct Tuning {
     pub ceiling_memory: Duration,
     pub refractory: Duration,
     pub raise_after_cut: Duration,
+    /// The least cut factor when the output is already below the rate
+    /// (it then measures the link).
+    pub under_link: f64,
+    /// How long the link rate seen at such a cut holds off further cuts
+    /// while the rate is under it.
+    pub link_memory: Duration,
 }
 
 impl Default for Tuning {
@@ -89,6 +102,8 @@ impl Default for Tuning {
             ceiling_memory: Duration::from_secs(3),
             refractory: Duration::from_millis(300),
             raise_after_cut: Duration::from_millis(500),
+            under_link: 0.85,
+            link_memory: Duration::from_secs(2),
         }
     }
 }
@@ -165,6 +180,9 @@ pub struct Controller {
     last_cut: Option<(Instant, Duration)>,
     /// The rate at which delay last appeared.
     ceiling: Option<Rate>,
+    /// The output at the last cut made while the link held the output
+    /// below the rate: the link's rate then.
+    link_seen: Option<(Instant, Rate)>,
     last_reason: Option<Reason>,
     /// Decisions by reason (ticks).
     pub counts: [u64; Reason::ALL.len()],
@@ -182,6 +200,7 @@ impl Controller {
             last_tick: None,
             last_cut: None,
             ceiling: None,
+            link_seen: None,
             last_reason: None,
             counts: [0; Reason::ALL.len()],
         }
@@ -267,8 +286,25 @@ impl Controller {
                     return (rate, Reason::Refractory);
                 }
             }
+            let link_limited = (achieved.0 as f64) < 0.9 * rate.0 as f64;
+            if let Some((at, link)) = self.link_seen {
+                // Already under the link rate seen at a recent cut: the
+                // queue is the senders' lag (TCP needs a round trip and
+                // sluice's AQM an interval to slow down), not the rate.
+                let recent = now.saturating_since(at) < t.link_memory;
+                if recent && !link_limited && (rate.0 as f64) < 0.95 * link.0 as f64 {
+                    return (rate, Reason::Refractory);
+                }
+            }
             let d = delay.as_secs_f64();
-            let factor = (1.0 - d / (d + 0.1)).clamp(0.5, 0.9);
+            let mut factor = (1.0 - d / (d + 0.1)).clamp(0.5, 0.9);
+            if link_limited {
+                self.link_seen = Some((now, achieved));
+                // The output is held below the rate by the link itself (a
+                // download behind a slower modem): it is the link's rate,
+                // and a little under it drains the queue.
+                factor = factor.max(t.under_link);
+            }
             let base = rate.min(achieved).0 as f64;
             let new = Rate((base * factor) as u64).max(self.cfg.min);
             if new >= rate {

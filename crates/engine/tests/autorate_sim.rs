@@ -34,6 +34,9 @@ struct Sim {
     /// A download: the sender is beyond the modem, and sluice's output is
     /// what the modem lets through (its capacity while it has a queue).
     download: bool,
+    /// A download's senders follow sluice's rate this late (ms): TCP
+    /// needs a round trip, sluice's AQM an interval, to slow them down.
+    sender_lag_ms: usize,
 }
 
 /// Per ms: (time ms, shaper rate, capacity, modem delay ms).
@@ -87,6 +90,7 @@ fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
     let mut shaper = start.as_bps();
     let (mut queue, mut sent) = (0f64, 0f64);
     let mut history: VecDeque<f64> = VecDeque::new();
+    let mut rates: VecDeque<u64> = VecDeque::new();
     let mut out = Run {
         points: Vec::new(),
         decisions: Vec::new(),
@@ -94,17 +98,22 @@ fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
     for t in 0..until_ms {
         let now = Instant(1_000_000_000 + t * MS);
         let cap = (sim.capacity)(t) as f64;
+        rates.push_back(shaper);
+        if rates.len() > sim.sender_lag_ms + 1 {
+            rates.pop_front();
+        }
+        let governing = if sim.download { rates[0] } else { shaper };
         let offered = if (sim.loaded)(t) {
-            shaper as f64
+            governing as f64
         } else {
-            shaper as f64 * 0.05
+            governing as f64 * 0.05
         };
         let before = queue;
         queue = (queue + (offered - cap) / 8000.0).clamp(0.0, sim.buffer_bytes);
         sent += if sim.download && before > 0.0 {
-            cap / 8000.0
+            cap.min(shaper as f64) / 8000.0
         } else {
-            offered / 8000.0
+            offered.min(shaper as f64) / 8000.0
         };
         let delay_ms = queue * 8.0 / cap * 1000.0;
         history.push_back(delay_ms);
@@ -146,6 +155,7 @@ fn step(from: u64, to: u64, at_ms: u64) -> Sim {
         noise: Box::new(|_, _| 0),
         buffer_bytes: 250_000.0,
         download: false,
+        sender_lag_ms: 0,
     }
 }
 
@@ -189,6 +199,30 @@ fn a_download_follows_a_step_down_though_its_output_is_the_links() {
     assert!(below - 30_000 <= 2_000, "{} ms", below - 30_000);
     assert!(r.utilisation(40_000, 60_000) >= 0.8);
     assert!(r.delay_p99(40_000, 60_000) <= 30.0);
+}
+
+#[test]
+fn a_download_whose_senders_lag_is_not_cut_to_the_floor() {
+    // The senders keep sending at the old rate for 250 ms after a cut:
+    // the modem's queue goes on growing although the rate is already under
+    // the link. Cutting again on that delay would end at the 5 Mbit/s min.
+    let mut sim = step(40, 10, 30_000);
+    sim.download = true;
+    sim.sender_lag_ms = 250;
+    let r = run(&sim, bounds(5, 50), Rate::mbps(40), 45_000);
+    let below = r
+        .first(30_000, true, 10_000_000)
+        .expect("it follows the step");
+    let low = r.min_rate(30_000, 45_000);
+    eprintln!(
+        "download with lagging senders: below 10 Mbit/s after {} ms, lowest {low}; utilisation 35..45 s {:.2}, delay p99 {:.1} ms",
+        below - 30_000,
+        r.utilisation(35_000, 45_000),
+        r.delay_p99(35_000, 45_000)
+    );
+    assert!(below - 30_000 <= 2_000);
+    assert!(low >= 7_000_000, "cut to {low}");
+    assert!(r.utilisation(35_000, 45_000) >= 0.8);
 }
 
 #[test]
@@ -288,6 +322,7 @@ fn a_trace_of_moves_is_followed() {
         noise: Box::new(|f, t| if (t / 10 + f) % 4 == 0 { 30 } else { 0 }),
         buffer_bytes: 300_000.0,
         download: false,
+        sender_lag_ms: 0,
     };
     let r = run(&sim, bounds(5, 50), Rate::mbps(30), 60_000);
     let (u, p99) = (r.utilisation(5_000, 60_000), r.delay_p99(5_000, 60_000));
