@@ -95,3 +95,62 @@ fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
         r.goodput_bps / 1e6
     );
 }
+
+/// An upload behind a modem on sluice's own WAN link: htb at 10 Mbit/s
+/// with a FIFO of 100 full frames on wan0's egress (sluice sends with
+/// `--io mmsg`, whose packets pass the qdisc). Here the data waits in
+/// sluice's queue too: its sojourn must not be read as the link's.
+#[test]
+fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
+    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+        return;
+    };
+    let mut lab = BridgeLab::new("au").expect("namespaces");
+    let b = bin();
+    let (s, t) = (&lab.shaper, &lab.topo);
+    for cmd in [
+        "tc qdisc add dev wan0 root handle 1: htb default 1",
+        "tc class add dev wan0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
+        "tc qdisc add dev wan0 parent 1:1 handle 10: bfifo limit 151400",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        t.exec(s, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    }
+    let conf = "queue up on $ext_if bandwidth 40M autorate (min 5M, max 50M)\n\
+                queue ul parent up bandwidth 40M flows 1024 qlimit 1024 default\n\
+                pass out on $ext_if keep state\n";
+    lab.start_sluice(&b, conf, &["-v", "--io", "mmsg"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = lab.server.clone();
+    let srv = iperf3::server(&mut lab.topo, &server, 5322).expect("iperf3 server");
+    let mut o = ClientOptions::new(SERVER_IP, 5322);
+    o.parallel = 4;
+    o.seconds = 12;
+    let r = iperf3::client(&lab.topo, &lab.client, &o)
+        .unwrap_or_else(|e| panic!("uploads: {e}\n{}", lab.log()));
+    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
+    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
+    lab.stop_sluice().expect("stop");
+    let wan = q.ifaces.iter().find(|i| i.name == "wan0").expect("wan0");
+    let a = wan.autorate.clone().expect("autorate on wan0");
+    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    eprintln!(
+        "netns_autorate upload: goodput {:.2} Mbit/s; rate {:.2} Mbit/s; decisions {:?}",
+        r.goodput_bps / 1e6,
+        a.rate_bps as f64 / 1e6,
+        a.decisions
+    );
+    for l in csv.lines().filter(|l| !l.contains(",steady,")).take(16) {
+        eprintln!("  {l}");
+    }
+    assert!(
+        a.rate_bps < 10_000_000,
+        "below the modem: {}\n{csv}",
+        a.rate_bps
+    );
+    assert!(
+        r.goodput_bps >= 6e6,
+        "not driven to the floor: {:.2} Mbit/s\n{csv}",
+        r.goodput_bps / 1e6
+    );
+}
