@@ -11,11 +11,14 @@
 //!   configured bandwidth is where the controller starts, so it must lie
 //!   within the bounds.
 //! - One `autorate` per interface.
+//! - Its signal is the passive RTT of TCP states: with no stateful `pass`
+//!   rule that can match TCP, it would never hear anything. That is a
+//!   warning (the file still runs; the controller holds).
 
 use super::Ctx;
 use crate::ast::{AltqDecl, AutorateAst, PipeDecl, QueueDecl, Sp};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{Autorate, Config};
+use crate::ir::{Action, Autorate, Config, StatePolicy};
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -78,6 +81,7 @@ pub fn build(
         }
     }
     let mut seen: Vec<(String, Span)> = Vec::new();
+    let mut recorded: Option<Span> = None;
     for (iface, ar) in found {
         if let Some((_, first)) = seen.iter().find(|(n, _)| *n == iface) {
             cx.err(
@@ -136,6 +140,7 @@ pub fn build(
             );
             continue;
         }
+        recorded = recorded.or(Some(ar.span));
         cfg.options.autorate.push((
             iface,
             Autorate {
@@ -144,6 +149,18 @@ pub fn build(
                 dry_run: ar.dry_run,
             },
         ));
+    }
+    if let Some(span) = recorded {
+        let stateful_tcp = cfg.rules.iter().any(|r| {
+            r.action == Action::Pass && r.state != StatePolicy::No && r.proto.is_none_or(|p| p == 6)
+        });
+        if !stateful_tcp {
+            cx.err(
+                Diagnostic::warning("autorate without a stateful pass rule for TCP", span)
+                    .label("it reads the delay from the RTT of TCP states: none will be made")
+                    .hint("add a `keep state` rule the connections' SYNs meet, e.g. `pass out on $ext_if proto tcp keep state`"),
+            );
+        }
     }
     // In the interfaces' order, so the printed form reads back the same.
     let pos = |n: &str| cfg.interfaces.iter().position(|i| i.ifname == n);

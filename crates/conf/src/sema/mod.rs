@@ -195,7 +195,6 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
         );
     }
     cfg.interfaces = queues::build(&mut cx, &altqs, &qdecls, &pipes);
-    autorate::build(&mut cx, &mut cfg, &altqs, &qdecls, &pipes);
     let mut out_rules = Vec::new();
     for r in &rules {
         prio_on_queues(&mut cx, &cfg, r);
@@ -204,6 +203,7 @@ pub fn build(text: &str, stmts: Vec<Stmt>) -> (Config, Vec<Diagnostic>) {
         expand_rule(&mut cx, &cfg, r, &mut out_rules);
     }
     cfg.rules = out_rules;
+    autorate::build(&mut cx, &mut cfg, &altqs, &qdecls, &pipes);
     slow_frames(&mut cx, &cfg, &altqs, &qdecls, &pipes);
     hosts::behind_nat(&mut cx, &cfg, &qdecls, &pipes, &rules);
     ignored::warn(&mut cx);
