@@ -167,3 +167,40 @@ fn dry_run_logs_the_cut_and_leaves_the_shaper() {
     let a = rep[1].autorate.as_ref().unwrap();
     assert!(a.dry_run && a.rate < Rate::mbps(20));
 }
+
+fn config(text: &str) -> sluice_conf::ir::Config {
+    let defines = [("ext_if", "wan0"), ("int_if", "lan0")].map(|(k, v)| (k.into(), v.into()));
+    sluice_conf::check("t.conf", text, &defines)
+        .expect("valid")
+        .config
+}
+
+#[test]
+fn a_reload_with_the_same_bounds_keeps_the_rate_found_and_new_bounds_start_again() {
+    let mut e = bridge(CONF);
+    let (mut now, mut st) = start(&mut e);
+    upload(&mut e, &mut now, 3, |_| 0, &mut st);
+    upload(&mut e, &mut now, 1, |_| 60, &mut st);
+    let found = e.rate(WAN).unwrap();
+    assert!(found < Rate::mbps(20));
+    e.reload(&config(CONF)).expect("reload");
+    assert_eq!(
+        e.rate(WAN),
+        Some(found),
+        "same bounds: the rate found is kept"
+    );
+    let rep = e.report();
+    assert_eq!(rep[1].autorate.as_ref().unwrap().rate, found);
+    e.reload(&config(&CONF.replace("min 5M", "min 4M")))
+        .expect("reload");
+    assert_eq!(
+        e.rate(WAN),
+        Some(Rate::mbps(20)),
+        "new bounds: from the bandwidth"
+    );
+    e.reload(&config(
+        "queue up on $ext_if bandwidth 20M default\npass proto tcp\n",
+    ))
+    .expect("reload");
+    assert!(e.report()[1].autorate.is_none(), "autorate gone");
+}
