@@ -149,6 +149,10 @@ pub struct Decision {
     /// without a state. (One half alone is not a round trip: toward a LAN
     /// host it is a fraction of a millisecond.)
     pub rtt_path: Option<Duration>,
+    /// The passive RTT sample this packet completed, if any: sluice → the
+    /// packet's sender → sluice (the path it came from), as measured now
+    /// (not the minimum). The engine's delay signal reads it.
+    pub rtt_sample: Option<Duration>,
 }
 
 /// What `match` rules set on the way to the deciding rule (pf: their
@@ -468,7 +472,8 @@ impl Classifier {
                 } else {
                     let side = st.side(lo_to_hi);
                     let tk = st.proto.update(side, flags);
-                    if let Some((d, rtt)) = seg.and_then(|g| st.rtt.observe(side, g, now)) {
+                    let sample = seg.and_then(|g| st.rtt.observe(side, g, now));
+                    if let Some((d, rtt)) = sample {
                         // Both halves of a bridged connection see every
                         // packet: the histogram takes the half whose
                         // initiator's packets are evaluated Out.
@@ -524,6 +529,7 @@ impl Classifier {
                             let [a, b] = st.rtt.toward;
                             (a.samples > 0 && b.samples > 0).then(|| a.min + b.min)
                         },
+                        rtt_sample: sample.map(|(_, rtt)| rtt),
                     };
                     if let Some((max, rate, overload)) = conn_limits {
                         if self.table.count_conn(&key, now, max, rate) {
@@ -571,6 +577,7 @@ impl Classifier {
             state: StateHit::None,
             flow_hash,
             rtt_path: None,
+            rtt_sample: None,
         };
         let Some(w) = winner else {
             d.queue = pick(queue, second);

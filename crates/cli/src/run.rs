@@ -87,6 +87,11 @@ pub struct Args {
     /// hosts claim in ARP/ND (docs/dataplane.md).
     #[arg(long = "iface-addr", value_name = "IF=ADDR[/LEN]", value_parser = parse_iface_addr)]
     iface_addr: Vec<(String, IpNet)>,
+    /// The daemon's state directory: autorate's decision log
+    /// (`autorate.csv`, docs/autorate.md) goes there. Default: the
+    /// directory of the control socket.
+    #[arg(long = "state-dir", value_name = "DIR")]
+    state_dir: Option<String>,
 }
 
 /// Smallest `--memory-limit`: room for a few dozen full-sized frames; below
@@ -279,6 +284,21 @@ pub fn run(a: Args) -> ExitCode {
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
         bridge.method()
     );
+    // autorate's log is opened before privileges go (the directory is
+    // root's); with no autorate in the file, none is made until a reload
+    // brings one.
+    let state_dir = a
+        .state_dir
+        .clone()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(&a.control)
+                .parent()
+                .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
+        });
+    let early_log = (!loaded.config.options.autorate.is_empty())
+        .then(|| crate::autorate_log::open_early(&state_dir))
+        .flatten();
     if let Err(e) = drop_privileges(&bridge, metrics_addr) {
         error!("cannot drop privileges: {e}");
         return ExitCode::FAILURE;
@@ -352,12 +372,17 @@ pub fn run(a: Args) -> ExitCode {
             }
         })
     };
+    let stop_log = Arc::new(AtomicBool::new(false));
+    let autorate_log =
+        crate::autorate_log::spawn(state_dir, early_log, engine.clone(), stop_log.clone());
     let result = bridge.run(engine.clone(), stop.clone());
     // The loop may end by itself (an I/O error); release the other threads.
     stop.store(true, Ordering::SeqCst);
     signals.stop();
     let _ = sig_thread.join();
     let _ = control.join();
+    stop_log.store(true, Ordering::SeqCst);
+    let _ = autorate_log.join();
     if let Some(m) = metrics {
         let _ = m.join();
     }

@@ -78,6 +78,17 @@ pub struct AltqDecl {
     pub span: Span,
     /// `codel` / `codelq` (FreeBSD ALTQ) as the scheduler, with its options.
     pub codel: Option<Sp<crate::ir::CodelParams>>,
+    /// `autorate (…)`, where written.
+    pub autorate: Option<AutorateAst>,
+}
+
+/// `autorate [(min BW, max BW, dry-run)]` as written (issue #16).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutorateAst {
+    pub min: Option<Sp<Bw>>,
+    pub max: Option<Sp<Bw>>,
+    pub dry_run: bool,
+    pub span: Span,
 }
 
 /// A service curve as written: `BW` or `(m1 d m2)`.
@@ -141,6 +152,8 @@ pub struct QueueDecl {
     pub buckets: Option<Sp<u64>>,
     /// `fairq(hogs BW)`.
     pub hogs: Option<Sp<Bw>>,
+    /// `autorate (…)`, where written.
+    pub autorate: Option<AutorateAst>,
 }
 
 impl Default for Sp<String> {
@@ -166,6 +179,8 @@ pub struct PipeDecl {
     /// `ack-pacing` and `window-clamp`, where written.
     pub ack_pacing: Option<Span>,
     pub window_clamp: Option<Span>,
+    /// `autorate (…)`, where written.
+    pub autorate: Option<AutorateAst>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

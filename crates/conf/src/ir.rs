@@ -38,6 +38,18 @@ pub struct Options {
     /// continuously and an expired state never matches, so it has no
     /// effect (`sluice check` says so).
     pub interval: Option<u32>,
+    /// `autorate (…)` per interface name (on its root queue, `altq on`
+    /// line or pipe; sluice's extension, docs/autorate.md).
+    pub autorate: Vec<(String, Autorate)>,
+}
+
+/// The bounds of the rate the autorate controller may set on an
+/// interface's shaper, and whether it only logs (`dry-run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Autorate {
+    pub min: Rate,
+    pub max: Rate,
+    pub dry_run: bool,
 }
 
 impl Default for Options {
@@ -49,11 +61,20 @@ impl Default for Options {
             adaptive_start: None,
             adaptive_end: None,
             interval: None,
+            autorate: Vec::new(),
         }
     }
 }
 
 impl Options {
+    /// `autorate` of interface `ifname`, if configured.
+    pub fn autorate_of(&self, ifname: &str) -> Option<Autorate> {
+        self.autorate
+            .iter()
+            .find(|(n, _)| n == ifname)
+            .map(|(_, a)| *a)
+    }
+
     /// The link overhead of interface `ifname` (none unless set).
     pub fn overhead_of(&self, ifname: &str) -> sluice_time::Overhead {
         self.overhead

@@ -53,10 +53,14 @@ pub fn print(cfg: &Config) -> String {
         if !o.is_empty() {
             o.push('\n');
         }
+        let start = o.len();
         match iq.sched {
             SchedKind::Pipe => pipe(&mut o, iq),
             SchedKind::Hfsc if needs_new_style(iq) => new_style(&mut o, iq),
             _ => altq(&mut o, iq),
+        }
+        if let Some(a) = cfg.options.autorate_of(&iq.ifname) {
+            autorate(&mut o, start, a);
         }
     }
     if !cfg.rules.is_empty() && !o.is_empty() {
@@ -66,6 +70,17 @@ pub fn print(cfg: &Config) -> String {
         rule(&mut o, r);
     }
     o
+}
+
+/// `autorate (…)` at the end of the interface's first line (its `altq
+/// on`, root queue or pipe), which starts at `start`.
+fn autorate(o: &mut String, start: usize, a: crate::ir::Autorate) {
+    let dry = if a.dry_run { ", dry-run" } else { "" };
+    let words = format!(" autorate (min {}, max {}{dry})", a.min, a.max);
+    match o[start..].find('\n') {
+        Some(i) => o.insert_str(start + i, &words),
+        None => o.push_str(&words),
+    }
 }
 
 /// ALTQ cannot say `flows`/`quantum`, and rejects children that ask for more

@@ -276,6 +276,7 @@ pub fn render_from(q: &QueuesReply, info: &InfoReply) -> String {
 
     queue_families(&mut o, q);
     iface_families(&mut o, info);
+    autorate_families(&mut o, q);
 
     o.family("sluice_states", "gauge", "Resident states.");
     o.sample("sluice_states", &[], info.states);
@@ -310,6 +311,76 @@ pub fn render_from(q: &QueuesReply, info: &InfoReply) -> String {
     }
     memory_families(&mut o, info);
     o.text
+}
+
+/// The rate each shaped interface runs at, and autorate's state and
+/// decisions (docs/autorate.md).
+fn autorate_families(o: &mut Out, q: &QueuesReply) {
+    let name = "sluice_iface_rate_bps";
+    o.family(
+        name,
+        "gauge",
+        "The rate an interface is shaped at now (its bandwidth, or autorate's latest).",
+    );
+    for i in &q.ifaces {
+        if let Some(b) = i.bandwidth_bps {
+            o.sample(name, &[("iface", &i.name)], b);
+        }
+    }
+    let with: Vec<(&str, &crate::proto::AutorateJson)> = q
+        .ifaces
+        .iter()
+        .filter_map(|i| i.autorate.as_ref().map(|a| (i.name.as_str(), a)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    for (name, help, f) in [
+        (
+            "sluice_autorate_rate_bps",
+            "The rate autorate chose (in dry-run: would have set).",
+            (|a| Some(a.rate_bps as f64)) as fn(&crate::proto::AutorateJson) -> Option<f64>,
+        ),
+        ("sluice_autorate_min_bps", "autorate's lower bound.", |a| {
+            Some(a.min_bps as f64)
+        }),
+        ("sluice_autorate_max_bps", "autorate's upper bound.", |a| {
+            Some(a.max_bps as f64)
+        }),
+        (
+            "sluice_autorate_dry_run",
+            "1 when autorate only logs its decisions.",
+            |a| Some(f64::from(u8::from(a.dry_run))),
+        ),
+        (
+            "sluice_autorate_delay_seconds",
+            "Median delay beyond sluice over fresh flows, as last acted on (absent: no signal).",
+            |a| a.delay_ns.map(secs),
+        ),
+        (
+            "sluice_autorate_flows",
+            "Flows the delay signal is the median of.",
+            |a| Some(f64::from(a.flows)),
+        ),
+    ] {
+        o.family(name, "gauge", help);
+        for (iface, a) in &with {
+            if let Some(v) = f(a) {
+                o.sample(name, &[("iface", iface)], v);
+            }
+        }
+    }
+    let name = "sluice_autorate_decisions_total";
+    o.family(
+        name,
+        "counter",
+        "autorate's decisions (one per 50 ms tick), by reason: delay (cut), load (raise), idle, unsure, refractory, steady (held).",
+    );
+    for (iface, a) in &with {
+        for (reason, n) in &a.decisions {
+            o.sample(name, &[("iface", iface), ("reason", reason)], n);
+        }
+    }
 }
 
 /// Memory held by queued frames and its caps (docs/dataplane.md, "Memory").
@@ -732,6 +803,42 @@ mod tests {
             let t = format!("# TYPE {name} {kind}\n");
             assert_eq!(o.text.matches(&t).count(), 1, "{}", o.text);
         }
+    }
+
+    #[test]
+    fn autorate_and_the_current_rate_are_exported() {
+        let text = "queue up on wan0 bandwidth 20M autorate (min 5M, max 40M, dry-run)\n\
+                    queue bulk parent up bandwidth 100% default\n";
+        let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+        let mut e = sluice_engine::Engine::new(
+            &cfg,
+            sluice_engine::Options::bridge("lan0", "wan0", [1; 16]),
+        )
+        .unwrap();
+        e.set_rate(1, sluice_time::Rate::mbps(12), sluice_time::Instant(1))
+            .unwrap();
+        let q = crate::snapshot::queues_from(&e.report(), Some(&cfg));
+        let mut o = Out {
+            text: String::new(),
+        };
+        autorate_families(&mut o, &q);
+        for want in [
+            r#"sluice_iface_rate_bps{iface="wan0"} 12000000"#,
+            r#"sluice_autorate_rate_bps{iface="wan0"} 20000000"#,
+            r#"sluice_autorate_min_bps{iface="wan0"} 5000000"#,
+            r#"sluice_autorate_max_bps{iface="wan0"} 40000000"#,
+            r#"sluice_autorate_dry_run{iface="wan0"} 1"#,
+            r#"sluice_autorate_flows{iface="wan0"} 0"#,
+            r#"sluice_autorate_decisions_total{iface="wan0",reason="delay"} 0"#,
+            "# TYPE sluice_autorate_decisions_total counter",
+        ] {
+            assert!(o.text.lines().any(|l| l == want), "{want} in\n{}", o.text);
+        }
+        assert!(
+            !o.text.contains("sluice_autorate_delay_seconds{"),
+            "no signal, no sample"
+        );
+        assert!(!o.text.contains(r#"iface="lan0""#), "lan0 is not shaped");
     }
 
     #[test]

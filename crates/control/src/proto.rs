@@ -73,8 +73,30 @@ pub struct IfaceQueues {
     pub name: String,
     /// `priq`, `cbq`, `hfsc`, `fairq`, `pipe`.
     pub sched: Option<String>,
+    /// The rate the interface is shaped at now (autorate moves it).
     pub bandwidth_bps: Option<u64>,
     pub queues: Vec<QueueJson>,
+    /// The autorate controller of this interface (docs/autorate.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autorate: Option<AutorateJson>,
+}
+
+/// What autorate is doing on one interface.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AutorateJson {
+    pub min_bps: u64,
+    pub max_bps: u64,
+    pub dry_run: bool,
+    /// The rate the controller chose (in dry-run: would have set).
+    pub rate_bps: u64,
+    /// The delay signal it last acted on: median delay beyond sluice,
+    /// the flows it is over, the age of the newest sample.
+    pub delay_ns: Option<u64>,
+    pub flows: u32,
+    pub newest_age_ns: Option<u64>,
+    /// Decisions (ticks) by reason: delay, load, idle, unsure,
+    /// refractory, steady.
+    pub decisions: Vec<(String, u64)>,
 }
 
 /// One class. Counters are cumulative since the queue was created (a queue

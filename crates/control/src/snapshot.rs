@@ -146,6 +146,20 @@ pub fn queues_from(report: &[IfaceReport], conf: Option<&ir::Config>) -> QueuesR
                 sched: i.sched.map(|k| sched_name(k).to_string()),
                 bandwidth_bps: i.bandwidth.map(|r| r.as_bps()),
                 queues: i.classes.iter().map(|c| queue_json(i, c, iq)).collect(),
+                autorate: i.autorate.as_ref().map(|a| crate::proto::AutorateJson {
+                    min_bps: a.min.as_bps(),
+                    max_bps: a.max.as_bps(),
+                    dry_run: a.dry_run,
+                    rate_bps: a.rate.as_bps(),
+                    delay_ns: a.delay.map(|d| d.as_nanos()),
+                    flows: a.flows,
+                    newest_age_ns: a.newest_age.map(|d| d.as_nanos()),
+                    decisions: a
+                        .decisions
+                        .iter()
+                        .map(|(r, n)| (r.to_string(), *n))
+                        .collect(),
+                }),
             }
         })
         .collect();

@@ -1,13 +1,15 @@
 //! The per-packet path and its bookkeeping.
 
+use crate::autorate::{Controller, Decision as RateDecision, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
+use crate::delay_signal::{DelaySignal, Reading, Sojourn};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
-use crate::report::{ClassReport, IfaceReport};
+use crate::report::{AutorateReport, ClassReport, IfaceReport};
 use crate::tcpctl::{Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
 use sluice_conf::ir::{self, Direction};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
-use sluice_time::{Duration, Instant, Overhead};
+use sluice_time::{Duration, Instant, Overhead, Rate};
 use sluice_wire::tcp::TcpHeader;
 use std::collections::{HashMap, VecDeque};
 
@@ -202,7 +204,16 @@ struct Iface {
     /// The LAN side of a bridge pair: sources arriving here are "ours".
     lan_side: bool,
     counters: IfaceCounters,
+    /// The delay beyond sluice on the path through this interface
+    /// (crate::delay_signal), and sluice's own recent sojourn on it.
+    signal: DelaySignal,
+    sojourn: Sojourn,
+    /// `autorate` on this interface's shaper, and its latest reading.
+    autorate: Option<(Controller, Reading)>,
 }
+
+/// Decisions kept for [`Engine::poll_autorate`] when nobody collects them.
+const AUTORATE_LOG_CAP: usize = 4096;
 
 /// The sans-IO engine. See the crate docs.
 pub struct Engine {
@@ -218,6 +229,9 @@ pub struct Engine {
     spare: Vec<Vec<u8>>,
     /// `ack-pacing` / `window-clamp` (crate::tcpctl).
     tcp: TcpCtl,
+    /// Earliest tick of any autorate controller; the decisions to log.
+    next_autorate: Option<Instant>,
+    autorate_log: VecDeque<(usize, RateDecision)>,
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
@@ -253,6 +267,9 @@ impl Engine {
                 learn_addrs: true,
                 lan_side: false,
                 counters: IfaceCounters::default(),
+                signal: DelaySignal::default(),
+                sojourn: Sojourn::default(),
+                autorate: None,
             });
         }
         for (idx, nets) in &opts.iface_addrs {
@@ -284,6 +301,8 @@ impl Engine {
             },
             spare: Vec::new(),
             tcp: TcpCtl::default(),
+            next_autorate: None,
+            autorate_log: VecDeque::new(),
         };
         let trees = e.build_trees(cfg)?;
         e.install(cfg, trees);
@@ -322,7 +341,34 @@ impl Engine {
                 .map(ir::IfaceQueueing::shaped_rate);
             iface.auto_mss = [sluice_wire::Af::V4, sluice_wire::Af::V6]
                 .map(|af| rate.and_then(|r| crate::mss::auto(r, iface.overhead, af)));
+            // A reload with the same bounds keeps the controller and the
+            // rate it found; new bounds start again at the bandwidth.
+            let want = cfg.options.autorate_of(&iface.name);
+            let keep = iface
+                .autorate
+                .take()
+                .filter(|(c, _)| Some(c.config()) == want);
+            iface.autorate = match (want, iface.tree.as_mut(), keep) {
+                (Some(_), Some(t), Some((c, r))) => {
+                    if !c.config().dry_run
+                        && t.root.set_rate(c.rate(), self.last_now, &mut self.drops)
+                    {
+                        t.bandwidth = c.rate();
+                    }
+                    Some((c, r))
+                }
+                (Some(a), Some(t), None) => Some((
+                    Controller::new(a, t.bandwidth, Tuning::default()),
+                    Reading::default(),
+                )),
+                _ => None,
+            };
         }
+        self.next_autorate = self
+            .ifaces
+            .iter()
+            .filter_map(|i| i.autorate.as_ref().map(|(c, _)| c.next_tick()))
+            .min();
         let classes: Vec<(&[crate::build::ClassInfo], Overhead)> = self
             .ifaces
             .iter()
@@ -404,12 +450,78 @@ impl Engine {
     }
 
     fn housekeeping(&mut self, now: Instant) {
+        if self.next_autorate.is_some_and(|t| now >= t) {
+            self.autorate(now);
+        }
         if now >= self.next_housekeeping {
             self.classifier.expire(now, EXPIRE_BUDGET);
             self.classifier.expire_iface_addrs(now);
             self.tcp.housekeeping(now);
+            for i in &mut self.ifaces {
+                i.signal.expire(now);
+            }
             self.next_housekeeping = now + HOUSEKEEPING_PERIOD;
         }
+    }
+
+    /// Runs the autorate controllers that are due (crate::autorate): each
+    /// reads the delay signal of the WAN side of its interface's bridge
+    /// pair (the link it shapes lies beyond it, whichever direction) and
+    /// the bytes its interface sent, and unless in dry-run applies the
+    /// rate it chose.
+    fn autorate(&mut self, now: Instant) {
+        let mut next: Option<Instant> = None;
+        for idx in 0..self.ifaces.len() {
+            let side = match (self.ifaces[idx].lan_side, self.peer[idx]) {
+                (true, Some(p)) => p,
+                _ => idx,
+            };
+            let reading = self.ifaces[side].signal.read(now);
+            let i = &mut self.ifaces[idx];
+            let Some((ctl, last)) = i.autorate.as_mut() else {
+                continue;
+            };
+            let previous = ctl.last_reason();
+            if let Some(d) = ctl.tick(now, i.counters.tx_bytes, reading) {
+                *last = reading;
+                if d.new != d.old && !d.dry_run {
+                    if let Some(t) = i.tree.as_mut() {
+                        if t.root.set_rate(d.new, now, &mut self.drops) {
+                            let old = t.bandwidth;
+                            t.bandwidth = d.new;
+                            for c in t.classes.iter_mut().filter(|c| c.parent.is_none()) {
+                                if c.bandwidth == Some(old) {
+                                    c.bandwidth = Some(d.new);
+                                }
+                            }
+                            self.tcp.follow_iface_rate(idx, old, d.new);
+                        }
+                    }
+                }
+                if ctl.worth_logging(&d, previous) {
+                    if self.autorate_log.len() >= AUTORATE_LOG_CAP {
+                        self.autorate_log.pop_front();
+                    }
+                    self.autorate_log.push_back((idx, d));
+                }
+            }
+            let t = ctl.next_tick();
+            next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        }
+        self.next_autorate = next;
+        if !self.drops.is_empty() {
+            for idx in 0..self.ifaces.len() {
+                self.absorb_drops(idx);
+            }
+        }
+    }
+
+    /// The next autorate decision worth logging (the rate moved, or the
+    /// reason changed), with the name of its interface; the daemon writes
+    /// them to its state directory.
+    pub fn poll_autorate(&mut self) -> Option<(String, RateDecision)> {
+        let (idx, d) = self.autorate_log.pop_front()?;
+        Some((self.ifaces[idx].name.clone(), d))
     }
 
     /// Takes a frame received on interface `iface` at `now`.
@@ -464,6 +576,13 @@ impl Engine {
                 let queue = dout.queue.or(din.queue);
                 let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
                 let rtt = dout.rtt_path.or(din.rtt_path);
+                // A measurement this packet completed timed the path it
+                // came from: the delay signal of its interface.
+                if let Some(sample) = dout.rtt_sample.or(din.rtt_sample) {
+                    let i = &mut self.ifaces[iface];
+                    let own = i.sojourn.get();
+                    i.signal.add(now, ip.src, dout.flow_hash, sample, own);
+                }
                 let mss = (din.max_mss.is_some() || dout.max_mss.is_some()).then(|| {
                     let rule = dout.max_mss.and(dout.rule).or(din.rule);
                     ([din.max_mss, dout.max_mss], rule)
@@ -738,6 +857,8 @@ impl Engine {
         }
         let mut pkt = pkt?;
         self.release(&pkt);
+        let wait = now.saturating_since(pkt.enqueued_at);
+        self.ifaces[iface].sojourn.add(wait);
         // A controlled flow's ACKs' wait here is part of its round trip (its
         // window's): frames small enough to be pure ACKs are read, once,
         // for that and for a CE mark.
@@ -799,6 +920,9 @@ impl Engine {
             at(self.next_housekeeping);
         }
         if let Some(w) = self.tcp.next_wakeup() {
+            at(w);
+        }
+        if let Some(w) = self.next_autorate {
             at(w);
         }
         t
@@ -903,6 +1027,65 @@ impl Engine {
         Ok(report)
     }
 
+    /// Changes the rate of interface `iface`'s shaper (the root token
+    /// bucket or the pipe) at `now`, with packets waiting: none is lost,
+    /// those sent before `now` were paced at the old rate. The root
+    /// queue's bandwidth and TCP control's shares that followed it follow;
+    /// child classes keep the rates they were built with (docs/autorate.md).
+    /// Returns the previous rate. A reload rebuilds the tree at the
+    /// configured bandwidth.
+    pub fn set_rate(&mut self, iface: usize, rate: Rate, now: Instant) -> Result<Rate, String> {
+        let now = self.clamp(now);
+        let Some(i) = self.ifaces.get_mut(iface) else {
+            return Err(format!("no interface {iface}"));
+        };
+        let Some(t) = i.tree.as_mut() else {
+            return Err(format!(
+                "interface {}: no queues to change the rate of",
+                i.name
+            ));
+        };
+        if rate == Rate::ZERO {
+            return Err(format!(
+                "interface {}: rate 0 (a shaper needs a rate)",
+                i.name
+            ));
+        }
+        let old = t.bandwidth;
+        if !t.root.set_rate(rate, now, &mut self.drops) {
+            return Err(format!("interface {}: its root has no rate", i.name));
+        }
+        t.bandwidth = rate;
+        for c in t.classes.iter_mut().filter(|c| c.parent.is_none()) {
+            if c.bandwidth == Some(old) {
+                c.bandwidth = Some(rate);
+            }
+        }
+        for c in t.classes.iter_mut() {
+            if c.pace_rate == old {
+                c.pace_rate = rate;
+            }
+        }
+        self.tcp.follow_iface_rate(iface, old, rate);
+        if !self.drops.is_empty() {
+            self.absorb_drops(iface);
+        }
+        Ok(old)
+    }
+
+    /// The rate interface `iface` is shaped at now (its configured
+    /// bandwidth, or the latest [`Engine::set_rate`]).
+    pub fn rate(&self, iface: usize) -> Option<Rate> {
+        self.ifaces.get(iface)?.tree.as_ref().map(|t| t.bandwidth)
+    }
+
+    /// The delay signal of the path through interface `iface` at `now`
+    /// (crate::delay_signal) and the samples it has taken.
+    pub fn delay_signal(&self, iface: usize, now: Instant) -> Option<(Reading, u64)> {
+        let i = self.ifaces.get(iface)?;
+        Some((i.signal.read(now), i.signal.samples))
+    }
+
     /// Per-interface, per-class statistics (`sluice show queues`).
     pub fn report(&self) -> Vec<IfaceReport> {
         self.ifaces
@@ -939,6 +1122,22 @@ impl Engine {
                     bandwidth: i.tree.as_ref().map(|t| t.bandwidth),
                     counters: i.counters.clone(),
                     classes,
+                    autorate: i.autorate.as_ref().map(|(c, r)| {
+                        let a = c.config();
+                        AutorateReport {
+                            min: a.min,
+                            max: a.max,
+                            dry_run: a.dry_run,
+                            rate: c.rate(),
+                            delay: r.delay,
+                            flows: r.flows,
+                            newest_age: r.newest_age,
+                            decisions: crate::autorate::Reason::ALL
+                                .iter()
+                                .map(|r| (r.name(), c.counts[r.index()]))
+                                .collect(),
+                        }
+                    }),
                 }
             })
             .collect()

@@ -15,7 +15,9 @@
 //! `engine_ops` fuzz target and its seed corpus).
 #![forbid(unsafe_code)]
 
+pub mod autorate;
 pub mod build;
+pub mod delay_signal;
 mod engine;
 pub mod mss;
 pub mod prio;
@@ -27,4 +29,4 @@ pub use engine::{
     DropCause, DroppedFrame, Engine, IfaceCounters, MemoryReport, Options, ReloadReport, Rx,
     DEFAULT_MEMORY_LIMIT,
 };
-pub use report::{ClassReport, IfaceReport, TcpControlReport};
+pub use report::{AutorateReport, ClassReport, IfaceReport, TcpControlReport};

@@ -125,6 +125,25 @@ pub struct IfaceReport {
     pub bandwidth: Option<Rate>,
     pub counters: IfaceCounters,
     pub classes: Vec<ClassReport>,
+    /// The autorate controller of this interface's shaper, if configured.
+    pub autorate: Option<AutorateReport>,
+}
+
+/// What autorate is doing on one interface (crate::autorate).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutorateReport {
+    pub min: Rate,
+    pub max: Rate,
+    pub dry_run: bool,
+    /// The rate the controller chose (in dry-run: would have set).
+    pub rate: Rate,
+    /// The latest delay signal it acted on: median delay beyond sluice,
+    /// flows, age of the newest sample.
+    pub delay: Option<Duration>,
+    pub flows: u32,
+    pub newest_age: Option<Duration>,
+    /// Decisions (ticks) by reason, [`crate::autorate::Reason::ALL`] order.
+    pub decisions: Vec<(&'static str, u64)>,
 }
 
 impl IfaceReport {

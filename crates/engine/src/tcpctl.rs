@@ -457,6 +457,20 @@ impl TcpCtl {
     /// overhead)` per interface index. Held ACKs must have been released
     /// ([`TcpCtl::release_all`]) and drained first. Counters of a class that
     /// keeps its name and interface carry over; flows start afresh.
+    /// A runtime rate change of interface `iface` from `old` to `new`
+    /// (autorate): the pacers that share the interface's rate (none of
+    /// their class's own) share the new one; their state is kept.
+    pub fn follow_iface_rate(&mut self, iface: usize, old: Rate, new: Rate) {
+        for p in self
+            .pacers
+            .iter_mut()
+            .filter(|p| p.iface == iface && p.rate == old)
+        {
+            p.rate = new;
+            p.pace_bps = p.pace_bps.min(new.as_bps()).max(1);
+        }
+    }
+
     pub fn configure(&mut self, now: Instant, ifaces: &[(&[ClassInfo], Overhead)]) {
         debug_assert!(self.held.total == 0);
         let old = std::mem::take(&mut self.pacers);

@@ -282,6 +282,17 @@ impl Qdisc for Pipe {
         Some(&self.ingress)
     }
 
+    /// Packets whose turn on the link came before `now` are serialised at
+    /// the old rate first (the lazy link catches up), then the rate
+    /// changes: the next serialisation uses the new one; packets in the
+    /// delay line keep their exit times.
+    fn set_rate(&mut self, rate: Rate, now: Instant, drops: &mut Drops) -> bool {
+        let now = clamp(&mut self.last, now);
+        self.advance(now, drops);
+        self.params.rate = rate;
+        true
+    }
+
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last, now);
         let first = drops.len();

@@ -132,4 +132,13 @@ pub trait Qdisc: Send + std::any::Any {
     fn ingress(&self) -> Option<&crate::ingress::Ingress> {
         None
     }
+
+    /// Changes the rate of a shaper (the token bucket, the pipe) at `now`,
+    /// while packets wait: none is dropped or reordered, what was sent
+    /// before `now` was paced at the old rate and what leaves after at the
+    /// new one. `false` for a discipline without a rate of its own (the
+    /// rate then stays as built).
+    fn set_rate(&mut self, _rate: sluice_time::Rate, _now: Instant, _drops: &mut Drops) -> bool {
+        false
+    }
 }

@@ -324,6 +324,18 @@ impl Qdisc for Tbr {
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
         self.inner.visit_stats(f);
     }
+
+    /// Tokens earned up to `now` were earned at the old rate; the bucket
+    /// keeps its size (a rate change is not a reconfiguration of the
+    /// burst), and the queue is untouched.
+    fn set_rate(&mut self, rate: Rate, now: Instant, _drops: &mut Drops) -> bool {
+        let params = Params {
+            rate,
+            ..self.params
+        };
+        self.set_params(params, now);
+        true
+    }
 }
 
 #[cfg(test)]
@@ -394,6 +406,64 @@ mod tests {
             err < 0.001,
             "rate {rate}: achieved {achieved:.1} bit/s, error {err:.5}"
         );
+    }
+
+    /// Serves `t` exactly at its wake-ups from `now` until `until`; returns
+    /// the bytes (by cost) sent and the time of the last send.
+    fn serve(t: &mut Tbr, now: &mut Instant, until: Instant, drops: &mut Drops) -> (u64, Instant) {
+        let (mut bytes, mut last) = (0u64, *now);
+        for _ in 0..1_000_000 {
+            if *now > until {
+                break;
+            }
+            match t.dequeue(*now, drops) {
+                Some(p) => {
+                    bytes += p.cost as u64;
+                    last = *now;
+                }
+                None => match t.next_wakeup() {
+                    Some(w) => *now = w,
+                    None => break,
+                },
+            }
+        }
+        (bytes, last)
+    }
+
+    #[test]
+    fn a_rate_step_with_packets_queued_loses_nothing_and_paces_each_side() {
+        // 1000 packets of 1000 bytes wait; 8 Mbit/s (1 ms a packet) for
+        // 200 ms, then 2 Mbit/s (4 ms a packet) for 400 ms, then 16 Mbit/s.
+        let mut t = tbr(Rate::mbps(8), 1000, 10_000);
+        let mut drops = Vec::new();
+        for i in 0..1000 {
+            t.enqueue(pkt(i, 1000), Instant::ZERO, &mut drops);
+        }
+        let ms = |n: u64| Instant(n * 1_000_000);
+        let mut now = Instant::ZERO;
+        let (b1, _) = serve(&mut t, &mut now, ms(200) - Duration(1), &mut drops);
+        assert!(t.set_rate(Rate::mbps(2), ms(200), &mut drops));
+        now = now.max(ms(200));
+        let (b2, _) = serve(&mut t, &mut now, ms(600) - Duration(1), &mut drops);
+        assert!(t.set_rate(Rate::mbps(16), ms(600), &mut drops));
+        now = now.max(ms(600));
+        let (b3, last) = serve(&mut t, &mut now, ms(10_000), &mut drops);
+        // Each phase within one packet (plus the bucket at the start) of
+        // rate × time.
+        assert!((200_000..=201_000).contains(&b1), "8M phase: {b1}");
+        assert!((99_000..=101_000).contains(&b2), "2M phase: {b2}");
+        // The rest (1000 - 300 packets) at 16 Mbit/s: 0.5 ms each.
+        assert_eq!(b1 + b2 + b3, 1_000_000, "nothing lost");
+        let rest = last - ms(600);
+        let want = Duration::from_micros(500 * (1_000_000 - b1 - b2) / 1000);
+        assert!(
+            rest.as_nanos().abs_diff(want.as_nanos()) <= 1_000_000,
+            "16M phase took {rest:?}, want {want:?}"
+        );
+        assert!(drops.is_empty());
+        assert!(t.is_empty());
+        assert_eq!(t.params().rate, Rate::mbps(16));
+        assert_eq!(t.params().bucket_bytes, 1000, "bucket kept");
     }
 
     #[test]

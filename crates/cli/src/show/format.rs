@@ -56,6 +56,26 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
             );
             continue;
         };
+        if let Some(a) = &iface.autorate {
+            let delay = a.delay_ns.map_or("none".to_string(), |d| ms(Some(d)));
+            let decisions: Vec<String> = a
+                .decisions
+                .iter()
+                .map(|(r, n)| format!("{r} {n}"))
+                .collect();
+            let _ = writeln!(
+                o,
+                "# autorate on {}: rate {} (min {}, max {}{}), delay beyond sluice {} over {} flows; decisions: {}",
+                iface.name,
+                Rate(a.rate_bps),
+                Rate(a.min_bps),
+                Rate(a.max_bps),
+                if a.dry_run { ", dry-run: not applied" } else { "" },
+                delay,
+                a.flows,
+                decisions.join(", ")
+            );
+        }
         for q in &iface.queues {
             let _ = write!(o, "queue {} on {}", q.name, iface.name);
             let bw = if q.id == 0 {
@@ -489,6 +509,7 @@ mod tests {
         };
         let r = QueuesReply {
             ifaces: vec![IfaceQueues {
+                autorate: None,
                 name: "lan0".into(),
                 sched: Some("hfsc".into()),
                 bandwidth_bps: Some(4_850_000),
@@ -538,6 +559,7 @@ queue dl on lan0 qlimit 50 hfsc( default ingress )
         };
         let r = QueuesReply {
             ifaces: vec![IfaceQueues {
+                autorate: None,
                 name: "lan0".into(),
                 sched: Some("hfsc".into()),
                 bandwidth_bps: Some(4_850_000),
@@ -588,12 +610,14 @@ queue other on lan0 hfsc
         let r = QueuesReply {
             ifaces: vec![
                 IfaceQueues {
+                    autorate: None,
                     name: "lan0".into(),
                     sched: None,
                     bandwidth_bps: None,
                     queues: vec![],
                 },
                 IfaceQueues {
+                    autorate: None,
                     name: "wan0".into(),
                     sched: Some("priq".into()),
                     bandwidth_bps: Some(100_000),
@@ -623,6 +647,7 @@ queue q_def on wan0 priority 1 qlimit 50 priq( default )
     fn measured_rates_between_two_snapshots() {
         let snap = |packets, bytes| QueuesReply {
             ifaces: vec![IfaceQueues {
+                autorate: None,
                 name: "wan0".into(),
                 sched: Some("priq".into()),
                 bandwidth_bps: Some(1_000_000),
@@ -656,6 +681,7 @@ queue q_def on wan0 priority 1 qlimit 50 priq( default )
         b.options = vec!["realtime (2Mb 10 1Mb)".into()];
         let r = QueuesReply {
             ifaces: vec![IfaceQueues {
+                autorate: None,
                 name: "wan0".into(),
                 sched: Some("hfsc".into()),
                 bandwidth_bps: Some(10_000_000),

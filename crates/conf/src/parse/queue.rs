@@ -1,7 +1,7 @@
 //! `altq on …`, `queue …` (ALTQ, OpenBSD 5.5+ and dummynet forms) and `pipe …`.
 
 use super::{PResult, P};
-use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
+use crate::ast::{AltqDecl, AutorateAst, CurveAst, PipeDecl, QueueDecl, Sp};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{AckFilterMode, FqCodelParams, HostIsolation, PipeSched, SchedKind};
 use crate::lex::Tok;
@@ -69,6 +69,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
         children: Vec::new(),
         span: start,
         codel: None,
+        autorate: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -88,6 +89,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
                 a.codel = Some(Sp::new(c, w.span));
                 a.sched = Some(Sp::new(SchedKind::Priq, w.span));
             }
+            "autorate" => a.autorate = Some(autorate(p, w.span)?),
             s => match sched_kind(s) {
                 Some(k) => a.sched = Some(Sp::new(k, w.span)),
                 None if HostIsolation::from_word(s).is_some() => {
@@ -281,6 +283,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             "pipe" => q.pipe = Some(p.name("pipe name")?),
             "weight" => q.weight = Some(p.number("weight", 0, u64::MAX)?),
             "ingress" => q.ingress = Some(w.span),
+            "autorate" => q.autorate = Some(autorate(p, w.span)?),
             // Like `ingress`: bare in any dialect, or among ALTQ's
             // scheduler options.
             "ack-pacing" => tcp_word(&mut q.ack_pacing, &w, &format!("queue `{}`", q.name.v))?,
@@ -435,6 +438,7 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
         isolate: None,
         ack_pacing: None,
         window_clamp: None,
+        autorate: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -468,6 +472,7 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
                 };
             }
             "ingress" => d.ingress = Some(w.span),
+            "autorate" => d.autorate = Some(autorate(p, w.span)?),
             o if AckFilterMode::from_word(o).is_some() => {
                 d.ack_filter = AckFilterMode::from_word(o).map(|m| Sp::new(m, w.span));
             }
@@ -534,6 +539,41 @@ fn codel_opts(p: &mut P) -> PResult<crate::ir::CodelParams> {
         }
         *slot = d;
     }
+}
+
+/// `autorate [(min BW, max BW, dry-run)]`, commas optional (sluice's
+/// extension, issue #16): the bounds of the rate the controller may set.
+fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
+    let mut a = AutorateAst {
+        min: None,
+        max: None,
+        dry_run: false,
+        span: start,
+    };
+    if !p.eat(&Tok::LParen) {
+        return Ok(a);
+    }
+    // Each iteration consumes at least one token or returns.
+    while !p.eat(&Tok::RParen) {
+        if p.eat(&Tok::Comma) {
+            continue;
+        }
+        let w = p.word("min, max, dry-run or `)`")?;
+        match w.v.as_str() {
+            "min" => a.min = Some(bandwidth(p)?),
+            "max" => a.max = Some(bandwidth(p)?),
+            "dry-run" => a.dry_run = true,
+            o => {
+                return Err(
+                    Diagnostic::error(format!("unexpected `{o}` in autorate"), w.span)
+                        .label("expected min, max or dry-run")
+                        .hint("e.g. `autorate (min 5M, max 40M)`, or `autorate (min 5M, max 40M, dry-run)` to log decisions only"),
+                )
+            }
+        }
+    }
+    a.span = start.to(p.prev_span());
+    Ok(a)
 }
 
 /// `fq_codel [(target 5ms, interval 100ms, quantum 1514, limit 10240, flows 1024, ecn)]`.

@@ -8,6 +8,7 @@
 //! - Each error points at the offending token; duplicates point at both.
 //! - Warnings never change the IR: the config the user wrote is the config run.
 
+mod autorate;
 mod hosts;
 mod ignored;
 mod queues;
@@ -212,6 +213,7 @@ pub fn build(
         expand_rule(&mut cx, &cfg, r, &mut out_rules);
     }
     cfg.rules = out_rules;
+    autorate::build(&mut cx, &mut cfg, &altqs, &qdecls, &pipes);
     slow_frames(&mut cx, &cfg, &altqs, &qdecls, &pipes);
     hosts::behind_nat(&mut cx, &cfg, &qdecls, &pipes, &rules);
     ignored::warn(&mut cx);

@@ -1,0 +1,156 @@
+//! autorate end to end (issue #16 items 1–3): real kernel TCP through
+//! `sluice run`, downloads behind a modem (htb at 10 Mbit/s with a FIFO of
+//! 100 full frames, on the server's side) while sluice's download root is
+//! configured at 40 Mbit/s with `autorate (min 5M, max 50M)`. From the
+//! delay the downloads themselves show beyond sluice (no ping, no
+//! reflector), the controller brings the rate below the modem's, the
+//! reports and the metrics say so, and `autorate.csv` in the state
+//! directory has the decisions.
+//!
+//! Needs root, `ip`, `tc`, `ping`, `iperf3`, `ss` (scripts/setup.sh);
+//! otherwise SKIP, or FAIL under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
+
+use sluice_lab::iperf3::{self, ClientOptions};
+use sluice_lab::{BridgeLab, SERVER_IP};
+use sluice_testkit::{require_netns, Sluice};
+
+fn bin() -> String {
+    Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
+}
+
+/// The connections need states (their passive RTT is the signal): the
+/// client's SYN passes out on `$ext_if` with `keep state`.
+const CONF: &str = "queue down on $int_if bandwidth 40M autorate (min 5M, max 50M)\n\
+                    queue dl parent down bandwidth 40M flows 1024 qlimit 1024 default\n\
+                    pass out on $ext_if keep state\n";
+
+/// The modem on the server's link: 10 Mbit/s, a FIFO of 100 full frames.
+fn modem(lab: &BridgeLab) {
+    let (s, t) = (&lab.server, &lab.topo);
+    for cmd in [
+        "tc qdisc add dev v0 root handle 1: htb default 1",
+        "tc class add dev v0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
+        "tc qdisc add dev v0 parent 1:1 handle 10: bfifo limit 151400",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        t.exec(s, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    }
+}
+
+#[test]
+fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
+    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+        return;
+    };
+    let mut lab = BridgeLab::new("ar").expect("namespaces");
+    let b = bin();
+    modem(&lab);
+    lab.start_sluice(&b, CONF, &["-v"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = lab.server.clone();
+    let srv = iperf3::server(&mut lab.topo, &server, 5321).expect("iperf3 server");
+    let mut o = ClientOptions::new(SERVER_IP, 5321);
+    o.reverse = true;
+    o.parallel = 4;
+    o.seconds = 12;
+    let r = iperf3::client(&lab.topo, &lab.client, &o)
+        .unwrap_or_else(|e| panic!("downloads: {e}\n{}", lab.log()));
+    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
+    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
+    let metrics = lab.ctl(&b, &["show", "queues"]).expect("show queues");
+    lab.stop_sluice().expect("stop");
+    let lan = q.ifaces.iter().find(|i| i.name == "lan0").expect("lan0");
+    let a = lan.autorate.clone().expect("autorate on lan0");
+    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    let cuts = csv.lines().filter(|l| l.contains(",delay,")).count();
+    eprintln!(
+        "netns_autorate: goodput {:.2} Mbit/s; rate {:.2} Mbit/s (bandwidth_bps {:?}); decisions {:?}; {cuts} cuts in autorate.csv\n{}",
+        r.goodput_bps / 1e6,
+        a.rate_bps as f64 / 1e6,
+        lan.bandwidth_bps,
+        a.decisions,
+        String::from_utf8_lossy(&metrics.stdout)
+            .lines()
+            .find(|l| l.starts_with("# autorate"))
+            .unwrap_or("")
+    );
+    for l in csv.lines().filter(|l| !l.contains(",steady,")).take(16) {
+        eprintln!("  {l}");
+    }
+    assert!(
+        a.rate_bps < 10_000_000,
+        "below the modem: {}\n{csv}",
+        a.rate_bps
+    );
+    assert!(a.rate_bps >= 5_000_000, "within the bounds");
+    assert_eq!(lan.bandwidth_bps, Some(a.rate_bps), "applied and shown");
+    assert!(cuts > 0, "the cuts are in autorate.csv:\n{csv}");
+    assert!(
+        csv.starts_with("time_unix_s,iface,delay_ms"),
+        "a header: {csv}"
+    );
+    assert!(
+        r.goodput_bps >= 6e6,
+        "not driven to the floor: {:.2} Mbit/s",
+        r.goodput_bps / 1e6
+    );
+}
+
+/// An upload behind a modem on sluice's own WAN link: htb at 10 Mbit/s
+/// with a FIFO of 100 full frames on wan0's egress (sluice sends with
+/// `--io mmsg`, whose packets pass the qdisc). Here the data waits in
+/// sluice's queue too: its sojourn must not be read as the link's.
+#[test]
+fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
+    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+        return;
+    };
+    let mut lab = BridgeLab::new("au").expect("namespaces");
+    let b = bin();
+    let (s, t) = (&lab.shaper, &lab.topo);
+    for cmd in [
+        "tc qdisc add dev wan0 root handle 1: htb default 1",
+        "tc class add dev wan0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
+        "tc qdisc add dev wan0 parent 1:1 handle 10: bfifo limit 151400",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        t.exec(s, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    }
+    let conf = "queue up on $ext_if bandwidth 40M autorate (min 5M, max 50M)\n\
+                queue ul parent up bandwidth 40M flows 1024 qlimit 1024 default\n\
+                pass out on $ext_if keep state\n";
+    lab.start_sluice(&b, conf, &["-v", "--io", "mmsg"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = lab.server.clone();
+    let srv = iperf3::server(&mut lab.topo, &server, 5322).expect("iperf3 server");
+    let mut o = ClientOptions::new(SERVER_IP, 5322);
+    o.parallel = 4;
+    o.seconds = 12;
+    let r = iperf3::client(&lab.topo, &lab.client, &o)
+        .unwrap_or_else(|e| panic!("uploads: {e}\n{}", lab.log()));
+    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
+    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
+    lab.stop_sluice().expect("stop");
+    let wan = q.ifaces.iter().find(|i| i.name == "wan0").expect("wan0");
+    let a = wan.autorate.clone().expect("autorate on wan0");
+    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    eprintln!(
+        "netns_autorate upload: goodput {:.2} Mbit/s; rate {:.2} Mbit/s; decisions {:?}",
+        r.goodput_bps / 1e6,
+        a.rate_bps as f64 / 1e6,
+        a.decisions
+    );
+    for l in csv.lines().filter(|l| !l.contains(",steady,")).take(16) {
+        eprintln!("  {l}");
+    }
+    assert!(
+        a.rate_bps < 10_000_000,
+        "below the modem: {}\n{csv}",
+        a.rate_bps
+    );
+    assert!(
+        r.goodput_bps >= 6e6,
+        "not driven to the floor: {:.2} Mbit/s\n{csv}",
+        r.goodput_bps / 1e6
+    );
+}

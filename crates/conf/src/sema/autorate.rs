@@ -1,0 +1,170 @@
+//! `autorate (min BW, max BW, dry-run)` (issue #16, docs/autorate.md).
+//!
+//! # Principles
+//! - The controller changes the rate of an interface's shaper, so the
+//!   option belongs where that rate is written: the `altq on` line, the
+//!   OpenBSD 5.5+ root queue (`queue NAME on IF` without `parent`), or the
+//!   pipe. Anywhere else it is an error naming the right place.
+//! - Bounds: `min` defaults to a quarter of the interface's bandwidth,
+//!   `max` to the bandwidth; a percentage is of the bandwidth (as a
+//!   queue's is of its parent's). `0 < min ≤ bandwidth ≤ max`: the
+//!   configured bandwidth is where the controller starts, so it must lie
+//!   within the bounds.
+//! - One `autorate` per interface.
+//! - Its signal is the passive RTT of TCP states: with no stateful `pass`
+//!   rule that can match TCP, it would never hear anything. That is a
+//!   warning (the file still runs; the controller holds).
+
+use super::Ctx;
+use crate::ast::{AltqDecl, AutorateAst, PipeDecl, QueueDecl, Sp};
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{Action, Autorate, Config, StatePolicy};
+use crate::units::Bw;
+use sluice_time::Rate;
+
+fn resolve(b: &Sp<Bw>, bandwidth: Rate) -> Rate {
+    match b.v {
+        Bw::Abs(r) => r,
+        Bw::Pct(bp) => Rate((u128::from(bandwidth.0) * u128::from(bp) / 10_000) as u64),
+    }
+}
+
+/// Checks every `autorate` and records the valid ones in
+/// `cfg.options.autorate` (interfaces must be built already).
+pub fn build(
+    cx: &mut Ctx,
+    cfg: &mut Config,
+    altqs: &[AltqDecl],
+    qdecls: &[QueueDecl],
+    pipes: &[PipeDecl],
+) {
+    let mut found: Vec<(String, &AutorateAst)> = Vec::new();
+    for a in altqs {
+        if let Some(ar) = &a.autorate {
+            found.push((a.iface.v.clone(), ar));
+        }
+    }
+    for p in pipes {
+        let Some(ar) = &p.autorate else { continue };
+        match &p.iface {
+            Some(i) => found.push((i.v.clone(), ar)),
+            None => cx.err(
+                Diagnostic::error(
+                    format!("autorate on pipe `{}` without an interface", p.name.v),
+                    ar.span,
+                )
+                .label("the controller changes an interface's rate")
+                .hint(format!(
+                    "write `pipe {} on IF bandwidth BW autorate (…)`",
+                    p.name.v
+                )),
+            ),
+        }
+    }
+    for q in qdecls {
+        let Some(ar) = &q.autorate else { continue };
+        let altq_iface =
+            q.on.as_ref()
+                .filter(|on| altqs.iter().any(|a| a.iface.v == on.v));
+        match (&q.on, &q.parent, altq_iface) {
+            (Some(on), None, None) if q.pipe.is_none() => found.push((on.v.clone(), ar)),
+            (_, _, Some(on)) => cx.err(
+                Diagnostic::error(format!("autorate on ALTQ queue `{}`", q.name.v), ar.span)
+                    .label("only on the interface's root")
+                    .hint(format!("write it on the `altq on {} …` line", on.v)),
+            ),
+            _ => cx.err(
+                Diagnostic::error(format!("autorate on queue `{}`, which is not an interface's root", q.name.v), ar.span)
+                    .label("only on the interface's root")
+                    .hint("write it on the root queue (`queue NAME on IF bandwidth BW autorate (…)`), the `altq on` line or the pipe; child queues keep their own bandwidths"),
+            ),
+        }
+    }
+    let mut seen: Vec<(String, Span)> = Vec::new();
+    let mut recorded: Option<Span> = None;
+    for (iface, ar) in found {
+        if let Some((_, first)) = seen.iter().find(|(n, _)| *n == iface) {
+            cx.err(
+                Diagnostic::error(format!("a second autorate on interface {iface}"), ar.span)
+                    .label("one controller per interface")
+                    .note(*first, "the first one"),
+            );
+            continue;
+        }
+        seen.push((iface.clone(), ar.span));
+        let Some(iq) = cfg.interfaces.iter().find(|i| i.ifname == iface) else {
+            continue; // the queue checks have said why
+        };
+        let bw = iq.bandwidth;
+        let min = ar.min.as_ref().map_or(Rate(bw.0 / 4), |b| resolve(b, bw));
+        let max = ar.max.as_ref().map_or(bw, |b| resolve(b, bw));
+        let at = |b: &Option<Sp<Bw>>| b.as_ref().map_or(ar.span, |b| b.span);
+        if bw == Rate::ZERO {
+            cx.err(
+                Diagnostic::error(
+                    format!("autorate on interface {iface} without a bandwidth"),
+                    ar.span,
+                )
+                .label("the controller starts at the bandwidth")
+                .hint("give the root a `bandwidth`"),
+            );
+            continue;
+        }
+        if min == Rate::ZERO {
+            cx.err(
+                Diagnostic::error("autorate min 0", at(&ar.min))
+                    .label("a shaper needs a rate above 0")
+                    .hint(format!("e.g. `min {}`", Rate(bw.0 / 4))),
+            );
+            continue;
+        }
+        if min > max {
+            cx.err(
+                Diagnostic::error(
+                    format!("autorate min {min} is above max {max}"),
+                    at(&ar.min),
+                )
+                .label(format!("at most {max}"))
+                .note(at(&ar.max), "the max"),
+            );
+            continue;
+        }
+        if bw < min || bw > max {
+            cx.err(
+                Diagnostic::error(
+                    format!("bandwidth {bw} of interface {iface} is outside its autorate range {min}..{max}"),
+                    if bw < min { at(&ar.min) } else { at(&ar.max) },
+                )
+                .label(format!("allowed {min}..{max}"))
+                .hint("the controller starts at the bandwidth: keep min ≤ bandwidth ≤ max"),
+            );
+            continue;
+        }
+        recorded = recorded.or(Some(ar.span));
+        cfg.options.autorate.push((
+            iface,
+            Autorate {
+                min,
+                max,
+                dry_run: ar.dry_run,
+            },
+        ));
+    }
+    if let Some(span) = recorded {
+        let stateful_tcp = cfg.rules.iter().any(|r| {
+            r.action == Action::Pass && r.state != StatePolicy::No && r.proto.is_none_or(|p| p == 6)
+        });
+        if !stateful_tcp {
+            cx.err(
+                Diagnostic::warning("autorate without a stateful pass rule for TCP", span)
+                    .label("it reads the delay from the RTT of TCP states: none will be made")
+                    .hint("add a `keep state` rule the connections' SYNs meet, e.g. `pass out on $ext_if proto tcp keep state`"),
+            );
+        }
+    }
+    // In the interfaces' order, so the printed form reads back the same.
+    let pos = |n: &str| cfg.interfaces.iter().position(|i| i.ifname == n);
+    let mut v = std::mem::take(&mut cfg.options.autorate);
+    v.sort_by_key(|(n, _)| pos(n));
+    cfg.options.autorate = v;
+}

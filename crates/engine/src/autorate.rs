@@ -1,0 +1,335 @@
+//! The autorate controller (issue #16 item 3): the rate of an
+//! interface's shaper follows a link whose capacity moves.
+//!
+//! # Principles
+//!
+//! What it learns from, in its own words (read, not copied):
+//! cake-autorate and sqm-autorate (OpenWrt) classify each moment by *load*
+//! (achieved throughput against the shaper's rate) and *delay* (RTT above
+//! a per-reflector baseline): delay under load means the shaper is above
+//! the link, load without delay means there may be more, no load says
+//! nothing. They cut the rate towards the achieved rate on delay, raise it
+//! in small steps under load, and wait out a refractory period after a
+//! cut so the cut can show before the next one. LibreQoS StormGuard does
+//! the same for ISPs from throughput, RTT and retransmits, with bounded
+//! limits, a dry-run mode and a CSV decision log. All of them ping
+//! reflectors (or read the ISP's own RTT); sluice reads the delay beyond
+//! itself from the TCP traffic it forwards ([`crate::delay_signal`]).
+//!
+//! The rules, one decision per tick ([`Tuning::tick`], 50 ms), time an
+//! argument:
+//! - **Unsure: hold.** No flow heard from recently
+//!   ([`crate::delay_signal::Reading::delay`] `None`) means no decision:
+//!   never raise without evidence, never cut on silence.
+//! - **Idle: hold.** Output below [`Tuning::busy`] (half) of the rate
+//!   *and* below half of `min`: delay says nothing about the shaper (the
+//!   queue is someone else's, or the path's) and a raise would not be
+//!   tested, so the rate stays. The second condition is for a download:
+//!   after the link fell far below the rate, sluice's output is the
+//!   link's, a small share of the rate, and the delay is still its doing.
+//! - **Delay under load: cut.** Delay above [`Tuning::target`] while not
+//!   idle: the new rate is the lesser of
+//!   the rate and the achieved rate, times a factor that shrinks as the
+//!   delay grows (`1 − d / (d + 100 ms)`, between 0.5 and 0.9), so a link
+//!   that fell far is followed in a few steps. When the output is already
+//!   below 90 % of the rate, the link is what holds it there (a download
+//!   behind a slower modem): the output is the link's rate, and the factor
+//!   is at least [`Tuning::under_link`] (0.85), enough to drain. That
+//!   output is remembered as the link's rate for [`Tuning::link_memory`]
+//!   (2 s): while the rate is under it and the output follows the rate,
+//!   delay is the senders' lag (TCP needs a round trip, sluice's AQM an
+//!   interval, to slow down) and no further cut is made. Then a refractory period
+//!   ([`Tuning::refractory`]) during which no further cut is made, and
+//!   after it a further cut only while the delay is not already falling
+//!   (within six refractory periods of the cut, a delay below 3/4 of the
+//!   one that made it is a queue draining: the cut was enough).
+//! - **Load without delay: raise.** Delay below half the target, output
+//!   at least [`Tuning::loaded`] of the rate, and no cut in the last
+//!   [`Tuning::raise_after_cut`]: the rate grows by [`Tuning::raise`] per
+//!   tick (multiplicative, so the time to find a higher link is
+//!   logarithmic in the ratio), and by only [`Tuning::probe`] from 90 % of
+//!   the rate at which delay last appeared while that was less than
+//!   [`Tuning::ceiling_memory`] ago: the link is probed gently where it
+//!   was last found, and quickly again once it has not been found there
+//!   for a while (a step up).
+//! - **Between half the target and the target: hold** (steady).
+//! - Always within `[min, max]`; in dry-run the decisions are made and
+//!   logged against the rate they would have set, and the shaper is not
+//!   touched (the engine does not apply them).
+
+use crate::delay_signal::Reading;
+use sluice_conf::ir::Autorate;
+use sluice_time::{Duration, Instant, Rate};
+
+/// The controller's constants (the defaults are what the engine runs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tuning {
+    pub tick: Duration,
+    /// Delay beyond sluice above which the link is taken to be queueing.
+    pub target: Duration,
+    /// Output / rate (or output / `min`) at or above which delay is
+    /// blamed on the rate.
+    pub busy: f64,
+    /// Output / rate at or above which a raise is tried.
+    pub loaded: f64,
+    /// Growth per tick when raising (0.02: +2 %).
+    pub raise: f64,
+    /// Growth per tick near the rate of the last cut ([`Tuning::probe_zone`]
+    /// of it or above), while that cut is recent ([`Tuning::ceiling_memory`]).
+    pub probe: f64,
+    pub probe_zone: f64,
+    pub ceiling_memory: Duration,
+    pub refractory: Duration,
+    pub raise_after_cut: Duration,
+    /// The least cut factor when the output is already below the rate
+    /// (it then measures the link).
+    pub under_link: f64,
+    /// How long the link rate seen at such a cut holds off further cuts
+    /// while the rate is under it.
+    pub link_memory: Duration,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            tick: Duration::from_millis(50),
+            target: Duration::from_millis(10),
+            busy: 0.5,
+            loaded: 0.75,
+            raise: 0.02,
+            probe: 0.0025,
+            probe_zone: 0.9,
+            ceiling_memory: Duration::from_secs(3),
+            refractory: Duration::from_millis(300),
+            raise_after_cut: Duration::from_millis(500),
+            under_link: 0.85,
+            link_memory: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why the controller did what it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// Delay beyond sluice under load: the rate was cut.
+    Delay,
+    /// Load without delay: the rate was raised.
+    Load,
+    /// Too little traffic to judge: held.
+    Idle,
+    /// No fresh delay signal: held.
+    Unsure,
+    /// Delay, but a cut was just made (or the queue is draining): held.
+    Refractory,
+    /// Delay within the target, or no room to move (a bound): held.
+    Steady,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 6] = [
+        Reason::Delay,
+        Reason::Load,
+        Reason::Idle,
+        Reason::Unsure,
+        Reason::Refractory,
+        Reason::Steady,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Delay => "delay",
+            Reason::Load => "load",
+            Reason::Idle => "idle",
+            Reason::Unsure => "unsure",
+            Reason::Refractory => "refractory",
+            Reason::Steady => "steady",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One decision: what the controller saw and what it chose.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision {
+    pub at: Instant,
+    /// The delay signal's median and the flows it is over.
+    pub delay: Option<Duration>,
+    pub flows: u32,
+    /// Age of the newest sample.
+    pub newest_age: Option<Duration>,
+    /// Achieved output over the tick.
+    pub achieved: Rate,
+    pub old: Rate,
+    pub new: Rate,
+    pub reason: Reason,
+    /// Dry-run: `new` was not applied.
+    pub dry_run: bool,
+}
+
+/// The controller of one interface's rate.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    cfg: Autorate,
+    tuning: Tuning,
+    rate: Rate,
+    next_tick: Instant,
+    last_tick: Option<(Instant, u64)>,
+    last_cut: Option<(Instant, Duration)>,
+    /// The rate at which delay last appeared.
+    ceiling: Option<Rate>,
+    /// The output at the last cut made while the link held the output
+    /// below the rate: the link's rate then.
+    link_seen: Option<(Instant, Rate)>,
+    last_reason: Option<Reason>,
+    /// Decisions by reason (ticks).
+    pub counts: [u64; Reason::ALL.len()],
+}
+
+impl Controller {
+    /// A controller starting at `start` (the configured bandwidth),
+    /// clamped to the bounds.
+    pub fn new(cfg: Autorate, start: Rate, tuning: Tuning) -> Controller {
+        Controller {
+            cfg,
+            tuning,
+            rate: start.max(cfg.min).min(cfg.max),
+            next_tick: Instant::ZERO,
+            last_tick: None,
+            last_cut: None,
+            ceiling: None,
+            link_seen: None,
+            last_reason: None,
+            counts: [0; Reason::ALL.len()],
+        }
+    }
+
+    pub fn config(&self) -> Autorate {
+        self.cfg
+    }
+
+    /// The rate the controller has chosen (in dry-run, the one it would set).
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// When [`Controller::tick`] next has something to do.
+    pub fn next_tick(&self) -> Instant {
+        self.next_tick
+    }
+
+    /// Decides at `now`, from the bytes sent through the shaper so far
+    /// (`sent_bytes`, a counter) and the delay signal. `None` when no tick
+    /// is due (or on the first call, which only starts the clock).
+    pub fn tick(&mut self, now: Instant, sent_bytes: u64, signal: Reading) -> Option<Decision> {
+        if now < self.next_tick {
+            return None;
+        }
+        self.next_tick = now + self.tuning.tick;
+        let (t0, b0) = self.last_tick.replace((now, sent_bytes))?;
+        let dt = now.saturating_since(t0);
+        if dt == Duration::ZERO {
+            return None;
+        }
+        let bits = u128::from(sent_bytes.saturating_sub(b0)) * 8 * 1_000_000_000;
+        let achieved = Rate(u64::try_from(bits / u128::from(dt.as_nanos())).unwrap_or(u64::MAX));
+        let (new, reason) = self.decide(now, achieved, signal);
+        let d = Decision {
+            at: now,
+            delay: signal.delay,
+            flows: signal.flows,
+            newest_age: signal.newest_age,
+            achieved,
+            old: self.rate,
+            new,
+            reason,
+            dry_run: self.cfg.dry_run,
+        };
+        self.rate = new;
+        self.last_reason = Some(reason);
+        self.counts[reason.index()] += 1;
+        Some(d)
+    }
+
+    /// Whether a decision is worth a line in the log: the rate moved, or
+    /// the reason changed since the previous tick.
+    pub fn worth_logging(&self, d: &Decision, previous: Option<Reason>) -> bool {
+        d.new != d.old || previous != Some(d.reason)
+    }
+
+    /// The reason of the latest decision.
+    pub fn last_reason(&self) -> Option<Reason> {
+        self.last_reason
+    }
+
+    fn decide(&mut self, now: Instant, achieved: Rate, s: Reading) -> (Rate, Reason) {
+        let t = self.tuning;
+        let rate = self.rate;
+        let load = achieved.0 as f64 / rate.0.max(1) as f64;
+        let Some(delay) = s.delay else {
+            return (rate, Reason::Unsure);
+        };
+        let floor = self.cfg.min.0 as f64 * t.busy;
+        if load < t.busy && (achieved.0 as f64) < floor {
+            return (rate, Reason::Idle);
+        }
+        if delay > t.target {
+            if let Some((at, was)) = self.last_cut {
+                let since = now.saturating_since(at);
+                // Within a few refractory periods of a cut, a delay well
+                // below the one that made it is a queue draining.
+                let draining = since < Duration(t.refractory.0.saturating_mul(6))
+                    && delay.0.saturating_mul(4) < was.0.saturating_mul(3);
+                if since < t.refractory || draining {
+                    return (rate, Reason::Refractory);
+                }
+            }
+            let link_limited = (achieved.0 as f64) < 0.9 * rate.0 as f64;
+            if let Some((at, link)) = self.link_seen {
+                // Already under the link rate seen at a recent cut: the
+                // queue is the senders' lag (TCP needs a round trip and
+                // sluice's AQM an interval to slow down), not the rate.
+                let recent = now.saturating_since(at) < t.link_memory;
+                if recent && !link_limited && (rate.0 as f64) < 0.95 * link.0 as f64 {
+                    return (rate, Reason::Refractory);
+                }
+            }
+            let d = delay.as_secs_f64();
+            let mut factor = (1.0 - d / (d + 0.1)).clamp(0.5, 0.9);
+            if link_limited {
+                self.link_seen = Some((now, achieved));
+                // The output is held below the rate by the link itself (a
+                // download behind a slower modem): it is the link's rate,
+                // and a little under it drains the queue.
+                factor = factor.max(t.under_link);
+            }
+            let base = rate.min(achieved).0 as f64;
+            let new = Rate((base * factor) as u64).max(self.cfg.min);
+            if new >= rate {
+                return (rate, Reason::Steady);
+            }
+            self.last_cut = Some((now, delay));
+            self.ceiling = Some(rate.min(achieved));
+            return (new, Reason::Delay);
+        }
+        let recent_cut = self
+            .last_cut
+            .is_some_and(|(at, _)| now.saturating_since(at) < t.raise_after_cut);
+        if delay.0.saturating_mul(2) <= t.target.0 && load >= t.loaded && !recent_cut {
+            let near_ceiling = self.ceiling.is_some_and(|c| {
+                rate.0 as f64 >= c.0 as f64 * t.probe_zone
+                    && self
+                        .last_cut
+                        .is_some_and(|(at, _)| now.saturating_since(at) < t.ceiling_memory)
+            });
+            let step = if near_ceiling { t.probe } else { t.raise };
+            let new = Rate(((rate.0 as f64) * (1.0 + step)).ceil() as u64).min(self.cfg.max);
+            if new > rate {
+                return (new, Reason::Load);
+            }
+        }
+        (rate, Reason::Steady)
+    }
+}

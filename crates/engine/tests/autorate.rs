@@ -1,0 +1,206 @@
+//! autorate through the engine (issue #16 item 3): the controller reads
+//! the delay signal of the WAN side and the interface's output, and cuts
+//! the shaper's rate when the delay beyond sluice rises under load; in
+//! dry-run it decides and logs and the shaper keeps its rate.
+
+mod common;
+
+use common::{bridge, CLIENT, LAN, SERVER, WAN};
+use sluice_engine::autorate::Reason;
+use sluice_engine::Engine;
+use sluice_time::{Duration, Instant, Rate};
+use sluice_wire::build::{tcp_with, udp_v4, TcpSpec};
+use sluice_wire::tcp::TcpOption;
+use sluice_wire::tcp_flags::{ACK, SYN};
+
+fn tcp(
+    e: &mut Engine,
+    now: Instant,
+    from_lan: bool,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    ts: (u32, u32),
+) {
+    let mut opts = Vec::new();
+    TcpOption::Timestamps {
+        tsval: ts.0,
+        tsecr: ts.1,
+    }
+    .encode(&mut opts);
+    let (src, dst, sport, dport, iface) = if from_lan {
+        (CLIENT, SERVER, 40000, 5201, LAN)
+    } else {
+        (SERVER, CLIENT, 5201, 40000, WAN)
+    };
+    let len = if from_lan { 1400 } else { 0 };
+    let spec = TcpSpec {
+        sport,
+        dport,
+        seq,
+        ack,
+        flags,
+        window: 65535,
+        options: &opts,
+        payload_len: len,
+    };
+    e.handle_rx(now, iface, tcp_with(src, dst, &spec));
+}
+
+/// An upload through `e` for `secs` s from `*now`: 16.7 Mbit/s of UDP
+/// filler offered to the WAN shaper, and one TCP connection whose data is
+/// answered by the server 30 ms + `queue(t)` later (timestamps echoed).
+fn upload(
+    e: &mut Engine,
+    now: &mut Instant,
+    secs: u64,
+    queue: impl Fn(u64) -> u64,
+    st: &mut (u32, u32, u32),
+) {
+    let end = *now + Duration::from_secs(secs);
+    let mut ack_due: Option<(Instant, u32, u32)> = None;
+    let mut t = 0u64;
+    while *now < end {
+        // 2 frames of 1042 bytes a ms: 16.7 Mbit/s, below the shaper's
+        // rate, so sluice's own queue stays empty (the server's answer
+        // is timed from the data's arrival here, not its departure).
+        for k in 0..2 {
+            let f = udp_v4(CLIENT, SERVER.octets().into(), 6000 + k, 9, 1000);
+            e.handle_rx(*now, LAN, f);
+        }
+        match ack_due {
+            Some((at, seq, ts)) if *now >= at => {
+                tcp(e, *now, false, 9001, seq, ACK, (st.2, ts));
+                st.2 += 1;
+                ack_due = None;
+            }
+            None => {
+                let (seq, ts) = (st.0, st.1);
+                tcp(e, *now, true, seq, 9001, ACK, (ts, st.2.wrapping_sub(1)));
+                st.0 = seq.wrapping_add(1400);
+                st.1 += 1;
+                let rtt = Duration::from_millis(30 + queue(t));
+                ack_due = Some((*now + rtt, st.0, ts));
+            }
+            _ => {}
+        }
+        e.handle_timeout(*now);
+        while e.poll_tx(*now, WAN).is_some() {}
+        while e.poll_tx(*now, LAN).is_some() {}
+        *now += Duration::from_millis(1);
+        t += 1;
+    }
+}
+
+fn start(e: &mut Engine) -> (Instant, (u32, u32, u32)) {
+    let now = Instant(1_000_000_000);
+    tcp(e, now, true, 1000, 0, SYN, (1, 0));
+    tcp(
+        e,
+        now + Duration::from_millis(30),
+        false,
+        9000,
+        1001,
+        SYN | ACK,
+        (500, 1),
+    );
+    (now + Duration::from_millis(31), (1001, 2, 501))
+}
+
+const CONF: &str = "queue up on $ext_if bandwidth 20M autorate (min 5M, max 40M)\n\
+                    queue bulk parent up bandwidth 100% qlimit 2000 default\n\
+                    pass proto tcp\npass proto udp\n";
+
+#[test]
+fn delay_beyond_sluice_under_load_cuts_the_rate_and_is_logged() {
+    let mut e = bridge(CONF);
+    let (mut now, mut st) = start(&mut e);
+    // 3 s with an idle path, then a queue of 60 ms beyond sluice.
+    upload(&mut e, &mut now, 3, |_| 0, &mut st);
+    let before = e.rate(WAN).unwrap();
+    upload(&mut e, &mut now, 1, |_| 60, &mut st);
+    let after = e.rate(WAN).unwrap();
+    let log: Vec<_> = std::iter::from_fn(|| e.poll_autorate()).collect();
+    eprintln!("rate {before} -> {after}; {} decisions logged", log.len());
+    assert!(
+        before >= Rate::mbps(20),
+        "no delay, loaded: not cut ({before})"
+    );
+    assert!(
+        after < Rate::mbps(16),
+        "60 ms of delay under load: cut ({after})"
+    );
+    assert!(after >= Rate::mbps(5), "within the bounds");
+    let cut = log
+        .iter()
+        .find(|(_, d)| d.reason == Reason::Delay)
+        .expect("the cut is logged");
+    assert_eq!(cut.0, "wan0");
+    assert!(cut.1.delay.unwrap() >= Duration::from_millis(50), "{cut:?}");
+    // The reports show it.
+    let rep = e.report();
+    let wan = rep.iter().find(|i| i.name == "wan0").unwrap();
+    assert_eq!(wan.bandwidth, Some(after));
+    let a = wan.autorate.as_ref().unwrap();
+    assert_eq!(a.rate, after);
+    assert!(a.decisions.iter().any(|(r, n)| *r == "delay" && *n > 0));
+}
+
+#[test]
+fn dry_run_logs_the_cut_and_leaves_the_shaper() {
+    let mut e = bridge(&CONF.replace("max 40M)", "max 40M, dry-run)"));
+    let (mut now, mut st) = start(&mut e);
+    upload(&mut e, &mut now, 3, |_| 0, &mut st);
+    upload(&mut e, &mut now, 1, |_| 60, &mut st);
+    assert_eq!(
+        e.rate(WAN),
+        Some(Rate::mbps(20)),
+        "the shaper keeps its rate"
+    );
+    let log: Vec<_> = std::iter::from_fn(|| e.poll_autorate()).collect();
+    let cut = log
+        .iter()
+        .find(|(_, d)| d.reason == Reason::Delay)
+        .unwrap_or_else(|| panic!("the would-be cut is logged: {log:?}"));
+    assert!(cut.1.dry_run && cut.1.new < Rate::mbps(20));
+    let rep = e.report();
+    let a = rep[1].autorate.as_ref().unwrap();
+    assert!(a.dry_run && a.rate < Rate::mbps(20));
+}
+
+fn config(text: &str) -> sluice_conf::ir::Config {
+    let defines = [("ext_if", "wan0"), ("int_if", "lan0")].map(|(k, v)| (k.into(), v.into()));
+    sluice_conf::check("t.conf", text, &defines)
+        .expect("valid")
+        .config
+}
+
+#[test]
+fn a_reload_with_the_same_bounds_keeps_the_rate_found_and_new_bounds_start_again() {
+    let mut e = bridge(CONF);
+    let (mut now, mut st) = start(&mut e);
+    upload(&mut e, &mut now, 3, |_| 0, &mut st);
+    upload(&mut e, &mut now, 1, |_| 60, &mut st);
+    let found = e.rate(WAN).unwrap();
+    assert!(found < Rate::mbps(20));
+    e.reload(&config(CONF)).expect("reload");
+    assert_eq!(
+        e.rate(WAN),
+        Some(found),
+        "same bounds: the rate found is kept"
+    );
+    let rep = e.report();
+    assert_eq!(rep[1].autorate.as_ref().unwrap().rate, found);
+    e.reload(&config(&CONF.replace("min 5M", "min 4M")))
+        .expect("reload");
+    assert_eq!(
+        e.rate(WAN),
+        Some(Rate::mbps(20)),
+        "new bounds: from the bandwidth"
+    );
+    e.reload(&config(
+        "queue up on $ext_if bandwidth 20M default\npass proto tcp\n",
+    ))
+    .expect("reload");
+    assert!(e.report()[1].autorate.is_none(), "autorate gone");
+}

@@ -1,0 +1,342 @@
+//! The autorate controller in virtual time against a simulated link
+//! whose capacity follows a step or a trace (issue #16 item 3). The
+//! controller and the delay signal are the engine's own
+//! ([`sluice_engine::autorate`], [`sluice_engine::delay_signal`]); only
+//! the link and the traffic are modelled:
+//!
+//! - a greedy sender keeps sluice's shaper busy (the worst case for a
+//!   step down: whatever the shaper lets through beyond the capacity
+//!   queues in the modem, up to its buffer) or, when idle, sends 5 % of
+//!   the rate;
+//! - the modem's queue is a fluid: it grows by (output − capacity) and
+//!   its delay is queue / capacity;
+//! - `flows` TCP flows each complete an RTT sample every 10 ms: their
+//!   base RTT plus the modem's delay of 20 ms earlier, plus noise.
+
+use sluice_conf::ir::Autorate;
+use sluice_engine::autorate::{Controller, Reason, Tuning};
+use sluice_engine::delay_signal::DelaySignal;
+use sluice_time::{Duration, Instant, Rate};
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr};
+
+const MS: u64 = 1_000_000;
+
+struct Sim {
+    /// Link capacity at time t (ms).
+    capacity: Box<dyn Fn(u64) -> u64>,
+    /// Whether the sender is greedy at time t (ms).
+    loaded: Box<dyn Fn(u64) -> bool>,
+    flows: u64,
+    /// Extra delay (ms) on the sample of flow f at time t (ms).
+    noise: Box<dyn Fn(u64, u64) -> u64>,
+    buffer_bytes: f64,
+    /// A download: the sender is beyond the modem, and sluice's output is
+    /// what the modem lets through (its capacity while it has a queue).
+    download: bool,
+    /// A download's senders follow sluice's rate this late (ms): TCP
+    /// needs a round trip, sluice's AQM an interval, to slow them down.
+    sender_lag_ms: usize,
+}
+
+/// Per ms: (time ms, shaper rate, capacity, modem delay ms).
+struct Run {
+    points: Vec<(u64, u64, u64, f64)>,
+    decisions: Vec<sluice_engine::autorate::Decision>,
+}
+
+impl Run {
+    /// First time (ms) at or after `from` when the shaper's rate is at
+    /// most `bps` (`below`) or at least it.
+    fn first(&self, from: u64, below: bool, bps: u64) -> Option<u64> {
+        self.points
+            .iter()
+            .find(|p| p.0 >= from && if below { p.1 <= bps } else { p.1 >= bps })
+            .map(|p| p.0)
+    }
+
+    fn window(&self, from: u64, to: u64) -> impl Iterator<Item = &(u64, u64, u64, f64)> {
+        self.points.iter().filter(move |p| p.0 >= from && p.0 < to)
+    }
+
+    fn min_rate(&self, from: u64, to: u64) -> u64 {
+        self.window(from, to).map(|p| p.1).min().unwrap()
+    }
+
+    fn max_rate(&self, from: u64, to: u64) -> u64 {
+        self.window(from, to).map(|p| p.1).max().unwrap()
+    }
+
+    /// Mean of min(rate, capacity) / capacity: the share of the link used.
+    fn utilisation(&self, from: u64, to: u64) -> f64 {
+        let v: Vec<f64> = self
+            .window(from, to)
+            .map(|p| p.1.min(p.2) as f64 / p.2 as f64)
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+
+    /// The 99th percentile of the modem's delay (ms).
+    fn delay_p99(&self, from: u64, to: u64) -> f64 {
+        let mut v: Vec<f64> = self.window(from, to).map(|p| p.3).collect();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[(v.len() * 99 / 100).min(v.len() - 1)]
+    }
+}
+
+fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
+    let mut ctl = Controller::new(cfg, start, Tuning::default());
+    let mut signal = DelaySignal::default();
+    let mut shaper = start.as_bps();
+    let (mut queue, mut sent) = (0f64, 0f64);
+    let mut history: VecDeque<f64> = VecDeque::new();
+    let mut rates: VecDeque<u64> = VecDeque::new();
+    let mut out = Run {
+        points: Vec::new(),
+        decisions: Vec::new(),
+    };
+    for t in 0..until_ms {
+        let now = Instant(1_000_000_000 + t * MS);
+        let cap = (sim.capacity)(t) as f64;
+        rates.push_back(shaper);
+        if rates.len() > sim.sender_lag_ms + 1 {
+            rates.pop_front();
+        }
+        let governing = if sim.download { rates[0] } else { shaper };
+        let offered = if (sim.loaded)(t) {
+            governing as f64
+        } else {
+            governing as f64 * 0.05
+        };
+        let before = queue;
+        queue = (queue + (offered - cap) / 8000.0).clamp(0.0, sim.buffer_bytes);
+        sent += if sim.download && before > 0.0 {
+            cap.min(shaper as f64) / 8000.0
+        } else {
+            offered.min(shaper as f64) / 8000.0
+        };
+        let delay_ms = queue * 8.0 / cap * 1000.0;
+        history.push_back(delay_ms);
+        if history.len() > 20 {
+            history.pop_front();
+        }
+        let seen = history[0];
+        for f in 0..sim.flows {
+            if (t + f) % 10 == 0 {
+                let rtt = 20.0 + 5.0 * f as f64 + seen + (sim.noise)(f, t) as f64;
+                let host = IpAddr::V4(Ipv4Addr::new(198, 51, f as u8, 1));
+                signal.add(now, host, f, Duration((rtt * 1e6) as u64), Duration::ZERO);
+            }
+        }
+        if let Some(d) = ctl.tick(now, sent as u64, signal.read(now)) {
+            if !d.dry_run {
+                shaper = d.new.as_bps();
+            }
+            out.decisions.push(d);
+        }
+        out.points.push((t, shaper, cap as u64, delay_ms));
+    }
+    out
+}
+
+fn bounds(min: u64, max: u64) -> Autorate {
+    Autorate {
+        min: Rate::mbps(min),
+        max: Rate::mbps(max),
+        dry_run: false,
+    }
+}
+
+fn step(from: u64, to: u64, at_ms: u64) -> Sim {
+    Sim {
+        capacity: Box::new(move |t| if t < at_ms { from } else { to } * 1_000_000),
+        loaded: Box::new(|_| true),
+        flows: 5,
+        noise: Box::new(|_, _| 0),
+        buffer_bytes: 250_000.0,
+        download: false,
+        sender_lag_ms: 0,
+    }
+}
+
+#[test]
+fn after_a_step_down_the_rate_is_below_the_new_capacity_within_2_s() {
+    let r = run(&step(40, 10, 30_000), bounds(5, 50), Rate::mbps(40), 60_000);
+    let below = r
+        .first(30_000, true, 10_000_000)
+        .expect("it follows the step");
+    eprintln!(
+        "step 40 -> 10 Mbit/s at 30 s: below 10 Mbit/s after {} ms; min {} max {} in 40..60 s; utilisation {:.2}, delay p99 {:.1} ms",
+        below - 30_000,
+        r.min_rate(40_000, 60_000),
+        r.max_rate(40_000, 60_000),
+        r.utilisation(40_000, 60_000),
+        r.delay_p99(40_000, 60_000),
+    );
+    assert!(below - 30_000 <= 2_000, "{} ms", below - 30_000);
+    // And it settles near the link, not at the bottom.
+    assert!(r.utilisation(40_000, 60_000) >= 0.8);
+    assert!(r.min_rate(40_000, 60_000) > 5_000_000);
+    assert!(r.delay_p99(40_000, 60_000) <= 30.0);
+}
+
+#[test]
+fn a_download_follows_a_step_down_though_its_output_is_the_links() {
+    // Sluice's output is what the modem delivers: 10 of a 40 Mbit/s rate
+    // (a quarter) after the step; the delay is still the rate's doing.
+    let mut sim = step(40, 10, 30_000);
+    sim.download = true;
+    let r = run(&sim, bounds(5, 50), Rate::mbps(40), 60_000);
+    let below = r
+        .first(30_000, true, 10_000_000)
+        .expect("it follows the step");
+    eprintln!(
+        "download step 40 -> 10 Mbit/s: below 10 Mbit/s after {} ms; utilisation 40..60 s {:.2}, delay p99 {:.1} ms",
+        below - 30_000,
+        r.utilisation(40_000, 60_000),
+        r.delay_p99(40_000, 60_000)
+    );
+    assert!(below - 30_000 <= 2_000, "{} ms", below - 30_000);
+    assert!(r.utilisation(40_000, 60_000) >= 0.8);
+    assert!(r.delay_p99(40_000, 60_000) <= 30.0);
+}
+
+#[test]
+fn a_download_whose_senders_lag_is_not_cut_to_the_floor() {
+    // The senders keep sending at the old rate for 250 ms after a cut:
+    // the modem's queue goes on growing although the rate is already under
+    // the link. Cutting again on that delay would end at the 5 Mbit/s min.
+    let mut sim = step(40, 10, 30_000);
+    sim.download = true;
+    sim.sender_lag_ms = 250;
+    let r = run(&sim, bounds(5, 50), Rate::mbps(40), 45_000);
+    let below = r
+        .first(30_000, true, 10_000_000)
+        .expect("it follows the step");
+    let low = r.min_rate(30_000, 45_000);
+    eprintln!(
+        "download with lagging senders: below 10 Mbit/s after {} ms, lowest {low}; utilisation 35..45 s {:.2}, delay p99 {:.1} ms",
+        below - 30_000,
+        r.utilisation(35_000, 45_000),
+        r.delay_p99(35_000, 45_000)
+    );
+    assert!(below - 30_000 <= 2_000);
+    assert!(low >= 7_000_000, "cut to {low}");
+    assert!(r.utilisation(35_000, 45_000) >= 0.8);
+}
+
+#[test]
+fn after_a_step_up_the_rate_reaches_80_percent_within_10_s() {
+    let r = run(&step(10, 40, 30_000), bounds(5, 50), Rate::mbps(10), 60_000);
+    let up = r
+        .first(30_000, false, 32_000_000)
+        .expect("it finds the room");
+    eprintln!(
+        "step 10 -> 40 Mbit/s at 30 s: 32 Mbit/s after {} ms; utilisation 45..60 s {:.2}, delay p99 {:.1} ms",
+        up - 30_000,
+        r.utilisation(45_000, 60_000),
+        r.delay_p99(45_000, 60_000)
+    );
+    assert!(up - 30_000 <= 10_000, "{} ms", up - 30_000);
+    assert!(r.utilisation(45_000, 60_000) >= 0.8);
+    assert!(r.delay_p99(45_000, 60_000) <= 30.0);
+}
+
+#[test]
+fn idle_holds_the_rate_whatever_the_signal_says() {
+    let mut sim = step(20, 20, 0);
+    sim.loaded = Box::new(|_| false);
+    // The path's own jitter (a far queue sluice does not feed).
+    sim.noise = Box::new(|f, t| ((f * 31 + t * 7) % 60) / if t > 10_000 { 1 } else { 60 });
+    let r = run(&sim, bounds(5, 40), Rate::mbps(20), 60_000);
+    assert_eq!(r.min_rate(0, 60_000), 20_000_000);
+    assert_eq!(r.max_rate(0, 60_000), 20_000_000);
+    assert!(r
+        .decisions
+        .iter()
+        .all(|d| d.reason == Reason::Idle || d.reason == Reason::Unsure));
+}
+
+#[test]
+fn missing_signal_holds_and_never_drives_the_rate_to_the_min() {
+    let mut sim = step(10, 10, 0);
+    sim.flows = 0;
+    // Above the link, loaded, the modem's queue full: without a signal
+    // sluice cannot know, and holds (neither cut to the min nor raised).
+    let r = run(&sim, bounds(5, 40), Rate::mbps(20), 30_000);
+    assert_eq!(r.min_rate(0, 30_000), 20_000_000);
+    assert_eq!(r.max_rate(0, 30_000), 20_000_000);
+    assert!(r.decisions.iter().all(|d| d.reason == Reason::Unsure));
+}
+
+#[test]
+fn noisy_flows_do_not_drive_the_rate_to_the_min() {
+    let mut sim = step(20, 20, 0);
+    sim.flows = 9;
+    // Three of nine flows jump by up to 200 ms at random; every flow has a
+    // delayed ACK (+40 ms) on one sample in three.
+    sim.noise = Box::new(|f, t| {
+        let h = (f * 7919 + t * 104_729 + (t / 7) * 31) % 201;
+        let jump = if f < 3 { h } else { 0 };
+        jump + if (t / 10 + f) % 3 == 0 { 40 } else { 0 }
+    });
+    let r = run(&sim, bounds(5, 40), Rate::mbps(20), 60_000);
+    eprintln!(
+        "noisy: rate {}..{} in 10..60 s, utilisation {:.2}, delay p99 {:.1} ms",
+        r.min_rate(10_000, 60_000),
+        r.max_rate(10_000, 60_000),
+        r.utilisation(10_000, 60_000),
+        r.delay_p99(10_000, 60_000)
+    );
+    assert!(r.min_rate(10_000, 60_000) >= 12_000_000);
+    assert!(r.utilisation(10_000, 60_000) >= 0.8);
+    assert!(r.delay_p99(10_000, 60_000) <= 30.0);
+}
+
+#[test]
+fn dry_run_decides_and_logs_but_does_not_move_the_shaper() {
+    let mut cfg = bounds(5, 50);
+    cfg.dry_run = true;
+    let r = run(&step(40, 10, 30_000), cfg, Rate::mbps(40), 40_000);
+    assert_eq!(
+        r.min_rate(0, 40_000),
+        40_000_000,
+        "the shaper keeps its rate"
+    );
+    let cut = r
+        .decisions
+        .iter()
+        .find(|d| d.reason == Reason::Delay && d.new < Rate::mbps(40))
+        .expect("it would cut");
+    assert!(cut.dry_run);
+}
+
+#[test]
+fn a_trace_of_moves_is_followed() {
+    // An LTE-like trace: a new capacity every 5 s between 8 and 45 Mbit/s.
+    let caps = [30u64, 12, 45, 8, 25, 40, 15, 35, 10, 20, 45, 30];
+    let sim = Sim {
+        capacity: Box::new(move |t| caps[(t / 5000) as usize % caps.len()] * 1_000_000),
+        loaded: Box::new(|_| true),
+        flows: 6,
+        noise: Box::new(|f, t| if (t / 10 + f) % 4 == 0 { 30 } else { 0 }),
+        buffer_bytes: 300_000.0,
+        download: false,
+        sender_lag_ms: 0,
+    };
+    let r = run(&sim, bounds(5, 50), Rate::mbps(30), 60_000);
+    let (u, p99) = (r.utilisation(5_000, 60_000), r.delay_p99(5_000, 60_000));
+    eprintln!("trace: utilisation {u:.2}, delay p99 {p99:.1} ms");
+    for (i, c) in caps.iter().enumerate().skip(1) {
+        let at = i as u64 * 5000;
+        if caps[i - 1] > *c {
+            let below = r.first(at, true, c * 1_000_000).expect("follows");
+            assert!(
+                below - at <= 2_000,
+                "step to {c} at {at}: {} ms",
+                below - at
+            );
+        }
+    }
+    assert!(u >= 0.7, "{u}");
+}
