@@ -23,8 +23,8 @@
 //!   what it passed, which is what host isolation is about.
 
 use crate::model::{
-    host_name, Grades, HostPhase, HostSummary, Latency, Link, PhaseSummary, RunResult, Scenario,
-    Series, Summary, Voip,
+    host_name, Dir, Grades, HostPhase, HostSummary, Latency, Link, PhaseSummary, RateStep,
+    RunResult, Scenario, Series, Summary, Voip,
 };
 
 /// Nearest-rank percentile `p` (0..=100) of ascending `sorted`; 0 when empty.
@@ -146,6 +146,108 @@ fn phase_util(series: &Series, link: &Link, start: f64, end: f64) -> (f64, f64) 
     }
     let pct = |g: f64, c: f64| if c > 0.0 { 100.0 * g / c } else { 0.0 };
     (pct(got.0, cap.0), pct(got.1, cap.1))
+}
+
+/// Share of a step up's new capacity the throughput must reach.
+pub const STEP_UP_SHARE: f64 = 0.8;
+/// Window of the throughput mean a step up is judged on.
+const STEP_UP_WINDOW_S: f64 = 1.0;
+
+/// Each step of a moving link's capacity inside a phase loaded in its
+/// direction, and how long the shaper took to follow it: down, until its
+/// own rate (autorate's log) was at or below the new capacity; up, until
+/// the throughput's 1 s mean reached [`STEP_UP_SHARE`] of it. The search
+/// ends at the direction's next step or the end of the loaded phase.
+fn rate_steps(scenario: &Scenario, series: &Series, phases: &[PhaseSummary]) -> Vec<RateStep> {
+    let Some(trace) = &scenario.link.trace else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for dir in [Dir::Down, Dir::Up] {
+        let cap = |s: &crate::trace::Step| match dir {
+            Dir::Down => s.down_bps,
+            Dir::Up => s.up_bps,
+        };
+        let changes: Vec<(f64, u64, u64)> = trace
+            .steps
+            .windows(2)
+            .filter(|w| cap(&w[0]) != cap(&w[1]))
+            .map(|w| (w[1].t_s, cap(&w[0]), cap(&w[1])))
+            .collect();
+        let own: Vec<(f64, f64)> = series
+            .shaper_rate
+            .iter()
+            .filter(|r| r.dir == dir)
+            .map(|r| (r.t_s, r.bps))
+            .collect();
+        for (i, &(t, from, to)) in changes.iter().enumerate() {
+            let Some(p) = phases.iter().find(|p| p.start_s <= t && t < p.end_s) else {
+                continue;
+            };
+            let loaded = match dir {
+                Dir::Down => p.load_down,
+                Dir::Up => p.load_up,
+            };
+            if !loaded {
+                continue;
+            }
+            let until = changes.get(i + 1).map_or(p.end_s, |c| c.0).min(p.end_s);
+            let (settle_s, measured) = if to < from {
+                if own.is_empty() {
+                    (None, false)
+                } else {
+                    // The rate in force at t, then each decision after it.
+                    let at_t = own.iter().rev().find(|r| r.0 <= t).map(|r| (t, r.1));
+                    let after = own.iter().copied().filter(|r| r.0 > t && r.0 < until);
+                    let hit = at_t
+                        .into_iter()
+                        .chain(after)
+                        .find(|r| r.1 <= to as f64)
+                        .map(|r| r.0 - t);
+                    (hit, true)
+                }
+            } else {
+                let goal = STEP_UP_SHARE * to as f64;
+                let rate: Vec<(f64, f64)> = series
+                    .rate
+                    .iter()
+                    .map(|r| {
+                        let v = match dir {
+                            Dir::Down => r.down_bps,
+                            Dir::Up => r.up_bps,
+                        };
+                        (r.t_s, v)
+                    })
+                    .collect();
+                let hit = rate
+                    .iter()
+                    .filter(|r| r.0 > t && r.0 <= until)
+                    .find(|r| {
+                        // The second before the sample (a hair less, so a
+                        // sample a float's width inside is not counted twice).
+                        let from = r.0 - STEP_UP_WINDOW_S + 1e-6;
+                        let w: Vec<f64> = rate
+                            .iter()
+                            .filter(|x| x.0 > from && x.0 <= r.0)
+                            .map(|x| x.1)
+                            .collect();
+                        !w.is_empty() && mean(&w) >= goal
+                    })
+                    .map(|r| r.0 - t);
+                (hit, true)
+            };
+            out.push(RateStep {
+                t_s: t,
+                dir,
+                from_bps: from,
+                to_bps: to,
+                settle_s,
+                measured,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    out
 }
 
 /// Mean (down, up) of rate samples; zero without any.
@@ -298,6 +400,7 @@ pub fn summarize(
     }
 
     let hosts = host_summaries(scenario, series, &phases);
+    let rate_steps = rate_steps(scenario, series, &phases);
     Summary {
         scenario: scenario.name.clone(),
         shaper: shaper.to_string(),
@@ -321,6 +424,7 @@ pub fn summarize(
         },
         flows: series.flows.clone(),
         hosts,
+        rate_steps,
         warnings,
         started_at,
         sluice_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -570,6 +674,60 @@ mod tests {
         });
         let (_, u) = phase_util(&one, &s.link, 15.0, 16.0);
         assert!((u - 100.0).abs() < 1e-9, "{u}");
+    }
+
+    #[test]
+    fn rate_steps_time_the_shapers_answer_to_each_step_of_the_link() {
+        let mut s = scenario::tcp_1down();
+        for p in &mut s.phases {
+            p.secs = 10.0;
+        }
+        // Loaded 10..20 s; the download falls to 4M at 12 s, back at 16 s;
+        // the upload's step at 5 s is in an idle phase, the one at 18 s in a
+        // phase without upload load: neither counts.
+        let trace = crate::trace::RateTrace::parse(
+            "t",
+            "0 10M 1M\n5 10M 2M\n12 4M 2M\n16 10M 2M\n18 10M 1M",
+        )
+        .unwrap();
+        s.link.follow(trace);
+        let mut series = Series::default();
+        for i in 101..=200 {
+            let t = f64::from(i) / 10.0;
+            series.rate.push(RateSample {
+                t_s: t,
+                down_bps: if t <= 16.0 { 3.5e6 } else { 9e6 },
+                up_bps: 0.0,
+            });
+        }
+        let sum = summarize(&s, "x", &series, "t".into(), vec![]);
+        assert_eq!(sum.rate_steps.len(), 2, "{:?}", sum.rate_steps);
+        let (down, up) = (&sum.rate_steps[0], &sum.rate_steps[1]);
+        assert_eq!(
+            (down.t_s, down.from_bps, down.to_bps),
+            (12.0, 10_000_000, 4_000_000)
+        );
+        assert!(!down.measured && down.settle_s.is_none(), "no autorate log");
+        // Up: the 1 s mean reaches 80 % of 10M with 9 of its 10 samples at 9M.
+        assert_eq!((up.t_s, up.dir, up.to_bps), (16.0, Dir::Down, 10_000_000));
+        let d = up.settle_s.expect("followed");
+        assert!((d - 0.9).abs() < 0.051, "{d}");
+
+        // With autorate's log: below 4M 0.9 s after the step.
+        let rate = |t_s, bps| crate::model::ShaperRateSample {
+            t_s,
+            dir: Dir::Down,
+            bps,
+        };
+        series.shaper_rate = vec![rate(0.0, 9.7e6), rate(12.5, 6e6), rate(12.9, 3.9e6)];
+        let sum = summarize(&s, "x", &series, "t".into(), vec![]);
+        let d = sum.rate_steps[0].settle_s.expect("followed");
+        assert!((d - 0.9).abs() < 1e-9 && sum.rate_steps[0].measured, "{d}");
+        // Never below the new capacity before the next step: not followed.
+        series.shaper_rate = vec![rate(0.0, 9.7e6), rate(12.5, 6e6), rate(16.5, 3e6)];
+        let sum = summarize(&s, "x", &series, "t".into(), vec![]);
+        assert_eq!(sum.rate_steps[0].settle_s, None);
+        assert!(sum.rate_steps[0].measured);
     }
 
     #[test]

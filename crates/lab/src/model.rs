@@ -332,6 +332,39 @@ pub struct Series {
     /// otherwise and in runs recorded before hosts existed).
     #[serde(default)]
     pub host_rate: Vec<HostRateSample>,
+    /// sluice's own rate per direction over time, when its configuration
+    /// has `autorate` (from the run's autorate.csv): each sample holds
+    /// until the next of its direction. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shaper_rate: Vec<ShaperRateSample>,
+}
+
+/// The shaper's rate in direction `dir` from `t_s` on (an autorate
+/// decision; the first sample of a direction is the rate it started at).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShaperRateSample {
+    pub t_s: f64,
+    pub dir: Dir,
+    pub bps: f64,
+}
+
+/// How the shaper answered one step of a moving link's capacity in one
+/// direction (loaded phases only).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateStep {
+    /// When the link's capacity changed (run time).
+    pub t_s: f64,
+    pub dir: Dir,
+    pub from_bps: u64,
+    pub to_bps: u64,
+    /// A step down: seconds until the shaper's own rate was at or below the
+    /// new capacity (`None`: not before the next step or the end of the
+    /// load; absent without autorate's log). A step up: seconds until the
+    /// measured throughput (1 s mean) reached 80 % of the new capacity.
+    pub settle_s: Option<f64>,
+    /// Whether the figure could be measured at all (a step down needs the
+    /// shaper's rate, i.e. autorate's log).
+    pub measured: bool,
 }
 
 /// One host's TCP goodput over one sampling interval ending at `t_s`:
@@ -458,6 +491,10 @@ pub struct Summary {
     /// one host, and in summaries written before hosts existed).
     #[serde(default)]
     pub hosts: Vec<HostSummary>,
+    /// On a moving link: each step of its capacity inside a phase loaded
+    /// in that direction, and how long the shaper took to follow it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_steps: Vec<RateStep>,
     /// `Some(reason)` when the run did not go as planned (a flow failed,
     /// the shaper died…): the numbers are kept but flagged.
     pub warnings: Vec<String>,

@@ -12,7 +12,7 @@
 //! - The parsers accept any text: a malformed line is skipped, never a
 //!   panic.
 
-use crate::model::{HostRateSample, IrttSample, PingSample, RateSample};
+use crate::model::{Dir, HostRateSample, IrttSample, PingSample, RateSample, ShaperRateSample};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -156,6 +156,60 @@ pub fn parse_irtt(text: &str, interval_s: f64, t0_wall: f64) -> Result<Vec<IrttS
             rtt_ms: rtt,
             up_owd_ms: up,
             down_owd_ms: down,
+        });
+    }
+    Ok(out)
+}
+
+/// sluice's rate per direction from its autorate decision log
+/// (`autorate.csv`, docs/autorate.md: `time_unix_s,iface,…,old_bps,new_bps,
+/// reason,dry_run`) in run time: per interface the rate it started at
+/// (the first line's `old_bps`, from 0) and each decision's `new_bps`.
+/// The LAN interface's rate is the download's, the WAN one's the upload's;
+/// dry-run lines leave the shaper as it was and are skipped.
+pub fn parse_autorate(
+    text: &str,
+    t0_wall: f64,
+    lan_if: &str,
+    wan_if: &str,
+) -> Result<Vec<ShaperRateSample>, String> {
+    let mut out = Vec::new();
+    let mut seen = [false; 2];
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() < 10 {
+            return Err(format!(
+                "autorate.csv line {}: {} fields, 10 expected",
+                n + 1,
+                f.len()
+            ));
+        }
+        let dir = match f[1] {
+            i if i == lan_if => Dir::Down,
+            i if i == wan_if => Dir::Up,
+            _ => continue,
+        };
+        let num = |s: &str, what: &str| -> Result<f64, String> {
+            s.parse::<f64>()
+                .map_err(|_| format!("autorate.csv line {}: {what} `{s}` is not a number", n + 1))
+        };
+        if f[9] == "1" {
+            continue;
+        }
+        let t_s = num(f[0], "time")? - t0_wall;
+        let k = usize::from(dir == Dir::Up);
+        if !seen[k] {
+            seen[k] = true;
+            out.push(ShaperRateSample {
+                t_s: t_s.min(0.0),
+                dir,
+                bps: num(f[6], "old_bps")?,
+            });
+        }
+        out.push(ShaperRateSample {
+            t_s,
+            dir,
+            bps: num(f[7], "new_bps")?,
         });
     }
     Ok(out)
@@ -499,5 +553,29 @@ garbage [ line ] icmp_seq=x
         let s = m.sample(2.5, &t);
         assert_eq!((s[0].down_bps, s[1].up_bps), (0.0, 1e6));
         assert!(m.sample(2.5, &t).is_empty(), "no time, no sample");
+    }
+
+    #[test]
+    fn autorate_log_gives_each_directions_rate_in_run_time() {
+        let csv = "time_unix_s,iface,delay_ms,flows,newest_age_ms,achieved_bps,old_bps,new_bps,reason,dry_run\n\
+                   1000.500,lan0,23.5,4,12,19000000,20000000,15000000,delay,0\n\
+                   1001.000,wan0,,0,,0,5000000,5000000,unsure,0\n\
+                   1001.250,lan0,30,4,10,14000000,15000000,9000000,delay,1\n\
+                   1002.000,lan0,2,4,10,14000000,15000000,15300000,load,0\n";
+        let v = parse_autorate(csv, 1000.0, "lan0", "wan0").unwrap();
+        let got: Vec<(f64, Dir, f64)> = v.iter().map(|r| (r.t_s, r.dir, r.bps)).collect();
+        assert_eq!(
+            got,
+            [
+                (0.0, Dir::Down, 20e6),
+                (0.5, Dir::Down, 15e6),
+                (0.0, Dir::Up, 5e6),
+                (1.0, Dir::Up, 5e6),
+                (2.0, Dir::Down, 15.3e6),
+            ],
+            "the start rate, each decision; dry-run lines skipped"
+        );
+        let e = parse_autorate("h\n1,lan0,x\n", 0.0, "lan0", "wan0").unwrap_err();
+        assert!(e.contains("line 2: 3 fields"), "{e}");
     }
 }

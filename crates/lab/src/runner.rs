@@ -518,6 +518,19 @@ pub fn run(
         warnings.push("the delay line exited during the run (see delay-line.log)".into());
     }
 
+    // autorate's decisions (sluice with autorate only), in run time.
+    let autorate_csv = o.dir.join("autorate.csv");
+    let shaper_rate = match std::fs::read_to_string(&autorate_csv) {
+        Ok(text) => {
+            probes::parse_autorate(&text, t0_wall, crate::topo::LAN_IF, crate::topo::WAN_IF)
+                .unwrap_or_else(|e| {
+                    warnings.push(e);
+                    Vec::new()
+                })
+        }
+        Err(_) => Vec::new(),
+    };
+
     // Series.
     let ping_text = read_probe(&mut warnings, "ping", &ping_txt);
     let ping_samples: Vec<_> = probes::parse_ping(&ping_text, interval_s, ping_start_wall, t0_wall)
@@ -589,6 +602,7 @@ pub fn run(
         irtt: irtt_samples,
         flows: records,
         host_rate,
+        shaper_rate,
     };
     Ok(analysis::finish(
         scenario,

@@ -96,6 +96,8 @@ impl Shaper {
                 let ext = format!("ext_if={WAN_IF}");
                 let int = format!("int_if={LAN_IF}");
                 let bridge_arg = format!("{LAN_IF},{WAN_IF}");
+                // autorate's decision log (autorate.csv) goes with the run.
+                let state = dir.to_string_lossy().into_owned();
                 let args = [
                     bin.as_str(),
                     "run",
@@ -109,6 +111,8 @@ impl Shaper {
                     &bridge_arg,
                     "--control",
                     &ctl,
+                    "--state-dir",
+                    &state,
                 ];
                 let ns = net.shaper.clone();
                 let id = net

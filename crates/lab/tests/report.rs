@@ -468,6 +468,7 @@ fn fixed(shaper: &str, loaded: Option<Latency>, grade: &str, added: f64, up_bps:
         ],
         voip: None,
         hosts: Vec::new(),
+        rate_steps: Vec::new(),
         grade: Grades {
             overall: grade.into(),
             down: None,
@@ -647,6 +648,7 @@ fn degenerate_runs_do_not_panic_and_still_report() {
             down_owd_ms: Some(10.0),
         }],
         flows: Vec::new(),
+        shaper_rate: Vec::new(),
         host_rate: Vec::new(),
     };
     degenerate(

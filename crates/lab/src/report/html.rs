@@ -11,7 +11,10 @@
 
 use std::fmt::Write as _;
 
-use super::table::{blocks, HOST_HEADER, HOST_TITLE, PHASE_HEADER, SHAPER_HEADER, VOIP_HEADER};
+use super::table::{
+    blocks, HOST_HEADER, HOST_TITLE, PHASE_HEADER, SHAPER_HEADER, STEP_HEADER, STEP_TITLE,
+    VOIP_HEADER,
+};
 use super::{fmt_added, fmt_ms, fmt_pct, fmt_rate, hosts_line, link_line, PlotOutcome};
 use crate::model::{Dir, RunResult, Summary};
 
@@ -128,6 +131,7 @@ pub(super) fn run_page(run: &RunResult, data: &[String], outcome: &PlotOutcome) 
     phase_table(&mut out, s);
     for b in blocks(&[s]) {
         host_table(&mut out, &b.host_groups);
+        step_table(&mut out, &b.step_groups);
     }
     if let Some(v) = &s.voip {
         out.push_str("<h2>VoIP (irtt during load)</h2>\n<table>\n");
@@ -243,6 +247,28 @@ fn host_table(out: &mut String, groups: &[Vec<Vec<String>>]) {
                 row[0] = String::new();
             }
             table_row(out, &row, 3, if j == 0 { "first" } else { "" });
+        }
+    }
+    out.push_str("</table>\n");
+}
+
+fn step_table(out: &mut String, groups: &[Vec<Vec<String>>]) {
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h2>Following the link</h2>\n<p>{}</p>\n<table>",
+        esc(STEP_TITLE)
+    );
+    header_row(out, &STEP_HEADER);
+    for group in groups {
+        for (j, row) in group.iter().enumerate() {
+            let mut row = row.clone();
+            if j > 0 {
+                row[0] = String::new();
+            }
+            table_row(out, &row, 2, if j == 0 { "first" } else { "" });
         }
     }
     out.push_str("</table>\n");
@@ -373,6 +399,7 @@ pub(super) fn compare_page(
         }
         out.push_str("</table>\n");
         host_table(&mut out, &b.host_groups);
+        step_table(&mut out, &b.step_groups);
         out.push_str("<table>\n");
         let mut header: Vec<&str> = SHAPER_HEADER.to_vec();
         if b.has_voip {

@@ -36,6 +36,12 @@ pub(super) const HOST_HEADER: [&str; 9] = [
     "phase", "shaper", "host", "down", "share", "up", "share", "ping p99", "MOS",
 ];
 const HOST_LEFT: usize = 3;
+pub(super) const STEP_HEADER: [&str; 3] = ["step of the link", "shaper", "followed in"];
+/// The title line of the rate steps' table.
+pub(super) const STEP_TITLE: &str =
+    "after each step of the link's capacity (down: the shaper's own \
+     rate at or below the new capacity; up: the throughput's 1 s mean at 80 % of it):";
+
 /// The title line of the per-host table.
 pub(super) const HOST_TITLE: &str =
     "per host (TCP goodput, and its share of the hosts' sum in each direction):";
@@ -53,6 +59,9 @@ pub(super) struct Block {
     /// Multi-host runs: one group per loaded phase; within it one row per
     /// run and host (`HOST_HEADER` cells). Empty when no run has hosts.
     pub host_groups: Vec<Vec<Vec<String>>>,
+    /// Moving links: one group per step of the capacity, one row per run
+    /// (`STEP_HEADER` cells). Empty without a trace.
+    pub step_groups: Vec<Vec<Vec<String>>>,
     /// `shaper: warning`, for every warning of every run.
     pub warnings: Vec<String>,
 }
@@ -98,6 +107,24 @@ pub fn table(summaries: &[&Summary]) -> String {
                 }
             }
             render(&mut out, &rows, HOST_LEFT);
+            out.push('\n');
+        }
+        if !b.step_groups.is_empty() {
+            out.push_str("  ");
+            out.push_str(STEP_TITLE);
+            out.push('\n');
+            let mut rows: Vec<Vec<String>> =
+                vec![STEP_HEADER.iter().map(|s| s.to_string()).collect()];
+            for group in &b.step_groups {
+                for (j, row) in group.iter().enumerate() {
+                    let mut row = row.clone();
+                    if j > 0 {
+                        row[0] = String::new();
+                    }
+                    rows.push(row);
+                }
+            }
+            render(&mut out, &rows, 2);
             out.push('\n');
         }
         let mut header: Vec<String> = SHAPER_HEADER.iter().map(|s| s.to_string()).collect();
@@ -216,6 +243,44 @@ fn block(title: String, runs: &[&Summary]) -> Block {
         .filter(|g: &Vec<Vec<String>>| !g.is_empty())
         .collect();
 
+    // Steps are matched across runs by time and direction (one trace).
+    let mut step_keys: Vec<(String, f64, crate::model::Dir)> = Vec::new();
+    for s in runs {
+        for st in &s.rate_steps {
+            if !step_keys.iter().any(|k| k.1 == st.t_s && k.2 == st.dir) {
+                let dir = match st.dir {
+                    crate::model::Dir::Down => "down",
+                    crate::model::Dir::Up => "up",
+                };
+                let name = format!(
+                    "{} s {dir} {}→{}",
+                    super::trim_float(st.t_s),
+                    super::fmt_link_rate(st.from_bps),
+                    super::fmt_link_rate(st.to_bps)
+                );
+                step_keys.push((name, st.t_s, st.dir));
+            }
+        }
+    }
+    let step_groups = step_keys
+        .iter()
+        .map(|(name, t, dir)| {
+            runs.iter()
+                .map(|s| {
+                    let cell = match s.rate_steps.iter().find(|x| x.t_s == *t && x.dir == *dir) {
+                        Some(x) if !x.measured => "- (no autorate log)".to_string(),
+                        Some(x) => match x.settle_s {
+                            Some(d) => format!("{d:.2} s"),
+                            None => "not followed".to_string(),
+                        },
+                        None => "-".to_string(),
+                    };
+                    vec![name.clone(), short_label(&s.shaper), cell]
+                })
+                .collect()
+        })
+        .collect();
+
     let has_voip = runs.iter().any(|s| s.voip.is_some());
     let shaper_rows = runs
         .iter()
@@ -258,6 +323,7 @@ fn block(title: String, runs: &[&Summary]) -> Block {
         shaper_rows,
         has_voip,
         host_groups,
+        step_groups,
         warnings,
     }
 }

@@ -11,6 +11,8 @@
 //!   gap is never drawn as a straight line across the silence.
 //! - Legends top left, link labels right: every scenario starts and ends
 //!   idle, so those corners hold no data.
+//! - With autorate, sluice's own rate per direction is a dotted step line
+//!   in the direction's colour, over the link's capacity (dashed).
 //! - With several LAN hosts, each host's goodput per direction is a thin
 //!   line in the direction's colour under the total (host A solid, B
 //!   dashed, others dotted), so who got the link reads off the same chart.
@@ -253,6 +255,7 @@ fn column<DB: DrawingBackend>(
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
     }
+    shaper_rate_lines(&mut chart, run, sc)?;
     host_lines(&mut chart, run, sc)?;
     if rate.is_empty() {
         note(&mut chart, "no throughput samples", sc.t_max_s, sc.rate_max)?;
@@ -333,6 +336,39 @@ fn column<DB: DrawingBackend>(
         return Ok(());
     }
     legend(&mut chart)?;
+    Ok(())
+}
+
+/// sluice's own rate per direction (autorate runs; nothing otherwise): a
+/// dotted step line in the direction's colour.
+fn shaper_rate_lines<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    run: &RunResult,
+    sc: &Scales,
+) -> Result<(), String> {
+    for (dir, color, name) in [
+        (crate::model::Dir::Down, DOWN, "sluice rate down"),
+        (crate::model::Dir::Up, UP, "sluice rate up"),
+    ] {
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        for r in run.series.shaper_rate.iter().filter(|r| r.dir == dir) {
+            let (t, y) = (r.t_s.clamp(0.0, sc.t_max_s), r.bps / sc.rate_div);
+            if let Some(&(_, prev)) = points.last() {
+                points.push((t, prev));
+            }
+            points.push((t, y));
+        }
+        let Some(&(_, last)) = points.last() else {
+            continue;
+        };
+        points.push((sc.t_max_s, last));
+        let style = color.mix(0.7).stroke_width(2);
+        chart
+            .draw_series(DashedLineSeries::new(points, 2, 3, style))
+            .map_err(err)?
+            .label(name)
+            .legend(move |(x, y)| DashedPathElement::new(vec![(x, y), (x + 20, y)], 2, 3, style));
+    }
     Ok(())
 }
 
