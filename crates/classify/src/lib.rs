@@ -394,6 +394,13 @@ impl Classifier {
             .map_or((Vec::new(), 0), |i| (i.learned().collect(), i.refused))
     }
 
+    /// The flow hash ([`Decision::flow_hash`]) of the other direction of
+    /// `pkt`'s connection: what its peer's packets carry.
+    pub fn reverse_flow_hash(&self, pkt: &sluice_wire::IpInfo) -> u64 {
+        let ports = pkt.ports().map(|(a, b)| (b, a));
+        hash::flow_hash(&self.hasher, pkt.dst, pkt.src, pkt.proto, ports)
+    }
+
     /// Keyed hash of a host's address, for host isolation (the same secret
     /// key as `flow_hash`: a sender cannot choose whom it collides with).
     pub fn host_hash(&self, addr: IpAddr) -> u64 {

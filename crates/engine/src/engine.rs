@@ -2,7 +2,7 @@
 
 use crate::autorate::{Controller, Decision as RateDecision, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
-use crate::delay_signal::{DelaySignal, Reading, Sojourn};
+use crate::delay_signal::{DelaySignal, FlowSojourn, Reading, Sojourn};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
 use crate::report::{AutorateReport, ClassReport, IfaceReport};
 use crate::tcpctl::{Plan, TcpCtl};
@@ -208,6 +208,8 @@ struct Iface {
     /// (crate::delay_signal), and sluice's own recent sojourn on it.
     signal: DelaySignal,
     sojourn: Sojourn,
+    /// The same per connection (the samples' correction).
+    flow_sojourn: FlowSojourn,
     /// `autorate` on this interface's shaper, and its latest reading.
     autorate: Option<(Controller, Reading)>,
 }
@@ -269,6 +271,7 @@ impl Engine {
                 counters: IfaceCounters::default(),
                 signal: DelaySignal::default(),
                 sojourn: Sojourn::default(),
+                flow_sojourn: FlowSojourn::default(),
                 autorate: None,
             });
         }
@@ -579,9 +582,22 @@ impl Engine {
                 // A measurement this packet completed timed the path it
                 // came from: the delay signal of its interface.
                 if let Some(sample) = dout.rtt_sample.or(din.rtt_sample) {
+                    // The measurement began with a packet of this
+                    // connection's other direction leaving through here.
+                    let peer = self.classifier.reverse_flow_hash(ip);
                     let i = &mut self.ifaces[iface];
-                    let own = i.sojourn.get();
-                    i.signal.add(now, ip.src, dout.flow_hash, sample, own);
+                    let own = i.flow_sojourn.get(peer).unwrap_or(i.sojourn.get());
+                    // A segment with data (or a SYN, FIN) was sent as
+                    // our packet arrived; a pure ACK may have been delayed.
+                    let prompt = seg.as_ref().is_some_and(|g| {
+                        use sluice_wire::tcp_flags::{FIN, SYN};
+                        g.payload_len > 0 || g.flags & (SYN | FIN) != 0
+                    });
+                    if prompt {
+                        i.signal.add(now, ip.src, dout.flow_hash, sample, own);
+                    } else {
+                        i.signal.add_ack(now, ip.src, dout.flow_hash, sample, own);
+                    }
                 }
                 let mss = (din.max_mss.is_some() || dout.max_mss.is_some()).then(|| {
                     let rule = dout.max_mss.and(dout.rule).or(din.rule);
@@ -719,7 +735,10 @@ impl Engine {
     fn drain_released(&mut self, now: Instant) {
         while let Some((egress, mut pkt)) = self.tcp.take_released() {
             self.release(&pkt);
-            // The queue's sojourn starts here: holding was not queueing.
+            // The hold is part of the connection's wait here (the delay
+            // signal's correction), not of the queue's sojourn.
+            let held = now.saturating_since(pkt.enqueued_at);
+            self.ifaces[egress].flow_sojourn.hold(pkt.flow, held);
             pkt.enqueued_at = now;
             self.enqueue(now, egress, pkt, DEFAULT_PRIO);
         }
@@ -859,6 +878,7 @@ impl Engine {
         self.release(&pkt);
         let wait = now.saturating_since(pkt.enqueued_at);
         self.ifaces[iface].sojourn.add(wait);
+        self.ifaces[iface].flow_sojourn.add(pkt.flow, wait);
         // A controlled flow's ACKs' wait here is part of its round trip (its
         // window's): frames small enough to be pure ACKs are read, once,
         // for that and for a CE mark.

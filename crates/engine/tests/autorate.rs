@@ -49,7 +49,9 @@ fn tcp(
 
 /// An upload through `e` for `secs` s from `*now`: 16.7 Mbit/s of UDP
 /// filler offered to the WAN shaper, and one TCP connection whose data is
-/// answered by the server 30 ms + `queue(t)` later (timestamps echoed).
+/// answered by the server 30 ms + `queue(t)` after it left sluice
+/// (timestamps echoed): sluice's own wait is in the RTT sluice measures,
+/// as on a real path, and its correction takes it out.
 fn upload(
     e: &mut Engine,
     now: &mut Instant,
@@ -58,12 +60,13 @@ fn upload(
     st: &mut (u32, u32, u32),
 ) {
     let end = *now + Duration::from_secs(secs);
+    // Sent and not yet out of sluice; then out, the answer due.
+    let mut in_sluice: Option<(u32, u32)> = None;
     let mut ack_due: Option<(Instant, u32, u32)> = None;
     let mut t = 0u64;
     while *now < end {
         // 2 frames of 1042 bytes a ms: 16.7 Mbit/s, below the shaper's
-        // rate, so sluice's own queue stays empty (the server's answer
-        // is timed from the data's arrival here, not its departure).
+        // rate, so sluice's own queue stays short.
         for k in 0..2 {
             let f = udp_v4(CLIENT, SERVER.octets().into(), 6000 + k, 9, 1000);
             e.handle_rx(*now, LAN, f);
@@ -74,18 +77,25 @@ fn upload(
                 st.2 += 1;
                 ack_due = None;
             }
-            None => {
+            None if in_sluice.is_none() => {
                 let (seq, ts) = (st.0, st.1);
                 tcp(e, *now, true, seq, 9001, ACK, (ts, st.2.wrapping_sub(1)));
                 st.0 = seq.wrapping_add(1400);
                 st.1 += 1;
-                let rtt = Duration::from_millis(30 + queue(t));
-                ack_due = Some((*now + rtt, st.0, ts));
+                in_sluice = Some((st.0, ts));
             }
             _ => {}
         }
         e.handle_timeout(*now);
-        while e.poll_tx(*now, WAN).is_some() {}
+        while let Some(f) = e.poll_tx(*now, WAN) {
+            // IPv4's protocol byte: the TCP segment has left.
+            if f.get(14 + 9) == Some(&6) {
+                if let Some((seq, ts)) = in_sluice.take() {
+                    let rtt = Duration::from_millis(30 + queue(t));
+                    ack_due = Some((*now + rtt, seq, ts));
+                }
+            }
+        }
         while e.poll_tx(*now, LAN).is_some() {}
         *now += Duration::from_millis(1);
         t += 1;

@@ -249,8 +249,8 @@ fn block(title: String, runs: &[&Summary]) -> Block {
         for st in &s.rate_steps {
             if !step_keys.iter().any(|k| k.1 == st.t_s && k.2 == st.dir) {
                 let dir = match st.dir {
-                    crate::model::Dir::Down => "down",
-                    crate::model::Dir::Up => "up",
+                    crate::model::Dir::Down => "download",
+                    crate::model::Dir::Up => "upload",
                 };
                 let name = format!(
                     "{} s {dir} {}→{}",
