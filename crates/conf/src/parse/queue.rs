@@ -407,7 +407,7 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 SchedKind::Cbq => {
                     "default borrow red ecn rio codel ingress ack-filter ack-pacing window-clamp"
                 }
-                SchedKind::Fairq => "default red ecn rio buckets hogs linkshare ingress ack-filter ack-pacing window-clamp",
+                SchedKind::Fairq => "default red ecn rio codel buckets hogs linkshare ingress ack-filter ack-pacing window-clamp",
                 _ => "default red ecn rio codel realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
             };
             return Err(Diagnostic::error(
