@@ -80,6 +80,9 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
             "bandwidth" => a.bandwidth = Some(bandwidth(p)?),
             "qlimit" => a.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
             "tbrsize" => a.tbrsize = Some(p.number("tbrsize", 1, u64::from(u32::MAX))?),
+            // pfctl's `qassign` may be empty: pfSense writes `altq on IF
+            // codelq bandwidth BW queue` with nothing after `queue`.
+            "queue" if p.at_end() => a.children = Vec::new(),
             "queue" => a.children = p.list(&mut |p: &mut P| p.name("queue name"))?,
             // FreeBSD ALTQ (pfSense's CODELQ): one CoDel queue for the
             // whole interface. Its IR is a PRIQ of one default class.
