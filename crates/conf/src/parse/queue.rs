@@ -123,12 +123,16 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
     Ok(a)
 }
 
-/// `BW` or `(m1 d m2)`.
+/// `BW` or `(m1 d m2)`. pfctl's grammar puts an optional comma between
+/// the three (`'(' bandwidth comma NUMBER comma bandwidth ')'`), and
+/// pfSense writes `(m1, d, m2)`.
 fn curve(p: &mut P) -> PResult<Sp<CurveAst>> {
     let start = p.here();
     if p.eat(&Tok::LParen) {
         let m1 = bandwidth(p)?.v;
+        p.eat(&Tok::Comma);
         let d = duration(p, MS)?;
+        p.eat(&Tok::Comma);
         let m2 = bandwidth(p)?.v;
         p.expect(Tok::RParen, "`)`")?;
         return Ok(Sp::new(
