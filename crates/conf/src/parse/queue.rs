@@ -524,6 +524,14 @@ fn codel_opts(p: &mut P) -> PResult<crate::ir::CodelParams> {
                 c.ecn = true;
                 continue;
             }
+            // pfSense's CODELQ writes its queue limit here, `codelq ( qlimit
+            // 50 )`; FreeBSD's pfctl refuses it too (codel_opts: interval,
+            // target, ecn), so say where it goes instead.
+            "qlimit" => {
+                return Err(Diagnostic::error("unknown codel option `qlimit`", w.span)
+                    .label("allowed: target interval ecn")
+                    .hint("qlimit belongs to `altq on` itself: `altq on em0 codelq bandwidth 20Mb qlimit 50` (pfSense writes it inside the parentheses; FreeBSD's pfctl refuses that as well)"))
+            }
             o => {
                 return Err(Diagnostic::error(format!("unknown codel option `{o}`"), w.span)
                     .label("allowed: target interval ecn")
