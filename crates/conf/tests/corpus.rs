@@ -25,7 +25,7 @@ fn corpus() -> Vec<(PathBuf, String, String)> {
         .filter(|p| p.extension().is_some_and(|x| x == "conf"))
         .collect();
     v.sort();
-    assert!(v.len() >= 20, "the corpus lost files: {v:?}");
+    assert!(v.len() >= 21, "the corpus lost files: {v:?}");
     v.into_iter()
         .map(|f| {
             let name = f.file_name().unwrap().to_string_lossy().to_string();
