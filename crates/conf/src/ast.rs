@@ -78,6 +78,8 @@ pub struct AltqDecl {
     pub span: Span,
     /// `codel` / `codelq` (FreeBSD ALTQ) as the scheduler, with its options.
     pub codel: Option<Sp<crate::ir::CodelParams>>,
+    /// `altq on { IF1 IF2 … }`: the interfaces after the first.
+    pub on_more: Vec<Sp<String>>,
 }
 
 /// A service curve as written: `BW` or `(m1 d m2)`.

@@ -59,9 +59,17 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
     if !p.eat_word("on") {
         return Err(p.unexpected("`on`"));
     }
-    let iface = p.name("interface name")?;
+    // pfctl's expand_altq: `altq on { em1 em2 } …` is one altq per
+    // interface (sema makes the copies).
+    let mut all = p
+        .list(&mut |p: &mut P| p.name("interface name"))?
+        .into_iter();
+    let iface = all
+        .next()
+        .ok_or_else(|| p.unexpected("an interface name"))?;
     let mut a = AltqDecl {
         iface,
+        on_more: all.collect(),
         sched: None,
         bandwidth: None,
         qlimit: None,

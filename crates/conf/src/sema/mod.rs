@@ -14,7 +14,7 @@ mod queues;
 mod tables;
 pub use queues::{sched_name, sched_opts_name};
 
-use crate::ast::{RuleAst, Sp, Stmt, TimeoutName};
+use crate::ast::{AltqDecl, RuleAst, Sp, Stmt, TimeoutName};
 use crate::diag::{line_col, Diagnostic, Span};
 use crate::ir::{self, Config, Endpoint, IfaceQueueing, Rule, StatePolicy};
 
@@ -148,7 +148,17 @@ pub fn build(
     let mut adaptive_span = None;
     for s in stmts {
         match s {
-            Stmt::Altq(a) => altqs.push(a),
+            Stmt::Altq(mut a) => {
+                // `altq on { em1 em2 } …`: one altq per interface, the
+                // queues it lists instantiated on each (pfctl's expand_altq).
+                let more = std::mem::take(&mut a.on_more);
+                let copies: Vec<AltqDecl> = more
+                    .into_iter()
+                    .map(|iface| AltqDecl { iface, ..a.clone() })
+                    .collect();
+                altqs.push(a);
+                altqs.extend(copies);
+            }
             Stmt::Queue(q) => qdecls.push(*q),
             Stmt::Pipe(p) => pipes.push(p),
             Stmt::Rule(r) => rules.push(*r),
