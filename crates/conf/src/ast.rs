@@ -80,6 +80,8 @@ pub struct AltqDecl {
     pub codel: Option<Sp<crate::ir::CodelParams>>,
     /// `autorate (…)`, where written.
     pub autorate: Option<AutorateAst>,
+    /// `altq on { IF1 IF2 … }`: the interfaces after the first.
+    pub on_more: Vec<Sp<String>>,
 }
 
 /// `autorate [(min BW, max BW, dry-run)]` as written (issue #16).
@@ -232,4 +234,10 @@ pub struct RuleAst {
     pub state_opts: StateOptsAst,
     /// Options parsed and not acted on (`label`, `route-to`, `log`, …).
     pub ignored: Vec<Sp<String>>,
+    /// `block drop`: this rule drops whatever `set block-policy` says.
+    pub drop: bool,
 }
+
+/// In a `Stmt::Ignored`, the entry `set block-policy return` adds (at its
+/// value): plain `block` rules then answer as `block return` does in pf.
+pub const BLOCK_POLICY_RETURN: &str = "set block-policy return";

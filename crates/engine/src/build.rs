@@ -613,6 +613,8 @@ mod tests {
             "altq on em1 codel bandwidth 1Mb qlimit 1000\n",
             "altq on em1 priq bandwidth 1Mb queue { a }\nqueue a qlimit 1000 priq(default codel)\n",
             "altq on em1 hfsc bandwidth 1Mb queue { a }\nqueue a bandwidth 100% qlimit 1000 hfsc(default red codel)\n",
+            // FAIRQ: CoDel in each bucket (the test's packets share one).
+            "altq on em1 fairq bandwidth 1Mb queue { a }\nqueue a qlimit 1000 fairq(default codel)\n",
         ] {
             let dropped = aqm_drops(&mut tree(text), 300, 3000);
             assert!(dropped >= 10, "{text}: CoDel dropped {dropped}");

@@ -399,6 +399,14 @@ fn set(p: &mut P) -> PResult<Stmt> {
         }
         "queue" | "prio" => Err(Diagnostic::error(format!("`set {}` belongs on a pass or match rule", opt.v), opt.span)
             .hint(format!("write e.g. `match out on egress set {} …`", opt.v))),
+        "block-policy" => {
+            let mut what = vec![Sp::new("set block-policy".to_string(), opt.span)];
+            let value = p.word("`drop` or `return`")?;
+            if value.v == "return" {
+                what.push(Sp::new(crate::ast::BLOCK_POLICY_RETURN.to_string(), value.span));
+            }
+            Ok(Stmt::Ignored(what))
+        }
         w if IGNORED_SET.contains(&w) => Ok(Stmt::Ignored(vec![Sp::new(format!("set {w}"), opt.span)])),
         w => Err(Diagnostic::error(format!("unknown option `set {w}`"), opt.span)
             .hint("known: overhead, limit, timeout, and pf's skip, block-policy, optimization, loginterface, state-policy, ruleset-optimization, reassemble, debug, hostid, fingerprints, state-defaults, syncookies (accepted and ignored)")),

@@ -59,9 +59,17 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
     if !p.eat_word("on") {
         return Err(p.unexpected("`on`"));
     }
-    let iface = p.name("interface name")?;
+    // pfctl's expand_altq: `altq on { em1 em2 } …` is one altq per
+    // interface (sema makes the copies).
+    let mut all = p
+        .list(&mut |p: &mut P| p.name("interface name"))?
+        .into_iter();
+    let iface = all
+        .next()
+        .ok_or_else(|| p.unexpected("an interface name"))?;
     let mut a = AltqDecl {
         iface,
+        on_more: all.collect(),
         sched: None,
         bandwidth: None,
         qlimit: None,
@@ -81,6 +89,9 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
             "bandwidth" => a.bandwidth = Some(bandwidth(p)?),
             "qlimit" => a.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
             "tbrsize" => a.tbrsize = Some(p.number("tbrsize", 1, u64::from(u32::MAX))?),
+            // pfctl's `qassign` may be empty: pfSense writes `altq on IF
+            // codelq bandwidth BW queue` with nothing after `queue`.
+            "queue" if p.at_end() => a.children = Vec::new(),
             "queue" => a.children = p.list(&mut |p: &mut P| p.name("queue name"))?,
             // FreeBSD ALTQ (pfSense's CODELQ): one CoDel queue for the
             // whole interface. Its IR is a PRIQ of one default class.
@@ -122,12 +133,16 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
     Ok(a)
 }
 
-/// `BW` or `(m1 d m2)`.
+/// `BW` or `(m1 d m2)`. pfctl's grammar puts an optional comma between
+/// the three (`'(' bandwidth comma NUMBER comma bandwidth ')'`), and
+/// pfSense writes `(m1, d, m2)`.
 fn curve(p: &mut P) -> PResult<Sp<CurveAst>> {
     let start = p.here();
     if p.eat(&Tok::LParen) {
         let m1 = bandwidth(p)?.v;
+        p.eat(&Tok::Comma);
         let d = duration(p, MS)?;
+        p.eat(&Tok::Comma);
         let m2 = bandwidth(p)?.v;
         p.expect(Tok::RParen, "`)`")?;
         return Ok(Sp::new(
@@ -410,7 +425,7 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
                 SchedKind::Cbq => {
                     "default borrow red ecn rio codel ingress ack-filter ack-pacing window-clamp"
                 }
-                SchedKind::Fairq => "default red ecn rio buckets hogs linkshare ingress ack-filter ack-pacing window-clamp",
+                SchedKind::Fairq => "default red ecn rio codel buckets hogs linkshare ingress ack-filter ack-pacing window-clamp",
                 _ => "default red ecn rio codel realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
             };
             return Err(Diagnostic::error(
@@ -521,6 +536,14 @@ fn codel_opts(p: &mut P) -> PResult<crate::ir::CodelParams> {
             "ecn" => {
                 c.ecn = true;
                 continue;
+            }
+            // pfSense's CODELQ writes its queue limit here, `codelq ( qlimit
+            // 50 )`; FreeBSD's pfctl refuses it too (codel_opts: interval,
+            // target, ecn), so say where it goes instead.
+            "qlimit" => {
+                return Err(Diagnostic::error("unknown codel option `qlimit`", w.span)
+                    .label("allowed: target interval ecn")
+                    .hint("qlimit belongs to `altq on` itself: `altq on em0 codelq bandwidth 20Mb qlimit 50` (pfSense writes it inside the parentheses; FreeBSD's pfctl refuses that as well)"))
             }
             o => {
                 return Err(Diagnostic::error(format!("unknown codel option `{o}`"), w.span)

@@ -442,6 +442,7 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
         icmp_types: Vec::new(),
         state_opts: StateOptsAst::default(),
         ignored: Vec::new(),
+        drop: false,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -472,7 +473,7 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                     p.skip_group()?;
                 }
             }
-            "drop" if action == Action::Block => {}
+            "drop" if action == Action::Block => r.drop = true,
             "return" | "return-rst" | "return-icmp" | "return-icmp6" if action == Action::Block => {
                 r.ignored.push(w.clone());
                 if p.peek() == Some(&Tok::LParen) {

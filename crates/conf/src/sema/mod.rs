@@ -15,7 +15,7 @@ mod queues;
 mod tables;
 pub use queues::{sched_name, sched_opts_name};
 
-use crate::ast::{RuleAst, Sp, Stmt, TimeoutName};
+use crate::ast::{AltqDecl, RuleAst, Sp, Stmt, TimeoutName};
 use crate::diag::{line_col, Diagnostic, Span};
 use crate::ir::{self, Config, Endpoint, IfaceQueueing, Rule, StatePolicy};
 
@@ -31,6 +31,8 @@ pub struct Ctx<'t> {
     /// Every option parsed and not acted on, in file order (one warning
     /// per name, `ignored::warn`).
     pub ignored: Vec<Sp<String>>,
+    /// Where the last `set block-policy` said `return`, if it did.
+    pub block_policy_return: Option<Span>,
     /// Byte offset of every `\n`, so line numbers cost a binary search
     /// instead of a scan from the top for each of thousands of rules.
     newlines: Vec<usize>,
@@ -137,6 +139,7 @@ pub fn build(
         text,
         diags: Vec::new(),
         ignored: Vec::new(),
+        block_policy_return: None,
     };
     let mut cfg = Config::default();
     let mut altqs = Vec::new();
@@ -146,7 +149,17 @@ pub fn build(
     let mut adaptive_span = None;
     for s in stmts {
         match s {
-            Stmt::Altq(a) => altqs.push(a),
+            Stmt::Altq(mut a) => {
+                // `altq on { em1 em2 } …`: one altq per interface, the
+                // queues it lists instantiated on each (pfctl's expand_altq).
+                let more = std::mem::take(&mut a.on_more);
+                let copies: Vec<AltqDecl> = more
+                    .into_iter()
+                    .map(|iface| AltqDecl { iface, ..a.clone() })
+                    .collect();
+                altqs.push(a);
+                altqs.extend(copies);
+            }
             Stmt::Queue(q) => qdecls.push(*q),
             Stmt::Pipe(p) => pipes.push(p),
             Stmt::Rule(r) => rules.push(*r),
@@ -189,7 +202,17 @@ pub fn build(
                     });
                 }
             }
-            Stmt::Ignored(what) => cx.ignored.extend(what),
+            Stmt::Ignored(mut what) => {
+                // pf keeps the last `set block-policy`.
+                if what.first().is_some_and(|w| w.v == "set block-policy") {
+                    cx.block_policy_return = what
+                        .iter()
+                        .find(|w| w.v == crate::ast::BLOCK_POLICY_RETURN)
+                        .map(|w| w.span);
+                    what.retain(|w| w.v != crate::ast::BLOCK_POLICY_RETURN);
+                }
+                cx.ignored.extend(what);
+            }
         }
     }
     let (start, end) = cfg.options.adaptive();
@@ -593,14 +616,23 @@ fn expand_rule(cx: &mut Ctx, cfg: &Config, r: &RuleAst, out: &mut Vec<Rule>) {
     if let (Some((q, _)), ir::Action::Block) = (&r.queue, r.action) {
         // pf puts the RST or ICMP unreachable of `block return` in the
         // rule's queue; sluice answers nothing, so there is nothing to queue.
-        let ret = r.ignored.iter().find(|w| w.v.starts_with("return"));
+        // A plain `block` returns too under `set block-policy return`.
+        let ret = r
+            .ignored
+            .iter()
+            .find(|w| w.v.starts_with("return"))
+            .map(|w| (w.span, w.v.as_str()));
+        let ret = ret.or(match (r.drop, cx.block_policy_return) {
+            (false, Some(at)) => Some((at, "set block-policy return")),
+            _ => None,
+        });
         cx.err(match ret {
-            Some(ret) => Diagnostic::warning(
+            Some((at, what)) => Diagnostic::warning(
                 format!("sluice sends no replies, so queue `{}` is unused", q.v),
                 q.span,
             )
             .label("in pf this queue carries the replies of `block return`")
-            .note(ret.span, format!("`{}` asks pf to answer with a TCP RST or an ICMP unreachable", ret.v))
+            .note(at, format!("`{what}` asks pf to answer with a TCP RST or an ICMP unreachable"))
             .hint("sluice drops blocked packets without a reply (it forwards, it does not answer); write the queue on a pass rule if it should carry traffic"),
             None => Diagnostic::warning("a queue on a block rule has no effect", r.span)
                 .hint("blocked packets are never queued"),

@@ -207,6 +207,10 @@ pub fn build(
         }
     }
     b.unused(altqs, pipes);
+    // Trees in the order the file gives them, whatever their dialect: the
+    // printer writes them in this order, and reading its output back must
+    // give the same configuration.
+    out.sort_by_key(|(_, span)| span.start);
     let mut result: Vec<IfaceQueueing> = Vec::new();
     for (n, (iq, span)) in out.iter().enumerate() {
         if let Some((_, prev)) = out[..n].iter().find(|(x, _)| x.ifname == iq.ifname) {
