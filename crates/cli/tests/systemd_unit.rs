@@ -212,7 +212,7 @@ fn option<'a>(argv: &'a [String], long: &str) -> Option<&'a str> {
 
 fn examples() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for dir in ["examples", "examples/lab"] {
+    for dir in ["examples", "examples/lab", "examples/lab/traces"] {
         for e in std::fs::read_dir(repo().join(dir)).expect("read examples") {
             let p = e.expect("dir entry").path();
             if p.extension().is_some_and(|x| x == "conf") {

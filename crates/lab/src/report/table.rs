@@ -39,8 +39,8 @@ const HOST_LEFT: usize = 3;
 pub(super) const STEP_HEADER: [&str; 3] = ["step of the link", "shaper", "followed in"];
 /// The title line of the rate steps' table.
 pub(super) const STEP_TITLE: &str =
-    "after each step of the link's capacity (down: the shaper's own \
-     rate at or below the new capacity; up: the throughput's 1 s mean at 80 % of it):";
+    "after each step of the link's capacity (a step down: until the shaper's own rate is at or \
+     below the new capacity; a step up: until the throughput's 1 s mean reaches 80 % of it):";
 
 /// The title line of the per-host table.
 pub(super) const HOST_TITLE: &str =
