@@ -2,29 +2,17 @@
 //! hashed by connection into buckets, the token bucket at the interface's
 //! rate, the classes' counters as `show queues` reads them.
 
-use sluice_engine::{Engine, Options, Rx};
+mod common;
+
+use common::{bridge as engine, LAN, WAN};
+use sluice_engine::{Engine, Rx};
 use sluice_time::{Duration, Instant};
 use std::net::Ipv4Addr;
 
-const LAN: usize = 0;
-const WAN: usize = 1;
 const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const SERVER: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 const ACK: u8 = 0x10;
 const PSH: u8 = 0x08;
-
-fn engine(text: &str) -> Engine {
-    let defines = vec![("ext_if".to_string(), "wan0".to_string())];
-    let checked = sluice_conf::check("test.conf", text, &defines).unwrap_or_else(|d| {
-        panic!(
-            "{}",
-            d.iter()
-                .map(|d| d.render("test.conf", text))
-                .collect::<String>()
-        )
-    });
-    Engine::new(&checked.config, Options::bridge("lan0", "wan0", [7; 16])).expect("engine builds")
-}
 
 fn tcp(sport: u16, dport: u16, flags: u8, payload: usize) -> Vec<u8> {
     sluice_wire::build::tcp(CLIENT, SERVER, sport, dport, flags, payload)

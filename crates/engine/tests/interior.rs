@@ -2,25 +2,12 @@
 //! whole engine: CBQ queues the packets in that class, as ALTQ does; HFSC
 //! sends them to the default queue, as pf does.
 
-use sluice_engine::{Engine, Options, Rx};
+mod common;
+
+use common::{bridge as engine, LAN, WAN};
+use sluice_engine::{Engine, Rx};
 use sluice_time::{Duration, Instant};
 use std::net::Ipv4Addr;
-
-const LAN: usize = 0;
-const WAN: usize = 1;
-
-fn engine(text: &str) -> Engine {
-    let defines = vec![("ext_if".to_string(), "wan0".to_string())];
-    let checked = sluice_conf::check("test.conf", text, &defines).unwrap_or_else(|d| {
-        panic!(
-            "{}",
-            d.iter()
-                .map(|d| d.render("test.conf", text))
-                .collect::<String>()
-        )
-    });
-    Engine::new(&checked.config, Options::bridge("lan0", "wan0", [7; 16])).expect("engine builds")
-}
 
 fn segment(dport: u16) -> Vec<u8> {
     let (c, s) = (Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(192, 0, 2, 1));
