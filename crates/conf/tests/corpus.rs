@@ -13,7 +13,9 @@
 //!   pfctl refuses too): the rendered diagnostics must be exactly the
 //!   `.err` (`UPDATE_GOLDEN=1` rewrites them).
 
-use sluice_conf::{print, strip_lines, CheckOptions, Severity};
+mod common;
+
+use sluice_conf::{CheckOptions, Severity};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -99,31 +101,7 @@ fn published_files_load_and_print_to_a_fixed_point() {
         if !c.config.interfaces.iter().any(|i| !i.queues.is_empty()) {
             failures.push(format!("{name}: loads without a queue"));
         }
-        let printed = print(&c.config);
-        match sluice_conf::check("printed.conf", &printed, &[]) {
-            Ok(again) => {
-                if strip_lines(&again.config) != strip_lines(&c.config) {
-                    failures.push(format!(
-                        "{name}: reading the printed form back changed the config:\n{printed}"
-                    ));
-                }
-                let twice = print(&again.config);
-                if twice != printed {
-                    failures.push(format!(
-                        "{name}: printing is not a fixed point:\n{printed}\n---\n{twice}"
-                    ));
-                }
-            }
-            Err(d) => {
-                let r: String = d
-                    .iter()
-                    .map(|d| d.render("printed.conf", &printed))
-                    .collect();
-                failures.push(format!(
-                    "{name}: the printed form does not load:\n{r}\n{printed}"
-                ));
-            }
-        }
+        failures.extend(common::fixed_point_failure(&name, &c));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

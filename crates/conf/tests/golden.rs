@@ -6,7 +6,9 @@
 //! `#-strict` line checks as `--strict` does. Table files are read under
 //! `tables/`, as if it were both the working directory and `/`.
 
-use sluice_conf::{print, strip_lines, CheckOptions, Checked, Diagnostic, FileLoader};
+mod common;
+
+use sluice_conf::{print, CheckOptions, Checked, Diagnostic, FileLoader};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -102,30 +104,7 @@ fn valid_files_print_canonically_and_reach_a_fixed_point() {
         expect(&f.with_extension("out"), &printed, &mut failures);
         let warns: String = c.warnings.iter().map(|w| w.render(&name, &text)).collect();
         expect(&f.with_extension("warn"), &warns, &mut failures);
-        match sluice_conf::check("printed.conf", &printed, &[]) {
-            Ok(again) => {
-                if strip_lines(&again.config) != strip_lines(&c.config) {
-                    failures.push(format!(
-                        "{name}: reparsing the printed form changed the config"
-                    ));
-                }
-                let twice = print(&again.config);
-                if twice != printed {
-                    failures.push(format!(
-                        "{name}: printed form is not a fixed point:\n{twice}"
-                    ));
-                }
-            }
-            Err(d) => {
-                let r: String = d
-                    .iter()
-                    .map(|d| d.render("printed.conf", &printed))
-                    .collect();
-                failures.push(format!(
-                    "{name}: printed form does not check:\n{r}\n{printed}"
-                ));
-            }
-        }
+        failures.extend(common::fixed_point_failure(&name, &c));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
