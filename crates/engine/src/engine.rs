@@ -353,10 +353,9 @@ impl Engine {
                 .filter(|(c, _)| Some(c.config()) == want);
             iface.autorate = match (want, iface.tree.as_mut(), keep) {
                 (Some(_), Some(t), Some((c, r))) => {
-                    if !c.config().dry_run
-                        && t.root.set_rate(c.rate(), self.last_now, &mut self.drops)
-                    {
-                        t.bandwidth = c.rate();
+                    // TCP control's pacers are built from the classes below.
+                    if !c.config().dry_run {
+                        retune(t, c.rate(), self.last_now, &mut self.drops);
                     }
                     Some((c, r))
                 }
@@ -485,38 +484,27 @@ impl Engine {
                 continue;
             };
             let previous = ctl.last_reason();
-            if let Some(d) = ctl.tick(now, i.counters.tx_bytes, reading) {
-                *last = reading;
-                if d.new != d.old && !d.dry_run {
-                    if let Some(t) = i.tree.as_mut() {
-                        if t.root.set_rate(d.new, now, &mut self.drops) {
-                            let old = t.bandwidth;
-                            t.bandwidth = d.new;
-                            for c in t.classes.iter_mut().filter(|c| c.parent.is_none()) {
-                                if c.bandwidth == Some(old) {
-                                    c.bandwidth = Some(d.new);
-                                }
-                            }
-                            self.tcp.follow_iface_rate(idx, old, d.new);
-                        }
-                    }
-                }
-                if ctl.worth_logging(&d, previous) {
-                    if self.autorate_log.len() >= AUTORATE_LOG_CAP {
-                        self.autorate_log.pop_front();
-                    }
-                    self.autorate_log.push_back((idx, d));
-                }
-            }
+            let decision = ctl.tick(now, i.counters.tx_bytes, reading);
             let t = ctl.next_tick();
             next = Some(next.map_or(t, |n: Instant| n.min(t)));
-        }
-        self.next_autorate = next;
-        if !self.drops.is_empty() {
-            for idx in 0..self.ifaces.len() {
-                self.absorb_drops(idx);
+            let Some(d) = decision else {
+                continue;
+            };
+            *last = reading;
+            let log = ctl.worth_logging(&d, previous);
+            if d.new != d.old && !d.dry_run {
+                // The same change as by hand: it cannot fail here (the
+                // controller exists only on a tree with a rate).
+                let _ = self.set_rate(idx, d.new, now);
+            }
+            if log {
+                if self.autorate_log.len() >= AUTORATE_LOG_CAP {
+                    self.autorate_log.pop_front();
+                }
+                self.autorate_log.push_back((idx, d));
             }
         }
+        self.next_autorate = next;
     }
 
     /// The next autorate decision worth logging (the rate moved, or the
@@ -1071,21 +1059,9 @@ impl Engine {
                 i.name
             ));
         }
-        let old = t.bandwidth;
-        if !t.root.set_rate(rate, now, &mut self.drops) {
+        let Some(old) = retune(t, rate, now, &mut self.drops) else {
             return Err(format!("interface {}: its root has no rate", i.name));
-        }
-        t.bandwidth = rate;
-        for c in t.classes.iter_mut().filter(|c| c.parent.is_none()) {
-            if c.bandwidth == Some(old) {
-                c.bandwidth = Some(rate);
-            }
-        }
-        for c in t.classes.iter_mut() {
-            if c.pace_rate == old {
-                c.pace_rate = rate;
-            }
-        }
+        };
         self.tcp.follow_iface_rate(iface, old, rate);
         if !self.drops.is_empty() {
             self.absorb_drops(iface);
@@ -1162,4 +1138,25 @@ impl Engine {
             })
             .collect()
     }
+}
+
+/// Moves the rate of tree `t`'s root to `rate` at `now` (packets keep
+/// waiting), with what follows the interface's rate: the root classes
+/// shown at it and the classes paced at it. The old rate, or `None` when
+/// the root has none.
+fn retune(t: &mut Tree, rate: Rate, now: Instant, drops: &mut Drops) -> Option<Rate> {
+    let old = t.bandwidth;
+    if !t.root.set_rate(rate, now, drops) {
+        return None;
+    }
+    t.bandwidth = rate;
+    for c in t.classes.iter_mut() {
+        if c.parent.is_none() && c.bandwidth == Some(old) {
+            c.bandwidth = Some(rate);
+        }
+        if c.pace_rate == old {
+            c.pace_rate = rate;
+        }
+    }
+    Some(old)
 }
