@@ -34,10 +34,12 @@ fn refused(args: &[&str], stdin: Option<&str>) -> String {
     String::from_utf8(out.stderr).unwrap()
 }
 
+/// Every shipped configuration: `examples/` and the lab's `examples/lab/`.
 fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("examples/")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut v: Vec<PathBuf> = [root.clone(), root.join("lab")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("examples/"))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "conf"))
         .collect();
@@ -48,7 +50,11 @@ fn examples() -> Vec<PathBuf> {
 #[test]
 fn every_example_checks_clean_and_its_canonical_form_is_a_fixed_point() {
     let ex = examples();
-    assert!(ex.len() >= 4, "examples/ should ship the reference configs");
+    assert!(
+        ex.iter().any(|p| p.to_string_lossy().contains("examples/lab/")),
+        "examples/lab/ should ship the lab's configs"
+    );
+    assert!(ex.len() >= 20, "examples/ should ship the reference configs");
     for f in ex {
         let f = f.to_str().unwrap();
         let out = sluice(
