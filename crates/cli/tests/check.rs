@@ -51,10 +51,14 @@ fn examples() -> Vec<PathBuf> {
 fn every_example_checks_clean_and_its_canonical_form_is_a_fixed_point() {
     let ex = examples();
     assert!(
-        ex.iter().any(|p| p.to_string_lossy().contains("examples/lab/")),
+        ex.iter()
+            .any(|p| p.to_string_lossy().contains("examples/lab/")),
         "examples/lab/ should ship the lab's configs"
     );
-    assert!(ex.len() >= 20, "examples/ should ship the reference configs");
+    assert!(
+        ex.len() >= 20,
+        "examples/ should ship the reference configs"
+    );
     for f in ex {
         let f = f.to_str().unwrap();
         let out = sluice(

@@ -615,17 +615,17 @@ impl Engine {
         if let (Some(seg), Some((limits, rule))) = (tcp.as_mut(), max_mss) {
             self.clamp_mss(iface, &mut frame, &info, seg, limits, rule);
         }
-        let plan = if let (Some(seg), true) = (&tcp, self.tcp.enabled()) {
+        let (plan, allowance) = if let (Some(seg), true) = (&tcp, self.tcp.enabled()) {
             let default_of = |i: usize| self.ifaces[i].tree.as_ref().map(|t| t.default);
             let (back, forth) = (default_of(iface), default_of(egress));
-            let plan = self.tcp.on_segment(
+            let seen = self.tcp.on_segment(
                 now, iface, egress, class, back, forth, &mut frame, &info, seg, rtt_path,
             );
             // Its flow's held ACKs go first: nothing is reordered.
             self.drain_released(now);
-            plan
+            seen
         } else {
-            Plan::Forward
+            (Plan::Forward, Duration::ZERO)
         };
         let frame = if self.queued(egress) > 0 {
             self.right_size(frame)
@@ -643,6 +643,10 @@ impl Engine {
             ecn,
             enqueued_at: now,
             id: self.next_id,
+            // Whole milliseconds, rounded up: the AQM never judges the flow
+            // by less than its window allows.
+            allowance_ms: u16::try_from(allowance.as_nanos().div_ceil(1_000_000))
+                .unwrap_or(u16::MAX),
         };
         self.next_id += 1;
         let pkt = match plan {

@@ -548,7 +548,10 @@ impl TcpCtl {
     /// `rtt_path`: the connection's least round trip end to end as sluice
     /// sees it (both halves; [`sluice_classify::Decision::rtt_path`]).
     /// May rewrite its window; may release its flow's held ACKs (to be
-    /// queued before it).
+    /// queued before it). Also returns the standing delay the flow's window
+    /// allows its data here ([`TcpCtl::allowance`]; zero unless the segment
+    /// carries data of a flow whose window is clamped), for the packet's
+    /// [`Packet::allowance_ms`].
     #[allow(clippy::too_many_arguments)]
     pub fn on_segment(
         &mut self,
@@ -562,10 +565,10 @@ impl TcpCtl {
         info: &PacketInfo,
         seg: &Segment,
         rtt_path: Option<Duration>,
-    ) -> Plan {
+    ) -> (Plan, Duration) {
         let (Some(ip), Some((sport, dport))) = (info.ip.as_ref(), info.ip.and_then(|i| i.ports()))
         else {
-            return Plan::Forward;
+            return (Plan::Forward, Duration::ZERO);
         };
         let data_key = Key {
             src: ip.src,
@@ -603,8 +606,20 @@ impl TcpCtl {
                 }
             }
         }
-        self.data_role(now, egress, class, data_key, seg, ip.af);
-        self.ack_role(now, ack_key, seg, frame, info, rtt_path)
+        let allowance = self.data_role(now, egress, class, data_key, seg, ip.af);
+        let plan = self.ack_role(now, ack_key, seg, frame, info, rtt_path);
+        (plan, allowance)
+    }
+
+    /// The standing delay `f`'s window allows beyond its least round trip:
+    /// [`SLACK`], two segments' time at the class's rate and the longest
+    /// its ACKs recently waited here the other way. Its window is share ×
+    /// (least RTT + this), so its data's queue here stays within it; the
+    /// AQM takes it as the flow's target ([`sluice_sched::codel`]), and
+    /// does not cut the sender's congestion window below that window.
+    fn allowance(f: &Flow, p: &Pacer) -> Duration {
+        let segment = Self::cost(f, p, Self::mss(f));
+        SLACK + p.rate.tx_time(2 * segment) + f.ack_wait(p.epoch)
     }
 
     fn admit(&mut self, now: Instant, key: Key, pacer: usize, af: Af) -> bool {
@@ -723,7 +738,8 @@ impl TcpCtl {
     }
 
     /// The segment as data on its way to the receiver: joins, moves or
-    /// leaves a pacer by the class its payload is queued in.
+    /// leaves a pacer by the class its payload is queued in. The flow's
+    /// [`TcpCtl::allowance`] when it carries data and its window is clamped.
     fn data_role(
         &mut self,
         now: Instant,
@@ -732,18 +748,18 @@ impl TcpCtl {
         key: Key,
         seg: &Segment,
         af: Af,
-    ) {
+    ) -> Duration {
         let pacer = self.pacer_of(egress, class);
         let carries = seg.payload_len > 0;
         match (self.flows.contains_key(&key), pacer, carries) {
             (false, Some(p), true) => {
                 if !self.admit(now, key, p, af) {
-                    return;
+                    return Duration::ZERO;
                 }
             }
             (true, None, true) => {
                 self.forget(&key);
-                return;
+                return Duration::ZERO;
             }
             (true, Some(p), true) => {
                 let f = self.flows.get_mut(&key).expect("checked");
@@ -764,11 +780,11 @@ impl TcpCtl {
                     f.in_round = false;
                 }
             }
-            (false, _, _) => return,
+            (false, _, _) => return Duration::ZERO,
             (true, _, false) => {}
         }
         let Some(f) = self.flows.get_mut(&key) else {
-            return;
+            return Duration::ZERO;
         };
         f.clamp.on_sender(seg);
         let p = &mut self.pacers[f.pacer];
@@ -778,9 +794,16 @@ impl TcpCtl {
         if carries {
             Self::mark_active(f, p);
         }
+        // A window clamped from the handshake on bounds the flow's queue.
+        let allowance = if carries && p.ctl.window_clamp && f.clamp.scale().is_some() {
+            Self::allowance(f, p)
+        } else {
+            Duration::ZERO
+        };
         if seg.flags & tcp_flags::RST != 0 {
             self.forget(&key);
         }
+        allowance
     }
 
     /// The segment as the receiver's answer: window clamp, then pacing.
@@ -812,8 +835,7 @@ impl TcpCtl {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => a.or(b).or(p.recent_rtt).unwrap_or(RTT_UNKNOWN),
             };
-            let segment = Self::cost(f, p, Self::mss(f));
-            let round = rtt + SLACK + p.rate.tx_time(2 * segment) + f.ack_wait(p.epoch);
+            let round = rtt + Self::allowance(f, p);
             let mut target = u32::try_from(share.bytes_in(round)).unwrap_or(u32::MAX);
             if syn || f.epoch == NEVER_MOVED {
                 // The window shown before the first data is the sender's

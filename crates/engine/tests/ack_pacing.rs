@@ -632,6 +632,47 @@ fn the_window_covers_the_acks_wait_behind_an_upload_on_a_slow_line() {
 }
 
 #[test]
+fn the_aqm_leaves_a_clamped_flow_the_queue_its_window_allows() {
+    // A download clamped to its share × (least RTT + allowance), in an
+    // FQ-CoDel queue (CoDel's 5 ms target) at 2 Mbit/s behind a 4 Mbit/s
+    // line, not paced, during an upload whose frames its ACKs wait behind
+    // (up to 200 ms at the ACK queue's 60 kbit/s): what the window allows
+    // beyond the round trip — 10 ms, two frames' time and the ACKs'
+    // longest recent wait — stands in sluice's queue whenever the ACKs
+    // wait less, far above 5 ms and for longer than CoDel's interval.
+    // Judged by 5 ms, CoDel drops it (in the lab, ack_priority: 11 drops in
+    // 30 s, CUBIC's cwnd under the window, 87 % of the download's solo
+    // rate); judged by the window's own allowance, it leaves it. This
+    // sender never backs off and its receiver takes data in order only, so
+    // a drop fails the test (as it does with the allowance left out).
+    let text = "queue down on lan0 bandwidth 2M\n\
+                queue dl parent down bandwidth 2M flows 1024 qlimit 4000 default\n\
+                queue up on wan0 bandwidth 120K\n\
+                queue ack parent up bandwidth 60K qlimit 100\n\
+                queue bulk parent up bandwidth 60K qlimit 100 default\n\
+                pass\n\
+                pass out on wan0 proto tcp queue (bulk, ack)\n";
+    let clamp = TcpControl {
+        ack_pacing: false,
+        window_clamp: true,
+    };
+    let mut s = Sim::new(engine_with(text, clamp), 1, Rate::mbps(4), 300);
+    s.upload_backlog = 3;
+    s.run(Duration::from_secs(13));
+    let dl = s.e.report()[LAN].class("dl").cloned().expect("dl");
+    assert!(dl.drops.is_empty(), "{:?}", dl.drops);
+    // Measured: p50 49 ms, p99 86 ms.
+    let p50 = dl.sojourn_p50.expect("sojourn");
+    assert!(
+        p50 > Duration::from_millis(30),
+        "the queue stands: p50 {p50}"
+    );
+    let rate = s.delivered[0] as f64 / 10.0;
+    let share = goodput(Rate::mbps(2));
+    assert!(rate >= 0.95 * share, "{rate:.0} B/s of {share:.0}");
+}
+
+#[test]
 fn connections_set_up_one_by_one_and_started_together_have_small_first_flights() {
     // rrul_heavy's downloads: 100 connections open 20 ms apart, then all
     // start at once (iperf3 -P). Each first flight is what the receiver

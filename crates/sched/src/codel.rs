@@ -18,6 +18,17 @@
 //!   drop rate that last controlled it.
 //! - Leaving the dropping state happens at the first dequeue whose sojourn is
 //!   below target (or when the backlog is at most one MTU).
+//! - A packet may carry an allowance ([`Packet::allowance_ms`]): the
+//!   standing delay a control outside the scheduler leaves its flow on
+//!   purpose (TCP control's window clamp bounds the flow's data in flight
+//!   to its share × its round trip plus that allowance, so the flow's queue
+//!   here cannot exceed it). Where it is above `target` it is the head's
+//!   target, and `interval` grows by the difference (as CAKE raises both
+//!   for a slow link's frame time): drops below the window's own bound
+//!   would only shrink the sender's congestion window under the window the
+//!   receiver shows, costing throughput and buying no delay. A queue
+//!   standing above the allowance is met by the control law as usual.
+//!   Packets without one (allowance 0) see RFC 8289 unchanged.
 //! - ECN (RFC 3168): with `ecn`, an ECT packet the control law picks is marked
 //!   CE and delivered instead of dropped; not-ECT packets are still dropped.
 //!   With `ce_threshold`, ECT packets whose sojourn exceeds it are marked
@@ -226,15 +237,18 @@ fn check_head<S: Source + ?Sized>(
     let (enqueued_at, len) = (head.enqueued_at, head.len as u64);
     let sojourn = now.saturating_since(enqueued_at);
     st.last_sojourn = sojourn;
-    // The RFC measures the backlog once the packet has left.
+    // A flow whose window allows a standing delay is judged against it
+    // (see the module's principles); the interval grows by as much.
+    let extra = head.allowance() - p.target; // saturating
+                                             // The RFC measures the backlog once the packet has left.
     let behind = src.backlog_bytes().saturating_sub(len);
-    if sojourn < p.target || behind <= p.mtu_bytes as u64 {
+    if sojourn < p.target + extra || behind <= p.mtu_bytes as u64 {
         v.first_above_time = Instant::ZERO;
         return Some(false);
     }
     if v.first_above_time == Instant::ZERO {
         // ZERO is the "not above" sentinel; never store it as a deadline.
-        v.first_above_time = Instant((now + p.interval).0.max(1));
+        v.first_above_time = Instant((now + p.interval + extra).0.max(1));
         Some(false)
     } else {
         Some(now >= v.first_above_time)

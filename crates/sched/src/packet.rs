@@ -1,6 +1,6 @@
 //! The packet as a scheduler sees it.
 
-use sluice_time::Instant;
+use sluice_time::{Duration, Instant};
 
 /// Identifies a class (queue) inside a classful discipline. Assigned by whoever
 /// builds the tree (the engine); `ClassId::ROOT` for single-queue disciplines.
@@ -64,7 +64,19 @@ pub struct Packet {
     pub enqueued_at: Instant,
     /// Caller's sequence number; carried, never interpreted.
     pub id: u64,
+    /// Standing delay in milliseconds that a control outside the scheduler
+    /// deliberately leaves this packet's flow (0: none). TCP control's
+    /// window lets a flow keep its share × (round trip + an allowance for
+    /// the path's jitter) in flight, so up to that allowance of its data
+    /// may wait here by design; an AQM that dropped it sooner would only
+    /// cut the sender's congestion window below the window the receiver
+    /// shows. CoDel takes it as the flow's target when above its own
+    /// ([`crate::codel`]).
+    pub allowance_ms: u16,
 }
+
+// Schedulers store packets by value: keep one on a cache line.
+const _: () = assert!(std::mem::size_of::<Packet>() <= 64);
 
 /// Bytes a queued packet costs besides its buffer, the analogue of what
 /// Linux adds to an skb's data for `skb->truesize` (the `sk_buff` and its
@@ -120,7 +132,14 @@ impl Packet {
             ecn: Ecn::NotEct,
             enqueued_at: Instant::ZERO,
             id,
+            allowance_ms: 0,
         }
+    }
+
+    /// The standing delay [`Packet::allowance_ms`] grants.
+    #[inline]
+    pub fn allowance(&self) -> Duration {
+        Duration::from_millis(u64::from(self.allowance_ms))
     }
 
     /// Marks Congestion Experienced if the packet is ECN-capable. Returns whether

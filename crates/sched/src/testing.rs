@@ -578,6 +578,7 @@ impl TcpFrame {
             ecn: self.ecn,
             enqueued_at: Instant::ZERO,
             id,
+            allowance_ms: 0,
         }
     }
 }

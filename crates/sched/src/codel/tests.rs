@@ -49,6 +49,8 @@ struct Sim {
     /// (time, count after the drop, drop_next after the drop).
     dropped: Vec<(Instant, u32, Instant)>,
     marked: Vec<(Instant, u32, Instant)>,
+    /// [`Packet::allowance_ms`] of every arriving packet.
+    allowance_ms: u16,
 }
 
 impl Sim {
@@ -60,6 +62,16 @@ impl Sim {
             sent: Vec::new(),
             dropped: Vec::new(),
             marked: Vec::new(),
+            allowance_ms: 0,
+        }
+    }
+
+    /// `n` packets of `len` bytes at once: a standing queue to start from.
+    fn burst(&mut self, n: u64, len: u32) {
+        for id in 0..n {
+            let mut p = Packet::synthetic(u64::MAX - id, len, 1, ClassId::ROOT);
+            p.allowance_ms = self.allowance_ms;
+            self.q.enqueue(p, self.now, &mut self.drops);
         }
     }
 
@@ -81,6 +93,7 @@ impl Sim {
             if arrive_ns > 0 && t == next_arrival {
                 id += 1;
                 let mut p = Packet::synthetic(id, len, 1, ClassId::ROOT);
+                p.allowance_ms = self.allowance_ms;
                 if ect {
                     p.ecn = Ecn::Ect0;
                 }
@@ -158,6 +171,53 @@ fn overload_first_drop_after_interval_then_control_law() {
     assert_eq!(
         sim.q.stats().drop_packets[DropReason::Aqm.index()],
         sim.dropped.len() as u64
+    );
+}
+
+/// A standing queue of 50 packets (40 ms) that never drains: arrivals at
+/// the link's rate. RFC 8289 drops it down to the target; a flow whose
+/// packets carry an allowance above that standing delay (TCP control's
+/// window bounds it) is left alone; with an allowance below it, CoDel
+/// drops, later by the difference, down to about the allowance.
+#[test]
+fn an_allowance_is_the_flows_target_and_only_that() {
+    let params = Params::default();
+    let run = |allowance_ms: u16| {
+        let mut sim = Sim::new(params);
+        sim.allowance_ms = allowance_ms;
+        sim.burst(50, 1000);
+        sim.run(3_000 * MS, TX_NS, TX_NS, 1000, false);
+        sim
+    };
+    let plain = run(0);
+    assert!(plain.dropped.len() >= 40, "{} drops", plain.dropped.len());
+    let last = plain.sent.last().unwrap().1;
+    assert!(last < params.target, "standing at {last}");
+
+    let above = run(60);
+    assert!(above.dropped.is_empty(), "{} drops", above.dropped.len());
+    // Once the burst has gone, each packet waits for the 50 before it.
+    assert!(above.sent[50..]
+        .iter()
+        .all(|(_, s)| s.0 >= 39 * MS && s.0 <= 41 * MS));
+
+    let below = run(20);
+    // The first drop waits an interval grown by the allowance's excess
+    // over the target, from the first sojourn at or above the allowance.
+    let armed = below
+        .sent
+        .iter()
+        .find(|(_, s)| s.0 >= 20 * MS)
+        .map(|(t, _)| t.0)
+        .unwrap();
+    let (first, _, _) = below.dropped[0];
+    let grown = armed + params.interval.0 + 15 * MS;
+    assert!(first.0 >= grown && first.0 <= grown + TX_NS, "{first:?}");
+    assert!(below.dropped.len() < plain.dropped.len());
+    let last = below.sent.last().unwrap().1;
+    assert!(
+        last.0 < 20 * MS && last.0 >= 19 * MS,
+        "standing at {last}: just under the allowance"
     );
 }
 
