@@ -153,11 +153,19 @@ pub const STEP_UP_SHARE: f64 = 0.8;
 /// Window of the throughput mean a step up is judged on.
 const STEP_UP_WINDOW_S: f64 = 1.0;
 
-/// Each step of a moving link's capacity inside a phase loaded in its
-/// direction, and how long the shaper took to follow it: down, until its
-/// own rate (autorate's log) was at or below the new capacity; up, until
-/// the throughput's 1 s mean reached [`STEP_UP_SHARE`] of it. The search
-/// ends at the direction's next step or the end of the loaded phase.
+/// Least change of a link's capacity, as a share of the capacity before,
+/// that counts as a step to follow. Traces that move every second (`lte`,
+/// `starlink`'s ±10 % within a slot, `docsis-evening`'s ±5 %) would
+/// otherwise be timed at every wiggle: a 5 % rise "followed to 80 %" says
+/// nothing, and the next wiggle a second later cut every search short.
+pub const STEP_MIN_CHANGE: f64 = 0.2;
+
+/// Each step of a moving link's capacity (a change of at least
+/// [`STEP_MIN_CHANGE`]) inside a phase loaded in its direction, and how
+/// long the shaper took to follow it: down, until its own rate (autorate's
+/// log) was at or below the new capacity; up, until the throughput's 1 s
+/// mean reached [`STEP_UP_SHARE`] of it. The search ends at the
+/// direction's next step or the end of the loaded phase.
 fn rate_steps(scenario: &Scenario, series: &Series, phases: &[PhaseSummary]) -> Vec<RateStep> {
     let Some(trace) = &scenario.link.trace else {
         return Vec::new();
@@ -171,7 +179,10 @@ fn rate_steps(scenario: &Scenario, series: &Series, phases: &[PhaseSummary]) -> 
         let changes: Vec<(f64, u64, u64)> = trace
             .steps
             .windows(2)
-            .filter(|w| cap(&w[0]) != cap(&w[1]))
+            .filter(|w| {
+                let (from, to) = (cap(&w[0]) as f64, cap(&w[1]) as f64);
+                (to - from).abs() >= STEP_MIN_CHANGE * from
+            })
             .map(|w| (w[1].t_s, cap(&w[0]), cap(&w[1])))
             .collect();
         let own: Vec<(f64, f64)> = series
@@ -728,6 +739,46 @@ mod tests {
         let sum = summarize(&s, "x", &series, "t".into(), vec![]);
         assert_eq!(sum.rate_steps[0].settle_s, None);
         assert!(sum.rate_steps[0].measured);
+    }
+
+    #[test]
+    fn only_steps_of_a_fifth_or_more_are_timed_and_wiggles_do_not_end_a_search() {
+        let mut s = scenario::tcp_1down();
+        for p in &mut s.phases {
+            p.secs = 10.0;
+        }
+        // Loaded 10..20 s: ±5 % every second, a step down to 4M at 12 s
+        // and back to 10M at 15 s, then wiggles again.
+        let trace = crate::trace::RateTrace::parse(
+            "t",
+            "0 10M 1M\n11 10.5M 1M\n12 4M 1M\n13 4.2M 1M\n14 4M 1M\n\
+             15 10M 1M\n16 9.5M 1M\n17 10M 1M\n18 10.4M 1M\n19 9.9M 1M",
+        )
+        .unwrap();
+        s.link.follow(trace);
+        let mut series = Series::default();
+        // The throughput climbs back to 9 Mbit/s only 2.5 s after the step
+        // up, past two wiggles: its 1 s mean reaches 8M at 18.3 s.
+        for i in 101..=200 {
+            let t = f64::from(i) / 10.0;
+            series.rate.push(RateSample {
+                t_s: t,
+                down_bps: if t < 17.5 { 3.5e6 } else { 9e6 },
+                up_bps: 0.0,
+            });
+        }
+        let sum = summarize(&s, "x", &series, "t".into(), vec![]);
+        let steps: Vec<(f64, u64, u64)> = sum
+            .rate_steps
+            .iter()
+            .map(|x| (x.t_s, x.from_bps, x.to_bps))
+            .collect();
+        assert_eq!(
+            steps,
+            [(12.0, 10_500_000, 4_000_000), (15.0, 4_000_000, 10_000_000)]
+        );
+        let d = sum.rate_steps[1].settle_s.expect("followed");
+        assert!((d - 3.3).abs() < 0.051, "{d}");
     }
 
     #[test]
