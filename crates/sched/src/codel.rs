@@ -28,7 +28,13 @@
 //!   would only shrink the sender's congestion window under the window the
 //!   receiver shows, costing throughput and buying no delay. A queue
 //!   standing above the allowance is met by the control law as usual.
-//!   Packets without one (allowance 0) see RFC 8289 unchanged.
+//!   The allowance counts up to `interval` at most: a queue standing for
+//!   longer than the worst-case round trip CoDel is set for is not one a
+//!   window should keep (an ACK path behind a standing queue the other way
+//!   can make a window's allowance hundreds of milliseconds), and whatever
+//!   shares the flow's queue — another flow hashed to its bucket, without
+//!   an allowance — waits behind what it lets stand. Packets without one
+//!   (allowance 0) see RFC 8289 unchanged.
 //! - ECN (RFC 3168): with `ecn`, an ECT packet the control law picks is marked
 //!   CE and delivered instead of dropped; not-ECT packets are still dropped.
 //!   With `ce_threshold`, ECT packets whose sojourn exceeds it are marked
@@ -237,9 +243,10 @@ fn check_head<S: Source + ?Sized>(
     let (enqueued_at, len) = (head.enqueued_at, head.len as u64);
     let sojourn = now.saturating_since(enqueued_at);
     st.last_sojourn = sojourn;
-    // A flow whose window allows a standing delay is judged against it
-    // (see the module's principles); the interval grows by as much.
-    let extra = head.allowance() - p.target; // saturating
+    // A flow whose window allows a standing delay is judged against it,
+    // up to one interval (see the module's principles); the interval
+    // grows by as much.
+    let extra = head.allowance().min(p.interval) - p.target; // saturating
                                              // The RFC measures the backlog once the packet has left.
     let behind = src.backlog_bytes().saturating_sub(len);
     if sojourn < p.target + extra || behind <= p.mtu_bytes as u64 {

@@ -178,7 +178,8 @@ fn overload_first_drop_after_interval_then_control_law() {
 /// the link's rate. RFC 8289 drops it down to the target; a flow whose
 /// packets carry an allowance above that standing delay (TCP control's
 /// window bounds it) is left alone; with an allowance below it, CoDel
-/// drops, later by the difference, down to about the allowance.
+/// drops, later by the difference, down to about the allowance; an
+/// allowance counts up to one interval.
 #[test]
 fn an_allowance_is_the_flows_target_and_only_that() {
     let params = Params::default();
@@ -200,6 +201,22 @@ fn an_allowance_is_the_flows_target_and_only_that() {
     assert!(above.sent[50..]
         .iter()
         .all(|(_, s)| s.0 >= 39 * MS && s.0 <= 41 * MS));
+
+    // At most one interval counts: 500 ms is taken as 100, and a 150 ms
+    // standing queue is dropped (to just under 100 ms).
+    let long = {
+        let mut sim = Sim::new(params);
+        sim.allowance_ms = 500;
+        sim.burst(190, 1000);
+        sim.run(3_000 * MS, TX_NS, TX_NS, 1000, false);
+        sim
+    };
+    assert!(!long.dropped.is_empty());
+    let last = long.sent.last().unwrap().1;
+    assert!(
+        last.0 < 100 * MS && last.0 >= 99 * MS,
+        "standing at {last}: just under one interval"
+    );
 
     let below = run(20);
     // The first drop waits an interval grown by the allowance's excess
