@@ -246,8 +246,9 @@ fn check_head<S: Source + ?Sized>(
     // A flow whose window allows a standing delay is judged against it,
     // up to one interval (see the module's principles); the interval
     // grows by as much.
-    let extra = head.allowance().min(p.interval) - p.target; // saturating
-                                             // The RFC measures the backlog once the packet has left.
+    // (Duration's subtraction saturates: no allowance, no extra.)
+    let extra = head.allowance().min(p.interval) - p.target;
+    // The RFC measures the backlog once the packet has left.
     let behind = src.backlog_bytes().saturating_sub(len);
     if sojourn < p.target + extra || behind <= p.mtu_bytes as u64 {
         v.first_above_time = Instant::ZERO;
