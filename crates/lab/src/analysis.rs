@@ -687,30 +687,39 @@ mod tests {
         assert!((u - 100.0).abs() < 1e-9, "{u}");
     }
 
-    #[test]
-    fn rate_steps_time_the_shapers_answer_to_each_step_of_the_link() {
+    /// `tcp_1down` in 10 s phases (loaded 10..20 s) on `trace`, with the
+    /// download's throughput `down(t)` sampled every 0.1 s of the load.
+    fn on_trace(trace: &str, down: impl Fn(f64) -> f64) -> (Scenario, Series) {
         let mut s = scenario::tcp_1down();
         for p in &mut s.phases {
             p.secs = 10.0;
         }
-        // Loaded 10..20 s; the download falls to 4M at 12 s, back at 16 s;
-        // the upload's step at 5 s is in an idle phase, the one at 18 s in a
-        // phase without upload load: neither counts.
-        let trace = crate::trace::RateTrace::parse(
-            "t",
-            "0 10M 1M\n5 10M 2M\n12 4M 2M\n16 10M 2M\n18 10M 1M",
-        )
-        .unwrap();
-        s.link.follow(trace);
+        s.link
+            .follow(crate::trace::RateTrace::parse("t", trace).unwrap());
         let mut series = Series::default();
         for i in 101..=200 {
             let t = f64::from(i) / 10.0;
             series.rate.push(RateSample {
                 t_s: t,
-                down_bps: if t <= 16.0 { 3.5e6 } else { 9e6 },
+                down_bps: down(t),
                 up_bps: 0.0,
             });
         }
+        (s, series)
+    }
+
+    #[test]
+    fn rate_steps_time_the_shapers_answer_to_each_step_of_the_link() {
+        // The download falls to 4M at 12 s, back at 16 s; the upload's
+        // step at 5 s is in an idle phase, the one at 18 s in a phase
+        // without upload load: neither counts.
+        let (s, mut series) = on_trace("0 10M 1M\n5 10M 2M\n12 4M 2M\n16 10M 2M\n18 10M 1M", |t| {
+            if t <= 16.0 {
+                3.5e6
+            } else {
+                9e6
+            }
+        });
         let sum = summarize(&s, "x", &series, "t".into(), vec![]);
         assert_eq!(sum.rate_steps.len(), 2, "{:?}", sum.rate_steps);
         let (down, up) = (&sum.rate_steps[0], &sum.rate_steps[1]);
@@ -743,30 +752,15 @@ mod tests {
 
     #[test]
     fn only_steps_of_a_fifth_or_more_are_timed_and_wiggles_do_not_end_a_search() {
-        let mut s = scenario::tcp_1down();
-        for p in &mut s.phases {
-            p.secs = 10.0;
-        }
-        // Loaded 10..20 s: ±5 % every second, a step down to 4M at 12 s
-        // and back to 10M at 15 s, then wiggles again.
-        let trace = crate::trace::RateTrace::parse(
-            "t",
+        // ±5 % every second, a step down to 4M at 12 s and back to 10M at
+        // 15 s, then wiggles again. The throughput climbs back to 9 Mbit/s
+        // only 2.5 s after the step up, past two wiggles: its 1 s mean
+        // reaches 8M at 18.3 s.
+        let (s, series) = on_trace(
             "0 10M 1M\n11 10.5M 1M\n12 4M 1M\n13 4.2M 1M\n14 4M 1M\n\
              15 10M 1M\n16 9.5M 1M\n17 10M 1M\n18 10.4M 1M\n19 9.9M 1M",
-        )
-        .unwrap();
-        s.link.follow(trace);
-        let mut series = Series::default();
-        // The throughput climbs back to 9 Mbit/s only 2.5 s after the step
-        // up, past two wiggles: its 1 s mean reaches 8M at 18.3 s.
-        for i in 101..=200 {
-            let t = f64::from(i) / 10.0;
-            series.rate.push(RateSample {
-                t_s: t,
-                down_bps: if t < 17.5 { 3.5e6 } else { 9e6 },
-                up_bps: 0.0,
-            });
-        }
+            |t| if t < 17.5 { 3.5e6 } else { 9e6 },
+        );
         let sum = summarize(&s, "x", &series, "t".into(), vec![]);
         let steps: Vec<(f64, u64, u64)> = sum
             .rate_steps
