@@ -37,6 +37,37 @@ fn modem(lab: &BridgeLab) {
     }
 }
 
+/// The share of the time from the first cut to the last decision in
+/// `autorate.csv` during which the rate was at most `bps` (a rate holds
+/// from its line to the next: the log has every change). A controller
+/// that probes for more room overshoots for a moment now and then (~0.7 s
+/// of a ~3 s cycle at 10 Mbit/s), so a snapshot of the rate at the end of
+/// the run says little: this is what "below the modem" means here.
+fn time_at_most(csv: &str, bps: f64) -> f64 {
+    let rows: Vec<(f64, f64, bool)> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            Some((f[0].parse().ok()?, f[7].parse().ok()?, f[8] == "delay"))
+        })
+        .skip_while(|r| !r.2)
+        .collect();
+    let (mut below, mut all) = (0.0, 0.0);
+    for w in rows.windows(2) {
+        let dt = w[1].0 - w[0].0;
+        all += dt;
+        if w[0].1 <= bps {
+            below += dt;
+        }
+    }
+    if all > 0.0 {
+        below / all
+    } else {
+        0.0
+    }
+}
+
 #[test]
 fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
     let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
@@ -77,10 +108,10 @@ fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
     for l in csv.lines().filter(|l| !l.contains(",steady,")).take(16) {
         eprintln!("  {l}");
     }
+    let below = time_at_most(&csv, 10e6);
     assert!(
-        a.rate_bps < 10_000_000,
-        "below the modem: {}\n{csv}",
-        a.rate_bps
+        below >= 0.6,
+        "below the modem {below:.2} of the time\n{csv}"
     );
     assert!(a.rate_bps >= 5_000_000, "within the bounds");
     assert_eq!(lan.bandwidth_bps, Some(a.rate_bps), "applied and shown");
@@ -143,10 +174,10 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
     for l in csv.lines().filter(|l| !l.contains(",steady,")).take(16) {
         eprintln!("  {l}");
     }
+    let below = time_at_most(&csv, 10e6);
     assert!(
-        a.rate_bps < 10_000_000,
-        "below the modem: {}\n{csv}",
-        a.rate_bps
+        below >= 0.6,
+        "below the modem {below:.2} of the time\n{csv}"
     );
     assert!(
         r.goodput_bps >= 6e6,
