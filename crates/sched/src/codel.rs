@@ -28,9 +28,9 @@
 //!   would only shrink the sender's congestion window under the window the
 //!   receiver shows, costing throughput and buying no delay. A queue
 //!   standing above the allowance is met by the control law as usual.
-//!   The allowance counts up to `interval` at most: a queue standing for
-//!   longer than the worst-case round trip CoDel is set for is not one a
-//!   window should keep (an ACK path behind a standing queue the other way
+//!   The allowance counts up to `interval` at most: a standing delay
+//!   above the worst-case round trip CoDel is set for is not one a window
+//!   should keep (an ACK path behind a standing queue the other way
 //!   can make a window's allowance hundreds of milliseconds), and whatever
 //!   shares the flow's queue — another flow hashed to its bucket, without
 //!   an allowance — waits behind what it lets stand. Packets without one
@@ -243,10 +243,9 @@ fn check_head<S: Source + ?Sized>(
     let (enqueued_at, len) = (head.enqueued_at, head.len as u64);
     let sojourn = now.saturating_since(enqueued_at);
     st.last_sojourn = sojourn;
-    // A flow whose window allows a standing delay is judged against it,
-    // up to one interval (see the module's principles); the interval
-    // grows by as much.
-    // (Duration's subtraction saturates: no allowance, no extra.)
+    // A flow whose window allows a standing delay is judged against it, up
+    // to one interval, and the interval grows by as much (see the module's
+    // principles). Duration's subtraction saturates: no allowance, no extra.
     let extra = head.allowance().min(p.interval) - p.target;
     // The RFC measures the backlog once the packet has left.
     let behind = src.backlog_bytes().saturating_sub(len);

@@ -183,34 +183,28 @@ fn overload_first_drop_after_interval_then_control_law() {
 #[test]
 fn an_allowance_is_the_flows_target_and_only_that() {
     let params = Params::default();
-    let run = |allowance_ms: u16| {
+    let run = |allowance_ms: u16, standing: u64| {
         let mut sim = Sim::new(params);
         sim.allowance_ms = allowance_ms;
-        sim.burst(50, 1000);
+        sim.burst(standing, 1000);
         sim.run(3_000 * MS, TX_NS, TX_NS, 1000, false);
         sim
     };
-    let plain = run(0);
+    let plain = run(0, 50);
     assert!(plain.dropped.len() >= 40, "{} drops", plain.dropped.len());
     let last = plain.sent.last().unwrap().1;
     assert!(last < params.target, "standing at {last}");
 
-    let above = run(60);
+    let above = run(60, 50);
     assert!(above.dropped.is_empty(), "{} drops", above.dropped.len());
     // Once the burst has gone, each packet waits for the 50 before it.
     assert!(above.sent[50..]
         .iter()
         .all(|(_, s)| s.0 >= 39 * MS && s.0 <= 41 * MS));
 
-    // At most one interval counts: 500 ms is taken as 100, and a 150 ms
-    // standing queue is dropped (to just under 100 ms).
-    let long = {
-        let mut sim = Sim::new(params);
-        sim.allowance_ms = 500;
-        sim.burst(190, 1000);
-        sim.run(3_000 * MS, TX_NS, TX_NS, 1000, false);
-        sim
-    };
+    // At most one interval counts: 500 ms is taken as 100, and a 152 ms
+    // standing queue (190 packets) is dropped (to just under 100 ms).
+    let long = run(500, 190);
     assert!(!long.dropped.is_empty());
     let last = long.sent.last().unwrap().1;
     assert!(
@@ -218,7 +212,7 @@ fn an_allowance_is_the_flows_target_and_only_that() {
         "standing at {last}: just under one interval"
     );
 
-    let below = run(20);
+    let below = run(20, 50);
     // The first drop waits an interval grown by the allowance's excess
     // over the target, from the first sojourn at or above the allowance.
     let armed = below
