@@ -625,7 +625,7 @@ fn tcp_families(o: &mut Out, q: &QueuesReply) {
             }
         }
     }
-    let gauges: [(&str, &str, Get); 2] = [
+    let gauges: [(&str, &str, Get); 3] = [
         (
             "sluice_queue_tcp_flows",
             "TCP control: connections under control now.",
@@ -635,6 +635,11 @@ fn tcp_families(o: &mut Out, q: &QueuesReply) {
             "sluice_queue_tcp_acks_held",
             "TCP control: ACKs held now.",
             |t| t.held_now,
+        ),
+        (
+            "sluice_queue_tcp_pace_bps",
+            "TCP control: the pace now, bit/s (the queue's rate, less while a queue stood in sluice or before it).",
+            |t| t.pace_bps,
         ),
     ];
     for (name, help, get) in gauges {
@@ -790,6 +795,7 @@ mod tests {
                 r#"sluice_queue_tcp_windows_total{iface="wan0",queue="bulk",action="untouched"} 2"#,
                 r#"sluice_queue_tcp_flows{iface="wan0",queue="bulk"} 12"#,
                 r#"sluice_queue_tcp_acks_held{iface="wan0",queue="bulk"} 14"#,
+                r#"sluice_queue_tcp_pace_bps{iface="wan0",queue="bulk"} 4600000"#,
             ],
             "{}",
             o.text
@@ -799,6 +805,7 @@ mod tests {
             ("sluice_queue_tcp_windows_total", "counter"),
             ("sluice_queue_tcp_flows", "gauge"),
             ("sluice_queue_tcp_acks_held", "gauge"),
+            ("sluice_queue_tcp_pace_bps", "gauge"),
         ] {
             let t = format!("# TYPE {name} {kind}\n");
             assert_eq!(o.text.matches(&t).count(), 1, "{}", o.text);

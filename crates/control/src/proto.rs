@@ -169,6 +169,15 @@ pub struct TcpControlJson {
     /// Segments of controlled connections whose window could not be
     /// controlled (handshake not seen, malformed options), passed untouched.
     pub windows_untouched: u64,
+    /// The pace now, bit/s: the queue's rate, less while a queue stood in
+    /// sluice or before it (docs/tcp-control.md).
+    #[serde(default)]
+    pub pace_bps: u64,
+    /// The queue standing before sluice that the connections' data met on
+    /// the way in, from their senders' timestamps (a download's: the
+    /// modem's); absent where it is not read or not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_queue_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

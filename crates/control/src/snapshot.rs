@@ -65,6 +65,8 @@ fn tcp_json(t: &TcpControlReport) -> TcpControlJson {
         acks_capped: t.acks_capped,
         windows_clamped: t.windows_clamped,
         windows_untouched: t.windows_untouched,
+        pace_bps: t.pace_bps,
+        path_queue_ns: t.path_queue.map(|d| d.as_nanos()),
     }
 }
 
@@ -580,6 +582,8 @@ pass out on wan0 proto udp to port 53 queue bulk
         acks_capped: 1,
         windows_clamped: 4100,
         windows_untouched: 2,
+        pace_bps: 4_600_000,
+        path_queue: Some(sluice_time::Duration::from_millis(3)),
     };
 
     /// The HFSC tree's reply with TCP control on `bulk` only, its report
@@ -613,6 +617,8 @@ pass out on wan0 proto udp to port 53 queue bulk
                 acks_capped: 1,
                 windows_clamped: 4100,
                 windows_untouched: 2,
+                pace_bps: 4_600_000,
+                path_queue_ns: Some(3_000_000),
             })
         );
         let others: Vec<_> = q
@@ -628,6 +634,7 @@ pass out on wan0 proto udp to port 53 queue bulk
         let v = serde_json::to_value(bulk).unwrap();
         assert_eq!(v["tcp"]["held_now"], 14);
         assert_eq!(v["tcp"]["windows_untouched"], 2);
+        assert_eq!(v["tcp"]["path_queue_ns"], 3_000_000);
         assert!(serde_json::to_value(others[0]).unwrap()["tcp"].is_null());
     }
 

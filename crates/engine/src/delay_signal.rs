@@ -77,7 +77,7 @@ pub const MIN_DATA_FLOWS: usize = 2;
 /// The least value of a sliding window, kept as the minima of its two
 /// halves: covers the last `window / 2` to `window`.
 #[derive(Clone, Copy, Debug)]
-struct WindowMin {
+pub(crate) struct WindowMin {
     cur: Duration,
     cur_start: Instant,
     prev: Option<Duration>,
@@ -85,7 +85,7 @@ struct WindowMin {
 }
 
 impl WindowMin {
-    fn new(v: Duration, now: Instant) -> Self {
+    pub(crate) fn new(v: Duration, now: Instant) -> Self {
         WindowMin {
             cur: v,
             cur_start: now,
@@ -94,7 +94,7 @@ impl WindowMin {
         }
     }
 
-    fn add(&mut self, v: Duration, now: Instant, window: Duration) {
+    pub(crate) fn add(&mut self, v: Duration, now: Instant, window: Duration) {
         let half = Duration(window.0 / 2);
         let age = now.saturating_since(self.cur_start);
         if age >= half {
@@ -109,7 +109,7 @@ impl WindowMin {
         self.last = now;
     }
 
-    fn get(&self) -> Duration {
+    pub(crate) fn get(&self) -> Duration {
         self.prev.map_or(self.cur, |p| p.min(self.cur))
     }
 }

@@ -371,13 +371,14 @@ impl Engine {
             .iter()
             .filter_map(|i| i.autorate.as_ref().map(|(c, _)| c.next_tick()))
             .min();
-        let classes: Vec<(&[crate::build::ClassInfo], Overhead)> = self
+        let classes: Vec<(&[crate::build::ClassInfo], Overhead, bool)> = self
             .ifaces
             .iter()
             .map(|i| {
                 (
                     i.tree.as_ref().map_or(&[][..], |t| &t.classes[..]),
                     i.overhead,
+                    i.lan_side,
                 )
             })
             .collect();

@@ -20,6 +20,7 @@ pub mod build;
 pub mod delay_signal;
 mod engine;
 pub mod mss;
+pub mod owd;
 pub mod prio;
 mod report;
 pub mod tcpctl;

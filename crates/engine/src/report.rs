@@ -51,6 +51,8 @@ impl TcpControlReport {
         self.acks_capped += o.acks_capped;
         self.windows_clamped += o.windows_clamped;
         self.windows_untouched += o.windows_untouched;
+        self.pace_bps += o.pace_bps;
+        self.path_queue = self.path_queue.max(o.path_queue);
     }
 }
 
@@ -79,6 +81,13 @@ pub struct TcpControlReport {
     /// Segments of controlled connections whose window could not be
     /// controlled (handshake not seen, malformed options) and passed untouched.
     pub windows_untouched: u64,
+    /// The pace now, bit/s (gauge): the class's rate, less while a queue
+    /// stood in sluice or before it.
+    pub pace_bps: u64,
+    /// The queue standing before sluice that the class's flows met on
+    /// their way in (gauge; crate::owd), where it is read (a LAN-side
+    /// interface) and known.
+    pub path_queue: Option<sluice_time::Duration>,
 }
 
 impl ClassReport {

@@ -27,6 +27,20 @@
 //!   up by [`RAISE`] of the rate when the queue emptied (the pace was
 //!   holding the class back), never above the rate nor below [`MIN_PACE`]
 //!   of it. The excess moves into held ACKs.
+//! - **And what stands before sluice.** On a download the link's own FIFO
+//!   (the modem's) lies before sluice; a pace at the class's rate, a few
+//!   per cent under the link, drains a burst there only at that few per
+//!   cent, and with many flows their window growth refills it as fast:
+//!   it stands, and every host's packets wait in it, isolated or not. On
+//!   a LAN-side interface the pacer therefore also reads the queue its
+//!   flows' data met on the way in, from their senders' timestamps
+//!   ([`crate::owd`], the median over its flows every [`PATH_PERIOD`]):
+//!   above [`BEYOND_GATE`] (and one frame's time) it lowers the pace by
+//!   [`DRAIN`] per window, no lower than [`BEYOND_FLOOR`] of the rate and
+//!   not while the queue is already falling, and raises it again once
+//!   that queue is gone (by host too, where its own queue never empties).
+//!   The round trip would not do: it mixes in the wait of the ACKs on the
+//!   uplink, which no pace of a download drains.
 //! - **Nothing reordered, loss recovery never waits.** Only pure cumulative
 //!   ACKs that advance the flow's acknowledged edge are paced. A duplicate
 //!   ACK, one with SACK blocks, ECE, data, SYN, FIN, RST or URG, a window
@@ -83,6 +97,7 @@
 //!   forgotten. Segments this module cannot read pass unmodified.
 
 use crate::build::ClassInfo;
+use crate::owd::Owd;
 use crate::report::TcpControlReport;
 use sluice_conf::ir;
 use sluice_sched::{ClassId, Packet};
@@ -131,6 +146,18 @@ const MAX_CHARGE: i64 = 64 * 1024;
 const DRAIN: (u64, u64) = (1, 8);
 const RAISE: (u64, u64) = (1, 16);
 const MIN_PACE: (u64, u64) = (1, 4);
+/// A queue before sluice lowers the pace to no less than this of the rate:
+/// the link then drains it at a quarter of its rate, and a reading that
+/// lags costs no more.
+const BEYOND_FLOOR: (u64, u64) = (3, 4);
+/// A queue before sluice standing above this (and one frame's time at the
+/// class's rate) slows the pace. Under CoDel's 5 ms (RFC 8289 §4.4): the
+/// reading is a least value over 100 ms in the sender's 1 ms steps, and
+/// a ping waits for the queue's mean, not its least (in virtual time a 5 ms
+/// gate left a 10 ms mean standing, 3 ms a 5 ms mean for 3 % of the link).
+const BEYOND_GATE: Duration = Duration::from_millis(3);
+/// How often the queue before sluice is read over the flows.
+const PATH_PERIOD: Duration = Duration::from_millis(50);
 /// The gate: this long at the class's rate, at least three full frames.
 const GATE: Duration = Duration::from_millis(4);
 /// A queue stands when its least backlog over this long is above the gate
@@ -198,6 +225,8 @@ struct Flow {
     /// the pacer's epoch of `ack_wait[0]`.
     ack_wait: [Duration; 2],
     wait_epoch: u64,
+    /// The queue its data met before sluice, from the sender's timestamps.
+    owd: Owd,
 }
 
 impl Flow {
@@ -284,6 +313,17 @@ struct Pacer {
     /// Hosts with active or opening flows (a host counts from its first
     /// such flow until the epoch after its last).
     hosts_sharing: u32,
+    /// The class's data crossed the link before sluice (a LAN-side
+    /// interface of a bridge): the queue it meets there is read.
+    reads_path: bool,
+    /// The median standing queue before sluice over the class's flows
+    /// ([`crate::owd`]); `None` without a fresh reading.
+    beyond: Option<Duration>,
+    /// `beyond` when the pace was last lowered for it.
+    beyond_drained: Option<Duration>,
+    /// A queue before sluice above this stands: [`BEYOND_GATE`], at least
+    /// one full frame's time at the class's rate.
+    beyond_gate: Duration,
 }
 
 impl Pacer {
@@ -299,11 +339,37 @@ impl Pacer {
             // FQ-CoDel's isolation already keeps it to that host's share;
             // slowing the class's pace would only slow the other hosts,
             // whose ACKs the round releases at their share of it.
-            if self.window_min > self.gate && self.by_host.is_none() {
-                let floor = rate / MIN_PACE.1 * MIN_PACE.0;
-                self.pace_bps = (self.pace_bps - self.pace_bps / DRAIN.1 * DRAIN.0).max(floor);
-            } else if self.window_min == 0 {
+            let own = self.window_min > self.gate && self.by_host.is_none();
+            // A queue before sluice (the modem's FIFO on a download) delays
+            // every flow of the class, isolated or not, and drains only as
+            // fast as the link outruns the pace: at 97 % of it, a burst
+            // of fifty frames stands for seconds. Below the pace it drains
+            // in a few hundred ms; while it is already falling (below 3/4 of
+            // where it was at the last cut) the cut is left to work.
+            let beyond = self.beyond.filter(|d| *d > self.beyond_gate);
+            let falling = match (beyond, self.beyond_drained) {
+                (Some(d), Some(was)) => d.0.saturating_mul(4) < was.0.saturating_mul(3),
+                _ => false,
+            };
+            if own || (beyond.is_some() && !falling) {
+                let floor = if own {
+                    rate / MIN_PACE.1 * MIN_PACE.0
+                } else {
+                    rate / BEYOND_FLOOR.1 * BEYOND_FLOOR.0
+                };
+                let lowered = self.pace_bps - self.pace_bps / DRAIN.1 * DRAIN.0;
+                self.pace_bps = lowered.max(floor).min(self.pace_bps);
+                if beyond.is_some() {
+                    self.beyond_drained = beyond;
+                }
+            } else if beyond.is_none() && (self.window_min == 0 || self.by_host.is_some()) {
+                // By host the class's own queue never empties (the
+                // many-flow host's), and only a queue before sluice ever
+                // lowered the pace: it comes back once that one is gone.
                 self.pace_bps = (self.pace_bps + rate / RAISE.1 * RAISE.0).min(rate);
+            }
+            if beyond.is_none() {
+                self.beyond_drained = None;
             }
             self.window_min = self.backlog;
             self.window_start = now;
@@ -443,6 +509,8 @@ pub(crate) struct TcpCtl {
     released: VecDeque<(usize, Packet)>,
     next_hold_scan: Instant,
     next_sweep: Instant,
+    /// When [`TcpCtl::read_paths`] is next due.
+    next_path: Instant,
     /// Connections refused because [`MAX_FLOWS`] were tracked.
     pub refused_flows: u64,
 }
@@ -471,10 +539,10 @@ impl TcpCtl {
         }
     }
 
-    pub fn configure(&mut self, now: Instant, ifaces: &[(&[ClassInfo], Overhead)]) {
+    pub fn configure(&mut self, now: Instant, ifaces: &[(&[ClassInfo], Overhead, bool)]) {
         debug_assert!(self.held.total == 0);
         let old = std::mem::take(&mut self.pacers);
-        for (iface, (classes, overhead)) in ifaces.iter().enumerate() {
+        for (iface, (classes, overhead, lan_side)) in ifaces.iter().enumerate() {
             for c in classes.iter().filter(|c| c.leaf && c.tcp.any()) {
                 let report = old
                     .iter()
@@ -513,6 +581,10 @@ impl TcpCtl {
                     by_host: c.isolate.filter(|m| *m != ir::HostIsolation::Both),
                     hosts: HashMap::new(),
                     hosts_sharing: 0,
+                    reads_path: *lan_side,
+                    beyond: None,
+                    beyond_drained: None,
+                    beyond_gate: c.pace_rate.tx_time(1514).max(BEYOND_GATE),
                 });
             }
         }
@@ -647,6 +719,7 @@ impl TcpCtl {
                 host,
                 ack_wait: [Duration::ZERO; 2],
                 wait_epoch: self.pacers[pacer].epoch,
+                owd: Owd::default(),
             },
         );
         true
@@ -788,6 +861,9 @@ impl TcpCtl {
         };
         f.clamp.on_sender(seg);
         let p = &mut self.pacers[f.pacer];
+        if let (true, true, Some((tsval, _))) = (p.reads_path, carries, seg.options.timestamps) {
+            f.owd.on_data(now, tsval);
+        }
         Self::note_handshake(f, p, now, seg);
         p.refill(now);
         f.last = now;
@@ -974,6 +1050,10 @@ impl TcpCtl {
 
     /// Releases what is due at `now` into [`TcpCtl::take_released`].
     pub fn poll(&mut self, now: Instant) {
+        if now >= self.next_path && !self.flows.is_empty() {
+            self.next_path = now + PATH_PERIOD;
+            self.read_paths(now);
+        }
         if self.held.total == 0 {
             return;
         }
@@ -1097,12 +1177,30 @@ impl TcpCtl {
         self.released.pop_front()
     }
 
-    /// When [`TcpCtl::poll`] next has something to release.
-    pub fn next_wakeup(&self) -> Option<Instant> {
-        if self.held.total == 0 {
-            return None;
+    /// Each pacer that reads the path before sluice takes the median of
+    /// its flows' standing queues there ([`crate::owd`]): a minority of
+    /// flows from a slow or distant sender cannot move it.
+    fn read_paths(&mut self, now: Instant) {
+        let mut per: Vec<Vec<Duration>> = vec![Vec::new(); self.pacers.len()];
+        for f in self.flows.values() {
+            if let Some(d) = f.owd.standing(now) {
+                per[f.pacer].push(d);
+            }
         }
-        let mut t = self.next_hold_scan;
+        for (p, mut v) in self.pacers.iter_mut().zip(per) {
+            v.sort_unstable();
+            p.beyond = v.get(v.len() / 2).copied();
+        }
+    }
+
+    /// When [`TcpCtl::poll`] next has something to do.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        let path = (!self.flows.is_empty() && self.pacers.iter().any(|p| p.reads_path))
+            .then_some(self.next_path);
+        if self.held.total == 0 {
+            return path;
+        }
+        let mut t = path.map_or(self.next_hold_scan, |p| p.min(self.next_hold_scan));
         for p in self.pacers.iter().filter(|p| !p.round.is_empty()) {
             t = t.min(p.ready_at());
         }
@@ -1116,6 +1214,13 @@ impl TcpCtl {
 
     /// The report of class `class` on `iface`, if it is under control.
     pub fn report(&self, iface: usize, class: ClassId) -> Option<TcpControlReport> {
-        self.pacer_of(iface, class).map(|i| self.pacers[i].report)
+        self.pacer_of(iface, class).map(|i| {
+            let p = &self.pacers[i];
+            TcpControlReport {
+                pace_bps: p.pace_bps,
+                path_queue: p.beyond,
+                ..p.report
+            }
+        })
     }
 }

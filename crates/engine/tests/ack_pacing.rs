@@ -162,6 +162,12 @@ struct Sim {
     /// The server sends no data before this (iperf3 starts every stream
     /// together once all are connected).
     start_at: Instant,
+    /// The server stamps its data with TCP timestamps (a 1 kHz clock with
+    /// an offset per flow, as Linux sends them).
+    stamps: bool,
+    /// Sum of the modem's backlog (bytes) and steps, after `measure_from`.
+    modem_sum: u128,
+    modem_steps: u64,
     now: Instant,
 }
 
@@ -197,6 +203,9 @@ impl Sim {
             upload_backlog: 0,
             upload_queued: 0,
             start_at: Instant::ZERO,
+            stamps: false,
+            modem_sum: 0,
+            modem_steps: 0,
             now: Instant::ZERO + Duration::from_secs(1),
         }
     }
@@ -254,14 +263,27 @@ impl Sim {
         }
         for i in 0..self.senders.len() {
             loop {
-                let s = &mut self.senders[i];
+                let s = &self.senders[i];
                 let flight = u64::from(s.nxt.wrapping_sub(s.una));
                 let limit = s.rwnd.min(u64::from(self.cwnd) * u64::from(MSS));
                 if s.rwnd == 0 || flight + u64::from(MSS) > limit {
                     break;
                 }
-                let f = seg(i, false, s.nxt, 1, ACK, 65535, &[], MSS as usize);
-                s.nxt = s.nxt.wrapping_add(MSS);
+                let nxt = s.nxt;
+                let mut o = Vec::new();
+                if self.stamps {
+                    let ms = (self.now.0 / 1_000_000) as u32;
+                    o.extend([1, 1]);
+                    TcpOption::Timestamps {
+                        tsval: ms.wrapping_add(0x9e37_79b9u32.wrapping_mul(i as u32 + 1)),
+                        tsecr: 0,
+                    }
+                    .encode(&mut o);
+                }
+                // The frame stays 1502 bytes: options take payload's room.
+                let len = MSS as usize - o.len();
+                let f = seg(i, false, nxt, 1, ACK, 65535, &o, len);
+                self.senders[i].nxt = nxt.wrapping_add(len as u32);
                 self.modem_push(f);
             }
         }
@@ -287,6 +309,8 @@ impl Sim {
         }
         if now >= self.measure_from {
             self.modem_max = self.modem_max.max(self.modem_bytes);
+            self.modem_sum += u128::from(self.modem_bytes);
+            self.modem_steps += 1;
             self.dl_max = self.dl_max.max(self.e.queued(LAN));
         }
         while self.down_wire.front().is_some_and(|(t, _)| *t <= now) {
@@ -866,4 +890,40 @@ fn an_uploads_window_covers_the_round_trip_beyond_sluice() {
         (floor..=12_500).contains(&u32::from(win)),
         "window {win} bytes, expected 1 Mbit/s × 50..100 ms"
     );
+}
+
+#[test]
+fn a_queue_before_sluice_seen_in_the_senders_timestamps_is_drained() {
+    // The link is slower than the class's rate (set too high, or the line
+    // fell): sluice's own queue stays empty, and the windows' excess over
+    // the path stands in the modem's FIFO, where nothing of sluice's
+    // reaches. The senders' timestamps show that queue (crate::owd): the
+    // pace goes under the link until it drains.
+    let run = |stamps: bool| {
+        let mut s = Sim::new(engine("10M", BOTH), 4, Rate::kbps(9_000), 300);
+        s.stamps = stamps;
+        s.run(Duration::from_secs(10));
+        s
+    };
+    let (blind, seeing) = (run(false), run(true));
+    let mean_ms = |s: &Sim| {
+        let bytes = s.modem_sum as f64 / s.modem_steps.max(1) as f64;
+        bytes * 8.0 / 9e6 * 1e3
+    };
+    // Measured from 3 s to 11 s.
+    let total = |s: &Sim| s.delivered.iter().sum::<u64>() as f64 / goodput(Rate::kbps(9_000)) / 8.0;
+    eprintln!(
+        "modem FIFO mean {:.1} ms blind, {:.1} ms reading the timestamps; link used {:.3} / {:.3}",
+        mean_ms(&blind),
+        mean_ms(&seeing),
+        total(&blind),
+        total(&seeing)
+    );
+    assert!(mean_ms(&blind) >= 9.0, "{:.1} ms", mean_ms(&blind));
+    assert!(mean_ms(&seeing) <= 6.0, "{:.1} ms", mean_ms(&seeing));
+    assert!(total(&blind) >= 0.98, "{:.3}", total(&blind));
+    assert!(total(&seeing) >= 0.95, "{:.3}", total(&seeing));
+    let r = seeing.report().unwrap();
+    assert!(r.path_queue.is_some() && r.pace_bps < 10_000_000, "{r:?}");
+    assert!(blind.report().unwrap().path_queue.is_none());
 }
