@@ -52,12 +52,29 @@
 //!   [`Tuning::ceiling_memory`] ago: the link is probed gently where it
 //!   was last found, and quickly again once it has not been found there
 //!   for a while (a step up).
-//! - **Between half the target and the target: hold** (steady).
+//! - **Back from a dip, quickly.** A link that falls for a moment (a
+//!   cell hand-over, a satellite's reconfiguration every 15 s) forces
+//!   cuts while its output is held under the rate, or on a delay of
+//!   [`Tuning::dip_delay`] or more; the rate before the first of them is
+//!   remembered. Once load without delay returns, the
+//!   rate grows by [`Tuning::fast`] per tick (+10 %: from 2 % of the old
+//!   rate back to 90 % of it in about two seconds, where +2 % takes
+//!   nine) until it reaches [`Tuning::probe_zone`] of the old rate or
+//!   delay appears on the way, whichever is first; the ordinary rules go
+//!   on from there.
+//! - **Between half the target and the target: hold** (steady). Both
+//!   thresholds are raised by one full frame's time at the current rate:
+//!   below ~10 Mbit/s a frame being sent is a delay the signal cannot tell
+//!   from a queue (17 ms at 700 kbit/s), and without it a slow rate reads
+//!   as delay and is held where it is.
 //! - Always within `[min, max]`; in dry-run the decisions are made and
 //!   logged against the rate they would have set, and the shaper is not
 //!   touched (the engine does not apply them).
 
 use crate::delay_signal::Reading;
+
+/// A full-sized Ethernet frame.
+const FRAME_BYTES: u64 = 1514;
 use sluice_conf::ir::Autorate;
 use sluice_time::{Duration, Instant, Rate};
 
@@ -81,6 +98,13 @@ pub struct Tuning {
     pub ceiling_memory: Duration,
     pub refractory: Duration,
     pub raise_after_cut: Duration,
+    /// Growth per tick on the way back from a dip: while the rate is under
+    /// [`Tuning::probe_zone`] of the rate before the link let less through,
+    /// until the first delay on the way back.
+    pub fast: f64,
+    /// A cut on a delay at least this large starts a dip as a cut the link
+    /// forces does: the link fell (a probe step past it shows as 10–20 ms).
+    pub dip_delay: Duration,
     /// The least cut factor when the output is already below the rate
     /// (it then measures the link).
     pub under_link: f64,
@@ -102,6 +126,8 @@ impl Default for Tuning {
             ceiling_memory: Duration::from_secs(3),
             refractory: Duration::from_millis(300),
             raise_after_cut: Duration::from_millis(500),
+            fast: 0.1,
+            dip_delay: Duration::from_millis(50),
             under_link: 0.85,
             link_memory: Duration::from_secs(2),
         }
@@ -178,11 +204,16 @@ pub struct Controller {
     next_tick: Instant,
     last_tick: Option<(Instant, u64)>,
     last_cut: Option<(Instant, Duration)>,
-    /// The rate at which delay last appeared.
-    ceiling: Option<Rate>,
+    /// The rate at which delay last appeared, and since when it stands
+    /// for the link (a cut, or the end of a return from a dip).
+    ceiling: Option<(Instant, Rate)>,
     /// The output at the last cut made while the link held the output
     /// below the rate: the link's rate then.
     link_seen: Option<(Instant, Rate)>,
+    /// The rate before the first cut the link forced (its output fell
+    /// under the rate), and whether the rate has been raised since: the
+    /// way back from a dip.
+    dip: Option<(Rate, bool)>,
     last_reason: Option<Reason>,
     /// Decisions by reason (ticks).
     pub counts: [u64; Reason::ALL.len()],
@@ -201,6 +232,7 @@ impl Controller {
             last_cut: None,
             ceiling: None,
             link_seen: None,
+            dip: None,
             last_reason: None,
             counts: [0; Reason::ALL.len()],
         }
@@ -275,7 +307,13 @@ impl Controller {
         if load < t.busy && (achieved.0 as f64) < floor {
             return (rate, Reason::Idle);
         }
-        if delay > t.target {
+        // A full frame's time at the rate is the least the signal can
+        // resolve there: one frame in the modem's hands is no queue, and
+        // the passive RTT's own noise grows with it. Without it a slow
+        // rate reads as delay and holds (on `lte` the rate sat at its
+        // minimum for 40 s with the link 3–10 times faster, at 8 ms).
+        let frame = rate.tx_time(FRAME_BYTES);
+        if delay > t.target + frame {
             if let Some((at, was)) = self.last_cut {
                 let since = now.saturating_since(at);
                 // Within a few refractory periods of a cut, a delay well
@@ -310,21 +348,46 @@ impl Controller {
             if new >= rate {
                 return (rate, Reason::Steady);
             }
+            self.dip = match self.dip {
+                // Delay on the way back: the link is found, and from here
+                // the ordinary rules go on.
+                Some((_, true)) => None,
+                Some(d) => Some(d),
+                None if link_limited || delay >= t.dip_delay => Some((rate, false)),
+                None => None,
+            };
             self.last_cut = Some((now, delay));
-            self.ceiling = Some(rate.min(achieved));
+            self.ceiling = Some((now, rate.min(achieved)));
             return (new, Reason::Delay);
         }
         let recent_cut = self
             .last_cut
             .is_some_and(|(at, _)| now.saturating_since(at) < t.raise_after_cut);
-        if delay.0.saturating_mul(2) <= t.target.0 && load >= t.loaded && !recent_cut {
-            let near_ceiling = self.ceiling.is_some_and(|c| {
+        if delay <= Duration(t.target.0 / 2) + frame && load >= t.loaded && !recent_cut {
+            let near_ceiling = self.ceiling.is_some_and(|(at, c)| {
                 rate.0 as f64 >= c.0 as f64 * t.probe_zone
-                    && self
-                        .last_cut
-                        .is_some_and(|(at, _)| now.saturating_since(at) < t.ceiling_memory)
+                    && now.saturating_since(at) < t.ceiling_memory
             });
-            let step = if near_ceiling { t.probe } else { t.raise };
+            let returning = self
+                .dip
+                .is_some_and(|(before, _)| (rate.0 as f64) < before.0 as f64 * t.probe_zone);
+            let step = if returning {
+                t.fast
+            } else if near_ceiling {
+                t.probe
+            } else {
+                t.raise
+            };
+            match &mut self.dip {
+                Some((_, raised)) if returning => *raised = true,
+                Some((before, _)) => {
+                    // Back where the link was before the dip: it is probed
+                    // there gently, as after a cut.
+                    self.ceiling = Some((now, *before));
+                    self.dip = None;
+                }
+                None => {}
+            }
             let new = Rate(((rate.0 as f64) * (1.0 + step)).ceil() as u64).min(self.cfg.max);
             if new > rate {
                 return (new, Reason::Load);

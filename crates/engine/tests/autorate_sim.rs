@@ -340,3 +340,42 @@ fn a_trace_of_moves_is_followed() {
     }
     assert!(u >= 0.7, "{u}");
 }
+
+#[test]
+fn after_a_short_outage_the_rate_is_back_within_2_s() {
+    // Starlink's reconfiguration every 15 s, a cell hand-over: the link
+    // falls to 5 % for 300 ms and comes back. The cuts during the outage
+    // are the link's doing; the rate before them is where to return.
+    for download in [false, true] {
+        let sim = Sim {
+            capacity: Box::new(|t| {
+                if (30_000..30_300).contains(&t) {
+                    2
+                } else {
+                    40
+                }
+            } * 1_000_000),
+            download,
+            sender_lag_ms: if download { 100 } else { 0 },
+            ..step(40, 40, 0)
+        };
+        let r = run(&sim, bounds(1, 50), Rate::mbps(38), 45_000);
+        let cut = r
+            .first(30_000, true, 20_000_000)
+            .expect("cuts in the outage");
+        let back = r.first(cut, false, 32_000_000).expect("returns");
+        eprintln!(
+            "outage 40 -> 2 -> 40 Mbit/s (download {download}): lowest {}, 80 % again {} ms after the outage; utilisation 31..45 s {:.2}, delay p99 32..45 s {:.1} ms",
+            r.min_rate(30_000, 35_000),
+            back - 30_300,
+            r.utilisation(31_000, 45_000),
+            r.delay_p99(32_000, 45_000),
+        );
+        assert!(back - 30_300 <= 2_000, "{} ms", back - 30_300);
+        assert!(r.utilisation(31_000, 45_000) >= 0.85);
+        // With senders 100 ms behind the rate, every probe past the link
+        // (a cycle of a few seconds, outage or not) queues up to ~37 ms.
+        let bound = if download { 40.0 } else { 30.0 };
+        assert!(r.delay_p99(32_000, 45_000) <= bound);
+    }
+}
