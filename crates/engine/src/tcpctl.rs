@@ -35,7 +35,7 @@
 //!   a LAN-side interface the pacer therefore also reads the queue its
 //!   flows' data met on the way in, from their senders' timestamps
 //!   ([`crate::owd`], the median over its flows every [`PATH_PERIOD`]):
-//!   above [`BEYOND_GATE`] (and one frame's time) it lowers the pace by
+//!   above [`BEYOND_GATE`] (and two frames' time) it lowers the pace by
 //!   [`DRAIN`] per window, no lower than [`BEYOND_FLOOR`] of the rate and
 //!   not while the queue is already falling, and raises it again once
 //!   that queue is gone (by host too, where its own queue never empties).
@@ -150,7 +150,7 @@ const MIN_PACE: (u64, u64) = (1, 4);
 /// the link then drains it at a quarter of its rate, and a reading that
 /// lags costs no more.
 const BEYOND_FLOOR: (u64, u64) = (3, 4);
-/// A queue before sluice standing above this (and one frame's time at the
+/// A queue before sluice standing above this (and two frames' time at the
 /// class's rate) slows the pace. Under CoDel's 5 ms (RFC 8289 §4.4): the
 /// reading is a least value over 100 ms in the sender's 1 ms steps, and
 /// a ping waits for the queue's mean, not its least (in virtual time a 5 ms
@@ -322,7 +322,7 @@ struct Pacer {
     /// `beyond` when the pace was last lowered for it.
     beyond_drained: Option<Duration>,
     /// A queue before sluice above this stands: [`BEYOND_GATE`], at least
-    /// one full frame's time at the class's rate.
+    /// two full frames' time at the class's rate.
     beyond_gate: Duration,
 }
 
@@ -584,7 +584,10 @@ impl TcpCtl {
                     reads_path: *lan_side,
                     beyond: None,
                     beyond_drained: None,
-                    beyond_gate: c.pace_rate.tx_time(1514).max(BEYOND_GATE),
+                    // An ACK releases two segments back to back, so the
+                    // second waits a frame by construction; on a slow
+                    // line, behind an upload, the ACKs come in pairs.
+                    beyond_gate: c.pace_rate.tx_time(2 * 1514).max(BEYOND_GATE),
                 });
             }
         }
