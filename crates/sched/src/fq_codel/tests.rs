@@ -532,6 +532,17 @@ fn dsthost_isolates_the_download_side() {
     );
 }
 
+/// A ping-like flow of host 1 (100-byte packets every `period_ns`).
+fn host1_ping(period_ns: u64) -> Source {
+    Source {
+        bucket: 500,
+        hosts: (1 << 16) | 9,
+        len: 100,
+        period_ns,
+        next_ns: 5 * MS,
+    }
+}
+
 #[test]
 fn a_loaded_hosts_sparse_flow_keeps_its_priority() {
     // A ping-like flow of host 1 next to its own upload and host 2's 64:
@@ -540,16 +551,9 @@ fn a_loaded_hosts_sparse_flow_keeps_its_priority() {
     let rate = Rate::mbps(10);
     let mut srcs = host_flows(1, 9, 0, 1, rate);
     srcs.extend(host_flows(2, 9, 100, 64, rate));
-    srcs.push(Source {
-        bucket: 500,
-        hosts: (1 << 16) | 9,
-        len: 100,
-        period_ns: 20 * MS,
-        next_ns: 5 * MS,
-    });
+    srcs.push(host1_ping(20 * MS));
     let mut q = isolating(Isolation::SrcHost);
-    // Past the start, where the 65 flows' first packets go first, one
-    // each, as in any FQ-CoDel (65 × 1.2 ms).
+    // Past the start (the next test is about the start).
     simulate(&mut q, rate, &mut srcs, 1_000 * MS);
     let r = simulate(&mut q, rate, &mut srcs, 5_000 * MS);
     let (bytes, max_sojourn, dropped) = r[65];
@@ -573,13 +577,7 @@ fn a_hosts_connections_opened_together_go_after_other_hosts_sparse_flows() {
         s.next_ns += 500 * MS;
         srcs.push(s);
     }
-    srcs.push(Source {
-        bucket: 500,
-        hosts: (1 << 16) | 9,
-        len: 100,
-        period_ns: 2 * MS,
-        next_ns: 5 * MS,
-    });
+    srcs.push(host1_ping(2 * MS));
     let mut q = isolating(Isolation::SrcHost);
     let r = simulate(&mut q, rate, &mut srcs, 2_000 * MS);
     let (bytes, max_sojourn, dropped) = r[65];
