@@ -55,12 +55,14 @@
 //!   (allocated only when isolating); two hosts in one entry count as one.
 //!   Deficits are kept in 1/65536 bytes so a share of a quantum keeps its
 //!   fraction: with 64 flows each gets 1514/64 bytes per round, not 23.
-//!   A host has one flow at a time on `new_flows`: a flow that becomes
-//!   active while another of its host's is there joins `old_flows`
+//!   A host has at most two flows at a time on `new_flows`: a flow that
+//!   becomes active while two of its host's are there joins `old_flows`
 //!   without credit (its debt kept), so the first turn gives it its share
 //!   of a quantum. Without this, 64 connections a host opens together each
 //!   send a packet ahead of every other host's sparse flows (77 ms at 10
-//!   Mbit/s; 3.8 ms with it, in the test).
+//!   Mbit/s; 3.8 ms with it, in the test). Two, not one: a host's ping and
+//!   call that become active together both keep the new-flow priority (a
+//!   flow sent to the old list without credit waits two rotations).
 //!   Cost: a host's flow with load L waits about L rounds per packet, so a
 //!   dequeue visits up to ~L flows (bounded as every DRR pass is, by
 //!   [`MAX_VISITS_PER_DEQUEUE`]).
@@ -247,6 +249,11 @@ const FRESH: i64 = 1 << FRAC_BITS;
 
 /// A flow's `bulk_epoch` before it was ever bulk.
 const NEVER: u32 = u32::MAX;
+
+/// Flows of one host on the new list at once (isolation only): a ping and
+/// a call of one host that become active together both go first; the
+/// third of 64 connections a host opens together waits its turn.
+const NEW_PER_HOST: u16 = 2;
 
 /// Host table entries: the low 14 bits of the 16-bit host hashes.
 const HOST_BITS: u32 = 14;
@@ -644,7 +651,7 @@ impl FqCodel {
     }
 
     /// Whether flow `idx`'s host (as the isolation counts hosts) already
-    /// has a flow on the new list.
+    /// has [`NEW_PER_HOST`] flows on the new list.
     #[inline]
     fn host_has_new(&self, idx: u32) -> bool {
         let f = &self.flows[idx as usize].0;
@@ -654,7 +661,10 @@ impl FqCodel {
                 .copied()
                 .unwrap_or_default()
         };
-        let (src, dst) = (h(f.src_host).new_src > 0, h(f.dst_host).new_dst > 0);
+        let (src, dst) = (
+            h(f.src_host).new_src >= NEW_PER_HOST,
+            h(f.dst_host).new_dst >= NEW_PER_HOST,
+        );
         match self.params.isolation {
             Isolation::Flows => false,
             Isolation::SrcHost => src,
@@ -945,7 +955,7 @@ impl Qdisc for FqCodel {
         self.queued_bytes += len as u64;
         self.queued_mem += mem;
         if joins {
-            // Isolating, a host has one flow at a time on the new list: 32
+            // Isolating, a host has two flows at a time on the new list: 32
             // connections a host opens together would otherwise each send
             // a packet ahead of every other host's sparse flows (200 ms of
             // a 2 Mbit/s line). The others wait their turn on the old

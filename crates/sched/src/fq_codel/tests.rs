@@ -544,6 +544,33 @@ fn host1_ping(period_ns: u64) -> Source {
 }
 
 #[test]
+fn a_hosts_ping_and_call_active_together_both_go_first() {
+    // Host 1's ping and a call (172-byte packets every 20 ms) arrive
+    // together, next to host 1's upload and host 2's 64: both keep the
+    // new-flow priority (a flow sent to the old list without credit would
+    // wait two rotations).
+    let rate = Rate::mbps(2);
+    let mut srcs = host_flows(1, 9, 0, 1, rate);
+    srcs.extend(host_flows(2, 9, 100, 64, rate));
+    srcs.push(host1_ping(20 * MS));
+    srcs.push(Source {
+        bucket: 501,
+        len: 172,
+        ..host1_ping(20 * MS)
+    });
+    let mut q = isolating(Isolation::SrcHost);
+    simulate(&mut q, rate, &mut srcs, 1_000 * MS);
+    let r = simulate(&mut q, rate, &mut srcs, 5_000 * MS);
+    for (bytes, max_sojourn, dropped) in &r[65..] {
+        assert!(*bytes > 0 && *dropped == 0);
+        assert!(
+            *max_sojourn <= rate.tx_time(2 * 1514),
+            "sparse sojourn {max_sojourn}"
+        );
+    }
+}
+
+#[test]
 fn a_loaded_hosts_sparse_flow_keeps_its_priority() {
     // A ping-like flow of host 1 next to its own upload and host 2's 64:
     // sparse, it is not in a load and still leaves within one full-size
