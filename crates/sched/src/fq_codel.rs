@@ -55,14 +55,6 @@
 //!   (allocated only when isolating); two hosts in one entry count as one.
 //!   Deficits are kept in 1/65536 bytes so a share of a quantum keeps its
 //!   fraction: with 64 flows each gets 1514/64 bytes per round, not 23.
-//!   A host has at most two flows at a time on `new_flows`: a flow that
-//!   becomes active while two of its host's are there joins `old_flows`
-//!   without credit (its debt kept), so the first turn gives it its share
-//!   of a quantum. Without this, 64 connections a host opens together each
-//!   send a packet ahead of every other host's sparse flows (77 ms at 10
-//!   Mbit/s; 3.8 ms with it, in the test). Two, not one: a host's ping and
-//!   call that become active together both keep the new-flow priority (a
-//!   flow sent to the old list without credit waits two rotations).
 //!   Cost: a host's flow with load L waits about L rounds per packet, so a
 //!   dequeue visits up to ~L flows (bounded as every DRR pass is, by
 //!   [`MAX_VISITS_PER_DEQUEUE`]).
@@ -250,11 +242,6 @@ const FRESH: i64 = 1 << FRAC_BITS;
 /// A flow's `bulk_epoch` before it was ever bulk.
 const NEVER: u32 = u32::MAX;
 
-/// Flows of one host on the new list at once (isolation only): a ping and
-/// a call of one host that become active together both go first; the
-/// third of 64 connections a host opens together waits its turn.
-const NEW_PER_HOST: u16 = 2;
-
 /// Host table entries: the low 14 bits of the 16-bit host hashes.
 const HOST_BITS: u32 = 14;
 
@@ -295,14 +282,11 @@ impl Load {
     }
 }
 
-/// A host's loads as source and as destination (isolation only), and
-/// its flows on the new list now, as source and as destination.
+/// A host's loads as source and as destination (isolation only).
 #[derive(Clone, Copy, Debug, Default)]
 struct HostLoad {
     src: Load,
     dst: Load,
-    new_src: u16,
-    new_dst: u16,
 }
 
 /// A flow padded to one aligned cache line. The pull path reads and writes
@@ -587,18 +571,13 @@ impl FqCodel {
 
     #[inline]
     fn push_tail(&mut self, which: OnList, idx: u32) {
-        if which == OnList::None {
-            return;
-        }
-        self.flows[idx as usize].0.next = NIL;
-        self.flows[idx as usize].0.list = which;
-        if which == OnList::New && !self.hosts.is_empty() {
-            self.count_new(idx, true);
-        }
         let list = match which {
             OnList::New => &mut self.new_flows,
-            _ => &mut self.old_flows,
+            OnList::Old => &mut self.old_flows,
+            OnList::None => return,
         };
+        self.flows[idx as usize].0.next = NIL;
+        self.flows[idx as usize].0.list = which;
         if list.tail == NIL {
             list.head = idx;
         } else {
@@ -624,53 +603,7 @@ impl FqCodel {
         }
         self.flows[idx as usize].0.next = NIL;
         self.flows[idx as usize].0.list = OnList::None;
-        if which == OnList::New && !self.hosts.is_empty() {
-            self.count_new(idx, false);
-        }
         Some(idx)
-    }
-
-    /// Flow `idx` joins (`true`) or leaves the new list: its hosts' counts.
-    #[inline]
-    fn count_new(&mut self, idx: u32, joins: bool) {
-        let f = &self.flows[idx as usize].0;
-        let (s, d) = (Self::host_slot(f.src_host), Self::host_slot(f.dst_host));
-        let step = |n: &mut u16| {
-            *n = if joins {
-                n.saturating_add(1)
-            } else {
-                n.saturating_sub(1)
-            }
-        };
-        if let Some(h) = self.hosts.get_mut(s) {
-            step(&mut h.new_src);
-        }
-        if let Some(h) = self.hosts.get_mut(d) {
-            step(&mut h.new_dst);
-        }
-    }
-
-    /// Whether flow `idx`'s host (as the isolation counts hosts) already
-    /// has [`NEW_PER_HOST`] flows on the new list.
-    #[inline]
-    fn host_has_new(&self, idx: u32) -> bool {
-        let f = &self.flows[idx as usize].0;
-        let h = |x: u16| {
-            self.hosts
-                .get(Self::host_slot(x))
-                .copied()
-                .unwrap_or_default()
-        };
-        let (src, dst) = (
-            h(f.src_host).new_src >= NEW_PER_HOST,
-            h(f.dst_host).new_dst >= NEW_PER_HOST,
-        );
-        match self.params.isolation {
-            Isolation::Flows => false,
-            Isolation::SrcHost => src,
-            Isolation::DstHost => dst,
-            Isolation::Both => src || dst,
-        }
     }
 
     /// Drops one batch from the head of the fattest flow (RFC 8290 §4.1).
@@ -955,22 +888,7 @@ impl Qdisc for FqCodel {
         self.queued_bytes += len as u64;
         self.queued_mem += mem;
         if joins {
-            // Isolating, a host has two flows at a time on the new list: 32
-            // connections a host opens together would otherwise each send
-            // a packet ahead of every other host's sparse flows (200 ms of
-            // a 2 Mbit/s line). The others wait their turn on the old
-            // list, where the host's share holds them.
-            if self.params.isolation.is_on() && self.host_has_new(idx) {
-                // Without credit: its first turn gives it its share of a
-                // quantum (and counts it in its host's load), so the
-                // host's newcomers do not each send a packet in the first
-                // round either.
-                let f = &mut self.flows[idx as usize].0;
-                f.deficit = f.deficit.min(0);
-                self.push_tail(OnList::Old, idx);
-            } else {
-                self.push_tail(OnList::New, idx);
-            }
+            self.push_tail(OnList::New, idx);
             self.fq_stats.new_flows += 1;
         }
         let filtered = self.params.ack_filter.is_on() && self.filter_acks(idx, drops);
