@@ -72,11 +72,11 @@
 //!   touched (the engine does not apply them).
 
 use crate::delay_signal::Reading;
+use sluice_conf::ir::Autorate;
+use sluice_time::{Duration, Instant, Rate};
 
 /// A full-sized Ethernet frame.
 const FRAME_BYTES: u64 = 1514;
-use sluice_conf::ir::Autorate;
-use sluice_time::{Duration, Instant, Rate};
 
 /// The controller's constants (the defaults are what the engine runs).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -109,6 +109,11 @@ impl WindowMin {
         self.last = now;
     }
 
+    /// When the last value was added.
+    pub(crate) fn last(&self) -> Instant {
+        self.last
+    }
+
     pub(crate) fn get(&self) -> Duration {
         self.prev.map_or(self.cur, |p| p.min(self.cur))
     }

@@ -50,25 +50,28 @@ enum Clock {
     Other,
 }
 
+/// What a flow's first stamped segment started.
+#[derive(Clone, Copy, Debug)]
+struct Track {
+    /// Arrival time and TSval of the first stamped segment.
+    t0: Instant,
+    ts0: u32,
+    base: WindowMin,
+    recent: WindowMin,
+}
+
 /// One flow's one-way delay tracker.
 #[derive(Clone, Copy, Debug)]
 pub struct Owd {
-    /// Arrival time and TSval of the flow's first stamped segment.
-    anchor: Option<(Instant, u32)>,
     clock: Clock,
-    base: Option<WindowMin>,
-    recent: Option<WindowMin>,
-    last: Instant,
+    track: Option<Track>,
 }
 
 impl Default for Owd {
     fn default() -> Self {
         Owd {
-            anchor: None,
             clock: Clock::Unverified,
-            base: None,
-            recent: None,
-            last: Instant::ZERO,
+            track: None,
         }
     }
 }
@@ -79,11 +82,20 @@ impl Owd {
         if self.clock == Clock::Other {
             return;
         }
-        let (t0, ts0) = *self.anchor.get_or_insert((now, tsval));
-        let real = now.saturating_since(t0).0 as i128;
-        // Signed: a segment sent before the anchor's (reordered, or a
+        let Some(t) = &mut self.track else {
+            let v = WindowMin::new(BIAS, now);
+            self.track = Some(Track {
+                t0: now,
+                ts0: tsval,
+                base: v,
+                recent: v,
+            });
+            return;
+        };
+        let real = now.saturating_since(t.t0).0 as i128;
+        // Signed: a segment sent before the first one's (reordered, or a
         // retransmission) is behind it.
-        let ticks_ms = i128::from(tsval.wrapping_sub(ts0) as i32);
+        let ticks_ms = i128::from(tsval.wrapping_sub(t.ts0) as i32);
         if self.clock == Clock::Unverified && real >= VERIFY_AFTER.0 as i128 {
             let ratio = ticks_ms as f64 * 1e6 / real as f64;
             self.clock = if (0.8..=1.25).contains(&ratio) {
@@ -94,27 +106,18 @@ impl Owd {
         }
         let v = BIAS.0 as i128 + real - ticks_ms * 1_000_000;
         let v = Duration(v.clamp(0, u64::MAX as i128) as u64);
-        match (&mut self.base, &mut self.recent) {
-            (Some(b), Some(r)) => {
-                b.add(v, now, BASE_WINDOW);
-                r.add(v, now, RECENT_WINDOW);
-            }
-            _ => {
-                self.base = Some(WindowMin::new(v, now));
-                self.recent = Some(WindowMin::new(v, now));
-            }
-        }
-        self.last = now;
+        t.base.add(v, now, BASE_WINDOW);
+        t.recent.add(v, now, RECENT_WINDOW);
     }
 
     /// The queue standing before sluice on this flow's way in, if the
     /// flow's clock is known to tick in ms and it was heard from lately.
     pub fn standing(&self, now: Instant) -> Option<Duration> {
-        if self.clock != Clock::Millis || now.saturating_since(self.last) > FRESH {
+        let t = self.track.filter(|_| self.clock == Clock::Millis)?;
+        if now.saturating_since(t.recent.last()) > FRESH {
             return None;
         }
-        let (b, r) = (self.base?, self.recent?);
-        Some(r.get() - b.get())
+        Some(t.recent.get() - t.base.get())
     }
 }
 

@@ -1053,7 +1053,7 @@ impl TcpCtl {
 
     /// Releases what is due at `now` into [`TcpCtl::take_released`].
     pub fn poll(&mut self, now: Instant) {
-        if now >= self.next_path && !self.flows.is_empty() {
+        if now >= self.next_path && self.reads_paths() {
             self.next_path = now + PATH_PERIOD;
             self.read_paths(now);
         }
@@ -1196,10 +1196,15 @@ impl TcpCtl {
         }
     }
 
+    /// Whether some pacer reads the path before sluice and has flows to
+    /// read it from.
+    fn reads_paths(&self) -> bool {
+        !self.flows.is_empty() && self.pacers.iter().any(|p| p.reads_path)
+    }
+
     /// When [`TcpCtl::poll`] next has something to do.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        let path = (!self.flows.is_empty() && self.pacers.iter().any(|p| p.reads_path))
-            .then_some(self.next_path);
+        let path = self.reads_paths().then_some(self.next_path);
         if self.held.total == 0 {
             return path;
         }
