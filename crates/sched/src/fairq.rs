@@ -41,7 +41,10 @@
 //!   (`tbr.rs`) above it, as for PRIQ.
 //! - `peek_len` follows the peeked-packet rule: the class and bucket a peek
 //!   chose are the ones the next `dequeue` serves (ALTQ's `pif_poll_cache`
-//!   and `cl_polled`).
+//!   and `cl_polled`), unless a packet of a higher-priority class arrives
+//!   first: the token bucket above peeks while it waits for tokens, and a
+//!   choice held across that wait would put a bulk frame ahead of it (as in
+//!   PRIQ, `priq.rs`).
 //!
 //! Statistics: each class reports the sum of its buckets' counters plus its
 //! own `overlimits` (times it yielded for being over its bandwidth); FAIRQ's
@@ -470,6 +473,10 @@ impl Qdisc for Fairq {
             return Enqueue::Rejected;
         };
         let b = self.classes[ci].bucket_of(&pkt);
+        // Classes are sorted by priority, highest first.
+        if matches!(self.peeked, Some((pc, _)) if ci < pc) {
+            self.peeked = None;
+        }
         let r = self.with_bucket(ci, b, |q| q.enqueue(pkt, now, drops));
         if !self.classes[ci].buckets[b as usize].in_round && !self.bucket_empty(ci, b) {
             let light = self.classes[ci].light(b, now);

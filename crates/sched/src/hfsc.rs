@@ -38,6 +38,11 @@
 //!   classes and upper limits without link-sharing are refused (ALTQ ignores
 //!   them silently); `peek_len` returns `None` while every class is held by
 //!   an upper limit.
+//! - A peek's choice holds until the next `dequeue` or until a class becomes
+//!   active: the newcomer may have the earlier deadline (a ping in a
+//!   real-time class), and the token bucket above peeks while it waits for
+//!   tokens, so a held choice would send one more bulk frame ahead of it
+//!   (ALTQ's token bucket polls only once the tokens are there).
 
 mod class;
 mod curve;
@@ -447,6 +452,7 @@ impl Qdisc for Hfsc {
         let c = &self.classes[slot as usize];
         if !c.backlogged && c.leaf.as_ref().is_some_and(|l| !l.is_empty()) {
             self.activate(slot, now, drops);
+            self.peeked = None;
         }
         if drops.len() > from {
             // The leaf dropped something; a cached pick may name a packet gone.

@@ -281,6 +281,33 @@ fn peek_then_dequeue_gives_the_peeked_packet() {
 }
 
 #[test]
+fn a_class_becoming_active_after_a_peek_may_take_its_place() {
+    // The token bucket above peeks a bulk packet and waits for its tokens;
+    // a ping arriving meanwhile in an idle real-time class has the earlier
+    // deadline and goes first, as it would have if it had come before.
+    let link = Rate::mbps(10);
+    let mut q = Hfsc::new(link);
+    q.add_class(ClassId(1), None, rt(Rate::mbps(1)), Fifo::boxed(50))
+        .unwrap();
+    q.add_class(ClassId(2), None, ls(Rate::mbps(9)), Fifo::boxed(50))
+        .unwrap();
+    let mut drops = Vec::new();
+    let now = Instant(1_000);
+    for i in 0..3u64 {
+        q.enqueue(
+            Packet::synthetic(i + 1, 1500, 0, ClassId(2)),
+            now,
+            &mut drops,
+        );
+    }
+    assert_eq!(q.peek_len(now, &mut drops), Some(1500));
+    q.enqueue(Packet::synthetic(9, 98, 0, ClassId(1)), now, &mut drops);
+    assert_eq!(q.peek_len(now, &mut drops), Some(98));
+    assert_eq!(q.dequeue(now, &mut drops).map(|p| p.id), Some(9));
+    assert_eq!(q.dequeue(now, &mut drops).map(|p| p.id), Some(1));
+}
+
+#[test]
 fn purge_gives_everything_back_and_the_tree_restarts() {
     let link = Rate::mbps(10);
     let mut q = Hfsc::new(link);
