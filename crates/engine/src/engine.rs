@@ -7,7 +7,7 @@ use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
 use crate::report::{AutorateReport, ClassReport, IfaceReport};
 use crate::tcpctl::{Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
-use sluice_conf::ir::{self, Direction};
+use sluice_conf::ir::{self, Direction, SchedKind};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
 use sluice_time::{Duration, Instant, Overhead, Rate};
 use sluice_wire::tcp::TcpHeader;
@@ -212,6 +212,9 @@ struct Iface {
     flow_sojourn: FlowSojourn,
     /// `autorate` on this interface's shaper, and its latest reading.
     autorate: Option<(Controller, Reading)>,
+    /// When the link after this interface will have sent what sluice sent
+    /// it, at the shaped rate (token-bucket trees only; see `poll_tx`).
+    wire_free: Instant,
 }
 
 /// Decisions kept for [`Engine::poll_autorate`] when nobody collects them.
@@ -245,6 +248,29 @@ fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
     }
 }
 
+impl Iface {
+    /// How long a frame sent now waits on the link after this interface
+    /// for the frames sent before it. A token bucket lets a frame go once
+    /// its tokens are there, at the start of its time on the modem's wire,
+    /// so an ACK that leaves right after an upload frame still waits for
+    /// that frame there (49 ms for a 536-byte segment at 120 kbit/s): a
+    /// wait its flow's window must allow ([`TcpCtl::on_sent`]) and sluice
+    /// does not see. Estimated at the shaped rate, a little under the
+    /// modem's, so never short. A pipe releases a packet at the end of its
+    /// serialisation: nothing is left on the wire after it.
+    fn wire_wait(&mut self, now: Instant, cost: u32) -> Duration {
+        let Some(t) = self.tree.as_ref() else {
+            return Duration::ZERO;
+        };
+        if t.kind == SchedKind::Pipe || t.bandwidth.as_bps() == 0 {
+            return Duration::ZERO;
+        }
+        let start = self.wire_free.max(now);
+        self.wire_free = start + t.bandwidth.tx_time(u64::from(cost));
+        start.saturating_since(now)
+    }
+}
+
 impl Engine {
     /// Builds the engine. Fails without side effects if any tree cannot be built.
     pub fn new(cfg: &ir::Config, opts: Options) -> Result<Engine, BuildError> {
@@ -273,6 +299,7 @@ impl Engine {
                 sojourn: Sojourn::default(),
                 flow_sojourn: FlowSojourn::default(),
                 autorate: None,
+                wire_free: Instant::ZERO,
             });
         }
         for (idx, nets) in &opts.iface_addrs {
@@ -872,6 +899,7 @@ impl Engine {
         let wait = now.saturating_since(pkt.enqueued_at);
         self.ifaces[iface].sojourn.add(wait);
         self.ifaces[iface].flow_sojourn.add(pkt.flow, wait);
+        let on_wire = self.ifaces[iface].wire_wait(now, pkt.cost);
         // A controlled flow's ACKs' wait here is part of its round trip (its
         // window's): frames small enough to be pure ACKs are read, once,
         // for that and for a CE mark.
@@ -883,8 +911,7 @@ impl Engine {
             self.tcp.on_queue(iface, pkt.class, pkt.len, false);
             if let (true, Some(info)) = (may_be_ack, &info) {
                 if let Ok(h) = TcpHeader::in_frame(&pkt.data, info) {
-                    let wait = now.saturating_since(pkt.enqueued_at);
-                    self.tcp.on_sent(info, &h.segment(), wait);
+                    self.tcp.on_sent(info, &h.segment(), wait + on_wire);
                 }
             }
         }

@@ -135,6 +135,10 @@ struct Sim {
     /// (arrival, frame).
     down_wire: VecDeque<(Instant, Vec<u8>)>,
     up_wire: VecDeque<(Instant, Vec<u8>)>,
+    /// The modem's uplink wire after sluice, one frame at a time (`None`:
+    /// frames pass at once).
+    up_rate: Option<Rate>,
+    up_free: Instant,
     one_way: Duration,
     senders: Vec<Sender>,
     /// The sender's own limit in segments (no congestion control: the
@@ -181,6 +185,8 @@ impl Sim {
             modem_free: Instant::ZERO,
             down_wire: VecDeque::new(),
             up_wire: VecDeque::new(),
+            up_rate: None,
+            up_free: Instant::ZERO,
             one_way: Duration::from_millis(10),
             senders: (0..flows)
                 .map(|_| Sender {
@@ -227,12 +233,18 @@ impl Sim {
             }
         }
         while let Some(f) = self.e.poll_tx(now, WAN) {
+            // Sent once the wire is free, in full before it arrives.
+            let mut sent = now;
+            if let Some(r) = self.up_rate {
+                sent = self.up_free.max(now) + r.tx_time(f.len() as u64);
+                self.up_free = sent;
+            }
             if f[14 + 9] == 17 {
                 // The upload's: the server only discards it.
                 self.upload_queued -= 1;
                 continue;
             }
-            self.up_wire.push_back((now + self.one_way, f));
+            self.up_wire.push_back((sent + self.one_way, f));
         }
     }
 
@@ -656,6 +668,34 @@ fn the_window_covers_the_acks_wait_behind_an_upload_on_a_slow_line() {
 }
 
 #[test]
+fn the_window_covers_the_acks_wait_on_the_modems_wire() {
+    // The same line, but the modem's uplink sends one frame at a time, a
+    // little faster than sluice's 120K: an ACK that leaves sluice right
+    // after an upload frame waits for it there (~100 ms for 1514 bytes),
+    // out of sluice's sight. The window must allow that wait too; counted
+    // only in sluice's queue, the download kept 66 % of its solo rate.
+    let text = "queue down on lan0 bandwidth 490K\n\
+                queue dl parent down bandwidth 490K qlimit 4000 default\n\
+                queue up on wan0 bandwidth 120K\n\
+                queue ack parent up bandwidth 60K qlimit 100\n\
+                queue bulk parent up bandwidth 60K qlimit 100 default\n\
+                pass\n\
+                pass out on wan0 proto tcp queue (bulk, ack)\n";
+    let run = |upload| {
+        let mut s = Sim::new(engine_with(text, BOTH), 1, Rate::kbps(512), 300);
+        s.up_rate = Some(Rate::kbps(128));
+        s.upload_backlog = upload;
+        s.run(Duration::from_secs(13));
+        s
+    };
+    let solo = run(0);
+    let loaded = run(3);
+    let rate = |s: &Sim| s.delivered[0] as f64 / 11.0;
+    let (a, b) = (rate(&solo), rate(&loaded));
+    assert!(b >= 0.95 * a, "with the upload {b:.0} B/s, alone {a:.0}");
+}
+
+#[test]
 fn the_aqm_leaves_a_clamped_flow_the_queue_its_window_allows() {
     // A download clamped to its share × (least RTT + allowance), in an
     // FQ-CoDel queue (CoDel's 5 ms target) at 2 Mbit/s behind a 4 Mbit/s
@@ -681,6 +721,7 @@ fn the_aqm_leaves_a_clamped_flow_the_queue_its_window_allows() {
         window_clamp: true,
     };
     let mut s = Sim::new(engine_with(text, clamp), 1, Rate::mbps(4), 300);
+    s.up_rate = Some(Rate::kbps(128));
     s.upload_backlog = 3;
     s.run(Duration::from_secs(13));
     let dl = s.e.report()[LAN].class("dl").cloned().expect("dl");
