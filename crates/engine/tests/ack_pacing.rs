@@ -636,14 +636,12 @@ fn with_many_flows_pacing_keeps_their_floor_windows_out_of_the_modem() {
     assert!(both.modem_max <= 2 * 1514 && clamp.modem_max <= 2 * 1514);
 }
 
-#[test]
-fn the_window_covers_the_acks_wait_behind_an_upload_on_a_slow_line() {
-    // ack_priority's line: 512 kbit/s down (the download shaped to 490),
-    // 120 kbit/s up with empty ACKs in their own queue. A full-sized
-    // segment takes ~25 ms at each of the modem and sluice, and behind an
-    // upload an ACK waits for the frame being sent, up to ~100 ms: a
-    // window of share × (least RTT + slack) holds the download at a
-    // fraction of its share.
+/// ack_priority's line: 512 kbit/s down (the download shaped to 490),
+/// 120 kbit/s up with empty ACKs in their own queue, the modem's uplink
+/// after sluice at `up_wire` (`None`: frames pass it at once). The
+/// download alone and during an upload (three full frames always queued),
+/// in B/s, and whether its window was clamped.
+fn slow_line_download(up_wire: Option<Rate>) -> (f64, f64, bool) {
     let text = "queue down on lan0 bandwidth 490K\n\
                 queue dl parent down bandwidth 490K qlimit 4000 default\n\
                 queue up on wan0 bandwidth 120K\n\
@@ -653,45 +651,38 @@ fn the_window_covers_the_acks_wait_behind_an_upload_on_a_slow_line() {
                 pass out on wan0 proto tcp queue (bulk, ack)\n";
     let run = |upload| {
         let mut s = Sim::new(engine_with(text, BOTH), 1, Rate::kbps(512), 300);
+        s.up_rate = up_wire;
         s.upload_backlog = upload;
         s.run(Duration::from_secs(13));
         s
     };
-    let solo = run(0);
-    let loaded = run(3);
-    let share = goodput(Rate::kbps(490));
+    let (solo, loaded) = (run(0), run(3));
     let rate = |s: &Sim| s.delivered[0] as f64 / 11.0;
-    let (a, b) = (rate(&solo), rate(&loaded));
+    let clamped = loaded.report().is_some_and(|r| r.windows_clamped > 0);
+    (rate(&solo), rate(&loaded), clamped)
+}
+
+#[test]
+fn the_window_covers_the_acks_wait_behind_an_upload_on_a_slow_line() {
+    // A full-sized segment takes ~25 ms at each of the modem and sluice,
+    // and behind an upload an ACK waits for the frame being sent, up to
+    // ~100 ms: a window of share × (least RTT + slack) holds the download
+    // at a fraction of its share.
+    let (a, b, clamped) = slow_line_download(None);
+    let share = goodput(Rate::kbps(490));
     assert!(a >= 0.95 * share, "alone {a:.0} B/s of {share:.0}");
     assert!(b >= 0.95 * a, "with the upload {b:.0} B/s, alone {a:.0}");
-    assert!(loaded.report().is_some_and(|r| r.windows_clamped > 0));
+    assert!(clamped);
 }
 
 #[test]
 fn the_window_covers_the_acks_wait_on_the_modems_wire() {
-    // The same line, but the modem's uplink sends one frame at a time, a
-    // little faster than sluice's 120K: an ACK that leaves sluice right
-    // after an upload frame waits for it there (~100 ms for 1514 bytes),
-    // out of sluice's sight. The window must allow that wait too; counted
-    // only in sluice's queue, the download kept 66 % of its solo rate.
-    let text = "queue down on lan0 bandwidth 490K\n\
-                queue dl parent down bandwidth 490K qlimit 4000 default\n\
-                queue up on wan0 bandwidth 120K\n\
-                queue ack parent up bandwidth 60K qlimit 100\n\
-                queue bulk parent up bandwidth 60K qlimit 100 default\n\
-                pass\n\
-                pass out on wan0 proto tcp queue (bulk, ack)\n";
-    let run = |upload| {
-        let mut s = Sim::new(engine_with(text, BOTH), 1, Rate::kbps(512), 300);
-        s.up_rate = Some(Rate::kbps(128));
-        s.upload_backlog = upload;
-        s.run(Duration::from_secs(13));
-        s
-    };
-    let solo = run(0);
-    let loaded = run(3);
-    let rate = |s: &Sim| s.delivered[0] as f64 / 11.0;
-    let (a, b) = (rate(&solo), rate(&loaded));
+    // The modem's uplink sends one frame at a time, a little faster than
+    // sluice's 120K: an ACK that leaves sluice right after an upload frame
+    // waits for it there (~100 ms for 1514 bytes), out of sluice's sight.
+    // The window must allow that wait too; counted only in sluice's
+    // queue, the download kept 66 % of its solo rate.
+    let (a, b, _) = slow_line_download(Some(Rate::kbps(128)));
     assert!(b >= 0.95 * a, "with the upload {b:.0} B/s, alone {a:.0}");
 }
 
