@@ -213,7 +213,8 @@ struct Iface {
     /// `autorate` on this interface's shaper, and its latest reading.
     autorate: Option<(Controller, Reading)>,
     /// When the link after this interface will have sent what sluice sent
-    /// it, at the shaped rate (token-bucket trees only; see `poll_tx`).
+    /// it, at the shaped rate (token-bucket trees, while TCP control is on;
+    /// see `Iface::wire_wait`).
     wire_free: Instant,
 }
 
@@ -899,7 +900,13 @@ impl Engine {
         let wait = now.saturating_since(pkt.enqueued_at);
         self.ifaces[iface].sojourn.add(wait);
         self.ifaces[iface].flow_sojourn.add(pkt.flow, wait);
-        let on_wire = self.ifaces[iface].wire_wait(now, pkt.cost);
+        // Only TCP control reads it (an ACK's wait); a stale `wire_free`
+        // after it was off is in the past and counts as a free wire.
+        let on_wire = if self.tcp.enabled() {
+            self.ifaces[iface].wire_wait(now, pkt.cost)
+        } else {
+            Duration::ZERO
+        };
         // A controlled flow's ACKs' wait here is part of its round trip (its
         // window's): frames small enough to be pure ACKs are read, once,
         // for that and for a CE mark.
