@@ -25,9 +25,9 @@
 //!   independent of the code under test; so is the delay line (netem where
 //!   the kernel has it, else `sluice delay-line`, which shares no code with
 //!   the engine).
-//! - The modem's wire sends one frame at a time on slow links: its htb bucket
-//!   holds [`MODEM_BURST_NS`] of the rate, not tc's default (rate/HZ + an MTU,
-//!   ~1600 bytes). With the default, a frame that arrived at a modem
+//! - The modem's wire sends one frame at a time on slow links: below ~3
+//!   Mbit/s its htb bucket holds [`MODEM_BURST_NS`] of the rate, not tc's
+//!   default (~1600 bytes). With the default, a frame that arrived at a modem
 //!   running under its rate passed at once: on a 128 kbit/s uplink that is
 //!   100 ms of line time, so a ping never waited for the frame on the wire
 //!   that a real modem would still be sending (measured: 0.0 ms at the
@@ -357,13 +357,16 @@ fn modem_queue(topo: &Topology, ns: &Netns, dev: &str, bps: u64, link: &Link) ->
 /// keeps its packets; htb recomputes its bursts for the new rate).
 fn modem_class(verb: &str, dev: &str, bps: u64, link: &Link) -> Vec<String> {
     let rate = tc_rate(bps);
-    let burst = format!("{}b", modem_burst_bytes(bps));
     let mut class: Vec<String> = [
         "tc", "class", verb, "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
-        "ceil", &rate, "burst", &burst, "cburst", &burst,
+        "ceil", &rate,
     ]
     .map(String::from)
     .to_vec();
+    if let Some(b) = modem_burst_bytes(bps) {
+        let b = format!("{b}b");
+        class.extend(["burst".into(), b.clone(), "cburst".into(), b]);
+    }
     if link.overhead_bytes != 0 {
         class.extend(["overhead".into(), link.overhead_bytes.to_string()]);
     }
@@ -373,20 +376,25 @@ fn modem_class(verb: &str, dev: &str, bps: u64, link: &Link) -> Vec<String> {
     class
 }
 
-/// Line time the modem may send back to back after being idle: long
-/// enough that a late timer does not cost it rate (htb caps its tokens at
-/// the bucket, so lateness beyond it is rate lost: with 1 ms, `rrul`'s
-/// paced download fell from ~28 to 22 Mbit/s on two busy cores), short
-/// against a frame's time on the slow links where that wait matters (a
-/// 1514-byte frame is 12 ms at 1 Mbit/s, 95 ms at 128 kbit/s). From ~3
-/// Mbit/s up a frame takes less than this and passes at once after idle,
-/// as with tc's default.
+/// Line time the modem may send back to back after being idle on a slow
+/// link: short against a frame's time there (a 1514-byte frame is 12 ms at
+/// 1 Mbit/s, 95 ms at 128 kbit/s), long enough that a late timer does not
+/// cost it rate (htb drops the tokens lateness would have earned beyond
+/// its bucket).
 pub const MODEM_BURST_NS: u64 = 4_000_000;
 
+/// tc's own htb bucket, about one MTU at any rate.
+const TC_DEFAULT_BURST_BYTES: u64 = 1600;
+
 /// The modem's htb bucket in bytes at `bps`: [`MODEM_BURST_NS`] of line
-/// time, at least one byte (tc's `burst 0` means "its default").
-fn modem_burst_bytes(bps: u64) -> u64 {
-    (u128::from(bps) * u128::from(MODEM_BURST_NS) / 8 / 1_000_000_000).max(1) as u64
+/// time where that is less than tc's default (below ~3 Mbit/s, where a
+/// frame takes longer than 4 ms), at least one byte (`burst 0` means "the
+/// default"); `None`, tc's default, above. Larger buckets at 30 Mbit/s
+/// (a few ms) let `rrul`'s paced download fall to 22 Mbit/s on two busy
+/// cores in CI, where the default never did.
+fn modem_burst_bytes(bps: u64) -> Option<u64> {
+    let b = (u128::from(bps) * u128::from(MODEM_BURST_NS) / 8 / 1_000_000_000).max(1) as u64;
+    (b < TC_DEFAULT_BURST_BYTES).then_some(b)
 }
 
 fn strs(v: &[String]) -> Vec<&str> {
@@ -443,7 +451,7 @@ mod tests {
     }
 
     #[test]
-    fn the_modem_bucket_is_a_few_milliseconds_of_line_time() {
+    fn on_slow_links_the_modem_bucket_is_a_few_milliseconds_of_line_time() {
         let l = crate::scenario::ack_priority().link;
         let up = modem_class("add", "m1", 128_000, &l);
         let at = up.iter().position(|a| a == "burst").unwrap();
@@ -451,7 +459,11 @@ mod tests {
         assert_eq!(up[at + 1], "64b");
         let c = up.iter().position(|a| a == "cburst").unwrap();
         assert_eq!(up[c + 1], "64b");
-        assert_eq!(modem_burst_bytes(30_000_000), 15_000);
-        assert_eq!(modem_burst_bytes(1_000), 1, "never tc's default");
+        assert_eq!(modem_burst_bytes(1_000_000), Some(500));
+        assert_eq!(modem_burst_bytes(1_000), Some(1), "never `burst 0`");
+        // Where a frame is under 4 ms, tc's own bucket (as before).
+        assert_eq!(modem_burst_bytes(30_000_000), None);
+        let down = modem_class("add", "m0", 30_000_000, &l);
+        assert!(!down.iter().any(|a| a == "burst"));
     }
 }
