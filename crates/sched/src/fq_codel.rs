@@ -48,9 +48,17 @@
 //!   others (without this, 32 of them took 97 % from a host with one greedy
 //!   flow), while sparse flows (a ping, a call, a download's ACKs), which
 //!   never use their credit, neither dilute their host's share nor lose
-//!   the new-flow priority. In `triple-isolate` the load is the larger of
-//!   the source's and the destination's, so neither end can take more by
-//!   opening flows. The hosts are the 16-bit hashes in [`Packet::flow`]'s
+//!   the new-flow priority. A host's newcomers share one quantum of
+//!   first-in-line credit: a flow joining gets its quantum divided by its
+//!   host's load plus the host's flows already on the new list, and one
+//!   whose credit does not cover its packet waits on the old list, sending
+//!   only when its credit covers a packet until it empties. A host opening
+//!   64 connections at once thus sends about one frame ahead of another
+//!   host's ping, not 64 (390 ms at 2 Mbit/s), while a ping or a call
+//!   packet, smaller than its share, still goes first; the 64 start within
+//!   one to two quanta's rounds, phases spread. In `triple-isolate` the
+//!   load is the larger of the source's and the destination's, so neither
+//!   end can take more by opening flows. The hosts are the 16-bit hashes in [`Packet::flow`]'s
 //!   low bits ([`Packet::flow_key`]), counted in a table of 16 384 entries
 //!   (allocated only when isolating); two hosts in one entry count as one.
 //!   Deficits are kept in 1/65536 bytes so a share of a quantum keeps its
@@ -205,6 +213,10 @@ struct Flow {
     bulk_epoch: u32,
     /// Its phase was spread this active run (isolation only).
     spread: bool,
+    /// A newcomer whose credit did not cover its packet: until it empties
+    /// it sends when its credit covers its packet, not as soon as it is
+    /// positive (isolation only).
+    waits: bool,
     /// Its hosts (set when it joins a list; isolation only).
     src_host: u16,
     dst_host: u16,
@@ -220,6 +232,7 @@ impl Flow {
         list: OnList::None,
         bulk_epoch: NEVER,
         spread: false,
+        waits: false,
         src_host: 0,
         dst_host: 0,
         vars: codel::Vars::ZERO,
@@ -282,11 +295,14 @@ impl Load {
     }
 }
 
-/// A host's loads as source and as destination (isolation only).
+/// A host's loads as source and as destination, and its flows on the new
+/// list as each (isolation only).
 #[derive(Clone, Copy, Debug, Default)]
 struct HostLoad {
     src: Load,
     dst: Load,
+    new_src: u16,
+    new_dst: u16,
 }
 
 /// A flow padded to one aligned cache line. The pull path reads and writes
@@ -491,9 +507,11 @@ impl FqCodel {
     }
 
     /// What flow `idx` adds to its deficit per round: a quantum, divided by
-    /// its host's load when isolating.
+    /// its host's load when isolating. Joining (`joining`), the host's flows
+    /// already on the new list count too: a host's newcomers share one
+    /// quantum of first-in-line credit, however many arrive together.
     #[inline]
-    fn flow_quantum(&self, idx: u32, now: Instant) -> i64 {
+    fn flow_quantum(&self, idx: u32, now: Instant, joining: bool) -> i64 {
         let q = i64::from(self.params.quantum_bytes) << FRAC_BITS;
         if !self.params.isolation.is_on() {
             return q;
@@ -508,7 +526,12 @@ impl FqCodel {
                 .copied()
                 .unwrap_or_default()
         };
-        let (src, dst) = (host(f.src_host).src.at(e), host(f.dst_host).dst.at(e));
+        let (sh, dh) = (host(f.src_host), host(f.dst_host));
+        let (mut src, mut dst) = (sh.src.at(e), dh.dst.at(e));
+        if joining {
+            src = src.max(1) + u32::from(sh.new_src);
+            dst = dst.max(1) + u32::from(dh.new_dst);
+        }
         let load = match self.params.isolation {
             Isolation::Flows => 1,
             Isolation::SrcHost => src,
@@ -569,8 +592,28 @@ impl FqCodel {
         (n(&|h| h.src.at(e)), n(&|h| h.dst.at(e)))
     }
 
+    /// Counts flow `idx` on (`+1`) or off (`-1`) the new list in its hosts'
+    /// newcomers (isolation only).
+    #[inline]
+    fn count_new(&mut self, idx: u32, delta: i16) {
+        if self.hosts.is_empty() {
+            return;
+        }
+        let f = &self.flows[idx as usize].0;
+        let (s, d) = (Self::host_slot(f.src_host), Self::host_slot(f.dst_host));
+        if let Some(h) = self.hosts.get_mut(s) {
+            h.new_src = h.new_src.saturating_add_signed(delta);
+        }
+        if let Some(h) = self.hosts.get_mut(d) {
+            h.new_dst = h.new_dst.saturating_add_signed(delta);
+        }
+    }
+
     #[inline]
     fn push_tail(&mut self, which: OnList, idx: u32) {
+        if which == OnList::New {
+            self.count_new(idx, 1);
+        }
         let list = match which {
             OnList::New => &mut self.new_flows,
             OnList::Old => &mut self.old_flows,
@@ -603,6 +646,9 @@ impl FqCodel {
         }
         self.flows[idx as usize].0.next = NIL;
         self.flows[idx as usize].0.list = OnList::None;
+        if which == OnList::New {
+            self.count_new(idx, -1);
+        }
         Some(idx)
     }
 
@@ -690,15 +736,43 @@ impl FqCodel {
             // quantum added now would come back with its next packet as
             // credit it never earned, and hide that it used all it had.
             let empty_isolated = f.head == NIL && self.params.isolation.is_on();
-            if f.deficit <= 0 && !empty_isolated && visits < MAX_VISITS_PER_DEQUEUE {
+            // What the head costs, in deficit units (0 when empty; read
+            // only when isolating, the only mode that compares with it).
+            let head_cost = if self.params.isolation.is_on() {
+                self.slab
+                    .get(f.head)
+                    .map_or(0, |p| i64::from(p.cost) << FRAC_BITS)
+            } else {
+                0
+            };
+            let short = f.deficit <= 0 || (f.waits && f.deficit < head_cost);
+            if short && !empty_isolated && visits < MAX_VISITS_PER_DEQUEUE {
                 // Isolating, this flow is out of credit with packets left:
                 // bulk (counted first, so its own quantum is already
                 // shared). Both return at once when not isolating.
                 self.mark_bulk(idx, now);
                 self.spread_phase(idx);
-                let quantum = self.flow_quantum(idx, now);
+                let quantum = self.flow_quantum(idx, now, false);
                 let f = &mut self.flows[idx as usize].0;
                 f.deficit = f.deficit.saturating_add(quantum);
+                self.pop_head(which);
+                self.push_tail(OnList::Old, idx);
+                continue;
+            }
+            // Isolating, a new flow whose share of its host's newcomer
+            // credit does not cover its packet waits on the old list until
+            // its credit does, as a bulk flow of its host: 32 connections
+            // a host opens together would otherwise each send a full
+            // frame before another host's ping (200 ms at 2 Mbit/s),
+            // ahead of it on the new list or, with their credit kept, on
+            // the old one; a ping or a call packet, smaller than its
+            // share, still goes first.
+            if which == OnList::New
+                && self.params.isolation.is_on()
+                && f.deficit < head_cost
+                && visits < MAX_VISITS_PER_DEQUEUE
+            {
+                self.flows[idx as usize].0.waits = true;
                 self.pop_head(which);
                 self.push_tail(OnList::Old, idx);
                 continue;
@@ -742,6 +816,7 @@ impl FqCodel {
             // and starve old flows), else it leaves the lists. Either
             // way its next packet starts a new run.
             self.flows[idx as usize].0.spread = false;
+            self.flows[idx as usize].0.waits = false;
             self.pop_head(which);
             // CoDel state is kept: RFC 8289 reuses `count` when the
             // flow comes back soon.
@@ -878,7 +953,7 @@ impl Qdisc for FqCodel {
                     self.mark_bulk(idx, now);
                 }
             }
-            let q = self.flow_quantum(idx, now);
+            let q = self.flow_quantum(idx, now, true);
             self.flows[idx as usize].0.deficit = debt.saturating_add(q);
         }
         if let Some(b) = self.backlogs.get_mut(idx as usize) {
@@ -961,6 +1036,7 @@ impl Qdisc for FqCodel {
                 f.deficit = FRESH;
                 self.backlogs[idx as usize] = 0;
                 f.spread = false;
+                f.waits = false;
             }
         }
         self.queued = 0;
