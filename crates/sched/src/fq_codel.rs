@@ -3,7 +3,15 @@
 //! # Principles
 //! - Packets are bucketed by [`Packet::flow`] (the caller's keyed hash) into
 //!   `flows` queues with a multiply-shift reduction (`flow * n >> 64`), which
-//!   uses the hash's high bits and needs no modulo (RFC 8290 §4.1.1).
+//!   uses the hash's high bits and needs no modulo (RFC 8290 §4.1.1). The
+//!   queues are set-associative, eight to a set (CAKE's answer to the hash
+//!   collisions RFC 8290 accepts): a flow whose bucket another holds takes
+//!   a free queue of the set and keeps it while it has packets (each queue
+//!   remembers the whole hash of its flow), so a ping hashed onto a bulk
+//!   flow's bucket is not served behind that flow's backlog. Only with all
+//!   eight busy does a flow share its bucket (counted), and then it stays
+//!   there until that queue empties, so no packet overtakes another of its
+//!   flow.
 //! - Scheduling is deficit round robin over two lists (§4.2): a flow that
 //!   becomes active joins `new_flows` with one `quantum_bytes` of deficit and is
 //!   served before any `old_flows`, until it uses its quantum or empties. A
@@ -217,6 +225,10 @@ struct Flow {
     /// it sends when its credit covers its packet, not as soon as it is
     /// positive (isolation only).
     waits: bool,
+    /// A flow without a queue of its own in the set shares this one (its
+    /// bucket): it keeps doing so until the queue empties, so that none of
+    /// its packets overtakes another.
+    shared: bool,
     /// Its hosts (set when it joins a list; isolation only).
     src_host: u16,
     dst_host: u16,
@@ -233,6 +245,7 @@ impl Flow {
         bulk_epoch: NEVER,
         spread: false,
         waits: false,
+        shared: false,
         src_host: 0,
         dst_host: 0,
         vars: codel::Vars::ZERO,
@@ -339,6 +352,9 @@ pub struct Stats {
     pub overflow_drops: u64,
     /// Overflow events (each drops one batch or more).
     pub overflow_events: u64,
+    /// Packets that found every queue of their set taken by other flows
+    /// and shared their own with one.
+    pub collisions: u64,
 }
 
 /// The FQ-CoDel discipline.
@@ -349,6 +365,8 @@ pub struct FqCodel {
     /// Bytes queued per flow, apart from `flows` so the fattest-flow scan
     /// reads one dense array.
     backlogs: Box<[u32]>,
+    /// The flow hash each queue last took (set-associative placement).
+    tags: Box<[u64]>,
     new_flows: FlowList,
     old_flows: FlowList,
     /// Indexed by a host hash's low [`HOST_BITS`]; empty unless isolating.
@@ -410,6 +428,11 @@ impl codel::Source for FlowSource<'_> {
     }
 }
 
+/// Queues in a set: a flow takes a free queue of its bucket's set when
+/// another flow holds its own (CAKE's set-associative hashing), so two
+/// flows share a queue only when eight are busy in one set.
+const SET_WAYS: u32 = 8;
+
 /// Bounds `dequeue`'s search. Each DRR pass adds a quantum to every visited
 /// flow, so a packet is found within `cost/quantum` passes; past this cap the
 /// head flow is served regardless of deficit (never reached with sane
@@ -436,6 +459,7 @@ impl FqCodel {
             },
             flows: vec![FlowLine(Flow::EMPTY); n].into_boxed_slice(),
             backlogs: vec![0u32; n].into_boxed_slice(),
+            tags: vec![0u64; n].into_boxed_slice(),
             hosts: if params.isolation.is_on() {
                 vec![HostLoad::default(); 1 << HOST_BITS].into_boxed_slice()
             } else {
@@ -478,10 +502,52 @@ impl FqCodel {
         st
     }
 
-    /// The flow queue a hash maps to (multiply-shift, uniform for a uniform hash).
+    /// The flow queue a hash maps to first (multiply-shift, uniform for a
+    /// uniform hash); its packets go there unless another flow holds it
+    /// ([`FqCodel::place`]).
     #[inline]
     pub fn bucket(&self, flow_hash: u64) -> u32 {
         ((flow_hash as u128 * self.params.flows as u128) >> 64) as u32
+    }
+
+    /// The queue a packet of flow `hash` goes to: the queue it holds in
+    /// its set, else its own bucket or another free queue of the set
+    /// (taken with a fresh state), else its own bucket, shared (`true`).
+    /// A busy bucket already shared keeps every flow without a queue of
+    /// its own: one of them may have packets there.
+    #[inline]
+    fn place(&mut self, hash: u64) -> (u32, bool) {
+        let b = self.bucket(hash);
+        if self.tags.get(b as usize) == Some(&hash) {
+            return (b, false);
+        }
+        let start = b - b % SET_WAYS;
+        let end = (start + SET_WAYS).min(self.params.flows);
+        if let Some(i) = (start..end).find(|&i| self.tags[i as usize] == hash) {
+            return (i, false);
+        }
+        let free = |i: u32| self.flows[i as usize].0.list == OnList::None;
+        let own = &self.flows[b as usize].0;
+        let pick = if free(b) {
+            Some(b)
+        } else if own.shared {
+            None
+        } else {
+            (start..end).find(|&i| free(i))
+        };
+        let Some(i) = pick else {
+            self.fq_stats.collisions += 1;
+            return (b, true);
+        };
+        // Another flow's queue, idle: none of its state is this flow's.
+        self.tags[i as usize] = hash;
+        let f = &mut self.flows[i as usize].0;
+        f.deficit = FRESH;
+        f.bulk_epoch = NEVER;
+        f.spread = false;
+        f.waits = false;
+        f.vars.reset();
+        (i, false)
     }
 
     /// Bytes queued in flow queue `bucket` (for tests and `show`).
@@ -920,7 +986,7 @@ impl FqCodel {
 impl Qdisc for FqCodel {
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last_now, now);
-        let idx = self.bucket(pkt.flow);
+        let (idx, collided) = self.place(pkt.flow);
         if self.held.is_some() && self.flows[idx as usize].0.list == OnList::None {
             self.unhold();
         }
@@ -933,7 +999,12 @@ impl Qdisc for FqCodel {
         let f = &mut self.flows[idx as usize].0;
         self.slab.push(&mut f.head, &mut f.tail, pkt);
         let joins = f.list == OnList::None;
+        if collided {
+            f.shared = true;
+        }
         if joins {
+            // Nobody else's packets are here: it was idle.
+            f.shared = false;
             // Its hosts for as long as it stays on a list.
             f.src_host = src_host;
             f.dst_host = dst_host;

@@ -560,6 +560,50 @@ fn a_loaded_hosts_sparse_flow_keeps_its_priority() {
     );
 }
 
+#[test]
+fn a_flow_hashed_to_a_busy_queue_takes_a_free_one_of_its_set() {
+    // A ping whose hash lands in the bucket of a bulk flow (the low bits
+    // differ: another flow) gets a queue of its own in the bucket's set,
+    // and is served as a sparse flow, not behind the bulk flow's backlog.
+    let rate = Rate::mbps(10);
+    let mut srcs = vec![bulk(5, 1514, rate), bulk(9, 1514, rate)];
+    srcs.push(Source {
+        bucket: 5,
+        hosts: 2,
+        len: 100,
+        period_ns: 20 * MS,
+        next_ns: 3 * MS,
+    });
+    let mut q = FqCodel::new(Params::default());
+    let r = simulate(&mut q, rate, &mut srcs, 2_000 * MS);
+    let (bytes, max_sojourn, dropped) = r[2];
+    assert_eq!((bytes, dropped), (100 * 100, 0));
+    assert!(
+        max_sojourn <= rate.tx_time(1514),
+        "sparse sojourn {max_sojourn}"
+    );
+    assert_eq!(q.fq_stats().collisions, 0);
+}
+
+#[test]
+fn nine_flows_in_a_set_of_eight_share_one_queue_in_order() {
+    // Nine flows hashed to one bucket: eight take the set's queues, the
+    // ninth shares its bucket (counted), and every flow moves.
+    let rate = Rate::mbps(10);
+    let mut srcs: Vec<Source> = (0..9)
+        .map(|h| Source {
+            hosts: h + 1,
+            ..bulk(16, 1514, rate)
+        })
+        .collect();
+    let mut q = FqCodel::new(Params::default());
+    let r = simulate(&mut q, rate, &mut srcs, 1_000 * MS);
+    assert!(r.iter().all(|x| x.0 > 0), "{r:?}");
+    assert!(q.fq_stats().collisions > 0);
+    let used = (16..24).filter(|&b| q.tags[b] != 0).count();
+    assert_eq!(used, 8);
+}
+
 /// Host 1's ping-like flow: `len`-byte packets every `period_ns`.
 fn host1_sparse(bucket: u32, len: u32, period_ns: u64) -> Source {
     Source {
