@@ -39,6 +39,11 @@
 //!   [`DRAIN`] per window, no lower than [`BEYOND_FLOOR`] of the rate and
 //!   not while the queue is already falling, and raises it again once
 //!   that queue is gone (by host too, where its own queue never empties).
+//!   A queue deeper than [`DEEP_GATE`] (a host's 32 downloads starting
+//!   together put 70 ms there) is cut at once, on the reading, to the pace
+//!   that drains it within [`DRAIN_WITHIN`] (no lower than [`DEEP_FLOOR`]),
+//!   and once it is gone the pace is back at [`BEYOND_FLOOR`] at once:
+//!   steps of an eighth per window left it standing 400 ms.
 //!   The round trip would not do: it mixes in the wait of the ACKs on the
 //!   uplink, which no pace of a download drains.
 //! - **Nothing reordered, loss recovery never waits.** Only pure cumulative
@@ -150,6 +155,14 @@ const MIN_PACE: (u64, u64) = (1, 4);
 /// the link then drains it at a quarter of its rate, and a reading that
 /// lags costs no more.
 const BEYOND_FLOOR: (u64, u64) = (3, 4);
+/// A queue before sluice deeper than that floor drains quickly is drained
+/// within this long: the pace goes under the link by its size over it…
+const DRAIN_WITHIN: Duration = Duration::from_millis(100);
+/// …to no less than this of the rate.
+const DEEP_FLOOR: (u64, u64) = (1, 2);
+/// A queue before sluice deeper than this is cut at once, on the reading,
+/// not at the end of the [`STANDING`] window.
+const DEEP_GATE: Duration = Duration::from_millis(20);
 /// A queue before sluice standing above this (and two frames' time at the
 /// class's rate) slows the pace. Under CoDel's 5 ms (RFC 8289 §4.4): the
 /// reading is a least value over 100 ms in the sender's 1 ms steps, and
@@ -157,7 +170,7 @@ const BEYOND_FLOOR: (u64, u64) = (3, 4);
 /// gate left a 10 ms mean standing, 3 ms a 5 ms mean for 3 % of the link).
 const BEYOND_GATE: Duration = Duration::from_millis(3);
 /// How often the queue before sluice is read over the flows.
-const PATH_PERIOD: Duration = Duration::from_millis(50);
+const PATH_PERIOD: Duration = Duration::from_millis(25);
 /// The gate: this long at the class's rate, at least three full frames.
 const GATE: Duration = Duration::from_millis(4);
 /// A queue stands when its least backlog over this long is above the gate
@@ -327,6 +340,37 @@ struct Pacer {
 }
 
 impl Pacer {
+    /// The pace that drains a queue of `d` before sluice within
+    /// [`DRAIN_WITHIN`]: under the link by its size over that time, no
+    /// lower than [`DEEP_FLOOR`] of the rate.
+    fn deep_pace(&self, d: Duration) -> u64 {
+        let rate = self.rate.as_bps();
+        let cut = u128::from(rate) * u128::from(d.0) / u128::from(DRAIN_WITHIN.0);
+        rate.saturating_sub(u64::try_from(cut).unwrap_or(u64::MAX))
+            .max(rate / DEEP_FLOOR.1 * DEEP_FLOOR.0)
+    }
+
+    /// A fresh reading of the queue before sluice: one deeper than
+    /// [`DEEP_GATE`] is cut at once to [`Pacer::deep_pace`], where the
+    /// window's steps would leave it standing for half a second (a host's
+    /// 32 downloads starting together put 70 ms in the modem).
+    fn on_path_reading(&mut self) {
+        let Some(d) = self.beyond.filter(|d| *d > DEEP_GATE) else {
+            return;
+        };
+        if self
+            .beyond_drained
+            .is_some_and(|was| d.0.saturating_mul(4) < was.0.saturating_mul(3))
+        {
+            return;
+        }
+        let deep = self.deep_pace(d);
+        if deep < self.pace_bps {
+            self.pace_bps = deep;
+            self.beyond_drained = Some(d);
+        }
+    }
+
     fn refill(&mut self, now: Instant) {
         let dt = now.saturating_since(self.refilled);
         self.refilled = now;
@@ -352,13 +396,13 @@ impl Pacer {
                 _ => false,
             };
             if own || (beyond.is_some() && !falling) {
-                let floor = if own {
-                    rate / MIN_PACE.1 * MIN_PACE.0
-                } else {
-                    rate / BEYOND_FLOOR.1 * BEYOND_FLOOR.0
-                };
-                let lowered = self.pace_bps - self.pace_bps / DRAIN.1 * DRAIN.0;
-                self.pace_bps = lowered.max(floor).min(self.pace_bps);
+                let floor = if own { MIN_PACE } else { BEYOND_FLOOR };
+                let step = self.pace_bps - self.pace_bps / DRAIN.1 * DRAIN.0;
+                let mut lowered = step.max(rate / floor.1 * floor.0);
+                if let Some(d) = beyond {
+                    lowered = lowered.min(self.deep_pace(d));
+                }
+                self.pace_bps = lowered.min(self.pace_bps);
                 if beyond.is_some() {
                     self.beyond_drained = beyond;
                 }
@@ -366,7 +410,10 @@ impl Pacer {
                 // By host the class's own queue never empties (the
                 // many-flow host's), and only a queue before sluice ever
                 // lowered the pace: it comes back once that one is gone.
-                self.pace_bps = (self.pace_bps + rate / RAISE.1 * RAISE.0).min(rate);
+                // Under BEYOND_FLOOR only a deep queue's one cut put it:
+                // that queue is gone, so back to the floor at once.
+                let back = self.pace_bps.max(rate / BEYOND_FLOOR.1 * BEYOND_FLOOR.0);
+                self.pace_bps = (back + rate / RAISE.1 * RAISE.0).min(rate);
             }
             if beyond.is_none() {
                 self.beyond_drained = None;
@@ -1193,6 +1240,7 @@ impl TcpCtl {
         for (p, mut v) in self.pacers.iter_mut().zip(per) {
             v.sort_unstable();
             p.beyond = v.get(v.len() / 2).copied();
+            p.on_path_reading();
         }
     }
 

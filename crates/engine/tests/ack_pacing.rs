@@ -959,3 +959,67 @@ fn a_queue_before_sluice_seen_in_the_senders_timestamps_is_drained() {
     assert!(r.path_queue.is_some() && r.pace_bps < 10_000_000, "{r:?}");
     assert!(blind.report().unwrap().path_queue.is_none());
 }
+
+impl Sim {
+    /// `n` more flows open now and start at once (their hosts as
+    /// [`client`] says).
+    fn add_flows(&mut self, n: usize) {
+        for _ in 0..n {
+            let i = self.senders.len();
+            self.senders.push(Sender {
+                una: 1,
+                nxt: 1,
+                rwnd: 0,
+            });
+            self.rcv_nxt.push(1);
+            self.unacked.push(0);
+            self.delivered.push(0);
+            self.acks_at_server.push(Vec::new());
+            self.open(self.now, i);
+        }
+    }
+}
+
+#[test]
+fn a_hosts_downloads_starting_together_leave_the_modem_quickly() {
+    // Host A downloads alone for 4 s (long enough for its sender's clock
+    // to be trusted, crate::owd); then host B opens 32 downloads that
+    // start at once. Their first flights, two segments each, stand ~70 ms
+    // in the modem's FIFO before sluice, where every host's packets wait.
+    // The reading of that queue cuts the pace under the link at once, by
+    // the queue's size: it stands above 20 ms for 200 ms (400 ms when
+    // the pace went down by eighths at the end of each 100 ms window).
+    ONE_HOST_FROM.with(|c| c.set(1));
+    let text = "pipe dl on lan0 bandwidth 9700K sched fq_codel (target 1000ms, interval 10000ms) dual-dsthost\n\
+         queue up on wan0 bandwidth 100M\n\
+         queue ul parent up bandwidth 100M qlimit 4000 default\n\
+         pass\n";
+    let mut s = Sim::new(engine_with(text, BOTH), 1, Rate::mbps(10), 300);
+    s.stamps = true;
+    s.run(Duration::from_secs(4));
+    s.add_flows(32);
+    // The modem's most, in ms of its line, over each 50 ms.
+    let mut peaks = Vec::new();
+    for _ in 0..40 {
+        let mut max = 0;
+        for _ in 0..5 {
+            s.run_more(Duration::from_millis(10));
+            max = max.max(s.modem_bytes);
+        }
+        peaks.push(max * 8 / 10_000);
+    }
+    let standing = peaks.iter().filter(|ms| **ms > 20).count();
+    eprintln!("modem ms per 50 ms: {peaks:?}");
+    assert!(peaks[0] >= 50, "the start burst: {peaks:?}");
+    assert!(
+        standing <= 5,
+        "above 20 ms for {standing} × 50 ms: {peaks:?}"
+    );
+    // And the pace is back at the rate once it drained: the link is used.
+    let before: u64 = s.delivered.iter().sum();
+    s.run_more(Duration::from_secs(2));
+    let after: u64 = s.delivered.iter().sum();
+    let used = (after - before) as f64 / (goodput(Rate::kbps(9_700)) * 2.0);
+    assert!(used >= 0.95, "{used:.3} of the class's rate");
+    ONE_HOST_FROM.with(|c| c.set(usize::MAX));
+}
