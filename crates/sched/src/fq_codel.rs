@@ -327,6 +327,15 @@ struct FlowLine(Flow);
 
 const _: () = assert!(std::mem::size_of::<FlowLine>() == 64);
 
+/// A flow queue's backlog and tag: the flow hash that last took it, folded
+/// to 32 bits (set-associative placement; two flows of one set with the
+/// same tag share a queue, as two flows of one bucket did without sets).
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    backlog: u32,
+    tag: u32,
+}
+
 /// Intrusive singly linked list of flows; only the head is ever removed.
 #[derive(Clone, Copy, Debug)]
 struct FlowList {
@@ -362,11 +371,10 @@ pub struct FqCodel {
     params: Params,
     codel: codel::Params,
     flows: Box<[FlowLine]>,
-    /// Bytes queued per flow, apart from `flows` so the fattest-flow scan
-    /// reads one dense array.
-    backlogs: Box<[u32]>,
-    /// The flow hash each queue last took (set-associative placement).
-    tags: Box<[u64]>,
+    /// Bytes queued per flow and its tag, apart from `flows` so the
+    /// fattest-flow scan reads one dense array (and a set's tags are one
+    /// cache line, next to the backlog the enqueue updates anyway).
+    slots: Box<[Slot]>,
     new_flows: FlowList,
     old_flows: FlowList,
     /// Indexed by a host hash's low [`HOST_BITS`]; empty unless isolating.
@@ -458,8 +466,7 @@ impl FqCodel {
                 mtu_bytes: 1514,
             },
             flows: vec![FlowLine(Flow::EMPTY); n].into_boxed_slice(),
-            backlogs: vec![0u32; n].into_boxed_slice(),
-            tags: vec![0u64; n].into_boxed_slice(),
+            slots: vec![Slot::default(); n].into_boxed_slice(),
             hosts: if params.isolation.is_on() {
                 vec![HostLoad::default(); 1 << HOST_BITS].into_boxed_slice()
             } else {
@@ -518,12 +525,13 @@ impl FqCodel {
     #[inline]
     fn place(&mut self, hash: u64) -> (u32, bool) {
         let b = self.bucket(hash);
-        if self.tags.get(b as usize) == Some(&hash) {
+        let tag = (hash ^ (hash >> 32)) as u32;
+        if self.slots.get(b as usize).map(|s| s.tag) == Some(tag) {
             return (b, false);
         }
         let start = b - b % SET_WAYS;
         let end = (start + SET_WAYS).min(self.params.flows);
-        if let Some(i) = (start..end).find(|&i| self.tags[i as usize] == hash) {
+        if let Some(i) = (start..end).find(|&i| self.slots[i as usize].tag == tag) {
             return (i, false);
         }
         let free = |i: u32| self.flows[i as usize].0.list == OnList::None;
@@ -540,7 +548,7 @@ impl FqCodel {
             return (b, true);
         };
         // Another flow's queue, idle: none of its state is this flow's.
-        self.tags[i as usize] = hash;
+        self.slots[i as usize].tag = tag;
         let f = &mut self.flows[i as usize].0;
         f.deficit = FRESH;
         f.bulk_epoch = NEVER;
@@ -552,7 +560,7 @@ impl FqCodel {
 
     /// Bytes queued in flow queue `bucket` (for tests and `show`).
     pub fn flow_backlog(&self, bucket: u32) -> u32 {
-        self.backlogs.get(bucket as usize).copied().unwrap_or(0)
+        self.slots.get(bucket as usize).map_or(0, |s| s.backlog)
     }
 
     #[inline]
@@ -725,7 +733,7 @@ impl FqCodel {
         // over up to `drop_batch` drops.
         let mut fattest = 0usize;
         let mut max = 0u32;
-        for (i, &b) in self.backlogs.iter().enumerate() {
+        for (i, &Slot { backlog: b, .. }) in self.slots.iter().enumerate() {
             if b > max {
                 max = b;
                 fattest = i;
@@ -742,7 +750,7 @@ impl FqCodel {
             };
             n += 1;
             dropped_bytes = dropped_bytes.saturating_add(pkt.len);
-            self.backlogs[fattest] = self.backlogs[fattest].saturating_sub(pkt.len);
+            self.slots[fattest].backlog = self.slots[fattest].backlog.saturating_sub(pkt.len);
             self.queued -= 1;
             self.queued_bytes -= pkt.len as u64;
             self.queued_mem -= pkt.truesize();
@@ -856,7 +864,7 @@ impl FqCodel {
                 let mut src = FlowSource {
                     flow_head: &mut f.head,
                     flow_tail: &mut f.tail,
-                    flow_backlog: &mut self.backlogs[idx as usize],
+                    flow_backlog: &mut self.slots[idx as usize].backlog,
                     slab: &mut self.slab,
                     queued: &mut self.queued,
                     queued_bytes: &mut self.queued_bytes,
@@ -899,7 +907,7 @@ impl FqCodel {
         let f = &mut self.flows.get_mut(idx as usize)?.0;
         let pkt = self.slab.pop(&mut f.head, &mut f.tail)?;
         f.deficit = f.deficit.saturating_sub(i64::from(pkt.cost) << FRAC_BITS);
-        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+        if let Some(b) = self.slots.get_mut(idx as usize).map(|s| &mut s.backlog) {
             *b = b.saturating_sub(pkt.len);
         }
         self.queued -= 1;
@@ -936,7 +944,7 @@ impl FqCodel {
         let Some(pkt) = self.slab.remove_nth(&mut f.head, &mut f.tail, n) else {
             return false;
         };
-        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+        if let Some(b) = self.slots.get_mut(idx as usize).map(|s| &mut s.backlog) {
             *b = b.saturating_sub(pkt.len);
         }
         self.queued -= 1;
@@ -968,7 +976,7 @@ impl FqCodel {
         let (len, cost, mem) = (pkt.len, pkt.cost, pkt.truesize());
         self.slab.push_front(&mut f.head, &mut f.tail, pkt);
         f.deficit = f.deficit.saturating_add(i64::from(cost) << FRAC_BITS);
-        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+        if let Some(b) = self.slots.get_mut(idx as usize).map(|s| &mut s.backlog) {
             *b = b.saturating_add(len);
         }
         self.queued += 1;
@@ -1027,7 +1035,7 @@ impl Qdisc for FqCodel {
             let q = self.flow_quantum(idx, now, true);
             self.flows[idx as usize].0.deficit = debt.saturating_add(q);
         }
-        if let Some(b) = self.backlogs.get_mut(idx as usize) {
+        if let Some(b) = self.slots.get_mut(idx as usize).map(|s| &mut s.backlog) {
             *b = b.saturating_add(len);
         }
         self.queued += 1;
@@ -1105,7 +1113,7 @@ impl Qdisc for FqCodel {
                 }
                 f.vars.reset();
                 f.deficit = FRESH;
-                self.backlogs[idx as usize] = 0;
+                self.slots[idx as usize].backlog = 0;
                 f.spread = false;
                 f.waits = false;
             }

@@ -600,7 +600,7 @@ fn nine_flows_in_a_set_of_eight_share_one_queue_in_order() {
     let r = simulate(&mut q, rate, &mut srcs, 1_000 * MS);
     assert!(r.iter().all(|x| x.0 > 0), "{r:?}");
     assert!(q.fq_stats().collisions > 0);
-    let used = (16..24).filter(|&b| q.tags[b] != 0).count();
+    let used = (16..24).filter(|&b| q.slots[b].tag != 0).count();
     assert_eq!(used, 8);
 }
 
