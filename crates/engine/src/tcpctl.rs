@@ -39,9 +39,10 @@
 //!   [`DRAIN`] per window, no lower than [`BEYOND_FLOOR`] of the rate and
 //!   not while the queue is already falling, and raises it again once
 //!   that queue is gone (by host too, where its own queue never empties).
-//!   A queue deeper than [`DEEP_GATE`] (a host's 32 downloads starting
+//!   A queue [`DEEP_GATE`] past that gate (a host's 32 downloads starting
 //!   together put 70 ms there) is cut at once, on the reading, to the pace
-//!   that drains it within [`DRAIN_WITHIN`] (no lower than [`DEEP_FLOOR`]),
+//!   that drains it to the gate within [`DRAIN_WITHIN`] (no lower than
+//!   [`DEEP_FLOOR`]),
 //!   and once it is gone the pace is back at [`BEYOND_FLOOR`] at once:
 //!   steps of an eighth per window left it standing 400 ms.
 //!   The round trip would not do: it mixes in the wait of the ACKs on the
@@ -155,13 +156,13 @@ const MIN_PACE: (u64, u64) = (1, 4);
 /// the link then drains it at a quarter of its rate, and a reading that
 /// lags costs no more.
 const BEYOND_FLOOR: (u64, u64) = (3, 4);
-/// A queue before sluice deeper than that floor drains quickly is drained
-/// within this long: the pace goes under the link by its size over it…
+/// A queue before sluice deep past its gate is drained to the gate within
+/// this long: the pace goes under the rate by the excess over it…
 const DRAIN_WITHIN: Duration = Duration::from_millis(100);
 /// …to no less than this of the rate.
 const DEEP_FLOOR: (u64, u64) = (1, 2);
-/// A queue before sluice deeper than this is cut at once, on the reading,
-/// not at the end of the [`STANDING`] window.
+/// A queue before sluice deeper than this past its gate is cut at once, on
+/// the reading, not at the end of the [`STANDING`] window.
 const DEEP_GATE: Duration = Duration::from_millis(20);
 /// A queue before sluice standing above this (and two frames' time at the
 /// class's rate) slows the pace. Under CoDel's 5 ms (RFC 8289 §4.4): the
@@ -340,22 +341,32 @@ struct Pacer {
 }
 
 impl Pacer {
-    /// The pace that drains a queue of `d` before sluice within
-    /// [`DRAIN_WITHIN`]: under the link by its size over that time, no
-    /// lower than [`DEEP_FLOOR`] of the rate.
-    fn deep_pace(&self, d: Duration) -> u64 {
+    /// The pace that drains a queue of `d` before sluice down to its gate
+    /// within [`DRAIN_WITHIN`] — under the rate by the excess's size over
+    /// that time, no lower than [`DEEP_FLOOR`] of it — when the excess is
+    /// deeper than [`DEEP_GATE`]; `None` otherwise. The gate is the queue
+    /// the pacer leaves by design (two frames on a slow line: 49 ms at 490
+    /// kbit/s), which no cut should drain.
+    fn deep_pace(&self, d: Duration) -> Option<u64> {
+        let excess = Duration(d.0.saturating_sub(self.beyond_gate.0));
+        if excess <= DEEP_GATE {
+            return None;
+        }
         let rate = self.rate.as_bps();
-        let cut = u128::from(rate) * u128::from(d.0) / u128::from(DRAIN_WITHIN.0);
-        rate.saturating_sub(u64::try_from(cut).unwrap_or(u64::MAX))
-            .max(rate / DEEP_FLOOR.1 * DEEP_FLOOR.0)
+        let cut = u128::from(rate) * u128::from(excess.0) / u128::from(DRAIN_WITHIN.0);
+        let pace = rate.saturating_sub(u64::try_from(cut).unwrap_or(u64::MAX));
+        Some(pace.max(rate / DEEP_FLOOR.1 * DEEP_FLOOR.0))
     }
 
-    /// A fresh reading of the queue before sluice: one deeper than
-    /// [`DEEP_GATE`] is cut at once to [`Pacer::deep_pace`], where the
-    /// window's steps would leave it standing for half a second (a host's
-    /// 32 downloads starting together put 70 ms in the modem).
+    /// A fresh reading of the queue before sluice: one deep past its gate
+    /// is cut at once to [`Pacer::deep_pace`], where the window's steps
+    /// would leave it standing for half a second (a host's 32 downloads
+    /// starting together put 70 ms in the modem).
     fn on_path_reading(&mut self) {
-        let Some(d) = self.beyond.filter(|d| *d > DEEP_GATE) else {
+        let Some(d) = self.beyond else {
+            return;
+        };
+        let Some(deep) = self.deep_pace(d) else {
             return;
         };
         if self
@@ -364,7 +375,6 @@ impl Pacer {
         {
             return;
         }
-        let deep = self.deep_pace(d);
         if deep < self.pace_bps {
             self.pace_bps = deep;
             self.beyond_drained = Some(d);
@@ -399,8 +409,8 @@ impl Pacer {
                 let floor = if own { MIN_PACE } else { BEYOND_FLOOR };
                 let step = self.pace_bps - self.pace_bps / DRAIN.1 * DRAIN.0;
                 let mut lowered = step.max(rate / floor.1 * floor.0);
-                if let Some(d) = beyond {
-                    lowered = lowered.min(self.deep_pace(d));
+                if let Some(deep) = beyond.and_then(|d| self.deep_pace(d)) {
+                    lowered = lowered.min(deep);
                 }
                 self.pace_bps = lowered.min(self.pace_bps);
                 if beyond.is_some() {
