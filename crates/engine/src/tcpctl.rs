@@ -42,9 +42,9 @@
 //!   A queue [`DEEP_GATE`] past that gate (a host's 32 downloads starting
 //!   together put 70 ms there) is cut at once, on the reading, to the pace
 //!   that drains it to the gate within [`DRAIN_WITHIN`] (no lower than
-//!   [`DEEP_FLOOR`]),
-//!   and once it is gone the pace is back at [`BEYOND_FLOOR`] at once:
-//!   steps of an eighth per window left it standing 400 ms.
+//!   [`DEEP_FLOOR`]), and once it is gone the pace is back at
+//!   [`BEYOND_FLOOR`] at once: steps of an eighth per window left it
+//!   standing 400 ms.
 //!   The round trip would not do: it mixes in the wait of the ACKs on the
 //!   uplink, which no pace of a download drains.
 //! - **Nothing reordered, loss recovery never waits.** Only pure cumulative
@@ -369,16 +369,20 @@ impl Pacer {
         let Some(deep) = self.deep_pace(d) else {
             return;
         };
-        if self
-            .beyond_drained
-            .is_some_and(|was| d.0.saturating_mul(4) < was.0.saturating_mul(3))
-        {
+        if self.falling(d) {
             return;
         }
         if deep < self.pace_bps {
             self.pace_bps = deep;
             self.beyond_drained = Some(d);
         }
+    }
+
+    /// The queue before sluice, now `d`, is already falling: below 3/4 of
+    /// where it was at the last cut, which is left to work.
+    fn falling(&self, d: Duration) -> bool {
+        self.beyond_drained
+            .is_some_and(|was| d.0.saturating_mul(4) < was.0.saturating_mul(3))
     }
 
     fn refill(&mut self, now: Instant) {
@@ -401,10 +405,7 @@ impl Pacer {
             // in a few hundred ms; while it is already falling (below 3/4 of
             // where it was at the last cut) the cut is left to work.
             let beyond = self.beyond.filter(|d| *d > self.beyond_gate);
-            let falling = match (beyond, self.beyond_drained) {
-                (Some(d), Some(was)) => d.0.saturating_mul(4) < was.0.saturating_mul(3),
-                _ => false,
-            };
+            let falling = beyond.is_some_and(|d| self.falling(d));
             if own || (beyond.is_some() && !falling) {
                 let floor = if own { MIN_PACE } else { BEYOND_FLOOR };
                 let step = self.pace_bps - self.pace_bps / DRAIN.1 * DRAIN.0;

@@ -225,6 +225,24 @@ impl Sim {
         self.client_up(now);
     }
 
+    /// `n` more flows open now and start at once (their hosts as
+    /// [`client`] says).
+    fn add_flows(&mut self, n: usize) {
+        for _ in 0..n {
+            let i = self.senders.len();
+            self.senders.push(Sender {
+                una: 1,
+                nxt: 1,
+                rwnd: 0,
+            });
+            self.rcv_nxt.push(1);
+            self.unacked.push(0);
+            self.delivered.push(0);
+            self.acks_at_server.push(Vec::new());
+            self.open(self.now, i);
+        }
+    }
+
     fn client_up(&mut self, now: Instant) {
         while self.upload_queued < self.upload_backlog {
             let f = sluice_wire::build::udp_v4(client(200), SERVER, 5000, 5001, 1472);
@@ -977,26 +995,6 @@ fn a_queue_before_sluice_seen_in_the_senders_timestamps_is_drained() {
     let r = seeing.report().unwrap();
     assert!(r.path_queue.is_some() && r.pace_bps < 10_000_000, "{r:?}");
     assert!(blind.report().unwrap().path_queue.is_none());
-}
-
-impl Sim {
-    /// `n` more flows open now and start at once (their hosts as
-    /// [`client`] says).
-    fn add_flows(&mut self, n: usize) {
-        for _ in 0..n {
-            let i = self.senders.len();
-            self.senders.push(Sender {
-                una: 1,
-                nxt: 1,
-                rwnd: 0,
-            });
-            self.rcv_nxt.push(1);
-            self.unacked.push(0);
-            self.delivered.push(0);
-            self.acks_at_server.push(Vec::new());
-            self.open(self.now, i);
-        }
-    }
 }
 
 #[test]

@@ -66,8 +66,9 @@
 //!   packet, smaller than its share, still goes first; the 64 start within
 //!   one to two quanta's rounds, phases spread. In `triple-isolate` the
 //!   load is the larger of the source's and the destination's, so neither
-//!   end can take more by opening flows. The hosts are the 16-bit hashes in [`Packet::flow`]'s
-//!   low bits ([`Packet::flow_key`]), counted in a table of 16 384 entries
+//!   end can take more by opening flows. The hosts are the 16-bit hashes
+//!   in [`Packet::flow`]'s low bits ([`Packet::flow_key`]), counted in a
+//!   table of 16 384 entries
 //!   (allocated only when isolating); two hosts in one entry count as one.
 //!   Deficits are kept in 1/65536 bytes so a share of a quantum keeps its
 //!   fraction: with 64 flows each gets 1514/64 bytes per round, not 23.
@@ -810,16 +811,15 @@ impl FqCodel {
             // quantum added now would come back with its next packet as
             // credit it never earned, and hide that it used all it had.
             let empty_isolated = f.head == NIL && self.params.isolation.is_on();
-            // What the head costs, in deficit units (0 when empty; read
-            // only when isolating, the only mode that compares with it).
-            let head_cost = if self.params.isolation.is_on() {
+            // Whether the flow's credit covers its head packet (an empty
+            // flow's, trivially); read only where a rule compares the two,
+            // not on every visit.
+            let covers = |f: &Flow| {
                 self.slab
                     .get(f.head)
-                    .map_or(0, |p| i64::from(p.cost) << FRAC_BITS)
-            } else {
-                0
+                    .is_none_or(|p| f.deficit >= i64::from(p.cost) << FRAC_BITS)
             };
-            let short = f.deficit <= 0 || (f.waits && f.deficit < head_cost);
+            let short = f.deficit <= 0 || (f.waits && !covers(f));
             if short && !empty_isolated && visits < MAX_VISITS_PER_DEQUEUE {
                 // Isolating, this flow is out of credit with packets left:
                 // bulk (counted first, so its own quantum is already
@@ -843,8 +843,8 @@ impl FqCodel {
             // share, still goes first.
             if which == OnList::New
                 && self.params.isolation.is_on()
-                && f.deficit < head_cost
                 && visits < MAX_VISITS_PER_DEQUEUE
+                && !covers(f)
             {
                 self.flows[idx as usize].0.waits = true;
                 self.pop_head(which);
@@ -1007,12 +1007,10 @@ impl Qdisc for FqCodel {
         let f = &mut self.flows[idx as usize].0;
         self.slab.push(&mut f.head, &mut f.tail, pkt);
         let joins = f.list == OnList::None;
-        if collided {
-            f.shared = true;
-        }
+        // An idle queue holds nobody else's packets; a busy one is shared
+        // from the first colliding packet until it empties.
+        f.shared = !joins && (f.shared || collided);
         if joins {
-            // Nobody else's packets are here: it was idle.
-            f.shared = false;
             // Its hosts for as long as it stays on a list.
             f.src_host = src_host;
             f.dst_host = dst_host;
