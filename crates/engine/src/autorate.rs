@@ -43,6 +43,16 @@
 //!   after it a further cut only while the delay is not already falling
 //!   (within six refractory periods of the cut, a delay below 3/4 of the
 //!   one that made it is a queue draining: the cut was enough).
+//! - **A cut too small for the step: cut again at once.** Where sluice's
+//!   output is what enters the queue (not link-limited), a delay above
+//!   twice the one that made the last cut (+ the target) skips the
+//!   refractory period: the first cut of a step is made on its first
+//!   milliseconds and takes little off.
+//! - **A slow drain says where the link is.** A queue beyond sluice
+//!   drains at (link − output) / link seconds per second; from the
+//!   highest delay after a cut to the first reading calm or at a quarter
+//!   of it, a drain of at least [`SLOW_DRAIN`] gives link = output / (1 −
+//!   fall), and the way back from a dip (below) stops there.
 //! - **Load without delay: raise.** Delay below half the target, output
 //!   at least [`Tuning::loaded`] of the rate, and no cut in the last
 //!   [`Tuning::raise_after_cut`]: the rate grows by [`Tuning::raise`] per
@@ -214,6 +224,8 @@ pub struct Controller {
     /// under the rate), and whether the rate has been raised since: the
     /// way back from a dip.
     dip: Option<(Rate, bool)>,
+    /// How the queue drained after the last cut.
+    drain: Option<Drain>,
     last_reason: Option<Reason>,
     /// Decisions by reason (ticks).
     pub counts: [u64; Reason::ALL.len()],
@@ -233,6 +245,7 @@ impl Controller {
             ceiling: None,
             link_seen: None,
             dip: None,
+            drain: None,
             last_reason: None,
             counts: [0; Reason::ALL.len()],
         }
@@ -267,7 +280,7 @@ impl Controller {
         }
         let bits = u128::from(sent_bytes.saturating_sub(b0)) * 8 * 1_000_000_000;
         let achieved = Rate(u64::try_from(bits / u128::from(dt.as_nanos())).unwrap_or(u64::MAX));
-        let (new, reason) = self.decide(now, achieved, signal);
+        let (new, reason) = self.decide(now, achieved, sent_bytes, signal);
         let d = Decision {
             at: now,
             delay: signal.delay,
@@ -296,7 +309,7 @@ impl Controller {
         self.last_reason
     }
 
-    fn decide(&mut self, now: Instant, achieved: Rate, s: Reading) -> (Rate, Reason) {
+    fn decide(&mut self, now: Instant, achieved: Rate, sent: u64, s: Reading) -> (Rate, Reason) {
         let t = self.tuning;
         let rate = self.rate;
         let load = achieved.0 as f64 / rate.0.max(1) as f64;
@@ -313,18 +326,40 @@ impl Controller {
         // rate reads as delay and holds (on `lte` the rate sat at its
         // minimum for 40 s with the link 3–10 times faster, at 8 ms).
         let frame = rate.tx_time(FRAME_BYTES);
+        let calm = delay <= Duration(t.target.0 / 2) + frame;
+        // The drain after a cut runs from the highest delay read after it
+        // to the first reading that is calm or a quarter of it (what is
+        // left may be a standing few milliseconds, or noise).
+        if let Some(d) = self.drain.as_mut().filter(|d| d.empty.is_none()) {
+            if calm || delay.0.saturating_mul(4) <= d.delay.0 {
+                d.empty = Some((now, delay, sent));
+            } else if delay > d.delay {
+                *d = Drain {
+                    at: now,
+                    delay,
+                    sent,
+                    empty: None,
+                };
+            }
+        }
         if delay > t.target + frame {
+            let link_limited = (achieved.0 as f64) < 0.9 * rate.0 as f64;
             if let Some((at, was)) = self.last_cut {
                 let since = now.saturating_since(at);
                 // Within a few refractory periods of a cut, a delay well
                 // below the one that made it is a queue draining.
                 let draining = since < Duration(t.refractory.0.saturating_mul(6))
                     && delay.0.saturating_mul(4) < was.0.saturating_mul(3);
-                if since < t.refractory || draining {
+                // Far above the delay that made the cut, while what enters
+                // the queue is sluice's own output: that cut, made on the
+                // first sign of a step, was too small for how far the link
+                // fell, and waiting it out lets the queue grow on (lab,
+                // `step`: 15 ms, a cut of an eighth, then 89 ms).
+                let escalate = !link_limited && delay > was + was + t.target;
+                if (since < t.refractory && !escalate) || draining {
                     return (rate, Reason::Refractory);
                 }
             }
-            let link_limited = (achieved.0 as f64) < 0.9 * rate.0 as f64;
             if let Some((at, link)) = self.link_seen {
                 // Already under the link rate seen at a recent cut: the
                 // queue is the senders' lag (TCP needs a round trip and
@@ -357,20 +392,32 @@ impl Controller {
                 None => None,
             };
             self.last_cut = Some((now, delay));
+            self.drain = Some(Drain {
+                at: now,
+                delay,
+                sent,
+                empty: None,
+            });
             self.ceiling = Some((now, rate.min(achieved)));
             return (new, Reason::Delay);
         }
         let recent_cut = self
             .last_cut
             .is_some_and(|(at, _)| now.saturating_since(at) < t.raise_after_cut);
-        if delay <= Duration(t.target.0 / 2) + frame && load >= t.loaded && !recent_cut {
+        if calm && load >= t.loaded && !recent_cut {
             let near_ceiling = self.ceiling.is_some_and(|(at, c)| {
                 rate.0 as f64 >= c.0 as f64 * t.probe_zone
                     && now.saturating_since(at) < t.ceiling_memory
             });
-            let returning = self
-                .dip
-                .is_some_and(|(before, _)| (rate.0 as f64) < before.0 as f64 * t.probe_zone);
+            // Back towards the rate before the dip, but not past the link
+            // the drain showed.
+            let back_to = self.dip.map(|(before, _)| {
+                let to = before.0 as f64 * t.probe_zone;
+                self.drain
+                    .and_then(|d| d.link())
+                    .map_or(to, |l| to.min(l.0 as f64))
+            });
+            let returning = back_to.is_some_and(|to| (rate.0 as f64) < to);
             let step = if returning {
                 t.fast
             } else if near_ceiling {
@@ -380,19 +427,69 @@ impl Controller {
             };
             match &mut self.dip {
                 Some((_, raised)) if returning => *raised = true,
-                Some((before, _)) => {
-                    // Back where the link was before the dip: it is probed
-                    // there gently, as after a cut.
-                    self.ceiling = Some((now, *before));
+                Some(_) => {
+                    // Back where the link was before the dip (or where the
+                    // drain put it): it is probed there gently, as after a
+                    // cut.
+                    let to = back_to.unwrap_or(rate.0 as f64) / t.probe_zone;
+                    self.ceiling = Some((now, Rate(to as u64)));
                     self.dip = None;
                 }
                 None => {}
             }
-            let new = Rate(((rate.0 as f64) * (1.0 + step)).ceil() as u64).min(self.cfg.max);
+            let mut new = (rate.0 as f64) * (1.0 + step);
+            if returning {
+                new = new.min(back_to.unwrap_or(new));
+            }
+            let new = Rate(new.ceil() as u64).min(self.cfg.max);
             if new > rate {
                 return (new, Reason::Load);
             }
         }
         (rate, Reason::Steady)
+    }
+}
+
+/// A drain shorter than this says nothing of the link's rate: the reading
+/// lags the queue by its windows (~100 ms) and ticks (50 ms), so even a
+/// queue gone at once reads as draining for a few ticks.
+const SLOW_DRAIN: Duration = Duration::from_millis(500);
+/// Nor does one of less delay than this (a few frames' noise).
+const DRAIN_DEPTH: Duration = Duration::from_millis(20);
+
+/// How the queue beyond sluice drained after a cut: the cut (when, the
+/// delay read, the bytes sent so far) and the first tick that read no
+/// delay after it.
+#[derive(Clone, Copy, Debug)]
+struct Drain {
+    at: Instant,
+    delay: Duration,
+    sent: u64,
+    empty: Option<(Instant, Duration, u64)>,
+}
+
+impl Drain {
+    /// The link's rate the drain shows, when it was slow. A queue beyond
+    /// sluice drains at (link − output) / link seconds of delay per
+    /// second, so link = output / (1 − fall). The reading lags the queue
+    /// by the queue's own delay (a sample completes a round trip through
+    /// it), so the drain began that much before the cut's reading. A fast
+    /// drain (at least half a second per second: the link is at least
+    /// twice the output) says only that the link came back; the lag and
+    /// the ticks blur its rate, so it gives none.
+    fn link(&self) -> Option<Rate> {
+        let (t1, d1, b1) = self.empty?;
+        let fell = self.delay - d1;
+        let ticks = t1.saturating_since(self.at);
+        if ticks < SLOW_DRAIN || fell < DRAIN_DEPTH {
+            return None;
+        }
+        let span = ticks + fell;
+        let fall = fell.0 as f64 / span.0 as f64;
+        if fall >= 0.5 {
+            return None;
+        }
+        let out = b1.saturating_sub(self.sent) as f64 * 8e9 / ticks.0 as f64;
+        Some(Rate((out / (1.0 - fall)) as u64))
     }
 }

@@ -41,6 +41,7 @@
 //!   [`Params::max_flows`] flows (the stalest one makes room); stale
 //!   entries leave at [`DelaySignal::expire`].
 
+use crate::owd::Owd;
 use sluice_time::{Duration, Instant};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -143,10 +144,13 @@ pub struct Reading {
 pub struct DelaySignal {
     params: Params,
     bases: HashMap<(bool, u64), WindowMin>,
-    flows: HashMap<u64, WindowMin>,
+    flows: HashMap<u64, FlowDelay>,
     /// The same for samples a pure ACK completed (see [`DelaySignal::add_ack`]).
     ack_bases: HashMap<(bool, u64), WindowMin>,
-    ack_flows: HashMap<u64, WindowMin>,
+    ack_flows: HashMap<u64, FlowDelay>,
+    /// Each flow's one-way delay on the way in (see
+    /// [`DelaySignal::add_inbound`]).
+    inbound: HashMap<u64, Owd>,
     newest: Option<Instant>,
     /// Samples taken (counter).
     pub samples: u64,
@@ -166,6 +170,7 @@ impl DelaySignal {
             flows: HashMap::new(),
             ack_bases: HashMap::new(),
             ack_flows: HashMap::new(),
+            inbound: HashMap::new(),
             newest: None,
             samples: 0,
         }
@@ -180,6 +185,7 @@ impl DelaySignal {
         Self::take(
             (&mut self.bases, &mut self.flows),
             (now, far, flow, rtt, own),
+            self.inbound.get(&flow).and_then(|o| o.latest(now)),
             p,
             p.flow_window,
         );
@@ -202,6 +208,7 @@ impl DelaySignal {
         Self::take(
             (&mut self.ack_bases, &mut self.ack_flows),
             (now, far, flow, rtt, own),
+            self.inbound.get(&flow).and_then(|o| o.latest(now)),
             p,
             p.ack_window,
         );
@@ -213,16 +220,17 @@ impl DelaySignal {
     fn take(
         (bases, flows): (
             &mut HashMap<(bool, u64), WindowMin>,
-            &mut HashMap<u64, WindowMin>,
+            &mut HashMap<u64, FlowDelay>,
         ),
         (now, far, flow, rtt, own): (Instant, IpAddr, u64, Duration, Duration),
+        inbound: Option<Duration>,
         p: Params,
         window: Duration,
     ) {
         let corrected = Duration(rtt.0.saturating_sub(own.0));
         let key = prefix(far);
         if !bases.contains_key(&key) && bases.len() >= p.max_prefixes {
-            evict_stalest(bases);
+            evict_stalest(bases, |b| Some(b.last));
         }
         let base = bases
             .entry(key)
@@ -230,29 +238,64 @@ impl DelaySignal {
             .or_insert_with(|| WindowMin::new(corrected, now))
             .get();
         let delay = Duration(corrected.0.saturating_sub(base.0));
+        // Without a reading of the way in, all of it may be the way out.
+        let out = delay - inbound.unwrap_or(Duration::ZERO);
         if !flows.contains_key(&flow) && flows.len() >= p.max_flows {
-            evict_stalest(flows);
+            evict_stalest(flows, |f| Some(f.rtt.last()));
         }
         flows
             .entry(flow)
-            .and_modify(|f| f.add(delay, now, window))
-            .or_insert_with(|| WindowMin::new(delay, now));
+            .and_modify(|f| {
+                f.rtt.add(delay, now, window);
+                f.out.add(out, now, window);
+            })
+            .or_insert_with(|| FlowDelay {
+                rtt: WindowMin::new(delay, now),
+                out: WindowMin::new(out, now),
+            });
     }
 
     /// The signal at `now`: the median over fresh flows with data samples,
     /// or over every fresh flow when fewer than [`MIN_DATA_FLOWS`] have.
+    /// The round trip's delay: the queues of both directions.
     pub fn read(&self, now: Instant) -> Reading {
+        self.read_by(now, |f| f.rtt.get())
+    }
+
+    /// The same for the way out alone: each sample less the queue its
+    /// completing packet met on the way in ([`DelaySignal::add_inbound`]);
+    /// a sample of a flow without that reading counts whole.
+    pub fn read_out(&self, now: Instant) -> Reading {
+        self.read_by(now, |f| f.out.get())
+    }
+
+    fn read_by(&self, now: Instant, value: impl Fn(&FlowDelay) -> Duration) -> Reading {
         let fresh = self.params.fresh;
-        let values = |m: &HashMap<u64, WindowMin>| -> Vec<Duration> {
+        let values = |m: &HashMap<u64, FlowDelay>| -> Vec<Duration> {
             m.values()
-                .filter(|f| now.saturating_since(f.last) <= fresh)
-                .map(WindowMin::get)
+                .filter(|f| now.saturating_since(f.rtt.last()) <= fresh)
+                .map(&value)
                 .collect()
         };
         let mut v = values(&self.flows);
         if v.len() < MIN_DATA_FLOWS {
             v.extend(values(&self.ack_flows));
         }
+        self.reading(now, v)
+    }
+
+    /// The queue on the way in: the median over fresh flows of the queue
+    /// standing before sluice ([`Owd::standing`]).
+    pub fn read_in(&self, now: Instant) -> Reading {
+        let v = self
+            .inbound
+            .values()
+            .filter_map(|o| o.standing(now))
+            .collect();
+        self.reading(now, v)
+    }
+
+    fn reading(&self, now: Instant, mut v: Vec<Duration>) -> Reading {
         v.sort_unstable();
         let delay = match v.len() {
             0 => None,
@@ -266,14 +309,29 @@ impl DelaySignal {
         }
     }
 
+    /// A segment of flow `flow` stamped `tsval` by its sender (RFC 7323)
+    /// arrived at `now` from the far side: its one-way delay, whose
+    /// variation is the queue on the way in ([`crate::owd`]). Data and
+    /// pure ACKs alike: a sender stamps each segment as it leaves.
+    pub fn add_inbound(&mut self, now: Instant, flow: u64, tsval: u32) {
+        if !self.inbound.contains_key(&flow) && self.inbound.len() >= self.params.max_flows {
+            evict_stalest(&mut self.inbound, Owd::last);
+        }
+        self.inbound.entry(flow).or_default().on_data(now, tsval);
+    }
+
     /// Forgets flows not heard from in four freshness periods and bases
     /// older than their window.
     pub fn expire(&mut self, now: Instant) {
         let p = self.params;
         let flow_ttl = Duration(p.fresh.0.saturating_mul(4));
         for flows in [&mut self.flows, &mut self.ack_flows] {
-            flows.retain(|_, f| now.saturating_since(f.last) <= flow_ttl);
+            flows.retain(|_, f| now.saturating_since(f.rtt.last()) <= flow_ttl);
         }
+        self.inbound.retain(|_, o| {
+            o.last()
+                .is_some_and(|t| now.saturating_since(t) <= flow_ttl)
+        });
         for bases in [&mut self.bases, &mut self.ack_bases] {
             bases.retain(|_, b| now.saturating_since(b.last) <= p.base_window);
         }
@@ -285,10 +343,21 @@ impl DelaySignal {
     }
 }
 
-fn evict_stalest<K: Copy + Eq + std::hash::Hash>(m: &mut HashMap<K, WindowMin>) {
-    if let Some(k) = m.iter().min_by_key(|(_, w)| w.last).map(|(k, _)| *k) {
+fn evict_stalest<K: Copy + Eq + std::hash::Hash, V>(
+    m: &mut HashMap<K, V>,
+    last: impl Fn(&V) -> Option<Instant>,
+) {
+    if let Some(k) = m.iter().min_by_key(|(_, v)| last(v)).map(|(k, _)| *k) {
         m.remove(&k);
     }
+}
+
+/// A flow's least delays over its window: of the round trip, and of the
+/// way out alone.
+#[derive(Clone, Copy, Debug)]
+struct FlowDelay {
+    rtt: WindowMin,
+    out: WindowMin,
 }
 
 /// Sluice's own recent sojourn on an interface: an EWMA (gain 1/8) of the
@@ -427,6 +496,63 @@ mod tests {
         }
         let r = u.read(at(3000));
         assert_eq!((r.delay, r.flows), (Some(ms(30)), 4));
+    }
+
+    #[test]
+    fn each_direction_reads_its_own_queue() {
+        // Four downloads: each data segment arrives stamped by its
+        // sender's clock (its own offset) and completes a round trip of
+        // 20 ms plus the queues both ways. The way in is read from the
+        // stamps, the way out is the round trip less it.
+        let mut s = DelaySignal::default();
+        let far = host(1);
+        let queues = |t: u64| match t {
+            0..3000 => (0, 0),
+            3000..4000 => (30, 0),
+            _ => (0, 20),
+        };
+        let at_ms = |s: &mut DelaySignal, from: u64, to: u64| {
+            for t in (from..to).step_by(10) {
+                let (q_in, q_out) = queues(t);
+                for f in 0..4u64 {
+                    let tsval = (7_000 * f + t - 10 - q_in) as u32;
+                    s.add_inbound(at(t), f, tsval);
+                    s.add(at(t), far, f, ms(20 + q_in + q_out), ms(0));
+                }
+            }
+        };
+        let read = |s: &DelaySignal, t: u64| {
+            let now = at(t);
+            let (r, o, i) = (s.read(now), s.read_out(now), s.read_in(now));
+            (
+                r.delay.unwrap(),
+                o.delay.unwrap(),
+                i.delay.unwrap(),
+                i.flows,
+            )
+        };
+        at_ms(&mut s, 0, 3000);
+        assert_eq!(read(&s, 3000), (ms(0), ms(0), ms(0), 4));
+        at_ms(&mut s, 3000, 4000);
+        assert_eq!(
+            read(&s, 4000),
+            (ms(30), ms(0), ms(30), 4),
+            "a queue on the way in"
+        );
+        at_ms(&mut s, 4000, 5000);
+        assert_eq!(
+            read(&s, 5000),
+            (ms(20), ms(20), ms(0), 4),
+            "a queue on the way out"
+        );
+        // Without stamps there is no way in, and the way out is the whole
+        // round trip: it may all be that way.
+        let mut n = DelaySignal::default();
+        for t in (0..3000).step_by(10) {
+            n.add(at(t), far, 1, ms(if t < 2000 { 20 } else { 45 }), ms(0));
+        }
+        assert_eq!(n.read_in(at(3000)).delay, None);
+        assert_eq!(n.read_out(at(3000)).delay, Some(ms(25)));
     }
 
     #[test]

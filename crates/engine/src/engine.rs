@@ -507,7 +507,22 @@ impl Engine {
                 (true, Some(p)) => p,
                 _ => idx,
             };
-            let reading = self.ifaces[side].signal.read(now);
+            // Each direction reads its own queue: the upload's root (on
+            // the WAN side) the way out, the download's the way in.
+            // A sender's clock is trusted only after it has been watched
+            // (crate::owd): until the way in is read for at least half the
+            // flows the round trip gives, the round trip stands for it.
+            let signal = &self.ifaces[side].signal;
+            let reading = if side == idx {
+                signal.read_out(now)
+            } else {
+                let (way_in, rtt) = (signal.read_in(now), signal.read(now));
+                if way_in.delay.is_some() && way_in.flows * 2 >= rtt.flows {
+                    way_in
+                } else {
+                    rtt
+                }
+            };
             let i = &mut self.ifaces[idx];
             let Some((ctl, last)) = i.autorate.as_mut() else {
                 continue;
@@ -596,6 +611,17 @@ impl Engine {
                 let queue = dout.queue.or(din.queue);
                 let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
                 let rtt = dout.rtt_path.or(din.rtt_path);
+                // From the far side, the sender's stamp times the way in:
+                // what a download's controller reads (only where one may).
+                if let (false, true, Some((tsval, _))) = (
+                    self.ifaces[iface].lan_side,
+                    self.next_autorate.is_some(),
+                    seg.as_ref().and_then(|g| g.timestamps),
+                ) {
+                    self.ifaces[iface]
+                        .signal
+                        .add_inbound(now, dout.flow_hash, tsval);
+                }
                 // A measurement this packet completed timed the path it
                 // came from: the delay signal of its interface.
                 if let Some(sample) = dout.rtt_sample.or(din.rtt_sample) {

@@ -58,6 +58,8 @@ struct Track {
     ts0: u32,
     base: WindowMin,
     recent: WindowMin,
+    /// The latest segment's value.
+    latest: Duration,
 }
 
 /// One flow's one-way delay tracker.
@@ -89,6 +91,7 @@ impl Owd {
                 ts0: tsval,
                 base: v,
                 recent: v,
+                latest: BIAS,
             });
             return;
         };
@@ -108,6 +111,23 @@ impl Owd {
         let v = Duration(v.clamp(0, u64::MAX as i128) as u64);
         t.base.add(v, now, BASE_WINDOW);
         t.recent.add(v, now, RECENT_WINDOW);
+        t.latest = v;
+    }
+
+    /// When the flow was last heard from.
+    pub fn last(&self) -> Option<Instant> {
+        self.track.map(|t| t.recent.last())
+    }
+
+    /// The queue the latest segment met on its way in (not the least of a
+    /// window: what that one segment waited), under the same conditions
+    /// as [`Owd::standing`].
+    pub fn latest(&self, now: Instant) -> Option<Duration> {
+        let t = self.track.filter(|_| self.clock == Clock::Millis)?;
+        if now.saturating_since(t.recent.last()) > FRESH {
+            return None;
+        }
+        Some(t.latest - t.base.get())
     }
 
     /// The queue standing before sluice on this flow's way in, if the

@@ -379,3 +379,40 @@ fn after_a_short_outage_the_rate_is_back_within_2_s() {
         assert!(r.delay_p99(32_000, 45_000) <= bound);
     }
 }
+
+#[test]
+fn a_slow_drain_after_a_step_down_is_not_taken_for_the_link_coming_back() {
+    // 20 → 8 Mbit/s with the floor at 7: the delay of the step is large
+    // enough to count as a dip, and at the floor the queue drains at a
+    // tenth of a second per second. The way back from a dip climbs 10 %
+    // a tick towards the old rate; the slow drain says the link is at ~8,
+    // so the climb stops there instead of going 60 % past it before the
+    // delay shows (lab, `step` trace: 100–160 ms for 3 s after the step).
+    let r = run(&step(20, 8, 30_000), bounds(7, 25), Rate::mbps(19), 50_000);
+    let peak = r.max_rate(31_000, 40_000);
+    eprintln!(
+        "step 20 -> 8 Mbit/s with min 7: highest rate 31..40 s {peak}, delay p99 31..40 s {:.1} ms, utilisation 32..50 s {:.2}",
+        r.delay_p99(31_000, 40_000),
+        r.utilisation(32_000, 50_000),
+    );
+    assert!(peak <= 9_000_000, "{peak}");
+    assert!(r.utilisation(32_000, 50_000) >= 0.85);
+}
+
+#[test]
+fn a_cut_too_small_for_the_step_is_followed_by_another_at_once() {
+    // 20 → 6 Mbit/s: the first cut comes on the first few milliseconds of
+    // delay and takes a little off; the queue grows on at more than two
+    // seconds per second. Waiting out the refractory period before the
+    // next cut let it grow for 300 ms more: under 6 Mbit/s after 450 ms,
+    // the modem's buffer (333 ms) full.
+    let r = run(&step(20, 6, 30_000), bounds(2, 25), Rate::mbps(19), 40_000);
+    let peak = r.window(30_000, 33_000).map(|p| p.3).fold(0.0f64, f64::max);
+    let below = r.first(30_000, true, 6_000_000).expect("follows");
+    eprintln!(
+        "step 20 -> 6 Mbit/s: below 6 Mbit/s after {} ms, modem delay peak {peak:.1} ms",
+        below - 30_000
+    );
+    assert!(below - 30_000 <= 250, "{} ms", below - 30_000);
+    assert!(peak < 320.0, "{peak}");
+}
