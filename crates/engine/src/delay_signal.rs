@@ -515,7 +515,7 @@ mod tests {
             for t in (from..to).step_by(10) {
                 let (q_in, q_out) = queues(t);
                 for f in 0..4u64 {
-                    let tsval = (7_000 * f + t - 10 - q_in) as u32;
+                    let tsval = (7_000 * f + 100 + t - 10 - q_in) as u32;
                     s.add_inbound(at(t), f, tsval);
                     s.add(at(t), far, f, ms(20 + q_in + q_out), ms(0));
                 }
