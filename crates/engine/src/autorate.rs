@@ -224,6 +224,9 @@ pub struct Controller {
     /// under the rate), and whether the rate has been raised since: the
     /// way back from a dip.
     dip: Option<(Rate, bool)>,
+    /// The queue acted on lies after sluice's output (an upload's root):
+    /// see [`Controller::way_out`].
+    way_out: bool,
     /// How the queue drained after the last cut.
     drain: Option<Drain>,
     last_reason: Option<Reason>,
@@ -245,10 +248,24 @@ impl Controller {
             ceiling: None,
             link_seen: None,
             dip: None,
+            way_out: false,
             drain: None,
             last_reason: None,
             counts: [0; Reason::ALL.len()],
         }
+    }
+
+    /// The queue this controller acts on lies after sluice's output (the
+    /// upload's root on the WAN side): what enters it is what sluice
+    /// sends, so an output under the rate is the senders' doing (their
+    /// ACKs come back at the link's slower pace) and says nothing of the
+    /// link's rate. The rules that read the output as the link's (a
+    /// download's: its queue lies before sluice, whose output is what the
+    /// link lets through) are off: the least cut factor, the link rate
+    /// remembered at a cut, and the wait on a cut too small.
+    pub fn way_out(mut self) -> Self {
+        self.way_out = true;
+        self
     }
 
     pub fn config(&self) -> Autorate {
@@ -343,7 +360,7 @@ impl Controller {
             }
         }
         if delay > t.target + frame {
-            let link_limited = (achieved.0 as f64) < 0.9 * rate.0 as f64;
+            let link_limited = !self.way_out && (achieved.0 as f64) < 0.9 * rate.0 as f64;
             if let Some((at, was)) = self.last_cut {
                 let since = now.saturating_since(at);
                 // Within a few refractory periods of a cut, a delay well

@@ -387,10 +387,13 @@ impl Engine {
                     }
                     Some((c, r))
                 }
-                (Some(a), Some(t), None) => Some((
-                    Controller::new(a, t.bandwidth, Tuning::default()),
-                    Reading::default(),
-                )),
+                (Some(a), Some(t), None) => {
+                    let c = Controller::new(a, t.bandwidth, Tuning::default());
+                    // The download's root is on the LAN side: its queue
+                    // lies before sluice. Any other's lies after it.
+                    let c = if iface.lan_side { c } else { c.way_out() };
+                    Some((c, Reading::default()))
+                }
                 _ => None,
             };
         }

@@ -86,6 +86,9 @@ impl Run {
 
 fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
     let mut ctl = Controller::new(cfg, start, Tuning::default());
+    if !sim.download {
+        ctl = ctl.way_out();
+    }
     let mut signal = DelaySignal::default();
     let mut shaper = start.as_bps();
     let (mut queue, mut sent) = (0f64, 0f64);
@@ -415,4 +418,47 @@ fn a_cut_too_small_for_the_step_is_followed_by_another_at_once() {
     );
     assert!(below - 30_000 <= 250, "{} ms", below - 30_000);
     assert!(peak < 320.0, "{peak}");
+}
+
+#[test]
+fn an_uploads_output_under_the_rate_is_not_taken_for_the_link() {
+    // A step down under an upload: the senders' ACKs come back at the
+    // link's slower pace, so sluice's output falls under the rate (2.2 of
+    // 4 Mbit/s) while the queue after it grows (40, then 95 ms). A
+    // download's controller reads such an output as the link's rate (cut
+    // to 85 % of it at least, then wait: the senders' lag); the upload's
+    // cuts by the delay and, the delay having more than doubled, again at
+    // once (lab, `step`: the upload's queue above 100 ms for 2–3 s, then
+    // for 1 s).
+    use sluice_engine::delay_signal::Reading;
+    let reading = |ms: u64| Reading {
+        delay: Some(Duration::from_millis(ms)),
+        flows: 4,
+        newest_age: Some(Duration::from_millis(1)),
+    };
+    let at = |ms: u64| Instant(1_000_000_000 + ms * MS);
+    let bytes = |mbps: f64, ms: u64| (mbps * 1e6 / 8.0 * ms as f64 / 1000.0) as u64;
+    let mut rates = Vec::new();
+    for way_out in [false, true] {
+        let c = Controller::new(bounds(1, 10), Rate::mbps(4), Tuning::default());
+        let mut c = if way_out { c.way_out() } else { c };
+        assert!(c.tick(at(0), 0, reading(0)).is_none());
+        let first = c.tick(at(50), bytes(2.2, 50), reading(40)).unwrap();
+        let second = c
+            .tick(at(100), bytes(2.2, 50) + bytes(1.6, 50), reading(95))
+            .unwrap();
+        eprintln!("way out {way_out}: {first:?} then {second:?}");
+        assert_eq!(first.reason, Reason::Delay);
+        rates.push((first.new.as_bps(), second.new.as_bps(), second.reason));
+    }
+    let (into, out) = (rates[0], rates[1]);
+    assert_eq!(
+        into.2,
+        Reason::Refractory,
+        "the download waits out its senders"
+    );
+    assert!(into.0 >= 1_870_000, "{into:?}: at least 85 % of the output");
+    assert!(out.0 < 1_600_000, "{out:?}: cut by the delay");
+    assert_eq!(out.2, Reason::Delay, "cut again at once");
+    assert_eq!(out.1, 1_000_000, "{out:?}: 1.6 × (1 − 95/195), the floor");
 }
