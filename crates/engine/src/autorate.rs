@@ -48,11 +48,13 @@
 //!   twice the one that made the last cut (+ the target) skips the
 //!   refractory period: the first cut of a step is made on its first
 //!   milliseconds and takes little off.
-//! - **A slow drain says where the link is.** A queue beyond sluice
-//!   drains at (link − output) / link seconds per second; from the
-//!   highest delay after a cut to the first reading calm or at a quarter
-//!   of it, a drain of at least [`SLOW_DRAIN`] gives link = output / (1 −
-//!   fall), and the way back from a dip (below) stops there.
+//! - **A slow drain says where the link is.** A queue sluice's output
+//!   enters (an upload's, [`Controller::way_out`]) drains at (link −
+//!   output) / link seconds per second; from the highest delay after a
+//!   cut to the first reading calm or at a quarter of it, a drain of at
+//!   least [`SLOW_DRAIN`] gives link = output / (1 − fall), and the fast
+//!   way back from a dip (below) stops there; the ordinary raise goes on
+//!   from it, since the link may have moved since.
 //! - **Load without delay: raise.** Delay below half the target, output
 //!   at least [`Tuning::loaded`] of the rate, and no cut in the last
 //!   [`Tuning::raise_after_cut`]: the rate grows by [`Tuning::raise`] per
@@ -428,11 +430,13 @@ impl Controller {
             });
             // Back towards the rate before the dip, but not past the link
             // the drain showed.
+            // Where sluice's output enters the queue, not past the link its
+            // drain showed (a download's queue lies before sluice: how fast
+            // it drains is its senders' doing, not sluice's output's).
+            let drained = self.drain.filter(|_| self.way_out).and_then(|d| d.link());
             let back_to = self.dip.map(|(before, _)| {
                 let to = before.0 as f64 * t.probe_zone;
-                self.drain
-                    .and_then(|d| d.link())
-                    .map_or(to, |l| to.min(l.0 as f64))
+                drained.map_or(to, |l| to.min(l.0 as f64))
             });
             let returning = back_to.is_some_and(|to| (rate.0 as f64) < to);
             let step = if returning {
@@ -444,12 +448,18 @@ impl Controller {
             };
             match &mut self.dip {
                 Some((_, raised)) if returning => *raised = true,
-                Some(_) => {
-                    // Back where the link was before the dip (or where the
-                    // drain put it): it is probed there gently, as after a
-                    // cut.
-                    let to = back_to.unwrap_or(rate.0 as f64) / t.probe_zone;
-                    self.ceiling = Some((now, Rate(to as u64)));
+                Some((before, _)) => {
+                    let full = before.0 as f64 * t.probe_zone;
+                    self.ceiling = if back_to.is_some_and(|to| to < full) {
+                        // Stopped where the drain put the link: the link may
+                        // have moved since (a fade that ends), and the
+                        // ordinary raise goes on from here.
+                        None
+                    } else {
+                        // Back where the link was before the dip: it is
+                        // probed there gently, as after a cut.
+                        Some((now, *before))
+                    };
                     self.dip = None;
                 }
                 None => {}
