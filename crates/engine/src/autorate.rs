@@ -353,12 +353,7 @@ impl Controller {
             if calm || delay.0.saturating_mul(4) <= d.delay.0 {
                 d.empty = Some((now, delay, sent));
             } else if delay > d.delay {
-                *d = Drain {
-                    at: now,
-                    delay,
-                    sent,
-                    empty: None,
-                };
+                *d = Drain::from(now, delay, sent);
             }
         }
         if delay > t.target + frame {
@@ -411,12 +406,8 @@ impl Controller {
                 None => None,
             };
             self.last_cut = Some((now, delay));
-            self.drain = Some(Drain {
-                at: now,
-                delay,
-                sent,
-                empty: None,
-            });
+            // Only a queue sluice's output enters drains at its pace.
+            self.drain = self.way_out.then(|| Drain::from(now, delay, sent));
             self.ceiling = Some((now, rate.min(achieved)));
             return (new, Reason::Delay);
         }
@@ -428,17 +419,15 @@ impl Controller {
                 rate.0 as f64 >= c.0 as f64 * t.probe_zone
                     && now.saturating_since(at) < t.ceiling_memory
             });
-            // Back towards the rate before the dip, but not past the link
-            // the drain showed.
-            // Where sluice's output enters the queue, not past the link its
-            // drain showed (a download's queue lies before sluice: how fast
-            // it drains is its senders' doing, not sluice's output's).
-            let drained = self.drain.filter(|_| self.way_out).and_then(|d| d.link());
-            let back_to = self.dip.map(|(before, _)| {
-                let to = before.0 as f64 * t.probe_zone;
-                drained.map_or(to, |l| to.min(l.0 as f64))
+            // Back towards the rate before the dip (`full`), but not past
+            // the link the drain showed (an upload's only: a download's
+            // queue drains at its senders' pace, not sluice's output's).
+            let drained = self.drain.and_then(|d| d.link());
+            let back = self.dip.map(|(before, _)| {
+                let full = before.0 as f64 * t.probe_zone;
+                (drained.map_or(full, |l| full.min(l.0 as f64)), full)
             });
-            let returning = back_to.is_some_and(|to| (rate.0 as f64) < to);
+            let returning = back.is_some_and(|(to, _)| (rate.0 as f64) < to);
             let step = if returning {
                 t.fast
             } else if near_ceiling {
@@ -449,8 +438,7 @@ impl Controller {
             match &mut self.dip {
                 Some((_, raised)) if returning => *raised = true,
                 Some((before, _)) => {
-                    let full = before.0 as f64 * t.probe_zone;
-                    self.ceiling = if back_to.is_some_and(|to| to < full) {
+                    self.ceiling = if back.is_some_and(|(to, full)| to < full) {
                         // Stopped where the drain put the link: the link may
                         // have moved since (a fade that ends), and the
                         // ordinary raise goes on from here.
@@ -465,8 +453,8 @@ impl Controller {
                 None => {}
             }
             let mut new = (rate.0 as f64) * (1.0 + step);
-            if returning {
-                new = new.min(back_to.unwrap_or(new));
+            if let (true, Some((to, _))) = (returning, back) {
+                new = new.min(to);
             }
             let new = Rate(new.ceil() as u64).min(self.cfg.max);
             if new > rate {
@@ -484,9 +472,9 @@ const SLOW_DRAIN: Duration = Duration::from_millis(500);
 /// Nor does one of less delay than this (a few frames' noise).
 const DRAIN_DEPTH: Duration = Duration::from_millis(20);
 
-/// How the queue beyond sluice drained after a cut: the cut (when, the
-/// delay read, the bytes sent so far) and the first tick that read no
-/// delay after it.
+/// How the queue beyond sluice drained after a cut: its highest delay
+/// read since (when, the delay, the bytes sent so far) and the first tick
+/// after it that read it calm or at a quarter.
 #[derive(Clone, Copy, Debug)]
 struct Drain {
     at: Instant,
@@ -496,6 +484,15 @@ struct Drain {
 }
 
 impl Drain {
+    fn from(at: Instant, delay: Duration, sent: u64) -> Drain {
+        Drain {
+            at,
+            delay,
+            sent,
+            empty: None,
+        }
+    }
+
     /// The link's rate the drain shows, when it was slow. A queue beyond
     /// sluice drains at (link − output) / link seconds of delay per
     /// second, so link = output / (1 − fall). The reading lags the queue

@@ -123,20 +123,21 @@ impl Owd {
     /// window: what that one segment waited), under the same conditions
     /// as [`Owd::standing`].
     pub fn latest(&self, now: Instant) -> Option<Duration> {
-        let t = self.track.filter(|_| self.clock == Clock::Millis)?;
-        if now.saturating_since(t.recent.last()) > FRESH {
-            return None;
-        }
+        let t = self.trusted(now)?;
         Some(t.latest - t.base.get())
+    }
+
+    /// The track, if the flow's clock is known to tick in ms and it was
+    /// heard from lately.
+    fn trusted(&self, now: Instant) -> Option<Track> {
+        let t = self.track.filter(|_| self.clock == Clock::Millis)?;
+        (now.saturating_since(t.recent.last()) <= FRESH).then_some(t)
     }
 
     /// The queue standing before sluice on this flow's way in, if the
     /// flow's clock is known to tick in ms and it was heard from lately.
     pub fn standing(&self, now: Instant) -> Option<Duration> {
-        let t = self.track.filter(|_| self.clock == Clock::Millis)?;
-        if now.saturating_since(t.recent.last()) > FRESH {
-            return None;
-        }
+        let t = self.trusted(now)?;
         Some(t.recent.get() - t.base.get())
     }
 }
