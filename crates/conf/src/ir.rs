@@ -44,12 +44,14 @@ pub struct Options {
 }
 
 /// The bounds of the rate the autorate controller may set on an
-/// interface's shaper, and whether it only logs (`dry-run`).
+/// interface's shaper, whether it only logs (`dry-run`), and the address
+/// it may ping when the traffic gives no delay (`probe`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Autorate {
     pub min: Rate,
     pub max: Rate,
     pub dry_run: bool,
+    pub probe: Option<IpAddr>,
 }
 
 impl Default for Options {

@@ -147,6 +147,7 @@ fn bounds(min: u64, max: u64) -> Autorate {
         min: Rate::mbps(min),
         max: Rate::mbps(max),
         dry_run: false,
+        probe: None,
     }
 }
 

@@ -147,6 +147,7 @@ pub fn build(
                 min,
                 max,
                 dry_run: ar.dry_run,
+                probe: None,
             },
         ));
     }
