@@ -8,6 +8,7 @@ use crate::ir::{
 };
 use crate::units::Bw;
 use sluice_time::{Duration, Overhead};
+use std::net::IpAddr;
 
 /// A value and where it was written.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,14 +85,23 @@ pub struct AltqDecl {
     pub on_more: Vec<Sp<String>>,
 }
 
-/// `autorate [(min BW, max BW, dry-run)]` as written (issue #16).
+/// `autorate [(min BW, max BW, dry-run, probe ADDR)]` as written (issue #16).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AutorateAst {
     pub min: Option<Sp<Bw>>,
     pub max: Option<Sp<Bw>>,
     pub dry_run: bool,
+    /// `probe ADDR`: an address literal; its class (loopback, multicast…)
+    /// is checked in sema.
+    pub probe: Option<Sp<IpAddr>>,
     pub span: Span,
 }
+
+/// The hint of every error about an autorate `probe` address, from the
+/// parser (not an address) and from sema (loopback, multicast…): one
+/// example, so both say the same thing.
+pub const PROBE_HINT: &str =
+    "e.g. `autorate (min 5M, max 40M, probe 192.0.2.1)`: the modem or the ISP's first hop";
 
 /// A service curve as written: `BW` or `(m1 d m2)`.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -76,7 +76,10 @@ pub fn print(cfg: &Config) -> String {
 /// on`, root queue or pipe), which starts at `start`.
 fn autorate(o: &mut String, start: usize, a: crate::ir::Autorate) {
     let dry = if a.dry_run { ", dry-run" } else { "" };
-    let words = format!(" autorate (min {}, max {}{dry})", a.min, a.max);
+    // std's Display is the canonical form (RFC 5952 for IPv6), which the
+    // parser reads back as the same address.
+    let probe = a.probe.map_or(String::new(), |p| format!(", probe {p}"));
+    let words = format!(" autorate (min {}, max {}{dry}{probe})", a.min, a.max);
     match o[start..].find('\n') {
         Some(i) => o.insert_str(start + i, &words),
         None => o.push_str(&words),

@@ -1,4 +1,5 @@
-//! `autorate (min BW, max BW, dry-run)` (issue #16, docs/autorate.md).
+//! `autorate (min BW, max BW, dry-run, probe ADDR)` (issue #16,
+//! docs/autorate.md).
 //!
 //! # Principles
 //! - The controller changes the rate of an interface's shaper, so the
@@ -13,14 +14,53 @@
 //! - One `autorate` per interface.
 //! - Its signal is the passive RTT of TCP states: with no stateful `pass`
 //!   rule that can match TCP, it would never hear anything. That is a
-//!   warning (the file still runs; the controller holds).
+//!   warning (the file still runs; the controller holds), unless the
+//!   interface has a `probe`, whose echo gives a reading without states.
+//! - `probe` must be an address one host beyond the link answers from:
+//!   not unspecified, multicast, broadcast or loopback (an IPv4-mapped
+//!   IPv6 address is judged as the IPv4 one it maps).
 
 use super::Ctx;
-use crate::ast::{AltqDecl, AutorateAst, PipeDecl, QueueDecl, Sp};
+use crate::ast::{AltqDecl, AutorateAst, PipeDecl, QueueDecl, Sp, PROBE_HINT};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{Action, Autorate, Config, StatePolicy};
 use crate::units::Bw;
 use sluice_time::Rate;
+use std::net::IpAddr;
+
+/// Why `a` cannot be a probe address (message words, label), if it cannot.
+fn unpingable(a: IpAddr) -> Option<(&'static str, &'static str)> {
+    // `::ffff:127.0.0.1` is 127.0.0.1 on the wire of a dual-stack socket.
+    let a = a.to_canonical();
+    if a.is_unspecified() {
+        Some(("the unspecified address", "no host has this address"))
+    } else if a.is_multicast() {
+        Some(("a multicast address", "a probe needs one host to answer"))
+    } else if matches!(a, IpAddr::V4(v4) if v4.is_broadcast()) {
+        Some(("the broadcast address", "a probe needs one host to answer"))
+    } else if a.is_loopback() {
+        Some((
+            "a loopback address",
+            "its echo never crosses the link: no delay reading",
+        ))
+    } else {
+        None
+    }
+}
+
+/// Reports a `probe` address no hop beyond the link can answer from;
+/// true when it is fine.
+fn check_probe(cx: &mut Ctx, p: &Sp<IpAddr>) -> bool {
+    let Some((what, why)) = unpingable(p.v) else {
+        return true;
+    };
+    cx.err(
+        Diagnostic::error(format!("autorate probe {} is {what}", p.v), p.span)
+            .label(why)
+            .hint(PROBE_HINT),
+    );
+    false
+}
 
 fn resolve(b: &Sp<Bw>, bandwidth: Rate) -> Rate {
     match b.v {
@@ -81,7 +121,8 @@ pub fn build(
         }
     }
     let mut seen: Vec<(String, Span)> = Vec::new();
-    let mut recorded: Option<Span> = None;
+    // The first autorate that only TCP states can feed.
+    let mut unprobed: Option<Span> = None;
     for (iface, ar) in found {
         if let Some((_, first)) = seen.iter().find(|(n, _)| *n == iface) {
             cx.err(
@@ -92,6 +133,8 @@ pub fn build(
             continue;
         }
         seen.push((iface.clone(), ar.span));
+        // Checked before the bounds so one run reports both kinds of mistake.
+        let probe_ok = ar.probe.as_ref().is_none_or(|p| check_probe(cx, p));
         let Some(iq) = cfg.interfaces.iter().find(|i| i.ifname == iface) else {
             continue; // the queue checks have said why
         };
@@ -140,18 +183,23 @@ pub fn build(
             );
             continue;
         }
-        recorded = recorded.or(Some(ar.span));
+        if !probe_ok {
+            continue;
+        }
+        if ar.probe.is_none() {
+            unprobed = unprobed.or(Some(ar.span));
+        }
         cfg.options.autorate.push((
             iface,
             Autorate {
                 min,
                 max,
                 dry_run: ar.dry_run,
-                probe: None,
+                probe: ar.probe.as_ref().map(|p| p.v),
             },
         ));
     }
-    if let Some(span) = recorded {
+    if let Some(span) = unprobed {
         let stateful_tcp = cfg.rules.iter().any(|r| {
             r.action == Action::Pass && r.state != StatePolicy::No && r.proto.is_none_or(|p| p == 6)
         });
@@ -159,7 +207,7 @@ pub fn build(
             cx.err(
                 Diagnostic::warning("autorate without a stateful pass rule for TCP", span)
                     .label("it reads the delay from the RTT of TCP states: none will be made")
-                    .hint("add a `keep state` rule the connections' SYNs meet, e.g. `pass out on $ext_if proto tcp keep state`"),
+                    .hint("add a `keep state` rule the connections' SYNs meet, e.g. `pass out on $ext_if proto tcp keep state`, or give autorate a `probe ADDR` to ping (the modem or the ISP's first hop)"),
             );
         }
     }
