@@ -5,8 +5,9 @@
 //! TCP, UDP, ICMP/ICMPv6; the address an ARP or ND frame claims for its
 //! sender ([`neighbor_claim`]); ECN rewriting with the incremental IPv4 checksum
 //! update; the TCP header view, its options and in-place window/MSS rewrites
-//! ([`tcp`]); the per-flow receive-window clamp ([`tcpwin`]); frame builders
-//! for tests. Depends on nothing but `std`.
+//! ([`tcp`]); the per-flow receive-window clamp ([`tcpwin`]); ICMP/ICMPv6
+//! echo requests in a link's own framing and replies ([`echo`], autorate's
+//! probes); frame builders for tests. Depends on nothing but `std`.
 //!
 //! # Principles
 //!
@@ -35,6 +36,7 @@ mod l4;
 mod neigh;
 
 pub mod build;
+pub mod echo;
 pub mod tcp;
 pub mod tcpwin;
 
