@@ -21,14 +21,16 @@ use std::sync::{Arc, Mutex};
 
 pub const FILE: &str = "autorate.csv";
 pub const HEADER: &str =
-    "time_unix_s,iface,delay_ms,flows,newest_age_ms,achieved_bps,old_bps,new_bps,reason,dry_run";
+    "time_unix_s,iface,delay_ms,flows,newest_age_ms,achieved_bps,old_bps,new_bps,reason,dry_run,signal";
 
 /// One CSV line (no newline) for decision `d` on `iface`, which happened
-/// `ago_ns` before the wall-clock time `wall_s`.
+/// `ago_ns` before the wall-clock time `wall_s`. `signal` says where the
+/// delay came from: `tcp` (the traffic), `probe` (autorate's pings), or
+/// nothing without a reading.
 pub fn line(iface: &str, d: &Decision, wall_s: f64, ago_ns: u64) -> String {
     let ms = |ns: Option<u64>| ns.map_or(String::new(), |n| format!("{:.3}", n as f64 / 1e6));
     format!(
-        "{:.3},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{}",
         wall_s - ago_ns as f64 / 1e9,
         iface,
         ms(d.delay.map(|x| x.as_nanos())),
@@ -39,6 +41,11 @@ pub fn line(iface: &str, d: &Decision, wall_s: f64, ago_ns: u64) -> String {
         d.new.as_bps(),
         d.reason.name(),
         u8::from(d.dry_run),
+        match (d.delay, d.probe) {
+            (None, _) => "",
+            (Some(_), false) => "tcp",
+            (Some(_), true) => "probe",
+        },
     )
 }
 
@@ -168,6 +175,7 @@ mod tests {
             delay: Some(Duration::from_micros(23_500)),
             flows: 4,
             newest_age: Some(Duration::from_millis(12)),
+            probe: false,
             achieved: Rate::mbps(19),
             old: Rate::mbps(20),
             new: Rate::mbps(15),
@@ -177,7 +185,7 @@ mod tests {
         let l = line("wan0", &d, 1_700_000_000.5, 250_000_000);
         assert_eq!(
             l,
-            "1700000000.250,wan0,23.500,4,12.000,19000000,20000000,15000000,delay,0"
+            "1700000000.250,wan0,23.500,4,12.000,19000000,20000000,15000000,delay,0,tcp"
         );
         assert_eq!(l.split(',').count(), HEADER.split(',').count());
         let none = Decision {
@@ -187,6 +195,8 @@ mod tests {
             dry_run: true,
             ..d
         };
-        assert!(line("lan0", &none, 10.0, 0).ends_with(",,4,,19000000,20000000,15000000,unsure,1"));
+        assert!(line("lan0", &none, 10.0, 0).ends_with(",,4,,19000000,20000000,15000000,unsure,1,"));
+        let probed = Decision { probe: true, ..d };
+        assert!(line("wan0", &probed, 10.0, 0).ends_with(",delay,0,probe"));
     }
 }

@@ -370,6 +370,44 @@ fn autorate_families(o: &mut Out, q: &QueuesReply) {
             }
         }
     }
+    let probes: Vec<(&str, &crate::proto::ProbeJson)> = with
+        .iter()
+        .filter_map(|(i, a)| a.probe.as_ref().map(|p| (*i, p)))
+        .collect();
+    for (name, help, f) in [
+        (
+            "sluice_autorate_probe_sent_total",
+            "Echo requests autorate's probe sent.",
+            (|p| p.sent) as fn(&crate::proto::ProbeJson) -> u64,
+        ),
+        (
+            "sluice_autorate_probe_answered_total",
+            "Replies to autorate's probe (taken, not forwarded).",
+            |p| p.answered,
+        ),
+        (
+            "sluice_autorate_probe_lost_total",
+            "autorate's probes unanswered within 2 s or overtaken.",
+            |p| p.lost,
+        ),
+    ] {
+        if probes.is_empty() {
+            break;
+        }
+        o.family(name, "counter", help);
+        for (iface, p) in &probes {
+            o.sample(name, &[("iface", iface), ("target", &p.target)], f(p));
+        }
+    }
+    let name = "sluice_autorate_probe_rtt_seconds";
+    if !probes.is_empty() {
+        o.family(name, "gauge", "The latest round trip of autorate's probe.");
+        for (iface, p) in &probes {
+            if let Some(r) = p.last_rtt_ns {
+                o.sample(name, &[("iface", iface), ("target", &p.target)], secs(r));
+            }
+        }
+    }
     let name = "sluice_autorate_decisions_total";
     o.family(
         name,
@@ -846,6 +884,39 @@ mod tests {
             "no signal, no sample"
         );
         assert!(!o.text.contains(r#"iface="lan0""#), "lan0 is not shaped");
+        assert!(
+            !o.text.contains("sluice_autorate_probe"),
+            "no probe asked for"
+        );
+    }
+
+    #[test]
+    fn autorates_probe_is_exported_where_one_is_sent() {
+        let text = "queue up on wan0 bandwidth 20M autorate (min 5M, max 40M, probe 192.0.2.1)\n\
+                    queue bulk parent up bandwidth 100% default\n";
+        let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+        let e = sluice_engine::Engine::new(
+            &cfg,
+            sluice_engine::Options::bridge("lan0", "wan0", [1; 16]),
+        )
+        .unwrap();
+        let q = crate::snapshot::queues_from(&e.report(), Some(&cfg));
+        let mut o = Out {
+            text: String::new(),
+        };
+        autorate_families(&mut o, &q);
+        for want in [
+            r#"sluice_autorate_probe_sent_total{iface="wan0",target="192.0.2.1"} 0"#,
+            r#"sluice_autorate_probe_answered_total{iface="wan0",target="192.0.2.1"} 0"#,
+            r#"sluice_autorate_probe_lost_total{iface="wan0",target="192.0.2.1"} 0"#,
+            "# TYPE sluice_autorate_probe_rtt_seconds gauge",
+        ] {
+            assert!(o.text.lines().any(|l| l == want), "{want} in\n{}", o.text);
+        }
+        assert!(
+            !o.text.contains("sluice_autorate_probe_rtt_seconds{"),
+            "no reply yet"
+        );
     }
 
     #[test]

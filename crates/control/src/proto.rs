@@ -97,6 +97,23 @@ pub struct AutorateJson {
     /// Decisions (ticks) by reason: delay, load, idle, unsure,
     /// refractory, steady.
     pub decisions: Vec<(String, u64)>,
+    /// That delay was the probe's round trip (no TCP to read).
+    #[serde(default)]
+    pub delay_from_probe: bool,
+    /// `probe ADDR`: the echo requests sluice sends for a reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeJson>,
+}
+
+/// autorate's probe on one interface (docs/autorate.md, "Probes").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeJson {
+    pub target: String,
+    pub sent: u64,
+    pub answered: u64,
+    /// Unanswered within 2 s, or overtaken by a later reply.
+    pub lost: u64,
+    pub last_rtt_ns: Option<u64>,
 }
 
 /// One class. Counters are cumulative since the queue was created (a queue

@@ -161,6 +161,14 @@ pub fn queues_from(report: &[IfaceReport], conf: Option<&ir::Config>) -> QueuesR
                         .iter()
                         .map(|(r, n)| (r.to_string(), *n))
                         .collect(),
+                    delay_from_probe: a.delay_from_probe,
+                    probe: a.probe.map(|p| crate::proto::ProbeJson {
+                        target: p.target.to_string(),
+                        sent: p.stats.sent,
+                        answered: p.stats.answered,
+                        lost: p.stats.lost,
+                        last_rtt_ns: p.stats.last_rtt.map(|d| d.as_nanos()),
+                    }),
                 }),
             }
         })

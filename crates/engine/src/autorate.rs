@@ -198,6 +198,9 @@ pub struct Decision {
     pub flows: u32,
     /// Age of the newest sample.
     pub newest_age: Option<Duration>,
+    /// The delay is the round trip of autorate's probe, not the traffic's
+    /// (crate::probe).
+    pub probe: bool,
     /// Achieved output over the tick.
     pub achieved: Rate,
     pub old: Rate,
@@ -305,6 +308,7 @@ impl Controller {
             delay: signal.delay,
             flows: signal.flows,
             newest_age: signal.newest_age,
+            probe: signal.probe,
             achieved,
             old: self.rate,
             new,

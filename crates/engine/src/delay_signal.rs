@@ -137,6 +137,9 @@ pub struct Reading {
     pub flows: u32,
     /// Age of the newest sample (any flow); `None` before the first.
     pub newest_age: Option<Duration>,
+    /// From autorate's probes ([`crate::probe`]), not the traffic: a round
+    /// trip, both directions' queues.
+    pub probe: bool,
 }
 
 /// The delay signal of the path through one interface.
@@ -306,6 +309,7 @@ impl DelaySignal {
             delay,
             flows: v.len() as u32,
             newest_age: self.newest.map(|t| now.saturating_since(t)),
+            probe: false,
         }
     }
 

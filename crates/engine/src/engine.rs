@@ -4,6 +4,7 @@ use crate::autorate::{Controller, Decision as RateDecision, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
 use crate::delay_signal::{DelaySignal, FlowSojourn, Reading, Sojourn};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
+use crate::probe::Prober;
 use crate::report::{AutorateReport, ClassReport, IfaceReport};
 use crate::tcpctl::{Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
@@ -11,6 +12,7 @@ use sluice_conf::ir::{self, Direction, SchedKind};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
 use sluice_time::{Duration, Instant, Overhead, Rate};
 use sluice_wire::tcp::TcpHeader;
+use sluice_wire::{IpInfo, L4};
 use std::collections::{HashMap, VecDeque};
 
 /// Frames kept for `poll_dropped` when the caller does not collect them;
@@ -70,6 +72,9 @@ pub enum DropCause {
     /// Queued frames already hold the engine's memory cap (see
     /// [`Engine::set_memory_limit`]).
     MemoryLimit,
+    /// A reply to autorate's probe (crate::probe): sluice's own, taken out
+    /// of the traffic.
+    ProbeReply,
 }
 
 impl DropCause {
@@ -82,6 +87,7 @@ impl DropCause {
             DropCause::NoRoute => "no-route",
             DropCause::Reload => "reload",
             DropCause::MemoryLimit => "memory-limit",
+            DropCause::ProbeReply => "probe-reply",
         }
     }
 }
@@ -129,6 +135,11 @@ pub struct IfaceCounters {
     /// SYNs under `max-mss` whose TCP options could not be walked: passed
     /// unmodified.
     pub mss_untouched: u64,
+    /// Replies to autorate's probes taken here (not forwarded).
+    pub probe_replies: u64,
+    /// autorate's echo requests sent here: frames of sluice's own, not in
+    /// `tx_frames` (which counts what was forwarded).
+    pub probes_sent: u64,
 }
 
 /// Memory held by queued frames, the engine's cap on it, and how often it
@@ -212,6 +223,9 @@ struct Iface {
     flow_sojourn: FlowSojourn,
     /// `autorate` on this interface's shaper, and its latest reading.
     autorate: Option<(Controller, Reading)>,
+    /// autorate's probe, on the WAN side of a pair whose shaper names one
+    /// (crate::probe).
+    probe: Option<Prober>,
     /// When the link after this interface will have sent what sluice sent
     /// it, at the shaped rate (token-bucket trees, while TCP control is on;
     /// see `Iface::wire_wait`).
@@ -238,6 +252,8 @@ pub struct Engine {
     /// Earliest tick of any autorate controller; the decisions to log.
     next_autorate: Option<Instant>,
     autorate_log: VecDeque<(usize, RateDecision)>,
+    /// The secret autorate's probes are known by (crate::probe).
+    probe_key: [u8; 16],
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
@@ -300,6 +316,7 @@ impl Engine {
                 sojourn: Sojourn::default(),
                 flow_sojourn: FlowSojourn::default(),
                 autorate: None,
+                probe: None,
                 wire_free: Instant::ZERO,
             });
         }
@@ -334,6 +351,7 @@ impl Engine {
             tcp: TcpCtl::default(),
             next_autorate: None,
             autorate_log: VecDeque::new(),
+            probe_key: opts.hash_key,
         };
         let trees = e.build_trees(cfg)?;
         e.install(cfg, trees);
@@ -395,6 +413,28 @@ impl Engine {
                     Some((c, Reading::default()))
                 }
                 _ => None,
+            };
+        }
+        // A probe goes out on the WAN side of a pair (an interface that is
+        // not a LAN side) for the autorate of either of its shapers; the
+        // upload's names it first. A reload naming the same target keeps
+        // its base and counters.
+        for idx in 0..self.ifaces.len() {
+            let probe_of = |i: usize| {
+                cfg.options
+                    .autorate_of(&self.ifaces[i].name)
+                    .and_then(|a| a.probe)
+            };
+            let target = if self.ifaces[idx].lan_side {
+                None
+            } else {
+                probe_of(idx).or_else(|| self.peer[idx].and_then(probe_of))
+            };
+            let i = &mut self.ifaces[idx];
+            i.probe = match (target, i.probe.take()) {
+                (Some(t), Some(p)) if p.target() == t => Some(p),
+                (Some(t), _) => Some(Prober::new(t, self.probe_key)),
+                (None, _) => None,
             };
         }
         self.next_autorate = self
@@ -506,17 +546,14 @@ impl Engine {
     fn autorate(&mut self, now: Instant) {
         let mut next: Option<Instant> = None;
         for idx in 0..self.ifaces.len() {
-            let side = match (self.ifaces[idx].lan_side, self.peer[idx]) {
-                (true, Some(p)) => p,
-                _ => idx,
-            };
+            let side = self.wan_side(idx);
             // Each direction reads its own queue: the upload's root (on
             // the WAN side) the way out, the download's the way in.
             // A sender's clock is trusted only after it has been watched
             // (crate::owd): until the way in is read for at least half the
             // flows the round trip gives, the round trip stands for it.
             let signal = &self.ifaces[side].signal;
-            let reading = if side == idx {
+            let mut reading = if side == idx {
                 signal.read_out(now)
             } else {
                 let (way_in, rtt) = (signal.read_in(now), signal.read(now));
@@ -526,6 +563,15 @@ impl Engine {
                     rtt
                 }
             };
+            // No TCP to read: the probe's round trip, where one is sent.
+            if reading.delay.is_none() {
+                if let Some(p) = &self.ifaces[side].probe {
+                    let r = p.reading(now, self.probe_interval(side));
+                    if r.delay.is_some() {
+                        reading = r;
+                    }
+                }
+            }
             let i = &mut self.ifaces[idx];
             let Some((ctl, last)) = i.autorate.as_mut() else {
                 continue;
@@ -586,6 +632,22 @@ impl Engine {
         };
         if self.ifaces[iface].lan_side {
             self.learn(now, iface, egress, &frame, &info);
+            if let Some(p) = self.ifaces[egress].probe.as_mut() {
+                p.learn(now, &frame, &info);
+            }
+        } else if let (
+            Some(p),
+            Some(IpInfo {
+                l4: L4::Icmp { .. },
+                ..
+            }),
+        ) = (self.ifaces[iface].probe.as_mut(), &info.ip)
+        {
+            if p.on_reply(now, &frame, &info) {
+                self.ifaces[iface].counters.probe_replies += 1;
+                self.give_back(iface, frame, DropCause::ProbeReply);
+                return Rx::Dropped(DropCause::ProbeReply);
+            }
         }
         // One walk of a TCP header and its options, for the classifier's
         // RTT and for TCP control; `None` for whatever is not a whole TCP
@@ -912,6 +974,18 @@ impl Engine {
             self.tcp.poll(now);
             self.drain_released(now);
         }
+        // autorate's probe goes out beside the shaped traffic, not behind it.
+        if self.ifaces.get(iface)?.probe.is_some() {
+            let interval = self.probe_interval(iface);
+            if let Some(f) = self.ifaces[iface]
+                .probe
+                .as_mut()
+                .and_then(|p| p.poll(now, interval))
+            {
+                self.ifaces[iface].counters.probes_sent += 1;
+                return Some(f);
+            }
+        }
         let eg = self.ifaces.get_mut(iface)?;
         // Frames that arrived before a reload gave this interface a tree
         // leave first: left behind, they would wait forever while
@@ -1001,7 +1075,35 @@ impl Engine {
         if let Some(w) = self.next_autorate {
             at(w);
         }
+        for p in self.ifaces.iter().filter_map(|i| i.probe.as_ref()) {
+            if let Some(w) = p.next_send(self.last_now) {
+                at(w);
+            }
+        }
         t
+    }
+
+    /// The WAN side of `idx`'s bridge pair: where the link that `idx`'s
+    /// shaper stands for lies, whichever direction.
+    fn wan_side(&self, idx: usize) -> usize {
+        match (self.ifaces[idx].lan_side, self.peer[idx]) {
+            (true, Some(p)) => p,
+            _ => idx,
+        }
+    }
+
+    /// The interval of the probe sent on `iface`: a hundredth of the
+    /// slower shaped direction of its pair (crate::probe).
+    fn probe_interval(&self, iface: usize) -> Duration {
+        let rates = [Some(iface), self.peer.get(iface).copied().flatten()]
+            .into_iter()
+            .flatten()
+            .filter_map(|i| self.rate(i));
+        let slow = rates.min().unwrap_or(Rate(0));
+        self.ifaces[iface]
+            .probe
+            .as_ref()
+            .map_or(crate::probe::MIN_INTERVAL, |p| p.interval(slow))
     }
 
     /// Frames the engine did not forward, with their cause.
@@ -1200,6 +1302,13 @@ impl Engine {
                                 .iter()
                                 .map(|r| (r.name(), c.counts[r.index()]))
                                 .collect(),
+                            delay_from_probe: r.probe,
+                            probe: self.ifaces[self.wan_side(idx)].probe.as_ref().map(|p| {
+                                crate::ProbeReport {
+                                    target: p.target(),
+                                    stats: p.stats,
+                                }
+                            }),
                         }
                     }),
                 }

@@ -22,6 +22,7 @@ mod engine;
 pub mod mss;
 pub mod owd;
 pub mod prio;
+pub mod probe;
 mod report;
 pub mod tcpctl;
 pub mod testing;
@@ -30,4 +31,4 @@ pub use engine::{
     DropCause, DroppedFrame, Engine, IfaceCounters, MemoryReport, Options, ReloadReport, Rx,
     DEFAULT_MEMORY_LIMIT,
 };
-pub use report::{AutorateReport, ClassReport, IfaceReport, TcpControlReport};
+pub use report::{AutorateReport, ClassReport, IfaceReport, ProbeReport, TcpControlReport};

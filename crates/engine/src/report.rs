@@ -153,6 +153,17 @@ pub struct AutorateReport {
     pub newest_age: Option<Duration>,
     /// Decisions (ticks) by reason, [`crate::autorate::Reason::ALL`] order.
     pub decisions: Vec<(&'static str, u64)>,
+    /// That delay was the probe's round trip, not the traffic's.
+    pub delay_from_probe: bool,
+    /// The probe on the WAN side of the interface's pair, if one is sent.
+    pub probe: Option<ProbeReport>,
+}
+
+/// autorate's probe (crate::probe): where to, and how it fares.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProbeReport {
+    pub target: std::net::IpAddr,
+    pub stats: crate::probe::ProbeStats,
 }
 
 impl IfaceReport {

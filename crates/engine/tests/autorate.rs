@@ -214,3 +214,141 @@ fn a_reload_with_the_same_bounds_keeps_the_rate_found_and_new_bounds_start_again
     .expect("reload");
     assert!(e.report()[1].autorate.is_none(), "autorate gone");
 }
+
+/// The modem or the ISP's first hop, as `probe` names it.
+const HOP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(198, 51, 100, 254);
+
+/// What the hop sends back for echo request `req`: addresses and MACs
+/// swapped, echo reply, checksum recomputed from scratch.
+fn echo_answer(req: &[u8]) -> Vec<u8> {
+    let mut f = req.to_vec();
+    let (a, b) = (f[0..6].to_vec(), f[6..12].to_vec());
+    f[0..6].copy_from_slice(&b);
+    f[6..12].copy_from_slice(&a);
+    let (s, d) = (f[26..30].to_vec(), f[30..34].to_vec());
+    f[26..30].copy_from_slice(&d);
+    f[30..34].copy_from_slice(&s);
+    f[34] = 0;
+    f[36..38].copy_from_slice(&[0, 0]);
+    let c = sluice_wire::internet_checksum(&f[34..]);
+    f[36..38].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+/// A UDP-only upload (16.7 Mbit/s: nothing sluice can time) for `secs` s;
+/// every echo request sluice sends to [`HOP`] is answered 20 ms +
+/// `queue(t)` later. Returns the requests seen and the replies that came
+/// out on the LAN side.
+fn udp_upload(
+    e: &mut Engine,
+    now: &mut Instant,
+    secs: u64,
+    queue: impl Fn(u64) -> u64,
+) -> (u64, u64) {
+    let end = *now + Duration::from_secs(secs);
+    let mut due: Vec<(Instant, Vec<u8>)> = Vec::new();
+    let (mut requests, mut leaked) = (0, 0);
+    let mut t = 0u64;
+    while *now < end {
+        for k in 0..2 {
+            e.handle_rx(*now, LAN, udp_v4(CLIENT, SERVER, 6000 + k, 9, 1000));
+        }
+        for (_, f) in due.extract_if(.., |(at, _)| *at <= *now) {
+            e.handle_rx(*now, WAN, f);
+        }
+        e.handle_timeout(*now);
+        while let Some(f) = e.poll_tx(*now, WAN) {
+            // An ICMP echo request (IPv4 protocol 1, type 8) to the hop.
+            if f.get(23) == Some(&1) && f.get(34) == Some(&8) && f[30..34] == HOP.octets() {
+                assert_eq!(f[26..30], CLIENT.octets(), "the traffic's source");
+                requests += 1;
+                let rtt = Duration::from_millis(20 + queue(t));
+                due.push((*now + rtt, echo_answer(&f)));
+            }
+        }
+        while let Some(f) = e.poll_tx(*now, LAN) {
+            leaked += u64::from(f.get(23) == Some(&1));
+        }
+        *now += Duration::from_millis(1);
+        t += 1;
+    }
+    (requests, leaked)
+}
+
+fn probed(text: &str) -> Engine {
+    bridge(&text.replace("max 40M)", &format!("max 40M, probe {HOP})")))
+}
+
+const UDP_CONF: &str = "queue up on $ext_if bandwidth 20M autorate (min 5M, max 40M)\n\
+                        queue bulk parent up bandwidth 100% qlimit 2000 default\n\
+                        pass proto udp\n";
+
+#[test]
+fn without_tcp_the_probe_gives_the_delay_and_its_replies_stay_in_sluice() {
+    let mut e = probed(UDP_CONF);
+    let mut now = Instant(1_000_000_000);
+    let (req_idle, leaked_idle) = udp_upload(&mut e, &mut now, 2, |_| 0);
+    let calm = e.rate(WAN).unwrap();
+    let (req_q, leaked_q) = udp_upload(&mut e, &mut now, 1, |_| 60);
+    let cut = e.rate(WAN).unwrap();
+    let log: Vec<_> = std::iter::from_fn(|| e.poll_autorate()).collect();
+    eprintln!("requests {req_idle} + {req_q}; rate {calm} -> {cut}");
+    // One every 100 ms (a hundredth of 20 Mbit/s would allow more).
+    assert!((19..=21).contains(&req_idle), "{req_idle} requests in 2 s");
+    assert_eq!(leaked_idle + leaked_q, 0, "no reply reaches the LAN");
+    let wan = e.counters(WAN).unwrap();
+    let sent = req_idle + req_q;
+    assert!(
+        (sent - 1..=sent).contains(&wan.probe_replies),
+        "every reply taken but one still on its way: {} of {sent}",
+        wan.probe_replies
+    );
+    assert!(calm >= Rate::mbps(20), "no delay, loaded: not cut ({calm})");
+    assert!(cut < Rate::mbps(16), "60 ms beyond sluice: cut ({cut})");
+    let d = log
+        .iter()
+        .find(|(_, d)| d.reason == Reason::Delay)
+        .expect("the cut is logged");
+    assert!(
+        d.1.probe && d.1.delay.unwrap() >= Duration::from_millis(50),
+        "{d:?}"
+    );
+    // What was taken is handed back, with its cause.
+    let causes: Vec<_> = std::iter::from_fn(|| e.poll_dropped())
+        .map(|d| d.cause)
+        .collect();
+    assert!(causes.contains(&sluice_engine::DropCause::ProbeReply));
+}
+
+#[test]
+fn without_tcp_or_a_probe_the_controller_holds() {
+    let mut e = bridge(UDP_CONF);
+    let mut now = Instant(1_000_000_000);
+    let (requests, _) = udp_upload(&mut e, &mut now, 2, |_| 60);
+    assert_eq!(requests, 0, "no probe configured, none sent");
+    assert_eq!(e.rate(WAN), Some(Rate::mbps(20)));
+    let log: Vec<_> = std::iter::from_fn(|| e.poll_autorate()).collect();
+    assert!(
+        log.iter().all(|(_, d)| d.reason == Reason::Unsure),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn an_idle_line_is_not_probed() {
+    let mut e = probed(UDP_CONF);
+    let mut now = Instant(1_000_000_000);
+    udp_upload(&mut e, &mut now, 1, |_| 0);
+    // Nothing leaves the LAN side: probes go on while the traffic's
+    // header is fresh (10 s), then stop.
+    let mut sent = [0u32; 2];
+    for ms in 0..20_000u64 {
+        e.handle_timeout(now);
+        while e.poll_tx(now, WAN).is_some() {
+            sent[usize::from(ms >= 10_000)] += 1;
+        }
+        now += Duration::from_millis(1);
+    }
+    assert!((90..=100).contains(&sent[0]), "{sent:?}");
+    assert_eq!(sent[1], 0, "an idle line is not probed: {sent:?}");
+}

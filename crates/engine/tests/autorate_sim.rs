@@ -436,6 +436,7 @@ fn an_uploads_output_under_the_rate_is_not_taken_for_the_link() {
         delay: Some(Duration::from_millis(ms)),
         flows: 4,
         newest_age: Some(Duration::from_millis(1)),
+        probe: false,
     };
     let at = |ms: u64| Instant(1_000_000_000 + ms * MS);
     let bytes = |mbps: f64, ms: u64| (mbps * 1e6 / 8.0 * ms as f64 / 1000.0) as u64;

@@ -65,16 +65,31 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                 .collect();
             let _ = writeln!(
                 o,
-                "# autorate on {}: rate {} (min {}, max {}{}), delay beyond sluice {} over {} flows; decisions: {}",
+                "# autorate on {}: rate {} (min {}, max {}{}), delay beyond sluice {} {}; decisions: {}",
                 iface.name,
                 Rate(a.rate_bps),
                 Rate(a.min_bps),
                 Rate(a.max_bps),
                 if a.dry_run { ", dry-run: not applied" } else { "" },
                 delay,
-                a.flows,
+                if a.delay_from_probe {
+                    "from the probe".to_string()
+                } else {
+                    format!("over {} flows", a.flows)
+                },
                 decisions.join(", ")
             );
+            if let Some(p) = &a.probe {
+                let _ = writeln!(
+                    o,
+                    "# autorate probe to {}: sent {}, answered {}, lost {}, last round trip {}",
+                    p.target,
+                    p.sent,
+                    p.answered,
+                    p.lost,
+                    p.last_rtt_ns.map_or("none".to_string(), |d| ms(Some(d)))
+                );
+            }
         }
         for q in &iface.queues {
             let _ = write!(o, "queue {} on {}", q.name, iface.name);
