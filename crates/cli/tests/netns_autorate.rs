@@ -185,3 +185,81 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
         r.goodput_bps / 1e6
     );
 }
+
+/// No TCP at all: a UDP upload (30 Mbit/s offered, as a QUIC or game
+/// upload gives sluice no round trip to read) behind the same modem on
+/// wan0. With `probe` naming the server, sluice pings it in the traffic's
+/// name; the echo's round trip holds the modem's queue, and the
+/// controller brings the rate below the modem from it alone. The replies
+/// stay in sluice.
+#[test]
+fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
+    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+        return;
+    };
+    let mut lab = BridgeLab::new("ap").expect("namespaces");
+    let b = bin();
+    let (s, t) = (&lab.shaper, &lab.topo);
+    for cmd in [
+        "tc qdisc add dev wan0 root handle 1: htb default 1",
+        "tc class add dev wan0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
+        "tc qdisc add dev wan0 parent 1:1 handle 10: bfifo limit 151400",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        t.exec(s, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    }
+    let conf = format!(
+        "queue up on $ext_if bandwidth 40M autorate (min 5M, max 50M, probe {SERVER_IP})\n\
+         queue ul parent up bandwidth 40M flows 1024 qlimit 1024 default\n\
+         pass out on $ext_if keep state\n"
+    );
+    lab.start_sluice(&b, &conf, &["-v", "--io", "mmsg"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = lab.server.clone();
+    let srv = iperf3::server(&mut lab.topo, &server, 5323).expect("iperf3 server");
+    let mut o = ClientOptions::new(SERVER_IP, 5323);
+    o.udp_len = Some(1400);
+    o.udp_rate = Some("30M".into());
+    o.seconds = 10;
+    let r = iperf3::client(&lab.topo, &lab.client, &o)
+        .unwrap_or_else(|e| panic!("udp upload: {e}\n{}", lab.log()));
+    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
+    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
+    let shown = lab.ctl(&b, &["show", "queues"]).expect("show queues");
+    lab.stop_sluice().expect("stop");
+    let wan = q.ifaces.iter().find(|i| i.name == "wan0").expect("wan0");
+    let a = wan.autorate.clone().expect("autorate on wan0");
+    let p = a.probe.clone().expect("the probe is reported");
+    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    let shown = String::from_utf8_lossy(&shown.stdout).to_string();
+    eprintln!(
+        "netns_autorate probe: received {:.2} Mbit/s; rate {:.2} Mbit/s; decisions {:?}; probe {p:?}\n{}",
+        r.goodput_bps / 1e6,
+        a.rate_bps as f64 / 1e6,
+        a.decisions,
+        shown.lines().filter(|l| l.starts_with("# autorate")).collect::<Vec<_>>().join("\n")
+    );
+    for l in csv.lines().filter(|l| !l.contains(",steady,")).take(16) {
+        eprintln!("  {l}");
+    }
+    assert_eq!(p.target, SERVER_IP);
+    assert!(
+        p.sent >= 50 && p.answered * 10 >= p.sent * 8,
+        "one every 100 ms, answered: {p:?}"
+    );
+    let cuts: Vec<&str> = csv.lines().filter(|l| l.contains(",delay,")).collect();
+    assert!(
+        !cuts.is_empty() && cuts.iter().all(|l| l.ends_with(",probe")),
+        "cut on the probe's delay:\n{csv}"
+    );
+    let below = time_at_most(&csv, 10e6);
+    assert!(
+        below >= 0.6,
+        "below the modem {below:.2} of the time\n{csv}"
+    );
+    assert!(a.rate_bps >= 5_000_000, "within the bounds");
+    assert!(
+        shown.contains(&format!("# autorate probe to {SERVER_IP}: sent")),
+        "{shown}"
+    );
+}

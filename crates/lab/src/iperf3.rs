@@ -127,8 +127,10 @@ pub struct ClientOptions {
     pub reverse: bool,
     /// `-C`: congestion control (e.g. "cubic").
     pub congestion: Option<String>,
-    /// UDP with this payload length, unlimited rate (`-u -b 0 -l N`).
+    /// UDP with this payload length (`-u -l N`), at `udp_rate` (`-b`;
+    /// `None`: unlimited, `-b 0`).
     pub udp_len: Option<u32>,
+    pub udp_rate: Option<String>,
     /// Socket buffer / TCP window (`-w`, e.g. "64K": a host of the ALTQ era).
     pub window: Option<String>,
     /// `-P N`: parallel streams, started together (1: the default).
@@ -145,6 +147,7 @@ impl ClientOptions {
             reverse: false,
             congestion: Some("cubic".into()),
             udp_len: None,
+            udp_rate: None,
             window: None,
             parallel: 1,
         }
@@ -203,7 +206,10 @@ pub fn client(topo: &Topology, ns: &Netns, o: &ClientOptions) -> io::Result<Iper
     }
     let udp_len = o.udp_len.map(|l| l.to_string());
     match &udp_len {
-        Some(l) => args.extend(["-u", "-b", "0", "-l", l.as_str()]),
+        Some(l) => {
+            let rate = o.udp_rate.as_deref().unwrap_or("0");
+            args.extend(["-u", "-b", rate, "-l", l.as_str()]);
+        }
         None => {
             if let Some(cc) = &o.congestion {
                 args.extend(["-C", cc.as_str()]);
