@@ -128,16 +128,17 @@ impl Prober {
     /// target's family lends its link-layer header and source address
     /// (taken again at most every [`RELEARN`]).
     pub fn learn(&mut self, now: Instant, frame: &[u8], info: &PacketInfo) {
-        let Some(ip) = &info.ip else { return };
-        // The frame's EtherType (or PPP protocol) is then the family's.
-        if ip.src.is_ipv4() != self.target.is_ipv4() {
-            return;
-        }
+        // Most frames stop here: one look at the clock.
         if self
             .template
             .as_ref()
             .is_some_and(|t| now.saturating_since(t.at) < RELEARN)
         {
+            return;
+        }
+        let Some(ip) = &info.ip else { return };
+        // The frame's EtherType (or PPP protocol) is then the family's.
+        if ip.src.is_ipv4() != self.target.is_ipv4() || !self.may_borrow(frame, ip) {
             return;
         }
         let Some(l2) = frame.get(..info.l3_offset).filter(|h| h.len() <= L2_MAX) else {
@@ -148,6 +149,27 @@ impl Prober {
             src: ip.src,
             at: now,
         });
+    }
+
+    /// Whether a frame's header and source can carry a probe: sent to one
+    /// station (a DHCP discover is broadcast, from no address), from a
+    /// unicast address a reply can come back to — link-local only for a
+    /// link-local target (a router answers a global address from beyond
+    /// the link, not a `169.254` or `fe80::` one).
+    fn may_borrow(&self, frame: &[u8], ip: &sluice_wire::IpInfo) -> bool {
+        let to_one = frame.first().is_some_and(|b| b & 1 == 0);
+        let local = |a: IpAddr| match a {
+            IpAddr::V4(v) => v.is_link_local(),
+            IpAddr::V6(v) => v.is_unicast_link_local(),
+        };
+        let unicast = |a: IpAddr| match a {
+            IpAddr::V4(v) => !(v.is_unspecified() || v.is_broadcast() || v.is_multicast()),
+            IpAddr::V6(v) => !(v.is_unspecified() || v.is_multicast()),
+        };
+        to_one
+            && unicast(ip.src)
+            && unicast(ip.dst)
+            && (local(ip.src) == local(self.target) || !local(ip.src) && local(self.target))
     }
 
     /// The interval between requests at the slower direction's shaped
@@ -361,6 +383,36 @@ mod tests {
         assert_eq!(p.poll(at(99), ms(100)), None);
         assert!(p.poll(at(100), ms(100)).is_some());
         assert_eq!(p.stats.sent, 2);
+    }
+
+    #[test]
+    fn a_broadcast_or_a_frame_from_no_address_lends_nothing() {
+        let mut p = Prober::new(MODEM, KEY);
+        // A DHCP discover: from 0.0.0.0 to 255.255.255.255, broadcast MAC.
+        let mut dhcp = build::udp_v4(Ipv4Addr::UNSPECIFIED, Ipv4Addr::BROADCAST, 68, 67, 300);
+        dhcp[..6].copy_from_slice(&[0xff; 6]);
+        p.learn(at(0), &dhcp, &parse(&dhcp).unwrap());
+        // mDNS to a multicast group, and a link-local source.
+        let mdns = build::udp_v4(
+            Ipv4Addr::new(192, 168, 1, 7),
+            Ipv4Addr::new(224, 0, 0, 251),
+            5353,
+            5353,
+            100,
+        );
+        p.learn(at(0), &mdns, &parse(&mdns).unwrap());
+        let ll = build::udp_v4(
+            Ipv4Addr::new(169, 254, 3, 4),
+            Ipv4Addr::new(198, 51, 100, 9),
+            1,
+            2,
+            100,
+        );
+        p.learn(at(0), &ll, &parse(&ll).unwrap());
+        assert_eq!(p.next_send(at(0)), None, "nothing borrowed");
+        let f = outbound();
+        p.learn(at(0), &f, &parse(&f).unwrap());
+        assert!(p.next_send(at(0)).is_some());
     }
 
     #[test]
