@@ -24,16 +24,28 @@ const CONF: &str = "queue down on $int_if bandwidth 40M autorate (min 5M, max 50
                     queue dl parent down bandwidth 40M flows 1024 qlimit 1024 default\n\
                     pass out on $ext_if keep state\n";
 
-/// The modem on the server's link: 10 Mbit/s, a FIFO of 100 full frames.
+/// The modem on the server's link (`v0` in the server's namespace):
+/// 10 Mbit/s, a FIFO of 100 full frames.
 fn modem(lab: &BridgeLab) {
-    let (s, t) = (&lab.server, &lab.topo);
+    modem_on(lab, &lab.server, "v0");
+}
+
+/// The same modem on sluice's own WAN link (wan0's egress): sluice must
+/// send with `--io mmsg`, whose packets pass the qdisc.
+fn modem_on_wan0(lab: &BridgeLab) {
+    modem_on(lab, &lab.shaper, "wan0");
+}
+
+fn modem_on(lab: &BridgeLab, ns: &sluice_lab::Netns, dev: &str) {
     for cmd in [
-        "tc qdisc add dev v0 root handle 1: htb default 1",
-        "tc class add dev v0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
-        "tc qdisc add dev v0 parent 1:1 handle 10: bfifo limit 151400",
+        format!("tc qdisc add dev {dev} root handle 1: htb default 1"),
+        format!("tc class add dev {dev} parent 1: classid 1:1 htb rate 10mbit ceil 10mbit"),
+        format!("tc qdisc add dev {dev} parent 1:1 handle 10: bfifo limit 151400"),
     ] {
         let args: Vec<&str> = cmd.split(' ').collect();
-        t.exec(s, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+        lab.topo
+            .exec(ns, &args)
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
     }
 }
 
@@ -138,15 +150,7 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
     };
     let mut lab = BridgeLab::new("au").expect("namespaces");
     let b = bin();
-    let (s, t) = (&lab.shaper, &lab.topo);
-    for cmd in [
-        "tc qdisc add dev wan0 root handle 1: htb default 1",
-        "tc class add dev wan0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
-        "tc qdisc add dev wan0 parent 1:1 handle 10: bfifo limit 151400",
-    ] {
-        let args: Vec<&str> = cmd.split(' ').collect();
-        t.exec(s, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    }
+    modem_on_wan0(&lab);
     let conf = "queue up on $ext_if bandwidth 40M autorate (min 5M, max 50M)\n\
                 queue ul parent up bandwidth 40M flows 1024 qlimit 1024 default\n\
                 pass out on $ext_if keep state\n";
@@ -199,15 +203,7 @@ fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
     };
     let mut lab = BridgeLab::new("ap").expect("namespaces");
     let b = bin();
-    let (s, t) = (&lab.shaper, &lab.topo);
-    for cmd in [
-        "tc qdisc add dev wan0 root handle 1: htb default 1",
-        "tc class add dev wan0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit",
-        "tc qdisc add dev wan0 parent 1:1 handle 10: bfifo limit 151400",
-    ] {
-        let args: Vec<&str> = cmd.split(' ').collect();
-        t.exec(s, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    }
+    modem_on_wan0(&lab);
     let conf = format!(
         "queue up on $ext_if bandwidth 40M autorate (min 5M, max 50M, probe {SERVER_IP})\n\
          queue ul parent up bandwidth 40M flows 1024 qlimit 1024 default\n\

@@ -850,23 +850,33 @@ mod tests {
         }
     }
 
-    #[test]
-    fn autorate_and_the_current_rate_are_exported() {
-        let text = "queue up on wan0 bandwidth 20M autorate (min 5M, max 40M, dry-run)\n\
-                    queue bulk parent up bandwidth 100% default\n";
-        let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+    /// The autorate families of a 20 Mbit/s upload root with `autorate
+    /// (min 5M, max 40M, OPTION)`, its rate set by hand to `rate`.
+    fn autorate_metrics(option: &str, rate: Option<sluice_time::Rate>) -> Out {
+        let text = format!(
+            "queue up on wan0 bandwidth 20M autorate (min 5M, max 40M, {option})\n\
+             queue bulk parent up bandwidth 100% default\n"
+        );
+        let cfg = sluice_conf::check("t.conf", &text, &[]).unwrap().config;
         let mut e = sluice_engine::Engine::new(
             &cfg,
             sluice_engine::Options::bridge("lan0", "wan0", [1; 16]),
         )
         .unwrap();
-        e.set_rate(1, sluice_time::Rate::mbps(12), sluice_time::Instant(1))
-            .unwrap();
+        if let Some(r) = rate {
+            e.set_rate(1, r, sluice_time::Instant(1)).unwrap();
+        }
         let q = crate::snapshot::queues_from(&e.report(), Some(&cfg));
         let mut o = Out {
             text: String::new(),
         };
         autorate_families(&mut o, &q);
+        o
+    }
+
+    #[test]
+    fn autorate_and_the_current_rate_are_exported() {
+        let o = autorate_metrics("dry-run", Some(sluice_time::Rate::mbps(12)));
         for want in [
             r#"sluice_iface_rate_bps{iface="wan0"} 12000000"#,
             r#"sluice_autorate_rate_bps{iface="wan0"} 20000000"#,
@@ -892,19 +902,7 @@ mod tests {
 
     #[test]
     fn autorates_probe_is_exported_where_one_is_sent() {
-        let text = "queue up on wan0 bandwidth 20M autorate (min 5M, max 40M, probe 192.0.2.1)\n\
-                    queue bulk parent up bandwidth 100% default\n";
-        let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
-        let e = sluice_engine::Engine::new(
-            &cfg,
-            sluice_engine::Options::bridge("lan0", "wan0", [1; 16]),
-        )
-        .unwrap();
-        let q = crate::snapshot::queues_from(&e.report(), Some(&cfg));
-        let mut o = Out {
-            text: String::new(),
-        };
-        autorate_families(&mut o, &q);
+        let o = autorate_metrics("probe 192.0.2.1", None);
         for want in [
             r#"sluice_autorate_probe_sent_total{iface="wan0",target="192.0.2.1"} 0"#,
             r#"sluice_autorate_probe_answered_total{iface="wan0",target="192.0.2.1"} 0"#,

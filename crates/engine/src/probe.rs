@@ -339,17 +339,7 @@ mod tests {
 
     /// The target's answer to `req`, as the wire would bring it.
     fn reply_to(req: &[u8]) -> Vec<u8> {
-        let info = parse(req).unwrap();
-        let ip = info.ip.unwrap();
-        let mut f = req.to_vec();
-        let l3 = info.l3_offset;
-        let (s, d) = (l3 + 12, l3 + 16);
-        let src: [u8; 4] = f[s..s + 4].try_into().unwrap();
-        let dst: [u8; 4] = f[d..d + 4].try_into().unwrap();
-        f[s..s + 4].copy_from_slice(&dst);
-        f[d..d + 4].copy_from_slice(&src);
-        f[ip.l4_offset] = 0;
-        f
+        build::echo_reply_to(req).expect("an echo request")
     }
 
     fn taught(now: Instant) -> Prober {

@@ -218,23 +218,6 @@ fn a_reload_with_the_same_bounds_keeps_the_rate_found_and_new_bounds_start_again
 /// The modem or the ISP's first hop, as `probe` names it.
 const HOP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(198, 51, 100, 254);
 
-/// What the hop sends back for echo request `req`: addresses and MACs
-/// swapped, echo reply, checksum recomputed from scratch.
-fn echo_answer(req: &[u8]) -> Vec<u8> {
-    let mut f = req.to_vec();
-    let (a, b) = (f[0..6].to_vec(), f[6..12].to_vec());
-    f[0..6].copy_from_slice(&b);
-    f[6..12].copy_from_slice(&a);
-    let (s, d) = (f[26..30].to_vec(), f[30..34].to_vec());
-    f[26..30].copy_from_slice(&d);
-    f[30..34].copy_from_slice(&s);
-    f[34] = 0;
-    f[36..38].copy_from_slice(&[0, 0]);
-    let c = sluice_wire::internet_checksum(&f[34..]);
-    f[36..38].copy_from_slice(&c.to_be_bytes());
-    f
-}
-
 /// A UDP-only upload (16.7 Mbit/s: nothing sluice can time) for `secs` s;
 /// every echo request sluice sends to [`HOP`] is answered 20 ms +
 /// `queue(t)` later. Returns the requests seen and the replies that came
@@ -263,7 +246,7 @@ fn udp_upload(
                 assert_eq!(f[26..30], CLIENT.octets(), "the traffic's source");
                 requests += 1;
                 let rtt = Duration::from_millis(20 + queue(t));
-                due.push((*now + rtt, echo_answer(&f)));
+                due.push((*now + rtt, sluice_wire::build::echo_reply_to(&f).unwrap()));
             }
         }
         while let Some(f) = e.poll_tx(*now, LAN) {

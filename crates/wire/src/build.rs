@@ -312,6 +312,41 @@ pub fn pppoe_wrap(frame: &[u8], session: u16) -> Vec<u8> {
     f
 }
 
+/// The reply the target of echo request `req` sends (any framing
+/// [`parse`] reads): MACs and addresses swapped, the type made a reply
+/// (ICMP 0, ICMPv6 129), the message's checksum recomputed from scratch
+/// (ICMPv6's over the pseudo-header; the IP header's is unchanged by a
+/// swap). `None` when `req` is no echo request.
+pub fn echo_reply_to(req: &[u8]) -> Option<Vec<u8>> {
+    let info = parse(req).ok()?;
+    let ip = info.ip?;
+    let (typ, at, len) = match (ip.af, ip.l4) {
+        (Af::V4, crate::L4::Icmp { typ: 8, .. }) => (0, 12, 4),
+        (Af::V6, crate::L4::Icmp { typ: 128, .. }) => (129, 8, 16),
+        _ => return None,
+    };
+    let mut f = req.to_vec();
+    let (a, b) = (f.get(..6)?.to_vec(), f.get(6..12)?.to_vec());
+    f[..6].copy_from_slice(&b);
+    f[6..12].copy_from_slice(&a);
+    let (s, d) = (info.l3_offset + at, info.l3_offset + at + len);
+    let (src, dst) = (f.get(s..s + len)?.to_vec(), f.get(d..d + len)?.to_vec());
+    f[s..s + len].copy_from_slice(&dst);
+    f[d..d + len].copy_from_slice(&src);
+    let l4 = ip.l4_offset;
+    let end = info.l3_offset + usize::from(ip.ip_len);
+    *f.get_mut(l4)? = typ;
+    f.get_mut(l4 + 2..l4 + 4)?.copy_from_slice(&[0, 0]);
+    let msg = f.get(l4..end)?;
+    let init = match ip.af {
+        Af::V4 => 0,
+        Af::V6 => pseudo_header_sum(ip.dst, ip.src, proto::ICMPV6, msg.len() as u32),
+    };
+    let c = finish(sum_words(init, msg));
+    f[l4 + 2..l4 + 4].copy_from_slice(&c.to_be_bytes());
+    Some(f)
+}
+
 /// Set the whole ToS / traffic-class byte (IPv4 checksum recomputed).
 pub fn set_tos(frame: &mut [u8], tos: u8) -> Result<(), WireError> {
     let info = parse(frame)?;

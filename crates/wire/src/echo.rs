@@ -157,36 +157,8 @@ mod tests {
         frame[..info.l3_offset].to_vec()
     }
 
-    /// Turns a request into the reply its target would send: addresses
-    /// swapped, type changed, checksums recomputed from scratch.
     fn answer(req: &[u8]) -> Vec<u8> {
-        let info = parse(req).unwrap();
-        let ip = info.ip.unwrap();
-        let mut f = req.to_vec();
-        let l3 = info.l3_offset;
-        let l4 = ip.l4_offset;
-        match ip.af {
-            Af::V4 => {
-                let (s, d) = (l3 + 12, l3 + 16);
-                let src: [u8; 4] = f[s..s + 4].try_into().unwrap();
-                let dst: [u8; 4] = f[d..d + 4].try_into().unwrap();
-                f[s..s + 4].copy_from_slice(&dst);
-                f[d..d + 4].copy_from_slice(&src);
-                f[l4] = ICMP_ECHO_REPLY;
-                f[l4 + 2..l4 + 4].copy_from_slice(&[0, 0]);
-                let c = internet_checksum(&f[l4..]);
-                f[l4 + 2..l4 + 4].copy_from_slice(&c.to_be_bytes());
-            }
-            Af::V6 => {
-                let (s, d) = (l3 + 8, l3 + 24);
-                let src: [u8; 16] = f[s..s + 16].try_into().unwrap();
-                let dst: [u8; 16] = f[d..d + 16].try_into().unwrap();
-                f[s..s + 16].copy_from_slice(&dst);
-                f[d..d + 16].copy_from_slice(&src);
-                f[l4] = ICMPV6_ECHO_REPLY;
-            }
-        }
-        f
+        build::echo_reply_to(req).expect("an echo request")
     }
 
     #[test]
