@@ -690,7 +690,7 @@ fn tcp_families(o: &mut Out, q: &QueuesReply) {
 
 fn iface_families(o: &mut Out, info: &InfoReply) {
     type Get = fn(&IfaceCountersJson) -> u64;
-    let simple: [(&str, &str, Get); 8] = [
+    let simple: [(&str, &str, Get); 10] = [
         ("sluice_iface_rx_packets_total", "Frames received.", |c| {
             c.rx_packets
         }),
@@ -724,6 +724,16 @@ fn iface_families(o: &mut Out, info: &InfoReply) {
             "sluice_iface_mss_untouched_total",
             "SYNs under max-mss whose TCP options could not be walked (passed unmodified).",
             |c| c.mss_untouched,
+        ),
+        (
+            "sluice_iface_probes_sent_total",
+            "autorate's echo requests sent (sluice's own frames, not in tx_packets).",
+            |c| c.probes_sent,
+        ),
+        (
+            "sluice_iface_probe_replies_total",
+            "Replies to autorate's probes taken here (not forwarded).",
+            |c| c.probe_replies,
         ),
     ];
     for (name, help, get) in simple {

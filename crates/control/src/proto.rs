@@ -403,6 +403,12 @@ pub struct IfaceCountersJson {
     pub mss_clamped: u64,
     #[serde(default)]
     pub mss_untouched: u64,
+    /// autorate's echo requests sent here (sluice's own frames, not in
+    /// `tx_packets`), and the replies taken here (not forwarded).
+    #[serde(default)]
+    pub probes_sent: u64,
+    #[serde(default)]
+    pub probe_replies: u64,
 }
 
 #[cfg(test)]

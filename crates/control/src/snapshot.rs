@@ -127,6 +127,8 @@ fn counters_json(iface: &IfaceReport) -> IfaceCountersJson {
         memory_drops: c.memory_drops,
         mss_clamped: c.mss_clamped,
         mss_untouched: c.mss_untouched,
+        probes_sent: c.probes_sent,
+        probe_replies: c.probe_replies,
     }
 }
 

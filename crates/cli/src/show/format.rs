@@ -342,7 +342,7 @@ pub fn format_info(i: &InfoReply) -> String {
     }
     o.push('\n');
     type Get = fn(&IfaceCountersJson) -> u64;
-    let counters: [(&str, Get); 8] = [
+    let counters: [(&str, Get); 10] = [
         ("received packets", |c| c.rx_packets),
         ("received bytes", |c| c.rx_bytes),
         ("sent packets", |c| c.tx_packets),
@@ -351,6 +351,8 @@ pub fn format_info(i: &InfoReply) -> String {
         ("ECN marked", |c| c.ecn_marked),
         ("SYN MSS clamped", |c| c.mss_clamped),
         ("SYN MSS untouched", |c| c.mss_untouched),
+        ("autorate probes sent", |c| c.probes_sent),
+        ("probe replies taken", |c| c.probe_replies),
     ];
     for (label, get) in counters {
         row(&mut o, label, i.counters.iter().map(get));
@@ -838,6 +840,8 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
             queue_drops: 11,
             memory_drops: 4,
             mss_clamped: 3,
+            probes_sent: 5,
+            probe_replies: 4,
             queue_drops_by_reason: vec![DropJson {
                 reason: "queue-full".into(),
                 packets: 11,
@@ -911,6 +915,8 @@ Counters                              lan0            wan0
   ECN marked                             0               0
   SYN MSS clamped                        0               3
   SYN MSS untouched                      0               0
+  autorate probes sent                   0               5
+  probe replies taken                    0               4
 Drops
   malformed                              0               0
   blocked                                1               0
