@@ -12,6 +12,7 @@ use sluice_time::{Duration, Instant, Rate};
 use sluice_wire::build::{tcp_with, udp_v4, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
+use std::net::IpAddr;
 
 fn tcp(
     e: &mut Engine,
@@ -218,39 +219,58 @@ fn a_reload_with_the_same_bounds_keeps_the_rate_found_and_new_bounds_start_again
 /// The modem or the ISP's first hop, as `probe` names it.
 const HOP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(198, 51, 100, 254);
 
-/// A UDP-only upload (16.7 Mbit/s: nothing sluice can time) for `secs` s;
-/// every echo request sluice sends to [`HOP`] is answered 20 ms +
-/// `queue(t)` later. Returns the requests seen and the replies that came
-/// out on the LAN side.
+/// A UDP-only upload (16.7 Mbit/s: nothing sluice can time) for `secs` s
+/// from [`CLIENT`] (or, over IPv6, `build::V6_SRC`); every echo request
+/// sluice sends to `hop` is answered 20 ms + `queue(t)` later. Returns the
+/// requests seen and the echo replies that came out on the LAN side.
 fn udp_upload(
     e: &mut Engine,
     now: &mut Instant,
     secs: u64,
+    hop: IpAddr,
     queue: impl Fn(u64) -> u64,
 ) -> (u64, u64) {
+    use sluice_wire::{build, parse, L4};
+    let client: IpAddr = if hop.is_ipv4() {
+        CLIENT.into()
+    } else {
+        build::V6_SRC.into()
+    };
+    let server: IpAddr = if hop.is_ipv4() {
+        SERVER.into()
+    } else {
+        build::V6_DST.into()
+    };
     let end = *now + Duration::from_secs(secs);
     let mut due: Vec<(Instant, Vec<u8>)> = Vec::new();
     let (mut requests, mut leaked) = (0, 0);
+    let icmp = |f: &[u8]| {
+        let ip = parse(f).ok()?.ip?;
+        match ip.l4 {
+            L4::Icmp { typ, .. } => Some((typ, ip.src, ip.dst)),
+            _ => None,
+        }
+    };
     let mut t = 0u64;
     while *now < end {
         for k in 0..2 {
-            e.handle_rx(*now, LAN, udp_v4(CLIENT, SERVER, 6000 + k, 9, 1000));
+            e.handle_rx(*now, LAN, build::udp(client, server, 6000 + k, 9, 1000));
         }
         for (_, f) in due.extract_if(.., |(at, _)| *at <= *now) {
             e.handle_rx(*now, WAN, f);
         }
         e.handle_timeout(*now);
         while let Some(f) = e.poll_tx(*now, WAN) {
-            // An ICMP echo request (IPv4 protocol 1, type 8) to the hop.
-            if f.get(23) == Some(&1) && f.get(34) == Some(&8) && f[30..34] == HOP.octets() {
-                assert_eq!(f[26..30], CLIENT.octets(), "the traffic's source");
+            // An echo request (ICMP 8, ICMPv6 128) to the hop.
+            if let Some((8 | 128, src, dst)) = icmp(&f).filter(|&(_, _, d)| d == hop) {
+                assert_eq!((src, dst), (client, hop), "the traffic's source");
                 requests += 1;
                 let rtt = Duration::from_millis(20 + queue(t));
-                due.push((*now + rtt, sluice_wire::build::echo_reply_to(&f).unwrap()));
+                due.push((*now + rtt, build::echo_reply_to(&f).unwrap()));
             }
         }
         while let Some(f) = e.poll_tx(*now, LAN) {
-            leaked += u64::from(f.get(23) == Some(&1));
+            leaked += u64::from(matches!(icmp(&f), Some((0 | 129, _, _))));
         }
         *now += Duration::from_millis(1);
         t += 1;
@@ -258,8 +278,8 @@ fn udp_upload(
     (requests, leaked)
 }
 
-fn probed(text: &str) -> Engine {
-    bridge(&text.replace("max 40M)", &format!("max 40M, probe {HOP})")))
+fn probed(text: &str, hop: IpAddr) -> Engine {
+    bridge(&text.replace("max 40M)", &format!("max 40M, probe {hop})")))
 }
 
 const UDP_CONF: &str = "queue up on $ext_if bandwidth 20M autorate (min 5M, max 40M)\n\
@@ -268,11 +288,11 @@ const UDP_CONF: &str = "queue up on $ext_if bandwidth 20M autorate (min 5M, max 
 
 #[test]
 fn without_tcp_the_probe_gives_the_delay_and_its_replies_stay_in_sluice() {
-    let mut e = probed(UDP_CONF);
+    let mut e = probed(UDP_CONF, HOP.into());
     let mut now = Instant(1_000_000_000);
-    let (req_idle, leaked_idle) = udp_upload(&mut e, &mut now, 2, |_| 0);
+    let (req_idle, leaked_idle) = udp_upload(&mut e, &mut now, 2, HOP.into(), |_| 0);
     let calm = e.rate(WAN).unwrap();
-    let (req_q, leaked_q) = udp_upload(&mut e, &mut now, 1, |_| 60);
+    let (req_q, leaked_q) = udp_upload(&mut e, &mut now, 1, HOP.into(), |_| 60);
     let cut = e.rate(WAN).unwrap();
     let log: Vec<_> = std::iter::from_fn(|| e.poll_autorate()).collect();
     eprintln!("requests {req_idle} + {req_q}; rate {calm} -> {cut}");
@@ -304,10 +324,26 @@ fn without_tcp_the_probe_gives_the_delay_and_its_replies_stay_in_sluice() {
 }
 
 #[test]
+fn over_ipv6_the_probe_is_an_icmpv6_echo_in_the_traffics_name() {
+    let hop: IpAddr = "2001:db8:ffff::1".parse().unwrap();
+    let mut e = probed(UDP_CONF, hop);
+    let mut now = Instant(1_000_000_000);
+    let (idle, leaked_idle) = udp_upload(&mut e, &mut now, 2, hop, |_| 0);
+    let (queued, leaked_q) = udp_upload(&mut e, &mut now, 1, hop, |_| 60);
+    let rate = e.rate(WAN).unwrap();
+    eprintln!("IPv6: requests {idle} + {queued}; rate {rate}");
+    assert!((19..=21).contains(&idle), "{idle} requests in 2 s");
+    assert_eq!(leaked_idle + leaked_q, 0, "no reply reaches the LAN");
+    let taken = e.counters(WAN).unwrap().probe_replies;
+    assert!(taken + 1 >= idle + queued, "{taken} of {}", idle + queued);
+    assert!(rate < Rate::mbps(16), "cut on the probe's delay ({rate})");
+}
+
+#[test]
 fn without_tcp_or_a_probe_the_controller_holds() {
     let mut e = bridge(UDP_CONF);
     let mut now = Instant(1_000_000_000);
-    let (requests, _) = udp_upload(&mut e, &mut now, 2, |_| 60);
+    let (requests, _) = udp_upload(&mut e, &mut now, 2, HOP.into(), |_| 60);
     assert_eq!(requests, 0, "no probe configured, none sent");
     assert_eq!(e.rate(WAN), Some(Rate::mbps(20)));
     let log: Vec<_> = std::iter::from_fn(|| e.poll_autorate()).collect();
@@ -319,9 +355,9 @@ fn without_tcp_or_a_probe_the_controller_holds() {
 
 #[test]
 fn an_idle_line_is_not_probed() {
-    let mut e = probed(UDP_CONF);
+    let mut e = probed(UDP_CONF, HOP.into());
     let mut now = Instant(1_000_000_000);
-    udp_upload(&mut e, &mut now, 1, |_| 0);
+    udp_upload(&mut e, &mut now, 1, HOP.into(), |_| 0);
     // Nothing leaves the LAN side: probes go on while the traffic's
     // header is fresh (10 s), then stop.
     let mut sent = [0u32; 2];
