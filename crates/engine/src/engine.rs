@@ -974,8 +974,10 @@ impl Engine {
             self.tcp.poll(now);
             self.drain_released(now);
         }
-        // autorate's probe goes out beside the shaped traffic, not behind it.
-        if self.ifaces.get(iface)?.probe.is_some() {
+        // autorate's probe goes out beside the shaped traffic, not behind
+        // it; its interval is worked out only when one is due.
+        let due = self.ifaces.get(iface)?.probe.as_ref();
+        if due.and_then(|p| p.next_send(now)).is_some_and(|t| t <= now) {
             let interval = self.probe_interval(iface);
             if let Some(f) = self.ifaces[iface]
                 .probe

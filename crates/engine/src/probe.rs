@@ -166,10 +166,7 @@ impl Prober {
             IpAddr::V4(v) => !(v.is_unspecified() || v.is_broadcast() || v.is_multicast()),
             IpAddr::V6(v) => !(v.is_unspecified() || v.is_multicast()),
         };
-        to_one
-            && unicast(ip.src)
-            && unicast(ip.dst)
-            && (local(ip.src) == local(self.target) || !local(ip.src) && local(self.target))
+        to_one && unicast(ip.src) && unicast(ip.dst) && (!local(ip.src) || local(self.target))
     }
 
     /// The interval between requests at the slower direction's shaped
@@ -254,12 +251,10 @@ impl Prober {
             self.stats.stray += 1;
             return true;
         };
-        let (_, sent) = self.outstanding.remove(pos).unwrap_or((seq, now));
+        let (_, sent) = self.outstanding[pos];
         // Requests sent before it and still unanswered were overtaken: lost.
-        for _ in 0..pos {
-            self.outstanding.pop_front();
-            self.stats.lost += 1;
-        }
+        self.outstanding.drain(..=pos);
+        self.stats.lost += pos as u64;
         let rtt = now.saturating_since(sent);
         self.stats.answered += 1;
         self.stats.last_rtt = Some(rtt);
@@ -279,23 +274,20 @@ impl Prober {
     /// `None` when the newest reply is older than [`fresh`] of it.
     pub fn reading(&self, now: Instant, interval: Duration) -> Reading {
         let newest = self.replies.back().map(|&(at, _)| now.saturating_since(at));
-        let (Some(age), Some(base)) = (newest, self.base.as_ref()) else {
-            return Reading {
-                newest_age: newest,
-                ..Reading::default()
-            };
+        let base = match (newest, &self.base) {
+            (Some(age), Some(base)) if age <= fresh(interval) => base.get(),
+            _ => {
+                return Reading {
+                    newest_age: newest,
+                    ..Reading::default()
+                }
+            }
         };
-        if age > fresh(interval) {
-            return Reading {
-                newest_age: newest,
-                ..Reading::default()
-            };
-        }
         let mut v: Vec<Duration> = self.replies.iter().map(|&(_, r)| r).collect();
         v.sort_unstable();
         let median = v[v.len() / 2];
         Reading {
-            delay: Some(median - base.get()),
+            delay: Some(median - base),
             flows: 1,
             newest_age: newest,
             probe: true,
