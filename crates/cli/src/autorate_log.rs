@@ -12,8 +12,9 @@
 //! - A file that cannot be written is one warning, not a stopped shaper.
 
 use sluice_engine::autorate::Decision;
+use sluice_engine::delay_signal::SampleTrace;
 use sluice_engine::Engine;
-use sluice_time::Instant;
+use sluice_time::{Duration, Instant};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,15 +50,64 @@ pub fn line(iface: &str, d: &Decision, wall_s: f64, ago_ns: u64) -> String {
     )
 }
 
-fn open(path: &Path) -> std::io::Result<std::fs::File> {
+/// `--autorate-trace`'s file of delay samples, beside the decisions.
+pub const SAMPLES_FILE: &str = "autorate-samples.csv";
+pub const SAMPLES_HEADER: &str =
+    "time_unix_s,iface,kind,flow,far,rtt_ms,own_ms,own_floor_ms,base_ms,delay_ms,in_ms,out_ms";
+
+/// One CSV line (no newline) for delay sample `t` taken on `iface`
+/// `ago_ns` before the wall-clock time `wall_s`: the round trip, sluice's
+/// own wait it was corrected by (and the least of it, the base's
+/// correction), the destination's base, what is left
+/// (delay), the way in's part of it (empty when not read) and the way
+/// out's. `kind` is `data` or `ack` (completed by a pure ACK).
+pub fn sample_line(iface: &str, t: &SampleTrace, wall_s: f64, ago_ns: u64) -> String {
+    let ms = |d: Duration| format!("{:.3}", d.as_nanos() as f64 / 1e6);
+    format!(
+        "{:.4},{},{},{:016x},{},{},{},{},{},{},{},{}",
+        wall_s - ago_ns as f64 / 1e9,
+        iface,
+        if t.ack { "ack" } else { "data" },
+        t.flow,
+        t.far,
+        ms(t.rtt),
+        ms(t.own.wait),
+        ms(t.own.floor),
+        ms(t.base),
+        ms(t.delay),
+        t.inbound.map_or(String::new(), ms),
+        ms(t.out),
+    )
+}
+
+fn open_with(path: &Path, header: &str) -> std::io::Result<std::fs::File> {
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)?;
     if f.metadata()?.len() == 0 {
-        writeln!(f, "{HEADER}")?;
+        writeln!(f, "{header}")?;
     }
     Ok(f)
+}
+
+fn open(path: &Path) -> std::io::Result<std::fs::File> {
+    open_with(path, HEADER)
+}
+
+/// Opens `dir/autorate-samples.csv` before privileges are dropped
+/// (`--autorate-trace`).
+pub fn open_samples(dir: &Path) -> Option<std::fs::File> {
+    let path = dir.join(SAMPLES_FILE);
+    std::fs::create_dir_all(dir)
+        .and_then(|_| open_with(&path, SAMPLES_HEADER))
+        .map_err(|e| {
+            crate::run::log(
+                crate::run::Level::Warn,
+                format_args!("autorate samples {}: {e}", path.display()),
+            )
+        })
+        .ok()
 }
 
 /// Opens `dir/autorate.csv` (and the directory) now: called before the
@@ -76,20 +126,22 @@ pub fn open_early(dir: &Path) -> Option<std::fs::File> {
 }
 
 /// Starts the collector (after privileges are dropped: it is a thread):
-/// decisions go to `dir/autorate.csv` — `early` if it was opened, else
+/// decisions go to `dir/autorate.csv` — `files[0]` if it was opened, else
 /// opened at the first decision (a reload that brings autorate) — and,
-/// for rate changes, to the log at info level.
+/// for rate changes, to the log at info level; with `--autorate-trace`,
+/// the delay samples to `files[1]`.
 pub fn spawn(
     dir: PathBuf,
-    early: Option<std::fs::File>,
+    files: [Option<std::fs::File>; 2],
     engine: Arc<Mutex<Engine>>,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     let path = dir.join(FILE);
-    let mut file = early;
+    let [mut file, mut samples] = files;
     let mut failed = false;
     std::thread::spawn(move || {
         let mut ticks = 0u32;
+        let mut lost_seen = 0;
         loop {
             std::thread::sleep(std::time::Duration::from_millis(200));
             ticks += 1;
@@ -99,20 +151,56 @@ pub fn spawn(
             if !ticks.is_multiple_of(5) && !stopping {
                 continue;
             }
-            let got: Vec<(String, Decision)> = {
+            let (got, (traced, lost)) = {
                 let Ok(mut e) = engine.lock() else { return };
-                std::iter::from_fn(|| e.poll_autorate()).collect()
+                let got: Vec<(String, Decision)> =
+                    std::iter::from_fn(|| e.poll_autorate()).collect();
+                let traced = if samples.is_some() {
+                    e.poll_signal_trace()
+                } else {
+                    (Vec::new(), 0)
+                };
+                (got, traced)
             };
+            let mono: Instant = sluice_io::now();
+            let wall = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            if let Some(f) = samples.as_mut() {
+                if lost > lost_seen {
+                    crate::run::log(
+                        crate::run::Level::Warn,
+                        format_args!(
+                            "autorate trace: {} samples dropped for want of room",
+                            lost - lost_seen
+                        ),
+                    );
+                    lost_seen = lost;
+                }
+                let mut text = String::new();
+                for (iface, t) in &traced {
+                    text.push_str(&sample_line(
+                        iface,
+                        t,
+                        wall,
+                        mono.saturating_since(t.at).as_nanos(),
+                    ));
+                    text.push('\n');
+                }
+                if let Err(e) = f.write_all(text.as_bytes()) {
+                    crate::run::log(
+                        crate::run::Level::Warn,
+                        format_args!("autorate samples: {e}"),
+                    );
+                    samples = None;
+                }
+            }
             if got.is_empty() {
                 if stopping {
                     return;
                 }
                 continue;
             }
-            let mono: Instant = sluice_io::now();
-            let wall = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64());
             let mut text = String::new();
             for (iface, d) in &got {
                 if d.new != d.old {
@@ -198,5 +286,38 @@ mod tests {
         assert!(line("lan0", &none, 10.0, 0).ends_with(",,4,,19000000,20000000,15000000,unsure,1,"));
         let probed = Decision { probe: true, ..d };
         assert!(line("wan0", &probed, 10.0, 0).ends_with(",delay,0,probe"));
+    }
+
+    #[test]
+    fn a_sample_is_one_csv_line_in_header_order() {
+        use sluice_engine::delay_signal::Own;
+        let t = SampleTrace {
+            at: Instant(5_000_000_000),
+            far: "192.0.2.7".parse().unwrap(),
+            flow: 0xab,
+            ack: false,
+            rtt: Duration::from_micros(23_470),
+            own: Own {
+                wait: Duration::from_micros(1_612),
+                floor: Duration::from_micros(21),
+            },
+            base: Duration::from_micros(20_101),
+            delay: Duration::from_micros(1_757),
+            inbound: Some(Duration::from_micros(1_102)),
+            out: Duration::from_micros(655),
+        };
+        let l = sample_line("wan0", &t, 1_700_000_000.5, 250_000_000);
+        assert_eq!(
+            l,
+            "1700000000.2500,wan0,data,00000000000000ab,192.0.2.7,23.470,1.612,0.021,20.101,1.757,1.102,0.655"
+        );
+        assert_eq!(l.split(',').count(), SAMPLES_HEADER.split(',').count());
+        let ack = SampleTrace {
+            ack: true,
+            inbound: None,
+            ..t
+        };
+        assert!(sample_line("wan0", &ack, 10.0, 0).contains(",ack,"));
+        assert!(sample_line("wan0", &ack, 10.0, 0).ends_with(",1.757,,0.655"));
     }
 }

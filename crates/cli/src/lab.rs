@@ -291,6 +291,11 @@ struct Experiment {
     /// summaries as a JSON array).
     #[arg(long)]
     json: bool,
+    /// Run sluice shapers with `--autorate-trace`: every autorate decision
+    /// in autorate.csv and every delay sample in autorate-samples.csv of
+    /// the run directory (docs/autorate.md).
+    #[arg(long)]
+    autorate_trace: bool,
 }
 
 #[derive(Args)]
@@ -526,6 +531,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
         ov,
         out,
         json,
+        autorate_trace,
     } = exp;
     let mut s = scenario::by_name(&name).ok_or_else(|| {
         let names: Vec<_> = scenario::all().into_iter().map(|s| s.name).collect();
@@ -581,6 +587,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
             } else {
                 format!("{} {}", s.name, spec.label())
             },
+            autorate_trace,
         };
         let r = match runner::run(&s, spec, &o) {
             Ok(r) => r,

@@ -92,6 +92,12 @@ pub struct Args {
     /// directory of the control socket.
     #[arg(long = "state-dir", value_name = "DIR")]
     state_dir: Option<String>,
+    /// Diagnosis of autorate: write every decision to `autorate.csv` (not
+    /// only those that move the rate or change the reason) and every delay
+    /// sample's parts to `autorate-samples.csv` in the state directory
+    /// (docs/autorate.md). Thousands of lines a second under load.
+    #[arg(long = "autorate-trace")]
+    autorate_trace: bool,
 }
 
 /// Smallest `--memory-limit`: room for a few dozen full-sized frames; below
@@ -225,6 +231,7 @@ pub fn run(a: Args) -> ExitCode {
     let engine = match Engine::new(&loaded.config, opts) {
         Ok(mut e) => {
             e.set_memory_limit(a.memory_limit);
+            e.set_autorate_trace(a.autorate_trace);
             Arc::new(Mutex::new(e))
         }
         Err(e) => {
@@ -296,8 +303,12 @@ pub fn run(a: Args) -> ExitCode {
                 .parent()
                 .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
         });
-    let early_log = (!loaded.config.options.autorate.is_empty())
+    let early_log = (a.autorate_trace || !loaded.config.options.autorate.is_empty())
         .then(|| crate::autorate_log::open_early(&state_dir))
+        .flatten();
+    let samples = a
+        .autorate_trace
+        .then(|| crate::autorate_log::open_samples(&state_dir))
         .flatten();
     if let Err(e) = drop_privileges(&bridge, metrics_addr) {
         error!("cannot drop privileges: {e}");
@@ -373,8 +384,12 @@ pub fn run(a: Args) -> ExitCode {
         })
     };
     let stop_log = Arc::new(AtomicBool::new(false));
-    let autorate_log =
-        crate::autorate_log::spawn(state_dir, early_log, engine.clone(), stop_log.clone());
+    let autorate_log = crate::autorate_log::spawn(
+        state_dir,
+        [early_log, samples],
+        engine.clone(),
+        stop_log.clone(),
+    );
     let result = bridge.run(engine.clone(), stop.clone());
     // The loop may end by itself (an I/O error); release the other threads.
     stop.store(true, Ordering::SeqCst);

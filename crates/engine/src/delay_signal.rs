@@ -19,6 +19,18 @@
 //!   packets would leave the bulk flows' own wait in their samples. An ACK
 //!   held by TCP control counts its hold too: the measurement began when
 //!   it arrived.
+//! - **The base never under the path.** The correction is the
+//!   connection's recent wait, not the wait of the very packet that began
+//!   the measurement: it errs both ways, and a least value over a window
+//!   keeps the worst over-correction. Corrected that way the base sank
+//!   2–4 ms under the path in the lab (ACKs waiting 0–3 ms behind a frame
+//!   at 4 Mbit/s), 15 ms at 1.44 Mbit/s, and every reading rose by as much
+//!   for up to a minute: the upload held at its floor on a link 2.8 times
+//!   faster. So the base is corrected only by the *least* wait of the
+//!   connection's recent packets ([`Own::floor`], 0.5–1 s): the
+//!   packet that began a measurement waited at least that, so the base
+//!   cannot fall under the path; it may stand over it by what every
+//!   packet waited, which reads as a little less delay than there is.
 //! - **Base per destination.** The path's own RTT differs per far host;
 //!   the base of a destination prefix (IPv4 /24, IPv6 /48: hosts of one
 //!   network share the path beyond the link) is the least corrected
@@ -142,6 +154,50 @@ pub struct Reading {
     pub probe: bool,
 }
 
+/// Sluice's own wait out that a sample is corrected by ([`FlowSojourn::get`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Own {
+    /// The connection's recent wait: the sample's delay is corrected by it.
+    pub wait: Duration,
+    /// The least wait of its recent packets (never above `wait`): the
+    /// base is corrected by this alone, so that no over-correction takes
+    /// it under the path.
+    pub floor: Duration,
+}
+
+impl From<Duration> for Own {
+    /// A wait known exactly (one packet's, or a mean with nothing better).
+    fn from(d: Duration) -> Own {
+        Own { wait: d, floor: d }
+    }
+}
+
+/// One sample as the signal took it: what `sluice run --autorate-trace`
+/// writes, one line each, to tell why a reading is what it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleTrace {
+    pub at: Instant,
+    pub far: IpAddr,
+    pub flow: u64,
+    /// Completed by a pure ACK ([`DelaySignal::add_ack`]).
+    pub ack: bool,
+    /// The round trip as measured, sluice's own wait out included.
+    pub rtt: Duration,
+    /// Sluice's own wait it was corrected by, and the base by.
+    pub own: Own,
+    /// The destination's base after this sample.
+    pub base: Duration,
+    /// (rtt − own) − base: the round trip's delay.
+    pub delay: Duration,
+    /// The queue its completing packet met on the way in, if read.
+    pub inbound: Option<Duration>,
+    /// What the way out took: delay − inbound.
+    pub out: Duration,
+}
+
+/// Samples kept for [`DelaySignal::drain_trace`] between collections.
+pub const TRACE_CAP: usize = 1 << 16;
+
 /// The delay signal of the path through one interface.
 #[derive(Clone, Debug)]
 pub struct DelaySignal {
@@ -157,6 +213,10 @@ pub struct DelaySignal {
     newest: Option<Instant>,
     /// Samples taken (counter).
     pub samples: u64,
+    /// Each sample's parts, while tracing ([`DelaySignal::set_trace`]).
+    trace: Option<Vec<SampleTrace>>,
+    /// Traced samples dropped for want of room (counter).
+    pub trace_lost: u64,
 }
 
 impl Default for DelaySignal {
@@ -176,6 +236,30 @@ impl DelaySignal {
             inbound: HashMap::new(),
             newest: None,
             samples: 0,
+            trace: None,
+            trace_lost: 0,
+        }
+    }
+
+    /// Keeps each sample's parts for [`DelaySignal::drain_trace`] (at
+    /// most [`TRACE_CAP`] between drains; beyond, counted in
+    /// `trace_lost`), or stops and forgets them.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on.then(|| self.trace.take().unwrap_or_default());
+    }
+
+    /// The samples traced since the last drain, oldest first.
+    pub fn drain_trace(&mut self) -> Vec<SampleTrace> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn record(&mut self, t: Option<SampleTrace>) {
+        if let (Some(buf), Some(t)) = (self.trace.as_mut(), t) {
+            if buf.len() < TRACE_CAP {
+                buf.push(t);
+            } else {
+                self.trace_lost += 1;
+            }
         }
     }
 
@@ -183,15 +267,23 @@ impl DelaySignal {
     /// with sluice's own recent sojourn on the way out `own`, completed by
     /// a segment carrying data: the far host sent it as our packet came,
     /// so the sample is the path's.
-    pub fn add(&mut self, now: Instant, far: IpAddr, flow: u64, rtt: Duration, own: Duration) {
-        let p = self.params;
-        Self::take(
+    pub fn add(
+        &mut self,
+        now: Instant,
+        far: IpAddr,
+        flow: u64,
+        rtt: Duration,
+        own: impl Into<Own>,
+    ) {
+        let (p, own) = (self.params, own.into());
+        let t = Self::take(
             (&mut self.bases, &mut self.flows),
             (now, far, flow, rtt, own),
             self.inbound.get(&flow).and_then(|o| o.latest(now)),
             p,
             p.flow_window,
         );
+        self.record(self.trace.is_some().then_some(t));
         self.newest = Some(self.newest.map_or(now, |n| n.max(now)));
         self.samples += 1;
     }
@@ -206,14 +298,26 @@ impl DelaySignal {
     /// (Measured in the lab: with them in the median, four uploads slowed
     /// to one segment at a time read 10-20 ms of delay on an empty link
     /// and drove the rate to its minimum.)
-    pub fn add_ack(&mut self, now: Instant, far: IpAddr, flow: u64, rtt: Duration, own: Duration) {
-        let p = self.params;
-        Self::take(
+    pub fn add_ack(
+        &mut self,
+        now: Instant,
+        far: IpAddr,
+        flow: u64,
+        rtt: Duration,
+        own: impl Into<Own>,
+    ) {
+        let (p, own) = (self.params, own.into());
+        let t = Self::take(
             (&mut self.ack_bases, &mut self.ack_flows),
             (now, far, flow, rtt, own),
             self.inbound.get(&flow).and_then(|o| o.latest(now)),
             p,
             p.ack_window,
+        );
+        self.record(
+            self.trace
+                .is_some()
+                .then_some(SampleTrace { ack: true, ..t }),
         );
         self.newest = Some(self.newest.map_or(now, |n| n.max(now)));
         self.samples += 1;
@@ -225,20 +329,21 @@ impl DelaySignal {
             &mut HashMap<(bool, u64), WindowMin>,
             &mut HashMap<u64, FlowDelay>,
         ),
-        (now, far, flow, rtt, own): (Instant, IpAddr, u64, Duration, Duration),
+        (now, far, flow, rtt, own): (Instant, IpAddr, u64, Duration, Own),
         inbound: Option<Duration>,
         p: Params,
         window: Duration,
-    ) {
-        let corrected = Duration(rtt.0.saturating_sub(own.0));
+    ) -> SampleTrace {
+        let corrected = Duration(rtt.0.saturating_sub(own.wait.0));
+        let for_base = Duration(rtt.0.saturating_sub(own.floor.min(own.wait).0));
         let key = prefix(far);
         if !bases.contains_key(&key) && bases.len() >= p.max_prefixes {
             evict_stalest(bases, |b| Some(b.last));
         }
         let base = bases
             .entry(key)
-            .and_modify(|b| b.add(corrected, now, p.base_window))
-            .or_insert_with(|| WindowMin::new(corrected, now))
+            .and_modify(|b| b.add(for_base, now, p.base_window))
+            .or_insert_with(|| WindowMin::new(for_base, now))
             .get();
         let delay = Duration(corrected.0.saturating_sub(base.0));
         // Without a reading of the way in, all of it may be the way out.
@@ -256,6 +361,18 @@ impl DelaySignal {
                 rtt: WindowMin::new(delay, now),
                 out: WindowMin::new(out, now),
             });
+        SampleTrace {
+            at: now,
+            far,
+            flow,
+            ack: false,
+            rtt,
+            own,
+            base,
+            delay,
+            inbound,
+            out,
+        }
     }
 
     /// The signal at `now`: the median over fresh flows with data samples,
@@ -402,6 +519,11 @@ struct Slot {
     last: u64,
     /// The hold of the packet TCP control released last, not yet out.
     held: u64,
+    /// The least wait of the current and the previous [`FLOOR_HALF`], and
+    /// when the current began.
+    least: u64,
+    least_prev: u64,
+    half_start: Instant,
 }
 
 const EMPTY: Slot = Slot {
@@ -409,7 +531,19 @@ const EMPTY: Slot = Slot {
     mean: u64::MAX,
     last: u64::MAX,
     held: 0,
+    least: u64::MAX,
+    least_prev: u64::MAX,
+    half_start: Instant::ZERO,
 };
+
+/// Half the window of a connection's least wait ([`Own::floor`]), which
+/// should reach back to the packet that began the measurement, a round
+/// trip ago: while sluice's own queue grows (after a cut) the waits of
+/// the last moments are longer than that packet's. Too long a window errs
+/// the safe way (a base over the path is replaced by the next sample
+/// corrected better; one under it stays for the base's window), at the
+/// price of a bulk flow whose wait fell reading a little less.
+const FLOOR_HALF: Duration = Duration::from_millis(500);
 
 /// Slots of a [`FlowSojourn`] (a power of two).
 const FLOW_SLOTS: usize = 1024;
@@ -439,8 +573,8 @@ impl FlowSojourn {
         self.slot(flow).held = held.0;
     }
 
-    /// A packet of connection `flow` left after waiting `wait`.
-    pub fn add(&mut self, flow: u64, wait: Duration) {
+    /// A packet of connection `flow` left at `now` after waiting `wait`.
+    pub fn add(&mut self, flow: u64, wait: Duration, now: Instant) {
         let s = self.slot(flow);
         let w = wait.0.saturating_add(s.held);
         s.mean = if s.mean == u64::MAX {
@@ -450,6 +584,18 @@ impl FlowSojourn {
         };
         s.last = w;
         s.held = 0;
+        let age = now.saturating_since(s.half_start);
+        if age >= FLOOR_HALF {
+            s.least_prev = if age < FLOOR_HALF + FLOOR_HALF {
+                s.least
+            } else {
+                u64::MAX
+            };
+            s.least = w;
+            s.half_start = now;
+        } else {
+            s.least = s.least.min(w);
+        }
     }
 
     /// What a sample of connection `flow` is corrected by: the lesser of
@@ -459,10 +605,17 @@ impl FlowSojourn {
     /// while an under-correction raises one sample, which the per-flow
     /// minimum over [`Params::flow_window`] discards; and the last, because
     /// a flow of one packet per round trip has just that one.
-    pub fn get(&self, flow: u64) -> Option<Duration> {
+    /// Its floor is the least wait of its packets of the last 0.5–1 s.
+    pub fn get(&self, flow: u64) -> Option<Own> {
         let tag = (flow >> 32) as u32;
         let s = self.slots[tag as usize & (FLOW_SLOTS - 1)];
-        (s.tag == tag && s.mean != u64::MAX).then(|| Duration(s.mean.min(s.last)))
+        (s.tag == tag && s.mean != u64::MAX).then(|| {
+            let wait = s.mean.min(s.last);
+            Own {
+                wait: Duration(wait),
+                floor: Duration(s.least.min(s.least_prev).min(wait)),
+            }
+        })
     }
 }
 
@@ -562,33 +715,103 @@ mod tests {
     #[test]
     fn each_connection_keeps_its_own_sojourn() {
         let mut f = FlowSojourn::default();
+        let wait = |f: &FlowSojourn, c: u64| f.get(c).map(|o| o.wait);
         let (bulk, ack) = (0xabcd_0001_0000_0000u64, 0x1234_0002_0000_0000u64);
         assert_eq!(f.get(bulk), None);
         for _ in 0..8 {
-            f.add(bulk, ms(30));
-            f.add(ack, ms(0));
+            f.add(bulk, ms(30), at(0));
+            f.add(ack, ms(0), at(0));
         }
-        assert_eq!(f.get(bulk), Some(ms(30)));
-        assert_eq!(f.get(ack), Some(ms(0)));
+        assert_eq!(wait(&f, bulk), Some(ms(30)));
+        assert_eq!(wait(&f, ack), Some(ms(0)));
         // The low 32 bits (host isolation's host hashes) do not matter.
-        assert_eq!(f.get(bulk | 0xffff), Some(ms(30)));
+        assert_eq!(wait(&f, bulk | 0xffff), Some(ms(30)));
         // One long wait (a SYN behind a burst) does not over-correct the
         // next samples: the lesser of the mean (20) and the last (10).
-        f.add(bulk, ms(10));
-        assert_eq!(f.get(bulk), Some(ms(10)));
-        f.add(bulk, ms(40));
-        assert_eq!(f.get(bulk), Some(ms(30)), "the mean, 20/2 + 40/2");
+        f.add(bulk, ms(10), at(0));
+        assert_eq!(wait(&f, bulk), Some(ms(10)));
+        f.add(bulk, ms(40), at(0));
+        assert_eq!(wait(&f, bulk), Some(ms(30)), "the mean, 20/2 + 40/2");
         // A connection mapping to the same slot takes it over.
         let other = bulk + (1u64 << 42);
-        f.add(other, ms(5));
-        assert_eq!((f.get(other), f.get(bulk)), (Some(ms(5)), None));
+        f.add(other, ms(5), at(0));
+        assert_eq!((wait(&f, other), wait(&f, bulk)), (Some(ms(5)), None));
         // A packet held 40 ms by TCP control, then queued 2 ms: 42 ms,
         // counted once.
         f.hold(ack, ms(40));
-        f.add(ack, ms(2));
-        assert_eq!(f.get(ack), Some(ms(21)), "the mean of 0 and 42");
-        f.add(ack, ms(2));
-        assert_eq!(f.get(ack), Some(ms(2)), "the last");
+        f.add(ack, ms(2), at(0));
+        assert_eq!(wait(&f, ack), Some(ms(21)), "the mean of 0 and 42");
+        f.add(ack, ms(2), at(0));
+        assert_eq!(wait(&f, ack), Some(ms(2)), "the last");
+    }
+
+    #[test]
+    fn the_floor_is_the_least_wait_of_the_last_moments() {
+        let mut f = FlowSojourn::default();
+        let c = 0x5555_0003_0000_0000u64;
+        // ACKs behind frames on the wire: 0, 6, 3, 8 ms, one every 10 ms.
+        for (i, w) in [0, 6, 3, 8].into_iter().enumerate() {
+            f.add(c, ms(w), at(10 * i as u64));
+        }
+        let o = f.get(c).unwrap();
+        assert_eq!(
+            (o.wait, o.floor),
+            (Duration::from_micros(5500), ms(0)),
+            "the lesser of the mean (0, 3, 3, 5.5) and the last (8)"
+        );
+        // Then every packet waits 12 ms or more: the 0 is remembered for
+        // half a second at least, forgotten within a second.
+        for t in (40..500).step_by(10) {
+            f.add(c, ms(12 + t % 3), at(t));
+        }
+        assert_eq!(f.get(c).unwrap().floor, ms(0));
+        for t in (500..1100).step_by(10) {
+            f.add(c, ms(12 + t % 3), at(t));
+        }
+        assert_eq!(f.get(c).unwrap().floor, ms(12));
+        // Never above the wait itself.
+        f.add(c, ms(1), at(1100));
+        let o = f.get(c).unwrap();
+        assert_eq!((o.wait, o.floor), (ms(1), ms(1)));
+    }
+
+    #[test]
+    fn noisy_corrections_do_not_sink_the_base() {
+        // A download's ACKs leave behind frames on the wire, waiting 0 to
+        // 8 ms (one 1514-byte frame at 1.5 Mbit/s); each measurement began
+        // with one of them, and is corrected by the connection's recent
+        // wait, which errs both ways. The path: 20 ms, no queue beyond.
+        let mut s = DelaySignal::default();
+        let mut f = FlowSojourn::default();
+        let far = host(1);
+        let mut x = 7u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % 9
+        };
+        // Each connection's packets, one every 2 ms, and their waits; a
+        // sample at t completes the measurement its packet of t - 20 began.
+        let mut waits = vec![[0u64; 4]; 10_000];
+        for (i, t) in (0..20_000).step_by(2).enumerate() {
+            for c in 0..4u64 {
+                let flow = (c + 1) << 40;
+                waits[i][c as usize] = next();
+                f.add(flow, ms(waits[i][c as usize]), at(t));
+                if t % 10 == 0 && t >= 20 {
+                    let began = waits[i - 10][c as usize];
+                    let own = f.get(flow).unwrap();
+                    s.add(at(t), far, flow, ms(20 + began), own);
+                }
+            }
+        }
+        // Corrected by the recent wait alone, the base took the worst
+        // over-correction (8 ms under the path) and read 3 ms of delay on
+        // an empty path (each flow's least over 100 ms takes some back).
+        let r = s.read(at(20_000));
+        assert_eq!(r.flows, 4);
+        assert!(r.delay.unwrap() <= ms(1), "{r:?}");
     }
 
     fn ms(n: u64) -> Duration {

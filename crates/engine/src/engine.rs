@@ -2,7 +2,7 @@
 
 use crate::autorate::{Controller, Decision as RateDecision, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
-use crate::delay_signal::{DelaySignal, FlowSojourn, Reading, Sojourn};
+use crate::delay_signal::{DelaySignal, FlowSojourn, Reading, SampleTrace, Sojourn};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
 use crate::probe::Prober;
 use crate::report::{AutorateReport, ClassReport, IfaceReport};
@@ -252,6 +252,9 @@ pub struct Engine {
     /// Earliest tick of any autorate controller; the decisions to log.
     next_autorate: Option<Instant>,
     autorate_log: VecDeque<(usize, RateDecision)>,
+    /// Every decision logged, not only those worth a line, and each delay
+    /// sample kept ([`Engine::set_autorate_trace`]).
+    autorate_trace: bool,
     /// The secret autorate's probes are known by (crate::probe).
     probe_key: [u8; 16],
 }
@@ -351,6 +354,7 @@ impl Engine {
             tcp: TcpCtl::default(),
             next_autorate: None,
             autorate_log: VecDeque::new(),
+            autorate_trace: false,
             probe_key: opts.hash_key,
         };
         let trees = e.build_trees(cfg)?;
@@ -584,7 +588,7 @@ impl Engine {
                 continue;
             };
             *last = reading;
-            let log = ctl.worth_logging(&d, previous);
+            let log = self.autorate_trace || ctl.worth_logging(&d, previous);
             if d.new != d.old && !d.dry_run {
                 // The same change as by hand: it cannot fail here (the
                 // controller exists only on a tree with a rate).
@@ -598,6 +602,34 @@ impl Engine {
             }
         }
         self.next_autorate = next;
+    }
+
+    /// Diagnosis (`sluice run --autorate-trace`): every autorate decision
+    /// goes to [`Engine::poll_autorate`], not only those worth a line, and
+    /// every delay sample's parts to [`Engine::poll_signal_trace`].
+    pub fn set_autorate_trace(&mut self, on: bool) {
+        self.autorate_trace = on;
+        for i in &mut self.ifaces {
+            i.signal.set_trace(on);
+        }
+    }
+
+    /// The delay samples traced since the last call, with the name of the
+    /// interface whose signal took each, and how many were dropped for
+    /// want of room since tracing began.
+    pub fn poll_signal_trace(&mut self) -> (Vec<(String, SampleTrace)>, u64) {
+        let mut out = Vec::new();
+        let mut lost = 0;
+        for i in &mut self.ifaces {
+            out.extend(
+                i.signal
+                    .drain_trace()
+                    .into_iter()
+                    .map(|t| (i.name.clone(), t)),
+            );
+            lost += i.signal.trace_lost;
+        }
+        (out, lost)
     }
 
     /// The next autorate decision worth logging (the rate moved, or the
@@ -694,7 +726,10 @@ impl Engine {
                     // connection's other direction leaving through here.
                     let peer = self.classifier.reverse_flow_hash(ip);
                     let i = &mut self.ifaces[iface];
-                    let own = i.flow_sojourn.get(peer).unwrap_or(i.sojourn.get());
+                    let own = i
+                        .flow_sojourn
+                        .get(peer)
+                        .unwrap_or_else(|| i.sojourn.get().into());
                     // A segment with data (or a SYN, FIN) was sent as
                     // our packet arrived; a pure ACK may have been delayed.
                     let prompt = seg.as_ref().is_some_and(|g| {
@@ -1004,7 +1039,7 @@ impl Engine {
         self.release(&pkt);
         let wait = now.saturating_since(pkt.enqueued_at);
         self.ifaces[iface].sojourn.add(wait);
-        self.ifaces[iface].flow_sojourn.add(pkt.flow, wait);
+        self.ifaces[iface].flow_sojourn.add(pkt.flow, wait, now);
         // Only TCP control reads it (an ACK's wait); a stale `wire_free`
         // after it was off is in the past and counts as a free wire.
         let on_wire = if self.tcp.enabled() {

@@ -94,3 +94,55 @@ fn a_queue_beyond_the_wan_side_reads_on_the_wan_signal_only() {
     let (r, _) = e.delay_signal(WAN, now + ms(2000)).unwrap();
     assert_eq!(r.delay, None);
 }
+
+#[test]
+fn the_trace_gives_each_samples_parts() {
+    // `sluice run --autorate-trace`: the same upload, every sample's
+    // round trip, correction, base and delay, named by the interface.
+    let mut e = bridge("queue up on $ext_if bandwidth 100M default\npass proto tcp\n");
+    let ms = |n: u64| Duration::from_millis(n);
+    let mut now = Instant(1_000_000_000);
+    assert!(e.poll_signal_trace().0.is_empty(), "off by default");
+    e.set_autorate_trace(true);
+    seg(&mut e, now, true, 1000, 0, SYN, (1, 0), 0);
+    now += ms(30);
+    seg(&mut e, now, false, 9000, 1001, SYN | ACK, (500, 1), 0);
+    now += ms(1);
+    let (mut cseq, mut cts, mut sts) = (1001u32, 2u32, 501u32);
+    for i in 0..20u64 {
+        let queue = if i < 10 { 0 } else { 40 };
+        seg(&mut e, now, true, cseq, 9001, ACK, (cts, sts - 1), 1400);
+        cseq = cseq.wrapping_add(1400);
+        now += ms(30 + queue);
+        seg(&mut e, now, false, 9001, cseq, ACK, (sts, cts), 0);
+        cts += 1;
+        sts += 1;
+        now += ms(1);
+    }
+    let (got, lost) = e.poll_signal_trace();
+    assert_eq!(lost, 0);
+    // The LAN side's: the client's data completes what the server's ACK
+    // began (1 ms away); the WAN side's: the server's ACKs, 30 ms away.
+    let wan: Vec<_> = got
+        .iter()
+        .filter(|(i, _)| i == "wan0")
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(wan.len(), 21, "the SYN-ACK's, then one per exchange");
+    assert!(!wan[0].ack && wan[0].rtt == ms(30), "{:?}", wan[0]);
+    assert!(wan[1..].iter().all(|t| t.ack), "completed by pure ACKs");
+    assert!(got
+        .iter()
+        .all(|(i, t)| i == "wan0" || (i == "lan0" && t.rtt == ms(1))));
+    let last = wan[wan.len() - 1];
+    assert_eq!(last.base, ms(30), "{last:?}");
+    assert_eq!(last.rtt, ms(70));
+    assert_eq!(last.delay, ms(40));
+    assert_eq!(last.out, ms(40), "no way in read: all of it out");
+    assert!(e.poll_signal_trace().0.is_empty(), "drained");
+    e.set_autorate_trace(false);
+    seg(&mut e, now, true, cseq, 9001, ACK, (cts, sts - 1), 1400);
+    now += ms(30);
+    seg(&mut e, now, false, 9001, cseq + 1400, ACK, (sts, cts), 0);
+    assert!(e.poll_signal_trace().0.is_empty(), "off again");
+}

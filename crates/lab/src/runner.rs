@@ -75,6 +75,9 @@ pub struct RunOptions {
     pub progress: Progress,
     /// Shown before the phase in progress lines (e.g. "2/3 none").
     pub tag: String,
+    /// sluice runs with `--autorate-trace`: every autorate decision and
+    /// delay sample in the run directory.
+    pub autorate_trace: bool,
 }
 
 /// Why a run produced no result.
@@ -285,8 +288,8 @@ pub fn run(
         return Err(LabError::Interrupted);
     }
     host_tcp(&net, scenario)?;
-    let mut sh =
-        Shaper::start(&mut net, shaper, &o.sluice_bin, &o.dir).map_err(LabError::Failed)?;
+    let mut sh = Shaper::start(&mut net, shaper, &o.sluice_bin, &o.dir, o.autorate_trace)
+        .map_err(LabError::Failed)?;
     let mut warnings = Vec::new();
 
     // Servers: one iperf3 per flow (one server serves one test at a time).

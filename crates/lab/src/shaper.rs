@@ -67,6 +67,7 @@ impl Shaper {
         spec: &ShaperSpec,
         sluice_bin: &Path,
         dir: &Path,
+        autorate_trace: bool,
     ) -> Result<Shaper, String> {
         let mut sh = Shaper {
             spec: spec.clone(),
@@ -98,7 +99,7 @@ impl Shaper {
                 let bridge_arg = format!("{LAN_IF},{WAN_IF}");
                 // autorate's decision log (autorate.csv) goes with the run.
                 let state = dir.to_string_lossy().into_owned();
-                let args = [
+                let mut args = vec![
                     bin.as_str(),
                     "run",
                     "-f",
@@ -114,6 +115,9 @@ impl Shaper {
                     "--state-dir",
                     &state,
                 ];
+                if autorate_trace {
+                    args.push("--autorate-trace");
+                }
                 let ns = net.shaper.clone();
                 let id = net
                     .topo
