@@ -154,7 +154,8 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
     let conf = "queue up on $ext_if bandwidth 40M autorate (min 5M, max 50M)\n\
                 queue ul parent up bandwidth 40M flows 1024 qlimit 1024 default\n\
                 pass out on $ext_if keep state\n";
-    lab.start_sluice(&b, conf, &["-v", "--io", "mmsg"])
+    // With the trace: every decision, and every delay sample's parts.
+    lab.start_sluice(&b, conf, &["-v", "--io", "mmsg", "--autorate-trace"])
         .unwrap_or_else(|e| panic!("{e}"));
     let server = lab.server.clone();
     let srv = iperf3::server(&mut lab.topo, &server, 5322).expect("iperf3 server");
@@ -188,6 +189,38 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
         "not driven to the floor: {:.2} Mbit/s\n{csv}",
         r.goodput_bps / 1e6
     );
+    // Every tick is a line (20 a second per controller): `steady` ones too.
+    let steady = csv.lines().filter(|l| l.contains(",steady,")).count();
+    assert!(
+        csv.lines().count() > 200 && steady > 20,
+        "{steady} steady\n{csv}"
+    );
+    // The samples: the uploads' on wan0, each line's parts adding up.
+    let samples = std::fs::read_to_string(lab.dir.join("autorate-samples.csv")).unwrap_or_default();
+    let mut lines = samples.lines();
+    assert_eq!(
+        lines.next(),
+        Some("time_unix_s,iface,kind,flow,far,rtt_ms,own_ms,own_floor_ms,base_ms,delay_ms,in_ms,out_ms")
+    );
+    let wan: Vec<Vec<f64>> = lines
+        .filter(|l| l.contains(",wan0,"))
+        .map(|l| {
+            l.split(',')
+                .skip(5)
+                .map(|x| x.parse().unwrap_or(-1.0))
+                .collect()
+        })
+        .collect();
+    eprintln!("{} samples on wan0; the last {:?}", wan.len(), wan.last());
+    assert!(wan.len() > 100, "{samples}");
+    for v in &wan {
+        let [rtt, own, floor, base, delay, ..] = v[..] else {
+            panic!("{v:?}");
+        };
+        assert!(floor <= own + 1e-3 && base <= rtt - floor + 1e-3, "{v:?}");
+        let left = (rtt - own - base).max(0.0);
+        assert!((delay - left).abs() < 2e-3, "{v:?}");
+    }
 }
 
 /// No TCP at all: a UDP upload (30 Mbit/s offered, as a QUIC or game

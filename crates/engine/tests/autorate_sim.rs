@@ -45,6 +45,10 @@ struct Sim {
     /// and shaper rate (bit/s); each waits a uniform share of it. `None`:
     /// no wait, nothing to correct.
     own_wait: Option<Box<dyn Fn(u64, u64) -> f64>>,
+    /// An upload whose senders are clocked by their ACKs: they offer at
+    /// most 10 % over what the link delivered a round trip (20 ms) ago,
+    /// so sluice's output falls with the link in an outage.
+    ack_clocked: bool,
 }
 
 /// Per ms: (time ms, shaper rate, capacity, modem delay ms).
@@ -117,11 +121,14 @@ fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
             rates.pop_front();
         }
         let governing = if sim.download { rates[0] } else { shaper };
-        let offered = if (sim.loaded)(t) {
+        let mut offered = if (sim.loaded)(t) {
             governing as f64
         } else {
             governing as f64 * 0.05
         };
+        if sim.ack_clocked {
+            offered = offered.min((sim.capacity)(t.saturating_sub(20)) as f64 * 1.1);
+        }
         let before = queue;
         queue = (queue + (offered - cap) / 8000.0).clamp(0.0, sim.buffer_bytes);
         sent += if sim.download && before > 0.0 {
@@ -195,6 +202,7 @@ fn step(from: u64, to: u64, at_ms: u64) -> Sim {
         download: false,
         sender_lag_ms: 0,
         own_wait: None,
+        ack_clocked: false,
     }
 }
 
@@ -363,6 +371,7 @@ fn a_trace_of_moves_is_followed() {
         download: false,
         sender_lag_ms: 0,
         own_wait: None,
+        ack_clocked: false,
     };
     let r = run(&sim, bounds(5, 50), Rate::mbps(30), 60_000);
     let (u, p99) = (r.utilisation(5_000, 60_000), r.delay_p99(5_000, 60_000));
@@ -398,6 +407,7 @@ fn after_a_short_outage_the_rate_is_back_within_2_s() {
             download,
             sender_lag_ms: if download { 100 } else { 0 },
             own_wait: None,
+            ack_clocked: false,
             ..step(40, 40, 0)
         };
         let r = run(&sim, bounds(1, 50), Rate::mbps(38), 45_000);
@@ -534,4 +544,39 @@ fn a_burst_of_sluices_own_wait_does_not_hold_the_rate_down() {
     );
     assert!(r.utilisation(10_000, 40_000) >= 0.9);
     assert!(r.min_rate(10_000, 40_000) >= 9_000_000);
+}
+
+#[test]
+fn an_upload_whose_output_falls_with_the_link_is_back_within_2_5_s() {
+    // Starlink's upload: 12 Mbit/s, 0.5 for 300 ms. The senders' ACKs come
+    // back at the outage's pace, so sluice's output falls with the link and
+    // each cut is taken from it: the rate reaches the 450 kbit/s floor.
+    // The way back is still a dip's, +10 % a tick.
+    let sim = Sim {
+        capacity: Box::new(|t| {
+            if (30_000..30_300).contains(&t) {
+                500_000
+            } else {
+                12_000_000
+            }
+        }),
+        ack_clocked: true,
+        ..step(12, 12, 0)
+    };
+    let start = Rate(11_640_000);
+    let cfg = Autorate {
+        min: Rate(450_000),
+        max: Rate(12_000_000),
+        dry_run: false,
+        probe: None,
+    };
+    let r = run(&sim, cfg, start, 45_000);
+    let low = r.min_rate(30_000, 32_000);
+    let back = r.first(30_300, false, 9_600_000).expect("returns");
+    eprintln!(
+        "upload with the output falling with the link, outage 12 -> 0.5 -> 12 Mbit/s: lowest {low}, 80 % again {} ms after; utilisation 31..45 s {:.2}",
+        back - 30_300,
+        r.utilisation(31_000, 45_000)
+    );
+    assert!(back - 30_300 <= 2_500, "{} ms", back - 30_300);
 }
