@@ -275,17 +275,7 @@ impl DelaySignal {
         rtt: Duration,
         own: impl Into<Own>,
     ) {
-        let (p, own) = (self.params, own.into());
-        let t = Self::take(
-            (&mut self.bases, &mut self.flows),
-            (now, far, flow, rtt, own),
-            self.inbound.get(&flow).and_then(|o| o.latest(now)),
-            p,
-            p.flow_window,
-        );
-        self.record(self.trace.is_some().then_some(t));
-        self.newest = Some(self.newest.map_or(now, |n| n.max(now)));
-        self.samples += 1;
+        self.sample(false, (now, far, flow, rtt, own.into()));
     }
 
     /// The same for a sample a pure ACK completed (an upload's): the far
@@ -306,19 +296,19 @@ impl DelaySignal {
         rtt: Duration,
         own: impl Into<Own>,
     ) {
-        let (p, own) = (self.params, own.into());
-        let t = Self::take(
-            (&mut self.ack_bases, &mut self.ack_flows),
-            (now, far, flow, rtt, own),
-            self.inbound.get(&flow).and_then(|o| o.latest(now)),
-            p,
-            p.ack_window,
-        );
-        self.record(
-            self.trace
-                .is_some()
-                .then_some(SampleTrace { ack: true, ..t }),
-        );
+        self.sample(true, (now, far, flow, rtt, own.into()));
+    }
+
+    fn sample(&mut self, ack: bool, s: (Instant, IpAddr, u64, Duration, Own)) {
+        let (p, now, flow) = (self.params, s.0, s.2);
+        let inbound = self.inbound.get(&flow).and_then(|o| o.latest(now));
+        let (maps, window) = if ack {
+            ((&mut self.ack_bases, &mut self.ack_flows), p.ack_window)
+        } else {
+            ((&mut self.bases, &mut self.flows), p.flow_window)
+        };
+        let t = Self::take(maps, s, inbound, p, window);
+        self.record(self.trace.is_some().then_some(SampleTrace { ack, ..t }));
         self.newest = Some(self.newest.map_or(now, |n| n.max(now)));
         self.samples += 1;
     }
