@@ -67,8 +67,9 @@
 //! - **Back from a dip, quickly.** A link that falls for a moment (a
 //!   cell hand-over, a satellite's reconfiguration every 15 s) forces
 //!   cuts while its output is held under the rate, or on a delay of
-//!   [`Tuning::dip_delay`] or more; the rate before the first of them is
-//!   remembered. Once load without delay returns, the
+//!   [`Tuning::dip_delay`] or more, or (an upload) while its senders'
+//!   output has fallen under half the rate with their ACKs; the rate
+//!   before the first of them is remembered. Once load without delay returns, the
 //!   rate grows by [`Tuning::fast`] per tick (+10 %: from 2 % of the old
 //!   rate back to 90 % of it in about two seconds, where +2 % takes
 //!   nine) until it reaches [`Tuning::probe_zone`] of the old rate or
@@ -362,6 +363,7 @@ impl Controller {
         }
         if delay > t.target + frame {
             let link_limited = !self.way_out && (achieved.0 as f64) < 0.9 * rate.0 as f64;
+            let collapsed = self.way_out && (achieved.0 as f64) < t.busy * rate.0 as f64;
             if let Some((at, was)) = self.last_cut {
                 let since = now.saturating_since(at);
                 // Within a few refractory periods of a cut, a delay well
@@ -406,7 +408,11 @@ impl Controller {
                 // the ordinary rules go on.
                 Some((_, true)) => None,
                 Some(d) => Some(d),
-                None if link_limited || delay >= t.dip_delay => Some((rate, false)),
+                // An upload's output fallen under half the rate: its
+                // senders' ACKs come back at the link's pace, which fell
+                // (a satellite's reconfiguration, a hand-over): the cut
+                // is taken from that output, and the way back is a dip's.
+                None if link_limited || delay >= t.dip_delay || collapsed => Some((rate, false)),
                 None => None,
             };
             self.last_cut = Some((now, delay));
