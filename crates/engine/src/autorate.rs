@@ -74,7 +74,9 @@
 //!   rate back to 90 % of it in about two seconds, where +2 % takes
 //!   nine) until it reaches [`Tuning::probe_zone`] of the old rate or
 //!   delay appears on the way, whichever is first; the ordinary rules go
-//!   on from there.
+//!   on from there — unless that delay comes under half the old rate
+//!   within [`Tuning::ceiling_memory`] of the dip's start: a fade whose
+//!   queue emptied for a moment, and the way back starts again.
 //! - **Between half the target and the target: hold** (steady). Both
 //!   thresholds are raised by one full frame's time at the current rate:
 //!   below ~10 Mbit/s a frame being sent is a delay the signal cannot tell
@@ -230,6 +232,8 @@ pub struct Controller {
     /// under the rate), and whether the rate has been raised since: the
     /// way back from a dip.
     dip: Option<(Rate, bool)>,
+    /// When the dip began.
+    dip_since: Instant,
     /// The queue acted on lies after sluice's output (an upload's root):
     /// see [`Controller::way_out`].
     way_out: bool,
@@ -254,6 +258,7 @@ impl Controller {
             ceiling: None,
             link_seen: None,
             dip: None,
+            dip_since: Instant::ZERO,
             way_out: false,
             drain: None,
             last_reason: None,
@@ -403,7 +408,14 @@ impl Controller {
             if new >= rate {
                 return (rate, Reason::Steady);
             }
+            let young = now.saturating_since(self.dip_since) < t.ceiling_memory;
             self.dip = match self.dip {
+                // Delay on the way back, still under half the rate before
+                // and soon after the dip began: the link is still down (a
+                // fade of 1-3 s), and the way back starts again from here.
+                Some((before, true)) if young && (rate.0 as f64) < 0.5 * before.0 as f64 => {
+                    Some((before, false))
+                }
                 // Delay on the way back: the link is found, and from here
                 // the ordinary rules go on.
                 Some((_, true)) => None,
@@ -412,7 +424,10 @@ impl Controller {
                 // senders' ACKs come back at the link's pace, which fell
                 // (a satellite's reconfiguration, a hand-over): the cut
                 // is taken from that output, and the way back is a dip's.
-                None if link_limited || delay >= t.dip_delay || collapsed => Some((rate, false)),
+                None if link_limited || delay >= t.dip_delay || collapsed => {
+                    self.dip_since = now;
+                    Some((rate, false))
+                }
                 None => None,
             };
             self.last_cut = Some((now, delay));
