@@ -387,7 +387,8 @@ fn a_trace_of_moves_is_followed() {
             );
         }
     }
-    assert!(u >= 0.7, "{u}");
+    // 0.72 when a cut on the way back from a fade ended the dip there.
+    assert!(u >= 0.74, "{u}");
 }
 
 #[test]
