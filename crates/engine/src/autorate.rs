@@ -229,11 +229,9 @@ pub struct Controller {
     /// below the rate: the link's rate then.
     link_seen: Option<(Instant, Rate)>,
     /// The rate before the first cut the link forced (its output fell
-    /// under the rate), and whether the rate has been raised since: the
-    /// way back from a dip.
-    dip: Option<(Rate, bool)>,
-    /// When the dip began.
-    dip_since: Instant,
+    /// under the rate), whether the rate has been raised since, and when
+    /// the dip began: the way back from a dip.
+    dip: Option<(Rate, bool, Instant)>,
     /// The queue acted on lies after sluice's output (an upload's root):
     /// see [`Controller::way_out`].
     way_out: bool,
@@ -258,7 +256,6 @@ impl Controller {
             ceiling: None,
             link_seen: None,
             dip: None,
-            dip_since: Instant::ZERO,
             way_out: false,
             drain: None,
             last_reason: None,
@@ -408,25 +405,26 @@ impl Controller {
             if new >= rate {
                 return (rate, Reason::Steady);
             }
-            let young = now.saturating_since(self.dip_since) < t.ceiling_memory;
             self.dip = match self.dip {
                 // Delay on the way back, still under half the rate before
                 // and soon after the dip began: the link is still down (a
                 // fade of 1-3 s), and the way back starts again from here.
-                Some((before, true)) if young && (rate.0 as f64) < 0.5 * before.0 as f64 => {
-                    Some((before, false))
+                Some((before, true, since))
+                    if now.saturating_since(since) < t.ceiling_memory
+                        && (rate.0 as f64) < 0.5 * before.0 as f64 =>
+                {
+                    Some((before, false, since))
                 }
                 // Delay on the way back: the link is found, and from here
                 // the ordinary rules go on.
-                Some((_, true)) => None,
+                Some((_, true, _)) => None,
                 Some(d) => Some(d),
                 // An upload's output fallen under half the rate: its
                 // senders' ACKs come back at the link's pace, which fell
                 // (a satellite's reconfiguration, a hand-over): the cut
                 // is taken from that output, and the way back is a dip's.
                 None if link_limited || delay >= t.dip_delay || collapsed => {
-                    self.dip_since = now;
-                    Some((rate, false))
+                    Some((rate, false, now))
                 }
                 None => None,
             };
@@ -448,7 +446,7 @@ impl Controller {
             // the link the drain showed (an upload's only: a download's
             // queue drains at its senders' pace, not sluice's output's).
             let drained = self.drain.and_then(|d| d.link());
-            let back = self.dip.map(|(before, _)| {
+            let back = self.dip.map(|(before, _, _)| {
                 let full = before.0 as f64 * t.probe_zone;
                 (drained.map_or(full, |l| full.min(l.0 as f64)), full)
             });
@@ -461,8 +459,8 @@ impl Controller {
                 t.raise
             };
             match &mut self.dip {
-                Some((_, raised)) if returning => *raised = true,
-                Some((before, _)) => {
+                Some((_, raised, _)) if returning => *raised = true,
+                Some((before, _, _)) => {
                     self.ceiling = if back.is_some_and(|(to, full)| to < full) {
                         // Stopped where the drain put the link: the link may
                         // have moved since (a fade that ends), and the

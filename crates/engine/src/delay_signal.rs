@@ -253,16 +253,6 @@ impl DelaySignal {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    fn record(&mut self, t: Option<SampleTrace>) {
-        if let (Some(buf), Some(t)) = (self.trace.as_mut(), t) {
-            if buf.len() < TRACE_CAP {
-                buf.push(t);
-            } else {
-                self.trace_lost += 1;
-            }
-        }
-    }
-
     /// A sample `rtt` of flow `flow` to far host `far`, taken at `now`,
     /// with sluice's own recent sojourn on the way out `own`, completed by
     /// a segment carrying data: the far host sent it as our packet came,
@@ -308,7 +298,11 @@ impl DelaySignal {
             ((&mut self.bases, &mut self.flows), p.flow_window)
         };
         let t = Self::take(maps, s, inbound, p, window);
-        self.record(self.trace.is_some().then_some(SampleTrace { ack, ..t }));
+        match self.trace.as_mut() {
+            Some(buf) if buf.len() < TRACE_CAP => buf.push(SampleTrace { ack, ..t }),
+            Some(_) => self.trace_lost += 1,
+            None => {}
+        }
         self.newest = Some(self.newest.map_or(now, |n| n.max(now)));
         self.samples += 1;
     }
@@ -509,11 +503,8 @@ struct Slot {
     last: u64,
     /// The hold of the packet TCP control released last, not yet out.
     held: u64,
-    /// The least wait of the current and the previous [`FLOOR_HALF`], and
-    /// when the current began.
-    least: u64,
-    least_prev: u64,
-    half_start: Instant,
+    /// The least wait of its packets over [`FLOOR_WINDOW`].
+    least: Option<WindowMin>,
 }
 
 const EMPTY: Slot = Slot {
@@ -521,19 +512,17 @@ const EMPTY: Slot = Slot {
     mean: u64::MAX,
     last: u64::MAX,
     held: 0,
-    least: u64::MAX,
-    least_prev: u64::MAX,
-    half_start: Instant::ZERO,
+    least: None,
 };
 
-/// Half the window of a connection's least wait ([`Own::floor`]), which
-/// should reach back to the packet that began the measurement, a round
+/// The window of a connection's least wait ([`Own::floor`]; it covers
+/// the last half to whole of it), which should reach back to the packet that began the measurement, a round
 /// trip ago: while sluice's own queue grows (after a cut) the waits of
 /// the last moments are longer than that packet's. Too long a window errs
 /// the safe way (a base over the path is replaced by the next sample
 /// corrected better; one under it stays for the base's window), at the
 /// price of a bulk flow whose wait fell reading a little less.
-const FLOOR_HALF: Duration = Duration::from_millis(500);
+const FLOOR_WINDOW: Duration = Duration::from_secs(1);
 
 /// Slots of a [`FlowSojourn`] (a power of two).
 const FLOW_SLOTS: usize = 1024;
@@ -574,17 +563,9 @@ impl FlowSojourn {
         };
         s.last = w;
         s.held = 0;
-        let age = now.saturating_since(s.half_start);
-        if age >= FLOOR_HALF {
-            s.least_prev = if age < FLOOR_HALF + FLOOR_HALF {
-                s.least
-            } else {
-                u64::MAX
-            };
-            s.least = w;
-            s.half_start = now;
-        } else {
-            s.least = s.least.min(w);
+        match s.least.as_mut() {
+            Some(m) => m.add(Duration(w), now, FLOOR_WINDOW),
+            None => s.least = Some(WindowMin::new(Duration(w), now)),
         }
     }
 
@@ -600,10 +581,10 @@ impl FlowSojourn {
         let tag = (flow >> 32) as u32;
         let s = self.slots[tag as usize & (FLOW_SLOTS - 1)];
         (s.tag == tag && s.mean != u64::MAX).then(|| {
-            let wait = s.mean.min(s.last);
+            let wait = Duration(s.mean.min(s.last));
             Own {
-                wait: Duration(wait),
-                floor: Duration(s.least.min(s.least_prev).min(wait)),
+                wait,
+                floor: s.least.map_or(wait, |m| m.get().min(wait)),
             }
         })
     }
