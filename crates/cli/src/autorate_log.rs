@@ -80,42 +80,22 @@ pub fn sample_line(iface: &str, t: &SampleTrace, wall_s: f64, ago_ns: u64) -> St
     )
 }
 
-fn open_with(path: &Path, header: &str) -> std::io::Result<std::fs::File> {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    if f.metadata()?.len() == 0 {
-        writeln!(f, "{header}")?;
-    }
-    Ok(f)
-}
-
-fn open(path: &Path) -> std::io::Result<std::fs::File> {
-    open_with(path, HEADER)
-}
-
-/// Opens `dir/autorate-samples.csv` before privileges are dropped
-/// (`--autorate-trace`).
-pub fn open_samples(dir: &Path) -> Option<std::fs::File> {
-    let path = dir.join(SAMPLES_FILE);
-    std::fs::create_dir_all(dir)
-        .and_then(|_| open_with(&path, SAMPLES_HEADER))
-        .map_err(|e| {
-            crate::run::log(
-                crate::run::Level::Warn,
-                format_args!("autorate samples {}: {e}", path.display()),
-            )
-        })
-        .ok()
-}
-
-/// Opens `dir/autorate.csv` (and the directory) now: called before the
-/// daemon drops its privileges when the configuration has autorate.
-pub fn open_early(dir: &Path) -> Option<std::fs::File> {
-    let path = dir.join(FILE);
-    std::fs::create_dir_all(dir)
-        .and_then(|_| open(&path))
+/// Opens `dir/file` for appending (and the directory), the header
+/// written when it is empty; a failure is one warning and `None`.
+fn open_in(dir: &Path, file: &str, header: &str) -> Option<std::fs::File> {
+    let path = dir.join(file);
+    let open = || -> std::io::Result<std::fs::File> {
+        std::fs::create_dir_all(dir)?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        if f.metadata()?.len() == 0 {
+            writeln!(f, "{header}")?;
+        }
+        Ok(f)
+    };
+    open()
         .map_err(|e| {
             crate::run::log(
                 crate::run::Level::Warn,
@@ -123,6 +103,18 @@ pub fn open_early(dir: &Path) -> Option<std::fs::File> {
             )
         })
         .ok()
+}
+
+/// Opens `dir/autorate-samples.csv` before privileges are dropped
+/// (`--autorate-trace`).
+pub fn open_samples(dir: &Path) -> Option<std::fs::File> {
+    open_in(dir, SAMPLES_FILE, SAMPLES_HEADER)
+}
+
+/// Opens `dir/autorate.csv` (and the directory) now: called before the
+/// daemon drops its privileges when the configuration has autorate.
+pub fn open_early(dir: &Path) -> Option<std::fs::File> {
+    open_in(dir, FILE, HEADER)
 }
 
 /// Starts the collector (after privileges are dropped: it is a thread):
