@@ -85,7 +85,8 @@ pub struct AltqDecl {
     pub on_more: Vec<Sp<String>>,
 }
 
-/// `autorate [(min BW, max BW, dry-run, probe ADDR)]` as written (issue #16).
+/// `autorate [(min BW, max BW, dry-run, probe ADDR, reconfig …)]` as
+/// written (issue #16).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AutorateAst {
     pub min: Option<Sp<Bw>>,
@@ -94,6 +95,23 @@ pub struct AutorateAst {
     /// `probe ADDR`: an address literal; its class (loopback, multicast…)
     /// is checked in sema.
     pub probe: Option<Sp<IpAddr>>,
+    /// `reconfig starlink` or `reconfig (every P, at A, lead L, hold H)`.
+    pub reconfig: Option<ReconfigAst>,
+    pub span: Span,
+}
+
+/// `reconfig …` as written. The parser has checked each value's range and
+/// that `every` and `at` are there (`reconfig starlink` fills them from
+/// [`crate::ir::Reconfig::STARLINK`], at the word's span); how they relate
+/// (`at < every`, `lead + hold < every`) is sema's, which also puts in the
+/// defaults of `lead` and `hold`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReconfigAst {
+    pub every: Sp<Duration>,
+    pub at: Sp<Duration>,
+    pub lead: Option<Sp<Duration>>,
+    pub hold: Option<Sp<Duration>>,
+    /// From `reconfig` to its `)` or `starlink`.
     pub span: Span,
 }
 

@@ -44,14 +44,59 @@ pub struct Options {
 }
 
 /// The bounds of the rate the autorate controller may set on an
-/// interface's shaper, whether it only logs (`dry-run`), and the address
-/// it may ping when the traffic gives no delay (`probe`).
+/// interface's shaper, whether it only logs (`dry-run`), the address
+/// it may ping when the traffic gives no delay (`probe`), and the link's
+/// known schedule of reconfigurations (`reconfig`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Autorate {
     pub min: Rate,
     pub max: Rate,
     pub dry_run: bool,
     pub probe: Option<IpAddr>,
+    pub reconfig: Option<Reconfig>,
+}
+
+/// `reconfig (every P, at A, lead L, hold H)`: the link drops for a moment
+/// at known times of the wall clock — the moments whose Unix time is `at`
+/// past a multiple of `every` (Starlink: every 15 s, at 12 s, so 12, 27, 42
+/// and 57 s past each minute). The controller takes the rate to `min` from
+/// `lead` before each moment to `hold` after it, then back towards the rate
+/// before (docs/autorate.md). Invariants (checked in sema): `at < every`,
+/// `lead + hold < every`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reconfig {
+    pub every: Duration,
+    pub at: Duration,
+    pub lead: Duration,
+    pub hold: Duration,
+}
+
+/// `(every 15s, at 12s, lead 100ms, hold 400ms)`: the long form, defaults
+/// written out, in units the parser reads back as the same durations.
+impl std::fmt::Display for Reconfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "(every {}, at {}, lead {}, hold {})",
+            self.every, self.at, self.lead, self.hold
+        )
+    }
+}
+
+impl Reconfig {
+    /// `reconfig starlink`: the satellite schedule's changes at 12, 27, 42
+    /// and 57 s past the minute, each a dip of up to a few hundred ms.
+    pub const STARLINK: Reconfig = Reconfig {
+        every: Duration::from_secs(15),
+        at: Duration::from_secs(12),
+        lead: Reconfig::DEFAULT_LEAD,
+        hold: Reconfig::DEFAULT_HOLD,
+    };
+    /// Before the moment: a round trip or two for the senders to slow
+    /// down, so the queue in the modem is gone when the link drops.
+    pub const DEFAULT_LEAD: Duration = Duration::from_millis(100);
+    /// After it: the drop itself (up to ~300 ms) and a round trip.
+    pub const DEFAULT_HOLD: Duration = Duration::from_millis(400);
 }
 
 impl Default for Options {

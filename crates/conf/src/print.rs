@@ -79,7 +79,14 @@ fn autorate(o: &mut String, start: usize, a: crate::ir::Autorate) {
     // std's Display is the canonical form (RFC 5952 for IPv6), which the
     // parser reads back as the same address.
     let probe = a.probe.map_or(String::new(), |p| format!(", probe {p}"));
-    let words = format!(" autorate (min {}, max {}{dry}{probe})", a.min, a.max);
+    // Always the long form: what the engine will do.
+    let reconfig = a
+        .reconfig
+        .map_or(String::new(), |r| format!(", reconfig {r}"));
+    let words = format!(
+        " autorate (min {}, max {}{dry}{probe}{reconfig})",
+        a.min, a.max
+    );
     match o[start..].find('\n') {
         Some(i) => o.insert_str(start + i, &words),
         None => o.push_str(&words),

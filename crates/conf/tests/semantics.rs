@@ -291,3 +291,31 @@ fn tcp_control_is_kept_where_written_and_covers_the_leaves_under_it() {
         "out of range"
     );
 }
+
+#[test]
+fn autorate_reconfig_shorthand_long_form_and_defaults() {
+    let c = ok(
+        "queue a on em0 bandwidth 20M default autorate (reconfig starlink)\n\
+                pipe b on em1 bandwidth 10Mb autorate (reconfig (at 57s every 60s lead 1.5 ms))\n\
+                pipe c on em2 bandwidth 10Mb autorate (dry-run)\n\
+                pass out proto tcp keep state\n",
+    );
+    let r = |i: &str| c.options.autorate_of(i).unwrap().reconfig;
+    assert_eq!(r("em0"), Some(Reconfig::STARLINK));
+    assert_eq!(
+        r("em1"),
+        Some(Reconfig {
+            every: Duration::from_secs(60),
+            at: Duration::from_secs(57),
+            lead: Duration::from_micros(1500),
+            hold: Reconfig::DEFAULT_HOLD,
+        })
+    );
+    assert_eq!(r("em2"), None);
+    // An invalid schedule drops the interface's autorate with an error.
+    let text = "pipe b on em1 bandwidth 10Mb autorate (reconfig (every 15s, at 15s))\n";
+    let e = errors(text);
+    assert_eq!(e.len(), 1);
+    assert_eq!(&text[e[0].span.start..e[0].span.end], "15s");
+    assert_eq!(e[0].span.start, text.rfind("15s").unwrap());
+}

@@ -10,6 +10,7 @@
 //!   are still parsed so one run reports every broken line.
 //! - No recursion without a cap: nested `{ }` lists at most [`MAX_NEST`] deep.
 
+mod autorate;
 mod queue;
 pub(crate) use queue::FAIRQ_MAX_BUCKETS;
 mod rule;

@@ -1,7 +1,8 @@
 //! `altq on …`, `queue …` (ALTQ, OpenBSD 5.5+ and dummynet forms) and `pipe …`.
 
+use super::autorate::autorate;
 use super::{PResult, P};
-use crate::ast::{AltqDecl, AutorateAst, CurveAst, PipeDecl, QueueDecl, Sp, PROBE_HINT};
+use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{AckFilterMode, FqCodelParams, HostIsolation, PipeSched, SchedKind};
 use crate::lex::Tok;
@@ -25,13 +26,19 @@ pub fn bandwidth(p: &mut P) -> PResult<Sp<Bw>> {
 
 fn duration(p: &mut P, default_unit_ns: u64) -> PResult<Duration> {
     let w = p.word("a duration")?;
-    let d = units::duration(&w.v, default_unit_ns).ok_or_else(|| {
-        Diagnostic::error(format!("invalid duration `{}`", w.v), w.span)
-            .label("expected e.g. 20ms, 1s, 500us")
-    })?;
+    let d = duration_of(&w, default_unit_ns)?;
     // pf writes `for 100 ms` as well as `for 100ms`.
     p.eat_word("ms");
     Ok(d)
+}
+
+/// The duration word `w` says (a bare number in `default_unit_ns`), or why
+/// it says none.
+pub(super) fn duration_of(w: &Sp<String>, default_unit_ns: u64) -> PResult<Duration> {
+    units::duration(&w.v, default_unit_ns).ok_or_else(|| {
+        Diagnostic::error(format!("invalid duration `{}`", w.v), w.span)
+            .label("expected e.g. 20ms, 1s, 500us")
+    })
 }
 
 fn sched_kind(w: &str) -> Option<SchedKind> {
@@ -561,103 +568,6 @@ fn codel_opts(p: &mut P) -> PResult<crate::ir::CodelParams> {
             );
         }
         *slot = d;
-    }
-}
-
-/// `autorate [(min BW, max BW, dry-run, probe ADDR)]`, in any order, commas
-/// optional (sluice's extension, issue #16): the bounds of the rate the
-/// controller may set, and the address it may ping.
-fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
-    let mut a = AutorateAst {
-        min: None,
-        max: None,
-        dry_run: false,
-        probe: None,
-        span: start,
-    };
-    if !p.eat(&Tok::LParen) {
-        return Ok(a);
-    }
-    // Each iteration consumes at least one token or returns.
-    while !p.eat(&Tok::RParen) {
-        if p.eat(&Tok::Comma) {
-            continue;
-        }
-        let w = p.word("min, max, dry-run, probe or `)`")?;
-        match w.v.as_str() {
-            "min" => a.min = Some(bandwidth(p)?),
-            "max" => a.max = Some(bandwidth(p)?),
-            "dry-run" => a.dry_run = true,
-            "probe" => {
-                let addr = probe_addr(p)?;
-                if let Some(first) = &a.probe {
-                    return Err(
-                        Diagnostic::error("a second probe in autorate", addr.span)
-                            .label("one probe address per interface")
-                            .note(first.span, "the first one")
-                            .hint("keep the one nearest the link: the modem or the ISP's first hop"),
-                    );
-                }
-                a.probe = Some(addr);
-            }
-            o => {
-                return Err(
-                    Diagnostic::error(format!("unexpected `{o}` in autorate"), w.span)
-                        .label("expected min, max, dry-run or probe")
-                        .hint("e.g. `autorate (min 5M, max 40M)`; `dry-run` logs decisions only; `probe 192.0.2.1` pings the modem when the traffic has no TCP to read the delay from"),
-                )
-            }
-        }
-    }
-    a.span = start.to(p.prev_span());
-    Ok(a)
-}
-
-/// The address of `probe ADDR`: one IPv4 or IPv6 literal, read as rules'
-/// and tables' addresses are ([`super::ipnet`]) but without a prefix. No
-/// host or interface names: the controller pings one fixed address, and
-/// sluice resolves nothing at run time.
-fn probe_addr(p: &mut P) -> PResult<Sp<std::net::IpAddr>> {
-    // A keyword of autorate where the address should be is a forgotten
-    // address, not a bad one.
-    let w = match p.peek() {
-        Some(Tok::Word(w)) if matches!(w.as_str(), "min" | "max" | "dry-run" | "probe") => None,
-        Some(Tok::Word(_) | Tok::Str(_)) => Some(p.word("an address")?),
-        _ => None,
-    };
-    let Some(w) = w else {
-        return Err(
-            Diagnostic::error("autorate probe without an address", p.here())
-                .label("expected an IPv4 or IPv6 address")
-                .hint(PROBE_HINT),
-        );
-    };
-    match (super::ipnet(&w.v), w.v.split_once('/')) {
-        (Some(n), None) => Ok(Sp::new(n.addr, w.span)),
-        (Some(_), Some((_, prefix))) => Err(Diagnostic::error(
-            format!("autorate probe `{}` is a network, not an address", w.v),
-            w.span,
-        )
-        .label(format!("expected one address, without `/{prefix}`"))
-        .hint(PROBE_HINT)),
-        (None, _) => {
-            // A mistyped literal needs no lecture on names.
-            let literal = w.v.starts_with(|c: char| c.is_ascii_digit())
-                || (w.v.contains(':')
-                    && w.v
-                        .chars()
-                        .all(|c| c.is_ascii_hexdigit() || matches!(c, ':' | '.')));
-            Err(Diagnostic::error(
-                format!("autorate probe `{}` is not an IP address", w.v),
-                w.span,
-            )
-            .label(if literal {
-                "expected an IPv4 or IPv6 address"
-            } else {
-                "expected an IPv4 or IPv6 address: sluice looks up no host or interface names"
-            })
-            .hint(PROBE_HINT))
-        }
     }
 }
 

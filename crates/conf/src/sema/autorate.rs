@@ -1,4 +1,4 @@
-//! `autorate (min BW, max BW, dry-run, probe ADDR)` (issue #16,
+//! `autorate (min BW, max BW, dry-run, probe ADDR, reconfig …)` (issue #16,
 //! docs/autorate.md).
 //!
 //! # Principles
@@ -19,11 +19,15 @@
 //! - `probe` must be an address one host beyond the link answers from:
 //!   not unspecified, multicast, broadcast or loopback (an IPv4-mapped
 //!   IPv6 address is judged as the IPv4 one it maps).
+//! - `reconfig`: each value's range is the parser's; here, how they
+//!   relate. `at < every` (an offset into the period), and `lead + hold <
+//!   every`, or the rate would be at `min` all the time. `lead` and `hold`
+//!   default to [`Reconfig::DEFAULT_LEAD`] and [`Reconfig::DEFAULT_HOLD`].
 
 use super::Ctx;
-use crate::ast::{AltqDecl, AutorateAst, PipeDecl, QueueDecl, Sp, PROBE_HINT};
+use crate::ast::{AltqDecl, AutorateAst, PipeDecl, QueueDecl, ReconfigAst, Sp, PROBE_HINT};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{Action, Autorate, Config, StatePolicy};
+use crate::ir::{Action, Autorate, Config, Reconfig, StatePolicy};
 use crate::units::Bw;
 use sluice_time::Rate;
 use std::net::IpAddr;
@@ -60,6 +64,59 @@ fn check_probe(cx: &mut Ctx, p: &Sp<IpAddr>) -> bool {
             .hint(PROBE_HINT),
     );
     false
+}
+
+/// The schedule `r` says, with the defaults put in, or `None` after
+/// reporting why its values do not fit together.
+fn check_reconfig(cx: &mut Ctx, r: &ReconfigAst) -> Option<Reconfig> {
+    let rc = Reconfig {
+        every: r.every.v,
+        at: r.at.v,
+        lead: r.lead.as_ref().map_or(Reconfig::DEFAULT_LEAD, |l| l.v),
+        hold: r.hold.as_ref().map_or(Reconfig::DEFAULT_HOLD, |h| h.v),
+    };
+    let mut ok = true;
+    if rc.at >= rc.every {
+        cx.err(
+            Diagnostic::error(
+                format!(
+                    "autorate reconfig at {} is not less than every {}",
+                    rc.at, rc.every
+                ),
+                r.at.span,
+            )
+            .label(format!("must be less than every ({})", rc.every))
+            .note(r.every.span, "the period")
+            .hint("`at` is the offset into each period: Starlink's drops at 12, 27, 42 and 57 s past the minute are `every 15s, at 12s`"),
+        );
+        ok = false;
+    }
+    // Both at most the parser's 1 s and 10 s: no overflow.
+    if rc.lead + rc.hold >= rc.every {
+        let at = r
+            .hold
+            .as_ref()
+            .or(r.lead.as_ref())
+            .map_or(r.span, |d| d.span);
+        cx.err(
+            Diagnostic::error(
+                format!(
+                    "autorate reconfig lead {} + hold {} is not less than every {}",
+                    rc.lead, rc.hold, rc.every
+                ),
+                at,
+            )
+            .label("the rate would never leave the window around the drops")
+            .note(r.every.span, "the period")
+            .hint(format!(
+                "shorten lead or hold (defaults {} and {}), or check every",
+                Reconfig::DEFAULT_LEAD,
+                Reconfig::DEFAULT_HOLD
+            )),
+        );
+        ok = false;
+    }
+    ok.then_some(rc)
 }
 
 fn resolve(b: &Sp<Bw>, bandwidth: Rate) -> Rate {
@@ -135,6 +192,7 @@ pub fn build(
         seen.push((iface.clone(), ar.span));
         // Checked before the bounds so one run reports both kinds of mistake.
         let probe_ok = ar.probe.as_ref().is_none_or(|p| check_probe(cx, p));
+        let reconfig = ar.reconfig.as_ref().map(|r| check_reconfig(cx, r));
         let Some(iq) = cfg.interfaces.iter().find(|i| i.ifname == iface) else {
             continue; // the queue checks have said why
         };
@@ -183,7 +241,7 @@ pub fn build(
             );
             continue;
         }
-        if !probe_ok {
+        if !probe_ok || reconfig == Some(None) {
             continue;
         }
         if ar.probe.is_none() {
@@ -196,6 +254,7 @@ pub fn build(
                 max,
                 dry_run: ar.dry_run,
                 probe: ar.probe.as_ref().map(|p| p.v),
+                reconfig: reconfig.flatten(),
             },
         ));
     }
