@@ -117,6 +117,17 @@ pub fn open_early(dir: &Path) -> Option<std::fs::File> {
     open_in(dir, FILE, HEADER)
 }
 
+/// Tells the engine where the wall clock is (for autorate's `reconfig`
+/// schedules, which are the wall clock's): its monotonic now against Unix
+/// time now. A clock before 1970 is no clock: the schedule stays off.
+pub fn set_wall_clock(e: &mut Engine) {
+    let mono = sluice_io::now();
+    if let Ok(unix) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        let unix = Duration(u64::try_from(unix.as_nanos()).unwrap_or(u64::MAX));
+        e.set_wall_clock(mono, unix);
+    }
+}
+
 /// Starts the collector (after privileges are dropped: it is a thread):
 /// decisions go to `dir/autorate.csv` — `files[0]` if it was opened, else
 /// opened at the first decision (a reload that brings autorate) — and,
@@ -145,6 +156,8 @@ pub fn spawn(
             }
             let (got, (traced, lost)) = {
                 let Ok(mut e) = engine.lock() else { return };
+                // Kept in step as the clock is adjusted (NTP).
+                set_wall_clock(&mut e);
                 let got: Vec<(String, Decision)> =
                     std::iter::from_fn(|| e.poll_autorate()).collect();
                 let traced = if samples.is_some() {

@@ -232,6 +232,7 @@ pub fn run(a: Args) -> ExitCode {
         Ok(mut e) => {
             e.set_memory_limit(a.memory_limit);
             e.set_autorate_trace(a.autorate_trace);
+            crate::autorate_log::set_wall_clock(&mut e);
             Arc::new(Mutex::new(e))
         }
         Err(e) => {

@@ -103,6 +103,13 @@ pub struct AutorateJson {
     /// `probe ADDR`: the echo requests sluice sends for a reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeJson>,
+    /// `reconfig`: the link's schedule of drops, as configured
+    /// (`(every 15s, at 12s, lead 100ms, hold 400ms)`); off while the
+    /// daemon has no wall clock (`reconfig_active` false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconfig: Option<String>,
+    #[serde(default)]
+    pub reconfig_active: bool,
 }
 
 /// autorate's probe on one interface (docs/autorate.md, "Probes").

@@ -171,6 +171,8 @@ pub fn queues_from(report: &[IfaceReport], conf: Option<&ir::Config>) -> QueuesR
                         lost: p.stats.lost,
                         last_rtt_ns: p.stats.last_rtt.map(|d| d.as_nanos()),
                     }),
+                    reconfig: a.reconfig.map(|r| r.to_string()),
+                    reconfig_active: a.reconfig.is_some() && a.wall_clock,
                 }),
             }
         })

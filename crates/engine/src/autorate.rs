@@ -82,6 +82,21 @@
 //!   below ~10 Mbit/s a frame being sent is a delay the signal cannot tell
 //!   from a queue (17 ms at 700 kbit/s), and without it a slow rate reads
 //!   as delay and is held where it is.
+//! - **A link that drops on a schedule: make way before it.** With
+//!   `reconfig` ([`sluice_conf::ir::Reconfig`]) the link is known to drop
+//!   for a moment at set times of the wall clock (Starlink: every 15 s, at
+//!   12 s). Any controller that learns of a drop from the delay it causes
+//!   learns a round trip late, when the modem already holds that round
+//!   trip's worth of the old rate — at a drop from 80 to 2 Mbit/s, a
+//!   second of queue, which the drop's 300 ms cannot drain. Knowing when,
+//!   the controller takes the rate to `min` from `lead` before the moment
+//!   (the senders slow down within a round trip or two, and the modem's
+//!   queue is empty when the link drops) to `hold` after it; the signal is
+//!   not read meanwhile (the drop's delay says nothing of the rate). Then
+//!   it starts at half the rate before and climbs back as from a dip
+//!   (+10 % a tick to 90 % of it): the new schedule's link may be lower.
+//!   Without a wall clock ([`Controller::set_wall_clock`]) nothing is
+//!   scheduled.
 //! - Always within `[min, max]`; in dry-run the decisions are made and
 //!   logged against the rate they would have set, and the shaper is not
 //!   touched (the engine does not apply them).
@@ -164,16 +179,20 @@ pub enum Reason {
     Refractory,
     /// Delay within the target, or no room to move (a bound): held.
     Steady,
+    /// A scheduled drop of the link (`reconfig`): the rate at `min` from
+    /// just before it to just after, then back to half the rate before.
+    Reconfig,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::Delay,
         Reason::Load,
         Reason::Idle,
         Reason::Unsure,
         Reason::Refractory,
         Reason::Steady,
+        Reason::Reconfig,
     ];
 
     pub fn name(self) -> &'static str {
@@ -184,6 +203,7 @@ impl Reason {
             Reason::Unsure => "unsure",
             Reason::Refractory => "refractory",
             Reason::Steady => "steady",
+            Reason::Reconfig => "reconfig",
         }
     }
 
@@ -237,6 +257,11 @@ pub struct Controller {
     way_out: bool,
     /// How the queue drained after the last cut.
     drain: Option<Drain>,
+    /// The wall clock: Unix time = `now` + this (see
+    /// [`Controller::set_wall_clock`]).
+    wall: Option<Duration>,
+    /// Inside a `reconfig` window: the rate before it.
+    reconfig_before: Option<Rate>,
     last_reason: Option<Reason>,
     /// Decisions by reason (ticks).
     pub counts: [u64; Reason::ALL.len()],
@@ -258,6 +283,8 @@ impl Controller {
             dip: None,
             way_out: false,
             drain: None,
+            wall: None,
+            reconfig_before: None,
             last_reason: None,
             counts: [0; Reason::ALL.len()],
         }
@@ -274,6 +301,30 @@ impl Controller {
     pub fn way_out(mut self) -> Self {
         self.way_out = true;
         self
+    }
+
+    /// Where the wall clock is: Unix time (since the epoch) is `now` plus
+    /// `offset`. Only a `reconfig` schedule needs it; the daemon sets it
+    /// (and again as the clock is adjusted), `None` turns the schedule off.
+    pub fn set_wall_clock(&mut self, offset: Option<Duration>) {
+        self.wall = offset;
+    }
+
+    /// Whether `now` lies in a `reconfig` window: from `lead` before a
+    /// scheduled moment to `hold` after it.
+    pub fn in_reconfig(&self, now: Instant) -> bool {
+        let (Some(r), Some(off)) = (self.cfg.reconfig, self.wall) else {
+            return false;
+        };
+        let every = r.every.0.max(1);
+        // Time since the latest scheduled moment (Unix time `at` past a
+        // multiple of `every`).
+        let since = now
+            .0
+            .wrapping_add(off.0)
+            .wrapping_add(every - r.at.0 % every)
+            % every;
+        since < r.hold.0 || since >= every.saturating_sub(r.lead.0)
     }
 
     pub fn config(&self) -> Autorate {
@@ -338,6 +389,23 @@ impl Controller {
     fn decide(&mut self, now: Instant, achieved: Rate, sent: u64, s: Reading) -> (Rate, Reason) {
         let t = self.tuning;
         let rate = self.rate;
+        if self.in_reconfig(now) {
+            self.reconfig_before.get_or_insert(rate);
+            return (self.cfg.min, Reason::Reconfig);
+        }
+        if let Some(before) = self.reconfig_before.take() {
+            // Out of the window: the link has a new schedule, maybe a lower
+            // rate. Half the rate before, then the way back from a dip; what
+            // was learnt before the drop (cuts, drains, the link seen) is
+            // about another link.
+            self.dip = Some((before, false, now));
+            self.last_cut = None;
+            self.drain = None;
+            self.link_seen = None;
+            self.ceiling = None;
+            let new = Rate(before.0 / 2).max(self.cfg.min);
+            return (new, Reason::Reconfig);
+        }
         let load = achieved.0 as f64 / rate.0.max(1) as f64;
         let Some(delay) = s.delay else {
             return (rate, Reason::Unsure);
@@ -538,5 +606,111 @@ impl Drain {
         }
         let out = b1.saturating_sub(self.sent) as f64 * 8e9 / ticks.0 as f64;
         Some(Rate((out / (1.0 - fall)) as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_conf::ir::Reconfig;
+
+    fn controller(reconfig: Option<Reconfig>) -> Controller {
+        let cfg = Autorate {
+            min: Rate::mbps(2),
+            max: Rate::mbps(100),
+            dry_run: false,
+            probe: None,
+            reconfig,
+        };
+        Controller::new(cfg, Rate::mbps(80), Tuning::default())
+    }
+
+    /// Unix time 1_800_000_000 s (a multiple of 15 s; 1 past a multiple
+    /// of 7 s) is the controller's `now` 5 s.
+    const WALL: Duration = Duration::from_secs(1_800_000_000 - 5);
+
+    #[test]
+    fn the_window_runs_from_lead_before_each_moment_to_hold_after() {
+        let mut c = controller(Some(Reconfig::STARLINK));
+        assert!(!c.in_reconfig(Instant(17_000_000_000)), "no wall clock");
+        c.set_wall_clock(Some(WALL));
+        let (lead, hold) = (Reconfig::DEFAULT_LEAD.0, Reconfig::DEFAULT_HOLD.0);
+        // The moments 12, 27, 42, 57 s past the minute: `now` 17, 32, …
+        for k in 0..8u64 {
+            let m = 17_000_000_000 + k * 15_000_000_000;
+            assert!(!c.in_reconfig(Instant(m - lead - 1)), "{k}");
+            assert!(c.in_reconfig(Instant(m - lead)), "{k}");
+            assert!(c.in_reconfig(Instant(m)), "{k}");
+            assert!(c.in_reconfig(Instant(m + hold - 1)), "{k}");
+            assert!(!c.in_reconfig(Instant(m + hold)), "{k}");
+            assert!(!c.in_reconfig(Instant(m + 7_000_000_000)), "{k}");
+        }
+        // Any period: every 7 s at 3 s, lead 0, hold 10 ms.
+        let mut c = controller(Some(Reconfig {
+            every: Duration::from_secs(7),
+            at: Duration::from_secs(3),
+            lead: Duration::ZERO,
+            hold: Duration::from_millis(10),
+        }));
+        c.set_wall_clock(Some(WALL));
+        // Unix 3 s past a multiple of 7 s: `now` 7 s, 14 s…
+        let m = 14_000_000_000;
+        assert!(!c.in_reconfig(Instant(m - 1)));
+        assert!(c.in_reconfig(Instant(m)));
+        assert!(c.in_reconfig(Instant(m + 9_999_999)));
+        assert!(!c.in_reconfig(Instant(m + 10_000_000)));
+        c.set_wall_clock(None);
+        assert!(!c.in_reconfig(Instant(m)), "the clock taken away");
+    }
+
+    #[test]
+    fn in_the_window_the_rate_is_min_whatever_the_signal_and_after_it_half_the_rate_before() {
+        let mut c = controller(Some(Reconfig::STARLINK));
+        c.set_wall_clock(Some(WALL));
+        let calm = Reading {
+            delay: Some(Duration::from_millis(1)),
+            flows: 4,
+            newest_age: Some(Duration::ZERO),
+            probe: false,
+        };
+        let queue = Reading {
+            delay: Some(Duration::from_millis(300)),
+            ..calm
+        };
+        // Loaded at 80 Mbit/s (10 MB a second) from 16 s; the window is
+        // 16.9–17.4 s.
+        let mut sent = 0u64;
+        let mut out = Vec::new();
+        let mut t = Instant(16_000_000_000);
+        while t < Instant(18_000_000_000) {
+            let in_window = c.in_reconfig(t);
+            // The drop's delay inside the window, nothing outside.
+            let s = if in_window { queue } else { calm };
+            if let Some(d) = c.tick(t, sent, s) {
+                out.push((t, d));
+            }
+            sent += c.rate().0 / 8 / 20;
+            t += Duration::from_millis(50);
+        }
+        let at = |ms: u64| {
+            out.iter()
+                .find(|(t, _)| *t == Instant(ms * 1_000_000))
+                .map(|(_, d)| (d.new, d.reason))
+                .unwrap()
+        };
+        assert_ne!(at(16_850).1, Reason::Reconfig);
+        assert_eq!(at(16_900), (Rate::mbps(2), Reason::Reconfig));
+        assert_eq!(at(17_350), (Rate::mbps(2), Reason::Reconfig));
+        let before = out
+            .iter()
+            .find(|(t, _)| *t == Instant(16_850_000_000))
+            .unwrap()
+            .1
+            .new;
+        assert_eq!(at(17_400), (Rate(before.0 / 2), Reason::Reconfig));
+        // Then the way back from a dip: +10 % a tick.
+        let (next, why) = at(17_450);
+        assert_eq!(why, Reason::Load);
+        assert!(next.0 > before.0 / 2 * 109 / 100, "{next}");
     }
 }

@@ -255,6 +255,9 @@ pub struct Engine {
     /// Every decision logged, not only those worth a line, and each delay
     /// sample kept ([`Engine::set_autorate_trace`]).
     autorate_trace: bool,
+    /// Unix time = the engine's `now` + this, where the daemon has said
+    /// ([`Engine::set_wall_clock`]); for `reconfig` schedules.
+    wall: Option<Duration>,
     /// The secret autorate's probes are known by (crate::probe).
     probe_key: [u8; 16],
 }
@@ -355,6 +358,7 @@ impl Engine {
             next_autorate: None,
             autorate_log: VecDeque::new(),
             autorate_trace: false,
+            wall: None,
             probe_key: opts.hash_key,
         };
         let trees = e.build_trees(cfg)?;
@@ -410,7 +414,8 @@ impl Engine {
                     Some((c, r))
                 }
                 (Some(a), Some(t), None) => {
-                    let c = Controller::new(a, t.bandwidth, Tuning::default());
+                    let mut c = Controller::new(a, t.bandwidth, Tuning::default());
+                    c.set_wall_clock(self.wall);
                     // The download's root is on the LAN side: its queue
                     // lies before sluice. Any other's lies after it.
                     let c = if iface.lan_side { c } else { c.way_out() };
@@ -602,6 +607,21 @@ impl Engine {
             }
         }
         self.next_autorate = next;
+    }
+
+    /// Where the wall clock is: at the engine's `mono` the Unix time (since
+    /// the epoch) was `unix`. The engine's clock is monotonic and has no
+    /// date; an autorate `reconfig` schedule is the wall clock's (Starlink
+    /// changes at 12, 27, 42 and 57 s past the minute). The daemon calls
+    /// this at start and again from time to time, as the clock is adjusted.
+    pub fn set_wall_clock(&mut self, mono: Instant, unix: Duration) {
+        let offset = Duration(unix.0.saturating_sub(mono.0));
+        self.wall = Some(offset);
+        for i in &mut self.ifaces {
+            if let Some((c, _)) = i.autorate.as_mut() {
+                c.set_wall_clock(Some(offset));
+            }
+        }
     }
 
     /// Diagnosis (`sluice run --autorate-trace`): every autorate decision
@@ -1346,6 +1366,8 @@ impl Engine {
                                     stats: p.stats,
                                 }
                             }),
+                            reconfig: a.reconfig,
+                            wall_clock: self.wall.is_some(),
                         }
                     }),
                 }

@@ -157,6 +157,10 @@ pub struct AutorateReport {
     pub delay_from_probe: bool,
     /// The probe on the WAN side of the interface's pair, if one is sent.
     pub probe: Option<ProbeReport>,
+    /// The link's schedule of drops (`reconfig`), and whether the wall
+    /// clock it needs is known.
+    pub reconfig: Option<sluice_conf::ir::Reconfig>,
+    pub wall_clock: bool,
 }
 
 /// autorate's probe (crate::probe): where to, and how it fares.

@@ -60,7 +60,18 @@ fn upload(
     queue: impl Fn(u64) -> u64,
     st: &mut (u32, u32, u32),
 ) {
-    let end = *now + Duration::from_secs(secs);
+    upload_for(e, now, Duration::from_secs(secs), queue, st);
+}
+
+/// [`upload`] for `span` (a segment still out at its end is not answered).
+fn upload_for(
+    e: &mut Engine,
+    now: &mut Instant,
+    span: Duration,
+    queue: impl Fn(u64) -> u64,
+    st: &mut (u32, u32, u32),
+) {
+    let end = *now + span;
     // Sent and not yet out of sluice; then out, the answer due.
     let mut in_sluice: Option<(u32, u32)> = None;
     let mut ack_due: Option<(Instant, u32, u32)> = None;
@@ -370,4 +381,61 @@ fn an_idle_line_is_not_probed() {
     }
     assert!((90..=100).contains(&sent[0]), "{sent:?}");
     assert_eq!(sent[1], 0, "an idle line is not probed: {sent:?}");
+}
+
+#[test]
+fn a_scheduled_drop_takes_the_rate_to_min_on_the_wall_clocks_time() {
+    // `reconfig (every 15s, at 12s)`: from 100 ms before each moment whose
+    // Unix time is 12 s past a multiple of 15 s until 400 ms after it.
+    let conf = CONF.replace("max 40M)", "max 40M, reconfig (every 15s, at 12s))");
+    let mut e = bridge(&conf);
+    let (mut now, mut st) = start(&mut e);
+    // Without a wall clock there is no schedule: the upload runs at its
+    // rate through what would be a window (the engine's 1 s is Unix
+    // 1_800_000_000 s only once the daemon says so).
+    upload(&mut e, &mut now, 2, |_| 0, &mut st);
+    let log: Vec<_> = std::iter::from_fn(|| e.poll_autorate()).collect();
+    assert!(log.iter().all(|(_, d)| d.reason != Reason::Reconfig));
+    let a = e.report()[1].autorate.clone().unwrap();
+    assert!(a.reconfig.is_some() && !a.wall_clock);
+    // The engine's now is Unix 1_800_000_010 s: 12 s past is 2 s away.
+    let unix = Duration::from_secs(1_800_000_010);
+    e.set_wall_clock(now, unix);
+    assert!(e.report()[1].autorate.as_ref().unwrap().wall_clock);
+    let at = now + Duration::from_secs(2);
+    let mut rates = Vec::new();
+    let end = at + Duration::from_secs(1);
+    while now < end {
+        // 10 ms of traffic at a time, the rate read after each.
+        upload_for(&mut e, &mut now, Duration::from_millis(10), |_| 0, &mut st);
+        rates.push((now, e.rate(WAN).unwrap()));
+    }
+    let at_min: Vec<Instant> = rates
+        .iter()
+        .filter(|(_, r)| *r == Rate::mbps(5))
+        .map(|(t, _)| *t)
+        .collect();
+    let (first, last) = (at_min[0], *at_min.last().unwrap());
+    // Within a tick (50 ms) and a step (10 ms) of the window's edges.
+    let ms = |t: Instant| (t.0 as i64 - at.0 as i64) / 1_000_000;
+    eprintln!(
+        "at min from {} to {} ms around the moment",
+        ms(first),
+        ms(last)
+    );
+    assert!((-100..=-40).contains(&ms(first)), "{}", ms(first));
+    assert!((390..460).contains(&ms(last)), "{}", ms(last));
+    // Then half the rate before, logged as `reconfig`.
+    let log: Vec<_> = std::iter::from_fn(|| e.poll_autorate()).collect();
+    let r: Vec<_> = log
+        .iter()
+        .filter(|(_, d)| d.reason == Reason::Reconfig && d.new != d.old)
+        .map(|(_, d)| (d.old, d.new))
+        .collect();
+    let before = r[0].0;
+    assert!(before > Rate::mbps(10), "{r:?}");
+    assert_eq!(
+        r,
+        vec![(before, Rate::mbps(5)), (Rate::mbps(5), Rate(before.0 / 2))]
+    );
 }

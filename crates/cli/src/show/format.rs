@@ -65,12 +65,17 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                 .collect();
             let _ = writeln!(
                 o,
-                "# autorate on {}: rate {} (min {}, max {}{}), delay beyond sluice {} {}; decisions: {}",
+                "# autorate on {}: rate {} (min {}, max {}{}{}), delay beyond sluice {} {}; decisions: {}",
                 iface.name,
                 Rate(a.rate_bps),
                 Rate(a.min_bps),
                 Rate(a.max_bps),
                 if a.dry_run { ", dry-run: not applied" } else { "" },
+                match (&a.reconfig, a.reconfig_active) {
+                    (Some(r), true) => format!(", reconfig {r}"),
+                    (Some(r), false) => format!(", reconfig {r} off: no wall clock"),
+                    (None, _) => String::new(),
+                },
                 delay,
                 if a.delay_from_probe {
                     "from the probe".to_string()
