@@ -23,10 +23,12 @@ def rate(bps):
     return f"{bps / 1e3:.0f}k"
 
 
-def write(path, header, steps):
+def write(path, header, steps, align=None):
     with open(path, "w") as f:
         for line in header.strip().splitlines():
             f.write(f"# {line}\n".replace("# \n", "#\n"))
+        if align:
+            f.write(f"align {align}\n")
         f.write("# time(s)  down     up\n")
         last = None
         for t, d, u in steps:
@@ -115,8 +117,11 @@ Written by scripts/make-traces.py (seed 1).""", lte(random.Random(1)))
 Starlink: the satellite schedule is reconfigured every 15 s (at 12, 27, 42
 and 57 s past the minute); each slot has its own capacity, the change is a
 dip of 300 ms, and the rate wanders +-10 % within a slot.
-Down 20-100 Mbit/s, up 3-12 Mbit/s. Written by scripts/make-traces.py (seed 2).""",
-          starlink(random.Random(2)))
+Down 20-100 Mbit/s, up 3-12 Mbit/s. Written by scripts/make-traces.py (seed 2).
+The schedule is the wall clock's: `align 15s` starts the run at a multiple
+of 15 s of Unix time, so the changes at 12 + 15k s of the trace fall at 12,
+27, 42 and 57 s past the minute, as Starlink's do.""",
+          starlink(random.Random(2)), align="15s")
     write(os.path.join(out, "docsis-evening.trace"), """
 DOCSIS at the busy hour, compressed into five minutes: nominal 50/10 Mbit/s,
 the segment's evening load pulling a user's share down to about a third and

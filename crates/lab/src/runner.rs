@@ -350,8 +350,23 @@ pub fn run(
     };
     let (pid_c, pid_v) = (pid(anchor_c)?, pid(anchor_v)?);
 
-    let t0_wall = probes::wall_now() + START_MARGIN.as_secs_f64();
-    let t0 = Instant::now() + START_MARGIN;
+    // A trace that says `align` starts at a multiple of its period of the
+    // wall clock (a schedule of the clock's, as Starlink's); the wait is
+    // under one period.
+    let (now_wall, now) = (probes::wall_now(), Instant::now());
+    let margin = START_MARGIN.as_secs_f64();
+    let wait = scenario
+        .link
+        .trace
+        .as_ref()
+        .map_or(margin, |tr| tr.start_wait_s(now_wall, margin));
+    if wait > 1.0 {
+        bar.note(&format!(
+            "waiting {wait:.1} s to start on the trace's clock"
+        ));
+    }
+    let t0_wall = now_wall + wait;
+    let t0 = now + Duration::from_secs_f64(wait);
     let sampler = RateSampler::start(
         RxPoint {
             pid: pid_c,
@@ -364,7 +379,13 @@ pub fn run(
         RATE_PERIOD,
         t0_wall,
     );
-    std::thread::sleep(t0.saturating_duration_since(Instant::now()));
+    while let Some(left) = t0.checked_duration_since(Instant::now()) {
+        if stopped() {
+            bar.done();
+            return Err(LabError::Interrupted);
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
     let interval_s = f64::from(scenario.ping_interval_ms.max(1)) / 1000.0;
     let ping_txt = o.dir.join("ping.txt");
     let ping_start_wall = probes::wall_now();

@@ -13,6 +13,14 @@
 //! 15         25M    6M
 //! ```
 //!
+//! A line `align PERIOD` (`align 15s`) says the trace's times are the wall
+//! clock's: the run starts at a moment whose Unix time is a multiple of
+//! PERIOD, so a link whose changes are scheduled by the clock (Starlink
+//! reconfigures at 12, 27, 42 and 57 s past each minute) changes at those
+//! moments in the lab too, and a shaper that knows the schedule (autorate's
+//! `reconfig`) can be tested against it. The runner waits for that moment
+//! (less than PERIOD) before the first phase.
+//!
 //! # Principles
 //! - A step function: a rate holds until the next step, the last one to the
 //!   end of the run (what a modem does between two retrains), so the
@@ -51,7 +59,14 @@ pub struct RateTrace {
     pub name: String,
     /// At least one; the first at 0; strictly increasing in time.
     pub steps: Vec<Step>,
+    /// `align PERIOD` (seconds): the run starts at a Unix time that is a
+    /// multiple of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub align_s: Option<f64>,
 }
+
+/// The longest `align` period: a run waits up to this long to start.
+pub const MAX_ALIGN_S: f64 = 3600.0;
 
 /// Why a trace was refused: where and what.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,12 +89,14 @@ impl fmt::Display for TraceError {
 
 /// What a line holds, for the hints.
 const LINE_FORMAT: &str = "a step is `TIME DOWN UP`: seconds from the run's start, then \
-     the download and upload rates (e.g. `12.5 8M 2M`); `#` starts a comment";
+     the download and upload rates (e.g. `12.5 8M 2M`); `align PERIOD` starts the run at a \
+     multiple of PERIOD of the wall clock; `#` starts a comment";
 
 impl RateTrace {
     /// Parses a trace file's text; `name` labels it in reports.
     pub fn parse(name: &str, text: &str) -> Result<RateTrace, TraceError> {
         let mut steps: Vec<Step> = Vec::new();
+        let mut align: Option<(f64, usize)> = None;
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = raw.split('#').next().unwrap_or("");
@@ -88,6 +105,10 @@ impl RateTrace {
                 continue;
             }
             let at = |col: usize, msg: String| TraceError { line, col, msg };
+            if fields[0].1 == "align" {
+                align = Some((Self::align(&fields, line, align)?, line));
+                continue;
+            }
             if fields.len() != 3 {
                 let col = fields.get(3).map_or(fields[0].0, |f| f.0);
                 return Err(at(
@@ -182,7 +203,61 @@ impl RateTrace {
         Ok(RateTrace {
             name: name.to_string(),
             steps,
+            align_s: align.map(|(p, _)| p),
         })
+    }
+
+    /// `align PERIOD`: once per trace, a period of 1 ms to an hour.
+    fn align(
+        fields: &[(usize, &str)],
+        line: usize,
+        before: Option<(f64, usize)>,
+    ) -> Result<f64, TraceError> {
+        let at = |col: usize, msg: String| TraceError { line, col, msg };
+        if let Some((_, first)) = before {
+            return Err(at(
+                fields[0].0,
+                format!("a second `align` (the first is on line {first}); a trace has one"),
+            ));
+        }
+        let [_, (col, text)] = fields else {
+            let col = fields.get(2).map_or(fields[0].0, |f| f.0);
+            return Err(at(
+                col,
+                "`align` takes one period, e.g. `align 15s` (the run starts at a multiple of \
+                 15 s of the wall clock)"
+                    .into(),
+            ));
+        };
+        let p = units::parse_duration(text, sluice_time::Duration::from_secs(1))
+            .map(|d| d.as_secs_f64())
+            .map_err(|e| {
+                at(
+                    *col,
+                    format!("`{text}` is not a period: {e}; e.g. `align 15s`"),
+                )
+            })?;
+        if !(0.001..=MAX_ALIGN_S).contains(&p) {
+            return Err(at(
+                *col,
+                format!(
+                    "align period `{text}` is out of range: allowed 1ms..{MAX_ALIGN_S} s \
+                     (a run waits up to one period to start)"
+                ),
+            ));
+        }
+        Ok(p)
+    }
+
+    /// How long to wait from Unix time `now_s` for the run to start at a
+    /// multiple of the `align` period, no less than `margin_s` from now;
+    /// `margin_s` without `align`.
+    pub fn start_wait_s(&self, now_s: f64, margin_s: f64) -> f64 {
+        let Some(p) = self.align_s else {
+            return margin_s;
+        };
+        let earliest = now_s + margin_s;
+        (earliest / p).ceil() * p - now_s
     }
 
     /// The step in force at `t_s` (the first before 0).
@@ -350,6 +425,47 @@ mod tests {
             "2:1: `-1` is not a time: not a number; give seconds from the run's start \
              (`12.5`, or with a unit: `12500ms`)"
         );
+    }
+
+    #[test]
+    fn align_starts_the_run_at_a_multiple_of_its_period() {
+        let t = RateTrace::parse("s", "# clock\nalign 15s\n0 10M 2M\n12 2M 500k").unwrap();
+        assert_eq!(t.align_s, Some(15.0));
+        assert_eq!(t.steps.len(), 2);
+        // 1000.2 s + a 0.5 s margin: the next multiple of 15 is 1005.
+        assert!((t.start_wait_s(1000.2, 0.5) - 4.8).abs() < 1e-9);
+        // Exactly on one, with no margin: now.
+        assert_eq!(t.start_wait_s(1005.0, 0.0), 0.0);
+        // Within the margin of one: the next.
+        assert!((t.start_wait_s(1004.9, 0.5) - 15.1).abs() < 1e-9);
+        // Without `align`, the margin alone.
+        let free = RateTrace::parse("s", "0 10M 2M").unwrap();
+        assert_eq!((free.align_s, free.start_wait_s(1000.2, 0.5)), (None, 0.5));
+        // Anywhere in the file, in any unit.
+        let late = RateTrace::parse("s", "0 10M 2M\nalign 500ms").unwrap();
+        assert_eq!(late.align_s, Some(0.5));
+    }
+
+    #[test]
+    fn align_refusals() {
+        let e = err("align 15s\n0 1M 1M\nalign 60s");
+        assert_eq!((e.line, e.col), (3, 1));
+        assert!(
+            e.msg.contains("second `align` (the first is on line 1)"),
+            "{e}"
+        );
+        let e = err("align\n0 1M 1M");
+        assert_eq!((e.line, e.col), (1, 1));
+        assert!(e.msg.contains("takes one period"), "{e}");
+        let e = err("align 15s 3\n0 1M 1M");
+        assert_eq!((e.line, e.col), (1, 11), "the extra field");
+        let e = err("align soon\n0 1M 1M");
+        assert_eq!((e.line, e.col), (1, 7));
+        assert!(e.msg.contains("`soon` is not a period"), "{e}");
+        let e = err("align 7200s\n0 1M 1M");
+        assert!(e.msg.contains("out of range: allowed 1ms..3600 s"), "{e}");
+        let e = err("align 0\n0 1M 1M");
+        assert!(e.msg.contains("out of range"), "{e}");
     }
 
     #[test]
