@@ -87,8 +87,9 @@
 //!   for a moment at set times of the wall clock (Starlink: every 15 s, at
 //!   12 s). Any controller that learns of a drop from the delay it causes
 //!   learns a round trip late, when the modem already holds that round
-//!   trip's worth of the old rate — at a drop from 80 to 2 Mbit/s, a
-//!   second of queue, which the drop's 300 ms cannot drain. Knowing when,
+//!   trip's worth of the old rate — at a drop from 80 to 2 Mbit/s, 20 ms
+//!   at the old rate is 800 ms at the new one, which the drop's 300 ms
+//!   cannot drain. Knowing when,
 //!   the controller takes the rate to `min` from `lead` before the moment
 //!   (the senders slow down within a round trip or two, and the modem's
 //!   queue is empty when the link drops) to `hold` after it; the signal is
