@@ -292,3 +292,76 @@ fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
         "{shown}"
     );
 }
+
+/// `reconfig`: the daemon tells the engine where the wall clock is, and
+/// the rate goes to `min` on the wall clock's schedule (here every 2 s, at
+/// 1 s past, for 500 ms), with or without traffic, and an idle link gets
+/// its rate back after each window; `autorate.csv` and `show queues` say
+/// so.
+#[test]
+fn a_scheduled_drop_comes_on_the_wall_clocks_time() {
+    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+        return;
+    };
+    let mut lab = BridgeLab::new("as").expect("namespaces");
+    let b = bin();
+    let conf = CONF.replace(
+        "max 50M)",
+        "max 50M, reconfig (every 2s, at 1s, lead 0ms, hold 500ms))",
+    );
+    lab.start_sluice(&b, &conf, &["-v"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(std::time::Duration::from_millis(4500));
+    let shown = lab.ctl(&b, &["show", "queues"]).expect("show queues");
+    // The collector writes once a second.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    lab.stop_sluice().expect("stop");
+    let shown = String::from_utf8_lossy(&shown.stdout).to_string();
+    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    eprintln!(
+        "netns_autorate reconfig:\n{}\n{csv}",
+        shown
+            .lines()
+            .filter(|l| l.starts_with("# autorate"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        shown.contains("reconfig (every 2s, at 1s, lead 0ns, hold 500ms)")
+            && !shown.contains("no wall clock"),
+        "{shown}"
+    );
+    // (time past the even second, old, new) of each change the schedule made.
+    let moves: Vec<(f64, f64, f64)> = csv
+        .lines()
+        .filter(|l| l.contains(",reconfig,"))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let (t, old, new) = (
+                f[0].parse::<f64>().ok()?,
+                f[6].parse().ok()?,
+                f[7].parse().ok()?,
+            );
+            (old != new).then_some((t % 2.0, old, new))
+        })
+        .collect();
+    let down: Vec<_> = moves.iter().filter(|m| m.2 == 5e6).collect();
+    let back: Vec<_> = moves.iter().filter(|m| m.2 != 5e6).collect();
+    assert!(down.len() >= 2 && back.len() >= 2, "{moves:?}\n{csv}");
+    // On the first tick (50 ms) of the window, and of the time after it;
+    // the daemon may have started inside the first window.
+    assert!((1.0..1.5).contains(&down[0].0), "{moves:?}");
+    for (t, ..) in &down[1..] {
+        assert!(
+            (1.0..1.07).contains(t),
+            "to min at {t:.3} s past: {moves:?}"
+        );
+    }
+    // Idle: back to the rate before, not half of it (which would leave an
+    // idle link at `min` after a few windows).
+    for (t, old, new) in &back {
+        assert!((1.5..1.57).contains(t), "back at {t:.3} s past: {moves:?}");
+        assert_eq!((*old, *new), (5e6, 40e6), "{moves:?}");
+    }
+    assert_eq!(moves[0].1, 40e6, "the first from the configured bandwidth");
+}

@@ -96,6 +96,7 @@
 //!   not read meanwhile (the drop's delay says nothing of the rate). Then
 //!   it starts at half the rate before and climbs back as from a dip
 //!   (+10 % a tick to 90 % of it): the new schedule's link may be lower.
+//!   An idle link gets the rate before back at once.
 //!   Without a wall clock ([`Controller::set_wall_clock`]) nothing is
 //!   scheduled.
 //! - Always within `[min, max]`; in dry-run the decisions are made and
@@ -395,9 +396,16 @@ impl Controller {
             return (self.cfg.min, Reason::Reconfig);
         }
         if let Some(before) = self.reconfig_before.take() {
-            // Out of the window: the link has a new schedule, maybe a lower
-            // rate. Half the rate before, then the way back from a dip; what
-            // was learnt before the drop (cuts, drains, the link seen) is
+            // Out of the window with nothing sent through it (less than
+            // half of `min`): nothing waits to meet the new schedule, and
+            // the rate before stands, as without the window (else an idle
+            // link would end every window at half the rate, and at `min`).
+            if (achieved.0 as f64) < self.cfg.min.0 as f64 * t.busy {
+                return (before, Reason::Reconfig);
+            }
+            // Loaded: the link has a new schedule, maybe a lower rate. Half
+            // the rate before, then the way back from a dip; what was
+            // learnt before the drop (cuts, drains, the link seen) is
             // about another link.
             self.dip = Some((before, false, now));
             self.last_cut = None;
@@ -664,8 +672,10 @@ mod tests {
         assert!(!c.in_reconfig(Instant(m)), "the clock taken away");
     }
 
-    #[test]
-    fn in_the_window_the_rate_is_min_whatever_the_signal_and_after_it_half_the_rate_before() {
+    /// Ticks from 16 s to 18 s (the window is 16.9–17.4 s) with the drop's
+    /// delay inside the window and none outside, sending at the rate or
+    /// nothing: (time, decision) of each tick.
+    fn through_a_window(loaded: bool) -> Vec<(Instant, Decision)> {
         let mut c = controller(Some(Reconfig::STARLINK));
         c.set_wall_clock(Some(WALL));
         let calm = Reading {
@@ -678,40 +688,48 @@ mod tests {
             delay: Some(Duration::from_millis(300)),
             ..calm
         };
-        // Loaded at 80 Mbit/s (10 MB a second) from 16 s; the window is
-        // 16.9–17.4 s.
-        let mut sent = 0u64;
-        let mut out = Vec::new();
+        let (mut sent, mut out) = (0u64, Vec::new());
         let mut t = Instant(16_000_000_000);
         while t < Instant(18_000_000_000) {
-            let in_window = c.in_reconfig(t);
-            // The drop's delay inside the window, nothing outside.
-            let s = if in_window { queue } else { calm };
+            let s = if c.in_reconfig(t) { queue } else { calm };
             if let Some(d) = c.tick(t, sent, s) {
                 out.push((t, d));
             }
-            sent += c.rate().0 / 8 / 20;
+            if loaded {
+                sent += c.rate().0 / 8 / 20;
+            }
             t += Duration::from_millis(50);
         }
-        let at = |ms: u64| {
-            out.iter()
-                .find(|(t, _)| *t == Instant(ms * 1_000_000))
-                .map(|(_, d)| (d.new, d.reason))
-                .unwrap()
-        };
-        assert_ne!(at(16_850).1, Reason::Reconfig);
-        assert_eq!(at(16_900), (Rate::mbps(2), Reason::Reconfig));
-        assert_eq!(at(17_350), (Rate::mbps(2), Reason::Reconfig));
-        let before = out
-            .iter()
-            .find(|(t, _)| *t == Instant(16_850_000_000))
+        out
+    }
+
+    fn at(out: &[(Instant, Decision)], ms: u64) -> (Rate, Reason) {
+        out.iter()
+            .find(|(t, _)| *t == Instant(ms * 1_000_000))
+            .map(|(_, d)| (d.new, d.reason))
             .unwrap()
-            .1
-            .new;
-        assert_eq!(at(17_400), (Rate(before.0 / 2), Reason::Reconfig));
+    }
+
+    #[test]
+    fn in_the_window_the_rate_is_min_whatever_the_signal_and_after_it_half_the_rate_before() {
+        let out = through_a_window(true);
+        let before = at(&out, 16_850);
+        assert_ne!(before.1, Reason::Reconfig);
+        assert_eq!(at(&out, 16_900), (Rate::mbps(2), Reason::Reconfig));
+        assert_eq!(at(&out, 17_350), (Rate::mbps(2), Reason::Reconfig));
+        assert_eq!(at(&out, 17_400), (Rate(before.0 .0 / 2), Reason::Reconfig));
         // Then the way back from a dip: +10 % a tick.
-        let (next, why) = at(17_450);
+        let (next, why) = at(&out, 17_450);
         assert_eq!(why, Reason::Load);
-        assert!(next.0 > before.0 / 2 * 109 / 100, "{next}");
+        assert!(next.0 > before.0 .0 / 2 * 109 / 100, "{next}");
+    }
+
+    #[test]
+    fn an_idle_link_gets_the_rate_before_back_after_the_window() {
+        let out = through_a_window(false);
+        assert_eq!(at(&out, 16_850), (Rate::mbps(80), Reason::Idle));
+        assert_eq!(at(&out, 16_900), (Rate::mbps(2), Reason::Reconfig));
+        assert_eq!(at(&out, 17_400), (Rate::mbps(80), Reason::Reconfig));
+        assert_eq!(at(&out, 17_450), (Rate::mbps(80), Reason::Idle));
     }
 }
