@@ -17,8 +17,10 @@
 //!   none passed lately), never below zero: under flow queueing a bulk
 //!   flow waits while the ACKs and pings beside it do not, and a mean over
 //!   packets would leave the bulk flows' own wait in their samples. An ACK
-//!   held by TCP control counts its hold too: the measurement began when
-//!   it arrived.
+//!   held by TCP control counts its hold too (the measurement began when
+//!   it arrived), as the held packet's own, not its connection's next
+//!   packet out. A sample shorter than its correction is left out
+//!   ([`DelaySignal::unsound`]): the correction is not its measurement's.
 //! - **The base never under the path.** The correction is the
 //!   connection's recent wait, not the wait of the very packet that began
 //!   the measurement: it errs both ways, and a least value over a window
@@ -213,6 +215,11 @@ pub struct DelaySignal {
     newest: Option<Instant>,
     /// Samples taken (counter).
     pub samples: u64,
+    /// Samples left out because sluice's own wait they were to be
+    /// corrected by is longer than the round trip itself (counter): the
+    /// correction is not that measurement's, and the sample is no evidence
+    /// of the path.
+    pub unsound: u64,
     /// Each sample's parts, while tracing ([`DelaySignal::set_trace`]).
     trace: Option<Vec<SampleTrace>>,
     /// Traced samples dropped for want of room (counter).
@@ -236,6 +243,7 @@ impl DelaySignal {
             inbound: HashMap::new(),
             newest: None,
             samples: 0,
+            unsound: 0,
             trace: None,
             trace_lost: 0,
         }
@@ -291,6 +299,15 @@ impl DelaySignal {
 
     fn sample(&mut self, ack: bool, s: (Instant, IpAddr, u64, Duration, Own)) {
         let (p, now, flow) = (self.params, s.0, s.2);
+        // The packet that began the measurement waited no longer than the
+        // round trip: a correction over it belongs to other packets (a
+        // connection's recent wait errs both ways). Taken, it would read
+        // as no delay at all and set the base at 0 for a minute: every
+        // later reading the whole path (seen once in five `lte` runs).
+        if s.3 < s.4.wait {
+            self.unsound += 1;
+            return;
+        }
         let inbound = self.inbound.get(&flow).and_then(|o| o.latest(now));
         let (maps, window) = if ack {
             ((&mut self.ack_bases, &mut self.ack_flows), p.ack_window)
@@ -318,8 +335,8 @@ impl DelaySignal {
         p: Params,
         window: Duration,
     ) -> SampleTrace {
-        let corrected = Duration(rtt.0.saturating_sub(own.wait.0));
-        let for_base = Duration(rtt.0.saturating_sub(own.floor.min(own.wait).0));
+        let corrected = rtt - own.wait;
+        let for_base = rtt - own.floor.min(own.wait);
         let key = prefix(far);
         if !bases.contains_key(&key) && bases.len() >= p.max_prefixes {
             evict_stalest(bases, |b| Some(b.last));
@@ -491,6 +508,11 @@ impl Sojourn {
 /// connection takes the slot over.
 pub struct FlowSojourn {
     slots: Box<[Slot]>,
+    /// The holds of packets TCP control released, not yet out, by packet
+    /// id (direct-mapped; a later hold that maps to the same entry takes
+    /// it over, and its packet counts its queue's wait alone: an
+    /// under-correction, the side that cannot sink the base).
+    holds: Box<[(u64, u64)]>,
 }
 
 #[derive(Clone, Copy)]
@@ -501,8 +523,6 @@ struct Slot {
     /// one's; `u64::MAX`: none yet.
     mean: u64,
     last: u64,
-    /// The hold of the packet TCP control released last, not yet out.
-    held: u64,
     /// The least wait of its packets over [`FLOOR_WINDOW`].
     least: Option<WindowMin>,
 }
@@ -511,7 +531,6 @@ const EMPTY: Slot = Slot {
     tag: 0,
     mean: u64::MAX,
     last: u64::MAX,
-    held: 0,
     least: None,
 };
 
@@ -527,10 +546,15 @@ const FLOOR_WINDOW: Duration = Duration::from_secs(1);
 /// Slots of a [`FlowSojourn`] (a power of two).
 const FLOW_SLOTS: usize = 1024;
 
+/// Held packets a [`FlowSojourn`] remembers the hold of (a power of two):
+/// more than TCP control releases between two departures on a link.
+const HOLD_SLOTS: usize = 1024;
+
 impl Default for FlowSojourn {
     fn default() -> Self {
         FlowSojourn {
             slots: vec![EMPTY; FLOW_SLOTS].into_boxed_slice(),
+            holds: vec![(u64::MAX, 0); HOLD_SLOTS].into_boxed_slice(),
         }
     }
 }
@@ -545,24 +569,34 @@ impl FlowSojourn {
         s
     }
 
-    /// A packet of connection `flow` was held `held` by TCP control before
-    /// its queue: its wait there adds to the queue's when it leaves (the
-    /// measurement it began included both).
-    pub fn hold(&mut self, flow: u64, held: Duration) {
-        self.slot(flow).held = held.0;
+    /// Packet `id` was held `held` by TCP control before its queue: its
+    /// wait there adds to the queue's when *it* leaves (the measurement it
+    /// begins includes both). The hold travels with the packet, not the
+    /// connection: a window update or a SACK of the same connection passes
+    /// at once and begins measurements of its own, which a hold handed to
+    /// the next packet out would over-correct (in the lab, a download's
+    /// sample of 23.5 ms corrected by 48 ms, and the base at 0).
+    pub fn hold(&mut self, id: u64, held: Duration) {
+        self.holds[id as usize & (HOLD_SLOTS - 1)] = (id, held.0);
     }
 
-    /// A packet of connection `flow` left at `now` after waiting `wait`.
-    pub fn add(&mut self, flow: u64, wait: Duration, now: Instant) {
+    /// Packet `id` of connection `flow` left at `now` after waiting `wait`
+    /// in the queue (and its hold before it, if it had one).
+    pub fn add(&mut self, flow: u64, id: u64, wait: Duration, now: Instant) {
+        let h = &mut self.holds[id as usize & (HOLD_SLOTS - 1)];
+        let held = if h.0 == id {
+            std::mem::replace(h, (u64::MAX, 0)).1
+        } else {
+            0
+        };
         let s = self.slot(flow);
-        let w = wait.0.saturating_add(s.held);
+        let w = wait.0.saturating_add(held);
         s.mean = if s.mean == u64::MAX {
             w
         } else {
             s.mean / 2 + w / 2
         };
         s.last = w;
-        s.held = 0;
         match s.least.as_mut() {
             Some(m) => m.add(Duration(w), now, FLOOR_WINDOW),
             None => s.least = Some(WindowMin::new(Duration(w), now)),
@@ -690,8 +724,8 @@ mod tests {
         let (bulk, ack) = (0xabcd_0001_0000_0000u64, 0x1234_0002_0000_0000u64);
         assert_eq!(f.get(bulk), None);
         for _ in 0..8 {
-            f.add(bulk, ms(30), at(0));
-            f.add(ack, ms(0), at(0));
+            f.add(bulk, 0, ms(30), at(0));
+            f.add(ack, 0, ms(0), at(0));
         }
         assert_eq!(wait(&f, bulk), Some(ms(30)));
         assert_eq!(wait(&f, ack), Some(ms(0)));
@@ -699,21 +733,52 @@ mod tests {
         assert_eq!(wait(&f, bulk | 0xffff), Some(ms(30)));
         // One long wait (a SYN behind a burst) does not over-correct the
         // next samples: the lesser of the mean (20) and the last (10).
-        f.add(bulk, ms(10), at(0));
+        f.add(bulk, 0, ms(10), at(0));
         assert_eq!(wait(&f, bulk), Some(ms(10)));
-        f.add(bulk, ms(40), at(0));
+        f.add(bulk, 0, ms(40), at(0));
         assert_eq!(wait(&f, bulk), Some(ms(30)), "the mean, 20/2 + 40/2");
         // A connection mapping to the same slot takes it over.
         let other = bulk + (1u64 << 42);
-        f.add(other, ms(5), at(0));
+        f.add(other, 0, ms(5), at(0));
         assert_eq!((wait(&f, other), wait(&f, bulk)), (Some(ms(5)), None));
         // A packet held 40 ms by TCP control, then queued 2 ms: 42 ms,
         // counted once.
-        f.hold(ack, ms(40));
-        f.add(ack, ms(2), at(0));
+        f.hold(7, ms(40));
+        f.add(ack, 7, ms(2), at(0));
         assert_eq!(wait(&f, ack), Some(ms(21)), "the mean of 0 and 42");
-        f.add(ack, ms(2), at(0));
+        f.add(ack, 7, ms(2), at(0));
         assert_eq!(wait(&f, ack), Some(ms(2)), "the last");
+    }
+
+    #[test]
+    fn a_hold_counts_for_the_packet_that_was_held() {
+        // A download's ACKs 8 and 9 are held 40 and 45 ms and released
+        // together; a window update (10) passes at once and leaves
+        // first. Each packet's wait is its own: the update's 1 ms, the
+        // held ones' hold plus their 1 ms in the queue. (Kept per
+        // connection, the update took the last hold released and the held
+        // ACKs none: a sample the update began, corrected by 45 ms.)
+        let mut f = FlowSojourn::default();
+        let c = 0x7777_0004_0000_0000u64;
+        f.hold(8, ms(40));
+        f.hold(9, ms(45));
+        f.add(c, 10, ms(1), at(0));
+        assert_eq!(f.get(c).unwrap().wait, ms(1), "the update was not held");
+        f.add(c, 8, ms(1), at(1));
+        assert_eq!(f.get(c).unwrap().wait, ms(21), "the mean of 1 and 41");
+        f.add(c, 9, ms(1), at(2));
+        let w = Duration::from_micros(33_500);
+        assert_eq!(f.get(c).unwrap().wait, w, "the mean of 21 and 46");
+        assert_eq!(f.get(c).unwrap().floor, ms(1), "the update's wait");
+        // A hold is taken once: the entry is free after its packet left.
+        f.add(c, 9, ms(1), at(3));
+        assert_eq!(f.get(c).unwrap().wait, ms(1));
+        // Another packet mapping to the same entry takes it over; the
+        // first one's hold is lost (counted short, never long).
+        f.hold(5, ms(30));
+        f.hold(5 + HOLD_SLOTS as u64, ms(20));
+        f.add(c, 5, ms(1), at(4));
+        assert_eq!(f.get(c).unwrap().wait, ms(1));
     }
 
     #[test]
@@ -722,7 +787,7 @@ mod tests {
         let c = 0x5555_0003_0000_0000u64;
         // ACKs behind frames on the wire: 0, 6, 3, 8 ms, one every 10 ms.
         for (i, w) in [0, 6, 3, 8].into_iter().enumerate() {
-            f.add(c, ms(w), at(10 * i as u64));
+            f.add(c, 0, ms(w), at(10 * i as u64));
         }
         let o = f.get(c).unwrap();
         assert_eq!(
@@ -733,15 +798,15 @@ mod tests {
         // Then every packet waits 12 ms or more: the 0 is remembered for
         // half a second at least, forgotten within a second.
         for t in (40..500).step_by(10) {
-            f.add(c, ms(12 + t % 3), at(t));
+            f.add(c, 0, ms(12 + t % 3), at(t));
         }
         assert_eq!(f.get(c).unwrap().floor, ms(0));
         for t in (500..1100).step_by(10) {
-            f.add(c, ms(12 + t % 3), at(t));
+            f.add(c, 0, ms(12 + t % 3), at(t));
         }
         assert_eq!(f.get(c).unwrap().floor, ms(12));
         // Never above the wait itself.
-        f.add(c, ms(1), at(1100));
+        f.add(c, 0, ms(1), at(1100));
         let o = f.get(c).unwrap();
         assert_eq!((o.wait, o.floor), (ms(1), ms(1)));
     }
@@ -769,7 +834,7 @@ mod tests {
             for c in 0..4u64 {
                 let flow = (c + 1) << 40;
                 waits[i][c as usize] = next();
-                f.add(flow, ms(waits[i][c as usize]), at(t));
+                f.add(flow, 0, ms(waits[i][c as usize]), at(t));
                 if t % 10 == 0 && t >= 20 {
                     let began = waits[i - 10][c as usize];
                     let own = f.get(flow).unwrap();
@@ -783,6 +848,41 @@ mod tests {
         let r = s.read(at(20_000));
         assert_eq!(r.flows, 4);
         assert!(r.delay.unwrap() <= ms(1), "{r:?}");
+    }
+
+    #[test]
+    fn a_correction_longer_than_the_round_trip_is_no_evidence() {
+        // Two downloads on a 20 ms path, sluice's queue 5 ms. Then one
+        // sample of each comes corrected by more than it measured (the
+        // lab's `rtt 23.5 ms, own 48.3`, and an upload's `rtt 45.1, own
+        // 34.9`, whose floor was as long): left out, the base stays at
+        // the path and the reading at the queue beyond.
+        let mut s = DelaySignal::default();
+        let far = host(1);
+        for t in (0..2000).step_by(10) {
+            for f in 0..2 {
+                s.add(at(t), far, f, ms(25 + t / 200), ms(5));
+            }
+        }
+        let before = s.read(at(2000));
+        assert_eq!(before.delay, Some(ms(9)), "the queue beyond, 9 ms");
+        let unsound = Own {
+            wait: ms(48),
+            floor: ms(48),
+        };
+        s.add(at(2000), far, 0, Duration::from_micros(23_500), unsound);
+        s.add_ack(at(2000), far, 1, ms(45), unsound);
+        for t in (2010..2200).step_by(10) {
+            for f in 0..2 {
+                s.add(at(t), far, f, ms(34), ms(5));
+            }
+        }
+        let r = s.read(at(2200));
+        assert_eq!(r.delay, Some(ms(9)), "{r:?}");
+        assert_eq!(s.unsound, 2);
+        // Corrected by no more than it measured, a sample counts.
+        s.add(at(2200), far, 0, ms(30), ms(30));
+        assert_eq!(s.unsound, 2);
     }
 
     fn ms(n: u64) -> Duration {

@@ -2,7 +2,7 @@
 
 use crate::autorate::{Controller, Decision as RateDecision, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
-use crate::delay_signal::{DelaySignal, FlowSojourn, Reading, SampleTrace, Sojourn};
+use crate::delay_signal::{DelaySignal, FlowSojourn, Own, Reading, SampleTrace, Sojourn};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
 use crate::probe::Prober;
 use crate::report::{AutorateReport, ClassReport, IfaceReport};
@@ -746,10 +746,14 @@ impl Engine {
                     // connection's other direction leaving through here.
                     let peer = self.classifier.reverse_flow_hash(ip);
                     let i = &mut self.ifaces[iface];
-                    let own = i
-                        .flow_sojourn
-                        .get(peer)
-                        .unwrap_or_else(|| i.sojourn.get().into());
+                    // Without the connection's own waits, the mean of
+                    // everyone's corrects the delay, and nothing the base:
+                    // no packet of the connection is known to have waited
+                    // at least that.
+                    let own = i.flow_sojourn.get(peer).unwrap_or(Own {
+                        wait: i.sojourn.get(),
+                        floor: Duration::ZERO,
+                    });
                     // A segment with data (or a SYN, FIN) was sent as
                     // our packet arrived; a pure ACK may have been delayed.
                     let prompt = seg.as_ref().is_some_and(|g| {
@@ -905,7 +909,7 @@ impl Engine {
             // The hold is part of the connection's wait here (the delay
             // signal's correction), not of the queue's sojourn.
             let held = now.saturating_since(pkt.enqueued_at);
-            self.ifaces[egress].flow_sojourn.hold(pkt.flow, held);
+            self.ifaces[egress].flow_sojourn.hold(pkt.id, held);
             pkt.enqueued_at = now;
             self.enqueue(now, egress, pkt, DEFAULT_PRIO);
         }
@@ -1059,7 +1063,9 @@ impl Engine {
         self.release(&pkt);
         let wait = now.saturating_since(pkt.enqueued_at);
         self.ifaces[iface].sojourn.add(wait);
-        self.ifaces[iface].flow_sojourn.add(pkt.flow, wait, now);
+        self.ifaces[iface]
+            .flow_sojourn
+            .add(pkt.flow, pkt.id, wait, now);
         // Only TCP control reads it (an ACK's wait); a stale `wire_free`
         // after it was off is in the past and counts as a free wire.
         let on_wire = if self.tcp.enabled() {

@@ -153,7 +153,7 @@ fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
             if let Some(bound) = &sim.own_wait {
                 if t % 2 == 0 {
                     let w = uniform(&mut rng) * bound(t, shaper);
-                    own.add(key, Duration((w * 1e6) as u64), now);
+                    own.add(key, 0, Duration((w * 1e6) as u64), now);
                     waits[f as usize].push_back(w);
                     if waits[f as usize].len() > 10 {
                         began = waits[f as usize].pop_front().unwrap_or(0.0);
