@@ -211,8 +211,18 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
                 .collect()
         })
         .collect();
-    eprintln!("{} samples on wan0; the last {:?}", wan.len(), wan.last());
+    eprintln!(
+        "{} samples on wan0 ({} taken, {} unsound in show queues); the last {:?}",
+        wan.len(),
+        a.samples,
+        a.samples_unsound,
+        wan.last()
+    );
     assert!(wan.len() > 100, "{samples}");
+    // The books: what the controller read from, and next to nothing left
+    // out (a sample is unsound only when its correction was not its own).
+    assert!(a.samples > 100, "{a:?}");
+    assert!(a.samples_unsound * 10 <= a.samples, "{a:?}");
     for v in &wan {
         let [rtt, own, floor, base, delay, ..] = v[..] else {
             panic!("{v:?}");

@@ -370,6 +370,23 @@ fn autorate_families(o: &mut Out, q: &QueuesReply) {
             }
         }
     }
+    for (name, help, f) in [
+        (
+            "sluice_autorate_samples_total",
+            "Delay-signal samples autorate's reading was taken from (the WAN side's, both directions).",
+            (|a| a.samples) as fn(&crate::proto::AutorateJson) -> u64,
+        ),
+        (
+            "sluice_autorate_samples_unsound_total",
+            "Delay-signal samples left out: sluice's own wait to correct them by was longer than the round trip.",
+            |a| a.samples_unsound,
+        ),
+    ] {
+        o.family(name, "counter", help);
+        for (iface, a) in &with {
+            o.sample(name, &[("iface", iface)], f(a));
+        }
+    }
     let probes: Vec<(&str, &crate::proto::ProbeJson)> = with
         .iter()
         .filter_map(|(i, a)| a.probe.as_ref().map(|p| (*i, p)))
@@ -894,6 +911,9 @@ mod tests {
             r#"sluice_autorate_max_bps{iface="wan0"} 40000000"#,
             r#"sluice_autorate_dry_run{iface="wan0"} 1"#,
             r#"sluice_autorate_flows{iface="wan0"} 0"#,
+            r#"sluice_autorate_samples_total{iface="wan0"} 0"#,
+            r#"sluice_autorate_samples_unsound_total{iface="wan0"} 0"#,
+            "# TYPE sluice_autorate_samples_unsound_total counter",
             r#"sluice_autorate_decisions_total{iface="wan0",reason="delay"} 0"#,
             "# TYPE sluice_autorate_decisions_total counter",
         ] {

@@ -100,6 +100,13 @@ pub struct AutorateJson {
     /// That delay was the probe's round trip (no TCP to read).
     #[serde(default)]
     pub delay_from_probe: bool,
+    /// The delay signal's samples (the WAN side's, which both directions
+    /// read): taken, and left out because sluice's own wait they were to
+    /// be corrected by was longer than the round trip itself.
+    #[serde(default)]
+    pub samples: u64,
+    #[serde(default)]
+    pub samples_unsound: u64,
     /// `probe ADDR`: the echo requests sluice sends for a reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeJson>,

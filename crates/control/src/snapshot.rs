@@ -164,6 +164,8 @@ pub fn queues_from(report: &[IfaceReport], conf: Option<&ir::Config>) -> QueuesR
                         .map(|(r, n)| (r.to_string(), *n))
                         .collect(),
                     delay_from_probe: a.delay_from_probe,
+                    samples: a.samples,
+                    samples_unsound: a.samples_unsound,
                     probe: a.probe.map(|p| crate::proto::ProbeJson {
                         target: p.target.to_string(),
                         sent: p.stats.sent,

@@ -1366,6 +1366,8 @@ impl Engine {
                                 .map(|r| (r.name(), c.counts[r.index()]))
                                 .collect(),
                             delay_from_probe: r.probe,
+                            samples: self.ifaces[self.wan_side(idx)].signal.samples,
+                            samples_unsound: self.ifaces[self.wan_side(idx)].signal.unsound,
                             probe: self.ifaces[self.wan_side(idx)].probe.as_ref().map(|p| {
                                 crate::ProbeReport {
                                     target: p.target(),

@@ -153,6 +153,11 @@ pub struct AutorateReport {
     pub newest_age: Option<Duration>,
     /// Decisions (ticks) by reason, [`crate::autorate::Reason::ALL`] order.
     pub decisions: Vec<(&'static str, u64)>,
+    /// The delay signal it reads (the WAN side's): samples taken, and
+    /// samples left out as shorter than their correction
+    /// ([`crate::delay_signal::DelaySignal::unsound`]).
+    pub samples: u64,
+    pub samples_unsound: u64,
     /// That delay was the probe's round trip, not the traffic's.
     pub delay_from_probe: bool,
     /// The probe on the WAN side of the interface's pair, if one is sent.

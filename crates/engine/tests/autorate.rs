@@ -166,6 +166,10 @@ fn delay_beyond_sluice_under_load_cuts_the_rate_and_is_logged() {
     let a = wan.autorate.as_ref().unwrap();
     assert_eq!(a.rate, after);
     assert!(a.decisions.iter().any(|(r, n)| *r == "delay" && *n > 0));
+    // And the samples the reading was taken from: the WAN side's signal.
+    let (_, taken) = e.delay_signal(WAN, now).unwrap();
+    assert!(taken > 0);
+    assert_eq!((a.samples, a.samples_unsound), (taken, 0));
 }
 
 #[test]

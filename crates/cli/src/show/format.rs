@@ -65,7 +65,7 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                 .collect();
             let _ = writeln!(
                 o,
-                "# autorate on {}: rate {} (min {}, max {}{}{}), delay beyond sluice {} {}; decisions: {}",
+                "# autorate on {}: rate {} (min {}, max {}{}{}), delay beyond sluice {} {}; samples {} ({} unsound); decisions: {}",
                 iface.name,
                 Rate(a.rate_bps),
                 Rate(a.min_bps),
@@ -82,6 +82,8 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                 } else {
                     format!("over {} flows", a.flows)
                 },
+                a.samples,
+                a.samples_unsound,
                 decisions.join(", ")
             );
             if let Some(p) = &a.probe {
