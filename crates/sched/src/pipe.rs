@@ -293,6 +293,20 @@ impl Qdisc for Pipe {
         true
     }
 
+    /// Packets whose turn came before `now` are serialised first; then
+    /// the link's clock moves `hold` past the later of its end and `now`.
+    fn hold(&mut self, hold: Duration, now: Instant, drops: &mut Drops) -> bool {
+        if self.params.rate.as_bps() == 0 {
+            return false;
+        }
+        let now = clamp(&mut self.last, now);
+        self.advance(now, drops);
+        self.link_free_at = self.link_free_at.max(now) + hold;
+        self.failsafe_free_at = self.failsafe_free_at.max(now) + hold;
+        self.burst_credit_bytes = 0;
+        true
+    }
+
     fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last, now);
         let first = drops.len();

@@ -141,4 +141,14 @@ pub trait Qdisc: Send + std::any::Any {
     fn set_rate(&mut self, _rate: sluice_time::Rate, _now: Instant, _drops: &mut Drops) -> bool {
         false
     }
+
+    /// Sends nothing of what waits, or arrives, for `hold` from `now` (on
+    /// top of any wait it already owes): a shaper's output is what enters
+    /// the link's queue beyond it (an upload's modem), and while the shaper
+    /// is silent that queue drains at the link's full rate. Burst credit is
+    /// spent. Nothing is dropped or reordered, and the rate is unchanged.
+    /// `false` for a discipline without a rate of its own.
+    fn hold(&mut self, _hold: sluice_time::Duration, _now: Instant, _drops: &mut Drops) -> bool {
+        false
+    }
 }

@@ -336,6 +336,19 @@ impl Qdisc for Tbr {
         self.set_params(params, now);
         true
     }
+
+    /// A debt of `hold` at the rate, from an empty bucket: the next packet
+    /// may leave `hold` later than it could have from an empty one.
+    fn hold(&mut self, hold: sluice_time::Duration, now: Instant, _drops: &mut Drops) -> bool {
+        if self.unlimited() {
+            return false;
+        }
+        self.refill(now);
+        let owed = (hold.as_nanos() as i128).saturating_mul(self.params.rate.as_bps() as i128);
+        self.tokens = self.tokens.min(0).saturating_sub(owed);
+        self.failsafe = self.failsafe.min(0).saturating_sub(owed);
+        true
+    }
 }
 
 #[cfg(test)]
@@ -464,6 +477,34 @@ mod tests {
         assert!(t.is_empty());
         assert_eq!(t.params().rate, Rate::mbps(16));
         assert_eq!(t.params().bucket_bytes, 1000, "bucket kept");
+    }
+
+    #[test]
+    fn a_hold_sends_nothing_for_its_length_then_the_rate_goes_on() {
+        // 8 Mbit/s, 1000-byte packets (1 ms each), a full bucket of 4000 B.
+        // A hold of 50 ms at 100 ms: the bucket's credit is spent with it,
+        // nothing leaves before 150 ms + one packet's time, and the rate
+        // after is the rate; nothing is lost.
+        let mut t = tbr(Rate::mbps(8), 4000, 10_000);
+        let mut drops = Vec::new();
+        for i in 0..500 {
+            t.enqueue(pkt(i, 1000), Instant::ZERO, &mut drops);
+        }
+        let ms = |n: u64| Instant(n * 1_000_000);
+        let mut now = Instant::ZERO;
+        let (b1, _) = serve(&mut t, &mut now, ms(100) - Duration(1), &mut drops);
+        assert!(t.hold(Duration::from_millis(50), ms(100), &mut drops));
+        assert!(t.dequeue(ms(150), &mut drops).is_none(), "held");
+        assert_eq!(t.next_wakeup(), Some(ms(151)));
+        now = ms(151);
+        let (b2, _) = serve(&mut t, &mut now, ms(251) - Duration(1), &mut drops);
+        assert!((103_000..=104_000).contains(&b1), "before: {b1}");
+        assert!((99_000..=101_000).contains(&b2), "after: {b2}");
+        assert!(drops.is_empty());
+        assert_eq!(t.params().rate, Rate::mbps(8), "the rate is unchanged");
+        // A regulator without a rate has nothing to hold.
+        let mut open = tbr(Rate::ZERO, 1000, 10);
+        assert!(!open.hold(Duration::from_millis(50), ms(0), &mut drops));
     }
 
     #[test]

@@ -381,3 +381,53 @@ fn a_rate_step_with_packets_queued_loses_nothing_and_paces_each_side() {
     p.visit_stats(&mut |_, st| deq += st.deq_packets);
     assert_eq!(deq, 300, "counters right");
 }
+
+#[test]
+fn a_hold_keeps_the_link_silent_for_its_length_and_loses_nothing() {
+    // 100 packets of 1000 B at 8 Mbit/s (1 ms each), waiting at t0. A hold
+    // of 30 ms at 10 ms: the packet in service at 10 ms (its turn came at
+    // 10 ms) still goes, then the link is silent until 41 ms, and the rest
+    // follows at the rate.
+    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), Fifo::boxed(10_000));
+    let mut drops = Vec::new();
+    let t0 = Instant(1_000_000_000);
+    for i in 0..100 {
+        p.enqueue(pkt(i, 1000), t0, &mut drops);
+    }
+    let at = t0 + Duration::from_millis(10);
+    let mut out = Vec::new();
+    let mut now = t0;
+    let mut held = false;
+    for _ in 0..10_000 {
+        if !held && now >= at {
+            assert!(p.hold(Duration::from_millis(30), at, &mut drops));
+            held = true;
+        }
+        while let Some(q) = p.dequeue(now, &mut drops) {
+            out.push((q.id, now));
+        }
+        match p.next_wakeup() {
+            Some(w) if !held => now = w.min(at),
+            Some(w) => now = w,
+            None => break,
+        }
+    }
+    assert!(drops.is_empty());
+    assert_eq!(out.len(), 100, "nothing lost");
+    assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "order kept");
+    // Exits are serialisation ends: 1, 2, … 11 ms (the 11th began at 10).
+    let by_hold = out
+        .iter()
+        .filter(|(_, t)| *t <= at + Duration::from_millis(1))
+        .count();
+    assert_eq!(by_hold, 11, "{out:?}");
+    let next = out[11].1;
+    assert_eq!(
+        next - t0,
+        Duration::from_millis(11 + 30 + 1),
+        "silent for the hold"
+    );
+    let last = out.last().unwrap().1;
+    assert_eq!(last - next, Duration::from_millis(88), "then at the rate");
+    assert_eq!(p.params().rate, Rate::mbps(8), "the rate is unchanged");
+}
