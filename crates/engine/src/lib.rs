@@ -18,6 +18,7 @@
 pub mod autorate;
 pub mod build;
 pub mod delay_signal;
+pub mod delivered;
 mod engine;
 pub mod mss;
 pub mod owd;
