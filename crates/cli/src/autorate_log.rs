@@ -22,16 +22,17 @@ use std::sync::{Arc, Mutex};
 
 pub const FILE: &str = "autorate.csv";
 pub const HEADER: &str =
-    "time_unix_s,iface,delay_ms,flows,newest_age_ms,achieved_bps,old_bps,new_bps,reason,dry_run,signal";
+    "time_unix_s,iface,delay_ms,flows,newest_age_ms,achieved_bps,old_bps,new_bps,reason,dry_run,signal,hold_ms";
 
 /// One CSV line (no newline) for decision `d` on `iface`, which happened
 /// `ago_ns` before the wall-clock time `wall_s`. `signal` says where the
 /// delay came from: `tcp` (the traffic), `probe` (autorate's pings), or
-/// nothing without a reading.
+/// nothing without a reading; `hold_ms` how long an upload's cut kept the
+/// shaper silent (0 for any other decision).
 pub fn line(iface: &str, d: &Decision, wall_s: f64, ago_ns: u64) -> String {
     let ms = |ns: Option<u64>| ns.map_or(String::new(), |n| format!("{:.3}", n as f64 / 1e6));
     format!(
-        "{:.3},{},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{},{:.3}",
         wall_s - ago_ns as f64 / 1e9,
         iface,
         ms(d.delay.map(|x| x.as_nanos())),
@@ -47,6 +48,7 @@ pub fn line(iface: &str, d: &Decision, wall_s: f64, ago_ns: u64) -> String {
             (Some(_), false) => "tcp",
             (Some(_), true) => "probe",
         },
+        d.hold.as_nanos() as f64 / 1e6,
     )
 }
 
@@ -273,24 +275,27 @@ mod tests {
             old: Rate::mbps(20),
             new: Rate::mbps(15),
             reason: Reason::Delay,
+            hold: Duration::from_micros(18_500),
             dry_run: false,
         };
         let l = line("wan0", &d, 1_700_000_000.5, 250_000_000);
         assert_eq!(
             l,
-            "1700000000.250,wan0,23.500,4,12.000,19000000,20000000,15000000,delay,0,tcp"
+            "1700000000.250,wan0,23.500,4,12.000,19000000,20000000,15000000,delay,0,tcp,18.500"
         );
         assert_eq!(l.split(',').count(), HEADER.split(',').count());
         let none = Decision {
             delay: None,
             newest_age: None,
             reason: Reason::Unsure,
+            hold: Duration::ZERO,
             dry_run: true,
             ..d
         };
-        assert!(line("lan0", &none, 10.0, 0).ends_with(",,4,,19000000,20000000,15000000,unsure,1,"));
+        assert!(line("lan0", &none, 10.0, 0)
+            .ends_with(",,4,,19000000,20000000,15000000,unsure,1,,0.000"));
         let probed = Decision { probe: true, ..d };
-        assert!(line("wan0", &probed, 10.0, 0).ends_with(",delay,0,probe"));
+        assert!(line("wan0", &probed, 10.0, 0).ends_with(",delay,0,probe,18.500"));
     }
 
     #[test]

@@ -381,11 +381,25 @@ fn autorate_families(o: &mut Out, q: &QueuesReply) {
             "Delay-signal samples left out: sluice's own wait to correct them by was longer than the round trip.",
             |a| a.samples_unsound,
         ),
+        (
+            "sluice_autorate_holds_total",
+            "Holds autorate made: an upload's cut keeps its shaper silent while the modem's queue drains.",
+            |a| a.holds,
+        ),
     ] {
         o.family(name, "counter", help);
         for (iface, a) in &with {
             o.sample(name, &[("iface", iface)], f(a));
         }
+    }
+    let name = "sluice_autorate_held_seconds_total";
+    o.family(
+        name,
+        "counter",
+        "Time autorate's holds kept the shaper silent, in all.",
+    );
+    for (iface, a) in &with {
+        o.sample(name, &[("iface", iface)], a.held_ns as f64 / 1e9);
     }
     let probes: Vec<(&str, &crate::proto::ProbeJson)> = with
         .iter()
@@ -914,6 +928,9 @@ mod tests {
             r#"sluice_autorate_samples_total{iface="wan0"} 0"#,
             r#"sluice_autorate_samples_unsound_total{iface="wan0"} 0"#,
             "# TYPE sluice_autorate_samples_unsound_total counter",
+            r#"sluice_autorate_holds_total{iface="wan0"} 0"#,
+            r#"sluice_autorate_held_seconds_total{iface="wan0"} 0"#,
+            "# TYPE sluice_autorate_held_seconds_total counter",
             r#"sluice_autorate_decisions_total{iface="wan0",reason="delay"} 0"#,
             "# TYPE sluice_autorate_decisions_total counter",
         ] {

@@ -107,6 +107,12 @@ pub struct AutorateJson {
     pub samples: u64,
     #[serde(default)]
     pub samples_unsound: u64,
+    /// Holds made (an upload's cuts: its shaper silent while the modem's
+    /// queue drains), and their time in all.
+    #[serde(default)]
+    pub holds: u64,
+    #[serde(default)]
+    pub held_ns: u64,
     /// `probe ADDR`: the echo requests sluice sends for a reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeJson>,

@@ -166,6 +166,8 @@ pub fn queues_from(report: &[IfaceReport], conf: Option<&ir::Config>) -> QueuesR
                     delay_from_probe: a.delay_from_probe,
                     samples: a.samples,
                     samples_unsound: a.samples_unsound,
+                    holds: a.holds,
+                    held_ns: a.held.as_nanos(),
                     probe: a.probe.map(|p| crate::proto::ProbeJson {
                         target: p.target.to_string(),
                         sent: p.stats.sent,

@@ -55,6 +55,19 @@
 //!   least [`SLOW_DRAIN`] gives link = output / (1 − fall), and the fast
 //!   way back from a dip (below) stops there; the ordinary raise goes on
 //!   from it, since the link may have moved since.
+//! - **An upload's cut holds the shaper** ([`Controller::make_hold`]).
+//!   The queue lies after sluice: silent for the delay read beyond half the
+//!   target (at most [`MAX_HOLD`]), sluice lets the modem drain it at the
+//!   link's full rate, where a lower rate drains it only at the difference
+//!   (a tenth of a second per second at the floor). Invariant: a queue is
+//!   held once — the reading lags it, so within [`HOLD_LAG`] of a hold's
+//!   end only what is read beyond that hold's delay is held again. While
+//!   silent, what the far ends acknowledge left the modem at the link's
+//!   rate ([`crate::delivered`]): measured over [`HOLD_MEASURE_SPAN`] with
+//!   a queue still read, a link under [`HOLD_GAP`] of the rate sets the
+//!   rate just under it at once, and caps the way back from a dip. Not on a
+//!   probe's reading (its round trip holds both directions' queues), not
+//!   for a download (its queue lies before sluice).
 //! - **Load without delay: raise.** Delay below half the target, output
 //!   at least [`Tuning::loaded`] of the rate, and no cut in the last
 //!   [`Tuning::raise_after_cut`]: the rate grows by [`Tuning::raise`] per
@@ -231,6 +244,10 @@ pub struct Decision {
     pub old: Rate,
     pub new: Rate,
     pub reason: Reason,
+    /// An upload's cut: how long the shaper sends nothing, from `at`, so
+    /// that the queue beyond it drains at the link's full rate (zero
+    /// otherwise; see [`Controller::way_out`]).
+    pub hold: Duration,
     /// Dry-run: `new` was not applied.
     pub dry_run: bool,
 }
@@ -259,6 +276,12 @@ pub struct Controller {
     way_out: bool,
     /// How the queue drained after the last cut.
     drain: Option<Drain>,
+    /// The latest hold (an upload's cut) and the link it measured.
+    held: Option<Held>,
+    /// The link a hold has just measured, for the next decision.
+    measured: Option<Rate>,
+    /// A hold decided and not yet handed out with its decision.
+    hold: Duration,
     /// The wall clock: Unix time = `now` + this (see
     /// [`Controller::set_wall_clock`]).
     wall: Option<Duration>,
@@ -267,6 +290,9 @@ pub struct Controller {
     last_reason: Option<Reason>,
     /// Decisions by reason (ticks).
     pub counts: [u64; Reason::ALL.len()],
+    /// Holds made (an upload's cuts), and their time in all.
+    pub holds: u64,
+    pub held_for: Duration,
 }
 
 impl Controller {
@@ -285,10 +311,15 @@ impl Controller {
             dip: None,
             way_out: false,
             drain: None,
+            held: None,
+            measured: None,
+            hold: Duration::ZERO,
             wall: None,
             reconfig_before: None,
             last_reason: None,
             counts: [0; Reason::ALL.len()],
+            holds: 0,
+            held_for: Duration::ZERO,
         }
     }
 
@@ -344,9 +375,18 @@ impl Controller {
     }
 
     /// Decides at `now`, from the bytes sent through the shaper so far
-    /// (`sent_bytes`, a counter) and the delay signal. `None` when no tick
-    /// is due (or on the first call, which only starts the clock).
-    pub fn tick(&mut self, now: Instant, sent_bytes: u64, signal: Reading) -> Option<Decision> {
+    /// (`sent_bytes`, a counter), those the far ends of its connections
+    /// have acknowledged so far (`delivered`, a counter; an upload's, see
+    /// [`crate::delivered::Delivered`]; `None` where not counted) and
+    /// the delay signal. `None` when no tick is due (or on the first
+    /// call, which only starts the clock).
+    pub fn tick(
+        &mut self,
+        now: Instant,
+        sent_bytes: u64,
+        delivered: Option<u64>,
+        signal: Reading,
+    ) -> Option<Decision> {
         if now < self.next_tick {
             return None;
         }
@@ -358,7 +398,18 @@ impl Controller {
         }
         let bits = u128::from(sent_bytes.saturating_sub(b0)) * 8 * 1_000_000_000;
         let achieved = Rate(u64::try_from(bits / u128::from(dt.as_nanos())).unwrap_or(u64::MAX));
-        let (new, reason) = self.decide(now, achieved, sent_bytes, signal);
+        if let Some(h) = self.held.as_mut() {
+            let queued = signal
+                .delay
+                .is_some_and(|d| d > Duration(self.tuning.target.0 / 2));
+            self.measured = h.measure(now, delivered, queued);
+        }
+        let (new, reason) = self.decide(now, achieved, sent_bytes, delivered, signal);
+        let hold = std::mem::take(&mut self.hold);
+        if hold > Duration::ZERO {
+            self.holds += 1;
+            self.held_for = self.held_for + hold;
+        }
         let d = Decision {
             at: now,
             delay: signal.delay,
@@ -369,6 +420,7 @@ impl Controller {
             old: self.rate,
             new,
             reason,
+            hold,
             dry_run: self.cfg.dry_run,
         };
         self.rate = new;
@@ -377,10 +429,10 @@ impl Controller {
         Some(d)
     }
 
-    /// Whether a decision is worth a line in the log: the rate moved, or
-    /// the reason changed since the previous tick.
+    /// Whether a decision is worth a line in the log: the rate moved, a
+    /// hold was made, or the reason changed since the previous tick.
     pub fn worth_logging(&self, d: &Decision, previous: Option<Reason>) -> bool {
-        d.new != d.old || previous != Some(d.reason)
+        d.new != d.old || d.hold > Duration::ZERO || previous != Some(d.reason)
     }
 
     /// The reason of the latest decision.
@@ -388,7 +440,14 @@ impl Controller {
         self.last_reason
     }
 
-    fn decide(&mut self, now: Instant, achieved: Rate, sent: u64, s: Reading) -> (Rate, Reason) {
+    fn decide(
+        &mut self,
+        now: Instant,
+        achieved: Rate,
+        sent: u64,
+        delivered: Option<u64>,
+        s: Reading,
+    ) -> (Rate, Reason) {
         let t = self.tuning;
         let rate = self.rate;
         if self.in_reconfig(now) {
@@ -410,6 +469,8 @@ impl Controller {
             self.dip = Some((before, false, now));
             self.last_cut = None;
             self.drain = None;
+            self.held = None;
+            self.measured = None;
             self.link_seen = None;
             self.ceiling = None;
             let new = Rate(before.0 / 2).max(self.cfg.min);
@@ -419,6 +480,29 @@ impl Controller {
         let Some(delay) = s.delay else {
             return (rate, Reason::Unsure);
         };
+        if let Some(link) = self
+            .measured
+            .take()
+            .filter(|l| (l.0 as f64) < rate.0 as f64 * HOLD_GAP)
+        {
+            // The hold ended with a queue still read, and the link
+            // delivered less than the cut left: the cut was too small for
+            // how far the link fell, and the queue grew on through the
+            // hold. A little under the link, probed from there gently as
+            // after a cut, and the queue read now held in turn: all of it,
+            // the previous hold's drain being over (at a rate this close
+            // to the link a queue left stands). Waiting for the reading
+            // instead lets the queue build again for a refractory period;
+            // cutting on it cuts under the link (the reading lags the
+            // queue the holds drain).
+            let new = Rate((link.0 as f64 * HOLD_UNDER_LINK) as u64).max(self.cfg.min);
+            self.ceiling = Some((now, link));
+            self.link_seen = Some((now, link));
+            self.last_cut = Some((now, delay));
+            self.drain = Some(Drain::from(now, delay, sent));
+            self.make_hold(now, delay, delivered, true);
+            return (new, Reason::Delay);
+        }
         let floor = self.cfg.min.0 as f64 * t.busy;
         if load < t.busy && (achieved.0 as f64) < floor {
             return (rate, Reason::Idle);
@@ -464,7 +548,7 @@ impl Controller {
                 // queue is the senders' lag (TCP needs a round trip and
                 // sluice's AQM an interval to slow down), not the rate.
                 let recent = now.saturating_since(at) < t.link_memory;
-                if recent && !link_limited && (rate.0 as f64) < 0.95 * link.0 as f64 {
+                if recent && !link_limited && (rate.0 as f64) <= 0.95 * link.0 as f64 {
                     return (rate, Reason::Refractory);
                 }
             }
@@ -508,6 +592,11 @@ impl Controller {
             self.last_cut = Some((now, delay));
             // Only a queue sluice's output enters drains at its pace.
             self.drain = self.way_out.then(|| Drain::from(now, delay, sent));
+            // Only a reading of the way out says the queue is the
+            // upload's: a probe's round trip holds both directions'.
+            if self.way_out && !s.probe {
+                self.make_hold(now, delay, delivered, false);
+            }
             self.ceiling = Some((now, rate.min(achieved)));
             return (new, Reason::Delay);
         }
@@ -520,9 +609,11 @@ impl Controller {
                     && now.saturating_since(at) < t.ceiling_memory
             });
             // Back towards the rate before the dip (`full`), but not past
-            // the link the drain showed (an upload's only: a download's
-            // queue drains at its senders' pace, not sluice's output's).
-            let drained = self.drain.and_then(|d| d.link());
+            // the link a hold or the drain showed (an upload's only: a
+            // download's queue drains at its senders' pace, not sluice's
+            // output's).
+            let measured = self.held.and_then(|h| h.link);
+            let drained = measured.or_else(|| self.drain.and_then(|d| d.link()));
             let back = self.dip.map(|(before, _, _)| {
                 let full = before.0 as f64 * t.probe_zone;
                 (drained.map_or(full, |l| full.min(l.0 as f64)), full)
@@ -537,6 +628,14 @@ impl Controller {
             };
             match &mut self.dip {
                 Some((_, raised, _)) if returning => *raised = true,
+                Some((before, _, _))
+                    if measured.is_some_and(|l| (l.0 as f64) < before.0 as f64 * t.probe_zone) =>
+                {
+                    // Stopped at the link a hold measured: it is probed
+                    // there gently, as after a cut.
+                    self.ceiling = measured.map(|l| (now, l));
+                    self.dip = None;
+                }
                 Some((before, _, _)) => {
                     self.ceiling = if back.is_some_and(|(to, full)| to < full) {
                         // Stopped where the drain put the link: the link may
@@ -562,6 +661,102 @@ impl Controller {
             }
         }
         (rate, Reason::Steady)
+    }
+
+    /// An upload's cut on `delay`: the shaper sends nothing for the delay
+    /// beyond half the target, so the queue beyond it drains at the link's
+    /// full rate (from sluice's output under the link it drains at their
+    /// difference: a tenth of a second per second at `min` on `step`).
+    /// What a recent hold already took out is not taken twice: the
+    /// reading lags the queue by a round trip and the signal's windows, so
+    /// for [`HOLD_LAG`] after a hold it still shows the queue the hold
+    /// drained, and only what it reads beyond that is held again.
+    fn make_hold(&mut self, now: Instant, delay: Duration, delivered: Option<u64>, anew: bool) {
+        let gone = Duration(self.tuning.target.0 / 2);
+        let covered = match self.held {
+            Some(h) if !anew && now < h.at + h.hold + HOLD_LAG => h.delay.max(gone),
+            _ => gone,
+        };
+        let hold = Duration(delay.0.saturating_sub(covered.0)).min(MAX_HOLD);
+        if hold == Duration::ZERO {
+            return;
+        }
+        self.hold = hold;
+        // A hold made on the link another one just measured keeps it
+        // until it measures its own.
+        let link = self.held.filter(|_| anew).and_then(|h| h.link);
+        self.held = Some(Held {
+            at: now,
+            hold,
+            delay,
+            delivered,
+            link,
+            measured: false,
+        });
+    }
+}
+
+/// How long after a hold's end the reading may still show the queue it
+/// drained: a round trip through it and the signal's per-flow window
+/// (~100 ms), and a tick.
+const HOLD_LAG: Duration = Duration::from_millis(300);
+/// The longest hold: a reading above this is more likely a flow's noise
+/// than a queue (and a queue that deep drains in time anyway).
+const MAX_HOLD: Duration = Duration::from_millis(500);
+/// The least delivery a hold measures the link by: fewer full frames
+/// than this say little of a rate, at the ticks' resolution.
+const HOLD_MEASURE_FRAMES: u64 = 8;
+/// The least time a hold's measure spans (from its start, past its end if
+/// it is shorter): the far ends acknowledge in bursts (delayed ACKs, a
+/// receiver's GRO coalescing 64 KB, the download's queue the ACKs cross),
+/// and over 50 ms the lab's ACKs showed 8.2 Mbit/s of a 10 Mbit/s link
+/// (`docsis-evening`). After the hold the queue still feeds the link
+/// while the reading shows it.
+const HOLD_MEASURE_SPAN: Duration = Duration::from_millis(200);
+/// A link measured this far under the rate is taken for the link (a
+/// small gap is the measure's noise, or the queue emptying at its end).
+const HOLD_GAP: f64 = 0.9;
+/// Where a rate above the link a hold measured is set, as a fraction of
+/// it: a little under, so what the reading still shows drains.
+const HOLD_UNDER_LINK: f64 = 0.95;
+
+/// A hold (an upload's cut): while the shaper is silent, the queue beyond
+/// it still feeds the link, so whatever the far ends acknowledge meanwhile
+/// left at the link's rate. Measured from the hold's start to the first
+/// tick at or after its end and [`HOLD_MEASURE_SPAN`] after its start,
+/// and only if the reading then still shows a queue: a link that came back (an outage's end) empties it before the
+/// hold ends, and idles; what it delivered then is less than its rate.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    at: Instant,
+    hold: Duration,
+    /// The delay it was made for.
+    delay: Duration,
+    /// Bytes delivered by `at`.
+    delivered: Option<u64>,
+    link: Option<Rate>,
+    measured: bool,
+}
+
+impl Held {
+    /// The link's rate, at the first tick at or after the hold's end (and
+    /// only then).
+    fn measure(&mut self, now: Instant, delivered: Option<u64>, queued: bool) -> Option<Rate> {
+        if self.measured || now < self.at + self.hold.max(HOLD_MEASURE_SPAN) {
+            return None;
+        }
+        self.measured = true;
+        let (Some(d0), Some(d1), true) = (self.delivered, delivered, queued) else {
+            return None;
+        };
+        let bytes = d1.saturating_sub(d0);
+        let span = now.saturating_since(self.at);
+        if bytes < HOLD_MEASURE_FRAMES * FRAME_BYTES || span == Duration::ZERO {
+            return None;
+        }
+        let bps = u128::from(bytes) * 8 * 1_000_000_000 / u128::from(span.as_nanos());
+        self.link = Some(Rate(u64::try_from(bps).unwrap_or(u64::MAX)));
+        self.link
     }
 }
 
@@ -692,7 +887,7 @@ mod tests {
         let mut t = Instant(16_000_000_000);
         while t < Instant(18_000_000_000) {
             let s = if c.in_reconfig(t) { queue } else { calm };
-            if let Some(d) = c.tick(t, sent, s) {
+            if let Some(d) = c.tick(t, sent, None, s) {
                 out.push((t, d));
             }
             if loaded {
@@ -731,5 +926,136 @@ mod tests {
         assert_eq!(at(&out, 16_900), (Rate::mbps(2), Reason::Reconfig));
         assert_eq!(at(&out, 17_400), (Rate::mbps(80), Reason::Reconfig));
         assert_eq!(at(&out, 17_450), (Rate::mbps(80), Reason::Idle));
+    }
+
+    /// A way-out (upload) controller at 4 Mbit/s, `min` 1, and a reading
+    /// of `ms` from 4 flows.
+    fn upload() -> Controller {
+        let cfg = Autorate {
+            min: Rate::mbps(1),
+            max: Rate::mbps(10),
+            dry_run: false,
+            probe: None,
+            reconfig: None,
+        };
+        Controller::new(cfg, Rate::mbps(4), Tuning::default()).way_out()
+    }
+
+    fn reading(ms: u64) -> Reading {
+        Reading {
+            delay: Some(Duration::from_millis(ms)),
+            flows: 4,
+            newest_age: Some(Duration::ZERO),
+            probe: false,
+        }
+    }
+
+    /// Bytes at `mbps` over `ms`.
+    fn bytes(mbps: f64, ms: u64) -> u64 {
+        (mbps * 1e6 / 8.0 * ms as f64 / 1000.0) as u64
+    }
+
+    #[test]
+    fn an_uploads_cut_holds_the_shaper_for_the_queue_it_reads_and_not_twice() {
+        let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
+        let mut c = upload();
+        let (mut sent, mut last) = (0, 0);
+        assert!(c.tick(ms(0), sent, Some(0), reading(0)).is_none());
+        // Sending at 4 Mbit/s all along: loaded at every tick.
+        let mut at = |c: &mut Controller, t: u64, d: u64| {
+            sent += bytes(4.0, t - last);
+            last = t;
+            c.tick(ms(t), sent, Some(0), reading(d)).unwrap()
+        };
+        // 84 ms read beyond sluice: all but half the target (5 ms) is held.
+        let first = at(&mut c, 50, 84);
+        assert_eq!(first.reason, Reason::Delay);
+        assert_eq!(first.hold, Duration::from_millis(79));
+        // The same queue read again, a tick later: already held.
+        let again = at(&mut c, 100, 84);
+        assert_eq!(
+            (again.reason, again.hold),
+            (Reason::Refractory, Duration::ZERO)
+        );
+        // Far more than the cut was made on (the step was deeper): what
+        // is read beyond the first hold's 84 ms is held.
+        let deeper = at(&mut c, 150, 200);
+        assert_eq!(deeper.reason, Reason::Delay);
+        assert_eq!(deeper.hold, Duration::from_millis(116));
+        // Long after (past the drain of that cut, the hold and its lag), a
+        // new queue is a new hold.
+        let later = at(&mut c, 2_100, 30);
+        assert_eq!(later.reason, Reason::Delay);
+        assert_eq!(later.hold, Duration::from_millis(25));
+        // A reading far beyond any queue is held no longer than MAX_HOLD.
+        let mut c = upload();
+        c.tick(ms(0), 0, Some(0), reading(0));
+        let wild = c
+            .tick(ms(50), bytes(4.0, 50), Some(0), reading(3_000))
+            .unwrap();
+        assert_eq!(wild.hold, MAX_HOLD);
+        // A probe's round trip holds both directions' queues: a cut on it
+        // holds nothing.
+        let mut c = upload();
+        c.tick(ms(0), 0, Some(0), reading(0));
+        let probed = Reading {
+            probe: true,
+            ..reading(84)
+        };
+        let cut = c.tick(ms(50), bytes(4.0, 50), Some(0), probed).unwrap();
+        assert_eq!((cut.reason, cut.hold), (Reason::Delay, Duration::ZERO));
+        // A download's queue lies before sluice: its cuts hold nothing.
+        let mut c = Controller::new(upload().config(), Rate::mbps(4), Tuning::default());
+        c.tick(ms(0), 0, None, reading(0));
+        let down = c.tick(ms(50), bytes(4.0, 50), None, reading(84)).unwrap();
+        assert_eq!((down.reason, down.hold), (Reason::Delay, Duration::ZERO));
+    }
+
+    /// A step of an upload's link from 4 to `link` Mbit/s: a cut on 84 ms
+    /// with the far ends acknowledging `link` from then on, the readings
+    /// from the hold's end (129 ms) to the measure's (250 ms) `after` ms,
+    /// then calm under load. The rates of the ticks from 150 ms on.
+    fn way_back(link: f64, after: u64) -> Vec<Rate> {
+        let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
+        let mut c = upload();
+        let (mut sent, mut acked) = (0, 0);
+        c.tick(ms(0), sent, Some(acked), reading(0));
+        sent += bytes(4.0, 50);
+        let cut = c.tick(ms(50), sent, Some(acked), reading(84)).unwrap();
+        assert_eq!(cut.hold, Duration::from_millis(79));
+        let mut rates = Vec::new();
+        for k in 2..40u64 {
+            sent += bytes(c.rate().0 as f64 / 1e6, 50);
+            acked += bytes(link, 50);
+            let d = if (3..=5).contains(&k) { after } else { 1 };
+            let dec = c.tick(ms(50 * k), sent, Some(acked), reading(d)).unwrap();
+            if k >= 3 {
+                rates.push(dec.new);
+            }
+        }
+        rates
+    }
+
+    #[test]
+    fn a_hold_measures_the_link_and_the_way_back_from_the_dip_stops_there() {
+        // At the measure's end (250 ms: 200 ms from the hold's start) the
+        // reading still shows a queue: the link delivered 1.6 Mbit/s
+        // through the hold and after it, under the cut's 2.2.
+        // The rate goes a little under it at once, the fast way back stops
+        // there, then probes gently (+0.25 % a tick: 1.6 × 1.0025^27 for
+        // the ticks left is 1.71).
+        let rates = way_back(1.6, 40);
+        assert_eq!(rates[2], Rate(1_520_000), "{rates:?}");
+        let rates = &rates[2..];
+        let top = rates.iter().max().unwrap().0;
+        assert!((1_600_000..1_740_000).contains(&top), "{rates:?}");
+        let at = rates.iter().position(|r| r.0 >= 1_600_000).unwrap();
+        let next = rates[at + 1].0 as f64 / rates[at].0 as f64;
+        assert!(next < 1.003, "{rates:?}");
+        // Calm after the hold: the queue was gone before its end (the link
+        // came back), what it delivered is no rate, and the way back goes
+        // on to 90 % of the rate before the dip.
+        let rates = way_back(1.6, 1);
+        assert!(rates.iter().any(|r| r.0 >= 3_500_000), "{rates:?}");
     }
 }

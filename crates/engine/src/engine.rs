@@ -3,6 +3,7 @@
 use crate::autorate::{Controller, Decision as RateDecision, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
 use crate::delay_signal::{DelaySignal, FlowSojourn, Own, Reading, SampleTrace, Sojourn};
+use crate::delivered::Delivered;
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
 use crate::probe::Prober;
 use crate::report::{AutorateReport, ClassReport, IfaceReport};
@@ -221,6 +222,9 @@ struct Iface {
     sojourn: Sojourn,
     /// The same per connection (the samples' correction).
     flow_sojourn: FlowSojourn,
+    /// What the far ends acknowledge in the segments arriving here (the
+    /// WAN side's, read by its upload's autorate: crate::delivered).
+    delivered: Delivered,
     /// `autorate` on this interface's shaper, and its latest reading.
     autorate: Option<(Controller, Reading)>,
     /// autorate's probe, on the WAN side of a pair whose shaper names one
@@ -321,6 +325,7 @@ impl Engine {
                 signal: DelaySignal::default(),
                 sojourn: Sojourn::default(),
                 flow_sojourn: FlowSojourn::default(),
+                delivered: Delivered::default(),
                 autorate: None,
                 probe: None,
                 wire_free: Instant::ZERO,
@@ -586,7 +591,9 @@ impl Engine {
                 continue;
             };
             let previous = ctl.last_reason();
-            let decision = ctl.tick(now, i.counters.tx_bytes, reading);
+            // An upload's link is read from what its far ends acknowledge.
+            let delivered = (side == idx).then(|| i.delivered.total());
+            let decision = ctl.tick(now, i.counters.tx_bytes, delivered, reading);
             let t = ctl.next_tick();
             next = Some(next.map_or(t, |n: Instant| n.min(t)));
             let Some(d) = decision else {
@@ -598,6 +605,9 @@ impl Engine {
                 // The same change as by hand: it cannot fail here (the
                 // controller exists only on a tree with a rate).
                 let _ = self.set_rate(idx, d.new, now);
+            }
+            if d.hold > Duration::ZERO && !d.dry_run {
+                self.hold(idx, d.hold, now);
             }
             if log {
                 if self.autorate_log.len() >= AUTORATE_LOG_CAP {
@@ -730,14 +740,17 @@ impl Engine {
                 let rtt = dout.rtt_path.or(din.rtt_path);
                 // From the far side, the sender's stamp times the way in:
                 // what a download's controller reads (only where one may).
-                if let (false, true, Some((tsval, _))) = (
+                if let (false, true, Some(g)) = (
                     self.ifaces[iface].lan_side,
                     self.next_autorate.is_some(),
-                    seg.as_ref().and_then(|g| g.timestamps),
+                    seg.as_ref(),
                 ) {
-                    self.ifaces[iface]
-                        .signal
-                        .add_inbound(now, dout.flow_hash, tsval);
+                    let i = &mut self.ifaces[iface];
+                    if let Some((tsval, _)) = g.timestamps {
+                        i.signal.add_inbound(now, dout.flow_hash, tsval);
+                    }
+                    // And what it acknowledges of the upload's data.
+                    i.delivered.on_segment(dout.flow_hash, g.flags, g.ack);
                 }
                 // A measurement this packet completed timed the path it
                 // came from: the delay signal of its interface.
@@ -1302,6 +1315,23 @@ impl Engine {
         Ok(old)
     }
 
+    /// Interface `iface`'s shaper (the root token bucket or the pipe)
+    /// sends nothing for `hold` from `now` ([`sluice_sched::Qdisc::hold`]):
+    /// autorate's cut of an upload, which lets the queue beyond drain at
+    /// the link's rate. Nothing waiting is lost; `false` where the root
+    /// has no rate.
+    pub fn hold(&mut self, iface: usize, hold: Duration, now: Instant) -> bool {
+        let now = self.clamp(now);
+        let Some(t) = self.ifaces.get_mut(iface).and_then(|i| i.tree.as_mut()) else {
+            return false;
+        };
+        let held = t.root.hold(hold, now, &mut self.drops);
+        if !self.drops.is_empty() {
+            self.absorb_drops(iface);
+        }
+        held
+    }
+
     /// The rate interface `iface` is shaped at now (its configured
     /// bandwidth, or the latest [`Engine::set_rate`]).
     pub fn rate(&self, iface: usize) -> Option<Rate> {
@@ -1368,6 +1398,8 @@ impl Engine {
                             delay_from_probe: r.probe,
                             samples: self.ifaces[self.wan_side(idx)].signal.samples,
                             samples_unsound: self.ifaces[self.wan_side(idx)].signal.unsound,
+                            holds: c.holds,
+                            held: c.held_for,
                             probe: self.ifaces[self.wan_side(idx)].probe.as_ref().map(|p| {
                                 crate::ProbeReport {
                                     target: p.target(),

@@ -158,6 +158,10 @@ pub struct AutorateReport {
     /// ([`crate::delay_signal::DelaySignal::unsound`]).
     pub samples: u64,
     pub samples_unsound: u64,
+    /// Holds the controller made (an upload's cuts: the shaper silent
+    /// while the modem's queue drains), and their time in all.
+    pub holds: u64,
+    pub held: Duration,
     /// That delay was the probe's round trip, not the traffic's.
     pub delay_from_probe: bool,
     /// The probe on the WAN side of the interface's pair, if one is sent.

@@ -116,6 +116,11 @@ fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
         decisions: Vec::new(),
     };
     let mut own = FlowSojourn::default();
+    // An upload's cut may hold the shaper silent until then (ms).
+    let mut silent_until = 0u64;
+    // What left the modem, and what its ACKs have told sluice of it (they
+    // come back 10 ms later): an upload's delivery.
+    let (mut departed, mut acked) = (0f64, VecDeque::from([0f64; 10]));
     let mut waits: Vec<VecDeque<f64>> = vec![VecDeque::new(); sim.flows as usize];
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     for t in 0..until_ms {
@@ -131,11 +136,18 @@ fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
         } else {
             governing as f64 * 0.05
         };
+        if !sim.download && t < silent_until {
+            offered = 0.0;
+        }
         if sim.ack_clocked {
             offered = offered.min((sim.capacity)(t.saturating_sub(20)) as f64 * 1.1);
         }
         let before = queue;
         queue = (queue + (offered - cap) / 8000.0).clamp(0.0, sim.buffer_bytes);
+        // What the link carried (what overflowed the buffer was lost).
+        departed += (before + offered / 8000.0).min(cap / 8000.0);
+        acked.push_back(departed);
+        let delivered = acked.pop_front().unwrap_or(0.0);
         sent += if sim.download && before > 0.0 {
             cap.min(shaper as f64) / 8000.0
         } else {
@@ -169,9 +181,11 @@ fn run(sim: &Sim, cfg: Autorate, start: Rate, until_ms: u64) -> Run {
                 signal.add(now, host, f, Duration((rtt * 1e6) as u64), corr);
             }
         }
-        if let Some(d) = ctl.tick(now, sent as u64, signal.read(now)) {
+        let counted = (!sim.download).then_some(delivered as u64);
+        if let Some(d) = ctl.tick(now, sent as u64, counted, signal.read(now)) {
             if !d.dry_run {
                 shaper = d.new.as_bps();
+                silent_until = silent_until.max(t + d.hold.as_nanos().div_ceil(MS));
             }
             out.decisions.push(d);
         }
@@ -418,8 +432,13 @@ fn after_a_short_outage_the_rate_is_back_within_2_s() {
             ..step(40, 40, 0)
         };
         let r = run(&sim, bounds(1, 50), Rate::mbps(38), 45_000);
+        // The first cut the outage forces (an upload's holds its shaper
+        // silent instead of cutting far: its queue drains at once).
         let cut = r
-            .first(30_000, true, 20_000_000)
+            .decisions
+            .iter()
+            .find(|d| d.at >= Instant(31_000_000_000) && d.reason == Reason::Delay)
+            .map(|d| (d.at.0 - 1_000_000_000) / MS)
             .expect("cuts in the outage");
         let back = r.first(cut, false, 32_000_000).expect("returns");
         eprintln!(
@@ -463,16 +482,24 @@ fn a_cut_too_small_for_the_step_is_followed_by_another_at_once() {
     // delay and takes a little off; the queue grows on at more than two
     // seconds per second. Waiting out the refractory period before the
     // next cut let it grow for 300 ms more: under 6 Mbit/s after 450 ms,
-    // the modem's buffer (333 ms) full.
+    // the modem's buffer (333 ms) full. (At 19.4 Mbit/s it is full by the
+    // first reading, 150 ms after the step; the second cut's hold takes
+    // what the first one's left.)
     let r = run(&step(20, 6, 30_000), bounds(2, 25), Rate::mbps(19), 40_000);
     let peak = r.window(30_000, 33_000).map(|p| p.3).fold(0.0f64, f64::max);
     let below = r.first(30_000, true, 6_000_000).expect("follows");
+    let gone = r
+        .window(30_000, 40_000)
+        .find(|p| p.3 < 10.0 && p.0 > 30_100)
+        .map(|p| p.0)
+        .expect("drains");
     eprintln!(
-        "step 20 -> 6 Mbit/s: below 6 Mbit/s after {} ms, modem delay peak {peak:.1} ms",
-        below - 30_000
+        "step 20 -> 6 Mbit/s: below 6 Mbit/s after {} ms, modem delay peak {peak:.1} ms, under 10 ms again after {} ms",
+        below - 30_000,
+        gone - 30_000
     );
     assert!(below - 30_000 <= 250, "{} ms", below - 30_000);
-    assert!(peak < 320.0, "{peak}");
+    assert!(gone - 30_000 <= 700, "{} ms", gone - 30_000);
 }
 
 #[test]
@@ -498,10 +525,10 @@ fn an_uploads_output_under_the_rate_is_not_taken_for_the_link() {
     for way_out in [false, true] {
         let c = Controller::new(bounds(1, 10), Rate::mbps(4), Tuning::default());
         let mut c = if way_out { c.way_out() } else { c };
-        assert!(c.tick(at(0), 0, reading(0)).is_none());
-        let first = c.tick(at(50), bytes(2.2, 50), reading(40)).unwrap();
+        assert!(c.tick(at(0), 0, None, reading(0)).is_none());
+        let first = c.tick(at(50), bytes(2.2, 50), None, reading(40)).unwrap();
         let second = c
-            .tick(at(100), bytes(2.2, 50) + bytes(1.6, 50), reading(95))
+            .tick(at(100), bytes(2.2, 50) + bytes(1.6, 50), None, reading(95))
             .unwrap();
         eprintln!("way out {way_out}: {first:?} then {second:?}");
         assert_eq!(first.reason, Reason::Delay);
@@ -641,7 +668,10 @@ fn a_link_that_drops_on_a_known_schedule_is_made_way_for() {
         // before, then +10 % a tick, overshoots a schedule whose link is
         // lower (80 → 34 Mbit/s) until the delay shows (46 / 66 ms).
         assert!(p1 <= 70.0 && p1 * 40.0 <= p0, "{p1} against {p0}");
-        // And the link is used more, not less: no queue to drain, no cut.
-        assert!(u1 >= u0 + 0.03, "{u1} against {u0}");
+        // And the link is used as much: no queue to drain, no cut. (Without
+        // the schedule, an upload's cuts hold the shaper while the queue
+        // drains rather than cutting far: 0.89 either way, where it was
+        // 0.80 without and 0.86 with before holds.)
+        assert!(u1 >= u0 - 0.01, "{u1} against {u0}");
     }
 }

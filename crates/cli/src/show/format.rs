@@ -65,7 +65,7 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                 .collect();
             let _ = writeln!(
                 o,
-                "# autorate on {}: rate {} (min {}, max {}{}{}), delay beyond sluice {} {}; samples {} ({} unsound); decisions: {}",
+                "# autorate on {}: rate {} (min {}, max {}{}{}), delay beyond sluice {} {}; samples {} ({} unsound); holds {} ({}); decisions: {}",
                 iface.name,
                 Rate(a.rate_bps),
                 Rate(a.min_bps),
@@ -84,6 +84,8 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                 },
                 a.samples,
                 a.samples_unsound,
+                a.holds,
+                ms(Some(a.held_ns)),
                 decisions.join(", ")
             );
             if let Some(p) = &a.probe {
