@@ -41,5 +41,5 @@ pub mod wf2q;
 
 pub use ack_filter::AckFilter;
 pub use packet::{ClassId, Ecn, Packet, PACKET_OVERHEAD};
-pub use qdisc::{DropReason, Dropped, Drops, Enqueue, Qdisc};
+pub use qdisc::{DropReason, Dropped, Drops, Enqueue, Qdisc, HOLD_PASS_BYTES};
 pub use stats::QueueStats;

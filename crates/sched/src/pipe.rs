@@ -44,7 +44,7 @@
 //! are at or after the end of the last one.
 
 use crate::ingress::{max_debt_bytes, Ingress, FAILSAFE_DEN, FAILSAFE_NUM};
-use crate::qdisc::clamp;
+use crate::qdisc::{clamp, HOLD_PASS_BYTES};
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant, Rate};
 use std::collections::VecDeque;
@@ -126,6 +126,12 @@ pub struct Pipe {
     ingress: Ingress,
     /// Ingress mode's failsafe clock (see the module's principles).
     failsafe_free_at: Instant,
+    /// The end of a hold ([`Qdisc::hold`]): until then only packets of at
+    /// most [`HOLD_PASS_BYTES`] start, and each moves it by its time.
+    held_until: Instant,
+    /// The scheduler's head was too large to pass the hold at the last
+    /// look: the link waits for `held_until`.
+    hold_blocked: bool,
 }
 
 impl Pipe {
@@ -142,6 +148,8 @@ impl Pipe {
             stats: QueueStats::default(),
             ingress: Ingress::off(),
             failsafe_free_at: Instant::ZERO,
+            held_until: Instant::ZERO,
+            hold_blocked: false,
         }
     }
 
@@ -219,10 +227,34 @@ impl Pipe {
     fn advance(&mut self, now: Instant, drops: &mut Drops) {
         // Bound: each iteration moves one packet out of the scheduler, so at
         // most its length (plus one failed attempt).
+        self.hold_blocked = false;
         for _ in 0..=self.sched.len() {
-            let free = self.next_start();
+            let mut free = self.next_start();
             if free > now || self.sched.is_empty() {
                 return;
+            }
+            if free < self.held_until {
+                let start = drops.len();
+                let head = self.sched.peek_len(free, drops);
+                self.count_sched_drops(drops, start);
+                self.charge_link(free, drops, start);
+                match head {
+                    None => return,
+                    Some(cost) if cost <= HOLD_PASS_BYTES => {
+                        self.held_until += self.params.rate.tx_time(cost as u64);
+                    }
+                    Some(_) if self.held_until > now => {
+                        self.hold_blocked = true;
+                        return;
+                    }
+                    Some(_) => {
+                        // The hold is over: the link starts again at its
+                        // end, with nothing earned while silent.
+                        free = self.held_until;
+                        self.link_free_at = self.link_free_at.max(free);
+                        self.burst_credit_bytes = 0;
+                    }
+                }
             }
             let start_drops = drops.len();
             // Ask the scheduler at the instant the link freed (it clamps to
@@ -301,9 +333,9 @@ impl Qdisc for Pipe {
         }
         let now = clamp(&mut self.last, now);
         self.advance(now, drops);
-        self.link_free_at = self.link_free_at.max(now) + hold;
-        self.failsafe_free_at = self.failsafe_free_at.max(now) + hold;
+        self.held_until = self.held_until.max(self.link_free_at).max(now) + hold;
         self.burst_credit_bytes = 0;
+        self.advance(now, drops);
         true
     }
 
@@ -385,6 +417,8 @@ impl Qdisc for Pipe {
             None
         } else if self.next_start() > self.last {
             Some(self.next_start())
+        } else if self.hold_blocked {
+            Some(self.held_until)
         } else {
             // The link is free: only a scheduler holding packets back waits.
             self.sched.next_wakeup().or(Some(self.last))

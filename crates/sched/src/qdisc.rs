@@ -12,6 +12,11 @@ pub(crate) fn clamp(latest: &mut Instant, now: Instant) -> Instant {
     *latest
 }
 
+/// The largest packet (by cost) a hold lets by ([`Qdisc::hold`]): a pure
+/// ACK with timestamps (66 bytes on Ethernet), an echo request (98), a DNS
+/// query, with some framing overhead.
+pub const HOLD_PASS_BYTES: u32 = 128;
+
 /// Why a packet was not forwarded. Nothing is freed silently: every packet a
 /// discipline gives up goes back to the caller in [`Drops`] with one of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -143,11 +148,17 @@ pub trait Qdisc: Send + std::any::Any {
     }
 
     /// Sends nothing of what waits, or arrives, for `hold` from `now` (on
-    /// top of any wait it already owes): a shaper's output is what enters
-    /// the link's queue beyond it (an upload's modem), and while the shaper
-    /// is silent that queue drains at the link's full rate. Burst credit is
-    /// spent. Nothing is dropped or reordered, and the rate is unchanged.
-    /// `false` for a discipline without a rate of its own.
+    /// top of any wait it already owes) but packets of at most
+    /// [`HOLD_PASS_BYTES`]: a shaper's output is what enters the link's
+    /// queue beyond it (an upload's modem), and while the shaper is silent
+    /// that queue drains at the link's full rate. The small ones (pure
+    /// ACKs, pings, DNS) still go, at most at the rate, and the hold ends
+    /// their time later: held, a download's ACKs come out together at its
+    /// end, and its senders answer them with a burst into the modem's
+    /// other queue (lab, `step`: 35–48 ms on the way down after each hold
+    /// of the upload). Burst credit is spent. Nothing is dropped or
+    /// reordered, and the rate is unchanged. `false` for a discipline
+    /// without a rate of its own.
     fn hold(&mut self, _hold: sluice_time::Duration, _now: Instant, _drops: &mut Drops) -> bool {
         false
     }

@@ -37,6 +37,7 @@
 //! failsafe bucket never holds more than the main one and nothing changes.
 
 use crate::ingress::{max_debt_bytes, Ingress, FAILSAFE_DEN, FAILSAFE_NUM};
+use crate::qdisc::HOLD_PASS_BYTES;
 use crate::{ClassId, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Instant, Rate};
 
@@ -103,6 +104,9 @@ pub struct Tbr {
     /// The failsafe bucket of ingress mode, in token units: charged
     /// `FAILSAFE_NUM/FAILSAFE_DEN` of each send, nothing for drops.
     failsafe: i128,
+    /// The debt a hold left, while it is not paid: packets of at most
+    /// [`HOLD_PASS_BYTES`] may spend what is earned above it.
+    hold_floor: Option<i128>,
 }
 
 impl Tbr {
@@ -118,6 +122,7 @@ impl Tbr {
             throttles: 0,
             ingress: Ingress::off(),
             failsafe: bucket,
+            hold_floor: None,
         }
     }
 
@@ -175,6 +180,9 @@ impl Tbr {
             }
             self.last = now;
         }
+        if self.tokens >= 0 {
+            self.hold_floor = None;
+        }
         self.last
     }
 
@@ -204,9 +212,15 @@ impl Tbr {
     }
 
     /// Tokens a packet of `cost` needs: its cost, or a full bucket when it is
-    /// larger than the bucket (otherwise it could never leave).
+    /// larger than the bucket (otherwise it could never leave). During a
+    /// hold a small one needs its cost above the hold's debt: it goes at
+    /// the rate, and the hold ends its time later.
     fn need(&self, cost: u32) -> i128 {
-        (cost as i128 * UNITS_PER_BYTE).min(self.bucket)
+        let need = (cost as i128 * UNITS_PER_BYTE).min(self.bucket);
+        match self.hold_floor {
+            Some(floor) if cost <= HOLD_PASS_BYTES => need.min(floor.saturating_add(need)),
+            _ => need,
+        }
     }
 
     /// When the bucket (or, in ingress mode, the failsafe bucket) will
@@ -338,7 +352,8 @@ impl Qdisc for Tbr {
     }
 
     /// A debt of `hold` at the rate, from an empty bucket: the next packet
-    /// may leave `hold` later than it could have from an empty one.
+    /// may leave `hold` later than it could have from an empty one (a
+    /// small one: its own time after `now`).
     fn hold(&mut self, hold: sluice_time::Duration, now: Instant, _drops: &mut Drops) -> bool {
         if self.unlimited() {
             return false;
@@ -347,6 +362,7 @@ impl Qdisc for Tbr {
         let owed = (hold.as_nanos() as i128).saturating_mul(self.params.rate.as_bps() as i128);
         self.tokens = self.tokens.min(0).saturating_sub(owed);
         self.failsafe = self.failsafe.min(0).saturating_sub(owed);
+        self.hold_floor = Some(self.tokens);
         true
     }
 }
@@ -505,6 +521,34 @@ mod tests {
         // A regulator without a rate has nothing to hold.
         let mut open = tbr(Rate::ZERO, 1000, 10);
         assert!(!open.hold(Duration::from_millis(50), ms(0), &mut drops));
+    }
+
+    #[test]
+    fn a_hold_lets_small_packets_by_and_ends_their_time_later() {
+        // 8 Mbit/s, a hold of 30 ms at 0 (from a full bucket: its credit is
+        // spent). Ten ACK-sized packets (100 B) at 5 ms spend what was
+        // earned since the hold began and leave at once; a full-sized one
+        // waits until the hold's debt, the small ones' 1000 B and its own
+        // are earned: 30 + 1 + 1 ms.
+        let mut t = tbr(Rate::mbps(8), 4000, 100);
+        let mut drops = Vec::new();
+        let ms = |n: u64| Instant(n * 1_000_000);
+        assert!(t.hold(Duration::from_millis(30), ms(0), &mut drops));
+        for i in 0..10 {
+            t.enqueue(pkt(i, 100), ms(5), &mut drops);
+        }
+        for i in 0..10 {
+            assert_eq!(t.dequeue(ms(5), &mut drops).map(|p| p.id), Some(i));
+        }
+        t.enqueue(pkt(10, 1000), ms(6), &mut drops);
+        assert!(t.dequeue(ms(6), &mut drops).is_none(), "held");
+        assert_eq!(t.next_wakeup(), Some(ms(32)));
+        assert!(t.dequeue(ms(32) - Duration(1), &mut drops).is_none());
+        assert_eq!(t.dequeue(ms(32), &mut drops).map(|p| p.id), Some(10));
+        // Once the debt is paid a small packet needs its cost, as before.
+        t.enqueue(pkt(11, 100), ms(32), &mut drops);
+        assert!(t.dequeue(ms(32), &mut drops).is_none());
+        assert!(drops.is_empty());
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub enum Op {
     /// Offer a time earlier than the latest; the discipline must clamp.
     Backwards(Duration),
     Purge,
+    /// [`Qdisc::hold`] for this long: nothing may be lost or reordered.
+    Hold(Duration),
 }
 
 /// Small deterministic generator (xorshift64*), so failures replay from a seed.
@@ -104,7 +106,7 @@ impl Rng {
 /// both fill and drain.
 pub fn gen_ops(rng: &mut Rng, space: &OpSpace, n: usize) -> Vec<Op> {
     (0..n)
-        .map(|_| match rng.below(100) {
+        .map(|_| match rng.below(102) {
             0..=44 => Op::Enqueue {
                 flow: rng.below(space.flows.max(1)),
                 len: space.min_len + rng.below((space.max_len - space.min_len) as u64 + 1) as u32,
@@ -114,7 +116,10 @@ pub fn gen_ops(rng: &mut Rng, space: &OpSpace, n: usize) -> Vec<Op> {
             80..=84 => Op::Peek,
             85..=96 => Op::Advance(Duration(rng.below(space.max_advance.0 + 1))),
             97..=98 => Op::Backwards(Duration(rng.below(space.max_advance.0 + 1))),
-            _ => Op::Purge,
+            99 => Op::Purge,
+            _ => Op::Hold(Duration(
+                rng.below(space.max_advance.0.saturating_mul(4) + 1),
+            )),
         })
         .collect()
 }
@@ -282,6 +287,12 @@ pub fn check_ops(q: &mut dyn Qdisc, space: &OpSpace, ops: &[Op]) -> Report {
                 }
                 m.absorb_drops(&mut drops, None);
                 assert_eq!(q.len(), 0, "step {step}: purge left packets");
+            }
+            Op::Hold(d) => {
+                let before = q.len();
+                q.hold(d, now, &mut drops);
+                m.absorb_drops(&mut drops, None);
+                assert!(q.len() <= before, "step {step}: a hold added packets");
             }
         }
         if let Op::Backwards(_) = op {

@@ -431,3 +431,23 @@ fn a_hold_keeps_the_link_silent_for_its_length_and_loses_nothing() {
     assert_eq!(last - next, Duration::from_millis(88), "then at the rate");
     assert_eq!(p.params().rate, Rate::mbps(8), "the rate is unchanged");
 }
+
+#[test]
+fn a_hold_lets_small_packets_by_at_the_rate_and_ends_their_time_later() {
+    // 8 Mbit/s: 100 B take 0.1 ms, 1000 B 1 ms. A hold of 30 ms at t0;
+    // ten ACK-sized packets at 5 ms leave one after the other at the rate
+    // (5.1 … 6.0 ms); a full-sized one at 6 ms waits for the hold's end,
+    // moved by the small ones' 1 ms, and leaves at 31 + 1 ms.
+    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), Fifo::boxed(100));
+    let t0 = Instant(1_000_000_000);
+    let us = |n: u64| t0 + Duration::from_micros(n);
+    assert!(p.hold(Duration::from_millis(30), t0, &mut Vec::new()));
+    let mut arrivals: Vec<(Instant, Packet)> = (0..10).map(|i| (us(5_000), pkt(i, 100))).collect();
+    arrivals.push((us(6_000), pkt(10, 1000)));
+    let out = drive(&mut p, &arrivals);
+    let small: Vec<Instant> = out.iter().filter(|(id, _)| *id < 10).map(|o| o.1).collect();
+    let want: Vec<Instant> = (1..=10).map(|k| us(5_000 + 100 * k)).collect();
+    assert_eq!(small, want);
+    assert_eq!(out.last(), Some(&(10, us(32_000))), "{out:?}");
+    assert_eq!(out.len(), 11, "nothing lost");
+}
