@@ -95,7 +95,7 @@ pub struct AutorateJson {
     pub flows: u32,
     pub newest_age_ns: Option<u64>,
     /// Decisions (ticks) by reason: delay, load, idle, unsure,
-    /// refractory, steady, reconfig.
+    /// refractory, steady, reconfig, link.
     pub decisions: Vec<(String, u64)>,
     /// That delay was the probe's round trip (no TCP to read).
     #[serde(default)]

@@ -197,10 +197,13 @@ pub enum Reason {
     /// A scheduled drop of the link (`reconfig`): the rate at `min` from
     /// just before it to just after, then back to half the rate before.
     Reconfig,
+    /// A download's output stopped following the way back from a dip: the
+    /// rate went to the most the link let through since the dip began.
+    Link,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 8] = [
         Reason::Delay,
         Reason::Load,
         Reason::Idle,
@@ -208,6 +211,7 @@ impl Reason {
         Reason::Refractory,
         Reason::Steady,
         Reason::Reconfig,
+        Reason::Link,
     ];
 
     pub fn name(self) -> &'static str {
@@ -219,6 +223,7 @@ impl Reason {
             Reason::Refractory => "refractory",
             Reason::Steady => "steady",
             Reason::Reconfig => "reconfig",
+            Reason::Link => "link",
         }
     }
 
@@ -280,6 +285,9 @@ pub struct Controller {
     held: Option<Held>,
     /// The link a hold has just measured, for the next decision.
     measured: Option<Rate>,
+    /// The highest output since the current dip began (a download's is
+    /// what the link let through).
+    dip_peak: Rate,
     /// A hold decided and not yet handed out with its decision.
     hold: Duration,
     /// The wall clock: Unix time = `now` + this (see
@@ -313,6 +321,7 @@ impl Controller {
             drain: None,
             held: None,
             measured: None,
+            dip_peak: Rate(0),
             hold: Duration::ZERO,
             wall: None,
             reconfig_before: None,
@@ -399,10 +408,18 @@ impl Controller {
         let bits = u128::from(sent_bytes.saturating_sub(b0)) * 8 * 1_000_000_000;
         let achieved = Rate(u64::try_from(bits / u128::from(dt.as_nanos())).unwrap_or(u64::MAX));
         if let Some(h) = self.held.as_mut() {
-            let queued = signal
+            // Some queue left (over half the target) says the link was busy
+            // through the span: its delivery caps the way back. Setting the
+            // rate by it at once needs a queue as the cuts see one: half the
+            // target is a frame's noise at the low rates (lab, `lte`: a
+            // measure on 6 ms read the link the hold had emptied, and the
+            // next hold's again, 4.6 → 0.84 Mbit/s in 0.8 s).
+            let frame = self.rate.tx_time(FRAME_BYTES);
+            let some = signal
                 .delay
                 .is_some_and(|d| d > Duration(self.tuning.target.0 / 2));
-            self.measured = h.measure(now, delivered, queued);
+            let firm = signal.delay.is_some_and(|d| d > self.tuning.target + frame);
+            self.measured = h.measure(now, delivered, some).filter(|_| firm);
         }
         let (new, reason) = self.decide(now, achieved, sent_bytes, delivered, signal);
         let hold = std::mem::take(&mut self.hold);
@@ -476,6 +493,11 @@ impl Controller {
             let new = Rate(before.0 / 2).max(self.cfg.min);
             return (new, Reason::Reconfig);
         }
+        self.dip_peak = if self.dip.is_some() {
+            self.dip_peak.max(achieved)
+        } else {
+            Rate(0)
+        };
         let load = achieved.0 as f64 / rate.0.max(1) as f64;
         let Some(delay) = s.delay else {
             return (rate, Reason::Unsure);
@@ -589,6 +611,9 @@ impl Controller {
                 }
                 None => None,
             };
+            if self.dip.is_some() {
+                self.dip_peak = self.dip_peak.max(achieved);
+            }
             self.last_cut = Some((now, delay));
             // Only a queue sluice's output enters drains at its pace.
             self.drain = self.way_out.then(|| Drain::from(now, delay, sent));
@@ -599,6 +624,21 @@ impl Controller {
             }
             self.ceiling = Some((now, rate.min(achieved)));
             return (new, Reason::Delay);
+        }
+        if let (false, true, Some((_, true, _))) = (self.way_out, calm, self.dip) {
+            // A download's way back that its output no longer follows: its
+            // queue lies before sluice, and a rate above the link shows as
+            // delay only once the modem's queue has grown (lab, `step`:
+            // back from the step's cut at 7.2 to 9.6 Mbit/s in 0.15 s, the
+            // output at 5.8–7.0 on the 8 Mbit/s link, then 10.5 and 44 ms).
+            // The link is what it let through since the dip began (the
+            // cut that began it was made on that output), probed gently.
+            let link = self.dip_peak.max(self.cfg.min);
+            if load < t.loaded && link < rate {
+                self.dip = None;
+                self.ceiling = Some((now, link));
+                return (link, Reason::Link);
+            }
         }
         let recent_cut = self
             .last_cut
@@ -682,8 +722,9 @@ impl Controller {
             return;
         }
         self.hold = hold;
-        // A hold made on the link another one just measured keeps it
-        // until it measures its own.
+        // A hold made on the link another one just measured keeps it, and
+        // measures nothing: its span starts with the rate already under
+        // the link, and what it reads may be the queue that hold emptied.
         let link = self.held.filter(|_| anew).and_then(|h| h.link);
         self.held = Some(Held {
             at: now,
@@ -691,7 +732,7 @@ impl Controller {
             delay,
             delivered,
             link,
-            measured: false,
+            measured: anew,
         });
     }
 }
@@ -1057,5 +1098,59 @@ mod tests {
         // on to 90 % of the rate before the dip.
         let rates = way_back(1.6, 1);
         assert!(rates.iter().any(|r| r.0 >= 3_500_000), "{rates:?}");
+    }
+
+    /// A step of a download's link from 20 to 8 Mbit/s, the senders
+    /// filling whatever the rate allows up to the link: the decisions from
+    /// the cut on, for the download's controller or (`way_out`) an
+    /// upload's.
+    fn download_way_back(way_out: bool) -> Vec<Decision> {
+        let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
+        let cfg = Autorate {
+            min: Rate::mbps(5),
+            max: Rate::mbps(25),
+            dry_run: false,
+            probe: None,
+            reconfig: None,
+        };
+        let mut c = Controller::new(cfg, Rate::mbps(20), Tuning::default());
+        if way_out {
+            c = c.way_out();
+        }
+        let mut sent = 0;
+        c.tick(ms(0), sent, None, reading(0));
+        let mut out = Vec::new();
+        for k in 1..80u64 {
+            let through = (c.rate().0 as f64 / 1e6).min(8.0);
+            sent += bytes(through, 50);
+            let d = if k == 1 { 30 } else { 1 };
+            out.push(c.tick(ms(50 * k), sent, None, reading(d)).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn a_downloads_way_back_stops_where_its_output_stops() {
+        let out = download_way_back(false);
+        assert_eq!(out[0].reason, Reason::Delay);
+        // Back at +10 % a tick while the output follows; past the link by a
+        // third the output is under 75 % of the rate: the link is found.
+        let at = out
+            .iter()
+            .position(|d| d.reason == Reason::Link)
+            .expect("found");
+        let found = out[at];
+        assert_eq!(found.new, Rate::mbps(8), "{found:?}");
+        assert!(found.old <= Rate(11_000_000), "{found:?}");
+        // Then probed gently from there.
+        let next = out[at + 1..]
+            .iter()
+            .find(|d| d.new != d.old)
+            .expect("probes");
+        assert!(next.new.0 as f64 <= next.old.0 as f64 * 1.003, "{next:?}");
+        // An upload's output is its senders': no such rule.
+        assert!(download_way_back(true)
+            .iter()
+            .all(|d| d.reason != Reason::Link));
     }
 }
