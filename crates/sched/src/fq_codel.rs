@@ -18,6 +18,18 @@
 //!   flow leaves `new_flows` for the tail of `old_flows`, so a flow that keeps
 //!   a queue can never stay "new" (no starvation of old flows). Deficits count
 //!   [`Packet::cost`] bytes, so bandwidth is shared in bytes, not packets.
+//! - Sparse flows stay new (CAKE's sparse set, not RFC 8290): a flow that
+//!   empties on the new list having sent at most a quarter of its quantum,
+//!   with CoDel not dropping from it, leaves the lists instead of joining
+//!   the old one, so its next packet is new again and waits only for the
+//!   packet on the link. Under RFC 8290's rule a call's packet every 20 ms
+//!   found its flow still on the old list whenever a round of the bulk
+//!   flows' quanta took longer than that (four full frames at 450 kbit/s:
+//!   108 ms) and waited for the round. The price, as in CAKE: a flow of
+//!   packets of at most a quarter quantum, each sent after the one before
+//!   left, goes first however many there are (a ping, a call, a lone ACK
+//!   are such flows; a bulk flow never is). With host isolation the run's
+//!   quantum is a host's share and RFC 8290's rule stands.
 //! - Each flow runs the shared CoDel control step ([`crate::codel::select`])
 //!   with its own [`codel::Vars`]; sojourn is measured from enqueue. As in
 //!   Linux, the "≤ 1 MTU" test uses the total backlog of the discipline.
@@ -265,6 +277,10 @@ const FRAC_BITS: u32 = 16;
 /// A flow comes back bulk when it has less ([`FqCodel::enqueue`]): it used
 /// up what it had, where a fresh flow has not.
 const FRESH: i64 = 1 << FRAC_BITS;
+
+/// A run of a flow on the new list that sends at most a quantum over this
+/// is sparse ([`FqCodel::sparse_run`]): 378 bytes of the default 1514.
+const SPARSE_SHARE: i64 = 4;
 
 /// A flow's `bulk_epoch` before it was ever bulk.
 const NEVER: u32 = u32::MAX;
@@ -887,17 +903,41 @@ impl FqCodel {
             }
             // Empty: an emptied new flow goes to the old list if that
             // is non-empty (so it cannot re-enter as new right away
-            // and starve old flows), else it leaves the lists. Either
-            // way its next packet starts a new run.
+            // and starve old flows), else it leaves the lists; a sparse
+            // one leaves them either way (see `sparse_run`). Its next
+            // packet starts a new run.
+            let sparse = which == OnList::New && self.sparse_run(idx);
             self.flows[idx as usize].0.spread = false;
             self.flows[idx as usize].0.waits = false;
             self.pop_head(which);
             // CoDel state is kept: RFC 8289 reuses `count` when the
             // flow comes back soon.
-            if which == OnList::New && self.old_flows.head != NIL {
+            if which == OnList::New && self.old_flows.head != NIL && !sparse {
                 self.push_tail(OnList::Old, idx);
             }
         }
+    }
+
+    /// Whether flow `idx`, emptied on the new list, was sparse in the run
+    /// that ends: it sent at most [`SPARSE_SHARE`] of its quantum and
+    /// CoDel is not dropping from it (CAKE's sparse set). Such a flow
+    /// leaves the lists instead of joining the old list, so its next
+    /// packet is new again: a ping, a call's packet every 20 ms or a lone
+    /// ACK waits at most for the packet on the link, not for a round of
+    /// every bulk flow's quantum (four full frames at 450 kbit/s: 108 ms,
+    /// longer than a call's packet interval, so RFC 8290's rule kept a
+    /// call on the old list for good). The quantum a run is given is only
+    /// known without isolation (with it, it is a host's share); there the
+    /// RFC's rule stands.
+    fn sparse_run(&self, idx: u32) -> bool {
+        if self.params.isolation.is_on() {
+            return false;
+        }
+        let Some(f) = self.flows.get(idx as usize).map(|l| &l.0) else {
+            return false;
+        };
+        let q = i64::from(self.params.quantum_bytes) << FRAC_BITS;
+        !f.vars.dropping() && q - f.deficit <= q / SPARSE_SHARE
     }
 
     /// Removes the head packet of flow `idx` (chosen by `pull`) and charges

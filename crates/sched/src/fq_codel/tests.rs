@@ -125,6 +125,70 @@ fn sparse_flow_bypasses_bulk_flows() {
     }
 }
 
+/// Below the rate where a round of the bulk flows' quanta outlasts the
+/// sparse flow's packet interval (450 kbit/s, four full frames: 108 ms
+/// against a packet every 20 ms), the sparse flow still waits at most one
+/// frame: it leaves the lists when it empties instead of joining the old
+/// list, where each packet waited for the round (p99 80 ms, max 108).
+#[test]
+fn sparse_flow_bypasses_a_round_longer_than_its_interval() {
+    let rate = Rate::kbps(450);
+    // CoDel out of the way: these bulk sources each offer the whole link,
+    // and its drops empty them now and then, so they come back new, each
+    // a frame ahead of the sparse flow; the question here is the rounds.
+    let mut q = FqCodel::new(Params {
+        target: Duration::from_millis(10_000),
+        interval: Duration::from_millis(100_000),
+        ..Params::default()
+    });
+    let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
+    srcs.push(Source {
+        bucket: 100,
+        hosts: 1,
+        len: 120,
+        period_ns: 20 * MS,
+        // Once the bulk flows are on the old list: at the start they are
+        // new, each with a quantum to send ahead of any later newcomer.
+        next_ns: 1_005 * MS,
+    });
+    let r = simulate(&mut q, rate, &mut srcs, 20_000 * MS);
+    let (bytes, max_sojourn, dropped) = r[4];
+    // The last, sent 15 ms before the end, may still wait for its frame.
+    assert!(bytes >= 120 * 949, "every sparse packet delivered: {bytes}");
+    assert_eq!(dropped, 0);
+    let one_packet = rate.tx_time(1514);
+    assert!(
+        max_sojourn <= one_packet,
+        "sparse sojourn {max_sojourn} > {one_packet}"
+    );
+}
+
+/// What stays new is a flow that sends at most a quarter quantum a run: a
+/// flow of full frames that empties after each (paced at a third of the
+/// link, above the fair fifth) gets the old list's share, not the new
+/// list's priority.
+#[test]
+fn a_paced_flow_of_full_frames_is_not_sparse() {
+    let rate = Rate::kbps(450);
+    let mut q = FqCodel::new(Params::default());
+    let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
+    srcs.push(Source {
+        bucket: 100,
+        hosts: 1,
+        len: 1514,
+        period_ns: 3 * rate.tx_time(1514).0,
+        next_ns: 5 * MS,
+    });
+    let r = simulate(&mut q, rate, &mut srcs, 20_000 * MS);
+    let total: u64 = r.iter().map(|x| x.0).sum();
+    let share = r[4].0 as f64 / total as f64;
+    assert!(
+        (0.17..0.23).contains(&share),
+        "the paced flow took {:.1} % of the link",
+        share * 100.0
+    );
+}
+
 #[test]
 fn equal_bulk_flows_share_within_5_percent() {
     let rate = Rate::mbps(10);
