@@ -919,16 +919,10 @@ impl FqCodel {
     }
 
     /// Whether flow `idx`, emptied on the new list, was sparse in the run
-    /// that ends: it sent at most [`SPARSE_SHARE`] of its quantum and
-    /// CoDel is not dropping from it (CAKE's sparse set). Such a flow
-    /// leaves the lists instead of joining the old list, so its next
-    /// packet is new again: a ping, a call's packet every 20 ms or a lone
-    /// ACK waits at most for the packet on the link, not for a round of
-    /// every bulk flow's quantum (four full frames at 450 kbit/s: 108 ms,
-    /// longer than a call's packet interval, so RFC 8290's rule kept a
-    /// call on the old list for good). The quantum a run is given is only
-    /// known without isolation (with it, it is a host's share); there the
-    /// RFC's rule stands.
+    /// that ends (the module's principles): it sent at most a
+    /// [`SPARSE_SHARE`]th of its quantum and CoDel is not dropping from it.
+    /// A run's quantum is known only without isolation (with it, it is a
+    /// host's share), so there no flow is sparse.
     fn sparse_run(&self, idx: u32) -> bool {
         if self.params.isolation.is_on() {
             return false;

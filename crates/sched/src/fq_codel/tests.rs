@@ -86,6 +86,18 @@ fn simulate(
     out
 }
 
+/// A flow of `len`-byte packets every `period_ns` from `next_ns` on, in
+/// bucket 100 (apart from [`bulk`]'s).
+fn paced(len: u32, period_ns: u64, next_ns: u64) -> Source {
+    Source {
+        bucket: 100,
+        hosts: 1,
+        len,
+        period_ns,
+        next_ns,
+    }
+}
+
 fn bulk(bucket: u32, len: u32, rate: Rate) -> Source {
     Source {
         bucket,
@@ -101,13 +113,7 @@ fn sparse_flow_bypasses_bulk_flows() {
     let rate = Rate::mbps(10);
     let mut q = FqCodel::new(Params::default());
     let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
-    srcs.push(Source {
-        bucket: 100,
-        hosts: 1,
-        len: 100,
-        period_ns: 20 * MS,
-        next_ns: 5 * MS,
-    });
+    srcs.push(paced(100, 20 * MS, 5 * MS));
     let r = simulate(&mut q, rate, &mut srcs, 10_000 * MS);
     let (bytes, max_sojourn, dropped) = r[4];
     assert_eq!(bytes, 100 * 500, "every sparse packet delivered");
@@ -142,15 +148,9 @@ fn sparse_flow_bypasses_a_round_longer_than_its_interval() {
         ..Params::default()
     });
     let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
-    srcs.push(Source {
-        bucket: 100,
-        hosts: 1,
-        len: 120,
-        period_ns: 20 * MS,
-        // Once the bulk flows are on the old list: at the start they are
-        // new, each with a quantum to send ahead of any later newcomer.
-        next_ns: 1_005 * MS,
-    });
+    // From when the bulk flows are on the old list: at the start they are
+    // new, each with a quantum to send ahead of any later newcomer.
+    srcs.push(paced(120, 20 * MS, 1_005 * MS));
     let r = simulate(&mut q, rate, &mut srcs, 20_000 * MS);
     let (bytes, max_sojourn, dropped) = r[4];
     // The last, sent 15 ms before the end, may still wait for its frame.
@@ -172,13 +172,7 @@ fn a_paced_flow_of_full_frames_is_not_sparse() {
     let rate = Rate::kbps(450);
     let mut q = FqCodel::new(Params::default());
     let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
-    srcs.push(Source {
-        bucket: 100,
-        hosts: 1,
-        len: 1514,
-        period_ns: 3 * rate.tx_time(1514).0,
-        next_ns: 5 * MS,
-    });
+    srcs.push(paced(1514, 3 * rate.tx_time(1514).0, 5 * MS));
     let r = simulate(&mut q, rate, &mut srcs, 20_000 * MS);
     let total: u64 = r.iter().map(|x| x.0).sum();
     let share = r[4].0 as f64 / total as f64;
