@@ -265,7 +265,8 @@ pub struct Controller {
     rate: Rate,
     next_tick: Instant,
     last_tick: Option<(Instant, u64)>,
-    last_cut: Option<(Instant, Duration)>,
+    /// The latest cut: when, the delay it was made on, the rate it set.
+    last_cut: Option<(Instant, Duration, Rate)>,
     /// The rate at which delay last appeared, and since when it stands
     /// for the link (a cut, or the end of a return from a dip).
     ceiling: Option<(Instant, Rate)>,
@@ -520,7 +521,7 @@ impl Controller {
             let new = Rate((link.0 as f64 * HOLD_UNDER_LINK) as u64).max(self.cfg.min);
             self.ceiling = Some((now, link));
             self.link_seen = Some((now, link));
-            self.last_cut = Some((now, delay));
+            self.last_cut = Some((now, delay, new));
             self.drain = Some(Drain::from(now, delay, sent));
             self.make_hold(now, delay, delivered, true);
             return (new, Reason::Delay);
@@ -549,12 +550,17 @@ impl Controller {
         if delay > t.target + frame {
             let link_limited = !self.way_out && (achieved.0 as f64) < 0.9 * rate.0 as f64;
             let collapsed = self.way_out && (achieved.0 as f64) < t.busy * rate.0 as f64;
-            if let Some((at, was)) = self.last_cut {
+            if let Some((at, was, set)) = self.last_cut {
                 let since = now.saturating_since(at);
                 // Within a few refractory periods of a cut, a delay well
-                // below the one that made it is a queue draining.
+                // below the one that made it is a queue draining, unless
+                // the rate rose since: then it is a queue of the raise
+                // (lab, `step`: a dip's way back to 2.55 Mbit/s on the
+                // 1.6 link read 35-41 ms, under three quarters of the
+                // cut's 88, and stood there for 1.2 s).
                 let draining = since < Duration(t.refractory.0.saturating_mul(6))
-                    && delay.0.saturating_mul(4) < was.0.saturating_mul(3);
+                    && delay.0.saturating_mul(4) < was.0.saturating_mul(3)
+                    && rate <= set;
                 // Far above the delay that made the cut, while what enters
                 // the queue is sluice's own output: that cut, made on the
                 // first sign of a step, was too small for how far the link
@@ -614,7 +620,7 @@ impl Controller {
             if self.dip.is_some() {
                 self.dip_peak = self.dip_peak.max(achieved);
             }
-            self.last_cut = Some((now, delay));
+            self.last_cut = Some((now, delay, new));
             // Only a queue sluice's output enters drains at its pace.
             self.drain = self.way_out.then(|| Drain::from(now, delay, sent));
             // Only a reading of the way out says the queue is the
@@ -642,7 +648,7 @@ impl Controller {
         }
         let recent_cut = self
             .last_cut
-            .is_some_and(|(at, _)| now.saturating_since(at) < t.raise_after_cut);
+            .is_some_and(|(at, _, _)| now.saturating_since(at) < t.raise_after_cut);
         if calm && load >= t.loaded && !recent_cut {
             let near_ceiling = self.ceiling.is_some_and(|(at, c)| {
                 rate.0 as f64 >= c.0 as f64 * t.probe_zone
@@ -1050,6 +1056,44 @@ mod tests {
         c.tick(ms(0), 0, None, reading(0));
         let down = c.tick(ms(50), bytes(4.0, 50), None, reading(84)).unwrap();
         assert_eq!((down.reason, down.hold), (Reason::Delay, Duration::ZERO));
+    }
+
+    /// After a cut the queue drains, and a reading well under the cut's is
+    /// that drain, held; once the rate has risen again a queue is the
+    /// raise's, and is cut (lab, `step`: a dip's way back at 2.55 Mbit/s
+    /// on the 1.6 link stood for 1.2 s at 35-41 ms, read as the drain of
+    /// the cut on 88).
+    #[test]
+    fn a_queue_after_the_rate_rose_again_is_not_the_cuts_drain() {
+        let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
+        let run = |raise_first: bool| {
+            let mut c = upload();
+            let (mut sent, mut t) = (0, 0);
+            c.tick(ms(t), sent, Some(0), reading(0));
+            let mut at = |c: &mut Controller, t: &mut u64, d: u64| {
+                *t += 50;
+                sent += bytes(c.rate().0 as f64 / 1e6, 50);
+                c.tick(ms(*t), sent, Some(0), reading(d)).unwrap()
+            };
+            let cut = at(&mut c, &mut t, 88);
+            assert_eq!(cut.reason, Reason::Delay);
+            if raise_first {
+                while c.rate() <= cut.new {
+                    at(&mut c, &mut t, 1);
+                }
+            } else {
+                // Past the refractory period, the rate where the cut set it.
+                while t < 500 {
+                    at(&mut c, &mut t, 1);
+                }
+                assert_eq!(c.rate(), cut.new);
+            }
+            // Within six refractory periods of the cut, under 3/4 of it.
+            assert!(t < 50 + 1_800, "{t}");
+            at(&mut c, &mut t, 40).reason
+        };
+        assert_eq!(run(true), Reason::Delay);
+        assert_eq!(run(false), Reason::Refractory);
     }
 
     /// A step of an upload's link from 4 to `link` Mbit/s: a cut on 84 ms

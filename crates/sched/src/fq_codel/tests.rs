@@ -163,7 +163,38 @@ fn sparse_flow_bypasses_a_round_longer_than_its_interval() {
     );
 }
 
-/// What stays new is a flow that sends at most a quarter quantum a run: a
+/// A call's packets of irtt's size (172 bytes of payload, 214 on the
+/// wire) every 20 ms at 450 kbit/s: a full frame on the link takes 27 ms,
+/// so now and then two of them queue behind it and the run that empties
+/// the flow sends 428 bytes, more than a quarter quantum. Counting only
+/// the run's bytes against a quarter quantum sent the flow to the old list
+/// there, and every packet after waited for a round of the bulk flows'
+/// frames (the lab, `starlink` at `min`: irtt's upload in a sawtooth from
+/// 150 ms down to 30, three rounds a window); a few small packets keep
+/// it sparse.
+#[test]
+fn a_sparse_flow_with_two_packets_behind_a_frame_stays_sparse() {
+    let rate = Rate::kbps(450);
+    let mut q = FqCodel::new(Params {
+        target: Duration::from_millis(10_000),
+        interval: Duration::from_millis(100_000),
+        ..Params::default()
+    });
+    let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
+    srcs.push(paced(214, 20 * MS, 1_005 * MS));
+    let r = simulate(&mut q, rate, &mut srcs, 20_000 * MS);
+    let (bytes, max_sojourn, dropped) = r[4];
+    assert!(bytes >= 214 * 949, "every sparse packet delivered: {bytes}");
+    assert_eq!(dropped, 0);
+    // The frame on the link, then the packet ahead of it in its own run.
+    let bound = rate.tx_time(1514) + rate.tx_time(214);
+    assert!(
+        max_sojourn <= bound,
+        "sparse sojourn {max_sojourn} > {bound}"
+    );
+}
+
+/// What stays new is a flow of packets of at most a quarter quantum: a
 /// flow of full frames that empties after each (paced at a third of the
 /// link, above the fair fifth) gets the old list's share, not the new
 /// list's priority.
