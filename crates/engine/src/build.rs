@@ -14,7 +14,8 @@
 //! - a leaf with ALTQ's `codel` flag (FreeBSD) is a CoDel queue of `qlimit`
 //!   packets (`sluice_sched::codel`), whatever `red`/`rio` says, as in ALTQ;
 //! - a pipe's queues share it by weight (DRR or WF2Q+); with `sched fq_codel`
-//!   each weighted queue is an FQ-CoDel of its own under DRR, and a pipe with
+//!   each weighted queue is an FQ-CoDel of its own under DRR (a waking queue
+//!   first on a quarter quantum, as a sparse flow), and a pipe with
 //!   one queue is a plain FQ-CoDel;
 //! - `ingress` (sched's `ingress` module): the interface's shaper charges
 //!   the drops of every leaf that has it, or has a parent that has it, as if
@@ -489,7 +490,9 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
                     first.map_or(p.isolate, |qu| qu.isolate),
                 )
             } else {
-                let mut s = drr::Drr::new(fp.quantum.max(256));
+                // A queue that wakes goes first on a quarter quantum, as
+                // a sparse flow does inside each queue (drr's principles).
+                let mut s = drr::Drr::new(fp.quantum.max(256)).wake_first(fp.quantum.max(256) / 4);
                 for (i, qu) in q.queues.iter().enumerate() {
                     s.add_class(class_id(i), weight(qu), make(filter_of(qu), qu.isolate))
                         .map_err(|e| err(q, e))?;

@@ -202,3 +202,48 @@ fn model_checker_with_unknown_classes_and_tiny_quantum() {
     let r = check_random(|| Box::new(drr(1, &[1, 3])), &space, 16, 300);
     assert!(r.dropped > 0 && r.dequeued > 0);
 }
+
+/// `wake_first`: a small packet waking its class goes before the rest of
+/// the turn of the class being served; a large one does not, and the waker
+/// then takes its place at the tail.
+#[test]
+fn a_waking_class_goes_first_on_its_small_credit() {
+    let order = |wake: u32, len: u32| {
+        let mut d = drr(3000, &[1, 10]).wake_first(wake);
+        let mut drops = Vec::new();
+        for k in 0..10u64 {
+            let p = Packet::synthetic(k, 1500, 1, ClassId(1));
+            d.enqueue(p, Instant(0), &mut drops);
+        }
+        // Class 1's turn is two frames: one gone, one left.
+        assert_eq!(d.dequeue(Instant(0), &mut drops).unwrap().id, 0);
+        let p = Packet::synthetic(100, len, 2, ClassId(2));
+        d.enqueue(p, Instant(0), &mut drops);
+        (0..4)
+            .map(|_| d.dequeue(Instant(0), &mut drops).unwrap().id)
+            .collect::<Vec<_>>()
+    };
+    // The paper's rule: the rest of class 1's turn, then the waker.
+    assert_eq!(order(0, 98), [1, 100, 2, 3]);
+    // On a quarter quantum the ping goes at once, and class 1's turn goes on.
+    assert_eq!(order(378, 98), [100, 1, 2, 3]);
+    // A frame over the credit waits at the tail, as without it.
+    assert_eq!(order(378, 1500), [1, 100, 2, 3]);
+}
+
+#[test]
+fn model_checker_three_classes_waking_first() {
+    let space = OpSpace::default().with_classes([1, 2, 3]);
+    let r = check_random(
+        || {
+            let mut d = drr(300, &[1, 4, 100]).wake_first(75);
+            d.add_class(ClassId(9), 2, Fifo::boxed(3)).unwrap();
+            d.set_default(ClassId(9)).unwrap();
+            Box::new(d)
+        },
+        &space,
+        64,
+        400,
+    );
+    assert!(r.dequeued > 1000 && r.dropped > 0);
+}
