@@ -138,11 +138,13 @@ fn rate_case(rate: &str, rate_bps: f64, needs_release: bool, io: Option<&str>) {
         ("download", &server, &client, CLIENT_IP, 5202),
     ];
     for (dir, from, to, to_ip, port) in runs {
-        // One retry: on a shared 2-core machine another process can take the
-        // shaper's core for seconds. Both attempts are logged; the second
-        // must be within the bound.
+        // Two retries: on a shared 2-core machine another process can take
+        // the shaper's core for seconds (CI, 2026-12-02: two attempts in a
+        // row at 64-86 Mbit/s a second, then 95.5-95.6 in every run of the
+        // same build alone). Every attempt is logged; the last must be
+        // within the bound.
         let mut r = None;
-        for attempt in 0..2u16 {
+        for attempt in 0..3u16 {
             iperf3::server(&mut lab.topo, to, port + 10 * attempt).expect("iperf3 server");
             let mut o = ClientOptions::new(to_ip, port + 10 * attempt);
             o.seconds = 5;
