@@ -242,7 +242,10 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
         let [rtt, own, floor, base, delay, ..] = v[..] else {
             panic!("{v:?}");
         };
-        assert!(floor <= own + 1e-3 && base <= rtt - floor + 1e-3, "{v:?}");
+        // Each figure is printed to a microsecond (half a unit off at
+        // most): a sum of three carries up to 1.5 µs (CI: base 0.039
+        // against rtt − floor 0.208 − 0.17).
+        assert!(floor <= own + 2e-3 && base <= rtt - floor + 2e-3, "{v:?}");
         let left = (rtt - own - base).max(0.0);
         assert!((delay - left).abs() < 2e-3, "{v:?}");
     }
