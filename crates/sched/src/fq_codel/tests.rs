@@ -131,6 +131,26 @@ fn sparse_flow_bypasses_bulk_flows() {
     }
 }
 
+/// Four bulk flows of full frames and one of `len`-byte packets every
+/// 20 ms at 450 kbit/s for 20 s: the small flow's bytes, worst sojourn
+/// and drops. CoDel is out of the way: the bulk sources each offer the
+/// whole link, and its drops would empty them now and then, so they came
+/// back new, each a frame ahead of the small flow; the question here is
+/// the rounds. The small flow starts once the bulk flows are on the old
+/// list (at the start they are new, each with a quantum to send ahead of
+/// any later newcomer).
+fn small_flow_among_four_at_450k(len: u32) -> (u64, Duration, u64) {
+    let rate = Rate::kbps(450);
+    let mut q = FqCodel::new(Params {
+        target: Duration::from_millis(10_000),
+        interval: Duration::from_millis(100_000),
+        ..Params::default()
+    });
+    let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
+    srcs.push(paced(len, 20 * MS, 1_005 * MS));
+    simulate(&mut q, rate, &mut srcs, 20_000 * MS)[4]
+}
+
 /// Below the rate where a round of the bulk flows' quanta outlasts the
 /// sparse flow's packet interval (450 kbit/s, four full frames: 108 ms
 /// against a packet every 20 ms), the sparse flow still waits at most one
@@ -138,25 +158,11 @@ fn sparse_flow_bypasses_bulk_flows() {
 /// list, where each packet waited for the round (p99 80 ms, max 108).
 #[test]
 fn sparse_flow_bypasses_a_round_longer_than_its_interval() {
-    let rate = Rate::kbps(450);
-    // CoDel out of the way: these bulk sources each offer the whole link,
-    // and its drops empty them now and then, so they come back new, each
-    // a frame ahead of the sparse flow; the question here is the rounds.
-    let mut q = FqCodel::new(Params {
-        target: Duration::from_millis(10_000),
-        interval: Duration::from_millis(100_000),
-        ..Params::default()
-    });
-    let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
-    // From when the bulk flows are on the old list: at the start they are
-    // new, each with a quantum to send ahead of any later newcomer.
-    srcs.push(paced(120, 20 * MS, 1_005 * MS));
-    let r = simulate(&mut q, rate, &mut srcs, 20_000 * MS);
-    let (bytes, max_sojourn, dropped) = r[4];
+    let (bytes, max_sojourn, dropped) = small_flow_among_four_at_450k(120);
     // The last, sent 15 ms before the end, may still wait for its frame.
     assert!(bytes >= 120 * 949, "every sparse packet delivered: {bytes}");
     assert_eq!(dropped, 0);
-    let one_packet = rate.tx_time(1514);
+    let one_packet = Rate::kbps(450).tx_time(1514);
     assert!(
         max_sojourn <= one_packet,
         "sparse sojourn {max_sojourn} > {one_packet}"
@@ -174,19 +180,11 @@ fn sparse_flow_bypasses_a_round_longer_than_its_interval() {
 /// it sparse.
 #[test]
 fn a_sparse_flow_with_two_packets_behind_a_frame_stays_sparse() {
-    let rate = Rate::kbps(450);
-    let mut q = FqCodel::new(Params {
-        target: Duration::from_millis(10_000),
-        interval: Duration::from_millis(100_000),
-        ..Params::default()
-    });
-    let mut srcs: Vec<Source> = (0..4).map(|b| bulk(b, 1514, rate)).collect();
-    srcs.push(paced(214, 20 * MS, 1_005 * MS));
-    let r = simulate(&mut q, rate, &mut srcs, 20_000 * MS);
-    let (bytes, max_sojourn, dropped) = r[4];
+    let (bytes, max_sojourn, dropped) = small_flow_among_four_at_450k(214);
     assert!(bytes >= 214 * 949, "every sparse packet delivered: {bytes}");
     assert_eq!(dropped, 0);
     // The frame on the link, then the packet ahead of it in its own run.
+    let rate = Rate::kbps(450);
     let bound = rate.tx_time(1514) + rate.tx_time(214);
     assert!(
         max_sojourn <= bound,
