@@ -492,7 +492,8 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
             } else {
                 // A queue that wakes goes first on a quarter quantum, as
                 // a sparse flow does inside each queue (drr's principles).
-                let mut s = drr::Drr::new(fp.quantum.max(256)).wake_first(fp.quantum.max(256) / 4);
+                let quantum = fp.quantum.max(256);
+                let mut s = drr::Drr::new(quantum).wake_first(quantum / 4);
                 for (i, qu) in q.queues.iter().enumerate() {
                     s.add_class(class_id(i), weight(qu), make(filter_of(qu), qu.isolate))
                         .map_err(|e| err(q, e))?;
