@@ -253,6 +253,12 @@ struct OverrideArgs {
     /// docsis-evening, step; see docs/lab.md).
     #[arg(long, value_name = "FILE|NAME", conflicts_with_all = ["down", "up"])]
     trace: Option<String>,
+    /// The modem drops every ICMP packet it would forward, as an ISP that
+    /// filters ICMP does: no reflector beyond it answers a ping. Latency is
+    /// then measured with irtt's round trips (scenarios with an irtt
+    /// stream: rrul, voip, …); the ping still runs, to show every echo lost.
+    #[arg(long)]
+    drop_icmp: bool,
 }
 
 impl OverrideArgs {
@@ -271,6 +277,7 @@ impl OverrideArgs {
             ecn: self.ecn,
             fifo: self.fifo,
             streams: self.streams,
+            drop_icmp: self.drop_icmp,
         }
     }
 }
@@ -544,6 +551,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
     if let Some(arg) = &ov.trace {
         s.link.follow(load_trace(arg)?);
     }
+    runner::check_latency_probe(&s).map_err(Failure::Error)?;
     let specs = shapers
         .iter()
         .map(|a| resolve_shaper(a.as_deref(), &s))

@@ -776,3 +776,47 @@ fn a_link_follows_its_rate_trace() {
         "{stderr}"
     );
 }
+
+/// `--drop-icmp`: the modem drops the ICMP it would forward, as an ISP
+/// that filters it does. No ping crosses (the runner warns of any that
+/// did), and the run's latency figures are irtt's round trips: 50 a second
+/// where voip's ping sends 5. A scenario without irtt is refused first.
+#[test]
+fn with_icmp_dropped_the_latency_is_irtts() {
+    let Some(_serial) = netns() else {
+        return;
+    };
+    let (out, _) = lab(&["run", "voip", "--duration", "3", "--drop-icmp"], "noicmp");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    eprintln!("{stderr}");
+    let s: Summary = serde_json::from_slice(&out.stdout).expect("summary JSON");
+    assert!(s.link.drop_icmp, "the summary says ICMP was dropped");
+    assert!(
+        s.warnings.iter().all(|w| !w.starts_with("--drop-icmp")),
+        "a ping crossed the modem: {:?}",
+        s.warnings
+    );
+    // 3 s idle at one irtt packet per 20 ms is 150; the ping's would be 15.
+    assert!(
+        s.idle_latency_ms.samples >= 100,
+        "idle latency from {} samples: not irtt's",
+        s.idle_latency_ms.samples
+    );
+    let l = phase(&s, "call under load")
+        .latency_ms
+        .expect("latency under load");
+    assert!(l.samples >= 100, "{} samples under load", l.samples);
+    assert!(
+        stderr.contains("ICMP dropped beyond the modem (latency: irtt RTT)"),
+        "the table says what the latency is: {stderr}"
+    );
+
+    let (out, _) = lab(&["run", "tcp_1up", "--drop-icmp"], "noicmp-refused");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--drop-icmp: scenario `tcp_1up` has no irtt stream"),
+        "{stderr}"
+    );
+}

@@ -45,6 +45,12 @@ pub struct Link {
     /// and `down_bps`/`up_bps` are its rates at `t = 0`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::trace::RateTrace>,
+    /// The modem drops every ICMP packet it would forward (`--drop-icmp`):
+    /// no reflector beyond it answers a ping, as behind an ISP that filters
+    /// ICMP. The lab's latency probe is then irtt's round trip
+    /// ([`Link::latency_probe`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_icmp: bool,
 }
 
 /// Slowest and fastest link the lab emulates (htb's and the host's limits).
@@ -73,6 +79,16 @@ impl Link {
         match &self.trace {
             Some(tr) => tr.mean_capacity(a, b),
             None => (self.down_bps as f64, self.up_bps as f64),
+        }
+    }
+
+    /// What the run's latency figures are the round trips of: ICMP echo
+    /// (`ping`), or irtt's UDP packets where the link drops ICMP.
+    pub fn latency_probe(&self) -> &'static str {
+        if self.drop_icmp {
+            "irtt"
+        } else {
+            "ping"
         }
     }
 

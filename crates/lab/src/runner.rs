@@ -19,7 +19,7 @@
 
 use crate::analysis;
 use crate::iperf3;
-use crate::model::{Dir, FlowRecord, RunResult, Scenario, Series, ShaperSpec};
+use crate::model::{Dir, FlowRecord, PingSample, RunResult, Scenario, Series, ShaperSpec};
 use crate::netns::ProcId;
 use crate::probes::{self, HostMeter, RateSampler, RxPoint};
 use crate::shaper::Shaper;
@@ -172,6 +172,25 @@ pub fn check_windows(scenario: &Scenario) -> Result<(), String> {
     window_fits(w, &limits)
 }
 
+/// `Err` when the link drops ICMP (`--drop-icmp`) and the scenario has no
+/// irtt stream to measure latency with instead.
+pub fn check_latency_probe(scenario: &Scenario) -> Result<(), String> {
+    if !scenario.link.drop_icmp || scenario.irtt.is_some() {
+        return Ok(());
+    }
+    let with: Vec<String> = crate::scenario::all()
+        .into_iter()
+        .filter(|s| s.irtt.is_some())
+        .map(|s| s.name)
+        .collect();
+    Err(format!(
+        "--drop-icmp: scenario `{}` has no irtt stream, and with ICMP dropped beyond the modem \
+         its latency can only be measured with irtt's round trips; scenarios with one: {}",
+        scenario.name,
+        with.join(", ")
+    ))
+}
+
 /// `Err` when `window` exceeds one of the named kernel limits (an unread
 /// limit is not checked).
 fn window_fits(window: u64, limits: &[(&str, Option<u64>)]) -> Result<(), String> {
@@ -291,6 +310,10 @@ pub fn run(
     let mut sh = Shaper::start(&mut net, shaper, &o.sluice_bin, &o.dir, o.autorate_trace)
         .map_err(LabError::Failed)?;
     let mut warnings = Vec::new();
+    // After the shaper's start, which waits for a ping to cross.
+    if scenario.link.drop_icmp {
+        net.drop_forwarded_icmp()?;
+    }
 
     // Servers: one iperf3 per flow (one server serves one test at a time).
     let server_ns = net.server.clone();
@@ -557,10 +580,11 @@ pub fn run(
 
     // Series.
     let ping_text = read_probe(&mut warnings, "ping", &ping_txt);
-    let ping_samples: Vec<_> = probes::parse_ping(&ping_text, interval_s, ping_start_wall, t0_wall)
-        .into_iter()
-        .filter(|p| p.t_s < total)
-        .collect();
+    let mut ping_samples: Vec<_> =
+        probes::parse_ping(&ping_text, interval_s, ping_start_wall, t0_wall)
+            .into_iter()
+            .filter(|p| p.t_s < total)
+            .collect();
     let mut irtt_samples = Vec::new();
     if let (Some(i), Some(spec)) = (&irtt, &scenario.irtt) {
         match std::fs::read_to_string(&i.json)
@@ -570,6 +594,23 @@ pub fn run(
             Ok(v) => irtt_samples = v.into_iter().filter(|s| s.t_s < total).collect(),
             Err(e) => warnings.push(format!("irtt: {e}")),
         }
+    }
+    if scenario.link.drop_icmp {
+        // The ping still ran, to show the drop held: every echo lost.
+        let answered = ping_samples.iter().filter(|p| p.rtt_ms.is_some()).count();
+        if answered > 0 {
+            warnings.push(format!(
+                "--drop-icmp: {answered} of {} pings were answered across a modem that drops ICMP",
+                ping_samples.len()
+            ));
+        }
+        ping_samples = irtt_samples
+            .iter()
+            .map(|s| PingSample {
+                t_s: s.t_s,
+                rtt_ms: s.rtt_ms,
+            })
+            .collect();
     }
     let mut records = Vec::with_capacity(flows.len());
     for (f, spec) in flows.iter().zip(&scenario.flows) {
@@ -967,6 +1008,24 @@ mod host_tests {
         let mut s = crate::scenario::tcp_1up();
         s.flows[0].window = None;
         assert_eq!(check_windows(&s), Ok(()));
+    }
+
+    #[test]
+    fn dropping_icmp_needs_an_irtt_stream() {
+        let mut s = crate::scenario::tcp_1up();
+        assert_eq!(check_latency_probe(&s), Ok(()));
+        s.link.drop_icmp = true;
+        let e = check_latency_probe(&s).unwrap_err();
+        assert!(
+            e.starts_with("--drop-icmp: scenario `tcp_1up` has no irtt stream")
+                && e.contains("rrul")
+                && e.contains("voip"),
+            "{e}"
+        );
+        let mut r = crate::scenario::by_name("rrul").unwrap();
+        r.link.drop_icmp = true;
+        assert_eq!(check_latency_probe(&r), Ok(()));
+        assert_eq!(r.link.latency_probe(), "irtt");
     }
 
     #[test]

@@ -53,6 +53,7 @@ fn link(down_bps: u64, up_bps: u64, buffer_pkts: u32) -> Link {
         atm: false,
         overhead_name: "none".into(),
         trace: None,
+        drop_icmp: false,
     }
 }
 

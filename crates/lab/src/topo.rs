@@ -280,6 +280,19 @@ impl LabNet {
         }
     }
 
+    /// From now on the modem drops every ICMP packet it would forward
+    /// (`--drop-icmp`), both ways: a reflector beyond it is out of reach,
+    /// and so is any ping a shaper could send past it. A policy rule after
+    /// the local table's: the modem's own addresses still answer, as a real
+    /// modem's do. Called once the path was seen to work (with a ping).
+    pub fn drop_forwarded_icmp(&self) -> io::Result<()> {
+        self.topo.ip(
+            &self.modem,
+            &["rule", "add", "pref", "100", "ipproto", "icmp", "blackhole"],
+        )?;
+        Ok(())
+    }
+
     /// Moves the modem's rates to `down_bps` (on `m0`, towards the LAN) and
     /// `up_bps` (on `m1`), live: what a trace step does.
     pub fn set_modem_rates(&self, link: &Link, down_bps: u64, up_bps: u64) -> io::Result<()> {

@@ -219,6 +219,8 @@ pub struct Overrides {
     pub fifo: Option<FifoKind>,
     /// TCP streams of every bulk flow (iperf3 -P).
     pub streams: Option<u32>,
+    /// The modem drops the ICMP it would forward (`--drop-icmp`).
+    pub drop_icmp: bool,
 }
 
 impl Overrides {
@@ -254,6 +256,7 @@ impl Overrides {
         if let Some(on) = self.ecn {
             s.ecn = on;
         }
+        s.link.drop_icmp |= self.drop_icmp;
         for f in &mut s.flows {
             if let Some(n) = self.streams {
                 f.streams = n;

@@ -288,6 +288,10 @@ fn link_line(s: &Summary) -> String {
             if l.atm { ", ATM cells" } else { "" }
         ));
     }
+    if l.drop_icmp {
+        // Every "ping" figure of the run is then irtt's.
+        out.push_str(", ICMP dropped beyond the modem (latency: irtt RTT)");
+    }
     out
 }
 

@@ -122,7 +122,12 @@ impl PhaseCdf<'_> {
             }
         }
         let s = &run.summary;
-        let title = format!("{} — shaper {}: ping RTT per phase", s.scenario, s.shaper);
+        let title = format!(
+            "{} — shaper {}: {} RTT per phase",
+            s.scenario,
+            s.shaper,
+            s.link.latency_probe()
+        );
         chart(root, &title, &link_line(s), curves)
     }
 }
@@ -155,11 +160,12 @@ impl CompareCdf<'_> {
                 })
             })
             .collect();
+        let probe = first.summary.link.latency_probe();
         let title = if mixed {
-            "ping RTT under load".to_string()
+            format!("{probe} RTT under load")
         } else {
             format!(
-                "{}: ping RTT under load, per configuration",
+                "{}: {probe} RTT under load, per configuration",
                 first.summary.scenario
             )
         };

@@ -286,9 +286,13 @@ fn column<DB: DrawingBackend>(
     backdrop(&mut chart, run, sc.lat_max_ms)?;
     let irtt: Vec<(f64, Option<f64>)> = run.series.irtt.iter().map(|p| (p.t_s, p.rtt_ms)).collect();
     let ping: Vec<(f64, Option<f64>)> = run.series.ping.iter().map(|p| (p.t_s, p.rtt_ms)).collect();
-    // irtt first: denser and thinner, ping stays readable on top.
-    trace(&mut chart, &irtt, IRTT, 1, "irtt RTT")?;
-    trace(&mut chart, &ping, PING, 2, "ping RTT")?;
+    // irtt first: denser and thinner, ping stays readable on top. Where
+    // ICMP was dropped the latency series is irtt's: drawn once.
+    let probe = run.summary.link.latency_probe();
+    if !run.summary.link.drop_icmp {
+        trace(&mut chart, &irtt, IRTT, 1, "irtt RTT")?;
+    }
+    trace(&mut chart, &ping, PING, 2, &format!("{probe} RTT"))?;
     let lost: Vec<f64> = ping
         .iter()
         .filter(|(t, v)| v.is_none() && t.is_finite())
@@ -303,7 +307,7 @@ fn column<DB: DrawingBackend>(
                     .map(|&t| Cross::new((t, y), 4, LOST.stroke_width(2))),
             )
             .map_err(err)?
-            .label(format!("ping lost ({})", lost.len()))
+            .label(format!("{probe} lost ({})", lost.len()))
             .legend(|(x, y)| Cross::new((x + 10, y), 4, LOST.stroke_width(2)));
     }
     // On a scale shared with a bloated run a shaped run's line hugs the
@@ -315,7 +319,7 @@ fn column<DB: DrawingBackend>(
         .max_by(|a, b| a.p50.total_cmp(&b.p50));
     if let Some(l) = worst {
         let label = format!(
-            "under load: ping p50 {}, p99 {}",
+            "under load: {probe} p50 {}, p99 {}",
             fmt_ms(l.p50),
             fmt_ms(l.p99)
         );
