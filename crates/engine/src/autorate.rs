@@ -277,6 +277,10 @@ pub struct Controller {
     /// under the rate), whether the rate has been raised since, and when
     /// the dip began: the way back from a dip.
     dip: Option<(Rate, bool, Instant)>,
+    /// The dip is a `reconfig` window's way back, and no delay has been
+    /// read on it yet: what a download delivers then is its senders'
+    /// climb from `min`, not the link's rate.
+    reconfig_dip: bool,
     /// The queue acted on lies after sluice's output (an upload's root):
     /// see [`Controller::way_out`].
     way_out: bool,
@@ -294,8 +298,9 @@ pub struct Controller {
     /// The wall clock: Unix time = `now` + this (see
     /// [`Controller::set_wall_clock`]).
     wall: Option<Duration>,
-    /// Inside a `reconfig` window: the rate before it.
-    reconfig_before: Option<Rate>,
+    /// Inside a `reconfig` window: the rate before it, and when the window
+    /// began with the bytes sent until then (its mean output at the end).
+    reconfig_before: Option<(Rate, Instant, u64)>,
     last_reason: Option<Reason>,
     /// Decisions by reason (ticks).
     pub counts: [u64; Reason::ALL.len()],
@@ -318,6 +323,7 @@ impl Controller {
             ceiling: None,
             link_seen: None,
             dip: None,
+            reconfig_dip: false,
             way_out: false,
             drain: None,
             held: None,
@@ -469,15 +475,22 @@ impl Controller {
         let t = self.tuning;
         let rate = self.rate;
         if self.in_reconfig(now) {
-            self.reconfig_before.get_or_insert(rate);
+            self.reconfig_before.get_or_insert((rate, now, sent));
             return (self.cfg.min, Reason::Reconfig);
         }
-        if let Some(before) = self.reconfig_before.take() {
+        if let Some((before, since, sent_then)) = self.reconfig_before.take() {
             // Out of the window with nothing sent through it (less than
-            // half of `min`): nothing waits to meet the new schedule, and
-            // the rate before stands, as without the window (else an idle
-            // link would end every window at half the rate, and at `min`).
-            if (achieved.0 as f64) < self.cfg.min.0 as f64 * t.busy {
+            // half of `min` over the whole window): nothing waits to meet
+            // the new schedule, and the rate before stands, as without the
+            // window (else an idle link would end every window at half the
+            // rate, and at `min`). The window's mean, not its last tick's:
+            // a download's output in the link's stall falls under half of
+            // `min` for a tick while its senders still send (lab,
+            // `starlink`: 0.89 of 1.8 Mbit/s at the end of a window whose
+            // mean was 1.4; the rate before, 60 Mbit/s, on a link now at 30).
+            let span = now.saturating_since(since);
+            let out = sent.saturating_sub(sent_then) as f64 * 8.0 / span.as_secs_f64().max(1e-9);
+            if out < self.cfg.min.0 as f64 * t.busy {
                 return (before, Reason::Reconfig);
             }
             // Loaded: the link has a new schedule, maybe a lower rate. Half
@@ -485,6 +498,7 @@ impl Controller {
             // learnt before the drop (cuts, drains, the link seen) is
             // about another link.
             self.dip = Some((before, false, now));
+            self.reconfig_dip = true;
             self.last_cut = None;
             self.drain = None;
             self.held = None;
@@ -594,6 +608,7 @@ impl Controller {
             if new >= rate {
                 return (rate, Reason::Steady);
             }
+            self.reconfig_dip = false;
             self.dip = match self.dip {
                 // Delay on the way back, still under half the rate before
                 // and soon after the dip began: the link is still down (a
@@ -639,8 +654,13 @@ impl Controller {
             // output at 5.8–7.0 on the 8 Mbit/s link, then 10.5 and 44 ms).
             // The link is what it let through since the dip began (the
             // cut that began it was made on that output), probed gently.
+            // Not on a `reconfig` window's way back before any delay: its
+            // senders, held at `min` through the window, take a few round
+            // trips to follow, and their output is no link (lab,
+            // `starlink`: stopped at 19.3 Mbit/s, then +0.25 % a tick for
+            // 3 s, on a 57 Mbit/s link with no delay read).
             let link = self.dip_peak.max(self.cfg.min);
-            if load < t.loaded && link < rate {
+            if load < t.loaded && link < rate && !self.reconfig_dip {
                 self.dip = None;
                 self.ceiling = Some((now, link));
                 return (link, Reason::Link);
@@ -918,6 +938,12 @@ mod tests {
     /// delay inside the window and none outside, sending at the rate or
     /// nothing: (time, decision) of each tick.
     fn through_a_window(loaded: bool) -> Vec<(Instant, Decision)> {
+        window_run(18_000, |_| if loaded { 1.0 } else { 0.0 })
+    }
+
+    /// The same until `end_ms`, with `share(ms)` of the rate going out in
+    /// the tick from `ms` (0: idle).
+    fn window_run(end_ms: u64, share: impl Fn(u64) -> f64) -> Vec<(Instant, Decision)> {
         let mut c = controller(Some(Reconfig::STARLINK));
         c.set_wall_clock(Some(WALL));
         let calm = Reading {
@@ -932,14 +958,13 @@ mod tests {
         };
         let (mut sent, mut out) = (0u64, Vec::new());
         let mut t = Instant(16_000_000_000);
-        while t < Instant(18_000_000_000) {
+        while t < Instant(end_ms * 1_000_000) {
             let s = if c.in_reconfig(t) { queue } else { calm };
             if let Some(d) = c.tick(t, sent, None, s) {
                 out.push((t, d));
             }
-            if loaded {
-                sent += c.rate().0 / 8 / 20;
-            }
+            let ms = t.0 / 1_000_000;
+            sent += (c.rate().0 as f64 / 8.0 / 20.0 * share(ms)) as u64;
             t += Duration::from_millis(50);
         }
         out
@@ -964,6 +989,43 @@ mod tests {
         let (next, why) = at(&out, 17_450);
         assert_eq!(why, Reason::Load);
         assert!(next.0 > before.0 .0 / 2 * 109 / 100, "{next}");
+    }
+
+    /// Loaded through the window, its last tick's output under half of
+    /// `min`: the window's mean says loaded, and the rate is half the rate
+    /// before (it was the rate before, on the last tick's output).
+    #[test]
+    fn a_window_that_ends_in_a_stall_is_still_a_loaded_one() {
+        let out = window_run(18_000, |ms| if ms >= 17_300 { 1.0 / 3.0 } else { 1.0 });
+        let before = at(&out, 16_850);
+        assert_eq!(at(&out, 17_350), (Rate::mbps(2), Reason::Reconfig));
+        assert_eq!(at(&out, 17_400), (Rate(before.0 .0 / 2), Reason::Reconfig));
+    }
+
+    /// Out of the window, a download's senders follow the first raises,
+    /// then fall behind (held at `min` for half a second): with no delay
+    /// read, that is no link, and the way back goes on once they catch up.
+    /// (The rule for a dip's way back set the rate to their output and
+    /// probed it by 0.25 % a tick: 56.8 Mbit/s at 18.5 s; now 93.4.)
+    #[test]
+    fn senders_slow_out_of_a_window_are_no_link() {
+        let out = window_run(18_500, |ms| match ms {
+            17_500..=17_799 => 0.7,
+            _ => 1.0,
+        });
+        let before = at(&out, 16_850).0;
+        assert!(
+            out.iter().all(|(_, d)| d.reason != Reason::Link),
+            "{:?}",
+            out.iter()
+                .map(|(t, d)| (t.0 / 1_000_000, d.new.0 / 1000, d.reason))
+                .collect::<Vec<_>>()
+        );
+        let end = out.last().unwrap().1.new;
+        assert!(
+            end.0 as f64 >= before.0 as f64 * 0.85,
+            "{end} at 18.5 s, {before} before the window"
+        );
     }
 
     #[test]
