@@ -1,6 +1,6 @@
 //! The per-packet path and its bookkeeping.
 
-use crate::autorate::{Controller, Decision as RateDecision, Tuning};
+use crate::autorate::{Controller, Decision as RateDecision, Reason, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
 use crate::delay_signal::{DelaySignal, FlowSojourn, Own, Reading, SampleTrace, Sojourn};
 use crate::delivered::Delivered;
@@ -608,6 +608,16 @@ impl Engine {
             }
             if d.hold > Duration::ZERO && !d.dry_run {
                 self.hold(idx, d.hold, now);
+            }
+            if d.reason == Reason::Reconfig && d.new < d.old && !d.dry_run {
+                // A `reconfig` window begins: the ACKs TCP control holds
+                // are the senders' leave to send, taken at the first drop
+                // in sluice's queue (a loss's ACK passes after its flow's
+                // held ones), which comes an AQM interval later, in the
+                // stall (lab, `starlink`: 26 ACKs at once, 23 KB in the
+                // modem at 2 Mbit/s, a ping at 147 ms). Released now, what
+                // they let through crosses the link before it stalls.
+                self.tcp.release_iface(idx);
             }
             if log {
                 if self.autorate_log.len() >= AUTORATE_LOG_CAP {

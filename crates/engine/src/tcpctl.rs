@@ -55,7 +55,11 @@
 //! - **Holding, never dropping.** Held ACKs have a per-flow cap
 //!   ([`PER_FLOW_CAP`]), a total cap ([`TOTAL_CAP`]) and a hold limit
 //!   ([`MAX_HOLD`]): what reaches one is released (counted as capped), never
-//!   lost. A steady hold is part of the sender's RTT, so its RTO (RFC 6298:
+//!   lost; where autorate's `reconfig` window begins on the interface,
+//!   everything held is released at once (the link stalls 100 ms later:
+//!   what the held ACKs let the senders send crosses it first, not at the
+//!   first loss in the stall; docs/autorate.md). A steady hold is part of
+//!   the sender's RTT, so its RTO (RFC 6298:
 //!   SRTT + 4·RTTVAR, at least 200 ms in Linux) grows with it; the limit is
 //!   long enough for a flow at its two-segment floor on a slow share (100
 //!   uploads on 5 Mbit/s hold each ACK ~0.5 s) and catches ACKs stuck for
@@ -1186,12 +1190,26 @@ impl TcpCtl {
 
     /// Every held ACK released now (before a reload, or on demand).
     pub fn release_all(&mut self) {
+        self.release_where(|_| true);
+    }
+
+    /// Every ACK held by the pacers of interface `iface`'s classes released
+    /// now (counted as flushed): a `reconfig` window begins there, and what
+    /// the held ACKs let the senders send crosses the link before it
+    /// stalls, instead of at the first drop in the stall.
+    pub fn release_iface(&mut self, iface: usize) {
+        self.release_where(|p| p.iface == iface);
+    }
+
+    fn release_where(&mut self, which: impl Fn(&Pacer) -> bool) {
         for f in self.flows.values_mut() {
             let p = &mut self.pacers[f.pacer];
-            Self::release_flow(f, p, &mut self.released, &mut self.held, Release::Flushed);
-            f.in_round = false;
+            if which(p) {
+                Self::release_flow(f, p, &mut self.released, &mut self.held, Release::Flushed);
+                f.in_round = false;
+            }
         }
-        for p in &mut self.pacers {
+        for p in self.pacers.iter_mut().filter(|p| which(p)) {
             p.round.clear();
         }
     }

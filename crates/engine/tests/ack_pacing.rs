@@ -1040,3 +1040,59 @@ fn a_hosts_downloads_starting_together_leave_the_modem_quickly() {
     assert!(used >= 0.95, "{used:.3} of the class's rate");
     ONE_HOST_FROM.with(|c| c.set(usize::MAX));
 }
+
+/// A `reconfig` window begins on the download's interface: the ACKs its
+/// pacer holds leave at once (flushed), in order, so what they let the
+/// sender send crosses the link before it stalls. Without the release
+/// they left at the window's pace (`min`), and the first loss in the
+/// stall flushed them there.
+#[test]
+fn a_reconfig_window_releases_the_held_acks_as_it_begins() {
+    let mut e = engine_with(
+        "queue down on lan0 bandwidth 1M autorate (min 500K, max 2M, reconfig (every 15s, at 12s))\n\
+         queue dl parent down bandwidth 100% qlimit 4000 default\n\
+         queue up on wan0 bandwidth 100M\n\
+         queue ul parent up bandwidth 100M qlimit 4000 default\n\
+         pass\n",
+        BOTH,
+    );
+    let t0 = Instant::ZERO + Duration::from_secs(1);
+    // t0 is Unix 1_800_000_010 s: the moment (12 s past a multiple of
+    // 15 s) is t0 + 2 s, its window from t0 + 1.9 s.
+    e.set_wall_clock(t0, Duration::from_secs(1_800_000_010));
+    handshake(&mut e, t0, 0);
+    let t1 = t0 + Duration::from_millis(1_880);
+    let mut ack = 1u32;
+    for k in 0..20u32 {
+        e.handle_rx(
+            t1,
+            WAN,
+            seg(0, false, 1 + k * MSS, 1, ACK, 65535, &[], MSS as usize),
+        );
+    }
+    for _ in 0..10 {
+        ack += 2 * MSS;
+        e.handle_rx(t1, LAN, seg(0, true, 1, ack, ACK, 32768, &[], 0));
+    }
+    let mut out: Vec<u32> = std::iter::from_fn(|| e.poll_tx(t1, WAN))
+        .map(|f| read(&f).2)
+        .collect();
+    let held = dl_report(&e).held_now;
+    assert!(held >= 5, "ACKs held before the window: {held}");
+    // Through the window's first tick (ticks are 50 ms apart).
+    let mut t = t1;
+    while t < t0 + Duration::from_millis(1_960) {
+        e.handle_timeout(t);
+        out.extend(std::iter::from_fn(|| e.poll_tx(t, WAN)).map(|f| read(&f).2));
+        t += Duration::from_millis(1);
+    }
+    assert_eq!(e.rate(LAN), Some(Rate(500_000)), "in the window");
+    assert_eq!(out.len(), 10, "every ACK left: {out:?}");
+    assert!(out.windows(2).all(|w| w[0] < w[1]), "in order: {out:?}");
+    let r = dl_report(&e);
+    assert_eq!(r.held_now, 0, "{r:?}");
+    assert!(
+        r.acks_flushed >= 1,
+        "released by the window, not paced: {r:?}"
+    );
+}
