@@ -572,27 +572,34 @@ fn caps_release_held_acks_in_order_and_never_drop_them() {
     assert_eq!(e.counters(WAN).unwrap().queue_drops, 0);
 }
 
-#[test]
-fn duplicate_and_sack_acks_pass_at_once_behind_the_held_ones() {
-    let mut e = engine("1M", BOTH);
-    let t0 = Instant::ZERO + Duration::from_secs(1);
-    handshake(&mut e, t0, 0);
-    // Data arrives, the client ACKs 2 segments at a time faster than 1 Mbit/s.
+/// Flow 0's data arrives at `t` (20 segments) and the client ACKs it two
+/// segments at a time, all at once: far ahead of a 1 Mbit/s pace. The last
+/// ACK number, and the ACK numbers that left at once (the rest are held).
+fn acks_ahead_of_the_pace(e: &mut Engine, t: Instant) -> (u32, Vec<u32>) {
     let mut ack = 1u32;
     for k in 0..20u32 {
         e.handle_rx(
-            t0,
+            t,
             WAN,
             seg(0, false, 1 + k * MSS, 1, ACK, 65535, &[], MSS as usize),
         );
     }
     for _ in 0..10 {
         ack += 2 * MSS;
-        e.handle_rx(t0, LAN, seg(0, true, 1, ack, ACK, 32768, &[], 0));
+        e.handle_rx(t, LAN, seg(0, true, 1, ack, ACK, 32768, &[], 0));
     }
-    let out: Vec<u32> = std::iter::from_fn(|| e.poll_tx(t0, WAN))
+    let out = std::iter::from_fn(|| e.poll_tx(t, WAN))
         .map(|f| read(&f).2)
         .collect();
+    (ack, out)
+}
+
+#[test]
+fn duplicate_and_sack_acks_pass_at_once_behind_the_held_ones() {
+    let mut e = engine("1M", BOTH);
+    let t0 = Instant::ZERO + Duration::from_secs(1);
+    handshake(&mut e, t0, 0);
+    let (ack, out) = acks_ahead_of_the_pace(&mut e, t0);
     assert!(out.len() < 10, "some ACKs are held: {out:?}");
     // A duplicate ACK carrying SACK: everything held leaves now, then it.
     let mut sack = Vec::new();
@@ -1062,21 +1069,7 @@ fn a_reconfig_window_releases_the_held_acks_as_it_begins() {
     e.set_wall_clock(t0, Duration::from_secs(1_800_000_010));
     handshake(&mut e, t0, 0);
     let t1 = t0 + Duration::from_millis(1_880);
-    let mut ack = 1u32;
-    for k in 0..20u32 {
-        e.handle_rx(
-            t1,
-            WAN,
-            seg(0, false, 1 + k * MSS, 1, ACK, 65535, &[], MSS as usize),
-        );
-    }
-    for _ in 0..10 {
-        ack += 2 * MSS;
-        e.handle_rx(t1, LAN, seg(0, true, 1, ack, ACK, 32768, &[], 0));
-    }
-    let mut out: Vec<u32> = std::iter::from_fn(|| e.poll_tx(t1, WAN))
-        .map(|f| read(&f).2)
-        .collect();
+    let (_, mut out) = acks_ahead_of_the_pace(&mut e, t1);
     let held = dl_report(&e).held_now;
     assert!(held >= 5, "ACKs held before the window: {held}");
     // Through the window's first tick (ticks are 50 ms apart).

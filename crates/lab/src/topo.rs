@@ -286,11 +286,12 @@ impl LabNet {
     /// the local table's: the modem's own addresses still answer, as a real
     /// modem's do. Called once the path was seen to work (with a ping).
     pub fn drop_forwarded_icmp(&self) -> io::Result<()> {
-        self.topo.ip(
-            &self.modem,
-            &["rule", "add", "pref", "100", "ipproto", "icmp", "blackhole"],
-        )?;
-        Ok(())
+        self.topo
+            .ip(
+                &self.modem,
+                &["rule", "add", "pref", "100", "ipproto", "icmp", "blackhole"],
+            )
+            .map(drop)
     }
 
     /// Moves the modem's rates to `down_bps` (on `m0`, towards the LAN) and
