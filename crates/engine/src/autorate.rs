@@ -76,7 +76,9 @@
 //!   the rate at which delay last appeared while that was less than
 //!   [`Tuning::ceiling_memory`] ago: the link is probed gently where it
 //!   was last found, and quickly again once it has not been found there
-//!   for a while (a step up).
+//!   for a while (a step up) — for an upload, not while the rate is still
+//!   within 1/0.9² of that rate and the reading shows a few milliseconds:
+//!   the link is there.
 //! - **Back from a dip, quickly.** A link that falls for a moment (a
 //!   cell hand-over, a satellite's reconfiguration every 15 s) forces
 //!   cuts while its output is held under the rate, or on a delay of
@@ -91,10 +93,10 @@
 //!   within [`Tuning::ceiling_memory`] of the dip's start: a fade whose
 //!   queue emptied for a moment, and the way back starts again.
 //! - **Between half the target and the target: hold** (steady). Both
-//!   thresholds are raised by one full frame's time at the current rate:
-//!   below ~10 Mbit/s a frame being sent is a delay the signal cannot tell
-//!   from a queue (17 ms at 700 kbit/s), and without it a slow rate reads
-//!   as delay and is held where it is.
+//!   thresholds are raised by half a full frame's time at the current
+//!   rate: below ~10 Mbit/s a frame being sent is a delay the signal
+//!   cannot tell from a queue (8 ms at 700 kbit/s on average), and without
+//!   it a slow rate reads as delay and is held where it is.
 //! - **A link that drops on a schedule: make way before it.** With
 //!   `reconfig` ([`sluice_conf::ir::Reconfig`]) the link is known to drop
 //!   for a moment at set times of the wall clock (Starlink: every 15 s, at
@@ -122,6 +124,16 @@ use sluice_time::{Duration, Instant, Rate};
 
 /// A full-sized Ethernet frame.
 const FRAME_BYTES: u64 = 1514;
+
+/// What the thresholds allow for the frame the modem is sending at
+/// `rate`: half a full frame's time, the mean wait it adds to a packet
+/// behind it (the per-flow least over 100 ms takes the rest away). A whole
+/// frame's time put the cut at 17.5 ms on 1.6 Mbit/s (lab, `step`'s
+/// plateau): the modem's queue reached 19 ms, the upload's one-way delay
+/// 45 ms (+35), at every probe past the link.
+fn frame_noise(rate: Rate) -> Duration {
+    Duration(rate.tx_time(FRAME_BYTES).0 / 2)
+}
 
 /// The controller's constants (the defaults are what the engine runs).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -421,7 +433,7 @@ impl Controller {
             // target is a frame's noise at the low rates (lab, `lte`: a
             // measure on 6 ms read the link the hold had emptied, and the
             // next hold's again, 4.6 → 0.84 Mbit/s in 0.8 s).
-            let frame = self.rate.tx_time(FRAME_BYTES);
+            let frame = frame_noise(self.rate);
             let some = signal
                 .delay
                 .is_some_and(|d| d > Duration(self.tuning.target.0 / 2));
@@ -549,7 +561,7 @@ impl Controller {
         // the passive RTT's own noise grows with it. Without it a slow
         // rate reads as delay and holds (on `lte` the rate sat at its
         // minimum for 40 s with the link 3–10 times faster, at 8 ms).
-        let frame = rate.tx_time(FRAME_BYTES);
+        let frame = frame_noise(rate);
         let calm = delay <= Duration(t.target.0 / 2) + frame;
         // The drain after a cut runs from the highest delay read after it
         // to the first reading that is calm or a quarter of it (what is
@@ -670,9 +682,26 @@ impl Controller {
             .last_cut
             .is_some_and(|(at, _, _)| now.saturating_since(at) < t.raise_after_cut);
         if calm && load >= t.loaded && !recent_cut {
+            // Near where the link was last found the raise is gentle: a
+            // rate a few per cent past a link grows its queue by tens of
+            // milliseconds a second, and the reading lags it by a few
+            // ticks. Once that cut is old the link may have grown, and
+            // the raise is quick again — unless the reading, though calm,
+            // already shows a few milliseconds while the rate is still
+            // about the cut's (within `probe_zone`'s width above it): that
+            // is the link, met again (lab, `step`'s 8/1.6 Mbit/s plateau:
+            // +2 % a tick from 1.63 to 1.84 Mbit/s at 3.5-6.5 ms on the
+            // 1.6 link, 3 s after each cut; a cut on 19 ms followed, every
+            // 2-3 s, the upload's one-way delay at 45 ms).
+            // The band is two `probe_zone`s wide above the cut's output:
+            // measured over a tick, that is a few frames at a slow rate and
+            // jitters by ±15 % (6-7 frames a tick at 1.6 Mbit/s).
+            let stirring = self.way_out && delay > Duration(t.target.0 / 4);
             let near_ceiling = self.ceiling.is_some_and(|(at, c)| {
-                rate.0 as f64 >= c.0 as f64 * t.probe_zone
-                    && now.saturating_since(at) < t.ceiling_memory
+                let (r, c) = (rate.0 as f64, c.0 as f64);
+                r >= c * t.probe_zone
+                    && (now.saturating_since(at) < t.ceiling_memory
+                        || (stirring && r < c / (t.probe_zone * t.probe_zone)))
             });
             // Back towards the rate before the dip (`full`), but not past
             // the link a hold or the drain showed (an upload's only: a
@@ -751,7 +780,16 @@ impl Controller {
         // A hold made on the link another one just measured keeps it, and
         // measures nothing: its span starts with the rate already under
         // the link, and what it reads may be the queue that hold emptied.
-        let link = self.held.filter(|_| anew).and_then(|h| h.link);
+        // Any other hold soon after one that measured keeps that link
+        // until it measures one itself: a second cut on a step's lagging
+        // reading (its hold a few milliseconds, the queue gone before it
+        // ends) measures nothing, and the way back from the dip climbed
+        // past the link the first hold found (lab, `step`: 1.44 → 2.55
+        // Mbit/s at +10 % a tick on the 1.6 link, a cut on 26 ms).
+        let link = self
+            .held
+            .filter(|h| anew || now.saturating_since(h.at) < self.tuning.link_memory)
+            .and_then(|h| h.link);
         self.held = Some(Held {
             at: now,
             hold,
@@ -1206,6 +1244,59 @@ mod tests {
         assert!(rates.iter().any(|r| r.0 >= 3_500_000), "{rates:?}");
     }
 
+    #[test]
+    fn a_second_cut_keeps_the_link_the_first_hold_measured() {
+        // A step of an upload's link from 4 to 1.6 Mbit/s: sluice's output
+        // collapses (its senders' ACKs come back at the link's pace) and
+        // the first cut, on 20 ms, starts a dip and holds; its measure
+        // reads the link, 1.6 Mbit/s, above the rate it left. The reading
+        // lags: 350 ms on, still 22 ms, a second cut, whose short hold
+        // ends with the queue gone and measures nothing. The way back
+        // from the dip stops at the first hold's link, not at 90 % of the
+        // 4 Mbit/s before the dip.
+        let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
+        let mut c = upload();
+        let (mut sent, mut acked) = (0, 0);
+        c.tick(ms(0), sent, Some(acked), reading(0));
+        let mut decisions = Vec::new();
+        for k in 1..60u64 {
+            sent += bytes(
+                if k == 1 {
+                    1.84
+                } else {
+                    c.rate().0 as f64 / 1e6
+                },
+                50,
+            );
+            acked += bytes(1.6, 50);
+            let d = match k {
+                1 => 20,
+                2..=5 => 30,
+                8 => 22,
+                _ => 1,
+            };
+            decisions.push(c.tick(ms(50 * k), sent, Some(acked), reading(d)).unwrap());
+        }
+        let cuts: Vec<_> = decisions
+            .iter()
+            .filter(|d| d.reason == Reason::Delay)
+            .collect();
+        assert_eq!(cuts.len(), 2, "{decisions:?}");
+        assert_eq!(cuts[1].at, ms(400));
+        assert!(cuts[1].hold > Duration::ZERO, "{:?}", cuts[1]);
+        let back = decisions[8..]
+            .iter()
+            .position(|d| d.new.0 >= 1_550_000)
+            .map(|i| &decisions[8 + i..])
+            .expect("a way back");
+        assert!(
+            (1_580_000..1_620_000).contains(&back[0].new.0),
+            "{decisions:?}"
+        );
+        let next = back[1].new.0 as f64 / back[0].new.0 as f64;
+        assert!(next < 1.003, "{decisions:?}");
+    }
+
     /// A step of a download's link from 20 to 8 Mbit/s, the senders
     /// filling whatever the rate allows up to the link: the decisions from
     /// the cut on, for the download's controller or (`way_out`) an
@@ -1258,5 +1349,72 @@ mod tests {
         assert!(download_way_back(true)
             .iter()
             .all(|d| d.reason != Reason::Link));
+    }
+
+    /// A controller (an upload's or a download's) at 2 Mbit/s cut on 30
+    /// ms at 50 ms, then loaded without delay up to the end of the cut's
+    /// memory (3 s), its output following its rate, the rate back within
+    /// the band about the cut.
+    fn three_seconds_after_a_cut(way_out: bool) -> (Controller, u64, u64, Rate) {
+        let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
+        let mut c = upload();
+        c.way_out = way_out;
+        c.rate = Rate::mbps(2);
+        c.tick(ms(0), 0, Some(0), reading(0));
+        let cut = c
+            .tick(ms(50), bytes(2.0, 50), Some(0), reading(30))
+            .unwrap();
+        assert_eq!(cut.reason, Reason::Delay);
+        let mut sent = bytes(2.0, 50);
+        let mut t = 50;
+        while t < 3_050 {
+            t += 50;
+            sent += bytes(c.rate().0 as f64 / 1e6, 50);
+            c.tick(ms(t), sent, Some(0), reading(0));
+        }
+        let r = c.rate();
+        assert!(r >= Rate(1_800_000) && r < Rate(2_200_000), "{r}");
+        (c, t, sent, r)
+    }
+
+    #[test]
+    fn past_an_old_cut_a_few_milliseconds_keep_an_uploads_raise_gentle() {
+        let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
+        let next = |(mut c, t, sent, r): (Controller, u64, u64, Rate), d: u64| {
+            let sent = sent + bytes(r.0 as f64 / 1e6, 50);
+            let step = c.tick(ms(t + 50), sent, Some(0), reading(d)).unwrap();
+            assert_eq!(step.reason, Reason::Load, "{step:?}");
+            step.new.0 as f64 / step.old.0 as f64
+        };
+        // Nothing read: the link may have grown since the cut, +2 %.
+        let quiet = next(three_seconds_after_a_cut(true), 0);
+        assert!((quiet - 1.02).abs() < 1e-3, "{quiet}");
+        // 4 ms, calm, but the link met again where it was cut: +0.25 %.
+        let stirring = next(three_seconds_after_a_cut(true), 4);
+        assert!((stirring - 1.0025).abs() < 1e-3, "{stirring}");
+        // A download's reading lags its senders, and its raise is quick
+        // again once the cut is old.
+        let download = next(three_seconds_after_a_cut(false), 4);
+        assert!((download - 1.02).abs() < 1e-3, "{download}");
+    }
+
+    #[test]
+    fn the_thresholds_allow_half_a_frames_time() {
+        // At 1.6 Mbit/s a full frame takes 7.6 ms: a cut above 10 + 3.8
+        // ms, a raise up to 5 + 3.8.
+        let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
+        let first = |d: u64| {
+            let mut c = upload();
+            c.rate = Rate(1_600_000);
+            c.tick(ms(0), 0, Some(0), reading(0));
+            c.tick(ms(50), bytes(1.6, 50), Some(0), reading(d))
+                .unwrap()
+                .reason
+        };
+        assert_eq!(frame_noise(Rate(1_600_000)), Duration(3_785_000));
+        assert_eq!(first(14), Reason::Delay);
+        assert_eq!(first(13), Reason::Steady);
+        assert_eq!(first(9), Reason::Steady);
+        assert_eq!(first(8), Reason::Load);
     }
 }
