@@ -277,8 +277,19 @@ fn privileges_are_dropped_after_set_up_and_reload_and_stop_still_work() {
         .map(|e| e.unwrap().path())
         .collect();
     assert!(tasks.len() >= 2, "control and signal threads run too");
+    let mut read = 0;
     for t in &tasks {
-        let st = std::fs::read_to_string(t.join("status")).unwrap();
+        // A thread may end between the listing and the read (2026-12-03,
+        // CI: NotFound on one of five): it holds nothing any more.
+        let st = match std::fs::read_to_string(t.join("status")) {
+            Ok(st) => st,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                eprintln!("netns_xdp: {}: ended before it was read", t.display());
+                continue;
+            }
+            Err(e) => panic!("{}: {e}", t.display()),
+        };
+        read += 1;
         let (eff, prm, bnd) = (
             caps(&st, "CapEff"),
             caps(&st, "CapPrm"),
@@ -300,6 +311,7 @@ fn privileges_are_dropped_after_set_up_and_reload_and_stop_still_work() {
         assert_eq!(bnd & !allowed, 0, "{}: CapBnd {bnd:x}", t.display());
         assert_eq!(caps(&st, "CapAmb"), 0);
     }
+    assert!(read >= 2, "control and signal threads read too");
     assert!(
         lab.log().contains("privileges: kept cap_net_admin"),
         "{}",
