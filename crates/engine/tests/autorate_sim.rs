@@ -458,6 +458,41 @@ fn after_a_short_outage_the_rate_is_back_within_2_s() {
 }
 
 #[test]
+fn after_a_fade_of_seconds_the_way_back_resumes_when_it_ends() {
+    // LTE in a tunnel: the link falls from 20 to 3 Mbit/s for 2 s, long
+    // enough for the way back from the dip to stop at the fade's link, and
+    // comes back. Past that link with nothing read, the fade is over and
+    // the way back resumes (+10 % a tick), where the rate probed on at
+    // +0.25 % a tick for 3 s after its last cut in the fade, then +2 %.
+    for download in [false, true] {
+        let sim = Sim {
+            capacity: Box::new(|t| {
+                if (30_000..32_000).contains(&t) {
+                    3
+                } else {
+                    20
+                }
+            } * 1_000_000),
+            download,
+            sender_lag_ms: if download { 100 } else { 0 },
+            ack_clocked: !download,
+            ..step(20, 20, 0)
+        };
+        let r = run(&sim, bounds(1, 25), Rate::mbps(19), 45_000);
+        let back = r.first(32_000, false, 16_000_000).expect("returns");
+        eprintln!(
+            "fade 20 -> 3 -> 20 Mbit/s for 2 s (download {download}): lowest {} in it, 80 % again {} ms after it; utilisation 32..40 s {:.2}, delay p99 30..40 s {:.1} ms",
+            r.min_rate(30_000, 32_000),
+            back - 32_000,
+            r.utilisation(32_000, 40_000),
+            r.delay_p99(30_000, 40_000),
+        );
+        assert!(back - 32_000 <= 2_500, "{} ms", back - 32_000);
+        assert!(r.utilisation(32_000, 40_000) >= 0.8);
+    }
+}
+
+#[test]
 fn a_slow_drain_after_a_step_down_is_not_taken_for_the_link_coming_back() {
     // 20 → 8 Mbit/s with the floor at 7: the delay of the step is large
     // enough to count as a dip, and at the floor the queue drains at a
