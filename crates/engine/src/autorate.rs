@@ -280,8 +280,9 @@ pub struct Controller {
     rate: Rate,
     next_tick: Instant,
     last_tick: Option<(Instant, u64)>,
-    /// The latest cut: when, the delay it was made on, the rate it set.
-    last_cut: Option<(Instant, Duration, Rate)>,
+    /// The latest cut: when, the delay it was made on, the rate it was
+    /// made from and the rate it set.
+    last_cut: Option<(Instant, Duration, Rate, Rate)>,
     /// The rate at which delay last appeared, and since when it stands
     /// for the link (a cut, or the end of a return from a dip).
     ceiling: Option<(Instant, Rate)>,
@@ -295,8 +296,6 @@ pub struct Controller {
     /// A dip that ended at a link under half the rate before it: a fade,
     /// whose end is watched for ([`Fade`]).
     fade: Option<Fade>,
-    /// The rate the latest cut was made from, and when.
-    cut_from: Option<(Rate, Instant)>,
     /// The dip is a `reconfig` window's way back, and no delay has been
     /// read on it yet: what a download delivers then is its senders'
     /// climb from `min`, not the link's rate.
@@ -344,7 +343,6 @@ impl Controller {
             link_seen: None,
             dip: None,
             fade: None,
-            cut_from: None,
             reconfig_dip: false,
             way_out: false,
             drain: None,
@@ -540,6 +538,13 @@ impl Controller {
         let Some(delay) = s.delay else {
             return (rate, Reason::Unsure);
         };
+        let quiet = delay <= Duration(t.target.0 / 4);
+        if let (false, Some(f)) = (quiet, self.fade.as_mut()) {
+            // Anything read (a cut's delay among it): the fade's link may
+            // be there still, or its queue draining, and the watch for its
+            // end starts again.
+            f.past = None;
+        }
         if let Some(link) = self
             .measured
             .take()
@@ -558,8 +563,7 @@ impl Controller {
             let new = Rate((link.0 as f64 * HOLD_UNDER_LINK) as u64).max(self.cfg.min);
             self.ceiling = Some((now, link));
             self.link_seen = Some((now, link));
-            self.last_cut = Some((now, delay, new));
-            self.cut_from = Some((rate, now));
+            self.last_cut = Some((now, delay, rate, new));
             self.drain = Some(Drain::from(now, delay, sent));
             self.make_hold(now, delay, delivered, true);
             return (new, Reason::Delay);
@@ -588,7 +592,7 @@ impl Controller {
         if delay > t.target + frame {
             let link_limited = !self.way_out && (achieved.0 as f64) < 0.9 * rate.0 as f64;
             let collapsed = self.way_out && (achieved.0 as f64) < t.busy * rate.0 as f64;
-            if let Some((at, was, set)) = self.last_cut {
+            if let Some((at, was, _, set)) = self.last_cut {
                 let since = now.saturating_since(at);
                 // Within a few refractory periods of a cut, a delay well
                 // below the one that made it is a queue draining, unless
@@ -662,7 +666,7 @@ impl Controller {
             if self.dip.is_some() {
                 self.dip_peak = self.dip_peak.max(achieved);
             }
-            self.last_cut = Some((now, delay, new));
+            self.last_cut = Some((now, delay, rate, new));
             // Only a queue sluice's output enters drains at its pace.
             self.drain = self.way_out.then(|| Drain::from(now, delay, sent));
             // Only a reading of the way out says the queue is the
@@ -671,11 +675,6 @@ impl Controller {
                 self.make_hold(now, delay, delivered, false);
             }
             self.ceiling = Some((now, rate.min(achieved)));
-            self.cut_from = Some((rate, now));
-            if let Some(f) = self.fade.as_mut() {
-                f.past = None;
-                f.wanting = rate;
-            }
             return (new, Reason::Delay);
         }
         if let (false, true, Some((_, true, _))) = (self.way_out, calm, self.dip) {
@@ -693,35 +692,35 @@ impl Controller {
             // 3 s, on a 57 Mbit/s link with no delay read).
             let link = self.dip_peak.max(self.cfg.min);
             if load < t.loaded && link < rate && !self.reconfig_dip {
-                if let Some((before, _, since)) = self.dip {
-                    self.dip_ended(before, since, link);
-                }
                 self.dip = None;
                 self.ceiling = Some((now, link));
                 return (link, Reason::Link);
             }
         }
-        let quiet = delay <= Duration(t.target.0 / 4);
-        if let (false, Some(f)) = (quiet, self.fade.as_mut()) {
-            // Anything read: the fade's link may be there still (or its
-            // queue draining), and the watch for its end starts again.
-            f.past = None;
-        }
         let recent_cut = self
             .last_cut
-            .is_some_and(|(at, _, _)| now.saturating_since(at) < t.raise_after_cut);
+            .is_some_and(|(at, ..)| now.saturating_since(at) < t.raise_after_cut);
         if calm && load >= t.loaded && !recent_cut {
             self.fade = self
                 .fade
                 .filter(|f| now.saturating_since(f.since) < FADE_MEMORY);
             let fade_link = self.fade.and(self.ceiling).map(|(_, c)| c);
             if let (Some(f), Some(c), None) = (&mut self.fade, fade_link, self.dip) {
-                // A cut's rate a little above the link found is where the
-                // link is (a hold's measure reads under it by up to a
-                // tenth); one far above was an overshoot of the way back,
-                // and says nothing of it.
-                let c = if f.wanting.0 as f64 <= c.0 as f64 * FADE_NEAR {
-                    c.max(f.wanting)
+                // The rate of the latest cut in the fade (under half the
+                // rate before, since the dip began), a little above the
+                // link found, is where the link is: a hold's measure reads
+                // under it by up to a tenth (lab, `step`: 1.42 on the 1.6
+                // Mbit/s link, quiet 5 % past that, and the way back
+                // resumed for good, to 2.18 Mbit/s, and was cut on 21 ms).
+                // One far above was an overshoot of the way back, and says
+                // nothing of it.
+                let wanting = self
+                    .last_cut
+                    .map(|(at, _, from, _)| (at, from))
+                    .filter(|&(at, from)| at >= f.since && from.0.saturating_mul(2) < f.before.0)
+                    .map_or(Rate(0), |(_, from)| from);
+                let c = if wanting.0 as f64 <= c.0 as f64 * FADE_NEAR {
+                    c.max(wanting)
                 } else {
                     c
                 };
@@ -828,19 +827,9 @@ impl Controller {
     /// watched for.
     fn dip_ended(&mut self, before: Rate, since: Instant, at: Rate) {
         let fade = self.way_out && at.0.saturating_mul(2) < before.0;
-        // The fade's link is at least the rate of its cuts (those under
-        // half the rate before, made in the dip): a hold's measure may be
-        // under the link by a tenth (lab, `step`: 1.42 on the 1.6 Mbit/s
-        // link, and quiet at 1.05 times that, the way back resumed for
-        // good at +10 % a tick, to 2.18, and was cut on 21 ms).
-        let wanting = self
-            .cut_from
-            .filter(|&(r, at)| at >= since && r.0.saturating_mul(2) < before.0)
-            .map_or(Rate(0), |(r, _)| r);
         self.fade = fade.then_some(Fade {
             before,
             since,
-            wanting,
             past: None,
         });
     }
@@ -898,8 +887,9 @@ impl Controller {
 /// (+10 % a tick to 90 % of the rate before). (Raising at +2 % up to the
 /// link found, to get there sooner, went past a link a cut had
 /// overestimated: in virtual time, 20 → 8 Mbit/s with the floor at 7, to
-/// 8.7 Mbit/s and a p99 of 20 ms, where 8.3 and 14 ms.) Without it the rate stayed at the fade's link, probed
-/// at +0.25 % a tick for 3 s after its last cut, then +2 % (lab, `lte`:
+/// 8.7 Mbit/s and a p99 of 20 ms, where 8.3 and 14 ms.) Without it the
+/// rate stayed at the fade's link, probed at +0.25 % a tick for 3 s after
+/// its last cut, then +2 % (lab, `lte`:
 /// the upload at 0.7-0.8 Mbit/s for 3 s after a fade, the link back at
 /// 3-4). Not a download's: its reading lags its senders, and its way back
 /// stops where their output does — in the lab (`lte`, four runs each) its
@@ -910,9 +900,6 @@ impl Controller {
 struct Fade {
     before: Rate,
     since: Instant,
-    /// The rate the latest cut in the fade was made from: the link could
-    /// not carry it then.
-    wanting: Rate,
     /// Since when the reading has been quiet with the rate at or past the
     /// last cut's.
     past: Option<Instant>,
