@@ -296,6 +296,46 @@ fn rrul_and_voip_are_better_with_fq_codel() {
     }
 }
 
+/// Behind a FIFO of seconds the call still gets its figures. irtt waits
+/// for its last replies a multiple of its worst RTT; its own default (3×)
+/// outlasted the runner once that RTT passed 4 s, and an interrupted irtt
+/// writes nothing: the bloated runs, the ones a MOS is for, had none (`lte`
+/// without a shaper, 2026-12-05). 200 packets at 192 kbit/s up are 12.6 s
+/// of FIFO; 5 s of load put 4.9–5.2 s in it.
+#[test]
+fn a_call_behind_seconds_of_fifo_keeps_its_figures() {
+    let Some(_serial) = netns() else {
+        return;
+    };
+    let args = [
+        "run",
+        "voip",
+        "--shaper",
+        "none",
+        "--duration",
+        "5",
+        "--up",
+        "192k",
+        "--buffer",
+        "200",
+    ];
+    let (out, _) = lab(&args, "voip-bloat");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let s: Summary = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not the summary's JSON ({e}):\n{stderr}"));
+    let worst_ms = s.phases[1].latency_ms.map_or(0.0, |l| l.max);
+    // Under 4 s irtt's old wait ended in time too: the run would prove nothing.
+    assert!(
+        worst_ms > 4000.0,
+        "the FIFO held only {worst_ms} ms: not bloated enough to test the wait"
+    );
+    let v = s
+        .voip
+        .unwrap_or_else(|| panic!("no voip figures at a worst RTT of {worst_ms} ms:\n{stderr}"));
+    assert!(v.owd_ms > 1000.0 && v.mos < 2.0, "{v:?}");
+}
+
 #[test]
 fn rrul_heavy_and_tcp_1down_run_with_their_shapers() {
     let Some(_serial) = netns() else {

@@ -9,7 +9,9 @@
 //!   [`FLOW_GRACE_S`] plus the worst RTT seen — iperf3's own timer starts only after its set-up,
 //!   which can take seconds behind a full FIFO.
 //! - The last probes get time to come back: the run lingers for the worst
-//!   RTT seen plus a margin, bounded by [`LINGER_MAX_S`].
+//!   RTT seen plus a margin, bounded by [`LINGER_MAX_S`]. irtt waits for
+//!   its own ([`IRTT_WAIT_RTTS`] × its worst RTT) and is interrupted only
+//!   past a wait for replies that late: an interrupted irtt writes nothing.
 //! - Every exit path, Ctrl-C included (the caller's `stop` flag, polled
 //!   every [`TICK`]), leaves nothing behind: all state lives in a
 //!   [`LabNet`] whose drop kills the processes and deletes the namespaces.
@@ -63,6 +65,12 @@ const SERVER_READY_TRIES: u32 = 150;
 const IRTT_PORT: u16 = 2112;
 /// How long the irtt server gets to start listening (20 ms steps).
 const IRTT_READY_TRIES: u32 = 150;
+/// The irtt client waits this many times its worst RTT for the last
+/// replies (`--wait NxDUR`). irtt's own default (3×) outlasted the runner
+/// behind a bloated FIFO: at a worst RTT of 4.4 s it waited 13 s, was
+/// interrupted, and an interrupted irtt writes no JSON at all ("context
+/// canceled"), so the runs that most need a MOS had none.
+const IRTT_WAIT_RTTS: u32 = 2;
 
 /// How to run.
 pub struct RunOptions {
@@ -527,7 +535,17 @@ pub fn run(
         if t >= linger_end && flows_done && irtt_done {
             break;
         }
-        if t >= linger_end + grace + FLOW_STOP_S {
+        // irtt waits for its own late replies (IRTT_WAIT_RTTS × its worst
+        // RTT), which ping may not have seen (ICMP dropped): it has until
+        // its own interrupt, and a stop after.
+        let irtt_stop = scenario
+            .irtt
+            .as_ref()
+            .filter(|_| !irtt_done)
+            .map_or(0.0, |spec| {
+                irtt_interrupt_s(span(scenario, spec.from, spec.to).1) + FLOW_STOP_S
+            });
+        if t >= (linger_end + grace + FLOW_STOP_S).max(irtt_stop) {
             // Whatever still runs is stopped now (its output is partial).
             for f in flows.iter_mut().filter(|f| f.end_s.is_none()) {
                 if let Some(id) = f.proc_id {
@@ -913,6 +931,13 @@ fn tend_flows(
     Ok(())
 }
 
+/// When an irtt client whose stream ends at `end_s` is interrupted: after
+/// its wait for replies as late as the worst the runner waits for
+/// ([`LINGER_MAX_S`]).
+fn irtt_interrupt_s(end_s: f64) -> f64 {
+    end_s + FLOW_GRACE_S + f64::from(IRTT_WAIT_RTTS) * LINGER_MAX_S
+}
+
 /// The same for the irtt client.
 fn tend_irtt(
     net: &mut LabNet,
@@ -933,16 +958,19 @@ fn tend_irtt(
             let dst = format!("{SERVER_IP}:{IRTT_PORT}");
             let ns = net.hosts[spec.host].clone();
             let err = i.json.with_extension("err");
+            // irtt's long options take their value after `=` only.
+            let wait = format!("--wait={IRTT_WAIT_RTTS}x1s");
             i.proc_id = Some(net.topo.spawn_split(
                 &ns,
                 &[
-                    "irtt", "client", "-i", &iv, "-l", &len, "-d", &dur, "-Q", "-o", &json, &dst,
+                    "irtt", "client", "-i", &iv, "-l", &len, "-d", &dur, &wait, "-Q", "-o", &json,
+                    &dst,
                 ],
                 &i.json.with_extension("log"),
                 &err,
             )?);
         }
-        Some(id) if i.interrupted_at.is_none() && t >= b + FLOW_GRACE_S + LINGER_MAX_S => {
+        Some(id) if i.interrupted_at.is_none() && t >= irtt_interrupt_s(b) => {
             if matches!(net.topo.try_status(id), Ok(None)) {
                 let _ = net.topo.signal(id, "INT");
                 i.interrupted_at = Some(t);
