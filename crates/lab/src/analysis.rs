@@ -253,6 +253,7 @@ fn rate_steps(scenario: &Scenario, series: &Series, phases: &[PhaseSummary]) -> 
                 from_bps: from,
                 to_bps: to,
                 settle_s,
+                window_s: until - t,
                 measured,
             });
         }
@@ -743,11 +744,16 @@ mod tests {
         let sum = summarize(&s, "x", &series, "t".into(), vec![]);
         let d = sum.rate_steps[0].settle_s.expect("followed");
         assert!((d - 0.9).abs() < 1e-9 && sum.rate_steps[0].measured, "{d}");
-        // Never below the new capacity before the next step: not followed.
+        // Never below the new capacity before the next step: not followed
+        // within the 4 s to it.
         series.shaper_rate = vec![rate(0.0, 9.7e6), rate(12.5, 6e6), rate(16.5, 3e6)];
         let sum = summarize(&s, "x", &series, "t".into(), vec![]);
         assert_eq!(sum.rate_steps[0].settle_s, None);
         assert!(sum.rate_steps[0].measured);
+        assert!((sum.rate_steps[0].window_s - 4.0).abs() < 1e-9);
+        // The last step searches to the end of its loaded phase.
+        let last = &sum.rate_steps[1];
+        assert!(last.window_s > 0.0 && last.t_s + last.window_s <= s.total_secs());
     }
 
     #[test]

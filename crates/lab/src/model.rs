@@ -378,6 +378,11 @@ pub struct RateStep {
     /// load; absent without autorate's log). A step up: seconds until the
     /// measured throughput (1 s mean) reached 80 % of the new capacity.
     pub settle_s: Option<f64>,
+    /// Seconds the search had: to the direction's next step or the end of
+    /// the load (a step up cut short after 4 s was not missed against a
+    /// goal of 10). 0 in summaries written before it was kept.
+    #[serde(default)]
+    pub window_s: f64,
     /// Whether the figure could be measured at all (a step down needs the
     /// shaper's rate, i.e. autorate's log).
     pub measured: bool,

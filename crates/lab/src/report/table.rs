@@ -271,6 +271,9 @@ fn block(title: String, runs: &[&Summary]) -> Block {
                         Some(x) if !x.measured => "- (no autorate log)".to_string(),
                         Some(x) => match x.settle_s {
                             Some(d) => format!("{d:.2} s"),
+                            None if x.window_s > 0.0 => {
+                                format!("not within {:.1} s", x.window_s)
+                            }
                             None => "not followed".to_string(),
                         },
                         None => "-".to_string(),
@@ -412,6 +415,35 @@ mod tests {
         let mut out = String::new();
         render(&mut out, &rows, 1);
         assert_eq!(out, "  a—b     1\n  abcd  100\n");
+    }
+
+    #[test]
+    fn a_step_not_followed_says_how_long_it_had() {
+        use crate::model::{Dir, RateStep};
+        let s = crate::scenario::tcp_1up();
+        let series = crate::model::Series::default();
+        let mut sum = crate::analysis::summarize(&s, "auto.conf", &series, "t".into(), Vec::new());
+        let step = |t_s, window_s| RateStep {
+            t_s,
+            dir: Dir::Up,
+            from_bps: 1_000_000,
+            to_bps: 4_000_000,
+            settle_s: None,
+            window_s,
+            measured: true,
+        };
+        // Cut short by the next step after 4 s; one from a summary written
+        // before the window was kept.
+        sum.rate_steps = vec![step(12.0, 4.0), step(16.0, 0.0)];
+        let text = table(&[&sum]);
+        let cell = |start: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(start))
+                .map(|l| l.split_whitespace().skip(5).collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(|| panic!("no line {start}:\n{text}"))
+        };
+        assert_eq!(cell("12 s upload"), "not within 4.0 s");
+        assert_eq!(cell("16 s upload"), "not followed");
     }
 
     #[test]
