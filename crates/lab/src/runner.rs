@@ -517,6 +517,13 @@ pub fn run(
     let linger = (worst_s + 0.5).clamp(LINGER_MIN_S, LINGER_MAX_S);
     bar.note(&format!("waiting {linger:.1} s for the last replies"));
     let linger_end = total + linger;
+    // irtt waits for its own late replies (IRTT_WAIT_RTTS × its worst RTT),
+    // which ping may not have seen (ICMP dropped): while it runs it has
+    // until its own interrupt, and a stop after.
+    let irtt_stop_s = scenario
+        .irtt
+        .as_ref()
+        .map(|spec| irtt_interrupt_s(span(scenario, spec.from, spec.to).1) + FLOW_STOP_S);
     loop {
         if stopped() {
             bar.done();
@@ -535,16 +542,7 @@ pub fn run(
         if t >= linger_end && flows_done && irtt_done {
             break;
         }
-        // irtt waits for its own late replies (IRTT_WAIT_RTTS × its worst
-        // RTT), which ping may not have seen (ICMP dropped): it has until
-        // its own interrupt, and a stop after.
-        let irtt_stop = scenario
-            .irtt
-            .as_ref()
-            .filter(|_| !irtt_done)
-            .map_or(0.0, |spec| {
-                irtt_interrupt_s(span(scenario, spec.from, spec.to).1) + FLOW_STOP_S
-            });
+        let irtt_stop = irtt_stop_s.filter(|_| !irtt_done).unwrap_or(0.0);
         if t >= (linger_end + grace + FLOW_STOP_S).max(irtt_stop) {
             // Whatever still runs is stopped now (its output is partial).
             for f in flows.iter_mut().filter(|f| f.end_s.is_none()) {
