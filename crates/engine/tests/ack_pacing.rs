@@ -10,112 +10,15 @@
 //! none is lost, caps release rather than drop, and segments that must pass
 //! at once (duplicate ACKs, SACK) overtake nothing.
 
+mod common;
+
+use common::tcp::*;
 use sluice_conf::ir::TcpControl;
 use sluice_engine::{Engine, Options, Rx, TcpControlReport};
 use sluice_time::{Duration, Instant, Rate};
-use sluice_wire::build::{tcp_with, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
-
-const LAN: usize = 0;
-const WAN: usize = 1;
-const MSS: u32 = 1448;
-const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
-const WS: u8 = 7;
-
-thread_local! {
-    /// Flows from this index on share one client host (host isolation's
-    /// tests); by default each flow has its own.
-    static ONE_HOST_FROM: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
-}
-
-fn client(i: usize) -> Ipv4Addr {
-    let i = i.min(ONE_HOST_FROM.with(|c| c.get()));
-    Ipv4Addr::new(192, 168, 1, 10 + i as u8)
-}
-
-/// The download queue `dl` at `rate` on lan0 (FIFO, room for everything),
-/// under control as `tcp` says.
-fn engine(rate: &str, tcp: TcpControl) -> Engine {
-    engine_with(
-        &format!(
-            "queue down on lan0 bandwidth {rate}\n\
-             queue dl parent down bandwidth {rate} qlimit 4000 default\n\
-             queue up on wan0 bandwidth 100M\n\
-             queue ul parent up bandwidth 100M qlimit 4000 default\n\
-             pass\n"
-        ),
-        tcp,
-    )
-}
-
-/// The engine of `text` (with a download queue `dl` on lan0), `dl` under
-/// control as `tcp` says.
-fn engine_with(text: &str, tcp: TcpControl) -> Engine {
-    let mut cfg = sluice_conf::check("t.conf", text, &[])
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
-        .config;
-    let down = cfg
-        .interfaces
-        .iter_mut()
-        .find(|q| q.ifname == "lan0")
-        .expect("lan0's tree");
-    for q in down.queues.iter_mut().filter(|q| q.name == "dl") {
-        q.tcp = tcp;
-    }
-    Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap()
-}
-
-#[allow(clippy::too_many_arguments)]
-fn seg(
-    i: usize,
-    from_client: bool,
-    seq: u32,
-    ack: u32,
-    flags: u8,
-    window: u16,
-    opts: &[u8],
-    len: usize,
-) -> Vec<u8> {
-    let (sport, dport) = (40_000 + i as u16, 443);
-    let spec = |sport, dport| TcpSpec {
-        sport,
-        dport,
-        seq,
-        ack,
-        flags,
-        window,
-        options: opts,
-        payload_len: len,
-    };
-    if from_client {
-        tcp_with(client(i), SERVER, &spec(sport, dport))
-    } else {
-        tcp_with(SERVER, client(i), &spec(dport, sport))
-    }
-}
-
-fn syn_opts() -> Vec<u8> {
-    let mut o = Vec::new();
-    TcpOption::Mss(MSS as u16 + 12).encode(&mut o);
-    TcpOption::WindowScale(WS).encode(&mut o);
-    o
-}
-
-/// (flow, seq, ack, window, payload) of a frame the simulation built.
-fn read(f: &[u8]) -> (usize, u32, u32, u16, usize) {
-    let l4 = 14 + 20;
-    let sport = u16::from_be_bytes([f[l4], f[l4 + 1]]);
-    let dport = u16::from_be_bytes([f[l4 + 2], f[l4 + 3]]);
-    let flow = usize::from(if sport == 443 { dport } else { sport } - 40_000);
-    let seq = u32::from_be_bytes(f[l4 + 4..l4 + 8].try_into().unwrap());
-    let ack = u32::from_be_bytes(f[l4 + 8..l4 + 12].try_into().unwrap());
-    let win = u16::from_be_bytes([f[l4 + 14], f[l4 + 15]]);
-    let hl = usize::from(f[l4 + 12] >> 4) * 4;
-    (flow, seq, ack, win, f.len() - l4 - hl)
-}
 
 struct Sender {
     una: u32,
@@ -400,11 +303,6 @@ impl Sim {
     }
 }
 
-const BOTH: TcpControl = TcpControl {
-    ack_pacing: true,
-    window_clamp: true,
-};
-
 /// Data bytes per second a class of `rate` carries in full-sized segments
 /// (1448 bytes of data in each 1502-byte frame: no TCP options).
 fn goodput(rate: Rate) -> f64 {
@@ -481,20 +379,6 @@ fn held_acks_reach_the_sender_in_order_and_none_is_lost() {
         "{r:?}"
     );
     assert_eq!(s.e.memory().held_bytes, 0, "nothing held, nothing charged");
-}
-
-/// The handshake of flow `i` (client SYN, server SYN-ACK, client ACK) at `t`.
-fn handshake(e: &mut Engine, t: Instant, i: usize) {
-    let o = syn_opts();
-    e.handle_rx(t, LAN, seg(i, true, 0, 0, SYN, 65535, &o, 0));
-    e.handle_rx(t, WAN, seg(i, false, 0, 1, SYN | ACK, 65535, &o, 0));
-    e.handle_rx(t, LAN, seg(i, true, 1, 1, ACK, 32768, &[], 0));
-    while e.poll_tx(t, WAN).is_some() {}
-    while e.poll_tx(t, LAN).is_some() {}
-}
-
-fn dl_report(e: &Engine) -> TcpControlReport {
-    e.report()[LAN].class("dl").and_then(|c| c.tcp).unwrap()
 }
 
 #[test]

@@ -3,6 +3,8 @@
 // Each test file uses what it needs of this.
 #![allow(dead_code)]
 
+pub mod tcp;
+
 use sluice_engine::{Engine, Options};
 use std::net::Ipv4Addr;
 
