@@ -91,6 +91,8 @@ pub(crate) fn parse_ipv4(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, 
         tos: h[1],
         ip_len: total,
         frag,
+        // IPv4's AH is the upper layer itself (protocol 51): never TCP.
+        authenticated: false,
         l4_offset,
         l4,
     })
@@ -113,6 +115,7 @@ pub(crate) fn parse_ipv6(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, 
     let mut next = h[6];
     let mut off = IPV6_HDR;
     let mut frag = Frag::None;
+    let mut authenticated = false;
     let mut steps = 0usize;
     // Bounded by MAX_EXT_HEADERS: each iteration consumes one header or returns.
     loop {
@@ -124,6 +127,7 @@ pub(crate) fn parse_ipv6(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, 
                 (usize::from(len_byte) + 1) * 8
             }
             NH_AH => {
+                authenticated = true;
                 let len_byte = *dgram
                     .get(off + 1)
                     .ok_or(WireError::Truncated(Layer::Ipv6Ext))?;
@@ -169,6 +173,7 @@ pub(crate) fn parse_ipv6(frame: &[u8], at: usize, end: usize) -> Result<IpInfo, 
         tos,
         ip_len: u16::try_from(datagram_len).unwrap_or(u16::MAX),
         frag,
+        authenticated,
         l4_offset: at + off,
         l4,
     })

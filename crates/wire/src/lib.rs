@@ -131,6 +131,9 @@ pub struct IpInfo {
     /// Datagram length from the IP header (IPv6: 40 + payload length).
     pub ip_len: u16,
     pub frag: Frag,
+    /// An IPv6 Authentication Header precedes the upper layer (RFC 4302):
+    /// its ICV covers the fields a rewrite would change.
+    pub authenticated: bool,
     /// Offset of the L4 header in the frame (meaningful when `l4` is not None).
     pub l4_offset: usize,
     pub l4: L4,

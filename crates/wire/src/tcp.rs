@@ -51,6 +51,10 @@ pub mod opt_kind {
     pub const SACK_PERMITTED: u8 = 4;
     pub const SACK: u8 = 5;
     pub const TIMESTAMPS: u8 = 8;
+    /// TCP-MD5 signature (RFC 2385) and TCP-AO (RFC 5925): they sign the
+    /// header, so a segment carrying either is never rewritten.
+    pub const MD5: u8 = 19;
+    pub const AO: u8 = 29;
 }
 
 /// Byte offsets inside the TCP header.
@@ -60,6 +64,9 @@ const OFF_WINDOW: usize = 14;
 const OFF_CHECKSUM: usize = 16;
 /// SACK blocks an option can carry: 40 option bytes hold 2 + 4·8.
 pub const MAX_SACK_BLOCKS: usize = 4;
+/// MSS options [`rewrite_mss`] lowers in one segment (40 bytes of options
+/// hold at most ten).
+const MAX_MSS_OPTIONS: usize = 10;
 
 /// Length of the TCP header at the start of `seg` (the segment as bounded by
 /// the IP length): data offset 5..=15 words and no longer than `seg`.
@@ -311,6 +318,12 @@ pub struct TcpOptions {
     pub timestamps: Option<(u32, u32)>,
     /// Well-framed options of kinds sluice does not interpret.
     pub unknown: u8,
+    /// The largest MSS option's value: a SYN may carry several, and stacks
+    /// take the last, so a clamp lowers every one above its limit.
+    pub mss_max: Option<u16>,
+    /// A TCP-MD5 signature (kind 19, RFC 2385) or TCP-AO MAC (kind 29,
+    /// RFC 5925) covers the header: rewriting any field breaks it.
+    pub authenticated: bool,
     /// The malformed option that ended the walk; nothing after it was read.
     pub error: Option<OptionError>,
 }
@@ -321,7 +334,10 @@ impl TcpOptions {
         let mut o = TcpOptions::default();
         for item in Options::new(bytes) {
             match item {
-                Ok(TcpOption::Mss(v)) => o.mss = Some(v),
+                Ok(TcpOption::Mss(v)) => {
+                    o.mss = Some(v);
+                    o.mss_max = o.mss_max.max(Some(v));
+                }
                 Ok(TcpOption::WindowScale(s)) => {
                     o.window_scale = Some(s.min(MAX_WINDOW_SCALE));
                     o.window_scale_clamped = s > MAX_WINDOW_SCALE;
@@ -335,7 +351,10 @@ impl TcpOptions {
                     }
                 }
                 Ok(TcpOption::Timestamps { tsval, tsecr }) => o.timestamps = Some((tsval, tsecr)),
-                Ok(TcpOption::Unknown { .. }) => o.unknown = o.unknown.saturating_add(1),
+                Ok(TcpOption::Unknown { kind, .. }) => {
+                    o.unknown = o.unknown.saturating_add(1);
+                    o.authenticated |= kind == opt_kind::MD5 || kind == opt_kind::AO;
+                }
                 Err(e) => o.error = Some(e),
             }
         }
@@ -371,6 +390,9 @@ pub enum Refused {
     NoMss,
     /// [`rewrite_mss`]: the options are malformed before an MSS was found.
     BadOptions(OptionError),
+    /// A signature covers the segment (TCP-MD5, TCP-AO, IPv6 AH): any
+    /// rewrite would make the receiver drop it.
+    Authenticated,
 }
 
 impl Refused {
@@ -384,6 +406,7 @@ impl Refused {
             Refused::BadDataOffset(_) => "bad_data_offset",
             Refused::NoMss => "no_mss",
             Refused::BadOptions(_) => "bad_options",
+            Refused::Authenticated => "authenticated",
         }
     }
 }
@@ -403,6 +426,12 @@ impl fmt::Display for Refused {
             }
             Refused::NoMss => write!(f, "no MSS option"),
             Refused::BadOptions(e) => write!(f, "malformed TCP options: {e}"),
+            Refused::Authenticated => {
+                write!(
+                    f,
+                    "a signature covers the segment (TCP-MD5, TCP-AO or IPv6 AH)"
+                )
+            }
         }
     }
 }
@@ -547,6 +576,7 @@ fn put_u16(frame: &mut [u8], l4: usize, field: usize, new: u16) -> Result<u16, R
 pub fn rewrite_window(frame: &mut [u8], info: &PacketInfo, window: u16) -> Result<u16, Refused> {
     let l4 = {
         let h = TcpHeader::in_frame(frame, info)?;
+        refuse_signed(&h, info)?;
         if h.window() == window {
             return Ok(window);
         }
@@ -555,36 +585,54 @@ pub fn rewrite_window(frame: &mut [u8], info: &PacketInfo, window: u16) -> Resul
     put_u16(frame, l4, OFF_WINDOW, window)
 }
 
-/// Set the value of the MSS option of a frame `parse` described in `info` (the
-/// first MSS option; typically on a SYN, to clamp it) and update the checksum.
-/// Returns the old value. The option may sit at an odd offset.
+/// A segment a signature covers (TCP-MD5 or TCP-AO option, IPv6 AH) is
+/// refused for any rewrite: the receiver would drop it.
+fn refuse_signed(h: &TcpHeader<'_>, info: &PacketInfo) -> Result<(), Refused> {
+    let ah = info.ip.as_ref().is_some_and(|ip| ip.authenticated);
+    let signed = Options::new(h.option_bytes()).any(|o| {
+        matches!(o, Ok(TcpOption::Unknown { kind, .. }) if kind == opt_kind::MD5 || kind == opt_kind::AO)
+    });
+    if ah || signed {
+        return Err(Refused::Authenticated);
+    }
+    Ok(())
+}
+
+/// Lower every MSS option of a frame `parse` described in `info` that
+/// announces more than `mss` to `mss` (typically on a SYN, to clamp it;
+/// stacks take the last of several, so all are clamped and none raised) and
+/// update the checksum. Returns the largest old value. Options may sit at
+/// odd offsets. On refusal the frame is unchanged.
 pub fn rewrite_mss(frame: &mut [u8], info: &PacketInfo, mss: u16) -> Result<u16, Refused> {
-    let (l4, field) = {
+    let (l4, fields, largest) = {
         let h = TcpHeader::in_frame(frame, info)?;
-        let opts = h.option_bytes();
-        let mut it = Options::new(opts);
-        let mut found = false;
-        for item in it.by_ref() {
+        let mut it = Options::new(h.option_bytes());
+        let mut fields = [0usize; MAX_MSS_OPTIONS];
+        let (mut n, mut largest) = (0, None);
+        // Bounded: the walk advances at least a byte per option.
+        while let Some(item) = it.next() {
             match item {
-                Ok(TcpOption::Mss(_)) => {
-                    found = true;
-                    break;
+                Ok(TcpOption::Mss(v)) => {
+                    largest = largest.max(Some(v));
+                    // An MSS option is exactly 4 bytes and the walk stopped right after it.
+                    if v > mss && n < MAX_MSS_OPTIONS {
+                        fields[n] = TCP_MIN_HEADER + it.pos - 2;
+                        n += 1;
+                    }
                 }
                 Ok(_) => {}
                 Err(e) => return Err(Refused::BadOptions(e)),
             }
         }
-        // An MSS option is exactly 4 bytes and the walk stopped right after it.
-        if !found {
-            return Err(Refused::NoMss);
-        }
-        let field = TCP_MIN_HEADER + it.pos - 2;
-        if be16_at(h.hdr, field) == mss {
-            return Ok(mss);
-        }
-        (info.ip.as_ref().map_or(0, |ip| ip.l4_offset), field)
+        let largest = largest.ok_or(Refused::NoMss)?;
+        refuse_signed(&h, info)?;
+        let l4 = info.ip.as_ref().map_or(0, |ip| ip.l4_offset);
+        (l4, fields, largest)
     };
-    put_u16(frame, l4, field, mss)
+    for &field in fields.iter().filter(|f| **f != 0) {
+        put_u16(frame, l4, field, mss)?;
+    }
+    Ok(largest)
 }
 
 /// The TCP checksum a frame `parse` described in `info` should carry, computed

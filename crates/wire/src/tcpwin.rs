@@ -43,6 +43,11 @@ use crate::{tcp_flags, Af, PacketInfo};
 pub const DEFAULT_MSS_V4: u16 = 536;
 /// Likewise for IPv6 (1280 − 60).
 pub const DEFAULT_MSS_V6: u16 = 1220;
+/// The largest MSS the floor is computed from: a 1500-byte MTU's (IPv4,
+/// IPv6). A receiver announcing 65535 would otherwise lift the floor to
+/// 128 KiB and opt out of the clamp.
+pub const MAX_MSS_V4: u16 = 1460;
+pub const MAX_MSS_V6: u16 = 1440;
 
 /// What to do with a segment from the receiver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,9 +149,15 @@ impl WindowClamp {
         self.edge
     }
 
-    /// The segment size the 2 · MSS floor is computed from.
+    /// The segment size the 2 · MSS floor is computed from: the
+    /// receiver's, at most a 1500-byte MTU's.
     pub fn mss(&self) -> u16 {
-        self.mss.unwrap_or(self.default_mss)
+        let max = if self.default_mss == DEFAULT_MSS_V4 {
+            MAX_MSS_V4
+        } else {
+            MAX_MSS_V6
+        };
+        self.mss.unwrap_or(self.default_mss).min(max)
     }
 
     /// Either handshake offered a window-scale shift above 14 (used as 14).
@@ -158,6 +169,11 @@ impl WindowClamp {
     /// carry nothing the clamp needs).
     pub fn on_sender(&mut self, seg: &Segment) {
         if seg.flags & tcp_flags::SYN == 0 || seg.flags & tcp_flags::RST != 0 {
+            return;
+        }
+        if self.scale().is_some() {
+            // Past the handshake a SYN changes nothing (a forged one would
+            // move the edge and the shift).
             return;
         }
         if seg.options.error.is_some() {
@@ -185,7 +201,9 @@ impl WindowClamp {
         if f & tcp_flags::RST != 0 {
             return Verdict::Keep;
         }
-        if f & tcp_flags::SYN != 0 {
+        // Past the handshake a SYN (retransmitted, or forged) keeps the
+        // shift and MSS the handshake set.
+        if f & tcp_flags::SYN != 0 && self.scale().is_none() {
             if seg.options.error.is_some() {
                 self.opaque = true;
                 return Verdict::Pass(PassReason::BadOptions);
@@ -194,6 +212,8 @@ impl WindowClamp {
             self.rcv_ws = seg.options.window_scale;
             self.ws_clamped |= seg.options.window_scale_clamped;
             self.mss = seg.options.mss;
+        }
+        if f & tcp_flags::SYN != 0 {
             // SYN windows are never scaled (RFC 7323 §2.2).
             let field = if f & tcp_flags::ACK != 0 {
                 self.clamp(seg.ack, seg.window, 0, target)
@@ -437,6 +457,33 @@ mod tests {
     }
 
     #[test]
+    fn a_receivers_huge_mss_does_not_lift_the_floor() {
+        let mut c = WindowClamp::new(Af::V4);
+        let o = opts(&[TcpOption::Mss(65535), TcpOption::WindowScale(0)]);
+        c.on_receiver(&seg(SYN, RCV_ISS, 0, 65535, o), None);
+        assert_eq!(c.mss(), MAX_MSS_V4);
+        let mut c6 = WindowClamp::new(Af::V6);
+        c6.on_receiver(&seg(SYN, RCV_ISS, 0, 65535, o), None);
+        assert_eq!(c6.mss(), MAX_MSS_V6);
+    }
+
+    #[test]
+    fn past_the_handshake_a_syn_changes_neither_scale_nor_edge() {
+        let (mut c, ack) = open(Some(7), Some(7));
+        let edge = c.right_edge();
+        let forged = opts(&[TcpOption::Mss(1), TcpOption::WindowScale(14)]);
+        c.on_sender(&seg(
+            SYN | ACK,
+            ack.wrapping_sub(1 << 30),
+            RCV_ISS + 1,
+            65535,
+            forged,
+        ));
+        c.on_receiver(&seg(SYN, RCV_ISS, 0, 65535, forged), Some(1));
+        assert_eq!((c.scale(), c.mss(), c.right_edge()), (Some(7), 1460, edge));
+    }
+
+    #[test]
     fn floor_is_two_mss_unless_the_receiver_says_less() {
         let (mut c, ack) = open(Some(0), Some(0));
         assert_eq!(c.mss(), 1460);
@@ -620,10 +667,10 @@ mod tests {
                 if reaches {
                     prop_assert!(!seq_lt(edge, shown), "edge moved left: {} < {}", edge, shown);
                 }
-                let floor = offered.min(2 * u32::from(mss));
+                let floor = offered.min(2 * u32::from(mss.min(MAX_MSS_V4)));
                 prop_assert!(bytes >= floor, "below the floor: {} < {}", bytes, floor);
                 if let Some(t) = s.target {
-                    let need = t.max(2 * u32::from(mss)).max(shown.wrapping_sub(ack));
+                    let need = t.max(2 * u32::from(mss.min(MAX_MSS_V4))).max(shown.wrapping_sub(ack));
                     prop_assert!(bytes < need + (1 << shift) || written == field,
                         "clamp too loose: {} for {}", bytes, need);
                 } else {

@@ -141,7 +141,8 @@ fn mss_at_an_odd_offset() {
         let mut f = build::tcp_with(src, dst, &spec);
         let info = parse(&f).unwrap();
         assert_checksum_ok(&f);
-        for mss in [1400u16, 0, 0xffff, 0x00ff, 0xff00, 1460] {
+        // Lowered, never raised: 0xffff and 0x0100 leave 0x00ff as it is.
+        for mss in [0xffffu16, 1400, 0x00ff, 0x0100, 0] {
             let before = TcpHeader::in_frame(&f, &info)
                 .unwrap()
                 .segment()
@@ -150,11 +151,111 @@ fn mss_at_an_odd_offset() {
                 .unwrap();
             assert_eq!(rewrite_mss(&mut f, &info, mss), Ok(before));
             let s = TcpHeader::in_frame(&f, &info).unwrap().segment();
-            assert_eq!(s.options.mss, Some(mss));
+            assert_eq!(s.options.mss, Some(mss.min(before)));
             assert_eq!(s.options.window_scale, Some(7));
             assert_checksum_ok(&f);
         }
     }
+}
+
+#[test]
+fn every_mss_option_above_the_limit_is_lowered_and_none_raised() {
+    // Stacks take the last of several MSS options: clamping only the first
+    // would leave the one that counts above the limit.
+    let mut opts = Vec::new();
+    for v in [1000u16, 1460, 1300, 9000] {
+        TcpOption::Mss(v).encode(&mut opts);
+    }
+    for (src, dst) in addrs() {
+        let spec = TcpSpec {
+            flags: SYN,
+            options: &opts,
+            ..Default::default()
+        };
+        let mut f = build::tcp_with(src, dst, &spec);
+        let info = parse(&f).unwrap();
+        assert_eq!(rewrite_mss(&mut f, &info, 1400), Ok(9000));
+        let h = TcpHeader::in_frame(&f, &info).unwrap();
+        let all: Vec<_> = sluice_wire::tcp::Options::new(h.option_bytes())
+            .filter_map(|o| match o {
+                Ok(TcpOption::Mss(v)) => Some(v),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(all, [1000, 1400, 1300, 1400]);
+        assert_eq!(h.segment().options.mss_max, Some(1400));
+        assert_checksum_ok(&f);
+    }
+}
+
+#[test]
+fn signed_segments_are_never_rewritten() {
+    // TCP-MD5 (kind 19, 18 bytes) and TCP-AO (kind 29) sign the header.
+    let (src, dst) = addrs()[0];
+    for kind in [19u8, 29] {
+        let mut opts = Vec::new();
+        TcpOption::Mss(1460).encode(&mut opts);
+        TcpOption::Unknown {
+            kind,
+            data: &[0xab; 16],
+        }
+        .encode(&mut opts);
+        let spec = TcpSpec {
+            flags: SYN | ACK,
+            window: 64240,
+            options: &opts,
+            ..Default::default()
+        };
+        let mut f = build::tcp_with(src, dst, &spec);
+        let orig = f.clone();
+        let info = parse(&f).unwrap();
+        let seg = TcpHeader::in_frame(&f, &info).unwrap().segment();
+        assert!(seg.options.authenticated, "kind {kind}");
+        assert_eq!(
+            rewrite_window(&mut f, &info, 100),
+            Err(Refused::Authenticated)
+        );
+        assert_eq!(rewrite_mss(&mut f, &info, 536), Err(Refused::Authenticated));
+        assert_eq!(f, orig);
+    }
+}
+
+#[test]
+fn tcp_behind_an_ipv6_authentication_header_is_never_rewritten() {
+    // IPv6, next header AH (51: 12 bytes fixed + a 12-byte ICV = 24 bytes,
+    // length field 4), then TCP.
+    let (src, dst) = addrs()
+        .into_iter()
+        .find(|(s, _)| s.is_ipv6())
+        .expect("an IPv6 pair");
+    let plain = build::tcp_with(
+        src,
+        dst,
+        &TcpSpec {
+            flags: ACK,
+            window: 5000,
+            ..Default::default()
+        },
+    );
+    let info = parse(&plain).unwrap();
+    let l4 = info.ip.unwrap().l4_offset;
+    let mut f = plain[..l4].to_vec();
+    let mut ah = vec![6u8, 4, 0, 0];
+    ah.extend([0u8; 20]);
+    f.extend(&ah);
+    f.extend(&plain[l4..]);
+    f[l4 - 40 + 6] = 51;
+    let plen = u16::from_be_bytes([f[l4 - 40 + 4], f[l4 - 40 + 5]]) + 24;
+    f[l4 - 40 + 4..l4 - 40 + 6].copy_from_slice(&plen.to_be_bytes());
+    let info = parse(&f).unwrap();
+    let ip = info.ip.unwrap();
+    assert!(ip.authenticated && ip.l4_offset == l4 + 24);
+    let orig = f.clone();
+    assert_eq!(
+        rewrite_window(&mut f, &info, 100),
+        Err(Refused::Authenticated)
+    );
+    assert_eq!(f, orig);
 }
 
 #[test]
