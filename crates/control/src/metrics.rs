@@ -664,7 +664,7 @@ fn tcp_families(o: &mut Out, q: &QueuesReply) {
     type Get = fn(&TcpControlJson) -> u64;
     /// A family's name, help, and its `action` labels with their counter.
     type ByAction = (&'static str, &'static str, &'static [(&'static str, Get)]);
-    let by_action: [ByAction; 2] = [
+    let by_action: [ByAction; 3] = [
         (
             "sluice_queue_tcp_acks_total",
             "TCP control: pure ACKs passed on arrival or held, and held ACKs released paced, flushed ahead of a segment that must pass, or capped.",
@@ -682,6 +682,14 @@ fn tcp_families(o: &mut Out, q: &QueuesReply) {
             &[
                 ("clamped", |t| t.windows_clamped),
                 ("untouched", |t| t.windows_untouched),
+            ],
+        ),
+        (
+            "sluice_queue_tcp_ignored_total",
+            "TCP control: segments forwarded but ignored, as ACKs of data never sent or SYNs that answer nothing.",
+            &[
+                ("ack_unsent", |t| t.acks_unsent),
+                ("syn", |t| t.syns_ignored),
             ],
         ),
     ];
@@ -872,6 +880,8 @@ mod tests {
                 r#"sluice_queue_tcp_acks_total{iface="wan0",queue="bulk",action="capped"} 1"#,
                 r#"sluice_queue_tcp_windows_total{iface="wan0",queue="bulk",action="clamped"} 4100"#,
                 r#"sluice_queue_tcp_windows_total{iface="wan0",queue="bulk",action="untouched"} 2"#,
+                r#"sluice_queue_tcp_ignored_total{iface="wan0",queue="bulk",action="ack_unsent"} 7"#,
+                r#"sluice_queue_tcp_ignored_total{iface="wan0",queue="bulk",action="syn"} 5"#,
                 r#"sluice_queue_tcp_flows{iface="wan0",queue="bulk"} 12"#,
                 r#"sluice_queue_tcp_acks_held{iface="wan0",queue="bulk"} 14"#,
                 r#"sluice_queue_tcp_pace_bps{iface="wan0",queue="bulk"} 4600000"#,
@@ -882,6 +892,7 @@ mod tests {
         for (name, kind) in [
             ("sluice_queue_tcp_acks_total", "counter"),
             ("sluice_queue_tcp_windows_total", "counter"),
+            ("sluice_queue_tcp_ignored_total", "counter"),
             ("sluice_queue_tcp_flows", "gauge"),
             ("sluice_queue_tcp_acks_held", "gauge"),
             ("sluice_queue_tcp_pace_bps", "gauge"),

@@ -204,8 +204,17 @@ pub struct TcpControlJson {
     /// Segments whose advertised window was lowered.
     pub windows_clamped: u64,
     /// Segments of controlled connections whose window could not be
-    /// controlled (handshake not seen, malformed options), passed untouched.
+    /// controlled (handshake not seen, malformed options, signed), passed
+    /// untouched.
     pub windows_untouched: u64,
+    /// ACKs of data the sender never sent: forwarded, neither paced nor
+    /// charged.
+    #[serde(default)]
+    pub acks_unsent: u64,
+    /// SYNs that answer no SYN of the connection, or come after its
+    /// handshake: forwarded, ignored by the clamp and the shares.
+    #[serde(default)]
+    pub syns_ignored: u64,
     /// The pace now, bit/s: the queue's rate, less while a queue stood in
     /// sluice or before it (docs/tcp-control.md).
     #[serde(default)]

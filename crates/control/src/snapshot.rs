@@ -65,6 +65,8 @@ fn tcp_json(t: &TcpControlReport) -> TcpControlJson {
         acks_capped: t.acks_capped,
         windows_clamped: t.windows_clamped,
         windows_untouched: t.windows_untouched,
+        acks_unsent: t.acks_unsent,
+        syns_ignored: t.syns_ignored,
         pace_bps: t.pace_bps,
         path_queue_ns: t.path_queue.map(|d| d.as_nanos()),
     }
@@ -598,6 +600,8 @@ pass out on wan0 proto udp to port 53 queue bulk
         acks_capped: 1,
         windows_clamped: 4100,
         windows_untouched: 2,
+        acks_unsent: 7,
+        syns_ignored: 5,
         pace_bps: 4_600_000,
         path_queue: Some(sluice_time::Duration::from_millis(3)),
     };
@@ -633,6 +637,8 @@ pass out on wan0 proto udp to port 53 queue bulk
                 acks_capped: 1,
                 windows_clamped: 4100,
                 windows_untouched: 2,
+                acks_unsent: 7,
+                syns_ignored: 5,
                 pace_bps: 4_600_000,
                 path_queue_ns: Some(3_000_000),
             })

@@ -904,13 +904,15 @@ impl Engine {
             i.counters.mss_untouched += 1;
             return;
         }
-        if seg.options.mss.is_none_or(|m| m <= limit) {
+        // Every MSS option is clamped (stacks take the last of several).
+        if seg.options.mss_max.is_none_or(|m| m <= limit) {
             return;
         }
         match sluice_wire::tcp::rewrite_mss(frame, info, limit) {
             Ok(_) => {
                 i.counters.mss_clamped += 1;
-                seg.options.mss = Some(limit);
+                seg.options.mss = seg.options.mss.map(|m| m.min(limit));
+                seg.options.mss_max = Some(limit);
                 if let Some(r) = rule {
                     self.classifier.note_mss_clamped(r);
                 }
@@ -1107,7 +1109,7 @@ impl Engine {
             self.tcp.on_queue(iface, pkt.class, pkt.len, false);
             if let (true, Some(info)) = (may_be_ack, &info) {
                 if let Ok(h) = TcpHeader::in_frame(&pkt.data, info) {
-                    self.tcp.on_sent(info, &h.segment(), wait + on_wire);
+                    self.tcp.on_sent(iface, info, &h.segment(), wait + on_wire);
                 }
             }
         }

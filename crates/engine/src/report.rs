@@ -51,6 +51,8 @@ impl TcpControlReport {
         self.acks_capped += o.acks_capped;
         self.windows_clamped += o.windows_clamped;
         self.windows_untouched += o.windows_untouched;
+        self.acks_unsent += o.acks_unsent;
+        self.syns_ignored += o.syns_ignored;
         self.pace_bps += o.pace_bps;
         self.path_queue = self.path_queue.max(o.path_queue);
     }
@@ -79,8 +81,15 @@ pub struct TcpControlReport {
     /// Segments whose advertised window was lowered.
     pub windows_clamped: u64,
     /// Segments of controlled connections whose window could not be
-    /// controlled (handshake not seen, malformed options) and passed untouched.
+    /// controlled (handshake not seen, malformed options, signed) and passed
+    /// untouched.
     pub windows_untouched: u64,
+    /// ACKs of data the sender never sent: forwarded, neither paced nor
+    /// charged (docs/tcp-control.md, hostile peers).
+    pub acks_unsent: u64,
+    /// SYNs that answer no SYN of the connection, or come after its
+    /// handshake: forwarded, ignored by the clamp and the shares.
+    pub syns_ignored: u64,
     /// The pace now, bit/s (gauge): the class's rate, less while a queue
     /// stood in sluice or before it.
     pub pace_bps: u64,

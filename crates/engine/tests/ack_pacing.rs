@@ -383,11 +383,21 @@ fn held_acks_reach_the_sender_in_order_and_none_is_lost() {
 
 #[test]
 fn caps_release_held_acks_in_order_and_never_drop_them() {
-    let mut e = engine("1M", BOTH);
+    // Pacing alone: the server below sends more than a clamped window
+    // would let it, and data beyond the window is not counted as sent.
+    let mut e = engine(
+        "1M",
+        TcpControl {
+            ack_pacing: true,
+            window_clamp: false,
+        },
+    );
     let t0 = Instant::ZERO + Duration::from_secs(1);
     handshake(&mut e, t0, 0);
-    // 300 ACKs of two segments each at once: far ahead of 1 Mbit/s.
+    // 300 ACKs of two segments each at once: far ahead of 1 Mbit/s (of
+    // data the server sent: an ACK of data never sent is not paced).
     let n = 300u32;
+    server_data(&mut e, t0, 0, 1, 2 * n);
     for k in 1..=n {
         e.handle_rx(
             t0,
@@ -425,7 +435,13 @@ fn caps_release_held_acks_in_order_and_never_drop_them() {
     );
 
     // The total cap: many flows, each holding what it may.
-    let mut e = engine("1M", BOTH);
+    let mut e = engine(
+        "1M",
+        TcpControl {
+            ack_pacing: true,
+            window_clamp: false,
+        },
+    );
     let flows = sluice_engine::tcpctl::TOTAL_CAP / 100 + 2;
     for i in 0..flows {
         handshake(&mut e, t0 + Duration::from_millis(i as u64), i);
@@ -433,6 +449,9 @@ fn caps_release_held_acks_in_order_and_never_drop_them() {
     let t0 = t0 + Duration::from_secs(1);
     while e.poll_tx(t0, WAN).is_some() {}
     assert_eq!(e.queued(WAN), 0);
+    for i in 0..flows {
+        server_data(&mut e, t0, i, 1, 200);
+    }
     let mut sent = 0u64;
     for i in 0..flows {
         for k in 1..=100u32 {

@@ -145,3 +145,38 @@ fn unreadable_options_pass_unmodified_and_counted() {
     assert_eq!(out, f);
     assert_eq!(e.counters(LAN).unwrap().mss_untouched, 1);
 }
+
+#[test]
+fn every_mss_option_of_a_syn_is_clamped_and_none_raised() {
+    // Stacks take the last of several MSS options: a SYN with a small
+    // first and a large last one is clamped where it counts.
+    let mut e = engine("pass scrub (max-mss 1400)\n");
+    let (c, s) = (IpAddr::V4(CLIENT), IpAddr::V4(SERVER));
+    let (out, last, ok) = through(&mut e, LAN, syn(c, s, SYN, &[mss(1000), mss(1460)]));
+    assert_eq!((last, ok), (Some(1400), true));
+    let info = sluice_wire::parse(&out).unwrap();
+    let h = TcpHeader::in_frame(&out, &info).unwrap();
+    let all: Vec<u16> = sluice_wire::tcp::Options::new(h.option_bytes())
+        .filter_map(|o| match o {
+            Ok(TcpOption::Mss(v)) => Some(v),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(all, [1000, 1400], "the first kept, the last lowered");
+    assert_eq!(e.counters(LAN).unwrap().mss_clamped, 1);
+}
+
+#[test]
+fn a_signed_syn_passes_unmodified_and_counted() {
+    // TCP-MD5 (BGP) signs the header: a clamped MSS would be dropped.
+    let mut e = engine("pass scrub (max-mss 1200)\n");
+    let (c, s) = (IpAddr::V4(CLIENT), IpAddr::V4(SERVER));
+    let sig = TcpOption::Unknown {
+        kind: 19,
+        data: &[0x5a; 16],
+    };
+    let f = syn(c, s, SYN, &[mss(1460), sig]);
+    let (out, _, _) = through(&mut e, LAN, f.clone());
+    assert_eq!(out, f);
+    assert_eq!(e.counters(LAN).unwrap().mss_untouched, 1);
+}

@@ -174,6 +174,13 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                     t.windows_clamped,
                     t.windows_untouched
                 );
+                if t.acks_unsent + t.syns_ignored > 0 {
+                    let _ = writeln!(
+                        o,
+                        "  [ tcp: ignored acks of unsent data {}  syns {} ]",
+                        t.acks_unsent, t.syns_ignored
+                    );
+                }
                 let before = t
                     .path_queue_ns
                     .map(|ns| format!("  queue before sluice {}", ms(Some(ns))))
@@ -589,6 +596,8 @@ queue dl on lan0 qlimit 50 hfsc( default ingress )
                 acks_capped: 1,
                 windows_clamped: 4100,
                 windows_untouched: 2,
+                acks_unsent: 3,
+                syns_ignored: 0,
                 pace_bps: 4_600_000,
                 path_queue_ns: Some(3_000_000),
             }),
@@ -610,6 +619,7 @@ queue dl on lan0 qlimit 1000 hfsc( default ingress ack-pacing window-clamp )
   [ sojourn p50: -  p99: -  max: -  drops: none ]
   [ ingress: dropped and charged as sent: 0 pkts, 0 bytes ]
   [ tcp: flows 12  acks passed 3400 held 900 (now 14) paced 880 flushed 6 capped 1  windows clamped 4100 untouched 2 ]
+  [ tcp: ignored acks of unsent data 3  syns 0 ]
   [ tcp: pace 4.60Mb/s  queue before sluice 3.0 ms ]
 queue other on lan0 hfsc
   [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]

@@ -3,13 +3,16 @@
 
 use super::*;
 
-/// The data direction of a connection: `src` sends the data, `dst` the ACKs.
+/// The data direction of a connection: `src` sends the data, `dst` the
+/// ACKs; the data comes in through interface `data_in` (and the ACKs leave
+/// through it), so one port cannot speak for the other's side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Key {
     pub(super) src: IpAddr,
     pub(super) sport: u16,
     pub(super) dst: IpAddr,
     pub(super) dport: u16,
+    pub(super) data_in: usize,
 }
 
 pub(super) struct Held {
@@ -48,8 +51,18 @@ pub(super) struct Flow {
     /// whose rules keep no state to measure one.
     pub(super) syn_at: Option<Instant>,
     pub(super) handshake_rtt: Option<Duration>,
-    /// Counted in its pacer's `pending` (opened, no data moved yet).
+    /// Counted in its pacer's `pending` (handshake completed, no data
+    /// moved yet), and in the opening flows of host `opened`.
     pub(super) pending: bool,
+    /// The host whose SYN opened the connection, once its handshake
+    /// completed.
+    pub(super) opened: Option<IpAddr>,
+    /// Counted in its pacer's `syns` (SYN passed, handshake not complete).
+    pub(super) in_syns: bool,
+    /// What both sides have said of the sequence space.
+    pub(super) seq: SeqTrack,
+    /// Bytes newly acknowledged since the pacer's last look at demand.
+    pub(super) acked: u64,
     /// Its host in a pacer that shares by host.
     pub(super) host: Option<IpAddr>,
     /// The longest the flow's ACKs waited in sluice's egress queue, this

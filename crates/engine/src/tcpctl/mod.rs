@@ -113,16 +113,19 @@ use sluice_conf::ir;
 use sluice_sched::{ClassId, Packet};
 use sluice_time::{Duration, Instant, Overhead, Rate};
 use sluice_wire::tcp::{rewrite_window, seq_after, Segment};
-use sluice_wire::tcpwin::{Verdict as WinVerdict, WindowClamp};
+use sluice_wire::tcpwin::{Verdict as WinVerdict, WindowClamp, MAX_MSS_V4, MAX_MSS_V6};
 use sluice_wire::{tcp_flags, Af, PacketInfo};
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
 mod flow;
 mod pacer;
+mod seq;
+mod share;
 
 use flow::{Flow, Held, HeldCount, Key, Release};
 use pacer::Pacer;
+use seq::{Acked, SeqTrack, Side, Syn};
 
 /// Connections tracked at once; beyond, new ones pass uncontrolled.
 pub const MAX_FLOWS: usize = 65_536;
@@ -141,6 +144,13 @@ pub const EPOCH: Duration = Duration::from_millis(250);
 /// 200 connections set up one after another before they all start, short
 /// enough that one opened and left idle soon stops taking a share.
 pub const PENDING_FOR: Duration = Duration::from_secs(3);
+/// Opening flows one host may count in a class's share: connections set up
+/// together by one application (iperf3 -P 128, a page's fetches), not a
+/// flood of handshakes.
+pub const OPENING_PER_HOST: u32 = 256;
+/// A connection whose handshake never completed and that moved no data is
+/// forgotten after this long without a segment (what a SYN flood leaves).
+pub const EMBRYONIC_IDLE: Duration = Duration::from_secs(5);
 /// Window beyond share × RTT: room for the sender's bursts and RTT jitter.
 pub const SLACK: Duration = Duration::from_millis(10);
 /// RTT assumed for the window when neither the state, the handshake nor
@@ -189,6 +199,8 @@ const GATE: Duration = Duration::from_millis(4);
 const STANDING: Duration = Duration::from_millis(100);
 /// Bucket depth: this long at the class's rate, at least two full frames.
 const BURST: Duration = Duration::from_millis(4);
+/// The bucket's debt is at most this many bursts (see [`Pacer::charge`]).
+const DEBT_BURSTS: i128 = 2;
 /// How often held ACKs are checked against [`MAX_HOLD`].
 const HOLD_SCAN: Duration = Duration::from_millis(10);
 /// Token units per byte: credit is kept in bit·ns per second (rate × ns),
@@ -226,6 +238,8 @@ pub(crate) struct TcpCtl {
     next_sweep: Instant,
     /// When [`TcpCtl::read_paths`] is next due.
     next_path: Instant,
+    /// The last look at demand ([`TcpCtl::look_at_demand`]).
+    looked: Instant,
     /// Connections refused because [`MAX_FLOWS`] were tracked.
     pub refused_flows: u64,
 }
@@ -295,6 +309,11 @@ impl TcpCtl {
                     // Triple isolation is refused with TCP control (conf).
                     by_host: c.isolate.filter(|m| *m != ir::HostIsolation::Both),
                     hosts: HashMap::new(),
+                    opening: HashMap::new(),
+                    syns: 0,
+                    syn_hosts: HashMap::new(),
+                    light: (0, 0),
+                    light_hosts: (0, 0),
                     hosts_sharing: 0,
                     reads_path: *lan_side,
                     beyond: None,
@@ -360,17 +379,22 @@ impl TcpCtl {
         else {
             return (Plan::Forward, Duration::ZERO);
         };
+        // Keyed by the interface the data comes in on: a segment forged
+        // into the other port (a LAN host posing as the server) is no
+        // segment of the connection.
         let data_key = Key {
             src: ip.src,
             sport,
             dst: ip.dst,
             dport,
+            data_in: ingress,
         };
         let ack_key = Key {
             src: ip.dst,
             sport: dport,
             dst: ip.src,
             dport: sport,
+            data_in: egress,
         };
         if seg.flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN {
             // A connection opens: its data may come back through `ingress`
@@ -379,22 +403,34 @@ impl TcpCtl {
             // here, so the clamp sees both handshake segments.
             let back = ingress_default.and_then(|d| self.likely_pacer(ingress, d));
             let forth = egress_default.and_then(|d| self.likely_pacer(egress, d));
-            for (key, p) in [(ack_key, back), (data_key, forth)] {
+            // Past its handshake a connection ignores SYNs (seq.rs); a
+            // new attempt starts it afresh. It counts among the opening
+            // flows only once its handshake completes.
+            for (key, p, side) in [
+                (ack_key, back, Side::Receiver),
+                (data_key, forth, Side::Sender),
+            ] {
                 let Some(p) = p else { continue };
+                let forged = self
+                    .flows
+                    .get(&key)
+                    .is_some_and(|f| f.seq.syn(side, seg) == Syn::Forged);
+                if forged {
+                    continue;
+                }
                 self.forget(&key);
                 if self.admit(now, key, p, ip.af) {
-                    let pc = &mut self.pacers[p];
-                    pc.refill(now);
-                    pc.pending += 1;
-                    if let Some(h) = pc.host_of(&key) {
-                        pc.host_mut(h).pending += 1;
-                    }
+                    self.pacers[p].refill(now);
                     if let Some(f) = self.flows.get_mut(&key) {
                         f.syn_at = Some(now);
-                        f.pending = true;
+                        f.in_syns = true;
+                        self.pacers[p].count_syn(f.host, true);
                     }
                 }
             }
+        }
+        if now.saturating_since(self.looked) >= EPOCH {
+            self.look_at_demand(now);
         }
         let allowance = self.data_role(now, egress, class, data_key, seg, ip.af);
         let plan = self.ack_role(now, ack_key, seg, frame, info, rtt_path);
@@ -434,6 +470,10 @@ impl TcpCtl {
                 syn_at: None,
                 handshake_rtt: None,
                 pending: false,
+                opened: None,
+                in_syns: false,
+                seq: SeqTrack::default(),
+                acked: 0,
                 host,
                 ack_wait: [Duration::ZERO; 2],
                 wait_epoch: self.pacers[pacer].epoch,
@@ -467,7 +507,7 @@ impl TcpCtl {
         held: &mut HeldCount,
         why: Release,
     ) {
-        p.tokens -= h.cost as i128 * UNITS_PER_BYTE;
+        p.charge(h.cost);
         let r = &mut p.report;
         *match why {
             Release::Paced => &mut r.acks_paced,
@@ -516,14 +556,30 @@ impl TcpCtl {
         }
     }
 
+    fn uncount_syn(f: &mut Flow, p: &mut Pacer) {
+        if f.in_syns {
+            f.in_syns = false;
+            p.count_syn(f.host, false);
+        }
+    }
+
     /// The flow no longer counts as opening in its pacer's share.
     fn settle(f: &mut Flow, p: &mut Pacer) {
+        Self::uncount_syn(f, p);
         if f.pending {
             f.pending = false;
             p.pending = p.pending.saturating_sub(1);
             // The host stops counting at the next epoch if nothing else.
             if let Some(h) = f.host.and_then(|h| p.hosts.get_mut(&h)) {
                 h.pending = h.pending.saturating_sub(1);
+            }
+            if let Some(o) = f.opened {
+                if let Some(n) = p.opening.get_mut(&o) {
+                    *n -= 1;
+                    if *n == 0 {
+                        p.opening.remove(&o);
+                    }
+                }
             }
         }
     }
@@ -577,8 +633,18 @@ impl TcpCtl {
         let Some(f) = self.flows.get_mut(&key) else {
             return Duration::ZERO;
         };
-        f.clamp.on_sender(seg);
+        let syn = f.seq.syn(Side::Sender, seg);
+        if syn == Syn::Forged {
+            self.pacers[f.pacer].report.syns_ignored += 1;
+            return Duration::ZERO;
+        }
         let p = &mut self.pacers[f.pacer];
+        if f.seq.record(Side::Sender, seg, syn, f.clamp.right_edge()) {
+            f.opened = Some(key.src);
+            p.refill(now);
+            Self::count_opening(f, p);
+        }
+        f.clamp.on_sender(seg);
         if let (true, true, Some((tsval, _))) = (p.reads_path, carries, seg.options.timestamps) {
             f.owd.on_data(now, tsval);
         }
@@ -614,17 +680,34 @@ impl TcpCtl {
             return Plan::Forward;
         };
         let p = &mut self.pacers[f.pacer];
+        let syn = f.seq.syn(Side::Receiver, seg);
+        if syn == Syn::Forged {
+            p.report.syns_ignored += 1;
+            return Plan::Forward;
+        }
         p.refill(now);
+        if f.seq.record(Side::Receiver, seg, syn, None) {
+            f.opened = Some(key.dst);
+            Self::count_opening(f, p);
+        }
         f.last = now;
         // The receiver's SYN-ACK answers the sender's SYN (an upload's).
         Self::note_handshake(f, p, now, seg);
-        if seg.options.error.is_some() {
+        let signed = info.ip.as_ref().is_some_and(|ip| ip.authenticated);
+        if seg.options.error.is_some() || seg.options.authenticated || signed {
             // Unreadable options: nothing is rewritten (what the peer makes
-            // of them is unknown), and the segment passes at once.
+            // of them is unknown); a signed segment would be dropped by
+            // its receiver. The segment passes at once.
+            f.clamp.on_receiver(seg, None);
             p.report.windows_untouched += 1;
         } else if p.ctl.window_clamp {
             let syn = seg.flags & tcp_flags::SYN != 0;
-            let share = p.share(f.host);
+            let opening = seg.flags & tcp_flags::SYN != 0 || f.epoch == NEVER_MOVED;
+            let share = if opening {
+                p.opening_share(f.host)
+            } else {
+                p.share(f.host)
+            };
             let rtt = match (rtt_path, f.handshake_rtt) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => a.or(b).or(p.recent_rtt).unwrap_or(RTT_UNKNOWN),
@@ -634,7 +717,11 @@ impl TcpCtl {
             if syn || f.epoch == NEVER_MOVED {
                 // The window shown before the first data is the sender's
                 // first flight, sent before any ACK can be held.
-                let mss = seg.options.mss.unwrap_or(f.clamp.mss());
+                let most = match f.af {
+                    Af::V4 => MAX_MSS_V4,
+                    Af::V6 => MAX_MSS_V6,
+                };
+                let mss = seg.options.mss.map_or(f.clamp.mss(), |m| m.min(most));
                 target = target.min(INITIAL_SEGS * u32::from(mss));
             }
             match f.clamp.on_receiver(seg, Some(target)) {
@@ -651,18 +738,28 @@ impl TcpCtl {
         }
         let flags = seg.flags;
         let ack = (flags & tcp_flags::ACK != 0).then_some(seg.ack);
-        let advance = match (ack, f.last_ack) {
-            (Some(a), Some(l)) => seq_after(a, l).then(|| a.wrapping_sub(l)),
-            _ => None,
-        };
-        if advance.is_some() {
-            Self::mark_active(f, p);
-        }
-        if let Some(a) = ack {
-            if f.last_ack.is_none_or(|l| seq_after(a, l)) {
+        let advance = match ack.map(|a| (a, f.seq.acked(a, f.last_ack))) {
+            Some((a, Acked::Advance(n))) => {
                 f.last_ack = Some(a);
+                f.acked += u64::from(n);
+                Self::mark_active(f, p);
+                Some(n)
             }
-        }
+            Some((_, Acked::Unsent)) => {
+                // Acknowledges data never sent: the sender ignores it, and
+                // so does the pacer.
+                p.report.acks_unsent += 1;
+                None
+            }
+            Some((a, Acked::Nothing)) => {
+                let sent = f.seq.snd_max().is_none_or(|m| !seq_after(a, m));
+                if f.last_ack.is_none() && sent {
+                    f.last_ack = Some(a);
+                }
+                None
+            }
+            None => None,
+        };
         let special =
             tcp_flags::SYN | tcp_flags::FIN | tcp_flags::RST | tcp_flags::URG | tcp_flags::ECE;
         let pure = flags & special == 0
@@ -683,8 +780,30 @@ impl TcpCtl {
         Plan::Forward
     }
 
+    /// A connection whose handshake just completed counts among its
+    /// pacer's opening flows (it shares the class before it moves data),
+    /// unless the host that opened it already has [`OPENING_PER_HOST`].
+    fn count_opening(f: &mut Flow, p: &mut Pacer) {
+        Self::uncount_syn(f, p);
+        let (Some(opener), NEVER_MOVED, false) = (f.opened, f.epoch, f.pending) else {
+            return;
+        };
+        let n = p.opening.entry(opener).or_default();
+        if *n >= OPENING_PER_HOST {
+            return;
+        }
+        *n += 1;
+        f.pending = true;
+        p.pending += 1;
+        if let Some(h) = f.host {
+            p.host_mut(h).pending += 1;
+        }
+    }
+
     /// Wire bytes of `acked` bytes of data: whole segments of the flow's MSS,
-    /// each with its headers and the data link's overhead.
+    /// each with its headers and the data link's overhead; no more than the
+    /// bucket's depth, so no one ACK (however much it claims) puts the class
+    /// in debt beyond a burst.
     fn cost(f: &Flow, p: &Pacer, acked: u32) -> u64 {
         let mss = Self::mss(f);
         let hdr = match f.af {
@@ -693,18 +812,21 @@ impl TcpCtl {
         };
         let per_seg = u64::from(p.overhead.cost(mss + hdr)) - u64::from(mss);
         let segs = u64::from(acked.div_ceil(mss));
-        u64::from(acked) + segs * per_seg
+        (u64::from(acked) + segs * per_seg).min(p.burst_bytes())
     }
 
-    /// The flow's MSS from its handshake, else the usual one.
+    /// The flow's MSS from its handshake (at least RFC 9293's default of
+    /// its family: a receiver announcing a tiny one would multiply its
+    /// ACKs' charge in headers), else the usual one.
     fn mss(f: &Flow) -> u32 {
+        let (least, usual) = match f.af {
+            Af::V4 => (536, 1448),
+            Af::V6 => (1220, 1428),
+        };
         if f.clamp.scale().is_some() {
-            u32::from(f.clamp.mss()).max(1)
+            u32::from(f.clamp.mss()).max(least)
         } else {
-            match f.af {
-                Af::V4 => 1448,
-                Af::V6 => 1428,
-            }
+            usual
         }
     }
 
@@ -724,14 +846,14 @@ impl TcpCtl {
         let p = &mut self.pacers[f.pacer];
         p.refill(now);
         if f.held.is_empty() && p.tokens >= 0 {
-            p.tokens -= t.cost as i128 * UNITS_PER_BYTE;
+            p.charge(t.cost);
             p.report.acks_passed += 1;
             return Some(pkt);
         }
         if self.held.total >= TOTAL_CAP {
             // Full: this one passes, after its flow's held ones.
             Self::release_flow(f, p, &mut self.released, &mut self.held, Release::Capped);
-            p.tokens -= t.cost as i128 * UNITS_PER_BYTE;
+            p.charge(t.cost);
             p.report.acks_capped += 1;
             return Some(pkt);
         }
@@ -829,7 +951,12 @@ impl TcpCtl {
         self.next_sweep = now + Duration::from_secs(1);
         let pacers = &mut self.pacers;
         self.flows.retain(|_, f| {
-            let keep = !f.held.is_empty() || f.last + FLOW_IDLE > now;
+            let idle = if f.seq.established() || f.epoch != NEVER_MOVED {
+                FLOW_IDLE
+            } else {
+                EMBRYONIC_IDLE
+            };
+            let keep = !f.held.is_empty() || f.last + idle > now;
             let p = &mut pacers[f.pacer];
             if !keep {
                 p.report.flows = p.report.flows.saturating_sub(1);
@@ -883,7 +1010,7 @@ impl TcpCtl {
     /// A TCP segment (`seg` of `info`) left sluice's queue after `wait`
     /// there: if it is a pure ACK of a controlled flow, how long its ACKs
     /// wait here now (part of the flow's round trip, for its window).
-    pub fn on_sent(&mut self, info: &PacketInfo, seg: &Segment, wait: Duration) {
+    pub fn on_sent(&mut self, egress: usize, info: &PacketInfo, seg: &Segment, wait: Duration) {
         let special = tcp_flags::SYN | tcp_flags::FIN | tcp_flags::RST;
         if seg.flags & (special | tcp_flags::ACK) != tcp_flags::ACK || seg.payload_len > 0 {
             return;
@@ -897,6 +1024,7 @@ impl TcpCtl {
             sport: dport,
             dst: ip.src,
             dport: sport,
+            data_in: egress,
         };
         if let Some(f) = self.flows.get_mut(&key) {
             let epoch = self.pacers[f.pacer].epoch;
@@ -907,6 +1035,41 @@ impl TcpCtl {
     /// A released ACK: (egress interface, packet), oldest first.
     pub fn take_released(&mut self) -> Option<(usize, Packet)> {
         self.released.pop_front()
+    }
+
+    /// Each pacer's light flows (and hosts) since the last look: what
+    /// they used keeps the shares max-min fair ([`share`]). One pass over
+    /// the flows every [`EPOCH`] (65 536 at most: a bounded sweep four
+    /// times a second, not per packet).
+    fn look_at_demand(&mut self, now: Instant) {
+        let dt = now.saturating_since(self.looked);
+        self.looked = now;
+        let mut flows: Vec<Vec<u64>> = vec![Vec::new(); self.pacers.len()];
+        let mut hosts: Vec<HashMap<IpAddr, u64>> = vec![HashMap::new(); self.pacers.len()];
+        for f in self.flows.values_mut() {
+            let bytes = std::mem::take(&mut f.acked);
+            // Opening flows are not light (they are about to start), and
+            // flows idle for two epochs no longer share at all.
+            let epoch = self.pacers[f.pacer].epoch;
+            if f.epoch == NEVER_MOVED || f.pending || f.epoch.saturating_add(1) < epoch {
+                continue;
+            }
+            flows[f.pacer].push(bytes);
+            if let Some(h) = f.host {
+                *hosts[f.pacer].entry(h).or_default() += bytes;
+            }
+        }
+        for (i, p) in self.pacers.iter_mut().enumerate() {
+            let (eq, eq_host) = (p.equal_bps(false), p.equal_bps(true));
+            let f = share::light_use(flows[i].iter().copied(), dt, eq);
+            let busy = |h: &IpAddr| p.hosts.get(h).is_some_and(|k| k.pending > 0);
+            let h = share::light_use(
+                hosts[i].iter().filter(|(h, _)| !busy(h)).map(|(_, b)| *b),
+                dt,
+                eq_host,
+            );
+            p.note_demand(f, h);
+        }
     }
 
     /// Each pacer that reads the path before sluice takes the median of

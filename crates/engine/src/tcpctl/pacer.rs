@@ -60,6 +60,19 @@ pub(super) struct Pacer {
     /// Shares by host: the data's source or destination (host isolation).
     pub(super) by_host: Option<ir::HostIsolation>,
     pub(super) hosts: HashMap<IpAddr, HostFlows>,
+    /// Opening flows per host that opened them (at most
+    /// [`OPENING_PER_HOST`] each).
+    pub(super) opening: HashMap<IpAddr, u32>,
+    /// Connections whose SYN passed and whose handshake has not completed
+    /// (for at most [`PENDING_FOR`]), in all and by host: they size the
+    /// first windows of the connections opening with them, and nothing
+    /// else — a SYN costs nothing, so it takes no share from anyone.
+    pub(super) syns: u32,
+    pub(super) syn_hosts: HashMap<IpAddr, u32>,
+    /// The light flows (hosts, by host) at the last look at demand, and
+    /// what they used then in millionths of the pace ([`super::share`]).
+    pub(super) light: (u32, u32),
+    pub(super) light_hosts: (u32, u32),
     /// Hosts with active or opening flows (a host counts from its first
     /// such flow until the epoch after its last).
     pub(super) hosts_sharing: u32,
@@ -222,12 +235,76 @@ impl Pacer {
     /// A flow's share of the pace: over the flows sharing the class, or
     /// over the hosts and then its host's flows.
     pub(super) fn share(&self, host: Option<IpAddr>) -> Rate {
+        let level = |n: u32, (light, ppm): (u32, u32)| {
+            let used = u128::from(self.pace_bps) * u128::from(ppm) / 1_000_000;
+            share::level(self.pace_bps, n, light, used as u64)
+        };
         match host {
-            None => Rate(self.pace_bps / u64::from(self.sharing())),
+            None => Rate(level(self.sharing(), self.light)),
             Some(_) => {
-                let hosts = u64::from(self.hosts_sharing.max(1));
-                Rate(self.pace_bps / hosts / u64::from(self.host_load(host)))
+                let hosts = level(self.hosts_sharing.max(1), self.light_hosts);
+                Rate(hosts / u64::from(self.host_load(host)))
             }
+        }
+    }
+
+    /// A look at demand: `light` flows (hosts) used `used_bps` over the
+    /// last while; kept as a fraction of the pace for [`Pacer::share`].
+    pub(super) fn note_demand(&mut self, flows: (u32, u64), hosts: (u32, u64)) {
+        let ppm = |used: u64| {
+            let p = u128::from(used) * 1_000_000 / u128::from(self.pace_bps.max(1));
+            u32::try_from(p.min(1_000_000)).unwrap_or(1_000_000)
+        };
+        self.light = (flows.0, ppm(flows.1));
+        self.light_hosts = (hosts.0, ppm(hosts.1));
+    }
+
+    /// The equal share of a flow (a host, by host), bit/s.
+    pub(super) fn equal_bps(&self, by_host: bool) -> u64 {
+        let n = if by_host {
+            self.hosts_sharing.max(1)
+        } else {
+            self.sharing()
+        };
+        self.pace_bps / u64::from(n)
+    }
+
+    /// The share an opening connection's first window is sized from: as
+    /// [`Pacer::share`], with the connections still in their handshake
+    /// counted too (many opened together each get a small first flight).
+    pub(super) fn opening_share(&self, host: Option<IpAddr>) -> Rate {
+        match host {
+            None => Rate(self.pace_bps / u64::from(self.sharing() + self.syns)),
+            Some(h) => {
+                let known = self.hosts.get(&h);
+                let new = u32::from(!known.is_some_and(|k| k.counted));
+                let hosts = u64::from((self.hosts_sharing + new).max(1));
+                let syns = self.syn_hosts.get(&h).copied().unwrap_or(0);
+                let load = known.map_or(0, |k| k.flows()) + syns;
+                Rate(self.pace_bps / hosts / u64::from(load.max(1)))
+            }
+        }
+    }
+
+    /// A connection's SYN passed (`true`), or its handshake completed or
+    /// it was forgotten (`false`): see [`Pacer::syns`].
+    pub(super) fn count_syn(&mut self, host: Option<IpAddr>, up: bool) {
+        if up {
+            self.syns += 1;
+        } else {
+            self.syns = self.syns.saturating_sub(1);
+        }
+        let Some(h) = host else {
+            return;
+        };
+        let n = self.syn_hosts.entry(h).or_default();
+        if up {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+        }
+        if *n == 0 {
+            self.syn_hosts.remove(&h);
         }
     }
 
@@ -239,6 +316,20 @@ impl Pacer {
     /// just opened (many that start together each get a small start).
     pub(super) fn sharing(&self) -> u32 {
         self.active() + self.pending
+    }
+
+    /// Charges `bytes` to the bucket; its debt never exceeds
+    /// [`DEBT_BURSTS`] bursts, whatever was charged (flushes, caps): the
+    /// longest the class's ACKs can then wait for credit is that many
+    /// bursts' time.
+    pub(super) fn charge(&mut self, bytes: u64) {
+        let floor = -self.burst * DEBT_BURSTS;
+        self.tokens = (self.tokens - bytes as i128 * UNITS_PER_BYTE).max(floor);
+    }
+
+    /// The bucket's depth in bytes.
+    pub(super) fn burst_bytes(&self) -> u64 {
+        u64::try_from(self.burst / UNITS_PER_BYTE).unwrap_or(u64::MAX)
     }
 
     /// When the bucket is out of debt.

@@ -44,15 +44,21 @@ pub fn engine(rate: &str, tcp: TcpControl) -> Engine {
 /// The engine of `text` (with a download queue `dl` on lan0), `dl` under
 /// control as `tcp` says.
 pub fn engine_with(text: &str, tcp: TcpControl) -> Engine {
+    engine_ctl(text, "lan0", "dl", tcp)
+}
+
+/// The engine of `text`, queue `queue` of interface `iface` under control
+/// as `tcp` says.
+pub fn engine_ctl(text: &str, iface: &str, queue: &str, tcp: TcpControl) -> Engine {
     let mut cfg = sluice_conf::check("t.conf", text, &[])
         .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
         .config;
-    let down = cfg
+    let tree = cfg
         .interfaces
         .iter_mut()
-        .find(|q| q.ifname == "lan0")
-        .expect("lan0's tree");
-    for q in down.queues.iter_mut().filter(|q| q.name == "dl") {
+        .find(|q| q.ifname == iface)
+        .expect("the interface's tree");
+    for q in tree.queues.iter_mut().filter(|q| q.name == queue) {
         q.tcp = tcp;
     }
     Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap()
@@ -125,3 +131,15 @@ pub const BOTH: TcpControl = TcpControl {
     ack_pacing: true,
     window_clamp: true,
 };
+
+/// `n` segments of data of flow `i` from the server from `seq` on, drained.
+pub fn server_data(e: &mut Engine, t: Instant, i: usize, seq: u32, n: u32) {
+    for k in 0..n {
+        e.handle_rx(
+            t,
+            WAN,
+            seg(i, false, seq + k * MSS, 1, ACK, 65535, &[], MSS as usize),
+        );
+    }
+    while e.poll_tx(t, LAN).is_some() {}
+}
