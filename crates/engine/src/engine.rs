@@ -1238,6 +1238,12 @@ impl Engine {
         &self.classifier
     }
 
+    /// Turns TCP control's rounds of held ACKs took so far: the work behind
+    /// each paced byte, which tests bound.
+    pub fn tcp_round_turns(&self) -> u64 {
+        self.tcp.spins
+    }
+
     /// Swaps in a new configuration. Every tree is built first; on any error
     /// nothing changes. Queues that keep their name keep their packets.
     pub fn reload(&mut self, cfg: &ir::Config) -> Result<ReloadReport, BuildError> {

@@ -237,3 +237,84 @@ fn trickling_connections_leave_a_download_its_window() {
         "window {alone} alone, {beside} beside the trickles"
     );
 }
+
+#[test]
+fn a_host_with_many_flows_costs_the_round_no_more_per_ack() {
+    // By host, one host holds ACKs on 2000 flows and another on one: each
+    // turn of the round releases an ACK or ends a host's quantum, however
+    // many flows the host has (a quantum divided by the host's flows took
+    // 6.8 turns per paced ACK here, 3 with the nested round).
+    let text = "pipe dl on lan0 bandwidth 10Mb sched fq_codel dual-dsthost\n\
+                queue up on wan0 bandwidth 100M\n\
+                queue ul parent up bandwidth 100M qlimit 4000 default\n\
+                pass\n";
+    let mut e = engine_with(text, BOTH);
+    let flows = 2001usize;
+    let key = |i: usize| -> (Ipv4Addr, u16) {
+        let host = if i == 0 { 20 } else { 21 };
+        (Ipv4Addr::new(192, 168, 1, host), 1024 + i as u16)
+    };
+    let tcp = |i: usize, from_client: bool, seq: u32, ack: u32, flags: u8, len: usize| {
+        let (c, port) = key(i);
+        let opts = if flags & SYN != 0 {
+            syn_opts()
+        } else {
+            Vec::new()
+        };
+        let spec = |sport, dport| TcpSpec {
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            window: if from_client { 32768 } else { 65535 },
+            options: &opts,
+            payload_len: len,
+        };
+        if from_client {
+            tcp_with(c, SERVER, &spec(port, 443))
+        } else {
+            tcp_with(SERVER, c, &spec(443, port))
+        }
+    };
+    for i in 0..flows {
+        e.handle_rx(T0, LAN, tcp(i, true, 0, 0, SYN, 0));
+        e.handle_rx(T0, WAN, tcp(i, false, 0, 1, SYN | ACK, 0));
+        e.handle_rx(T0, LAN, tcp(i, true, 1, 1, ACK, 0));
+        for k in 0..4 {
+            e.handle_rx(T0, WAN, tcp(i, false, 1 + k * MSS, 1, ACK, MSS as usize));
+        }
+        drain(&mut e, T0);
+    }
+    // Each flow ACKs its four segments two at a time: most are held.
+    for k in 1..=2 {
+        for i in 0..flows {
+            e.handle_rx(T0, LAN, tcp(i, true, 1, 1 + 2 * k * MSS, ACK, 0));
+        }
+    }
+    let report = |e: &Engine| {
+        let r = &e.report()[LAN];
+        let names: Vec<_> = r
+            .classes
+            .iter()
+            .map(|c| (c.name.clone(), c.tcp.is_some()))
+            .collect();
+        r.classes
+            .iter()
+            .find_map(|c| c.tcp)
+            .unwrap_or_else(|| panic!("{names:?}"))
+    };
+    let held = report(&e).acks_held;
+    assert!(held > 2000, "{:?}", report(&e));
+    let turns0 = e.tcp_round_turns();
+    for ms in 0..2000 {
+        let t = T0 + Duration::from_millis(ms);
+        e.handle_timeout(t);
+        drain(&mut e, t);
+    }
+    let r = report(&e);
+    let paced = r.acks_paced;
+    let turns = e.tcp_round_turns() - turns0;
+    assert!(paced > 300, "{r:?}");
+    assert!(turns <= 4 * paced, "{turns} turns for {paced} paced ACKs");
+}

@@ -120,6 +120,7 @@ use std::net::IpAddr;
 
 mod flow;
 mod pacer;
+mod round;
 mod seq;
 mod share;
 
@@ -164,8 +165,11 @@ const SYN_ACK: u8 = tcp_flags::SYN | tcp_flags::ACK;
 /// Deficit round robin quantum (bytes of acknowledged data).
 const QUANTUM: i64 = 1514;
 /// A single ACK's DRR charge is capped so one huge cumulative ACK cannot
-/// make the round spin; the token bucket still charges it in full.
+/// make the round spin.
 const MAX_CHARGE: i64 = 64 * 1024;
+/// Turns of a pacer's round in one poll: far more than one poll releases
+/// at any rate, a bound on the loop should a round go wrong.
+const MAX_SPINS: u32 = 1_000_000;
 /// Each [`STANDING`] window with the class's queue standing above its gate
 /// takes this fraction off the pace (down to [`MIN_PACE`] of the rate); a
 /// window in which the queue emptied adds [`RAISE`] of the rate back.
@@ -242,6 +246,8 @@ pub(crate) struct TcpCtl {
     looked: Instant,
     /// Connections refused because [`MAX_FLOWS`] were tracked.
     pub refused_flows: u64,
+    /// Turns of the held ACKs' rounds (work per paced byte, for tests).
+    pub spins: u64,
 }
 
 impl TcpCtl {
@@ -293,7 +299,7 @@ impl TcpCtl {
                     tokens: burst_bytes * UNITS_PER_BYTE,
                     burst: burst_bytes * UNITS_PER_BYTE,
                     refilled: now,
-                    round: VecDeque::new(),
+                    round: round::Round::default(),
                     epoch: 0,
                     epoch_start: now,
                     active_cur: 0,
@@ -873,17 +879,7 @@ impl TcpCtl {
         p.report.held_now += 1;
         if !f.in_round {
             f.in_round = true;
-            // By host a flow's quantum is a fraction of an ACK's cost, so
-            // it keeps its debt across rounds: cleared, a flow with one
-            // ACK at a time (a window at its floor) would pay one visit
-            // per ACK instead of cost / quantum, and a host with many such
-            // flows would take the pace from a host with one.
-            f.deficit = if p.by_host.is_some() {
-                f.deficit.min(0)
-            } else {
-                0
-            };
-            p.round.push_back(t.key);
+            p.round.join(t.key, f.host, f);
         }
         None
     }
@@ -899,39 +895,32 @@ impl TcpCtl {
         }
         for p in &mut self.pacers {
             p.refill(now);
+            // Each spin releases an ACK or ends a turn of a quantum (round.rs).
             let mut spins = 0u32;
-            while p.tokens >= 0 && spins < 1_000_000 {
+            while p.tokens >= 0 && spins < MAX_SPINS {
                 spins += 1;
-                let Some(key) = p.round.front().copied() else {
-                    break;
+                let key = match p.round.next(&mut self.flows) {
+                    round::Next::Release(key) => key,
+                    round::Next::Again => continue,
+                    round::Next::Empty => break,
                 };
-                let Some(f) = self.flows.get_mut(&key).filter(|f| !f.held.is_empty()) else {
-                    p.round.pop_front();
-                    if let Some(f) = self.flows.get_mut(&key) {
-                        f.in_round = false;
-                    }
+                let Some(f) = self.flows.get_mut(&key) else {
                     continue;
                 };
-                if f.deficit <= 0 {
-                    // By host: a host's flows share one quantum.
-                    f.deficit += (QUANTUM / i64::from(p.host_load(f.host))).max(1);
-                    p.round.rotate_left(1);
+                let Some(h) = f.held.pop_front() else {
                     continue;
-                }
-                let h = f.held.pop_front().expect("non-empty");
-                f.deficit -= (h.cost as i64).min(MAX_CHARGE);
+                };
+                p.round.released(key, f.host, h.cost, f);
                 Self::release(h, p, &mut self.released, &mut self.held, Release::Paced);
-                if f.held.is_empty() {
-                    f.in_round = false;
-                    p.round.pop_front();
-                }
             }
+            self.spins += u64::from(spins);
         }
         if now >= self.next_hold_scan {
             self.next_hold_scan = now + HOLD_SCAN;
             for p in &mut self.pacers {
-                for i in 0..p.round.len() {
-                    let Some(f) = self.flows.get_mut(&p.round[i]) else {
+                let keys: Vec<Key> = p.round.keys().collect();
+                for key in keys {
+                    let Some(f) = self.flows.get_mut(&key) else {
                         continue;
                     };
                     while f.held.front().is_some_and(|h| h.since + MAX_HOLD <= now) {

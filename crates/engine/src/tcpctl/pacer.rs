@@ -1,6 +1,7 @@
 //! A controlled class's pacer: the token bucket at the class's pace, the
 //! flows and hosts sharing it, and how the pace follows the queues.
 
+use super::round::Round;
 use super::*;
 
 /// One host's flows in a pacer that shares by host: active this epoch and
@@ -32,7 +33,7 @@ pub(super) struct Pacer {
     pub(super) tokens: i128,
     pub(super) burst: i128,
     pub(super) refilled: Instant,
-    pub(super) round: VecDeque<Key>,
+    pub(super) round: Round,
     pub(super) epoch: u64,
     pub(super) epoch_start: Instant,
     pub(super) active_cur: u32,
