@@ -240,6 +240,32 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // autorate's log is opened before privileges go and before any set-up
+    // change (a refused directory stops here); with no autorate in the
+    // file, none is made until a reload brings one.
+    let state_dir = a
+        .state_dir
+        .clone()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(&a.control)
+                .parent()
+                .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
+        });
+    let logs_now = a.autorate_trace || !loaded.config.options.autorate.is_empty();
+    if logs_now {
+        if let Err(e) = crate::autorate_log::check_dir(&state_dir, None) {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let early_log = logs_now
+        .then(|| crate::autorate_log::open_early(&state_dir))
+        .flatten();
+    let samples = a
+        .autorate_trace
+        .then(|| crate::autorate_log::open_samples(&state_dir))
+        .flatten();
     let io_opts = IoOptions {
         method: a.io,
         disable_offloads: !a.keep_offloads,
@@ -292,25 +318,6 @@ pub fn run(a: Args) -> ExitCode {
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
         bridge.method()
     );
-    // autorate's log is opened before privileges go (the directory is
-    // root's); with no autorate in the file, none is made until a reload
-    // brings one.
-    let state_dir = a
-        .state_dir
-        .clone()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(&a.control)
-                .parent()
-                .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
-        });
-    let early_log = (a.autorate_trace || !loaded.config.options.autorate.is_empty())
-        .then(|| crate::autorate_log::open_early(&state_dir))
-        .flatten();
-    let samples = a
-        .autorate_trace
-        .then(|| crate::autorate_log::open_samples(&state_dir))
-        .flatten();
     if let Err(e) = drop_privileges(&bridge, metrics_addr) {
         error!("cannot drop privileges: {e}");
         return ExitCode::FAILURE;
