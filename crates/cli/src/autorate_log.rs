@@ -215,8 +215,8 @@ fn open_file(path: &Path, header: &str) -> std::io::Result<(std::fs::File, u64)>
 /// could plant `autorate.csv`), is refused with what to do instead.
 pub fn check_dir(dir: &Path, user: Option<u32>) -> Result<(), String> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let hint = "give --state-dir a directory only root (or --user) can write, e.g. /var/lib/sluice";
-    let what = |why: String| format!("state directory {}: {why}; {hint}", dir.display());
+    let hint = "use a directory only root (or run --user's user) can write, e.g. /var/lib/sluice";
+    let what = |why: String| format!("{}: {why}; {hint}", dir.display());
     let meta = match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::DirBuilder::new()
@@ -347,7 +347,12 @@ pub fn spawn(
                 if file.is_none() && !failed {
                     // After the drop: the directory is checked again as it is now.
                     file = check_dir(&dir, None)
-                        .map_err(|e| crate::run::log(crate::run::Level::Warn, format_args!("{e}")))
+                        .map_err(|e| {
+                            crate::run::log(
+                                crate::run::Level::Warn,
+                                format_args!("autorate log not written: state directory {e}"),
+                            )
+                        })
                         .ok()
                         .and_then(|()| open_early(&dir));
                     failed = file.is_none();
@@ -571,7 +576,7 @@ mod tests {
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let e = check_dir(&open, None).unwrap_err();
         assert!(e.contains("writable by group or others (mode 1777)"), "{e}");
-        assert!(e.contains("--state-dir"), "{e}");
+        assert!(e.contains("only root"), "{e}");
         let link = base.join("link");
         std::os::unix::fs::symlink(&new, &link).unwrap();
         let e = check_dir(&link, None).unwrap_err();

@@ -13,7 +13,7 @@ use clap::Args as ClapArgs;
 use sluice_conf::ir::IpNet;
 use sluice_control::{DaemonState, Running};
 use sluice_engine::{Engine, Options};
-use sluice_io::{Bridge, IoOptions, IoStats, Method, Signal, Signals};
+use sluice_io::{caps, Bridge, IoOptions, IoStats, Method, Signal, Signals};
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -98,6 +98,14 @@ pub struct Args {
     /// (docs/autorate.md). Thousands of lines a second under load.
     #[arg(long = "autorate-trace")]
     autorate_trace: bool,
+    /// Run as this user (a name, or a uid) once set up: its uid and
+    /// primary group, no supplementary groups, only the capabilities the
+    /// packet loop needs. The control socket's and the state directories
+    /// are given to it; the configuration must be readable by it for
+    /// reloads. Use a dedicated system user: the control socket admits
+    /// root and this user (docs/dataplane.md, "Privileges").
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
 }
 
 /// Smallest `--memory-limit`: room for a few dozen full-sized frames; below
@@ -186,6 +194,13 @@ pub fn run(a: Args) -> ExitCode {
             .min(Level::Debug as u8),
         Ordering::Relaxed,
     );
+    let user = match a.user.as_deref().map(lookup_user).transpose() {
+        Ok(u) => u,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let (lan, wan) = a.bridge.clone();
     let mut defines = a.define.clone();
     for (name, val) in [("int_if", &lan), ("ext_if", &wan)] {
@@ -253,8 +268,18 @@ pub fn run(a: Args) -> ExitCode {
                 .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
         });
     let logs_now = a.autorate_trace || !loaded.config.options.autorate.is_empty();
-    if logs_now {
-        if let Err(e) = crate::autorate_log::check_dir(&state_dir, None) {
+    if logs_now || user.is_some() {
+        if let Err(e) = crate::autorate_log::check_dir(&state_dir, user.map(|u| u.uid)) {
+            error!("state directory (--state-dir) {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let control_dir = std::path::Path::new(&a.control)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if let Some(u) = user {
+        if let Err(e) = user_dirs(u, control_dir, &state_dir, &a.file) {
             error!("{e}");
             return ExitCode::FAILURE;
         }
@@ -318,7 +343,16 @@ pub fn run(a: Args) -> ExitCode {
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
         bridge.method()
     );
-    if let Err(e) = drop_privileges(&bridge, metrics_addr) {
+    if let Some(u) = user {
+        // Last, after the log's files were opened as root.
+        for dir in [control_dir, state_dir.as_path()] {
+            if let Err(e) = std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid)) {
+                error!("{}: cannot give it to --user: {e}", dir.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if let Err(e) = drop_privileges(&bridge, metrics_addr, user) {
         error!("cannot drop privileges: {e}");
         return ExitCode::FAILURE;
     }
@@ -432,20 +466,68 @@ pub fn run(a: Args) -> ExitCode {
     }
 }
 
+/// `--user NAME`: the user, or an error saying there is none (before
+/// anything is set up).
+fn lookup_user(name: &str) -> Result<caps::User, String> {
+    match caps::lookup_user(name) {
+        Ok(Some(u)) => Ok(u),
+        Ok(None) => Err(format!(
+            "--user {name}: no such user; create a system user for sluice \
+             (useradd --system --no-create-home --shell /usr/sbin/nologin sluice) or name one"
+        )),
+        Err(e) => Err(format!("--user {name}: {e}")),
+    }
+}
+
+/// Before set-up, for `--user`: the control socket's directory is one
+/// only root or the user may write (created 0700 if missing), and the
+/// configuration is readable by the user, else reloads would fail (a
+/// warning). The directories are chowned just before the drop.
+fn user_dirs(
+    u: caps::User,
+    control_dir: &std::path::Path,
+    state_dir: &std::path::Path,
+    conf: &str,
+) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    crate::autorate_log::check_dir(control_dir, Some(u.uid))
+        .map_err(|e| format!("control socket directory (--control) {e}"))?;
+    debug!(
+        "--user: {} and {} go to uid {}",
+        control_dir.display(),
+        state_dir.display(),
+        u.uid
+    );
+    let readable = std::fs::metadata(conf).is_ok_and(|m| {
+        let mode = m.mode();
+        (m.uid() == u.uid && mode & 0o400 != 0)
+            || (m.gid() == u.gid && mode & 0o040 != 0)
+            || mode & 0o004 != 0
+    });
+    if !readable {
+        warn!("{conf} is not readable by uid {}: reloads will fail", u.uid);
+    }
+    Ok(())
+}
+
 /// Before any other thread exists: keep only the capabilities the loop
 /// uses (plus binding a low metrics port, which happens later), set
 /// no_new_privs (sluice_io::caps has why the rest is not needed).
-fn drop_privileges(bridge: &Bridge, metrics: Option<std::net::SocketAddr>) -> std::io::Result<()> {
-    use sluice_io::caps;
+fn drop_privileges(
+    bridge: &Bridge,
+    metrics: Option<std::net::SocketAddr>,
+    user: Option<caps::User>,
+) -> std::io::Result<()> {
     let mut keep = bridge.caps_needed();
     if metrics.is_some_and(|m| (1..1024).contains(&m.port())) {
         keep |= caps::mask(&[caps::CAP_NET_BIND_SERVICE]);
     }
-    let p = caps::restrict_to(keep)?;
+    let p = caps::restrict_as(keep, user)?;
     info!(
-        "privileges: kept {} (bounding set {}), no_new_privs",
+        "privileges: kept {} (bounding set {}), no_new_privs, uid {}",
         caps::names(p.effective),
-        caps::names(p.bounding)
+        caps::names(p.bounding),
+        rustix::process::geteuid().as_raw()
     );
     if !p.bounding_reduced {
         // Expected under the systemd unit, whose CapabilityBoundingSet= bounds it.
