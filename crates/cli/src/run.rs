@@ -553,6 +553,7 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
             ("link_down", &s.link_down),
             ("down_drops", &s.down_drops),
             ("xdp_reattach", &s.xdp_reattach),
+            ("csum_completed", &s.csum_completed),
         ] {
             v.push((format!("{name}_{what}"), c.load(Ordering::Relaxed)));
         }

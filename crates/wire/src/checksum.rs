@@ -12,6 +12,13 @@
 //!   the swapped old and new values.
 //! - TCP and UDP checksums also cover a pseudo-header (RFC 9293 §3.1, RFC 768,
 //!   RFC 8200 §8.1); its sum is built in one place, [`pseudo_header_sum`].
+//! - A frame a Linux sender left to TX checksum offload (CHECKSUM_PARTIAL:
+//!   AF_PACKET says `TP_STATUS_CSUMNOTREADY`) carries only the
+//!   pseudo-header's sum in its TCP/UDP checksum field. [`complete_l4_checksum`]
+//!   writes the full one, computed afresh (pseudo-header and segment, the
+//!   field taken as zero) rather than added onto what the field holds, so
+//!   the result is right whatever the field held. A UDP result of 0 is sent
+//!   as 0xffff (RFC 768: 0 means "no checksum").
 
 use std::net::IpAddr;
 
@@ -82,9 +89,124 @@ pub(crate) fn pseudo_header_sum(src: IpAddr, dst: IpAddr, proto: u8, len: u32) -
     }
 }
 
+/// Writes the full TCP or UDP checksum of the unfragmented segment in
+/// `frame` (Ethernet on, as [`crate::parse`] reads it), the segment ending
+/// where the IP datagram does. `false`, the frame untouched, for anything
+/// else (not IP, another protocol, a fragment, malformed).
+pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
+    let Ok(info) = crate::parse(frame) else {
+        return false;
+    };
+    let Some(ip) = info.ip else { return false };
+    let field = match ip.l4 {
+        crate::L4::Tcp { .. } => 16,
+        crate::L4::Udp { .. } => 6,
+        _ => return false,
+    };
+    if ip.frag != crate::Frag::None {
+        return false;
+    }
+    let end = info.l3_offset + usize::from(ip.ip_len);
+    let Some(seg) = frame.get_mut(ip.l4_offset..end) else {
+        return false;
+    };
+    let Some(f) = seg.get_mut(field..field + 2) else {
+        return false;
+    };
+    f.copy_from_slice(&[0, 0]);
+    let pseudo = pseudo_header_sum(ip.src, ip.dst, ip.proto, seg.len() as u32);
+    let mut c = finish(sum_words(pseudo, seg));
+    if c == 0 && ip.proto == crate::proto::UDP {
+        c = 0xffff;
+    }
+    seg[field..field + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `frame` as a CHECKSUM_PARTIAL sender hands it over: the L4 checksum
+    /// field holds the pseudo-header's folded sum, not inverted.
+    fn partial(frame: &[u8], field: usize) -> Vec<u8> {
+        let mut f = frame.to_vec();
+        let info = crate::parse(&f).unwrap();
+        let ip = info.ip.unwrap();
+        let len = info.l3_offset + usize::from(ip.ip_len) - ip.l4_offset;
+        let mut acc = pseudo_header_sum(ip.src, ip.dst, ip.proto, len as u32);
+        while acc > 0xffff {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        let at = ip.l4_offset + field;
+        f[at..at + 2].copy_from_slice(&(acc as u16).to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn a_partial_tcp_or_udp_checksum_is_completed_as_the_nic_would() {
+        use crate::build;
+        let (a4, b4) = ("10.0.0.2".parse().unwrap(), "192.0.2.1".parse().unwrap());
+        let (a6, b6) = (
+            "2001:db8::2".parse().unwrap(),
+            "2001:db8::1".parse().unwrap(),
+        );
+        let frames: Vec<(Vec<u8>, usize)> = vec![
+            (
+                build::tcp(a4, b4, 40000, 443, crate::tcp_flags::ACK, 1000),
+                16,
+            ),
+            (
+                build::tcp(a6, b6, 40000, 443, crate::tcp_flags::ACK, 999),
+                16,
+            ),
+            (build::udp(a4, b4, 5000, 53, 33), 6),
+            (build::udp(a6, b6, 5000, 53, 120), 6),
+            (
+                build::vlan_wrap(
+                    &build::tcp(a4, b4, 1, 2, crate::tcp_flags::SYN, 0),
+                    0x8100,
+                    7,
+                ),
+                16,
+            ),
+            (build::pppoe_wrap(&build::udp(a6, b6, 9, 9, 11), 3), 6),
+        ];
+        for (i, (whole, field)) in frames.iter().enumerate() {
+            let mut f = partial(whole, *field);
+            assert_ne!(&f, whole, "frame {i}: the test must start partial");
+            assert!(complete_l4_checksum(&mut f), "frame {i}");
+            assert_eq!(&f, whole, "frame {i}");
+            // A complete checksum stays what it is.
+            assert!(complete_l4_checksum(&mut f));
+            assert_eq!(&f, whole, "frame {i} again");
+        }
+        // Ethernet padding after the datagram is not summed.
+        let (mut padded, whole) = (partial(&frames[2].0, 6), frames[2].0.clone());
+        padded.extend_from_slice(&[0xaa; 6]);
+        assert!(complete_l4_checksum(&mut padded));
+        assert_eq!(&padded[..whole.len()], &whole[..]);
+    }
+
+    #[test]
+    fn what_is_not_unfragmented_tcp_or_udp_is_left_alone() {
+        use crate::build;
+        let (a, b) = ("10.0.0.2".parse().unwrap(), "192.0.2.1".parse().unwrap());
+        let mut icmp = build::icmp_v4_echo(a, b, 1, 1, 8);
+        let before = icmp.clone();
+        assert!(!complete_l4_checksum(&mut icmp));
+        assert_eq!(icmp, before);
+        let mut arp = build::arp(a, b);
+        assert!(!complete_l4_checksum(&mut arp));
+        let mut frag = build::udp(a.into(), b.into(), 1, 2, 100);
+        crate::build::set_ipv4_frag(&mut frag, true, 0).unwrap();
+        let before = frag.clone();
+        assert!(!complete_l4_checksum(&mut frag));
+        assert_eq!(frag, before);
+        let mut short = build::udp(a.into(), b.into(), 1, 2, 100);
+        short.truncate(40);
+        assert!(!complete_l4_checksum(&mut short));
+    }
 
     /// RFC 1071 §3 example: the words 0001 f203 f4f5 f6f7 sum to 0xddf2.
     #[test]

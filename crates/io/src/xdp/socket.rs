@@ -257,6 +257,7 @@ impl XdpSocket {
                     data,
                     vlan: None,
                     truncated: false,
+                    csum_partial: false,
                 });
             } else {
                 // Cannot come from a sane kernel; counted (as not received
@@ -265,6 +266,7 @@ impl XdpSocket {
                     data: &[],
                     vlan: None,
                     truncated: true,
+                    csum_partial: false,
                 });
             }
             if i < give {
