@@ -3,7 +3,8 @@
 //! pseudo-header's sum in the checksum field (`TP_STATUS_CSUMNOTREADY`),
 //! and nothing after sluice would complete it. sluice completes it, so a
 //! TCP connection across works both ways, and counts each frame in
-//! `IF_csum_completed`. (The lab turns `tx` off on every veth end; here
+//! `IF_csum_completed`: on AF_PACKET as the kernel flags them, on AF_XDP
+//! (which is told nothing) as recognised on a veth by their field. (The lab turns `tx` off on every veth end; here
 //! it is turned back on on the two hosts' ends.)
 //!
 //! Needs root, `ip`, `ethtool`, `python3` (scripts/setup.sh); otherwise
@@ -39,18 +40,12 @@ fn tcp_from_hosts_with_tx_checksum_offload_crosses_with_complete_checksums() {
         return;
     };
     let b = bin();
-    for io in ["ring", "mmsg"] {
+    for io in ["ring", "mmsg", "xdp"] {
         let mut lab = BridgeLab::new("cs").expect("namespaces");
         lab.start_sluice(&b, "pass all\n", &["--io", io])
             .unwrap_or_else(|e| panic!("--io {io}: {e}"));
         if !require_io(&lab, &b, io) {
             continue;
-        }
-        // Checksums left to offload, segments still MTU-sized (no TSO).
-        for (ns, dev) in [(&lab.client, "c0"), (&lab.server, "v0")] {
-            lab.topo
-                .exec(ns, &["ethtool", "-K", dev, "tx", "on", "tso", "off"])
-                .unwrap_or_else(|e| panic!("ethtool -K {dev} tx on: {e}"));
         }
         let server = lab.server.clone();
         let log = lab.dir.join("listen.log");
@@ -62,8 +57,25 @@ fn tcp_from_hosts_with_tx_checksum_offload_crosses_with_complete_checksums() {
             )
             .expect("listener");
         std::thread::sleep(Duration::from_millis(300));
-        let (report, ok) = connect(&lab);
         let completed = |name: &str| lab.io_counter(&b, name).unwrap_or(0);
+        // The lab's own tx off: whole checksums, none taken for partial.
+        let (report, ok) = connect(&lab);
+        assert!(ok, "--io {io}, tx off: {report}\n{}", lab.log());
+        assert_eq!(
+            (
+                completed("lan0_csum_completed"),
+                completed("wan0_csum_completed")
+            ),
+            (0, 0),
+            "--io {io}: a whole checksum was rewritten"
+        );
+        // Checksums left to offload, segments still MTU-sized (no TSO).
+        for (ns, dev) in [(&lab.client, "c0"), (&lab.server, "v0")] {
+            lab.topo
+                .exec(ns, &["ethtool", "-K", dev, "tx", "on", "tso", "off"])
+                .unwrap_or_else(|e| panic!("ethtool -K {dev} tx on: {e}"));
+        }
+        let (report, ok) = connect(&lab);
         let (lan, wan) = (
             completed("lan0_csum_completed"),
             completed("wan0_csum_completed"),

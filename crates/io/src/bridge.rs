@@ -339,7 +339,7 @@ impl Bridge {
                     return;
                 }
                 let mut v = pool.take_copy(&[]);
-                if crate::ring::copy_frame(&mut v, f.data, f.vlan, f.csum_partial) {
+                if crate::ring::copy_frame(&mut v, f.data, f.vlan, f.csum) {
                     completed += 1;
                 }
                 frames += 1;

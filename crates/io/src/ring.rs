@@ -236,22 +236,38 @@ pub fn auxdata(control: &[u8]) -> Option<(u32, Option<(u16, u16)>)> {
     None
 }
 
-/// Whether a frame of status `status` left its TCP/UDP checksum to offload.
-pub fn csum_partial(status: u32) -> bool {
-    status & TP_STATUS_CSUMNOTREADY != 0
+/// What is known of a received frame's TCP/UDP checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Csum {
+    /// Whole, or verified by the kernel (`TP_STATUS_CSUM_VALID`), or not
+    /// known to be otherwise (a physical NIC's frames always are).
+    Complete,
+    /// Left to TX offload (`TP_STATUS_CSUMNOTREADY`): to be completed.
+    Partial,
+    /// Nothing says (AF_XDP on a veth or tap, whose peer may offload):
+    /// completed if it looks partial (`sluice_wire::complete_if_partial`).
+    Unknown,
+}
+
+/// What `tp_status` says of the frame's checksum.
+pub fn csum_of(status: u32) -> Csum {
+    if status & TP_STATUS_CSUMNOTREADY != 0 {
+        Csum::Partial
+    } else {
+        Csum::Complete
+    }
 }
 
 /// A received frame into `out` as it is to leave: the stripped VLAN tag
-/// put back ([`copy_with_vlan`]) and, for a `csum_partial` frame, its
-/// TCP/UDP checksum completed. True when one was completed.
-pub fn copy_frame(
-    out: &mut Vec<u8>,
-    data: &[u8],
-    vlan: Option<(u16, u16)>,
-    csum_partial: bool,
-) -> bool {
+/// put back ([`copy_with_vlan`]) and a checksum left to offload completed
+/// (`csum`). True when one was completed.
+pub fn copy_frame(out: &mut Vec<u8>, data: &[u8], vlan: Option<(u16, u16)>, csum: Csum) -> bool {
     copy_with_vlan(out, data, vlan);
-    csum_partial && sluice_wire::complete_l4_checksum(out)
+    match csum {
+        Csum::Complete => false,
+        Csum::Partial => sluice_wire::complete_l4_checksum(out),
+        Csum::Unknown => sluice_wire::complete_if_partial(out),
+    }
 }
 
 /// Copies `data` into `out`, re-inserting a VLAN tag the kernel stripped
@@ -580,9 +596,9 @@ mod tests {
         let st = u32_at(&slot, 0).unwrap() | TP_STATUS_CSUMNOTREADY;
         put32(&mut slot, 0, st);
         let f = parse_v2_frame(&slot).expect("valid slot");
-        assert!(csum_partial(f.status));
+        assert_eq!(csum_of(f.status), Csum::Partial);
         let mut out = Vec::new();
-        assert!(copy_frame(&mut out, f.data, f.vlan, csum_partial(f.status)));
+        assert!(copy_frame(&mut out, f.data, f.vlan, csum_of(f.status)));
         assert_eq!(out, sluice_wire::build::vlan_wrap(&whole, 0x8100, 5));
         // recvmmsg: the same bit in PACKET_AUXDATA.
         let c = cmsg(
@@ -591,12 +607,20 @@ mod tests {
             &auxdata(1 | TP_STATUS_CSUMNOTREADY, 0, 0),
         );
         let (status, vlan) = super::auxdata(&c).expect("auxdata");
-        assert!(csum_partial(status) && vlan.is_none());
-        assert!(copy_frame(&mut out, &partial, vlan, csum_partial(status)));
+        assert!(csum_of(status) == Csum::Partial && vlan.is_none());
+        assert!(copy_frame(&mut out, &partial, vlan, csum_of(status)));
+        assert_eq!(out, whole);
+        // AF_XDP: recognised by its field.
+        assert!(copy_frame(&mut out, &partial, None, Csum::Unknown));
+        assert_eq!(out, whole);
+        assert!(!copy_frame(&mut out, &whole, None, Csum::Unknown));
         assert_eq!(out, whole);
         // Verified (CSUM_VALID) or plain frames are copied untouched.
-        assert!(!csum_partial(TP_STATUS_USER | TP_STATUS_CSUM_VALID));
-        assert!(!copy_frame(&mut out, &partial, None, false));
+        assert_eq!(
+            csum_of(TP_STATUS_USER | TP_STATUS_CSUM_VALID),
+            Csum::Complete
+        );
+        assert!(!copy_frame(&mut out, &partial, None, Csum::Complete));
         assert_eq!(out, partial);
     }
 

@@ -107,8 +107,8 @@ pub struct RxFrame<'a> {
     pub vlan: Option<(u16, u16)>,
     /// The frame was longer than the ring slot: `data` is only its head.
     pub truncated: bool,
-    /// Its TCP/UDP checksum was left to TX offload (`TP_STATUS_CSUMNOTREADY`).
-    pub csum_partial: bool,
+    /// Whether its TCP/UDP checksum was left to TX offload.
+    pub csum: ring::Csum,
 }
 
 pub struct PacketSocket {
@@ -376,7 +376,7 @@ fn recv_ring(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) ->
                 data: fr.data,
                 vlan: fr.vlan,
                 truncated: (fr.wire_len as usize) > fr.data.len(),
-                csum_partial: ring::csum_partial(fr.status),
+                csum: ring::csum_of(fr.status),
             });
         }
         status.store(0, Ordering::Release);
@@ -412,7 +412,7 @@ fn recv_ring_v2(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>))
                     data: fr.data,
                     vlan: fr.vlan,
                     truncated: (fr.wire_len as usize) > fr.data.len(),
-                    csum_partial: ring::csum_partial(fr.status),
+                    csum: ring::csum_of(fr.status),
                 });
             }
         }
@@ -499,7 +499,7 @@ fn recv_mmsg(
                 data,
                 vlan,
                 truncated: false,
-                csum_partial: ring::csum_partial(status),
+                csum: ring::csum_of(status),
             });
         }
     }

@@ -18,7 +18,9 @@
 //!   writes the full one, computed afresh (pseudo-header and segment, the
 //!   field taken as zero) rather than added onto what the field holds, so
 //!   the result is right whatever the field held. A UDP result of 0 is sent
-//!   as 0xffff (RFC 768: 0 means "no checksum").
+//!   as 0xffff (RFC 768: 0 means "no checksum"). Where nothing says whether
+//!   a frame was left partial, [`complete_if_partial`] recognises one by its
+//!   field (the pseudo-header's folded sum) and a checksum that fails.
 
 use std::net::IpAddr;
 
@@ -89,38 +91,61 @@ pub(crate) fn pseudo_header_sum(src: IpAddr, dst: IpAddr, proto: u8, len: u32) -
     }
 }
 
+/// Where the TCP or UDP checksum of the unfragmented segment in `frame`
+/// is: (segment start, segment end, field offset in the segment, the
+/// pseudo-header's unfolded sum); `None` for anything else.
+fn l4_checksum_field(frame: &[u8]) -> Option<(usize, usize, usize, u32)> {
+    let info = crate::parse(frame).ok()?;
+    let ip = info.ip?;
+    let field = match ip.l4 {
+        crate::L4::Tcp { .. } => 16,
+        crate::L4::Udp { .. } => 6,
+        _ => return None,
+    };
+    if ip.frag != crate::Frag::None {
+        return None;
+    }
+    let end = info.l3_offset + usize::from(ip.ip_len);
+    let len = end.checked_sub(ip.l4_offset).filter(|l| *l >= field + 2)?;
+    frame.get(ip.l4_offset..end)?;
+    let pseudo = pseudo_header_sum(ip.src, ip.dst, ip.proto, len as u32);
+    Some((ip.l4_offset, end, field, pseudo))
+}
+
 /// Writes the full TCP or UDP checksum of the unfragmented segment in
 /// `frame` (Ethernet on, as [`crate::parse`] reads it), the segment ending
 /// where the IP datagram does. `false`, the frame untouched, for anything
 /// else (not IP, another protocol, a fragment, malformed).
 pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
-    let Ok(info) = crate::parse(frame) else {
+    let Some((start, end, field, pseudo)) = l4_checksum_field(frame) else {
         return false;
     };
-    let Some(ip) = info.ip else { return false };
-    let field = match ip.l4 {
-        crate::L4::Tcp { .. } => 16,
-        crate::L4::Udp { .. } => 6,
-        _ => return false,
-    };
-    if ip.frag != crate::Frag::None {
-        return false;
-    }
-    let end = info.l3_offset + usize::from(ip.ip_len);
-    let Some(seg) = frame.get_mut(ip.l4_offset..end) else {
-        return false;
-    };
-    let Some(f) = seg.get_mut(field..field + 2) else {
-        return false;
-    };
-    f.copy_from_slice(&[0, 0]);
-    let pseudo = pseudo_header_sum(ip.src, ip.dst, ip.proto, seg.len() as u32);
+    let is_udp = field == 6;
+    let seg = &mut frame[start..end];
+    seg[field..field + 2].copy_from_slice(&[0, 0]);
     let mut c = finish(sum_words(pseudo, seg));
-    if c == 0 && ip.proto == crate::proto::UDP {
+    if c == 0 && is_udp {
         c = 0xffff;
     }
     seg[field..field + 2].copy_from_slice(&c.to_be_bytes());
     true
+}
+
+/// [`complete_l4_checksum`] for a frame that may or may not have been
+/// left to offload, where nothing says which (AF_XDP): completed only
+/// when its field holds exactly the pseudo-header's folded sum and the
+/// checksum does not verify. A complete checksum is never changed; the
+/// cost for one is a pseudo-header sum and a compare.
+pub fn complete_if_partial(frame: &mut [u8]) -> bool {
+    let Some((start, end, field, pseudo)) = l4_checksum_field(frame) else {
+        return false;
+    };
+    let seg = &frame[start..end];
+    let held = u16::from_be_bytes([seg[field], seg[field + 1]]);
+    if held != !finish(pseudo) || finish(sum_words(pseudo, seg)) == 0 {
+        return false;
+    }
+    complete_l4_checksum(frame)
 }
 
 #[cfg(test)]
@@ -186,6 +211,30 @@ mod tests {
         padded.extend_from_slice(&[0xaa; 6]);
         assert!(complete_l4_checksum(&mut padded));
         assert_eq!(&padded[..whole.len()], &whole[..]);
+    }
+
+    #[test]
+    fn only_a_frame_whose_field_is_the_pseudo_header_sum_is_taken_for_partial() {
+        use crate::build;
+        let (a, b) = ("10.0.0.2".parse().unwrap(), "192.0.2.1".parse().unwrap());
+        let whole = build::tcp(a, b, 40000, 443, crate::tcp_flags::ACK, 300);
+        let mut f = partial(&whole, 16);
+        assert!(complete_if_partial(&mut f));
+        assert_eq!(f, whole);
+        // Complete: untouched.
+        assert!(!complete_if_partial(&mut f));
+        assert_eq!(f, whole);
+        // Wrong, but not a pseudo-header sum: not ours to repair.
+        let mut bad = whole.clone();
+        let at = 14 + 20 + 16;
+        bad[at] ^= 0x5a;
+        let before = bad.clone();
+        assert!(!complete_if_partial(&mut bad));
+        assert_eq!(bad, before);
+        let udp = build::udp(a, b, 1, 2, 57);
+        let mut f = partial(&udp, 6);
+        assert!(complete_if_partial(&mut f));
+        assert_eq!(f, udp);
     }
 
     #[test]
