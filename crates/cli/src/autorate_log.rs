@@ -211,12 +211,14 @@ fn open_file(path: &Path, header: &str) -> std::io::Result<(std::fs::File, u64)>
 
 /// Makes sure `dir` is a directory only its owner can write, the owner
 /// root, this process's user or `user` (`run --user`): created 0700 if
-/// missing; a symlink, or a directory others may write into (where they
-/// could plant `autorate.csv`), is refused with what to do instead.
-pub fn check_dir(dir: &Path, user: Option<u32>) -> Result<(), String> {
+/// missing (then true); a symlink, or a directory others may write into
+/// (where they could plant `autorate.csv`), is refused with what to do
+/// instead.
+pub fn check_dir(dir: &Path, user: Option<u32>) -> Result<bool, String> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let hint = "use a directory only root (or run --user's user) can write, e.g. /var/lib/sluice";
     let what = |why: String| format!("{}: {why}; {hint}", dir.display());
+    let mut made = false;
     let meta = match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::DirBuilder::new()
@@ -224,6 +226,7 @@ pub fn check_dir(dir: &Path, user: Option<u32>) -> Result<(), String> {
                 .mode(0o700)
                 .create(dir)
                 .map_err(|e| what(format!("cannot create it: {e}")))?;
+            made = true;
             std::fs::symlink_metadata(dir).map_err(|e| what(e.to_string()))?
         }
         r => r.map_err(|e| what(e.to_string()))?,
@@ -244,7 +247,7 @@ pub fn check_dir(dir: &Path, user: Option<u32>) -> Result<(), String> {
             meta.mode() & 0o7777
         )));
     }
-    Ok(())
+    Ok(made)
 }
 
 /// Opens `dir/file` as a [`Log`] (the directory checked by the caller:
@@ -354,7 +357,7 @@ pub fn spawn(
                             )
                         })
                         .ok()
-                        .and_then(|()| open_early(&dir));
+                        .and_then(|_| open_early(&dir));
                     failed = file.is_none();
                 }
                 failed |= !append_or_close(&mut file, &decisions_text(&got, wall, mono));
@@ -568,7 +571,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let base = tmpdir("dirs");
         let new = base.join("a/b");
-        check_dir(&new, None).expect("created");
+        assert!(check_dir(&new, None).expect("created"));
+        assert!(!check_dir(&new, None).expect("there"));
         let mode = std::fs::metadata(&new).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         let open = base.join("open");

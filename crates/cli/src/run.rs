@@ -258,32 +258,15 @@ pub fn run(a: Args) -> ExitCode {
     // autorate's log is opened before privileges go and before any set-up
     // change (a refused directory stops here); with no autorate in the
     // file, none is made until a reload brings one.
-    let state_dir = a
-        .state_dir
-        .clone()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(&a.control)
-                .parent()
-                .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
-        });
     let logs_now = a.autorate_trace || !loaded.config.options.autorate.is_empty();
-    if logs_now || user.is_some() {
-        if let Err(e) = crate::autorate_log::check_dir(&state_dir, user.map(|u| u.uid)) {
-            error!("state directory (--state-dir) {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    let control_dir = std::path::Path::new(&a.control)
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    if let Some(u) = user {
-        if let Err(e) = user_dirs(u, control_dir, &state_dir, &a.file) {
+    let dirs = match Dirs::check(&a, user, logs_now) {
+        Ok(d) => d,
+        Err(e) => {
             error!("{e}");
             return ExitCode::FAILURE;
         }
-    }
+    };
+    let state_dir = dirs.state.clone();
     let early_log = logs_now
         .then(|| crate::autorate_log::open_early(&state_dir))
         .flatten();
@@ -343,14 +326,10 @@ pub fn run(a: Args) -> ExitCode {
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
         bridge.method()
     );
-    if let Some(u) = user {
-        // Last, after the log's files were opened as root.
-        for dir in [control_dir, state_dir.as_path()] {
-            if let Err(e) = std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid)) {
-                error!("{}: cannot give it to --user: {e}", dir.display());
-                return ExitCode::FAILURE;
-            }
-        }
+    // Last, after the log's files were opened as root.
+    if let Err(e) = dirs.give() {
+        error!("{e}");
+        return ExitCode::FAILURE;
     }
     if let Err(e) = drop_privileges(&bridge, metrics_addr, user) {
         error!("cannot drop privileges: {e}");
@@ -479,25 +458,93 @@ fn lookup_user(name: &str) -> Result<caps::User, String> {
     }
 }
 
-/// Before set-up, for `--user`: the control socket's directory is one
-/// only root or the user may write (created 0700 if missing), and the
-/// configuration is readable by the user, else reloads would fail (a
-/// warning). The directories are chowned just before the drop.
-fn user_dirs(
-    u: caps::User,
-    control_dir: &std::path::Path,
-    state_dir: &std::path::Path,
-    conf: &str,
-) -> Result<(), String> {
+/// The directories the daemon writes after the drop: the state
+/// directory (autorate's log) and the control socket's; with `--user`,
+/// those to be given to the user just before the drop.
+struct Dirs {
+    state: std::path::PathBuf,
+    /// (directory, owner) to chown to before the drop.
+    give: Vec<(std::path::PathBuf, caps::User)>,
+}
+
+impl Dirs {
+    /// Checks them before set-up (a refusal is an error). A directory is
+    /// given to `--user` only if made now or if it is sluice's own
+    /// `/run/sluice`; any other must be the user's already, so that no
+    /// directory of someone else's (`/var/lib`, a home) is ever taken
+    /// over. `/run/sluice` left to a user by an earlier `--user` run is
+    /// taken back by a run without.
+    fn check(a: &Args, user: Option<caps::User>, logs_now: bool) -> Result<Dirs, String> {
+        use std::os::unix::fs::MetadataExt;
+        let control = std::path::Path::new(&a.control)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."))
+            .to_path_buf();
+        let state = a.state_dir.clone().map_or(control.clone(), Into::into);
+        let runtime = std::path::Path::new(sluice_control::RUNTIME_DIR);
+        let me = caps::User {
+            uid: rustix::process::geteuid().as_raw(),
+            gid: rustix::process::getegid().as_raw(),
+        };
+        let target = user.unwrap_or(me);
+        let mut checked: Vec<(&std::path::Path, &str, bool)> = Vec::new();
+        if logs_now || user.is_some() {
+            let made = crate::autorate_log::check_dir(&state, user.map(|u| u.uid))
+                .map_err(|e| format!("state directory (--state-dir) {e}"))?;
+            checked.push((&state, "--state-dir", made));
+        }
+        if user.is_some() {
+            let made = crate::autorate_log::check_dir(&control, user.map(|u| u.uid))
+                .map_err(|e| format!("control socket directory (--control) {e}"))?;
+            checked.push((&control, "--control", made));
+        } else if control == runtime {
+            checked.push((&control, "--control", false));
+        }
+        let mut give = Vec::new();
+        for (dir, flag, made) in checked {
+            let owner = std::fs::metadata(dir).map_or(target.uid, |m| m.uid());
+            if owner == target.uid || give.iter().any(|(d, _)| d == dir) {
+                continue;
+            }
+            if user.is_none() {
+                if dir == runtime && owner != 0 {
+                    give.push((dir.to_path_buf(), target));
+                }
+                continue;
+            }
+            if !(made || dir == runtime) {
+                return Err(format!(
+                    "{flag} {}: owned by uid {owner}, not --user's {}: give it to the user \
+                     (chown {}:{} {}) or name a directory of the user's own",
+                    dir.display(),
+                    target.uid,
+                    target.uid,
+                    target.gid,
+                    dir.display()
+                ));
+            }
+            give.push((dir.to_path_buf(), target));
+        }
+        if let Some(u) = user {
+            warn_unreadable(&a.file, u);
+        }
+        Ok(Dirs { state, give })
+    }
+
+    fn give(&self) -> Result<(), String> {
+        for (dir, u) in &self.give {
+            debug!("{}: given to uid {}", dir.display(), u.uid);
+            std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid))
+                .map_err(|e| format!("{}: cannot give it to uid {}: {e}", dir.display(), u.uid))?;
+        }
+        Ok(())
+    }
+}
+
+/// `--user`: a configuration the user cannot read would fail every reload.
+fn warn_unreadable(conf: &str, u: caps::User) {
     use std::os::unix::fs::MetadataExt;
-    crate::autorate_log::check_dir(control_dir, Some(u.uid))
-        .map_err(|e| format!("control socket directory (--control) {e}"))?;
-    debug!(
-        "--user: {} and {} go to uid {}",
-        control_dir.display(),
-        state_dir.display(),
-        u.uid
-    );
     let readable = std::fs::metadata(conf).is_ok_and(|m| {
         let mode = m.mode();
         (m.uid() == u.uid && mode & 0o400 != 0)
@@ -507,7 +554,6 @@ fn user_dirs(
     if !readable {
         warn!("{conf} is not readable by uid {}: reloads will fail", u.uid);
     }
-    Ok(())
 }
 
 /// Before any other thread exists: keep only the capabilities the loop

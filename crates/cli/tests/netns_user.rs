@@ -41,6 +41,9 @@ fn run_as_nobody_forwards_with_the_loop_s_capabilities_only() {
     let b = bin();
     for io in ["xdp", "ring"] {
         let mut lab = BridgeLab::new("us").expect("namespaces");
+        // The control socket's directory: the user's (sluice takes over
+        // only one it made, or /run/sluice).
+        std::os::unix::fs::chown(&lab.dir, Some(nobody.uid), Some(nobody.gid)).unwrap();
         lab.start_sluice(&b, "pass all\n", &["--io", io, "--user", "nobody", "-v"])
             .unwrap_or_else(|e| panic!("--io {io} --user nobody: {e}"));
         if !require_io(&lab, &b, io) {
@@ -102,12 +105,8 @@ fn run_as_nobody_forwards_with_the_loop_s_capabilities_only() {
     }
 }
 
-#[test]
-fn an_unknown_user_is_refused_before_anything_is_set_up() {
-    let Some(_serial) = require_netns(&[]) else {
-        return;
-    };
-    let lab = BridgeLab::new("un").expect("namespaces");
+/// `sluice run … --user USER` in the lab's shaper namespace, to its end.
+fn run_as(lab: &BridgeLab, user: &str) -> (Option<i32>, String) {
     let conf = lab.write_conf("pass all\n").unwrap();
     let (ctl, bridge) = (
         lab.control_path(),
@@ -127,16 +126,35 @@ fn an_unknown_user_is_refused_before_anything_is_set_up() {
                 "--control",
                 &ctl,
                 "--user",
-                "no-such-user-sluice",
+                user,
             ],
         )
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), err)
+}
+
+#[test]
+fn an_unknown_user_or_someone_else_s_directory_is_refused_before_set_up() {
+    use std::os::unix::fs::MetadataExt;
+    let Some(_serial) = require_netns(&[]) else {
+        return;
+    };
+    let lab = BridgeLab::new("un").expect("namespaces");
+    let ctl = lab.control_path();
+    let (code, err) = run_as(&lab, "no-such-user-sluice");
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("--user no-such-user-sluice: no such user"),
         "{err}"
     );
+    // The lab's directory is root's: not taken over for the control socket.
+    if let Ok(Some(_)) = caps::lookup_user("nobody") {
+        let (code, err) = run_as(&lab, "nobody");
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("owned by uid 0, not --user's"), "{err}");
+        assert_eq!(std::fs::metadata(&lab.dir).unwrap().uid(), 0);
+    }
     let link = lab
         .topo
         .exec(&lab.shaper, &["ip", "-d", "link", "show", lab.wiring.lan])
