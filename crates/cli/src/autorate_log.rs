@@ -137,27 +137,28 @@ impl Log {
     /// Appends `text` (whole lines), rotating whenever the next line
     /// would not fit under the cap.
     pub fn append(&mut self, text: &str) -> std::io::Result<()> {
-        let mut rest = text;
+        let mut rest = text.as_bytes();
+        let fresh = self.header.len() as u64 + 1;
         while !rest.is_empty() {
             let room = usize::try_from(self.cap.saturating_sub(self.len)).unwrap_or(usize::MAX);
-            let mut fit = rest
-                .get(..room.min(rest.len()))
-                .and_then(|r| {
-                    if r.len() == rest.len() {
-                        Some(r.len())
-                    } else {
-                        r.rfind('\n').map(|i| i + 1)
-                    }
-                })
-                .unwrap_or(0);
-            if fit == 0 {
-                if self.len > self.header.len() as u64 + 1 {
+            // All of it, or the whole lines that fit.
+            let fit = match rest.get(..room) {
+                None => rest.len(),
+                Some(head) => head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1),
+            };
+            let fit = match fit {
+                0 if self.len > fresh => {
                     self.rotate()?;
                     continue;
                 }
-                fit = rest.find('\n').map_or(rest.len(), |i| i + 1);
-            }
-            self.file.write_all(&rest.as_bytes()[..fit])?;
+                // A line longer than the cap, in a fresh file: written whole.
+                0 => rest
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(rest.len(), |i| i + 1),
+                n => n,
+            };
+            self.file.write_all(&rest[..fit])?;
             self.len += fit as u64;
             rest = &rest[fit..];
         }
@@ -525,6 +526,18 @@ mod tests {
         }
         // Only the one old file is kept.
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn lines_longer_than_the_cap_are_written_whole_one_file_each() {
+        let dir = tmpdir("tiny");
+        let mut log = Log::open(&dir, "t.csv", "h", 8).unwrap();
+        log.append("0123456789\nabcdefghijkl\n").unwrap();
+        log.append("x\n").unwrap();
+        let read = |n: &str| std::fs::read_to_string(dir.join(n)).unwrap();
+        assert_eq!(read("t.csv.1"), "h\nabcdefghijkl\n");
+        assert_eq!(read("t.csv"), "h\nx\n");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
