@@ -10,6 +10,12 @@
 //!   is empty. Times are wall-clock (Unix seconds, ms precision),
 //!   converted from the engine's monotonic clock at collection.
 //! - A file that cannot be written is one warning, not a stopped shaper.
+//! - Bounded: each file rotates at [`ROTATE_BYTES`] to `NAME.1`, so the
+//!   two take at most 16 MiB of the tmpfs the unit charges to its memory
+//!   (security review M3). Every decision is kept (no sampling): the
+//!   lab's timelines and `--autorate-trace` read them all.
+//! - The files are the daemon's alone: no symlink followed, mode 0600, in
+//!   a directory only root or the daemon's user can write ([`check_dir`]).
 
 use sluice_engine::autorate::Decision;
 use sluice_engine::delay_signal::SampleTrace;
@@ -82,26 +88,177 @@ pub fn sample_line(iface: &str, t: &SampleTrace, wall_s: f64, ago_ns: u64) -> St
     )
 }
 
-/// Opens `dir/file` for appending (and the directory), the header
-/// written when it is empty; a failure is one warning and `None`.
-fn open_in(dir: &Path, file: &str, header: &str) -> Option<std::fs::File> {
-    let path = dir.join(file);
-    let open = || -> std::io::Result<std::fs::File> {
-        std::fs::create_dir_all(dir)?;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
-        if f.metadata()?.len() == 0 {
-            writeln!(f, "{header}")?;
+/// Size at which a log file is rotated: `autorate.csv` becomes
+/// `autorate.csv.1` (the one before is removed) and a new file starts.
+/// The state directory is a tmpfs under the unit (`/run/sluice`), charged
+/// to the service's `MemoryMax=256M`: two files of 8 MiB stay a small
+/// part of it. A controller that moves its rate on every tick writes
+/// ~95 B × 20 a second, ~7 MB an hour; a link loaded a few hours a day
+/// keeps days of decisions.
+pub const ROTATE_BYTES: u64 = 8 << 20;
+
+/// An append-only CSV file capped at `cap` bytes, rotated to `NAME.1`.
+///
+/// # Principles
+/// - Opened with `O_NOFOLLOW` (a symlink planted at its name is refused,
+///   its target untouched) and created mode 0600 (forced to 0600 if it
+///   was not): the decisions and samples name hosts and their traffic.
+/// - Lines are never split: a line that would take the file past the cap
+///   starts the next one, so each file is whole CSV under its header.
+/// - At most two files, each ≤ `cap` (a single line longer than the cap,
+///   which no decision is, is written whole into a fresh file).
+pub struct Log {
+    path: PathBuf,
+    header: &'static str,
+    cap: u64,
+    file: std::fs::File,
+    len: u64,
+}
+
+impl Log {
+    /// Opens (creating) `dir/name` for appending; the header is written
+    /// when the file is empty.
+    pub fn open(dir: &Path, name: &str, header: &'static str, cap: u64) -> std::io::Result<Log> {
+        let path = dir.join(name);
+        let (file, len) = open_file(&path, header)?;
+        Ok(Log {
+            path,
+            header,
+            cap,
+            file,
+            len,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `text` (whole lines), rotating whenever the next line
+    /// would not fit under the cap.
+    pub fn append(&mut self, text: &str) -> std::io::Result<()> {
+        let mut rest = text.as_bytes();
+        let fresh = self.header.len() as u64 + 1;
+        while !rest.is_empty() {
+            let room = usize::try_from(self.cap.saturating_sub(self.len)).unwrap_or(usize::MAX);
+            // All of it, or the whole lines that fit.
+            let fit = match rest.get(..room) {
+                None => rest.len(),
+                Some(head) => head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1),
+            };
+            let fit = match fit {
+                0 if self.len > fresh => {
+                    self.rotate()?;
+                    continue;
+                }
+                // A line longer than the cap, in a fresh file: written whole.
+                0 => rest
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(rest.len(), |i| i + 1),
+                n => n,
+            };
+            self.file.write_all(&rest[..fit])?;
+            self.len += fit as u64;
+            rest = &rest[fit..];
         }
-        Ok(f)
+        Ok(())
+    }
+
+    fn rotate(&mut self) -> std::io::Result<()> {
+        let mut old = self.path.clone().into_os_string();
+        old.push(".1");
+        std::fs::rename(&self.path, &old)?;
+        let (file, len) = open_file(&self.path, self.header)?;
+        (self.file, self.len) = (file, len);
+        Ok(())
+    }
+}
+
+/// `path` opened for appending, never through a symlink, mode 0600; the
+/// header written if it is empty. Also the file's length.
+fn open_file(path: &Path, header: &str) -> std::io::Result<(std::fs::File, u64)> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::unix::fs::PermissionsExt;
+    // NONBLOCK: a FIFO planted there must not hang the daemon.
+    let flags = OFlags::WRONLY
+        | OFlags::CREATE
+        | OFlags::APPEND
+        | OFlags::NOFOLLOW
+        | OFlags::CLOEXEC
+        | OFlags::NONBLOCK;
+    let fd = rustix::fs::open(path, flags, Mode::from_raw_mode(0o600)).map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            std::io::Error::other("is a symbolic link; refused (remove it)")
+        } else {
+            std::io::Error::from(e)
+        }
+    })?;
+    let mut f = std::fs::File::from(fd);
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file; refused"));
+    }
+    if meta.permissions().mode() & 0o777 != 0o600 {
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    let mut len = meta.len();
+    if len == 0 {
+        writeln!(f, "{header}")?;
+        len = header.len() as u64 + 1;
+    }
+    Ok((f, len))
+}
+
+/// Makes sure `dir` is a directory only its owner can write, the owner
+/// root, this process's user or `user` (`run --user`): created 0700 if
+/// missing (then true); a symlink, or a directory others may write into
+/// (where they could plant `autorate.csv`), is refused with what to do
+/// instead.
+pub fn check_dir(dir: &Path, user: Option<u32>) -> Result<bool, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let hint = "use a directory only root (or run --user's user) can write, e.g. /var/lib/sluice";
+    let what = |why: String| format!("{}: {why}; {hint}", dir.display());
+    let mut made = false;
+    let meta = match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| what(format!("cannot create it: {e}")))?;
+            made = true;
+            std::fs::symlink_metadata(dir).map_err(|e| what(e.to_string()))?
+        }
+        r => r.map_err(|e| what(e.to_string()))?,
     };
-    open()
+    if meta.file_type().is_symlink() {
+        return Err(what("is a symbolic link".into()));
+    }
+    if !meta.is_dir() {
+        return Err(what("is not a directory".into()));
+    }
+    let euid = rustix::process::geteuid().as_raw();
+    if ![0, euid].contains(&meta.uid()) && user != Some(meta.uid()) {
+        return Err(what(format!("owned by uid {}, not root", meta.uid())));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(what(format!(
+            "writable by group or others (mode {:o})",
+            meta.mode() & 0o7777
+        )));
+    }
+    Ok(made)
+}
+
+/// Opens `dir/file` as a [`Log`] (the directory checked by the caller:
+/// [`check_dir`]); a failure is one warning and `None`.
+fn open_in(dir: &Path, file: &str, header: &'static str) -> Option<Log> {
+    Log::open(dir, file, header, ROTATE_BYTES)
         .map_err(|e| {
             crate::run::log(
                 crate::run::Level::Warn,
-                format_args!("autorate log {}: {e}", path.display()),
+                format_args!("autorate log {}: {e}", dir.join(file).display()),
             )
         })
         .ok()
@@ -109,13 +266,13 @@ fn open_in(dir: &Path, file: &str, header: &str) -> Option<std::fs::File> {
 
 /// Opens `dir/autorate-samples.csv` before privileges are dropped
 /// (`--autorate-trace`).
-pub fn open_samples(dir: &Path) -> Option<std::fs::File> {
+pub fn open_samples(dir: &Path) -> Option<Log> {
     open_in(dir, SAMPLES_FILE, SAMPLES_HEADER)
 }
 
-/// Opens `dir/autorate.csv` (and the directory) now: called before the
-/// daemon drops its privileges when the configuration has autorate.
-pub fn open_early(dir: &Path) -> Option<std::fs::File> {
+/// Opens `dir/autorate.csv` now: called before the daemon drops its
+/// privileges when the configuration has autorate.
+pub fn open_early(dir: &Path) -> Option<Log> {
     open_in(dir, FILE, HEADER)
 }
 
@@ -137,11 +294,10 @@ pub fn set_wall_clock(e: &mut Engine) {
 /// the delay samples to `files[1]`.
 pub fn spawn(
     dir: PathBuf,
-    files: [Option<std::fs::File>; 2],
+    files: [Option<Log>; 2],
     engine: Arc<Mutex<Engine>>,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
-    let path = dir.join(FILE);
     let [mut file, mut samples] = files;
     let mut failed = false;
     std::thread::spawn(move || {
@@ -173,88 +329,94 @@ pub fn spawn(
             let wall = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
-            if let Some(f) = samples.as_mut() {
-                if lost > lost_seen {
-                    crate::run::log(
-                        crate::run::Level::Warn,
-                        format_args!(
-                            "autorate trace: {} samples dropped for want of room",
-                            lost - lost_seen
-                        ),
-                    );
-                    lost_seen = lost;
-                }
-                let mut text = String::new();
-                for (iface, t) in &traced {
-                    text.push_str(&sample_line(
-                        iface,
-                        t,
-                        wall,
-                        mono.saturating_since(t.at).as_nanos(),
-                    ));
-                    text.push('\n');
-                }
-                if let Err(e) = f.write_all(text.as_bytes()) {
-                    crate::run::log(
-                        crate::run::Level::Warn,
-                        format_args!("autorate samples: {e}"),
-                    );
-                    samples = None;
-                }
+            if samples.is_some() && lost > lost_seen {
+                crate::run::log(
+                    crate::run::Level::Warn,
+                    format_args!(
+                        "autorate trace: {} samples dropped for want of room",
+                        lost - lost_seen
+                    ),
+                );
+                lost_seen = lost;
             }
-            if got.is_empty() {
-                if stopping {
-                    return;
+            let text: String = traced
+                .iter()
+                .map(|(iface, t)| {
+                    sample_line(iface, t, wall, mono.saturating_since(t.at).as_nanos()) + "\n"
+                })
+                .collect();
+            append_or_close(&mut samples, &text);
+            if !got.is_empty() {
+                log_rate_changes(&got);
+                if file.is_none() && !failed {
+                    // After the drop: the directory is checked again as it is now.
+                    file = check_dir(&dir, None)
+                        .map_err(|e| {
+                            crate::run::log(
+                                crate::run::Level::Warn,
+                                format_args!("autorate log not written: state directory {e}"),
+                            )
+                        })
+                        .ok()
+                        .and_then(|_| open_early(&dir));
+                    failed = file.is_none();
                 }
-                continue;
-            }
-            let mut text = String::new();
-            for (iface, d) in &got {
-                if d.new != d.old {
-                    crate::run::log(
-                        crate::run::Level::Info,
-                        format_args!(
-                            "autorate {iface}: {} -> {} ({}, delay {:?}, {} flows){}",
-                            d.old,
-                            d.new,
-                            d.reason.name(),
-                            d.delay,
-                            d.flows,
-                            if d.dry_run {
-                                " [dry-run: not applied]"
-                            } else {
-                                ""
-                            }
-                        ),
-                    );
-                }
-                text.push_str(&line(
-                    iface,
-                    d,
-                    wall,
-                    mono.saturating_since(d.at).as_nanos(),
-                ));
-                text.push('\n');
-            }
-            if file.is_none() && !failed {
-                file = open_early(&dir);
-                failed = file.is_none();
-            }
-            if let Some(f) = file.as_mut() {
-                if let Err(e) = f.write_all(text.as_bytes()) {
-                    crate::run::log(
-                        crate::run::Level::Warn,
-                        format_args!("autorate log {}: {e}", path.display()),
-                    );
-                    file = None;
-                    failed = true;
-                }
+                failed |= !append_or_close(&mut file, &decisions_text(&got, wall, mono));
             }
             if stopping {
                 return;
             }
         }
     })
+}
+
+/// The CSV lines of the decisions `got`, collected at `wall`/`mono`.
+fn decisions_text(got: &[(String, Decision)], wall: f64, mono: Instant) -> String {
+    got.iter()
+        .map(|(iface, d)| line(iface, d, wall, mono.saturating_since(d.at).as_nanos()) + "\n")
+        .collect()
+}
+
+/// Appends `text` to `log` if it is open; a failure is one warning and
+/// closes it (false).
+fn append_or_close(log: &mut Option<Log>, text: &str) -> bool {
+    let Some(f) = log.as_mut() else { return true };
+    if text.is_empty() {
+        return true;
+    }
+    match f.append(text) {
+        Ok(()) => true,
+        Err(e) => {
+            crate::run::log(
+                crate::run::Level::Warn,
+                format_args!("autorate log {}: {e}", f.path().display()),
+            );
+            *log = None;
+            false
+        }
+    }
+}
+
+/// The decisions that moved a rate, at info level.
+fn log_rate_changes(got: &[(String, Decision)]) {
+    for (iface, d) in got.iter().filter(|(_, d)| d.new != d.old) {
+        crate::run::log(
+            crate::run::Level::Info,
+            format_args!(
+                "autorate {iface}: {} -> {} ({}, delay {:?}, {} flows){}",
+                d.old,
+                d.new,
+                d.reason.name(),
+                d.delay,
+                d.flows,
+                if d.dry_run {
+                    " [dry-run: not applied]"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -296,6 +458,147 @@ mod tests {
             .ends_with(",,4,,19000000,20000000,15000000,unsure,1,,0.000"));
         let probed = Decision { probe: true, ..d };
         assert!(line("wan0", &probed, 10.0, 0).ends_with(",delay,0,probe,18.500"));
+    }
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-arlog-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn decision(at: Instant, old: u64, new: u64) -> Decision {
+        Decision {
+            at,
+            delay: Some(Duration::from_micros(23_500)),
+            flows: 4,
+            newest_age: Some(Duration::from_millis(12)),
+            probe: false,
+            achieved: Rate::mbps(19),
+            old: Rate::mbps(old),
+            new: Rate::mbps(new),
+            reason: Reason::Delay,
+            hold: Duration::ZERO,
+            dry_run: false,
+        }
+    }
+
+    #[test]
+    fn hours_of_a_decision_every_tick_stay_under_the_cap_and_rotate() {
+        let dir = tmpdir("rotate");
+        let cap = 256 << 10;
+        let mut log = Some(Log::open(&dir, FILE, HEADER, cap).unwrap());
+        let (cur, old) = (dir.join(FILE), dir.join(format!("{FILE}.1")));
+        // Three simulated hours, one collection a second of 20 decisions
+        // (a 50 ms tick) for each direction, every one moving the rate.
+        let mut rotations = 0;
+        let mut last = 0;
+        for s in 0..3 * 3600u64 {
+            let mono = Instant(s * 1_000_000_000);
+            let got: Vec<(String, Decision)> = (0..40u64)
+                .map(|i| {
+                    let iface = if i % 2 == 0 { "wan0" } else { "lan0" };
+                    let at = Instant(mono.0.saturating_sub(i * 25_000_000));
+                    (iface.to_string(), decision(at, 20 + i % 3, 19 + i % 5))
+                })
+                .collect();
+            assert!(append_or_close(
+                &mut log,
+                &decisions_text(&got, 1.7e9 + s as f64, mono)
+            ));
+            let len = std::fs::metadata(&cur).unwrap().len();
+            assert!(len <= cap, "{len} > {cap} after {s} s");
+            if len < last {
+                rotations += 1;
+            }
+            last = len;
+        }
+        assert!(rotations > 100, "rotated {rotations} times");
+        let old_text = std::fs::read_to_string(&old).unwrap();
+        assert!(old_text.len() as u64 <= cap);
+        let cur_text = std::fs::read_to_string(&cur).unwrap();
+        for t in [&old_text, &cur_text] {
+            assert!(t.starts_with(&format!("{HEADER}\n")));
+            assert!(t.ends_with('\n'));
+            assert!(t
+                .lines()
+                .all(|l| l.split(',').count() == HEADER.split(',').count()));
+        }
+        // Only the one old file is kept.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn lines_longer_than_the_cap_are_written_whole_one_file_each() {
+        let dir = tmpdir("tiny");
+        let mut log = Log::open(&dir, "t.csv", "h", 8).unwrap();
+        log.append("0123456789\nabcdefghijkl\n").unwrap();
+        log.append("x\n").unwrap();
+        let read = |n: &str| std::fs::read_to_string(dir.join(n)).unwrap();
+        assert_eq!(read("t.csv.1"), "h\nabcdefghijkl\n");
+        assert_eq!(read("t.csv"), "h\nx\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_symlink_at_the_log_s_name_is_refused_and_its_target_untouched() {
+        let dir = tmpdir("symlink");
+        let target = dir.join("target");
+        std::fs::write(&target, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&target, dir.join(FILE)).unwrap();
+        let e = Log::open(&dir, FILE, HEADER, ROTATE_BYTES)
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert!(open_early(&dir).is_none());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_log_is_mode_0600_under_umask_022() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tmpdir("mode");
+        let prev = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
+        let log = open_early(&dir);
+        rustix::process::umask(prev);
+        assert!(log.is_some());
+        let mode = std::fs::metadata(dir.join(FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        // An old file that others could read is made private when reopened.
+        let f = dir.join(SAMPLES_FILE);
+        std::fs::write(&f, "").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(open_samples(&dir).is_some());
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_state_dir_others_could_write_or_a_symlink_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tmpdir("dirs");
+        let new = base.join("a/b");
+        assert!(check_dir(&new, None).expect("created"));
+        assert!(!check_dir(&new, None).expect("there"));
+        let mode = std::fs::metadata(&new).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        let open = base.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let e = check_dir(&open, None).unwrap_err();
+        assert!(e.contains("writable by group or others (mode 1777)"), "{e}");
+        assert!(e.contains("only root"), "{e}");
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&new, &link).unwrap();
+        let e = check_dir(&link, None).unwrap_err();
+        assert!(e.contains("is a symbolic link"), "{e}");
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]

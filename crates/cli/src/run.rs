@@ -13,7 +13,7 @@ use clap::Args as ClapArgs;
 use sluice_conf::ir::IpNet;
 use sluice_control::{DaemonState, Running};
 use sluice_engine::{Engine, Options};
-use sluice_io::{Bridge, IoOptions, IoStats, Method, Signal, Signals};
+use sluice_io::{caps, Bridge, IoOptions, IoStats, Method, Signal, Signals};
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -98,6 +98,14 @@ pub struct Args {
     /// (docs/autorate.md). Thousands of lines a second under load.
     #[arg(long = "autorate-trace")]
     autorate_trace: bool,
+    /// Run as this user (a name, or a uid) once set up: its uid and
+    /// primary group, no supplementary groups, only the capabilities the
+    /// packet loop needs. The control socket's and the state directories
+    /// are given to it; the configuration must be readable by it for
+    /// reloads. Use a dedicated system user: the control socket admits
+    /// root and this user (docs/dataplane.md, "Privileges").
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
 }
 
 /// Smallest `--memory-limit`: room for a few dozen full-sized frames; below
@@ -186,6 +194,13 @@ pub fn run(a: Args) -> ExitCode {
             .min(Level::Debug as u8),
         Ordering::Relaxed,
     );
+    let user = match a.user.as_deref().map(lookup_user).transpose() {
+        Ok(u) => u,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let (lan, wan) = a.bridge.clone();
     let mut defines = a.define.clone();
     for (name, val) in [("int_if", &lan), ("ext_if", &wan)] {
@@ -240,6 +255,25 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // autorate's log is opened before privileges go and before any set-up
+    // change (a refused directory stops here); with no autorate in the
+    // file, none is made until a reload brings one.
+    let logs_now = a.autorate_trace || !loaded.config.options.autorate.is_empty();
+    let dirs = match Dirs::check(&a, user, logs_now) {
+        Ok(d) => d,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state_dir = dirs.state.clone();
+    let early_log = logs_now
+        .then(|| crate::autorate_log::open_early(&state_dir))
+        .flatten();
+    let samples = a
+        .autorate_trace
+        .then(|| crate::autorate_log::open_samples(&state_dir))
+        .flatten();
     let io_opts = IoOptions {
         method: a.io,
         disable_offloads: !a.keep_offloads,
@@ -292,26 +326,12 @@ pub fn run(a: Args) -> ExitCode {
         "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
         bridge.method()
     );
-    // autorate's log is opened before privileges go (the directory is
-    // root's); with no autorate in the file, none is made until a reload
-    // brings one.
-    let state_dir = a
-        .state_dir
-        .clone()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(&a.control)
-                .parent()
-                .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
-        });
-    let early_log = (a.autorate_trace || !loaded.config.options.autorate.is_empty())
-        .then(|| crate::autorate_log::open_early(&state_dir))
-        .flatten();
-    let samples = a
-        .autorate_trace
-        .then(|| crate::autorate_log::open_samples(&state_dir))
-        .flatten();
-    if let Err(e) = drop_privileges(&bridge, metrics_addr) {
+    // Last, after the log's files were opened as root.
+    if let Err(e) = dirs.give() {
+        error!("{e}");
+        return ExitCode::FAILURE;
+    }
+    if let Err(e) = drop_privileges(&bridge, metrics_addr, user) {
         error!("cannot drop privileges: {e}");
         return ExitCode::FAILURE;
     }
@@ -425,20 +445,135 @@ pub fn run(a: Args) -> ExitCode {
     }
 }
 
+/// `--user NAME`: the user, or an error saying there is none (before
+/// anything is set up).
+fn lookup_user(name: &str) -> Result<caps::User, String> {
+    match caps::lookup_user(name) {
+        Ok(Some(u)) => Ok(u),
+        Ok(None) => Err(format!(
+            "--user {name}: no such user; create a system user for sluice \
+             (useradd --system --no-create-home --shell /usr/sbin/nologin sluice) or name one"
+        )),
+        Err(e) => Err(format!("--user {name}: {e}")),
+    }
+}
+
+/// The directories the daemon writes after the drop: the state
+/// directory (autorate's log) and the control socket's; with `--user`,
+/// those to be given to the user just before the drop.
+struct Dirs {
+    state: std::path::PathBuf,
+    /// (directory, owner) to chown to before the drop.
+    give: Vec<(std::path::PathBuf, caps::User)>,
+}
+
+impl Dirs {
+    /// Checks them before set-up (a refusal is an error). A directory is
+    /// given to `--user` only if made now or if it is sluice's own
+    /// `/run/sluice`; any other must be the user's already, so that no
+    /// directory of someone else's (`/var/lib`, a home) is ever taken
+    /// over. `/run/sluice` left to a user by an earlier `--user` run is
+    /// taken back by a run without.
+    fn check(a: &Args, user: Option<caps::User>, logs_now: bool) -> Result<Dirs, String> {
+        use std::os::unix::fs::MetadataExt;
+        let control = std::path::Path::new(&a.control)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."))
+            .to_path_buf();
+        let state = a.state_dir.clone().map_or(control.clone(), Into::into);
+        let runtime = std::path::Path::new(sluice_control::RUNTIME_DIR);
+        let me = caps::User {
+            uid: rustix::process::geteuid().as_raw(),
+            gid: rustix::process::getegid().as_raw(),
+        };
+        let target = user.unwrap_or(me);
+        let mut checked: Vec<(&std::path::Path, &str, bool)> = Vec::new();
+        if logs_now || user.is_some() {
+            let made = crate::autorate_log::check_dir(&state, user.map(|u| u.uid))
+                .map_err(|e| format!("state directory (--state-dir) {e}"))?;
+            checked.push((&state, "--state-dir", made));
+        }
+        if user.is_some() {
+            let made = crate::autorate_log::check_dir(&control, user.map(|u| u.uid))
+                .map_err(|e| format!("control socket directory (--control) {e}"))?;
+            checked.push((&control, "--control", made));
+        } else if control == runtime {
+            checked.push((&control, "--control", false));
+        }
+        let mut give = Vec::new();
+        for (dir, flag, made) in checked {
+            let owner = std::fs::metadata(dir).map_or(target.uid, |m| m.uid());
+            if owner == target.uid || give.iter().any(|(d, _)| d == dir) {
+                continue;
+            }
+            if user.is_none() {
+                if dir == runtime && owner != 0 {
+                    give.push((dir.to_path_buf(), target));
+                }
+                continue;
+            }
+            if !(made || dir == runtime) {
+                return Err(format!(
+                    "{flag} {}: owned by uid {owner}, not --user's {}: give it to the user \
+                     (chown {}:{} {}) or name a directory of the user's own",
+                    dir.display(),
+                    target.uid,
+                    target.uid,
+                    target.gid,
+                    dir.display()
+                ));
+            }
+            give.push((dir.to_path_buf(), target));
+        }
+        if let Some(u) = user {
+            warn_unreadable(&a.file, u);
+        }
+        Ok(Dirs { state, give })
+    }
+
+    fn give(&self) -> Result<(), String> {
+        for (dir, u) in &self.give {
+            debug!("{}: given to uid {}", dir.display(), u.uid);
+            std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid))
+                .map_err(|e| format!("{}: cannot give it to uid {}: {e}", dir.display(), u.uid))?;
+        }
+        Ok(())
+    }
+}
+
+/// `--user`: a configuration the user cannot read would fail every reload.
+fn warn_unreadable(conf: &str, u: caps::User) {
+    use std::os::unix::fs::MetadataExt;
+    let readable = std::fs::metadata(conf).is_ok_and(|m| {
+        let mode = m.mode();
+        (m.uid() == u.uid && mode & 0o400 != 0)
+            || (m.gid() == u.gid && mode & 0o040 != 0)
+            || mode & 0o004 != 0
+    });
+    if !readable {
+        warn!("{conf} is not readable by uid {}: reloads will fail", u.uid);
+    }
+}
+
 /// Before any other thread exists: keep only the capabilities the loop
 /// uses (plus binding a low metrics port, which happens later), set
 /// no_new_privs (sluice_io::caps has why the rest is not needed).
-fn drop_privileges(bridge: &Bridge, metrics: Option<std::net::SocketAddr>) -> std::io::Result<()> {
-    use sluice_io::caps;
+fn drop_privileges(
+    bridge: &Bridge,
+    metrics: Option<std::net::SocketAddr>,
+    user: Option<caps::User>,
+) -> std::io::Result<()> {
     let mut keep = bridge.caps_needed();
     if metrics.is_some_and(|m| (1..1024).contains(&m.port())) {
         keep |= caps::mask(&[caps::CAP_NET_BIND_SERVICE]);
     }
-    let p = caps::restrict_to(keep)?;
+    let p = caps::restrict_as(keep, user)?;
     info!(
-        "privileges: kept {} (bounding set {}), no_new_privs",
+        "privileges: kept {} (bounding set {}), no_new_privs, uid {}",
         caps::names(p.effective),
-        caps::names(p.bounding)
+        caps::names(p.bounding),
+        rustix::process::geteuid().as_raw()
     );
     if !p.bounding_reduced {
         // Expected under the systemd unit, whose CapabilityBoundingSet= bounds it.
@@ -464,6 +599,7 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
             ("link_down", &s.link_down),
             ("down_drops", &s.down_drops),
             ("xdp_reattach", &s.xdp_reattach),
+            ("csum_completed", &s.csum_completed),
         ] {
             v.push((format!("{name}_{what}"), c.load(Ordering::Relaxed)));
         }

@@ -244,7 +244,15 @@ pub struct DaemonState {
 /// Locks the engine even if the data plane panicked while holding it: the
 /// counters are still worth showing and stopping must still work.
 pub fn lock(state: &DaemonState) -> MutexGuard<'_, Engine> {
+    #[cfg(test)]
+    LOCKS_TAKEN.with(|n| n.set(n.get() + 1));
     state.engine.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Engine locks this thread took through [`lock`] (tests count them).
+    pub(crate) static LOCKS_TAKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Reads and checks `path` (default: `config_path`) with the running

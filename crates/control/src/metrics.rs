@@ -7,152 +7,38 @@
 //!   how much; `sluice run` refuses a non-loopback address without
 //!   `--metrics-public`.
 //! - **Cheap for the data plane**: a scrape copies the same snapshots as
-//!   `sluice show` (the engine lock is held only to copy) and formats outside.
+//!   `sluice show`, all under one engine lock (held only to copy), and
+//!   formats outside.
 //! - **Bounded**: each scrape is served on its own thread, at most
 //!   [`MAX_CLIENTS`] at once (more are answered 503 and counted); a request
 //!   head is read up to [`MAX_HEAD_BYTES`] within [`CLIENT_TIMEOUT`] of the
 //!   accept, in total, and the answer written within as long again, so a
-//!   slow client holds one thread for seconds, never the endpoint.
+//!   slow client holds one thread for seconds, never the endpoint. A refused
+//!   client is answered without waiting for it: the accept thread never
+//!   blocks on one. Slots are not counted per client: on loopback every
+//!   local user is 127.0.0.1, and a TCP peer's uid is not known, so any
+//!   local user can keep the 8 busy (scrapes fail, counted as refused;
+//!   the data plane only sees the bounded lock takers).
 //! - Names follow Prometheus conventions: `_total` counters, base units
 //!   (`_bytes`, `_seconds`), labels `iface`, `queue`, `reason`, `cause`,
 //!   `action`.
 
-use crate::conn::Deadlined;
 use crate::proto::{IfaceCountersJson, InfoReply, QueueJson, QueuesReply, TcpControlJson};
 use crate::{snapshot, DaemonState};
 use std::fmt::Write as _;
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
-/// An HTTP request head longer than this is answered 431 and dropped.
-pub const MAX_HEAD_BYTES: usize = 8192;
-/// Input read and discarded after refusing an oversized head.
-const MAX_DRAIN_BYTES: u64 = 1 << 20;
-/// Time a client has to send its whole request head, counted from the
-/// accept however the bytes trickle in; the answer gets as long again.
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Scrapes served at once. Anyone local can connect: 8 leave room for a
-/// few Prometheus servers and curls while slow clients are waited out, and
-/// bound the threads (and engine-lock takers) anyone can make.
-pub const MAX_CLIENTS: usize = 8;
-/// How long a refused client (over [`MAX_CLIENTS`]) gets to take its 503:
-/// the accept thread writes it, so it must not wait.
-const REFUSE_TIMEOUT: Duration = Duration::from_millis(100);
-/// How often the idle server looks at `stop` (see the socket server).
-const STOP_POLL: Duration = Duration::from_millis(50);
+mod autorate;
+mod serve;
+use autorate::autorate_families;
+pub use serve::{spawn_metrics, CLIENT_TIMEOUT, MAX_CLIENTS, MAX_HEAD_BYTES};
 
-/// Serves `GET /metrics` on `addr` until `state.stop` is set.
-pub fn spawn_metrics(addr: SocketAddr, state: Arc<DaemonState>) -> io::Result<JoinHandle<()>> {
-    let listener = TcpListener::bind(addr)?;
-    listener.set_nonblocking(true)?;
-    std::thread::Builder::new()
-        .name("sluice-metrics".into())
-        .spawn(move || {
-            let slots = state.clients.metrics.clone();
-            while !state.stop.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((s, _)) => {
-                        let st = state.clone();
-                        slots.serve(
-                            "sluice-scrape",
-                            s,
-                            |s| drop(refuse(s)),
-                            move |s| drop(scrape(s, &st)),
-                        );
-                    }
-                    Err(_) => std::thread::sleep(STOP_POLL),
-                }
-            }
-        })
-}
-
-/// Over [`MAX_CLIENTS`]: 503 and close, without waiting for the client.
-fn refuse(s: TcpStream) -> io::Result<()> {
-    s.set_nonblocking(false)?;
-    let mut s = Deadlined::new(s, REFUSE_TIMEOUT, REFUSE_TIMEOUT);
-    respond(
-        &mut s,
-        "503 Service Unavailable",
-        "text/plain",
-        "busy: too many scrapes at once\n",
-    )?;
-    // Not reading the request would reset the connection before the client
-    // reads the answer: send FIN, then read what came (bounded, briefly).
-    s.stream.shutdown(std::net::Shutdown::Write)?;
-    let _ = io::copy(&mut (&mut s).take(MAX_HEAD_BYTES as u64), &mut io::sink());
-    Ok(())
-}
-
-fn scrape(s: TcpStream, state: &DaemonState) -> io::Result<()> {
-    s.set_nonblocking(false)?;
-    let mut s = Deadlined::new(s, CLIENT_TIMEOUT, CLIENT_TIMEOUT);
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    // Bounded by MAX_HEAD_BYTES (each read adds at least one byte or ends).
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
-        if head.len() > MAX_HEAD_BYTES {
-            respond(
-                &mut s,
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                "",
-            )?;
-            // Closing with unread input would reset the connection before
-            // the client reads the answer: send FIN, then drain (bounded).
-            s.stream.shutdown(std::net::Shutdown::Write)?;
-            let _ = io::copy(&mut (&mut s).take(MAX_DRAIN_BYTES), &mut io::sink());
-            return Ok(());
-        }
-        let n = s.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(buf.get(..n).unwrap_or(&[]));
-    }
-    s.write_by = Instant::now() + CLIENT_TIMEOUT;
-    let first = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
-    let first = String::from_utf8_lossy(first);
-    let mut words = first.split_whitespace();
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    match (method, path) {
-        ("GET", "/metrics") => {
-            let body = render(state);
-            respond(
-                &mut s,
-                "200 OK",
-                "text/plain; version=0.0.4; charset=utf-8",
-                &body,
-            )
-        }
-        ("GET", "/") => respond(
-            &mut s,
-            "200 OK",
-            "text/plain; charset=utf-8",
-            "sluice: metrics at /metrics\n",
-        ),
-        ("GET", _) => respond(&mut s, "404 Not Found", "text/plain", "not found\n"),
-        _ => respond(&mut s, "405 Method Not Allowed", "text/plain", "GET only\n"),
-    }
-}
-
-fn respond(s: &mut impl Write, status: &str, ctype: &str, body: &str) -> io::Result<()> {
-    let head = format!(
-        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes())?;
-    s.write_all(body.as_bytes())
-}
-
-/// The exposition of a running daemon.
+/// The exposition of a running daemon, from one copy of the engine taken
+/// under one lock ([`snapshot::scrape`]).
 pub fn render(state: &DaemonState) -> String {
+    let (queues, info, rtt) = snapshot::scrape(state);
     let mut o = Out {
-        text: render_from(&snapshot::queues(state), &snapshot::info(state)),
+        text: render_from(&queues, &info),
     };
     let name = "sluice_clients_refused_total";
     o.family(
@@ -167,7 +53,6 @@ pub fn render(state: &DaemonState) -> String {
         let v = slots.refused.load(Ordering::Relaxed);
         o.sample(name, &[("server", server)], v);
     }
-    let rtt = crate::lock(state).classifier().rtt_histograms().clone();
     rtt_histograms(&mut o, &rtt);
     o.text
 }
@@ -311,145 +196,6 @@ pub fn render_from(q: &QueuesReply, info: &InfoReply) -> String {
     }
     memory_families(&mut o, info);
     o.text
-}
-
-/// The rate each shaped interface runs at, and autorate's state and
-/// decisions (docs/autorate.md).
-fn autorate_families(o: &mut Out, q: &QueuesReply) {
-    let name = "sluice_iface_rate_bps";
-    o.family(
-        name,
-        "gauge",
-        "The rate an interface is shaped at now (its bandwidth, or autorate's latest).",
-    );
-    for i in &q.ifaces {
-        if let Some(b) = i.bandwidth_bps {
-            o.sample(name, &[("iface", &i.name)], b);
-        }
-    }
-    let with: Vec<(&str, &crate::proto::AutorateJson)> = q
-        .ifaces
-        .iter()
-        .filter_map(|i| i.autorate.as_ref().map(|a| (i.name.as_str(), a)))
-        .collect();
-    if with.is_empty() {
-        return;
-    }
-    for (name, help, f) in [
-        (
-            "sluice_autorate_rate_bps",
-            "The rate autorate chose (in dry-run: would have set).",
-            (|a| Some(a.rate_bps as f64)) as fn(&crate::proto::AutorateJson) -> Option<f64>,
-        ),
-        ("sluice_autorate_min_bps", "autorate's lower bound.", |a| {
-            Some(a.min_bps as f64)
-        }),
-        ("sluice_autorate_max_bps", "autorate's upper bound.", |a| {
-            Some(a.max_bps as f64)
-        }),
-        (
-            "sluice_autorate_dry_run",
-            "1 when autorate only logs its decisions.",
-            |a| Some(f64::from(u8::from(a.dry_run))),
-        ),
-        (
-            "sluice_autorate_delay_seconds",
-            "Median delay beyond sluice over fresh flows, as last acted on (absent: no signal).",
-            |a| a.delay_ns.map(secs),
-        ),
-        (
-            "sluice_autorate_flows",
-            "Flows the delay signal is the median of.",
-            |a| Some(f64::from(a.flows)),
-        ),
-    ] {
-        o.family(name, "gauge", help);
-        for (iface, a) in &with {
-            if let Some(v) = f(a) {
-                o.sample(name, &[("iface", iface)], v);
-            }
-        }
-    }
-    for (name, help, f) in [
-        (
-            "sluice_autorate_samples_total",
-            "Delay-signal samples autorate's reading was taken from (the WAN side's, both directions).",
-            (|a| a.samples) as fn(&crate::proto::AutorateJson) -> u64,
-        ),
-        (
-            "sluice_autorate_samples_unsound_total",
-            "Delay-signal samples left out: sluice's own wait to correct them by was longer than the round trip.",
-            |a| a.samples_unsound,
-        ),
-        (
-            "sluice_autorate_holds_total",
-            "Holds autorate made: an upload's cut keeps its shaper silent while the modem's queue drains.",
-            |a| a.holds,
-        ),
-    ] {
-        o.family(name, "counter", help);
-        for (iface, a) in &with {
-            o.sample(name, &[("iface", iface)], f(a));
-        }
-    }
-    let name = "sluice_autorate_held_seconds_total";
-    o.family(
-        name,
-        "counter",
-        "Time autorate's holds kept the shaper silent, in all.",
-    );
-    for (iface, a) in &with {
-        o.sample(name, &[("iface", iface)], a.held_ns as f64 / 1e9);
-    }
-    let probes: Vec<(&str, &crate::proto::ProbeJson)> = with
-        .iter()
-        .filter_map(|(i, a)| a.probe.as_ref().map(|p| (*i, p)))
-        .collect();
-    for (name, help, f) in [
-        (
-            "sluice_autorate_probe_sent_total",
-            "Echo requests autorate's probe sent.",
-            (|p| p.sent) as fn(&crate::proto::ProbeJson) -> u64,
-        ),
-        (
-            "sluice_autorate_probe_answered_total",
-            "Replies to autorate's probe (taken, not forwarded).",
-            |p| p.answered,
-        ),
-        (
-            "sluice_autorate_probe_lost_total",
-            "autorate's probes unanswered within 2 s or overtaken.",
-            |p| p.lost,
-        ),
-    ] {
-        if probes.is_empty() {
-            break;
-        }
-        o.family(name, "counter", help);
-        for (iface, p) in &probes {
-            o.sample(name, &[("iface", iface), ("target", &p.target)], f(p));
-        }
-    }
-    let name = "sluice_autorate_probe_rtt_seconds";
-    if !probes.is_empty() {
-        o.family(name, "gauge", "The latest round trip of autorate's probe.");
-        for (iface, p) in &probes {
-            if let Some(r) = p.last_rtt_ns {
-                o.sample(name, &[("iface", iface), ("target", &p.target)], secs(r));
-            }
-        }
-    }
-    let name = "sluice_autorate_decisions_total";
-    o.family(
-        name,
-        "counter",
-        "autorate's decisions (one per 50 ms tick), by reason: delay (cut), load (raise), idle, unsure, refractory, steady (held).",
-    );
-    for (iface, a) in &with {
-        for (reason, n) in &a.decisions {
-            o.sample(name, &[("iface", iface), ("reason", reason)], n);
-        }
-    }
 }
 
 /// Memory held by queued frames and its caps (docs/dataplane.md, "Memory").
@@ -848,6 +594,24 @@ mod tests {
             t.contains("sluice_tcp_rtt_seconds_count{endpoint=\"initiator\"} 0\n"),
             "{t}"
         );
+    }
+
+    /// One scrape copies the engine under one lock (it took three: the
+    /// queues, the info and the RTT histograms each locked it).
+    #[test]
+    fn a_scrape_takes_the_engine_lock_once() {
+        let d = crate::testing::example_daemon("one-lock");
+        let before = crate::LOCKS_TAKEN.with(|n| n.get());
+        let text = render(&d.state);
+        let taken = crate::LOCKS_TAKEN.with(|n| n.get()) - before;
+        assert_eq!(taken, 1, "engine locks per scrape");
+        for family in [
+            "sluice_queue_packets_total",
+            "sluice_states",
+            "sluice_tcp_rtt_seconds",
+        ] {
+            assert!(text.contains(&format!("# TYPE {family} ")), "{family}");
+        }
     }
 
     #[test]

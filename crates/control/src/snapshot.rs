@@ -392,9 +392,20 @@ fn learned_json(learned: Vec<IfaceAddrs>, now: Instant) -> Vec<LearnedAddrsJson>
 }
 
 pub fn info(state: &DaemonState) -> InfoReply {
-    let now = (state.now)();
-    let (report, st, mem, learned) = {
-        let e = lock(state);
+    let copy = InfoCopy::take(&lock(state));
+    info_from(state, copy, &state.running.get())
+}
+
+/// What `info` and a metrics scrape copy of the engine under its lock.
+struct InfoCopy {
+    report: Vec<IfaceReport>,
+    st: sluice_classify::ClassifierStats,
+    mem: MemoryReport,
+    learned: Vec<IfaceAddrs>,
+}
+
+impl InfoCopy {
+    fn take(e: &sluice_engine::Engine) -> InfoCopy {
         // At most MAX_LEARNED_ADDRS per interface are copied under the lock.
         let learned: Vec<_> = (0..e.iface_count())
             .map(|i| {
@@ -403,9 +414,35 @@ pub fn info(state: &DaemonState) -> InfoReply {
                 (name, e.configured_addrs(i), addrs, refused)
             })
             .collect();
-        (e.report(), e.classifier().stats(), e.memory(), learned)
+        InfoCopy {
+            report: e.report(),
+            st: e.classifier().stats(),
+            mem: e.memory(),
+            learned,
+        }
+    }
+}
+
+/// A metrics scrape: `show queues`, `show info` and the RTT histograms
+/// from one copy, taken under one engine lock.
+pub fn scrape(state: &DaemonState) -> (QueuesReply, InfoReply, [sluice_time::Histogram; 2]) {
+    let (copy, rtt, running) = {
+        let e = lock(state);
+        let rtt = e.classifier().rtt_histograms().clone();
+        (InfoCopy::take(&e), rtt, state.running.get())
     };
-    let running = state.running.get();
+    let queues = queues_from(&copy.report, Some(&running.config));
+    (queues, info_from(state, copy, &running), rtt)
+}
+
+fn info_from(state: &DaemonState, c: InfoCopy, running: &crate::Loaded) -> InfoReply {
+    let now = (state.now)();
+    let InfoCopy {
+        report,
+        st,
+        mem,
+        learned,
+    } = c;
     let config = running.path.display().to_string();
     InfoReply {
         version: env!("CARGO_PKG_VERSION").to_string(),

@@ -194,6 +194,44 @@ fn scrapes_over_the_cap_are_refused_at_once_and_counted() {
     );
 }
 
+/// The accept thread never waits on a refused client (it waited up to
+/// 100 ms + 100 ms on each): ten silent clients over the cap delay the
+/// refusal of the next one by nothing.
+#[test]
+fn silent_clients_over_the_cap_do_not_hold_up_the_accept_thread() {
+    let (d, addr) = metrics_daemon("cap-silent");
+    let cap = sluice_control::metrics::MAX_CLIENTS;
+    let idle: Vec<TcpStream> = (0..cap)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    let slots = &d.state.clients.metrics;
+    wait_busy(|| slots.busy(), cap);
+    let t = Instant::now();
+    let silent: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let mut extra = TcpStream::connect(addr).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    extra.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut r = String::new();
+    extra
+        .read_to_string(&mut r)
+        .expect("refused with an answer");
+    let took = t.elapsed();
+    assert!(r.starts_with("HTTP/1.0 503 "), "{r}");
+    // Each silent client held the accept thread for 100 ms before.
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    // The silent ones got their 503 too, without having asked.
+    for mut s in silent {
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        assert!(r.starts_with("HTTP/1.0 503 "), "{r}");
+    }
+    assert_eq!(slots.refused.load(Ordering::Relaxed), 11);
+    drop(idle);
+}
+
 /// `load(path)` on a thread: its error, or a panic if it takes over 2 s.
 fn load_err_promptly(path: &Path) -> String {
     let p = path.to_path_buf();

@@ -77,6 +77,9 @@ pub struct IfaceIoStats {
     /// Times the XDP program was found detached (by someone else) and
     /// attached again.
     pub xdp_reattach: AtomicU64,
+    /// Frames whose TCP/UDP checksum the sender left to TX offload
+    /// (AF_PACKET's `TP_STATUS_CSUMNOTREADY`), completed before forwarding.
+    pub csum_completed: AtomicU64,
 }
 
 /// Counters of both interfaces, index 0 = LAN, 1 = WAN.
@@ -329,13 +332,16 @@ impl Bridge {
             // Summed per batch: an atomic add per frame and counter is a
             // locked instruction each, for readers that look once a second.
             let (mut frames, mut bytes, mut oversize, mut truncated) = (0u64, 0u64, 0u64, 0u64);
+            let mut completed = 0u64;
             let got = self.ports[i].recv(RX_BATCH_FRAMES, &mut |f| {
                 if f.truncated {
                     truncated += 1;
                     return;
                 }
                 let mut v = pool.take_copy(&[]);
-                crate::ring::copy_with_vlan(&mut v, f.data, f.vlan);
+                if crate::ring::copy_frame(&mut v, f.data, f.vlan, f.csum) {
+                    completed += 1;
+                }
                 frames += 1;
                 bytes += v.len() as u64;
                 if v.len() > limit {
@@ -348,6 +354,7 @@ impl Bridge {
                 (&st.rx_bytes, bytes),
                 (&st.oversize, oversize),
                 (&st.truncated, truncated),
+                (&st.csum_completed, completed),
             ] {
                 if n > 0 {
                     c.fetch_add(n, Ordering::Relaxed);

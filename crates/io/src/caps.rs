@@ -10,11 +10,16 @@
 //!   (CAP_NET_ADMIN + CAP_BPF, or CAP_SYS_ADMIN on kernels before 5.8,
 //!   which lack CAP_BPF) and handing the interfaces back at exit
 //!   (CAP_NET_ADMIN). The caller names the set ([`restrict_to`]).
-//! - The uid stays 0: files the daemon reads or removes later (the
-//!   configuration on reload, its control socket and lock files at exit)
-//!   are root's, which the owner's permission bits grant without
-//!   CAP_DAC_OVERRIDE. A configuration owned by another user and not
-//!   readable by others is refused on reload.
+//! - Without a user ([`restrict_to`]) the uid stays 0: files the daemon
+//!   reads or removes later (the configuration on reload, its control
+//!   socket and lock files at exit) are root's, which the owner's
+//!   permission bits grant without CAP_DAC_OVERRIDE; root-owned files
+//!   elsewhere stay writable the same way. With one ([`restrict_as`],
+//!   `run --user`) the process becomes that user and group, supplementary
+//!   groups cleared, keeping across the change (`PR_SET_KEEPCAPS`) only
+//!   the capabilities named: a compromise of the packet path is then that
+//!   user's, not root's (security review L6). What it still writes must
+//!   be that user's (the caller chowns it first).
 //! - Reduced are the effective, permitted and inheritable sets, the
 //!   ambient set (cleared) and the bounding set (needs CAP_SETPCAP; under a
 //!   systemd unit whose `CapabilityBoundingSet=` already bounds it, EPERM
@@ -173,10 +178,61 @@ pub fn current() -> io::Result<Privileges> {
     })
 }
 
+/// A user to become: its uid and primary gid ([`lookup_user`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct User {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// The user `name` (or a numeric uid) as the system's user database
+/// (getpwnam(3), NSS included) knows it; `Ok(None)` if it has none.
+pub fn lookup_user(name: &str) -> io::Result<Option<User>> {
+    let cname = std::ffi::CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the user name"))?;
+    let mut buf = vec![0u8; 4096];
+    loop {
+        // SAFETY: an all-zero passwd is valid for getpwnam_r to fill.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: `cname` is NUL-terminated; `pw`, `buf` (its length
+        // given) and `found` outlive the call; the strings it points `pw`
+        // into live in `buf`, and only the numeric fields are read.
+        let r = unsafe {
+            libc::getpwnam_r(
+                cname.as_ptr(),
+                &mut pw,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        match r {
+            0 if found.is_null() => break,
+            0 => {
+                return Ok(Some(User {
+                    uid: pw.pw_uid,
+                    gid: pw.pw_gid,
+                }))
+            }
+            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
+            e => return Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+    Ok(name.parse::<u32>().ok().map(|uid| User { uid, gid: uid }))
+}
+
 /// Sets `PR_SET_NO_NEW_PRIVS` and reduces every capability set to `keep`
 /// (a [`mask`]; what is not permitted now stays out). Must run before the
 /// process has a second thread (refused otherwise: it would keep all).
 pub fn restrict_to(keep: u64) -> io::Result<Privileges> {
+    restrict_as(keep, None)
+}
+
+/// [`restrict_to`], becoming `user` on the way (real, effective and saved
+/// ids; no supplementary groups) with `keep` carried across the change.
+/// Needs CAP_SETUID and CAP_SETGID, which are then dropped like the rest.
+pub fn restrict_as(keep: u64, user: Option<User>) -> io::Result<Privileges> {
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::other(format!(
@@ -206,6 +262,9 @@ pub fn restrict_to(keep: u64) -> io::Result<Privileges> {
         Err(e) if e.raw_os_error() != Some(libc::EINVAL) => return Err(e),
         _ => {}
     }
+    if let Some(u) = user {
+        become_user(u)?;
+    }
     let mut d = capget()?;
     for (k, half) in d.iter_mut().enumerate() {
         let keep = (keep >> (32 * k)) as u32;
@@ -217,6 +276,21 @@ pub fn restrict_to(keep: u64) -> io::Result<Privileges> {
     let mut p = current()?;
     p.bounding_reduced = bounding_reduced;
     Ok(p)
+}
+
+/// setgroups, setresgid, setresuid to `u`, the permitted set kept
+/// (the effective one is emptied by the uid change and restored by the
+/// caller's `capset`).
+fn become_user(u: User) -> io::Result<()> {
+    prctl(libc::PR_SET_KEEPCAPS, 1)?;
+    // SAFETY: an empty list: no pointer is read.
+    crate::sys::cvt(unsafe { libc::setgroups(0, std::ptr::null()) })?;
+    // SAFETY: integer arguments only.
+    crate::sys::cvt(unsafe { libc::setresgid(u.gid, u.gid, u.gid) })?;
+    // SAFETY: integer arguments only.
+    crate::sys::cvt(unsafe { libc::setresuid(u.uid, u.uid, u.uid) })?;
+    prctl(libc::PR_SET_KEEPCAPS, 0)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -231,6 +305,13 @@ mod tests {
         assert_eq!(names(0), "none");
         assert_eq!(names(1 << 5), "cap_5");
         assert_eq!(mask(&[64, 70]), 0, "out of range is ignored");
+    }
+
+    #[test]
+    fn users_are_looked_up_by_name_or_number() {
+        assert_eq!(lookup_user("root").unwrap(), Some(User { uid: 0, gid: 0 }));
+        assert_eq!(lookup_user("no-such-user-sluice").unwrap(), None);
+        assert!(lookup_user("a\0b").is_err());
     }
 
     #[test]

@@ -410,7 +410,7 @@ impl DelayLine {
             // decides whether it is down or gone.
             let got = self.ports[i].recv(RX_BATCH_FRAMES, &mut |f| {
                 let mut v = pool.take_copy(&[]);
-                crate::ring::copy_with_vlan(&mut v, f.data, f.vlan);
+                crate::ring::copy_frame(&mut v, f.data, f.vlan, f.csum);
                 st.rx_frames.fetch_add(1, Ordering::Relaxed);
                 if let Err(v) = queue.push(now, v) {
                     st.drops_full.fetch_add(1, Ordering::Relaxed);

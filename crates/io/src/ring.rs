@@ -10,6 +10,11 @@
 //! by `num_pkts`. TPACKET_V2 slots are fixed-size and carry their own
 //! status word (no block, no retire timer). The mmap itself lives in `sock.rs`; here nothing is unsafe,
 //! so it is unit-tested from byte arrays.
+//! A frame whose status (or `PACKET_AUXDATA`'s, on recvmmsg) says
+//! `TP_STATUS_CSUMNOTREADY` gets its TCP/UDP checksum completed as it is
+//! copied out of the ring, before the engine reads or rewrites it: sent
+//! on as it came, it would carry a pseudo-header sum onto a wire where no
+//! offload completes it (security review L7).
 
 /// `block_status` bit: the block belongs to user space.
 pub const TP_STATUS_USER: u32 = 1;
@@ -17,6 +22,13 @@ pub const TP_STATUS_USER: u32 = 1;
 pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 /// `tp_status` bit: `tp_vlan_tpid` is meaningful.
 pub const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+/// `tp_status` bit: the sender left the TCP/UDP checksum to TX offload
+/// (CHECKSUM_PARTIAL, a veth or tap peer with `tx` on): its field holds
+/// only the pseudo-header's sum. Completed in software ([`copy_frame`]).
+pub const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
+/// `tp_status` bit: the kernel verified the checksum (or needs not):
+/// the frame is whole as it is; nothing to do.
+pub const TP_STATUS_CSUM_VALID: u32 = 1 << 7;
 /// `sll_pkttype` of a frame this host sent.
 pub const PACKET_OUTGOING: u8 = 4;
 
@@ -186,6 +198,12 @@ const CMSG_CAP: usize = 8;
 /// The VLAN tag (TPID, TCI) the kernel stripped, from a recvmsg control
 /// buffer with `PACKET_AUXDATA` enabled; `None` if there is none.
 pub fn auxdata_vlan(control: &[u8]) -> Option<(u16, u16)> {
+    auxdata(control)?.1
+}
+
+/// `tp_status` and the stripped VLAN tag (TPID, TCI) from a recvmsg
+/// control buffer with `PACKET_AUXDATA` enabled; `None` without auxdata.
+pub fn auxdata(control: &[u8]) -> Option<(u32, Option<(u16, u16)>)> {
     let mut at = 0usize;
     for _ in 0..CMSG_CAP {
         let hdr = control.get(at..at.checked_add(CMSG_HDR)?)?;
@@ -201,7 +219,7 @@ pub fn auxdata_vlan(control: &[u8]) -> Option<(u16, u16)> {
             let d = control.get(at + CMSG_HDR..at.checked_add(len)?)?;
             let status = u32_at(d, 0)?;
             if status & TP_STATUS_VLAN_VALID == 0 {
-                return None;
+                return Some((status, None));
             }
             let tci = u16_at(d, 16)?;
             let tpid = u16_at(d, 18)?;
@@ -210,12 +228,46 @@ pub fn auxdata_vlan(control: &[u8]) -> Option<(u16, u16)> {
             } else {
                 0x8100
             };
-            return Some((tpid, tci));
+            return Some((status, Some((tpid, tci))));
         }
         // Next message: CMSG_ALIGN(len) to 8 bytes.
         at = at.checked_add(len.checked_add(7)? & !7)?;
     }
     None
+}
+
+/// What is known of a received frame's TCP/UDP checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Csum {
+    /// Whole, or verified by the kernel (`TP_STATUS_CSUM_VALID`), or not
+    /// known to be otherwise (a physical NIC's frames always are).
+    Complete,
+    /// Left to TX offload (`TP_STATUS_CSUMNOTREADY`): to be completed.
+    Partial,
+    /// Nothing says (AF_XDP on a veth or tap, whose peer may offload):
+    /// completed if it looks partial (`sluice_wire::complete_if_partial`).
+    Unknown,
+}
+
+/// What `tp_status` says of the frame's checksum.
+pub fn csum_of(status: u32) -> Csum {
+    if status & TP_STATUS_CSUMNOTREADY != 0 {
+        Csum::Partial
+    } else {
+        Csum::Complete
+    }
+}
+
+/// A received frame into `out` as it is to leave: the stripped VLAN tag
+/// put back ([`copy_with_vlan`]) and a checksum left to offload completed
+/// (`csum`). True when one was completed.
+pub fn copy_frame(out: &mut Vec<u8>, data: &[u8], vlan: Option<(u16, u16)>, csum: Csum) -> bool {
+    copy_with_vlan(out, data, vlan);
+    match csum {
+        Csum::Complete => false,
+        Csum::Partial => sluice_wire::complete_l4_checksum(out),
+        Csum::Unknown => sluice_wire::complete_if_partial(out),
+    }
 }
 
 /// Copies `data` into `out`, re-inserting a VLAN tag the kernel stripped
@@ -499,6 +551,77 @@ mod tests {
         let mut c = cmsg(SOL_PACKET, PACKET_AUXDATA, &auxdata(st, 5, 0));
         c[..8].copy_from_slice(&u64::MAX.to_ne_bytes());
         assert_eq!(auxdata_vlan(&c), None, "length beyond the buffer");
+    }
+
+    /// A TCP/IPv4 frame as a sender with TX checksum offload hands it
+    /// over (the field holds the folded pseudo-header sum), and as it
+    /// must leave.
+    fn partial_tcp() -> (Vec<u8>, Vec<u8>) {
+        let (src, dst) = ([10, 0, 0, 2], [192, 0, 2, 1]);
+        let whole = sluice_wire::build::tcp(
+            std::net::Ipv4Addr::from(src),
+            std::net::Ipv4Addr::from(dst),
+            40000,
+            443,
+            sluice_wire::tcp_flags::ACK,
+            700,
+        );
+        let (l4, seg_len) = (14 + 20, whole.len() - 14 - 20);
+        let mut p: u32 = [src, dst]
+            .iter()
+            .flat_map(|a| {
+                [
+                    u16::from_be_bytes([a[0], a[1]]),
+                    u16::from_be_bytes([a[2], a[3]]),
+                ]
+            })
+            .map(u32::from)
+            .sum::<u32>()
+            + 6
+            + seg_len as u32;
+        while p > 0xffff {
+            p = (p & 0xffff) + (p >> 16);
+        }
+        let mut partial = whole.clone();
+        partial[l4 + 16..l4 + 18].copy_from_slice(&(p as u16).to_be_bytes());
+        (partial, whole)
+    }
+
+    #[test]
+    fn a_frame_left_to_checksum_offload_is_completed_as_it_is_copied() {
+        let (partial, whole) = partial_tcp();
+        assert_ne!(partial, whole);
+        // The ring: the status bit, with a stripped tag to put back first.
+        let mut slot = v2_slot(&partial, partial.len() as u32, 0, Some((0x8100, 5)));
+        let st = u32_at(&slot, 0).unwrap() | TP_STATUS_CSUMNOTREADY;
+        put32(&mut slot, 0, st);
+        let f = parse_v2_frame(&slot).expect("valid slot");
+        assert_eq!(csum_of(f.status), Csum::Partial);
+        let mut out = Vec::new();
+        assert!(copy_frame(&mut out, f.data, f.vlan, csum_of(f.status)));
+        assert_eq!(out, sluice_wire::build::vlan_wrap(&whole, 0x8100, 5));
+        // recvmmsg: the same bit in PACKET_AUXDATA.
+        let c = cmsg(
+            SOL_PACKET,
+            PACKET_AUXDATA,
+            &auxdata(1 | TP_STATUS_CSUMNOTREADY, 0, 0),
+        );
+        let (status, vlan) = super::auxdata(&c).expect("auxdata");
+        assert!(csum_of(status) == Csum::Partial && vlan.is_none());
+        assert!(copy_frame(&mut out, &partial, vlan, csum_of(status)));
+        assert_eq!(out, whole);
+        // AF_XDP: recognised by its field.
+        assert!(copy_frame(&mut out, &partial, None, Csum::Unknown));
+        assert_eq!(out, whole);
+        assert!(!copy_frame(&mut out, &whole, None, Csum::Unknown));
+        assert_eq!(out, whole);
+        // Verified (CSUM_VALID) or plain frames are copied untouched.
+        assert_eq!(
+            csum_of(TP_STATUS_USER | TP_STATUS_CSUM_VALID),
+            Csum::Complete
+        );
+        assert!(!copy_frame(&mut out, &partial, None, Csum::Complete));
+        assert_eq!(out, partial);
     }
 
     #[test]

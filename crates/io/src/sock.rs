@@ -107,6 +107,8 @@ pub struct RxFrame<'a> {
     pub vlan: Option<(u16, u16)>,
     /// The frame was longer than the ring slot: `data` is only its head.
     pub truncated: bool,
+    /// Whether its TCP/UDP checksum was left to TX offload.
+    pub csum: ring::Csum,
 }
 
 pub struct PacketSocket {
@@ -374,6 +376,7 @@ fn recv_ring(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) ->
                 data: fr.data,
                 vlan: fr.vlan,
                 truncated: (fr.wire_len as usize) > fr.data.len(),
+                csum: ring::csum_of(fr.status),
             });
         }
         status.store(0, Ordering::Release);
@@ -409,6 +412,7 @@ fn recv_ring_v2(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>))
                     data: fr.data,
                     vlan: fr.vlan,
                     truncated: (fr.wire_len as usize) > fr.data.len(),
+                    csum: ring::csum_of(fr.status),
                 });
             }
         }
@@ -422,7 +426,7 @@ fn recv_ring_v2(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>))
 /// Control buffer per message: one `tpacket_auxdata` (20 B) behind its
 /// 16-byte header, rounded up, with room to spare.
 const CONTROL_WORDS: usize = 8;
-// `ring::auxdata_vlan` parses the 64-bit Linux cmsghdr layout.
+// `ring::auxdata` parses the 64-bit Linux cmsghdr layout.
 const _: () = assert!(std::mem::size_of::<libc::cmsghdr>() == 16);
 
 fn control_bytes(words: &[u64; CONTROL_WORDS]) -> [u8; CONTROL_WORDS * 8] {
@@ -487,13 +491,15 @@ fn recv_mmsg(
         let len = (m.msg_len as usize).min(MMSG_FRAME_BYTES);
         let start = i * MMSG_FRAME_BYTES;
         let clen = m.msg_hdr.msg_controllen.min(CONTROL_WORDS * 8);
-        let vlan = ring::auxdata_vlan(&control_bytes(&control[i])[..clen]);
+        let (status, vlan) =
+            ring::auxdata(&control_bytes(&control[i])[..clen]).unwrap_or((0, None));
         if let Some(data) = scratch.get(start..start + len) {
             got += 1;
             f(RxFrame {
                 data,
                 vlan,
                 truncated: false,
+                csum: ring::csum_of(status),
             });
         }
     }

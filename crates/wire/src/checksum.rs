@@ -12,6 +12,15 @@
 //!   the swapped old and new values.
 //! - TCP and UDP checksums also cover a pseudo-header (RFC 9293 §3.1, RFC 768,
 //!   RFC 8200 §8.1); its sum is built in one place, [`pseudo_header_sum`].
+//! - A frame a Linux sender left to TX checksum offload (CHECKSUM_PARTIAL:
+//!   AF_PACKET says `TP_STATUS_CSUMNOTREADY`) carries only the
+//!   pseudo-header's sum in its TCP/UDP checksum field. [`complete_l4_checksum`]
+//!   writes the full one, computed afresh (pseudo-header and segment, the
+//!   field taken as zero) rather than added onto what the field holds, so
+//!   the result is right whatever the field held. A UDP result of 0 is sent
+//!   as 0xffff (RFC 768: 0 means "no checksum"). Where nothing says whether
+//!   a frame was left partial, [`complete_if_partial`] recognises one by its
+//!   field (the pseudo-header's folded sum) and a checksum that fails.
 
 use std::net::IpAddr;
 
@@ -82,9 +91,171 @@ pub(crate) fn pseudo_header_sum(src: IpAddr, dst: IpAddr, proto: u8, len: u32) -
     }
 }
 
+/// Where the TCP or UDP checksum of the unfragmented segment in `frame`
+/// is: (segment start, segment end, field offset in the segment, the
+/// pseudo-header's unfolded sum); `None` for anything else.
+fn l4_checksum_field(frame: &[u8]) -> Option<(usize, usize, usize, u32)> {
+    let info = crate::parse(frame).ok()?;
+    let ip = info.ip?;
+    let field = match ip.l4 {
+        crate::L4::Tcp { .. } => 16,
+        crate::L4::Udp { .. } => 6,
+        _ => return None,
+    };
+    if ip.frag != crate::Frag::None {
+        return None;
+    }
+    let end = info.l3_offset + usize::from(ip.ip_len);
+    let len = end.checked_sub(ip.l4_offset).filter(|l| *l >= field + 2)?;
+    frame.get(ip.l4_offset..end)?;
+    let pseudo = pseudo_header_sum(ip.src, ip.dst, ip.proto, len as u32);
+    Some((ip.l4_offset, end, field, pseudo))
+}
+
+/// Writes the full TCP or UDP checksum of the unfragmented segment in
+/// `frame` (Ethernet on, as [`crate::parse`] reads it), the segment ending
+/// where the IP datagram does. `false`, the frame untouched, for anything
+/// else (not IP, another protocol, a fragment, malformed).
+pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
+    let Some((start, end, field, pseudo)) = l4_checksum_field(frame) else {
+        return false;
+    };
+    let is_udp = field == 6;
+    let seg = &mut frame[start..end];
+    seg[field..field + 2].copy_from_slice(&[0, 0]);
+    let mut c = finish(sum_words(pseudo, seg));
+    if c == 0 && is_udp {
+        c = 0xffff;
+    }
+    seg[field..field + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+/// [`complete_l4_checksum`] for a frame that may or may not have been
+/// left to offload, where nothing says which (AF_XDP): completed only
+/// when its field holds exactly the pseudo-header's folded sum and the
+/// checksum does not verify. A complete checksum is never changed; the
+/// cost for one is a pseudo-header sum and a compare.
+pub fn complete_if_partial(frame: &mut [u8]) -> bool {
+    let Some((start, end, field, pseudo)) = l4_checksum_field(frame) else {
+        return false;
+    };
+    let seg = &frame[start..end];
+    let held = u16::from_be_bytes([seg[field], seg[field + 1]]);
+    if held != !finish(pseudo) || finish(sum_words(pseudo, seg)) == 0 {
+        return false;
+    }
+    complete_l4_checksum(frame)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `frame` as a CHECKSUM_PARTIAL sender hands it over: the L4 checksum
+    /// field holds the pseudo-header's folded sum, not inverted.
+    fn partial(frame: &[u8], field: usize) -> Vec<u8> {
+        let mut f = frame.to_vec();
+        let info = crate::parse(&f).unwrap();
+        let ip = info.ip.unwrap();
+        let len = info.l3_offset + usize::from(ip.ip_len) - ip.l4_offset;
+        let mut acc = pseudo_header_sum(ip.src, ip.dst, ip.proto, len as u32);
+        while acc > 0xffff {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        let at = ip.l4_offset + field;
+        f[at..at + 2].copy_from_slice(&(acc as u16).to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn a_partial_tcp_or_udp_checksum_is_completed_as_the_nic_would() {
+        use crate::build;
+        let (a4, b4) = ("10.0.0.2".parse().unwrap(), "192.0.2.1".parse().unwrap());
+        let (a6, b6) = (
+            "2001:db8::2".parse().unwrap(),
+            "2001:db8::1".parse().unwrap(),
+        );
+        let frames: Vec<(Vec<u8>, usize)> = vec![
+            (
+                build::tcp(a4, b4, 40000, 443, crate::tcp_flags::ACK, 1000),
+                16,
+            ),
+            (
+                build::tcp(a6, b6, 40000, 443, crate::tcp_flags::ACK, 999),
+                16,
+            ),
+            (build::udp(a4, b4, 5000, 53, 33), 6),
+            (build::udp(a6, b6, 5000, 53, 120), 6),
+            (
+                build::vlan_wrap(
+                    &build::tcp(a4, b4, 1, 2, crate::tcp_flags::SYN, 0),
+                    0x8100,
+                    7,
+                ),
+                16,
+            ),
+            (build::pppoe_wrap(&build::udp(a6, b6, 9, 9, 11), 3), 6),
+        ];
+        for (i, (whole, field)) in frames.iter().enumerate() {
+            let mut f = partial(whole, *field);
+            assert_ne!(&f, whole, "frame {i}: the test must start partial");
+            assert!(complete_l4_checksum(&mut f), "frame {i}");
+            assert_eq!(&f, whole, "frame {i}");
+            // A complete checksum stays what it is.
+            assert!(complete_l4_checksum(&mut f));
+            assert_eq!(&f, whole, "frame {i} again");
+        }
+        // Ethernet padding after the datagram is not summed.
+        let (mut padded, whole) = (partial(&frames[2].0, 6), frames[2].0.clone());
+        padded.extend_from_slice(&[0xaa; 6]);
+        assert!(complete_l4_checksum(&mut padded));
+        assert_eq!(&padded[..whole.len()], &whole[..]);
+    }
+
+    #[test]
+    fn only_a_frame_whose_field_is_the_pseudo_header_sum_is_taken_for_partial() {
+        use crate::build;
+        let (a, b) = ("10.0.0.2".parse().unwrap(), "192.0.2.1".parse().unwrap());
+        let whole = build::tcp(a, b, 40000, 443, crate::tcp_flags::ACK, 300);
+        let mut f = partial(&whole, 16);
+        assert!(complete_if_partial(&mut f));
+        assert_eq!(f, whole);
+        // Complete: untouched.
+        assert!(!complete_if_partial(&mut f));
+        assert_eq!(f, whole);
+        // Wrong, but not a pseudo-header sum: not ours to repair.
+        let mut bad = whole.clone();
+        let at = 14 + 20 + 16;
+        bad[at] ^= 0x5a;
+        let before = bad.clone();
+        assert!(!complete_if_partial(&mut bad));
+        assert_eq!(bad, before);
+        let udp = build::udp(a, b, 1, 2, 57);
+        let mut f = partial(&udp, 6);
+        assert!(complete_if_partial(&mut f));
+        assert_eq!(f, udp);
+    }
+
+    #[test]
+    fn what_is_not_unfragmented_tcp_or_udp_is_left_alone() {
+        use crate::build;
+        let (a, b) = ("10.0.0.2".parse().unwrap(), "192.0.2.1".parse().unwrap());
+        let mut icmp = build::icmp_v4_echo(a, b, 1, 1, 8);
+        let before = icmp.clone();
+        assert!(!complete_l4_checksum(&mut icmp));
+        assert_eq!(icmp, before);
+        let mut arp = build::arp(a, b);
+        assert!(!complete_l4_checksum(&mut arp));
+        let mut frag = build::udp(a.into(), b.into(), 1, 2, 100);
+        crate::build::set_ipv4_frag(&mut frag, true, 0).unwrap();
+        let before = frag.clone();
+        assert!(!complete_l4_checksum(&mut frag));
+        assert_eq!(frag, before);
+        let mut short = build::udp(a.into(), b.into(), 1, 2, 100);
+        short.truncate(40);
+        assert!(!complete_l4_checksum(&mut short));
+    }
 
     /// RFC 1071 §3 example: the words 0001 f203 f4f5 f6f7 sum to 0xddf2.
     #[test]

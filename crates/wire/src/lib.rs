@@ -40,7 +40,10 @@ pub mod echo;
 pub mod tcp;
 pub mod tcpwin;
 
-pub use checksum::{checksum_update16, checksum_update_at, internet_checksum};
+pub use checksum::{
+    checksum_update16, checksum_update_at, complete_if_partial, complete_l4_checksum,
+    internet_checksum,
+};
 pub use ether::{MAX_VLAN_TAGS, PPP_IPV4, PPP_IPV6};
 pub use ip::MAX_EXT_HEADERS;
 pub use neigh::{neighbor_claim, Claim, ClaimKind, ND_NEIGHBOR_ADVERT, ND_NEIGHBOR_SOLICIT};

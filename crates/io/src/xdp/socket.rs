@@ -3,6 +3,7 @@
 
 use super::program::{self, XdpMode};
 use super::umem::*;
+use crate::ring::Csum;
 use crate::sock::RxFrame;
 use crate::sockopt;
 use crate::sys::{bind, cvt};
@@ -48,6 +49,8 @@ pub struct XdpSocket {
     /// Kernel drop counters at the last `take_drops`.
     drops_seen: u64,
     ifindex: u32,
+    /// What received frames' checksums are known to be (veth, tap: unknown).
+    rx_csum: Csum,
 }
 
 fn owned(fd: libc::c_int) -> OwnedFd {
@@ -170,9 +173,17 @@ impl XdpSocket {
         let map = program::create_xskmap()
             .map_err(|e| io::Error::new(e.kind(), format!("XSKMAP: {e}")))?;
         let prog = program::load_program(&map)?;
+        let driver = sockopt::driver(ioctl_fd, name).unwrap_or_default();
+        // A veth or tap peer may leave checksums to offload; AF_XDP is not
+        // told which frames (AF_PACKET is: ring.rs), so they are looked at.
+        let rx_csum = if driver == "veth" || driver == "tun" {
+            Csum::Unknown
+        } else {
+            Csum::Complete
+        };
         let order: &[XdpMode] = if generic_only {
             &[XdpMode::Generic]
-        } else if sockopt::driver(ioctl_fd, name).is_ok_and(|d| d == "veth") {
+        } else if driver == "veth" {
             // veth's native XDP copies each frame into a page-pool page
             // before the socket copies it again; generic mode runs on the
             // skb the peer sent (measured: −11 % CPU per 1518 B frame).
@@ -212,6 +223,7 @@ impl XdpSocket {
             zerocopy,
             drops_seen: 0,
             ifindex,
+            rx_csum,
         })
     }
 
@@ -257,6 +269,7 @@ impl XdpSocket {
                     data,
                     vlan: None,
                     truncated: false,
+                    csum: self.rx_csum,
                 });
             } else {
                 // Cannot come from a sane kernel; counted (as not received
@@ -265,6 +278,7 @@ impl XdpSocket {
                     data: &[],
                     vlan: None,
                     truncated: true,
+                    csum: Csum::Complete,
                 });
             }
             if i < give {
