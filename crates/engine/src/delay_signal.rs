@@ -45,19 +45,37 @@
 //!   ACK lengthens a single sample by up to its timer; a flow's value is
 //!   its least delay over the last [`Params::flow_window`] (100 ms, two
 //!   halves), which a queue raises and a delayed ACK does not.
-//! - **Robust across flows.** The signal is the median over flows with a
-//!   sample in the last [`Params::fresh`] (1 s): a minority of noisy
-//!   flows (a slow far server, a Wi-Fi client) cannot move it.
-//! - **Confidence, not a guess.** A reading carries how many flows it is
-//!   the median of and the age of the newest sample; no fresh flow means
-//!   no signal (`delay: None`), never zero.
+//! - **One vote per far network, not per flow.** A flow costs its sender
+//!   nothing, so the flows with a sample in the last [`Params::fresh`]
+//!   (1 s) vote by far network ([`crate::votes`]: IPv4 /24, IPv6 /48),
+//!   one vote each, and the signal is the lower median over those votes,
+//!   given only with [`Params::min_voters`] (3) voters or more. A noisy
+//!   minority (a slow far server, a Wi-Fi client) cannot move it, nor can
+//!   one server with fifty connections.
+//! - **The guarantee.** Of `n` ≥ 3 voting networks, liars must be more
+//!   than half to raise the reading above every honest network's value
+//!   (a cut to `min`), and at least half to lower it below every honest
+//!   one (a raise to `max`); fewer keep it within the honest values'
+//!   range. With fewer than 3 networks there is no reading: the
+//!   controller holds, as on silence (and a probe, where one is sent,
+//!   stands in), rather than follow one or two far ends' word.
+//! - **The way in only from conversations sluice carries.** A sender's
+//!   stamps ([`DelaySignal::add_inbound`]) count only for connections
+//!   whose two ends have answered each other's timestamps through sluice
+//!   (the engine's gate): an unsolicited or spoofed segment creates no
+//!   entry. Its clock is checked all the time ([`crate::owd`]).
+//! - **Confidence, not a guess.** A reading carries how many networks
+//!   voted and the age of the newest sample; no fresh flow means no
+//!   signal (`delay: None`), never zero.
 //! - Bounded memory: at most [`Params::max_prefixes`] bases and
-//!   [`Params::max_flows`] flows (the stalest one makes room); stale
-//!   entries leave at [`DelaySignal::expire`].
+//!   [`Params::max_flows`] flows; room is made in O(1) amortised, new
+//!   entries (an inbound flow whose clock is not yet verified) first
+//!   ([`crate::bounded`]); stale entries leave at [`DelaySignal::expire`].
 
+use crate::bounded::Bounded;
 use crate::owd::Owd;
+use crate::votes::{network, tally, Voter, MIN_VOTERS};
 use sluice_time::{Duration, Instant};
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 /// Tuning of the signal (the defaults are what the engine runs).
@@ -70,6 +88,8 @@ pub struct Params {
     pub fresh: Duration,
     pub max_prefixes: usize,
     pub max_flows: usize,
+    /// Far networks a reading needs ([`crate::votes`]).
+    pub min_voters: usize,
 }
 
 impl Default for Params {
@@ -81,6 +101,7 @@ impl Default for Params {
             fresh: Duration::from_secs(1),
             max_prefixes: 4096,
             max_flows: 1024,
+            min_voters: MIN_VOTERS,
         }
     }
 }
@@ -134,20 +155,13 @@ impl WindowMin {
     }
 }
 
-/// A network beyond the link: IPv4 /24, IPv6 /48.
-fn prefix(a: IpAddr) -> (bool, u64) {
-    match a {
-        IpAddr::V4(v) => (false, u64::from(u32::from(v) >> 8)),
-        IpAddr::V6(v) => (true, (u128::from(v) >> 80) as u64),
-    }
-}
-
 /// One reading of the signal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reading {
-    /// The median delay beyond sluice over fresh flows; `None` without any.
+    /// The lower median delay beyond sluice over the far networks of
+    /// fresh flows ([`crate::votes`]); `None` with too few of them.
     pub delay: Option<Duration>,
-    /// Flows the median is taken over.
+    /// Far networks that voted (a probe's reading: 1).
     pub flows: u32,
     /// Age of the newest sample (any flow); `None` before the first.
     pub newest_age: Option<Duration>,
@@ -204,14 +218,14 @@ pub const TRACE_CAP: usize = 1 << 16;
 #[derive(Clone, Debug)]
 pub struct DelaySignal {
     params: Params,
-    bases: HashMap<(bool, u64), WindowMin>,
-    flows: HashMap<u64, FlowDelay>,
+    bases: Bounded<Voter, WindowMin>,
+    flows: Bounded<u64, FlowDelay>,
     /// The same for samples a pure ACK completed (see [`DelaySignal::add_ack`]).
-    ack_bases: HashMap<(bool, u64), WindowMin>,
-    ack_flows: HashMap<u64, FlowDelay>,
+    ack_bases: Bounded<Voter, WindowMin>,
+    ack_flows: Bounded<u64, FlowDelay>,
     /// Each flow's one-way delay on the way in (see
     /// [`DelaySignal::add_inbound`]).
-    inbound: HashMap<u64, Owd>,
+    inbound: Bounded<u64, Inbound>,
     newest: Option<Instant>,
     /// Samples taken (counter).
     pub samples: u64,
@@ -236,11 +250,11 @@ impl DelaySignal {
     pub fn new(params: Params) -> Self {
         DelaySignal {
             params,
-            bases: HashMap::new(),
-            flows: HashMap::new(),
-            ack_bases: HashMap::new(),
-            ack_flows: HashMap::new(),
-            inbound: HashMap::new(),
+            bases: Bounded::new(params.max_prefixes),
+            flows: Bounded::new(params.max_flows),
+            ack_bases: Bounded::new(params.max_prefixes),
+            ack_flows: Bounded::new(params.max_flows),
+            inbound: Bounded::new(params.max_flows),
             newest: None,
             samples: 0,
             unsound: 0,
@@ -308,7 +322,7 @@ impl DelaySignal {
             self.unsound += 1;
             return;
         }
-        let inbound = self.inbound.get(&flow).and_then(|o| o.latest(now));
+        let inbound = self.inbound.get(&flow).and_then(|i| i.owd.latest(now));
         let (maps, window) = if ack {
             ((&mut self.ack_bases, &mut self.ack_flows), p.ack_window)
         } else {
@@ -324,12 +338,8 @@ impl DelaySignal {
         self.samples += 1;
     }
 
-    #[allow(clippy::type_complexity)]
     fn take(
-        (bases, flows): (
-            &mut HashMap<(bool, u64), WindowMin>,
-            &mut HashMap<u64, FlowDelay>,
-        ),
+        (bases, flows): (&mut Bounded<Voter, WindowMin>, &mut Bounded<u64, FlowDelay>),
         (now, far, flow, rtt, own): (Instant, IpAddr, u64, Duration, Own),
         inbound: Option<Duration>,
         p: Params,
@@ -337,31 +347,41 @@ impl DelaySignal {
     ) -> SampleTrace {
         let corrected = rtt - own.wait;
         let for_base = rtt - own.floor.min(own.wait);
-        let key = prefix(far);
-        if !bases.contains_key(&key) && bases.len() >= p.max_prefixes {
-            evict_stalest(bases, |b| Some(b.last));
+        let voter = network(far);
+        let mut made = false;
+        let b = bases.entry(
+            voter,
+            || {
+                made = true;
+                WindowMin::new(for_base, now)
+            },
+            |_| true,
+        );
+        if !made {
+            b.add(for_base, now, p.base_window);
         }
-        let base = bases
-            .entry(key)
-            .and_modify(|b| b.add(for_base, now, p.base_window))
-            .or_insert_with(|| WindowMin::new(for_base, now))
-            .get();
+        let base = b.get();
         let delay = Duration(corrected.0.saturating_sub(base.0));
         // Without a reading of the way in, all of it may be the way out.
         let out = delay - inbound.unwrap_or(Duration::ZERO);
-        if !flows.contains_key(&flow) && flows.len() >= p.max_flows {
-            evict_stalest(flows, |f| Some(f.rtt.last()));
+        let mut made = false;
+        let f = flows.entry(
+            flow,
+            || {
+                made = true;
+                FlowDelay {
+                    voter,
+                    rtt: WindowMin::new(delay, now),
+                    out: WindowMin::new(out, now),
+                }
+            },
+            |_| true,
+        );
+        if !made {
+            f.voter = voter;
+            f.rtt.add(delay, now, window);
+            f.out.add(out, now, window);
         }
-        flows
-            .entry(flow)
-            .and_modify(|f| {
-                f.rtt.add(delay, now, window);
-                f.out.add(out, now, window);
-            })
-            .or_insert_with(|| FlowDelay {
-                rtt: WindowMin::new(delay, now),
-                out: WindowMin::new(out, now),
-            });
         SampleTrace {
             at: now,
             far,
@@ -392,10 +412,10 @@ impl DelaySignal {
 
     fn read_by(&self, now: Instant, value: impl Fn(&FlowDelay) -> Duration) -> Reading {
         let fresh = self.params.fresh;
-        let values = |m: &HashMap<u64, FlowDelay>| -> Vec<Duration> {
+        let values = |m: &Bounded<u64, FlowDelay>| -> Vec<(Voter, Duration)> {
             m.values()
                 .filter(|f| now.saturating_since(f.rtt.last()) <= fresh)
-                .map(&value)
+                .map(|f| (f.voter, value(f)))
                 .collect()
         };
         let mut v = values(&self.flows);
@@ -405,41 +425,42 @@ impl DelaySignal {
         self.reading(now, v)
     }
 
-    /// The queue on the way in: the median over fresh flows of the queue
-    /// standing before sluice ([`Owd::standing`]).
+    /// The queue on the way in: the vote over fresh flows' far networks
+    /// of the queue standing before sluice ([`Owd::standing`]).
     pub fn read_in(&self, now: Instant) -> Reading {
         let v = self
             .inbound
             .values()
-            .filter_map(|o| o.standing(now))
+            .filter_map(|i| Some((i.voter, i.owd.standing(now)?)))
             .collect();
         self.reading(now, v)
     }
 
-    fn reading(&self, now: Instant, mut v: Vec<Duration>) -> Reading {
-        v.sort_unstable();
-        let delay = match v.len() {
-            0 => None,
-            n if n % 2 == 1 => Some(v[n / 2]),
-            n => Some(Duration((v[n / 2 - 1].0 + v[n / 2].0) / 2)),
-        };
+    fn reading(&self, now: Instant, v: Vec<(Voter, Duration)>) -> Reading {
+        let t = tally(v, self.params.min_voters);
         Reading {
-            delay,
-            flows: v.len() as u32,
+            delay: t.delay,
+            flows: t.voters,
             newest_age: self.newest.map(|t| now.saturating_since(t)),
             probe: false,
         }
     }
 
-    /// A segment of flow `flow` stamped `tsval` by its sender (RFC 7323)
-    /// arrived at `now` from the far side: its one-way delay, whose
-    /// variation is the queue on the way in ([`crate::owd`]). Data and
-    /// pure ACKs alike: a sender stamps each segment as it leaves.
-    pub fn add_inbound(&mut self, now: Instant, flow: u64, tsval: u32) {
-        if !self.inbound.contains_key(&flow) && self.inbound.len() >= self.params.max_flows {
-            evict_stalest(&mut self.inbound, Owd::last);
-        }
-        self.inbound.entry(flow).or_default().on_data(now, tsval);
+    /// A segment of flow `flow` stamped `tsval` by its sender `far`
+    /// (RFC 7323) arrived at `now` from the far side: its one-way delay,
+    /// whose variation is the queue on the way in ([`crate::owd`]). Data
+    /// and pure ACKs alike: a sender stamps each segment as it leaves.
+    /// Only for a connection whose ends answered each other through
+    /// sluice (the caller's gate: see the Principles).
+    pub fn add_inbound(&mut self, now: Instant, far: IpAddr, flow: u64, tsval: u32) {
+        let voter = network(far);
+        let make = || Inbound {
+            voter,
+            owd: Owd::default(),
+        };
+        let i = self.inbound.entry(flow, make, |i| i.owd.verified());
+        i.voter = voter;
+        i.owd.on_data(now, tsval);
     }
 
     /// Forgets flows not heard from in four freshness periods and bases
@@ -448,14 +469,15 @@ impl DelaySignal {
         let p = self.params;
         let flow_ttl = Duration(p.fresh.0.saturating_mul(4));
         for flows in [&mut self.flows, &mut self.ack_flows] {
-            flows.retain(|_, f| now.saturating_since(f.rtt.last()) <= flow_ttl);
+            flows.retain(|f| now.saturating_since(f.rtt.last()) <= flow_ttl);
         }
-        self.inbound.retain(|_, o| {
-            o.last()
+        self.inbound.retain(|i| {
+            i.owd
+                .last()
                 .is_some_and(|t| now.saturating_since(t) <= flow_ttl)
         });
         for bases in [&mut self.bases, &mut self.ack_bases] {
-            bases.retain(|_, b| now.saturating_since(b.last) <= p.base_window);
+            bases.retain(|b| now.saturating_since(b.last) <= p.base_window);
         }
     }
 
@@ -465,21 +487,20 @@ impl DelaySignal {
     }
 }
 
-fn evict_stalest<K: Copy + Eq + std::hash::Hash, V>(
-    m: &mut HashMap<K, V>,
-    last: impl Fn(&V) -> Option<Instant>,
-) {
-    if let Some(k) = m.iter().min_by_key(|(_, v)| last(v)).map(|(k, _)| *k) {
-        m.remove(&k);
-    }
-}
-
 /// A flow's least delays over its window: of the round trip, and of the
-/// way out alone.
+/// way out alone; and its far end's network, its vote's.
 #[derive(Clone, Copy, Debug)]
 struct FlowDelay {
+    voter: Voter,
     rtt: WindowMin,
     out: WindowMin,
+}
+
+/// A flow's way in, and its sender's network.
+#[derive(Clone, Copy, Debug)]
+struct Inbound {
+    voter: Voter,
+    owd: Owd,
 }
 
 /// Sluice's own recent sojourn on an interface: an EWMA (gain 1/8) of the
@@ -634,7 +655,7 @@ mod tests {
         // Two downloads give data samples on an empty path (20 ms); four
         // uploads' ACKs were prompt at first, then (their segments coming
         // one at a time) all 40 ms late: the receiver's delayed-ACK timer.
-        let mut s = DelaySignal::default();
+        let mut s = one_vote();
         let far = host(1);
         for t in (0..3000).step_by(10) {
             for f in 0..2 {
@@ -646,10 +667,10 @@ mod tests {
             }
         }
         let r = s.read(at(3000));
-        assert_eq!((r.delay, r.flows), (Some(ms(0)), 2), "the data flows only");
+        assert_eq!((r.delay, r.flows), (Some(ms(0)), 1), "the data flows only");
         // Without data samples the ACKs' are the signal (with a window of
         // their own): a real queue still shows.
-        let mut u = DelaySignal::default();
+        let mut u = one_vote();
         for t in (0..3000).step_by(10) {
             let q = if t < 2000 { 0 } else { 30 };
             for f in 10..14 {
@@ -657,7 +678,7 @@ mod tests {
             }
         }
         let r = u.read(at(3000));
-        assert_eq!((r.delay, r.flows), (Some(ms(30)), 4));
+        assert_eq!((r.delay, r.flows), (Some(ms(30)), 1));
     }
 
     #[test]
@@ -678,8 +699,8 @@ mod tests {
                 let (q_in, q_out) = queues(t);
                 for f in 0..4u64 {
                     let tsval = (7_000 * f + 100 + t - 10 - q_in) as u32;
-                    s.add_inbound(at(t), f, tsval);
-                    s.add(at(t), far, f, ms(20 + q_in + q_out), ms(0));
+                    s.add_inbound(at(t), host(f as u8), f, tsval);
+                    s.add(at(t), host(f as u8), f, ms(20 + q_in + q_out), ms(0));
                 }
             }
         };
@@ -709,7 +730,7 @@ mod tests {
         );
         // Without stamps there is no way in, and the way out is the whole
         // round trip: it may all be that way.
-        let mut n = DelaySignal::default();
+        let mut n = one_vote();
         for t in (0..3000).step_by(10) {
             n.add(at(t), far, 1, ms(if t < 2000 { 20 } else { 45 }), ms(0));
         }
@@ -817,7 +838,7 @@ mod tests {
         // 8 ms (one 1514-byte frame at 1.5 Mbit/s); each measurement began
         // with one of them, and is corrected by the connection's recent
         // wait, which errs both ways. The path: 20 ms, no queue beyond.
-        let mut s = DelaySignal::default();
+        let mut s = one_vote();
         let mut f = FlowSojourn::default();
         let far = host(1);
         let mut x = 7u64;
@@ -846,7 +867,7 @@ mod tests {
         // over-correction (8 ms under the path) and read 3 ms of delay on
         // an empty path (each flow's least over 100 ms takes some back).
         let r = s.read(at(20_000));
-        assert_eq!(r.flows, 4);
+        assert_eq!(r.flows, 1, "one far network");
         assert!(r.delay.unwrap() <= ms(1), "{r:?}");
     }
 
@@ -857,7 +878,7 @@ mod tests {
         // lab's `rtt 23.5 ms, own 48.3`, and an upload's `rtt 45.1, own
         // 34.9`, whose floor was as long): left out, the base stays at
         // the path and the reading at the queue beyond.
-        let mut s = DelaySignal::default();
+        let mut s = one_vote();
         let far = host(1);
         for t in (0..2000).step_by(10) {
             for f in 0..2 {
@@ -887,6 +908,15 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    /// A signal that reads one far network alone (the tests of what one
+    /// network's flows read; the vote is tested on its own).
+    fn one_vote() -> DelaySignal {
+        DelaySignal::new(Params {
+            min_voters: 1,
+            ..Params::default()
+        })
     }
 
     fn at(n: u64) -> Instant {
@@ -983,12 +1013,83 @@ mod tests {
 
     #[test]
     fn the_base_forgets_a_path_it_no_longer_has() {
-        let mut s = DelaySignal::default();
+        let mut s = one_vote();
         feed(&mut s, 1, 0, 1000, ms(0), |_, _| ms(0));
         // The path gets 15 ms longer for good (a route change): after at
         // most a base window it no longer reads as queueing.
         feed(&mut s, 1, 1000, 62_000, ms(0), |_, _| ms(15));
         assert_eq!(s.read(at(62_000)).delay, Some(ms(0)));
+    }
+
+    #[test]
+    fn a_liar_beside_an_honest_sender_does_not_read_as_a_queue() {
+        // Two downloads from two servers, both clocks verified; from 3 s
+        // on, one server's stamps fall behind by 0.4 s a second (slow
+        // enough to pass the clock checks) up to 10 s: a growing queue
+        // that is not there. The honest one reads none.
+        let lag = |t: u64| t.saturating_sub(3_000).min(25_000) * 2 / 5;
+        let feed = |s: &mut DelaySignal| {
+            for t in (0..30_000).step_by(10) {
+                s.add_inbound(at(t), host(1), 1, (t + 500) as u32);
+                s.add_inbound(at(t), host(2), 2, (t + 900 - lag(t)) as u32);
+            }
+        };
+        let mut s = DelaySignal::default();
+        feed(&mut s);
+        let r = s.read_in(at(30_000));
+        assert_eq!((r.delay, r.flows), (None, 2), "two networks decide nothing");
+        // Read even with one network enough, the lesser of two is the
+        // honest one (the mean read 5 s).
+        let mut one = one_vote();
+        feed(&mut one);
+        let r = one.read_in(at(30_000));
+        assert_eq!(r.delay, Some(ms(0)), "{r:?}");
+    }
+
+    #[test]
+    fn fifty_flows_of_one_server_are_one_vote_against_three_honest_ones() {
+        // Three servers on their own networks, a 30 ms queue beyond sluice
+        // from 2 s on; one more server with 50 connections whose answers
+        // it delays by 10 s after the first second.
+        let mut s = DelaySignal::default();
+        let liar = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 66));
+        for t in (0..3_000).step_by(10) {
+            let q = if t < 2_000 { 0 } else { 30 };
+            for f in 0..3u64 {
+                s.add(at(t), host(f as u8), f, ms(20 + q), ms(0));
+            }
+            for f in 100..150 {
+                let lie = if t < 1_000 { 0 } else { 10_000 };
+                s.add(at(t), liar, f, ms(20 + lie), ms(0));
+            }
+        }
+        let r = s.read(at(3_000));
+        assert_eq!((r.delay, r.flows), (Some(ms(30)), 4), "{r:?}");
+    }
+
+    #[test]
+    fn a_flood_of_new_inbound_flows_leaves_the_verified_ones() {
+        // Three servers' verified downloads, then a flood of new flow
+        // hashes, ten times the room: the three still vote.
+        let mut s = DelaySignal::new(Params {
+            max_flows: 64,
+            ..Params::default()
+        });
+        for t in (0..3_000).step_by(10) {
+            for f in 0..3u64 {
+                s.add_inbound(at(t), host(f as u8), f, t as u32);
+            }
+        }
+        for (i, f) in (1_000..1_640u64).enumerate() {
+            s.add_inbound(at(3_000) + Duration(i as u64), host(9), f, 5);
+        }
+        for t in (3_000..3_200).step_by(10) {
+            for f in 0..3u64 {
+                s.add_inbound(at(t), host(f as u8), f, t as u32);
+            }
+        }
+        let r = s.read_in(at(3_200));
+        assert_eq!((r.delay, r.flows), (Some(ms(0)), 3), "{r:?}");
     }
 
     #[test]

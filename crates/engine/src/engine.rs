@@ -756,8 +756,10 @@ impl Engine {
                     seg.as_ref(),
                 ) {
                     let i = &mut self.ifaces[iface];
-                    if let Some((tsval, _)) = g.timestamps {
-                        i.signal.add_inbound(now, dout.flow_hash, tsval);
+                    // Only a conversation: both ends answered each other's
+                    // stamps through sluice (crate::delay_signal).
+                    if let (Some((tsval, _)), Some(_)) = (g.timestamps, rtt) {
+                        i.signal.add_inbound(now, ip.src, dout.flow_hash, tsval);
                     }
                     // And what it acknowledges of the upload's data.
                     i.delivered.on_segment(dout.flow_hash, g.flags, g.ack);

@@ -12,11 +12,23 @@ use sluice_time::{Duration, Instant, Rate};
 use sluice_wire::build::{tcp_with, udp_v4, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
+/// The far ends of the TCP connections: one per network, so that each
+/// is a voter of its own (crate::votes).
+const SERVERS: [Ipv4Addr; 3] = [
+    SERVER,
+    Ipv4Addr::new(198, 51, 101, 1),
+    Ipv4Addr::new(198, 51, 102, 1),
+];
+
+/// A segment of connection `c` (to [`SERVERS`]`[c]`), from the LAN side
+/// (1400 bytes of data) or the WAN side (none), stamped `ts`.
+#[allow(clippy::too_many_arguments)]
 fn tcp(
     e: &mut Engine,
     now: Instant,
+    c: usize,
     from_lan: bool,
     seq: u32,
     ack: u32,
@@ -29,10 +41,11 @@ fn tcp(
         tsecr: ts.1,
     }
     .encode(&mut opts);
+    let (server, cport) = (SERVERS[c], 40000 + c as u16);
     let (src, dst, sport, dport, iface) = if from_lan {
-        (CLIENT, SERVER, 40000, 5201, LAN)
+        (CLIENT, server, cport, 5201, LAN)
     } else {
-        (SERVER, CLIENT, 5201, 40000, WAN)
+        (server, CLIENT, 5201, cport, WAN)
     };
     let len = if from_lan { 1400 } else { 0 };
     let spec = TcpSpec {
@@ -48,17 +61,21 @@ fn tcp(
     e.handle_rx(now, iface, tcp_with(src, dst, &spec));
 }
 
+/// Each upload connection's next sequence number, its next TSval and its
+/// server's.
+type Conns = [(u32, u32, u32); 3];
+
 /// An upload through `e` for `secs` s from `*now`: 16.7 Mbit/s of UDP
-/// filler offered to the WAN shaper, and one TCP connection whose data is
-/// answered by the server 30 ms + `queue(t)` after it left sluice
-/// (timestamps echoed): sluice's own wait is in the RTT sluice measures,
-/// as on a real path, and its correction takes it out.
+/// filler offered to the WAN shaper, and three TCP connections (one per
+/// server) whose data is answered by the server 30 ms + `queue(t)` after
+/// it left sluice (timestamps echoed): sluice's own wait is in the RTT
+/// sluice measures, as on a real path, and its correction takes it out.
 fn upload(
     e: &mut Engine,
     now: &mut Instant,
     secs: u64,
     queue: impl Fn(u64) -> u64,
-    st: &mut (u32, u32, u32),
+    st: &mut Conns,
 ) {
     upload_for(e, now, Duration::from_secs(secs), queue, st);
 }
@@ -69,12 +86,13 @@ fn upload_for(
     now: &mut Instant,
     span: Duration,
     queue: impl Fn(u64) -> u64,
-    st: &mut (u32, u32, u32),
+    st: &mut Conns,
 ) {
     let end = *now + span;
-    // Sent and not yet out of sluice; then out, the answer due.
-    let mut in_sluice: Option<(u32, u32)> = None;
-    let mut ack_due: Option<(Instant, u32, u32)> = None;
+    // Per connection: sent and not yet out of sluice; then out, the
+    // answer due.
+    let mut in_sluice: [Option<(u32, u32)>; 3] = [None; 3];
+    let mut ack_due: [Option<(Instant, u32, u32)>; 3] = [None; 3];
     let mut t = 0u64;
     while *now < end {
         // 2 frames of 1042 bytes a ms: 16.7 Mbit/s, below the shaper's
@@ -83,28 +101,37 @@ fn upload_for(
             let f = udp_v4(CLIENT, SERVER.octets().into(), 6000 + k, 9, 1000);
             e.handle_rx(*now, LAN, f);
         }
-        match ack_due {
-            Some((at, seq, ts)) if *now >= at => {
-                tcp(e, *now, false, 9001, seq, ACK, (st.2, ts));
-                st.2 += 1;
-                ack_due = None;
+        for (c, st) in st.iter_mut().enumerate() {
+            match ack_due[c] {
+                Some((at, seq, ts)) if *now >= at => {
+                    tcp(e, *now, c, false, 9001, seq, ACK, (st.2, ts));
+                    st.2 += 1;
+                    ack_due[c] = None;
+                }
+                None if in_sluice[c].is_none() => {
+                    let (seq, ts) = (st.0, st.1);
+                    tcp(e, *now, c, true, seq, 9001, ACK, (ts, st.2.wrapping_sub(1)));
+                    st.0 = seq.wrapping_add(1400);
+                    st.1 += 1;
+                    in_sluice[c] = Some((st.0, ts));
+                }
+                _ => {}
             }
-            None if in_sluice.is_none() => {
-                let (seq, ts) = (st.0, st.1);
-                tcp(e, *now, true, seq, 9001, ACK, (ts, st.2.wrapping_sub(1)));
-                st.0 = seq.wrapping_add(1400);
-                st.1 += 1;
-                in_sluice = Some((st.0, ts));
-            }
-            _ => {}
         }
         e.handle_timeout(*now);
         while let Some(f) = e.poll_tx(*now, WAN) {
-            // IPv4's protocol byte: the TCP segment has left.
+            // IPv4's protocol byte: a TCP segment has left, to the server
+            // its destination names.
             if f.get(14 + 9) == Some(&6) {
-                if let Some((seq, ts)) = in_sluice.take() {
+                let to = f
+                    .get(14 + 16..14 + 20)
+                    .map(|d| Ipv4Addr::new(d[0], d[1], d[2], d[3]));
+                let Some(c) = SERVERS.iter().position(|s| Some(*s) == to) else {
+                    continue;
+                };
+                if let Some((seq, ts)) = in_sluice[c].take() {
                     let rtt = Duration::from_millis(30 + queue(t));
-                    ack_due = Some((*now + rtt, seq, ts));
+                    ack_due[c] = Some((*now + rtt, seq, ts));
                 }
             }
         }
@@ -114,19 +141,16 @@ fn upload_for(
     }
 }
 
-fn start(e: &mut Engine) -> (Instant, (u32, u32, u32)) {
+fn start(e: &mut Engine) -> (Instant, Conns) {
     let now = Instant(1_000_000_000);
-    tcp(e, now, true, 1000, 0, SYN, (1, 0));
-    tcp(
-        e,
-        now + Duration::from_millis(30),
-        false,
-        9000,
-        1001,
-        SYN | ACK,
-        (500, 1),
-    );
-    (now + Duration::from_millis(31), (1001, 2, 501))
+    for c in 0..3 {
+        tcp(e, now, c, true, 1000, 0, SYN, (1, 0));
+    }
+    for c in 0..3 {
+        let at = now + Duration::from_millis(30);
+        tcp(e, at, c, false, 9000, 1001, SYN | ACK, (500, 1));
+    }
+    (now + Duration::from_millis(31), [(1001, 2, 501); 3])
 }
 
 const CONF: &str = "queue up on $ext_if bandwidth 20M autorate (min 5M, max 40M)\n\
