@@ -467,3 +467,226 @@ fn a_scheduled_drop_takes_the_rate_to_min_on_the_wall_clocks_time() {
         vec![(before, Rate::mbps(5)), (Rate::mbps(5), Rate(before.0 / 2))]
     );
 }
+
+/// How a far end lies about the delay its segments met (issue #36).
+#[derive(Clone, Copy, Debug)]
+enum Lie {
+    /// Its stamps stop advancing at 3 s while it keeps sending.
+    Frozen,
+    /// It delays what it sends by 0.4 s more each second from 3 s on, up
+    /// to 10 s (stamps and echoes as of then: a queue that is not there).
+    Delayed,
+    /// Its clock runs 1.2 times fast.
+    Fast,
+}
+
+/// One download connection: the server's address and port, how it lies
+/// (`None`: honest), its next sequence number, the client's latest TSval
+/// it received (what it echoes) and the client's next one.
+struct Dl {
+    server: Ipv4Addr,
+    port: u16,
+    lie: Option<Lie>,
+    /// Sends 100 bytes every 50 ms (the liars' connections, lying or not).
+    trickle: bool,
+    seq: u32,
+    echo: u32,
+    seen: std::collections::VecDeque<(u64, u32)>,
+}
+
+impl Dl {
+    /// The server's TSval and TSecr for a segment sent at `t` ms.
+    fn stamps(&self, t: u64) -> (u32, u32) {
+        let lag = |t: u64| t.saturating_sub(3_000).min(25_000) * 2 / 5;
+        let ts = match self.lie {
+            None => t,
+            Some(Lie::Frozen) => t.min(3_000),
+            Some(Lie::Delayed) => t - lag(t),
+            Some(Lie::Fast) => t * 6 / 5,
+        };
+        let echo = match self.lie {
+            // The echo of what it had by then.
+            Some(Lie::Delayed) => {
+                let by = t - lag(t);
+                self.seen
+                    .iter()
+                    .rev()
+                    .find(|(at, _)| *at <= by)
+                    .map_or(1, |&(_, v)| v)
+            }
+            _ => self.echo,
+        };
+        (1_000 + ts as u32, echo)
+    }
+}
+
+/// A download behind `autorate (min 2M, max 40M)` from 8M for 20 s:
+/// `honest` servers on networks of their own send 11.2 Mbit/s between them,
+/// promptly and truthfully stamped; `liars` connections from one more
+/// server send 100 bytes each every 50 ms, lying in turn as
+/// [`Lie::Frozen`], [`Lie::Delayed`], [`Lie::Fast`] if `lying`, else
+/// telling the truth. The client acknowledges every segment at once. The
+/// download's rate each second from 10 s.
+fn liars_download(honest: usize, liars: usize, lying: bool) -> Vec<Rate> {
+    let mut e = bridge(
+        "queue down on $int_if bandwidth 8M autorate (min 2M, max 40M)\n\
+         queue dl parent down bandwidth 100% qlimit 2000 default\n\
+         pass proto tcp\n",
+    );
+    let liar = Ipv4Addr::new(203, 0, 113, 66);
+    let lies = [Lie::Frozen, Lie::Delayed, Lie::Fast];
+    let mut conns: Vec<Dl> = (0..honest)
+        .map(|h| (Ipv4Addr::new(198, 51, 100 + h as u8, 1), None))
+        .chain((0..liars).map(|i| (liar, lying.then_some(lies[i % 3]))))
+        .enumerate()
+        .map(|(i, (server, lie))| Dl {
+            server,
+            port: 1000 + i as u16,
+            lie,
+            trickle: i >= honest,
+            seq: 9001,
+            echo: 1,
+            seen: Default::default(),
+        })
+        .collect();
+    let stamp = |ts: (u32, u32)| {
+        let mut o = Vec::new();
+        TcpOption::Timestamps {
+            tsval: ts.0,
+            tsecr: ts.1,
+        }
+        .encode(&mut o);
+        o
+    };
+    let frame = |src, dst, sport, dport, seq, ack, flags, opts: &[u8], len| {
+        let spec = TcpSpec {
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            window: 65535,
+            options: opts,
+            payload_len: len,
+        };
+        tcp_with(src, dst, &spec)
+    };
+    let t0 = Instant(1_000_000_000);
+    // Handshakes, the client's SYN echoed by the server's SYN-ACK.
+    for c in &conns {
+        let f = frame(
+            CLIENT,
+            c.server,
+            40000,
+            c.port,
+            1000,
+            0,
+            SYN,
+            &stamp((1, 0)),
+            0,
+        );
+        e.handle_rx(t0, LAN, f);
+        let f = frame(
+            c.server,
+            CLIENT,
+            c.port,
+            40000,
+            9000,
+            1001,
+            SYN | ACK,
+            &stamp((1_000, 1)),
+            0,
+        );
+        e.handle_rx(t0, WAN, f);
+    }
+    let mut rates = Vec::new();
+    for t in 1..20_000u64 {
+        let now = t0 + Duration::from_millis(t);
+        for (i, c) in conns.iter_mut().enumerate() {
+            let (n, len) = match c.trickle {
+                false if t % honest as u64 == i as u64 => (1, 1400),
+                true if t % 50 == 0 => (1, 100),
+                _ => (0, 0),
+            };
+            for _ in 0..n {
+                let f = frame(
+                    c.server,
+                    CLIENT,
+                    c.port,
+                    40000,
+                    c.seq,
+                    1001,
+                    ACK,
+                    &stamp(c.stamps(t)),
+                    len,
+                );
+                c.seq = c.seq.wrapping_add(len as u32);
+                e.handle_rx(now, WAN, f);
+            }
+        }
+        e.handle_timeout(now);
+        while let Some(f) = e.poll_tx(now, LAN) {
+            // The client acknowledges each segment, stamped in ms.
+            let Ok(info) = sluice_wire::parse(&f) else {
+                continue;
+            };
+            let Some(ip) = info.ip else { continue };
+            let Some((sport, _)) = ip.ports() else {
+                continue;
+            };
+            let Some(c) = conns.iter_mut().find(|c| c.port == sport) else {
+                continue;
+            };
+            let ts = (t as u32 + 2, c.stamps(t).0);
+            let IpAddr::V4(server) = ip.src else { continue };
+            let f = frame(
+                CLIENT,
+                server,
+                40000,
+                sport,
+                1001,
+                c.seq,
+                ACK,
+                &stamp(ts),
+                0,
+            );
+            e.handle_rx(now, LAN, f);
+            c.echo = ts.0;
+            c.seen.push_back((t, ts.0));
+            if c.seen.len() > 30_000 {
+                c.seen.pop_front();
+            }
+        }
+        while e.poll_tx(now, WAN).is_some() {}
+        if t >= 10_000 && t % 1_000 == 0 {
+            rates.push(e.rate(LAN).unwrap());
+        }
+    }
+    rates
+}
+
+#[test]
+fn one_server_with_many_lying_connections_does_not_steer_the_download() {
+    // The issue's goal (#36): the download's rate stays within 10 % of
+    // where it settles with the same connections telling the truth
+    // (their bytes count in the output either way). First with one honest
+    // server (two networks in all, too few to read: the controller
+    // holds), then with three (they read and raise it), the liars a
+    // fourth network. Before votes by network and the clock checks, the
+    // liars drove it to `min`.
+    for (honest, liars) in [(1, 2), (1, 50), (3, 2), (3, 6), (3, 50)] {
+        let truth = *liars_download(honest, liars, false).last().unwrap();
+        {
+            let alone = truth;
+            let rates = liars_download(honest, liars, true);
+            eprintln!("{honest} honest, {liars} liars: {rates:?} (truthful {alone})");
+            for r in rates {
+                let off = (r.0 as f64 / alone.0 as f64 - 1.0).abs();
+                assert!(
+                    off <= 0.1,
+                    "{honest} honest + {liars} liars: {r} vs {alone}"
+                );
+            }
+        }
+    }
+}
