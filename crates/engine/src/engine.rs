@@ -704,18 +704,17 @@ impl Engine {
         };
         if self.ifaces[iface].lan_side {
             self.learn(now, iface, egress, &frame, &info);
-            if let Some(p) = self.ifaces[egress].probe.as_mut() {
-                p.learn(now, &frame, &info);
-            }
-        } else if let (
-            Some(p),
-            Some(IpInfo {
-                l4: L4::Icmp { .. },
-                ..
-            }),
-        ) = (self.ifaces[iface].probe.as_mut(), &info.ip)
-        {
-            if p.on_reply(now, &frame, &info) {
+        } else if let Some(p) = self.ifaces[iface].probe.as_mut() {
+            // Who answers from the far side, for the probe's template.
+            p.heard(now, &frame, &info);
+            let icmp = matches!(
+                info.ip,
+                Some(IpInfo {
+                    l4: L4::Icmp { .. },
+                    ..
+                })
+            );
+            if icmp && p.on_reply(now, &frame, &info) {
                 self.ifaces[iface].counters.probe_replies += 1;
                 self.give_back(iface, frame, DropCause::ProbeReply);
                 return Rx::Dropped(DropCause::ProbeReply);
@@ -743,6 +742,13 @@ impl Engine {
                 let dout = c.classify_seg(now, ecid, Direction::Out, ip, seg.as_ref());
                 if let Some(cause) = direction_pass(&dout) {
                     return self.refuse(iface, frame, cause);
+                }
+                // Only a frame the rules passed lends the probe its name.
+                if let (true, Some(p)) = (
+                    self.ifaces[iface].lan_side,
+                    self.ifaces[egress].probe.as_mut(),
+                ) {
+                    p.learn(now, &frame, &info);
                 }
                 // pf: the outbound pass may override the inbound assignment.
                 let queue = dout.queue.or(din.queue);

@@ -259,7 +259,8 @@ fn a_reload_with_the_same_bounds_keeps_the_rate_found_and_new_bounds_start_again
 const HOP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(198, 51, 100, 254);
 
 /// A UDP-only upload (16.7 Mbit/s: nothing sluice can time) for `secs` s
-/// from [`CLIENT`] (or, over IPv6, `build::V6_SRC`); every echo request
+/// from [`CLIENT`] (or, over IPv6, `build::V6_SRC`), a small datagram
+/// back every 100 ms; every echo request
 /// sluice sends to `hop` is answered 20 ms + `queue(t)` later. Returns the
 /// requests seen and the echo replies that came out on the LAN side.
 fn udp_upload(
@@ -294,6 +295,16 @@ fn udp_upload(
     while *now < end {
         for k in 0..2 {
             e.handle_rx(*now, LAN, build::udp(client, server, 6000 + k, 9, 1000));
+        }
+        if t % 100 == 0 {
+            // Now and then a datagram back from the server, from the MAC
+            // the client's go to: the probe's template is a name the far
+            // side answers (crate::probe).
+            let mut f = build::udp(server, client, 9, 6000, 100);
+            let (dst, src) = (f[..6].to_vec(), f[6..12].to_vec());
+            f[..6].copy_from_slice(&src);
+            f[6..12].copy_from_slice(&dst);
+            e.handle_rx(*now, WAN, f);
         }
         for (_, f) in due.extract_if(.., |(at, _)| *at <= *now) {
             e.handle_rx(*now, WAN, f);
