@@ -296,7 +296,7 @@ fn udp_upload(
         for k in 0..2 {
             e.handle_rx(*now, LAN, build::udp(client, server, 6000 + k, 9, 1000));
         }
-        if t % 100 == 0 {
+        if t.is_multiple_of(100) {
             // Now and then a datagram back from the server, from the MAC
             // the client's go to: the probe's template is a name the far
             // side answers (crate::probe).
@@ -616,7 +616,7 @@ fn liars_download(honest: usize, liars: usize, lying: bool) -> Vec<Rate> {
         for (i, c) in conns.iter_mut().enumerate() {
             let (n, len) = match c.trickle {
                 false if t % honest as u64 == i as u64 => (1, 1400),
-                true if t % 50 == 0 => (1, 100),
+                true if t.is_multiple_of(50) => (1, 100),
                 _ => (0, 0),
             };
             for _ in 0..n {
@@ -669,7 +669,7 @@ fn liars_download(honest: usize, liars: usize, lying: bool) -> Vec<Rate> {
             }
         }
         while e.poll_tx(now, WAN).is_some() {}
-        if t >= 10_000 && t % 1_000 == 0 {
+        if t >= 10_000 && t.is_multiple_of(1_000) {
             rates.push(e.rate(LAN).unwrap());
         }
     }
