@@ -26,6 +26,7 @@ pub mod owd;
 pub mod prio;
 pub mod probe;
 mod report;
+mod sojourn;
 pub mod tcpctl;
 pub mod testing;
 pub mod votes;
