@@ -701,3 +701,46 @@ fn one_server_with_many_lying_connections_does_not_steer_the_download() {
         }
     }
 }
+
+#[test]
+fn unsolicited_segments_with_stamps_steer_nothing() {
+    // Three servers on three networks send stamped data to the client
+    // without any connection: no SYN, and the client never answers. From
+    // 3 s on their stamps lag by 0.4 s a second (slow enough for the
+    // clock checks). Nothing of theirs is a conversation sluice carries,
+    // so nothing of theirs is read: the download holds its rate. (Read,
+    // their way in drove it to `min`.)
+    let mut e = bridge(
+        "queue down on $int_if bandwidth 8M autorate (min 2M, max 40M)\n\
+         queue dl parent down bandwidth 100% qlimit 2000 default\n\
+         pass proto tcp\n",
+    );
+    let t0 = Instant(1_000_000_000);
+    for t in 1..12_000u64 {
+        let now = t0 + Duration::from_millis(t);
+        let lag = t.saturating_sub(3_000) * 2 / 5;
+        for h in 0..3u8 {
+            let mut opts = Vec::new();
+            TcpOption::Timestamps {
+                tsval: (1_000 + t - lag) as u32,
+                tsecr: 0,
+            }
+            .encode(&mut opts);
+            let spec = TcpSpec {
+                sport: 443,
+                dport: 40000,
+                seq: 9001 + (t as u32) * 1400,
+                ack: 1,
+                flags: ACK,
+                window: 65535,
+                options: &opts,
+                payload_len: 1400,
+            };
+            let server = Ipv4Addr::new(198, 51, 100 + h, 1);
+            e.handle_rx(now, WAN, tcp_with(server, CLIENT, &spec));
+        }
+        e.handle_timeout(now);
+        while e.poll_tx(now, LAN).is_some() {}
+    }
+    assert_eq!(e.rate(LAN), Some(Rate::mbps(8)));
+}
