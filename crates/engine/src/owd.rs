@@ -41,8 +41,11 @@
 //!     ramping under it would have to drain 0.4 s in 4 s to pass), and so
 //!     does a jump of the stamps by a tenth of the span.
 //!
-//!   A flow failing either starts afresh: its windows are forgotten and it
-//!   has no reading until its clock passed [`VERIFY_AFTER`] again. What the
+//!   A flow failing either has no reading until its clock has passed
+//!   every check for [`VERIFY_AFTER`] again, and the failing segments'
+//!   values are left out of its windows. Its base is kept: an honest flow
+//!   that failed while a queue grew fast reads that queue over the path
+//!   it had, not over the queue as a new base. What the
 //!   check cannot tell from a queue (a sender adding delay at less than
 //!   half a second per second, or a queue it hides by up to a tenth of the
 //!   time) is the voting's to bound ([`crate::votes`]): one sender is one
@@ -115,12 +118,16 @@ impl Check {
     }
 }
 
-/// What a flow's stamped segments since its clock was last found
-/// consistent (or first seen) make of it.
+/// What a flow's stamped segments make of it.
 #[derive(Clone, Copy, Debug)]
 struct Track {
     /// Arrival of the first segment; its stamp counts 0 ticks.
     t0: Instant,
+    /// The latest arrival, passing the checks or not.
+    heard: Instant,
+    /// Read from then on, if every segment until then passes the checks
+    /// (each failure moves it [`VERIFY_AFTER`] past itself).
+    trusted_from: Instant,
     /// The latest segment's TSval and its ticks since the first.
     ts: u32,
     ticks: i64,
@@ -142,6 +149,8 @@ impl Track {
         let m = Mark { at: now, ticks: 0 };
         Track {
             t0: now,
+            heard: now,
+            trusted_from: now + VERIFY_AFTER,
             ts: tsval,
             ticks: 0,
             high: 0,
@@ -159,6 +168,7 @@ impl Track {
         // a retransmission) is behind it.
         self.ticks += i64::from(tsval.wrapping_sub(self.ts) as i32);
         self.ts = tsval;
+        self.heard = now;
         self.high = self.high.max(self.ticks);
         let m = Mark {
             at: now,
@@ -167,6 +177,7 @@ impl Track {
         let short = self.short.pass(m, SHORT_SPAN, SHORT_SPAN, SHORT_RATE);
         let long = self.long.pass(m, LONG_SPAN, VERIFY_AFTER, LONG_RATE);
         if !(short && long) {
+            self.trusted_from = now + VERIFY_AFTER;
             return false;
         }
         let real = i128::from(now.saturating_since(self.t0).0);
@@ -183,7 +194,7 @@ impl Track {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Owd {
     track: Option<Track>,
-    /// Times its clock failed a check (and the flow started afresh).
+    /// Segments whose clock failed a check.
     pub failed: u32,
 }
 
@@ -196,20 +207,19 @@ impl Owd {
         };
         if !t.add(now, tsval) {
             self.failed = self.failed.saturating_add(1);
-            *t = Track::new(now, tsval);
         }
     }
 
     /// When the flow was last heard from.
     pub fn last(&self) -> Option<Instant> {
-        self.track.map(|t| t.recent.last())
+        self.track.map(|t| t.heard)
     }
 
     /// Whether its clock kept its rate over [`VERIFY_AFTER`] since it
     /// was first seen or last failed a check (fresh or not).
     pub fn verified(&self) -> bool {
         self.track
-            .is_some_and(|t| t.recent.last().saturating_since(t.t0) >= VERIFY_AFTER)
+            .is_some_and(|t| t.recent.last() >= t.trusted_from)
     }
 
     /// The queue the latest segment met on its way in (not the least of a
@@ -311,12 +321,11 @@ mod tests {
         }
         assert_eq!(o.standing(at(4_000)), None);
         assert!(o.failed >= 1);
-        // Ticking again from where it stopped: no vote before a whole
-        // verification, then one.
-        let resumed = 0u32.wrapping_sub(1_000);
-        feed(&mut o, 4_000, 5_500, 1000.0, resumed, |_| 10);
+        // Ticking again (the stamps had been held back): no vote before a
+        // whole verification, then one, over the base it had.
+        feed(&mut o, 4_000, 5_500, 1000.0, 0, |_| 10);
         assert_eq!(o.standing(at(5_500)), None);
-        feed(&mut o, 5_500, 7_000, 1000.0, resumed, |_| 10);
+        feed(&mut o, 5_500, 7_000, 1000.0, 0, |_| 10);
         assert_eq!(o.standing(at(7_000)), Some(Duration::ZERO));
     }
 
