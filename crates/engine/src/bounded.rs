@@ -20,6 +20,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
+#[derive(Clone)]
 struct Slot<V> {
     value: V,
     used: bool,
@@ -27,33 +28,12 @@ struct Slot<V> {
 }
 
 /// A map of at most `cap` entries (see the module's Principles).
+#[derive(Clone)]
 pub struct Bounded<K, V> {
     map: HashMap<K, Slot<V>>,
     fresh: VecDeque<K>,
     hand: VecDeque<K>,
     cap: usize,
-}
-
-impl<K: Copy + Eq + Hash, V: Clone> Clone for Bounded<K, V> {
-    fn clone(&self) -> Self {
-        Bounded {
-            map: self
-                .map
-                .iter()
-                .map(|(k, s)| {
-                    let slot = Slot {
-                        value: s.value.clone(),
-                        used: s.used,
-                        settled: s.settled,
-                    };
-                    (*k, slot)
-                })
-                .collect(),
-            fresh: self.fresh.clone(),
-            hand: self.hand.clone(),
-            cap: self.cap,
-        }
-    }
 }
 
 impl<K: std::fmt::Debug, V> std::fmt::Debug for Bounded<K, V> {

@@ -80,8 +80,13 @@ const RELEARN: Duration = Duration::from_secs(1);
 const PAYLOAD: usize = 16;
 /// The longest link-layer header kept (Ethernet, two tags, PPPoE + PPP).
 const L2_MAX: usize = 14 + 8 + 8;
-/// Gateway MACs and addresses remembered from the far side's frames.
-const HEARD: usize = 4;
+/// Gateway MACs remembered from the far side's frames (a modem, a
+/// router and their spares).
+const GATEWAYS: usize = 4;
+/// Addresses the far side's frames went to, remembered: the router's, or
+/// the busiest hosts' of a bridged LAN (a template is relearned from any
+/// of them).
+const ADDRESSES: usize = 16;
 
 /// What a probe of this family borrows from the traffic.
 #[derive(Clone, Debug)]
@@ -115,8 +120,8 @@ pub struct Prober {
     seq: u16,
     /// Source MACs of frames from the far side, and the addresses they
     /// were sent to, with when last seen.
-    gateways: [Option<([u8; 6], Instant)>; HEARD],
-    addresses: [Option<(IpAddr, Instant)>; HEARD],
+    gateways: [Option<([u8; 6], Instant)>; GATEWAYS],
+    addresses: [Option<(IpAddr, Instant)>; ADDRESSES],
     next_send: Instant,
     template: Option<Template>,
     outstanding: VecDeque<(u16, Instant)>,
@@ -149,8 +154,8 @@ impl Prober {
             epoch: 0,
             ident: derive(b"ident") as u16,
             seq: 0,
-            gateways: [None; HEARD],
-            addresses: [None; HEARD],
+            gateways: [None; GATEWAYS],
+            addresses: [None; ADDRESSES],
             next_send: Instant::ZERO,
             template: None,
             outstanding: VecDeque::new(),
