@@ -34,6 +34,9 @@ pub struct Bounded<K, V> {
     fresh: VecDeque<K>,
     hand: VecDeque<K>,
     cap: usize,
+    /// Keys taken from a queue while making room (counter): the work
+    /// eviction did.
+    pops: u64,
 }
 
 impl<K: std::fmt::Debug, V> std::fmt::Debug for Bounded<K, V> {
@@ -52,6 +55,7 @@ impl<K: Copy + Eq + Hash, V> Bounded<K, V> {
             fresh: VecDeque::new(),
             hand: VecDeque::new(),
             cap: cap.max(1),
+            pops: 0,
         }
     }
 
@@ -107,6 +111,7 @@ impl<K: Copy + Eq + Hash, V> Bounded<K, V> {
     /// Removes one entry: the oldest unsettled one, else the clock's.
     fn evict(&mut self, settled: &impl Fn(&V) -> bool) {
         while let Some(k) = self.fresh.pop_front() {
+            self.pops += 1;
             let Some(s) = self.map.get_mut(&k) else {
                 continue;
             };
@@ -119,6 +124,7 @@ impl<K: Copy + Eq + Hash, V> Bounded<K, V> {
             self.hand.push_back(k);
         }
         while let Some(k) = self.hand.pop_front() {
+            self.pops += 1;
             let Some(s) = self.map.get_mut(&k) else {
                 continue;
             };
@@ -166,6 +172,23 @@ mod tests {
         b.entry(1, || (), all);
         b.entry(4, || (), all);
         assert!(b.get(&1).is_some() && b.get(&2).is_none());
+    }
+
+    #[test]
+    fn making_room_costs_a_few_steps_an_insertion_not_a_scan() {
+        // A full map of 1024 settled, busy entries, then 100 000 new keys
+        // while the settled ones keep being used: a scan would look at
+        // 1024 entries for each.
+        let mut b: Bounded<u64, bool> = Bounded::new(1024);
+        for k in 0..1024 {
+            *b.entry(k, || false, |v| *v) = true;
+        }
+        for k in 10_000..110_000u64 {
+            b.entry(k, || false, |v| *v);
+            b.entry(k % 1024, || true, |v| *v);
+        }
+        assert!(b.pops <= 3 * 100_000 + 2 * 1024, "{} steps", b.pops);
+        assert_eq!(b.len(), 1024);
     }
 
     #[test]
