@@ -397,8 +397,9 @@ impl DelaySignal {
         }
     }
 
-    /// The signal at `now`: the median over fresh flows with data samples,
-    /// or over every fresh flow when fewer than [`MIN_DATA_FLOWS`] have.
+    /// The signal at `now`: the vote of the far networks of fresh flows
+    /// with data samples ([`crate::votes`]), or of every fresh flow when
+    /// fewer than [`MIN_DATA_FLOWS`] have.
     /// The round trip's delay: the queues of both directions.
     pub fn read(&self, now: Instant) -> Reading {
         self.read_by(now, |f| f.rtt.get())
