@@ -350,6 +350,25 @@ mod tests {
     }
 
     #[test]
+    fn stamps_that_jump_or_a_clock_beyond_the_tolerance_lose_the_vote() {
+        // A jump of a second forward (a queue of a second hidden at once;
+        // one of a tenth of the span, 0.4-0.8 s, passes).
+        let mut o = Owd::default();
+        feed(&mut o, 0, 5_000, 1000.0, 0, |_| 10);
+        assert_eq!(o.standing(at(5_000)), Some(Duration::ZERO));
+        feed(&mut o, 5_000, 6_000, 1000.0, 1_000, |_| 10);
+        assert_eq!(o.standing(at(6_000)), None);
+        // Clocks at 0.4 and 1.15 ticks a ms, never read.
+        for hz in [400.0, 1150.0] {
+            let mut o = Owd::default();
+            for t in (0..10_000).step_by(10) {
+                o.on_data(at(t + 10), (t as f64 * hz / 1000.0) as u32);
+                assert_eq!(o.standing(at(t + 10)), None, "{hz} Hz at {t} ms");
+            }
+        }
+    }
+
+    #[test]
     fn a_connection_of_25_days_does_not_wrap_into_a_queue() {
         // One segment a second past ts0 + 2^31 ticks (24.8 days).
         let mut o = Owd::default();
