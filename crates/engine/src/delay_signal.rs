@@ -45,19 +45,38 @@
 //!   ACK lengthens a single sample by up to its timer; a flow's value is
 //!   its least delay over the last [`Params::flow_window`] (100 ms, two
 //!   halves), which a queue raises and a delayed ACK does not.
-//! - **Robust across flows.** The signal is the median over flows with a
-//!   sample in the last [`Params::fresh`] (1 s): a minority of noisy
-//!   flows (a slow far server, a Wi-Fi client) cannot move it.
-//! - **Confidence, not a guess.** A reading carries how many flows it is
-//!   the median of and the age of the newest sample; no fresh flow means
-//!   no signal (`delay: None`), never zero.
+//! - **One vote per far network, not per flow.** A flow costs its sender
+//!   nothing, so the flows with a sample in the last [`Params::fresh`]
+//!   (1 s) vote by far network ([`crate::votes`]: IPv4 /24, IPv6 /48),
+//!   one vote each, and the signal is the lower median over those votes,
+//!   given only with [`Params::min_voters`] (3) voters or more. A noisy
+//!   minority (a slow far server, a Wi-Fi client) cannot move it, nor can
+//!   one server with fifty connections.
+//! - **The guarantee.** Of `n` ≥ 3 voting networks, liars must be more
+//!   than half to raise the reading above every honest network's value
+//!   (a cut to `min`), and at least half to lower it below every honest
+//!   one (a raise to `max`); fewer keep it within the honest values'
+//!   range. With fewer than 3 networks there is no reading: the
+//!   controller holds, as on silence (and a probe, where one is sent,
+//!   stands in), rather than follow one or two far ends' word.
+//! - **The way in only from conversations sluice carries.** A sender's
+//!   stamps ([`DelaySignal::add_inbound`]) count only for connections
+//!   whose two ends have answered each other's timestamps through sluice
+//!   (the engine's gate): an unsolicited or spoofed segment creates no
+//!   entry. Its clock is checked all the time ([`crate::owd`]).
+//! - **Confidence, not a guess.** A reading carries how many networks
+//!   voted and the age of the newest sample; no fresh flow means no
+//!   signal (`delay: None`), never zero.
 //! - Bounded memory: at most [`Params::max_prefixes`] bases and
-//!   [`Params::max_flows`] flows (the stalest one makes room); stale
-//!   entries leave at [`DelaySignal::expire`].
+//!   [`Params::max_flows`] flows; room is made in O(1) amortised, new
+//!   entries (an inbound flow whose clock is not yet verified) first
+//!   ([`crate::bounded`]); stale entries leave at [`DelaySignal::expire`].
 
+use crate::bounded::Bounded;
 use crate::owd::Owd;
+pub use crate::sojourn::{FlowSojourn, Sojourn};
+use crate::votes::{network, tally, Voter, MIN_VOTERS};
 use sluice_time::{Duration, Instant};
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 /// Tuning of the signal (the defaults are what the engine runs).
@@ -70,6 +89,8 @@ pub struct Params {
     pub fresh: Duration,
     pub max_prefixes: usize,
     pub max_flows: usize,
+    /// Far networks a reading needs ([`crate::votes`]).
+    pub min_voters: usize,
 }
 
 impl Default for Params {
@@ -81,6 +102,7 @@ impl Default for Params {
             fresh: Duration::from_secs(1),
             max_prefixes: 4096,
             max_flows: 1024,
+            min_voters: MIN_VOTERS,
         }
     }
 }
@@ -134,20 +156,13 @@ impl WindowMin {
     }
 }
 
-/// A network beyond the link: IPv4 /24, IPv6 /48.
-fn prefix(a: IpAddr) -> (bool, u64) {
-    match a {
-        IpAddr::V4(v) => (false, u64::from(u32::from(v) >> 8)),
-        IpAddr::V6(v) => (true, (u128::from(v) >> 80) as u64),
-    }
-}
-
 /// One reading of the signal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reading {
-    /// The median delay beyond sluice over fresh flows; `None` without any.
+    /// The lower median delay beyond sluice over the far networks of
+    /// fresh flows ([`crate::votes`]); `None` with too few of them.
     pub delay: Option<Duration>,
-    /// Flows the median is taken over.
+    /// Far networks that voted (a probe's reading: 1).
     pub flows: u32,
     /// Age of the newest sample (any flow); `None` before the first.
     pub newest_age: Option<Duration>,
@@ -204,14 +219,14 @@ pub const TRACE_CAP: usize = 1 << 16;
 #[derive(Clone, Debug)]
 pub struct DelaySignal {
     params: Params,
-    bases: HashMap<(bool, u64), WindowMin>,
-    flows: HashMap<u64, FlowDelay>,
+    bases: Bounded<Voter, WindowMin>,
+    flows: Bounded<u64, FlowDelay>,
     /// The same for samples a pure ACK completed (see [`DelaySignal::add_ack`]).
-    ack_bases: HashMap<(bool, u64), WindowMin>,
-    ack_flows: HashMap<u64, FlowDelay>,
+    ack_bases: Bounded<Voter, WindowMin>,
+    ack_flows: Bounded<u64, FlowDelay>,
     /// Each flow's one-way delay on the way in (see
     /// [`DelaySignal::add_inbound`]).
-    inbound: HashMap<u64, Owd>,
+    inbound: Bounded<u64, Inbound>,
     newest: Option<Instant>,
     /// Samples taken (counter).
     pub samples: u64,
@@ -236,11 +251,11 @@ impl DelaySignal {
     pub fn new(params: Params) -> Self {
         DelaySignal {
             params,
-            bases: HashMap::new(),
-            flows: HashMap::new(),
-            ack_bases: HashMap::new(),
-            ack_flows: HashMap::new(),
-            inbound: HashMap::new(),
+            bases: Bounded::new(params.max_prefixes),
+            flows: Bounded::new(params.max_flows),
+            ack_bases: Bounded::new(params.max_prefixes),
+            ack_flows: Bounded::new(params.max_flows),
+            inbound: Bounded::new(params.max_flows),
             newest: None,
             samples: 0,
             unsound: 0,
@@ -308,7 +323,7 @@ impl DelaySignal {
             self.unsound += 1;
             return;
         }
-        let inbound = self.inbound.get(&flow).and_then(|o| o.latest(now));
+        let inbound = self.inbound.get(&flow).and_then(|i| i.owd.latest(now));
         let (maps, window) = if ack {
             ((&mut self.ack_bases, &mut self.ack_flows), p.ack_window)
         } else {
@@ -324,12 +339,8 @@ impl DelaySignal {
         self.samples += 1;
     }
 
-    #[allow(clippy::type_complexity)]
     fn take(
-        (bases, flows): (
-            &mut HashMap<(bool, u64), WindowMin>,
-            &mut HashMap<u64, FlowDelay>,
-        ),
+        (bases, flows): (&mut Bounded<Voter, WindowMin>, &mut Bounded<u64, FlowDelay>),
         (now, far, flow, rtt, own): (Instant, IpAddr, u64, Duration, Own),
         inbound: Option<Duration>,
         p: Params,
@@ -337,31 +348,41 @@ impl DelaySignal {
     ) -> SampleTrace {
         let corrected = rtt - own.wait;
         let for_base = rtt - own.floor.min(own.wait);
-        let key = prefix(far);
-        if !bases.contains_key(&key) && bases.len() >= p.max_prefixes {
-            evict_stalest(bases, |b| Some(b.last));
+        let voter = network(far);
+        let mut made = false;
+        let b = bases.entry(
+            voter,
+            || {
+                made = true;
+                WindowMin::new(for_base, now)
+            },
+            |_| true,
+        );
+        if !made {
+            b.add(for_base, now, p.base_window);
         }
-        let base = bases
-            .entry(key)
-            .and_modify(|b| b.add(for_base, now, p.base_window))
-            .or_insert_with(|| WindowMin::new(for_base, now))
-            .get();
+        let base = b.get();
         let delay = Duration(corrected.0.saturating_sub(base.0));
         // Without a reading of the way in, all of it may be the way out.
         let out = delay - inbound.unwrap_or(Duration::ZERO);
-        if !flows.contains_key(&flow) && flows.len() >= p.max_flows {
-            evict_stalest(flows, |f| Some(f.rtt.last()));
+        let mut made = false;
+        let f = flows.entry(
+            flow,
+            || {
+                made = true;
+                FlowDelay {
+                    voter,
+                    rtt: WindowMin::new(delay, now),
+                    out: WindowMin::new(out, now),
+                }
+            },
+            |_| true,
+        );
+        if !made {
+            f.voter = voter;
+            f.rtt.add(delay, now, window);
+            f.out.add(out, now, window);
         }
-        flows
-            .entry(flow)
-            .and_modify(|f| {
-                f.rtt.add(delay, now, window);
-                f.out.add(out, now, window);
-            })
-            .or_insert_with(|| FlowDelay {
-                rtt: WindowMin::new(delay, now),
-                out: WindowMin::new(out, now),
-            });
         SampleTrace {
             at: now,
             far,
@@ -376,8 +397,9 @@ impl DelaySignal {
         }
     }
 
-    /// The signal at `now`: the median over fresh flows with data samples,
-    /// or over every fresh flow when fewer than [`MIN_DATA_FLOWS`] have.
+    /// The signal at `now`: the vote of the far networks of fresh flows
+    /// with data samples ([`crate::votes`]), or of every fresh flow when
+    /// fewer than [`MIN_DATA_FLOWS`] have.
     /// The round trip's delay: the queues of both directions.
     pub fn read(&self, now: Instant) -> Reading {
         self.read_by(now, |f| f.rtt.get())
@@ -392,10 +414,10 @@ impl DelaySignal {
 
     fn read_by(&self, now: Instant, value: impl Fn(&FlowDelay) -> Duration) -> Reading {
         let fresh = self.params.fresh;
-        let values = |m: &HashMap<u64, FlowDelay>| -> Vec<Duration> {
+        let values = |m: &Bounded<u64, FlowDelay>| -> Vec<(Voter, Duration)> {
             m.values()
                 .filter(|f| now.saturating_since(f.rtt.last()) <= fresh)
-                .map(&value)
+                .map(|f| (f.voter, value(f)))
                 .collect()
         };
         let mut v = values(&self.flows);
@@ -405,41 +427,42 @@ impl DelaySignal {
         self.reading(now, v)
     }
 
-    /// The queue on the way in: the median over fresh flows of the queue
-    /// standing before sluice ([`Owd::standing`]).
+    /// The queue on the way in: the vote over fresh flows' far networks
+    /// of the queue standing before sluice ([`Owd::standing`]).
     pub fn read_in(&self, now: Instant) -> Reading {
         let v = self
             .inbound
             .values()
-            .filter_map(|o| o.standing(now))
+            .filter_map(|i| Some((i.voter, i.owd.standing(now)?)))
             .collect();
         self.reading(now, v)
     }
 
-    fn reading(&self, now: Instant, mut v: Vec<Duration>) -> Reading {
-        v.sort_unstable();
-        let delay = match v.len() {
-            0 => None,
-            n if n % 2 == 1 => Some(v[n / 2]),
-            n => Some(Duration((v[n / 2 - 1].0 + v[n / 2].0) / 2)),
-        };
+    fn reading(&self, now: Instant, v: Vec<(Voter, Duration)>) -> Reading {
+        let t = tally(v, self.params.min_voters);
         Reading {
-            delay,
-            flows: v.len() as u32,
+            delay: t.delay,
+            flows: t.voters,
             newest_age: self.newest.map(|t| now.saturating_since(t)),
             probe: false,
         }
     }
 
-    /// A segment of flow `flow` stamped `tsval` by its sender (RFC 7323)
-    /// arrived at `now` from the far side: its one-way delay, whose
-    /// variation is the queue on the way in ([`crate::owd`]). Data and
-    /// pure ACKs alike: a sender stamps each segment as it leaves.
-    pub fn add_inbound(&mut self, now: Instant, flow: u64, tsval: u32) {
-        if !self.inbound.contains_key(&flow) && self.inbound.len() >= self.params.max_flows {
-            evict_stalest(&mut self.inbound, Owd::last);
-        }
-        self.inbound.entry(flow).or_default().on_data(now, tsval);
+    /// A segment of flow `flow` stamped `tsval` by its sender `far`
+    /// (RFC 7323) arrived at `now` from the far side: its one-way delay,
+    /// whose variation is the queue on the way in ([`crate::owd`]). Data
+    /// and pure ACKs alike: a sender stamps each segment as it leaves.
+    /// Only for a connection whose ends answered each other through
+    /// sluice (the caller's gate: see the Principles).
+    pub fn add_inbound(&mut self, now: Instant, far: IpAddr, flow: u64, tsval: u32) {
+        let voter = network(far);
+        let make = || Inbound {
+            voter,
+            owd: Owd::default(),
+        };
+        let i = self.inbound.entry(flow, make, |i| i.owd.verified());
+        i.voter = voter;
+        i.owd.on_data(now, tsval);
     }
 
     /// Forgets flows not heard from in four freshness periods and bases
@@ -448,14 +471,15 @@ impl DelaySignal {
         let p = self.params;
         let flow_ttl = Duration(p.fresh.0.saturating_mul(4));
         for flows in [&mut self.flows, &mut self.ack_flows] {
-            flows.retain(|_, f| now.saturating_since(f.rtt.last()) <= flow_ttl);
+            flows.retain(|f| now.saturating_since(f.rtt.last()) <= flow_ttl);
         }
-        self.inbound.retain(|_, o| {
-            o.last()
+        self.inbound.retain(|i| {
+            i.owd
+                .last()
                 .is_some_and(|t| now.saturating_since(t) <= flow_ttl)
         });
         for bases in [&mut self.bases, &mut self.ack_bases] {
-            bases.retain(|_, b| now.saturating_since(b.last) <= p.base_window);
+            bases.retain(|b| now.saturating_since(b.last) <= p.base_window);
         }
     }
 
@@ -465,540 +489,21 @@ impl DelaySignal {
     }
 }
 
-fn evict_stalest<K: Copy + Eq + std::hash::Hash, V>(
-    m: &mut HashMap<K, V>,
-    last: impl Fn(&V) -> Option<Instant>,
-) {
-    if let Some(k) = m.iter().min_by_key(|(_, v)| last(v)).map(|(k, _)| *k) {
-        m.remove(&k);
-    }
-}
-
 /// A flow's least delays over its window: of the round trip, and of the
-/// way out alone.
+/// way out alone; and its far end's network, its vote's.
 #[derive(Clone, Copy, Debug)]
 struct FlowDelay {
+    voter: Voter,
     rtt: WindowMin,
     out: WindowMin,
 }
 
-/// Sluice's own recent sojourn on an interface: an EWMA (gain 1/8) of the
-/// queue wait of the packets leaving through it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sojourn(u64);
-
-impl Sojourn {
-    pub fn add(&mut self, wait: Duration) {
-        let (cur, w) = (self.0 as i128, wait.0 as i128);
-        self.0 = (cur + (w - cur) / 8).max(0) as u64;
-    }
-
-    pub fn get(&self) -> Duration {
-        Duration(self.0)
-    }
-}
-
-/// The recent sojourn of each connection's packets through one interface's
-/// queue: what corrects a sample, since the packet that began its
-/// measurement waited as its own flow waits — in a flow-queueing shaper a
-/// bulk upload's data waits tens of milliseconds while the ACKs and pings
-/// around it (most of the packets, so most of [`Sojourn`]'s mean) wait
-/// none. Direct-mapped on the connection hash's high 32 bits
-/// ([`sluice_sched::Packet::flow`]): O(1), fixed memory; a colliding
-/// connection takes the slot over.
-pub struct FlowSojourn {
-    slots: Box<[Slot]>,
-    /// The holds of packets TCP control released, not yet out, by packet
-    /// id (direct-mapped; a later hold that maps to the same entry takes
-    /// it over, and its packet counts its queue's wait alone: an
-    /// under-correction, the side that cannot sink the base).
-    holds: Box<[(u64, u64)]>,
-}
-
-#[derive(Clone, Copy)]
-struct Slot {
-    /// The connection's tag (the hash's high 32 bits).
-    tag: u32,
-    /// Its packets' recent sojourn, ns (EWMA, gain 1/2), and the last
-    /// one's; `u64::MAX`: none yet.
-    mean: u64,
-    last: u64,
-    /// The least wait of its packets over [`FLOOR_WINDOW`].
-    least: Option<WindowMin>,
-}
-
-const EMPTY: Slot = Slot {
-    tag: 0,
-    mean: u64::MAX,
-    last: u64::MAX,
-    least: None,
-};
-
-/// The window of a connection's least wait ([`Own::floor`]; it covers
-/// the last half to whole of it), which should reach back to the packet that began the measurement, a round
-/// trip ago: while sluice's own queue grows (after a cut) the waits of
-/// the last moments are longer than that packet's. Too long a window errs
-/// the safe way (a base over the path is replaced by the next sample
-/// corrected better; one under it stays for the base's window), at the
-/// price of a bulk flow whose wait fell reading a little less.
-const FLOOR_WINDOW: Duration = Duration::from_secs(1);
-
-/// Slots of a [`FlowSojourn`] (a power of two).
-const FLOW_SLOTS: usize = 1024;
-
-/// Held packets a [`FlowSojourn`] remembers the hold of (a power of two):
-/// more than TCP control releases between two departures on a link.
-const HOLD_SLOTS: usize = 1024;
-
-impl Default for FlowSojourn {
-    fn default() -> Self {
-        FlowSojourn {
-            slots: vec![EMPTY; FLOW_SLOTS].into_boxed_slice(),
-            holds: vec![(u64::MAX, 0); HOLD_SLOTS].into_boxed_slice(),
-        }
-    }
-}
-
-impl FlowSojourn {
-    fn slot(&mut self, flow: u64) -> &mut Slot {
-        let tag = (flow >> 32) as u32;
-        let s = &mut self.slots[tag as usize & (FLOW_SLOTS - 1)];
-        if s.tag != tag {
-            *s = Slot { tag, ..EMPTY };
-        }
-        s
-    }
-
-    /// Packet `id` was held `held` by TCP control before its queue: its
-    /// wait there adds to the queue's when *it* leaves (the measurement it
-    /// begins includes both). The hold travels with the packet, not the
-    /// connection: a window update or a SACK of the same connection passes
-    /// at once and begins measurements of its own, which a hold handed to
-    /// the next packet out would over-correct (in the lab, a download's
-    /// sample of 23.5 ms corrected by 48 ms, and the base at 0).
-    pub fn hold(&mut self, id: u64, held: Duration) {
-        self.holds[id as usize & (HOLD_SLOTS - 1)] = (id, held.0);
-    }
-
-    /// Packet `id` of connection `flow` left at `now` after waiting `wait`
-    /// in the queue (and its hold before it, if it had one).
-    pub fn add(&mut self, flow: u64, id: u64, wait: Duration, now: Instant) {
-        let h = &mut self.holds[id as usize & (HOLD_SLOTS - 1)];
-        let held = if h.0 == id {
-            std::mem::replace(h, (u64::MAX, 0)).1
-        } else {
-            0
-        };
-        let s = self.slot(flow);
-        let w = wait.0.saturating_add(held);
-        s.mean = if s.mean == u64::MAX {
-            w
-        } else {
-            s.mean / 2 + w / 2
-        };
-        s.last = w;
-        match s.least.as_mut() {
-            Some(m) => m.add(Duration(w), now, FLOOR_WINDOW),
-            None => s.least = Some(WindowMin::new(Duration(w), now)),
-        }
-    }
-
-    /// What a sample of connection `flow` is corrected by: the lesser of
-    /// its packets' recent mean and its last packet's wait, if any passed.
-    /// The lesser, because an over-correction lowers the destination's
-    /// base for its whole window (every later sample reads as delay),
-    /// while an under-correction raises one sample, which the per-flow
-    /// minimum over [`Params::flow_window`] discards; and the last, because
-    /// a flow of one packet per round trip has just that one.
-    /// Its floor is the least wait of its packets of the last 0.5–1 s.
-    pub fn get(&self, flow: u64) -> Option<Own> {
-        let tag = (flow >> 32) as u32;
-        let s = self.slots[tag as usize & (FLOW_SLOTS - 1)];
-        (s.tag == tag && s.mean != u64::MAX).then(|| {
-            let wait = Duration(s.mean.min(s.last));
-            Own {
-                wait,
-                floor: s.least.map_or(wait, |m| m.get().min(wait)),
-            }
-        })
-    }
+/// A flow's way in, and its sender's network.
+#[derive(Clone, Copy, Debug)]
+struct Inbound {
+    voter: Voter,
+    owd: Owd,
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::Ipv4Addr;
-
-    #[test]
-    fn pure_ack_samples_count_only_without_data_samples() {
-        // Two downloads give data samples on an empty path (20 ms); four
-        // uploads' ACKs were prompt at first, then (their segments coming
-        // one at a time) all 40 ms late: the receiver's delayed-ACK timer.
-        let mut s = DelaySignal::default();
-        let far = host(1);
-        for t in (0..3000).step_by(10) {
-            for f in 0..2 {
-                s.add(at(t), far, f, ms(20), ms(0));
-            }
-            let late = if t < 1000 { 0 } else { 40 };
-            for f in 10..14 {
-                s.add_ack(at(t), far, f, ms(20 + late), ms(0));
-            }
-        }
-        let r = s.read(at(3000));
-        assert_eq!((r.delay, r.flows), (Some(ms(0)), 2), "the data flows only");
-        // Without data samples the ACKs' are the signal (with a window of
-        // their own): a real queue still shows.
-        let mut u = DelaySignal::default();
-        for t in (0..3000).step_by(10) {
-            let q = if t < 2000 { 0 } else { 30 };
-            for f in 10..14 {
-                u.add_ack(at(t), far, f, ms(20 + q), ms(0));
-            }
-        }
-        let r = u.read(at(3000));
-        assert_eq!((r.delay, r.flows), (Some(ms(30)), 4));
-    }
-
-    #[test]
-    fn each_direction_reads_its_own_queue() {
-        // Four downloads: each data segment arrives stamped by its
-        // sender's clock (its own offset) and completes a round trip of
-        // 20 ms plus the queues both ways. The way in is read from the
-        // stamps, the way out is the round trip less it.
-        let mut s = DelaySignal::default();
-        let far = host(1);
-        let queues = |t: u64| match t {
-            0..3000 => (0, 0),
-            3000..4000 => (30, 0),
-            _ => (0, 20),
-        };
-        let at_ms = |s: &mut DelaySignal, from: u64, to: u64| {
-            for t in (from..to).step_by(10) {
-                let (q_in, q_out) = queues(t);
-                for f in 0..4u64 {
-                    let tsval = (7_000 * f + 100 + t - 10 - q_in) as u32;
-                    s.add_inbound(at(t), f, tsval);
-                    s.add(at(t), far, f, ms(20 + q_in + q_out), ms(0));
-                }
-            }
-        };
-        let read = |s: &DelaySignal, t: u64| {
-            let now = at(t);
-            let (r, o, i) = (s.read(now), s.read_out(now), s.read_in(now));
-            (
-                r.delay.unwrap(),
-                o.delay.unwrap(),
-                i.delay.unwrap(),
-                i.flows,
-            )
-        };
-        at_ms(&mut s, 0, 3000);
-        assert_eq!(read(&s, 3000), (ms(0), ms(0), ms(0), 4));
-        at_ms(&mut s, 3000, 4000);
-        assert_eq!(
-            read(&s, 4000),
-            (ms(30), ms(0), ms(30), 4),
-            "a queue on the way in"
-        );
-        at_ms(&mut s, 4000, 5000);
-        assert_eq!(
-            read(&s, 5000),
-            (ms(20), ms(20), ms(0), 4),
-            "a queue on the way out"
-        );
-        // Without stamps there is no way in, and the way out is the whole
-        // round trip: it may all be that way.
-        let mut n = DelaySignal::default();
-        for t in (0..3000).step_by(10) {
-            n.add(at(t), far, 1, ms(if t < 2000 { 20 } else { 45 }), ms(0));
-        }
-        assert_eq!(n.read_in(at(3000)).delay, None);
-        assert_eq!(n.read_out(at(3000)).delay, Some(ms(25)));
-    }
-
-    #[test]
-    fn each_connection_keeps_its_own_sojourn() {
-        let mut f = FlowSojourn::default();
-        let wait = |f: &FlowSojourn, c: u64| f.get(c).map(|o| o.wait);
-        let (bulk, ack) = (0xabcd_0001_0000_0000u64, 0x1234_0002_0000_0000u64);
-        assert_eq!(f.get(bulk), None);
-        for _ in 0..8 {
-            f.add(bulk, 0, ms(30), at(0));
-            f.add(ack, 0, ms(0), at(0));
-        }
-        assert_eq!(wait(&f, bulk), Some(ms(30)));
-        assert_eq!(wait(&f, ack), Some(ms(0)));
-        // The low 32 bits (host isolation's host hashes) do not matter.
-        assert_eq!(wait(&f, bulk | 0xffff), Some(ms(30)));
-        // One long wait (a SYN behind a burst) does not over-correct the
-        // next samples: the lesser of the mean (20) and the last (10).
-        f.add(bulk, 0, ms(10), at(0));
-        assert_eq!(wait(&f, bulk), Some(ms(10)));
-        f.add(bulk, 0, ms(40), at(0));
-        assert_eq!(wait(&f, bulk), Some(ms(30)), "the mean, 20/2 + 40/2");
-        // A connection mapping to the same slot takes it over.
-        let other = bulk + (1u64 << 42);
-        f.add(other, 0, ms(5), at(0));
-        assert_eq!((wait(&f, other), wait(&f, bulk)), (Some(ms(5)), None));
-        // A packet held 40 ms by TCP control, then queued 2 ms: 42 ms,
-        // counted once.
-        f.hold(7, ms(40));
-        f.add(ack, 7, ms(2), at(0));
-        assert_eq!(wait(&f, ack), Some(ms(21)), "the mean of 0 and 42");
-        f.add(ack, 7, ms(2), at(0));
-        assert_eq!(wait(&f, ack), Some(ms(2)), "the last");
-    }
-
-    #[test]
-    fn a_hold_counts_for_the_packet_that_was_held() {
-        // A download's ACKs 8 and 9 are held 40 and 45 ms and released
-        // together; a window update (10) passes at once and leaves
-        // first. Each packet's wait is its own: the update's 1 ms, the
-        // held ones' hold plus their 1 ms in the queue. (Kept per
-        // connection, the update took the last hold released and the held
-        // ACKs none: a sample the update began, corrected by 45 ms.)
-        let mut f = FlowSojourn::default();
-        let c = 0x7777_0004_0000_0000u64;
-        f.hold(8, ms(40));
-        f.hold(9, ms(45));
-        f.add(c, 10, ms(1), at(0));
-        assert_eq!(f.get(c).unwrap().wait, ms(1), "the update was not held");
-        f.add(c, 8, ms(1), at(1));
-        assert_eq!(f.get(c).unwrap().wait, ms(21), "the mean of 1 and 41");
-        f.add(c, 9, ms(1), at(2));
-        let w = Duration::from_micros(33_500);
-        assert_eq!(f.get(c).unwrap().wait, w, "the mean of 21 and 46");
-        assert_eq!(f.get(c).unwrap().floor, ms(1), "the update's wait");
-        // A hold is taken once: the entry is free after its packet left.
-        f.add(c, 9, ms(1), at(3));
-        assert_eq!(f.get(c).unwrap().wait, ms(1));
-        // Another packet mapping to the same entry takes it over; the
-        // first one's hold is lost (counted short, never long).
-        f.hold(5, ms(30));
-        f.hold(5 + HOLD_SLOTS as u64, ms(20));
-        f.add(c, 5, ms(1), at(4));
-        assert_eq!(f.get(c).unwrap().wait, ms(1));
-    }
-
-    #[test]
-    fn the_floor_is_the_least_wait_of_the_last_moments() {
-        let mut f = FlowSojourn::default();
-        let c = 0x5555_0003_0000_0000u64;
-        // ACKs behind frames on the wire: 0, 6, 3, 8 ms, one every 10 ms.
-        for (i, w) in [0, 6, 3, 8].into_iter().enumerate() {
-            f.add(c, 0, ms(w), at(10 * i as u64));
-        }
-        let o = f.get(c).unwrap();
-        assert_eq!(
-            (o.wait, o.floor),
-            (Duration::from_micros(5500), ms(0)),
-            "the lesser of the mean (0, 3, 3, 5.5) and the last (8)"
-        );
-        // Then every packet waits 12 ms or more: the 0 is remembered for
-        // half a second at least, forgotten within a second.
-        for t in (40..500).step_by(10) {
-            f.add(c, 0, ms(12 + t % 3), at(t));
-        }
-        assert_eq!(f.get(c).unwrap().floor, ms(0));
-        for t in (500..1100).step_by(10) {
-            f.add(c, 0, ms(12 + t % 3), at(t));
-        }
-        assert_eq!(f.get(c).unwrap().floor, ms(12));
-        // Never above the wait itself.
-        f.add(c, 0, ms(1), at(1100));
-        let o = f.get(c).unwrap();
-        assert_eq!((o.wait, o.floor), (ms(1), ms(1)));
-    }
-
-    #[test]
-    fn noisy_corrections_do_not_sink_the_base() {
-        // A download's ACKs leave behind frames on the wire, waiting 0 to
-        // 8 ms (one 1514-byte frame at 1.5 Mbit/s); each measurement began
-        // with one of them, and is corrected by the connection's recent
-        // wait, which errs both ways. The path: 20 ms, no queue beyond.
-        let mut s = DelaySignal::default();
-        let mut f = FlowSojourn::default();
-        let far = host(1);
-        let mut x = 7u64;
-        let mut next = || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) % 9
-        };
-        // Each connection's packets, one every 2 ms, and their waits; a
-        // sample at t completes the measurement its packet of t - 20 began.
-        let mut waits = vec![[0u64; 4]; 10_000];
-        for (i, t) in (0..20_000).step_by(2).enumerate() {
-            for c in 0..4u64 {
-                let flow = (c + 1) << 40;
-                waits[i][c as usize] = next();
-                f.add(flow, 0, ms(waits[i][c as usize]), at(t));
-                if t % 10 == 0 && t >= 20 {
-                    let began = waits[i - 10][c as usize];
-                    let own = f.get(flow).unwrap();
-                    s.add(at(t), far, flow, ms(20 + began), own);
-                }
-            }
-        }
-        // Corrected by the recent wait alone, the base took the worst
-        // over-correction (8 ms under the path) and read 3 ms of delay on
-        // an empty path (each flow's least over 100 ms takes some back).
-        let r = s.read(at(20_000));
-        assert_eq!(r.flows, 4);
-        assert!(r.delay.unwrap() <= ms(1), "{r:?}");
-    }
-
-    #[test]
-    fn a_correction_longer_than_the_round_trip_is_no_evidence() {
-        // Two downloads on a 20 ms path, sluice's queue 5 ms. Then one
-        // sample of each comes corrected by more than it measured (the
-        // lab's `rtt 23.5 ms, own 48.3`, and an upload's `rtt 45.1, own
-        // 34.9`, whose floor was as long): left out, the base stays at
-        // the path and the reading at the queue beyond.
-        let mut s = DelaySignal::default();
-        let far = host(1);
-        for t in (0..2000).step_by(10) {
-            for f in 0..2 {
-                s.add(at(t), far, f, ms(25 + t / 200), ms(5));
-            }
-        }
-        let before = s.read(at(2000));
-        assert_eq!(before.delay, Some(ms(9)), "the queue beyond, 9 ms");
-        let unsound = Own {
-            wait: ms(48),
-            floor: ms(48),
-        };
-        s.add(at(2000), far, 0, Duration::from_micros(23_500), unsound);
-        s.add_ack(at(2000), far, 1, ms(45), unsound);
-        for t in (2010..2200).step_by(10) {
-            for f in 0..2 {
-                s.add(at(t), far, f, ms(34), ms(5));
-            }
-        }
-        let r = s.read(at(2200));
-        assert_eq!(r.delay, Some(ms(9)), "{r:?}");
-        assert_eq!(s.unsound, 2);
-        // Corrected by no more than it measured, a sample counts.
-        s.add(at(2200), far, 0, ms(30), ms(30));
-        assert_eq!(s.unsound, 2);
-    }
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
-    fn at(n: u64) -> Instant {
-        Instant(1_000_000_000) + ms(n)
-    }
-
-    fn host(i: u8) -> IpAddr {
-        IpAddr::V4(Ipv4Addr::new(198, 51, i, 10))
-    }
-
-    /// `flows` flows to distinct networks with base RTTs 20 + 5·i ms, one
-    /// sample each per 10 ms from `from` to `to`, each `extra(flow, t)`
-    /// above its base; sluice's own sojourn `own`.
-    fn feed(
-        s: &mut DelaySignal,
-        flows: u64,
-        from: u64,
-        to: u64,
-        own: Duration,
-        extra: impl Fn(u64, u64) -> Duration,
-    ) {
-        let mut t = from;
-        while t < to {
-            for f in 0..flows {
-                let rtt = ms(20 + 5 * f) + own + extra(f, t);
-                s.add(at(t), host(f as u8), f, rtt, own);
-            }
-            t += 10;
-        }
-    }
-
-    #[test]
-    fn a_queue_beyond_sluice_reads_as_its_delay_over_each_base() {
-        let mut s = DelaySignal::default();
-        // 2 s idle path (only the base), then 30 ms of queue for everyone.
-        feed(&mut s, 5, 0, 2000, ms(0), |_, _| ms(0));
-        assert_eq!(s.read(at(2000)).delay, Some(ms(0)));
-        feed(&mut s, 5, 2000, 2500, ms(0), |_, _| ms(30));
-        let r = s.read(at(2500));
-        assert_eq!(r.delay, Some(ms(30)), "{r:?}");
-        assert_eq!(r.flows, 5);
-        assert!(r.newest_age.unwrap() <= ms(10));
-    }
-
-    #[test]
-    fn sluices_own_sojourn_is_not_read_as_the_links() {
-        let mut s = DelaySignal::default();
-        feed(&mut s, 3, 0, 1000, ms(0), |_, _| ms(0));
-        // Sluice's own queue grows to 25 ms: the link has none.
-        feed(&mut s, 3, 1000, 2000, ms(25), |_, _| ms(0));
-        assert_eq!(s.read(at(2000)).delay, Some(ms(0)));
-    }
-
-    #[test]
-    fn a_few_noisy_flows_and_delayed_acks_do_not_move_the_median() {
-        let mut s = DelaySignal::default();
-        // 7 flows; flows 0 and 1 jump by up to 150 ms on every sample
-        // (a slow server, a bad Wi-Fi), every flow has a delayed ACK
-        // (+40 ms) on one sample in three.
-        let noise = |f: u64, t: u64| {
-            let h = (f * 7919 + t * 104_729) % 151;
-            let mut d = if f < 2 { ms(h) } else { ms(0) };
-            if (t / 10 + f).is_multiple_of(3) {
-                d = d + ms(40);
-            }
-            d
-        };
-        feed(&mut s, 7, 0, 5000, ms(0), noise);
-        let r = s.read(at(5000));
-        assert_eq!(r.flows, 7);
-        assert!(r.delay.unwrap() <= ms(2), "{r:?}");
-        // The same noise on top of a real 40 ms queue reads about 40 ms.
-        feed(&mut s, 7, 5000, 5500, ms(0), |f, t| noise(f, t) + ms(40));
-        let d = s.read(at(5500)).delay.unwrap();
-        assert!((ms(38)..=ms(45)).contains(&d), "{d:?}");
-    }
-
-    #[test]
-    fn missing_signal_is_none_not_zero_and_ages() {
-        let mut s = DelaySignal::default();
-        assert_eq!(s.read(at(0)), Reading::default());
-        feed(&mut s, 2, 0, 500, ms(0), |_, _| ms(0));
-        let r = s.read(at(3000));
-        assert_eq!(r.delay, None, "no flow heard from in the last second");
-        assert_eq!(r.flows, 0);
-        assert_eq!(r.newest_age, Some(ms(3000 - 490)));
-        s.expire(at(3000));
-        assert_eq!(s.sizes().1, 2, "kept four freshness periods");
-        s.expire(at(5000));
-        assert_eq!(s.sizes().1, 0, "stale flows leave");
-        s.expire(at(70_000));
-        assert_eq!(s.sizes(), (0, 0), "stale bases leave");
-    }
-
-    #[test]
-    fn the_base_forgets_a_path_it_no_longer_has() {
-        let mut s = DelaySignal::default();
-        feed(&mut s, 1, 0, 1000, ms(0), |_, _| ms(0));
-        // The path gets 15 ms longer for good (a route change): after at
-        // most a base window it no longer reads as queueing.
-        feed(&mut s, 1, 1000, 62_000, ms(0), |_, _| ms(15));
-        assert_eq!(s.read(at(62_000)).delay, Some(ms(0)));
-    }
-
-    #[test]
-    fn memory_is_bounded() {
-        let mut s = DelaySignal::new(Params {
-            max_prefixes: 8,
-            max_flows: 8,
-            ..Params::default()
-        });
-        feed(&mut s, 50, 0, 100, ms(0), |_, _| ms(0));
-        assert_eq!(s.sizes(), (8, 8));
-    }
-}
+mod tests;

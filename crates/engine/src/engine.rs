@@ -704,18 +704,17 @@ impl Engine {
         };
         if self.ifaces[iface].lan_side {
             self.learn(now, iface, egress, &frame, &info);
-            if let Some(p) = self.ifaces[egress].probe.as_mut() {
-                p.learn(now, &frame, &info);
-            }
-        } else if let (
-            Some(p),
-            Some(IpInfo {
-                l4: L4::Icmp { .. },
-                ..
-            }),
-        ) = (self.ifaces[iface].probe.as_mut(), &info.ip)
-        {
-            if p.on_reply(now, &frame, &info) {
+        } else if let Some(p) = self.ifaces[iface].probe.as_mut() {
+            // Who answers from the far side, for the probe's template.
+            p.heard(now, &frame, &info);
+            let icmp = matches!(
+                info.ip,
+                Some(IpInfo {
+                    l4: L4::Icmp { .. },
+                    ..
+                })
+            );
+            if icmp && p.on_reply(now, &frame, &info) {
                 self.ifaces[iface].counters.probe_replies += 1;
                 self.give_back(iface, frame, DropCause::ProbeReply);
                 return Rx::Dropped(DropCause::ProbeReply);
@@ -744,6 +743,13 @@ impl Engine {
                 if let Some(cause) = direction_pass(&dout) {
                     return self.refuse(iface, frame, cause);
                 }
+                // Only a frame the rules passed lends the probe its name.
+                if let (true, Some(p)) = (
+                    self.ifaces[iface].lan_side,
+                    self.ifaces[egress].probe.as_mut(),
+                ) {
+                    p.learn(now, &frame, &info);
+                }
                 // pf: the outbound pass may override the inbound assignment.
                 let queue = dout.queue.or(din.queue);
                 let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
@@ -756,8 +762,10 @@ impl Engine {
                     seg.as_ref(),
                 ) {
                     let i = &mut self.ifaces[iface];
-                    if let Some((tsval, _)) = g.timestamps {
-                        i.signal.add_inbound(now, dout.flow_hash, tsval);
+                    // Only a conversation: both ends answered each other's
+                    // stamps through sluice (crate::delay_signal).
+                    if let (Some((tsval, _)), Some(_)) = (g.timestamps, rtt) {
+                        i.signal.add_inbound(now, ip.src, dout.flow_hash, tsval);
                     }
                     // And what it acknowledges of the upload's data.
                     i.delivered.on_segment(dout.flow_hash, g.flags, g.ack);

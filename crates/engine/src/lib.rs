@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod autorate;
+mod bounded;
 pub mod build;
 pub mod delay_signal;
 pub mod delivered;
@@ -25,8 +26,10 @@ pub mod owd;
 pub mod prio;
 pub mod probe;
 mod report;
+mod sojourn;
 pub mod tcpctl;
 pub mod testing;
+pub mod votes;
 
 pub use engine::{
     DropCause, DroppedFrame, Engine, IfaceCounters, MemoryReport, Options, ReloadReport, Rx,

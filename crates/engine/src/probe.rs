@@ -18,27 +18,46 @@
 //!   router's, or a host's behind a NAT router, which forwards the reply
 //!   back). No such frame in the last [`TEMPLATE_FRESH`]: no probe — an
 //!   idle line is not pinged.
-//! - **Known by its payload.** A NAT may rewrite an echo's identifier;
-//!   the payload comes back as sent (RFC 792, RFC 4443 §4.2). It carries a
-//!   cookie drawn from the engine's secret key; a reply bearing it is
-//!   sluice's and is taken out of the traffic (the host whose name was
-//!   borrowed never sees it), whatever its sequence number.
+//! - **Only a name that works.** A frame lends its header only if the
+//!   rules passed it (the engine asks after classifying), it goes to the
+//!   gateway — its destination MAC is one that frames from the far side
+//!   came from ([`Prober::heard`]) — and its source address is one that
+//!   frames from the far side were sent to, both within
+//!   [`TEMPLATE_FRESH`]. A LAN host sending to a bogus MAC or from an
+//!   address nobody answers cannot become the template and steer the
+//!   probes nowhere: the engine can tell those two things of every frame,
+//!   while "a state admitted it" holds for any frame a default-pass rule
+//!   set lets through.
+//! - **Known by its payload, one cookie a probe.** A NAT may rewrite an
+//!   echo's identifier; the payload comes back as sent (RFC 792, RFC 4443
+//!   §4.2). It carries the sequence number and a cookie, SipHash-1-3 of
+//!   the target, an epoch and that sequence number under a key of the
+//!   probe's own derived from the engine's secret: it discloses nothing of
+//!   the secret, differs for each probe, and cannot be guessed for the
+//!   next one. A reply is sluice's (taken out of the traffic: the host
+//!   whose name was borrowed never sees it) only if its cookie is its
+//!   sequence number's.
 //! - **Cheap on a slow line.** One request per interval, the interval
 //!   chosen so probes take at most [`SHARE`] of the slower direction's
 //!   shaped rate, and never shorter than [`MIN_INTERVAL`] (IPv4 over
 //!   Ethernet, 58 bytes: at 128 kbit/s one every 0.36 s; from 464 kbit/s
 //!   every 100 ms).
-//! - **A reading like the traffic's.** The base is the least round trip
-//!   of a sliding window (60 s, as the TCP signal's), the delay the median
-//!   of the last [`MEDIAN_OF`] replies less the base; a reply older than
+//! - **A reading like the traffic's, a base no one reply sets.** The base
+//!   is the least, over a sliding window (60 s, as the TCP signal's), of
+//!   the median of each [`MEDIAN_OF`] latest replies: one early reply (a
+//!   forgery by whoever saw a probe go by) cannot pin it near zero and read
+//!   every real reply as delay for a minute. The delay is the median of
+//!   the last [`MEDIAN_OF`] replies less the base; a reply older than
 //!   [`fresh`] leaves no reading (`None`, never zero). A request not
 //!   answered within [`LOST_AFTER`] is counted lost and gives no sample:
 //!   a loss says nothing a queue's growth does not say sooner.
 
 use crate::delay_signal::{Reading, WindowMin};
+use siphasher::sip::SipHasher13;
 use sluice_time::{Duration, Instant, Rate};
 use sluice_wire::PacketInfo;
 use std::collections::VecDeque;
+use std::hash::Hasher;
 use std::net::IpAddr;
 
 /// Share of the slower direction's rate the probes may take.
@@ -61,6 +80,13 @@ const RELEARN: Duration = Duration::from_secs(1);
 const PAYLOAD: usize = 16;
 /// The longest link-layer header kept (Ethernet, two tags, PPPoE + PPP).
 const L2_MAX: usize = 14 + 8 + 8;
+/// Gateway MACs remembered from the far side's frames (a modem, a
+/// router and their spares).
+const GATEWAYS: usize = 4;
+/// Addresses the far side's frames went to, remembered: the router's, or
+/// the busiest hosts' of a bridged LAN (a template is relearned from any
+/// of them).
+const ADDRESSES: usize = 16;
 
 /// What a probe of this family borrows from the traffic.
 #[derive(Clone, Debug)]
@@ -86,9 +112,16 @@ pub struct ProbeStats {
 #[derive(Clone, Debug)]
 pub struct Prober {
     target: IpAddr,
-    cookie: [u8; 8],
+    /// The probe's own key, derived from the engine's secret.
+    key: (u64, u64),
+    /// Mixed into each cookie: when this prober's sequence began.
+    epoch: u64,
     ident: u16,
     seq: u16,
+    /// Source MACs of frames from the far side, and the addresses they
+    /// were sent to, with when last seen.
+    gateways: [Option<([u8; 6], Instant)>; GATEWAYS],
+    addresses: [Option<(IpAddr, Instant)>; ADDRESSES],
     next_send: Instant,
     template: Option<Template>,
     outstanding: VecDeque<(u16, Instant)>,
@@ -98,19 +131,31 @@ pub struct Prober {
 }
 
 impl Prober {
-    /// A prober of `target`; `key` (the engine's secret) gives the cookie
-    /// and the identifier, so that another sluice's probes, or a host's
-    /// pings, are not taken for this one's.
+    /// A prober of `target`; `key` (the engine's secret) gives, through a
+    /// key of the probe's own, the cookies and the identifier, so that
+    /// another sluice's probes, or a host's pings, are not taken for this
+    /// one's.
     pub fn new(target: IpAddr, key: [u8; 16]) -> Prober {
-        let mut cookie = [0u8; 8];
-        for (i, c) in cookie.iter_mut().enumerate() {
-            *c = key[i] ^ key[i + 8] ^ b"sluicePr"[i];
-        }
+        let word = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&key[i..i + 8]);
+            u64::from_le_bytes(b)
+        };
+        let derive = |what: &[u8]| {
+            let mut h = SipHasher13::new_with_keys(word(0), word(8));
+            h.write(b"sluice probe key ");
+            h.write(what);
+            h.finish()
+        };
+        let key = (derive(b"0"), derive(b"1"));
         Prober {
             target,
-            cookie,
-            ident: u16::from_be_bytes([key[3] ^ key[11], key[5] ^ key[13]]),
+            key,
+            epoch: 0,
+            ident: derive(b"ident") as u16,
             seq: 0,
+            gateways: [None; GATEWAYS],
+            addresses: [None; ADDRESSES],
             next_send: Instant::ZERO,
             template: None,
             outstanding: VecDeque::new(),
@@ -124,8 +169,48 @@ impl Prober {
         self.target
     }
 
-    /// A frame leaving by the probe's way at `now`: an IP frame of the
-    /// target's family lends its link-layer header and source address
+    /// The cookie of the probe of sequence number `seq` in this epoch.
+    fn cookie(&self, seq: u16) -> [u8; 8] {
+        let mut h = SipHasher13::new_with_keys(self.key.0, self.key.1);
+        match self.target {
+            IpAddr::V4(a) => h.write(&a.octets()),
+            IpAddr::V6(a) => h.write(&a.octets()),
+        }
+        h.write_u64(self.epoch);
+        h.write_u16(seq);
+        h.finish().to_be_bytes()
+    }
+
+    /// A frame from the far side at `now`: its source MAC is a gateway's,
+    /// its destination address one that answers reach.
+    pub fn heard(&mut self, now: Instant, frame: &[u8], info: &PacketInfo) {
+        let Some(ip) = &info.ip else { return };
+        let Some(mac) = frame.get(6..12).and_then(|m| <[u8; 6]>::try_from(m).ok()) else {
+            return;
+        };
+        remember(&mut self.gateways, mac, now);
+        remember(&mut self.addresses, ip.dst, now);
+    }
+
+    /// Whether frames from the far side came from `mac` and were sent to
+    /// `addr` lately.
+    fn answered(&self, now: Instant, mac: &[u8], addr: IpAddr) -> bool {
+        let fresh = |at: Instant| now.saturating_since(at) < TEMPLATE_FRESH;
+        let gw = self
+            .gateways
+            .iter()
+            .flatten()
+            .any(|(m, at)| m[..] == *mac && fresh(*at));
+        gw && self
+            .addresses
+            .iter()
+            .flatten()
+            .any(|(a, at)| *a == addr && fresh(*at))
+    }
+
+    /// A frame the rules passed, leaving by the probe's way at `now`: an
+    /// IP frame of the target's family to a gateway, from an address the
+    /// far side answers, lends its link-layer header and source address
     /// (taken again at most every [`RELEARN`]).
     pub fn learn(&mut self, now: Instant, frame: &[u8], info: &PacketInfo) {
         // Most frames stop here: one look at the clock.
@@ -138,7 +223,12 @@ impl Prober {
         }
         let Some(ip) = &info.ip else { return };
         // The frame's EtherType (or PPP protocol) is then the family's.
-        if ip.src.is_ipv4() != self.target.is_ipv4() || !self.may_borrow(frame, ip) {
+        if ip.src.is_ipv4() != self.target.is_ipv4()
+            || !self.may_borrow(frame, ip)
+            || !frame
+                .get(..6)
+                .is_some_and(|dst| self.answered(now, dst, ip.src))
+        {
             return;
         }
         let Some(l2) = frame.get(..info.l3_offset).filter(|h| h.len() <= L2_MAX) else {
@@ -199,9 +289,17 @@ impl Prober {
             return None;
         }
         let t = self.template.as_ref()?;
+        if self.stats.sent == 0 || self.seq == u16::MAX {
+            // A new epoch: no cookie of an earlier one (this prober's
+            // before the sequence wrapped, or one before a reload) is
+            // this one's again.
+            self.epoch = now.0.wrapping_add(self.stats.sent);
+            self.stats.lost += self.outstanding.len() as u64;
+            self.outstanding.clear();
+        }
         self.seq = self.seq.wrapping_add(1);
         let mut payload = [0u8; PAYLOAD];
-        payload[..8].copy_from_slice(&self.cookie);
+        payload[..8].copy_from_slice(&self.cookie(self.seq));
         payload[8..10].copy_from_slice(&self.seq.to_be_bytes());
         let f = sluice_wire::echo::echo_request(
             &t.l2,
@@ -239,14 +337,14 @@ impl Prober {
         let Some(r) = sluice_wire::echo::echo_reply(frame, info) else {
             return false;
         };
-        if r.src != self.target || r.payload.get(..8) != Some(&self.cookie[..]) {
+        // The sequence number in the payload: a NAT may rewrite the header's.
+        let Some(&[a, b]) = r.payload.get(8..10) else {
+            return false;
+        };
+        let seq = u16::from_be_bytes([a, b]);
+        if r.src != self.target || r.payload.get(..8) != Some(&self.cookie(seq)[..]) {
             return false;
         }
-        // The sequence number in the payload: a NAT may rewrite the header's.
-        let seq = match r.payload.get(8..10) {
-            Some(&[a, b]) => u16::from_be_bytes([a, b]),
-            _ => r.seq,
-        };
         let Some(pos) = self.outstanding.iter().position(|&(s, _)| s == seq) else {
             self.stats.stray += 1;
             return true;
@@ -258,15 +356,24 @@ impl Prober {
         let rtt = now.saturating_since(sent);
         self.stats.answered += 1;
         self.stats.last_rtt = Some(rtt);
-        match self.base.as_mut() {
-            Some(b) => b.add(rtt, now, BASE_WINDOW),
-            None => self.base = Some(WindowMin::new(rtt, now)),
-        }
         if self.replies.len() >= MEDIAN_OF {
             self.replies.pop_front();
         }
         self.replies.push_back((now, rtt));
+        if let Some(m) = self.median().filter(|_| self.replies.len() >= MEDIAN_OF) {
+            match self.base.as_mut() {
+                Some(b) => b.add(m, now, BASE_WINDOW),
+                None => self.base = Some(WindowMin::new(m, now)),
+            }
+        }
         true
+    }
+
+    /// The median of the latest replies' round trips.
+    fn median(&self) -> Option<Duration> {
+        let mut v: Vec<Duration> = self.replies.iter().map(|&(_, r)| r).collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied()
     }
 
     /// The delay beyond sluice, both ways, at `now` (requests sent
@@ -283,15 +390,28 @@ impl Prober {
                 }
             }
         };
-        let mut v: Vec<Duration> = self.replies.iter().map(|&(_, r)| r).collect();
-        v.sort_unstable();
-        let median = v[v.len() / 2];
+        let Some(median) = self.median() else {
+            return Reading::default();
+        };
         Reading {
             delay: Some(median - base),
             flows: 1,
             newest_age: newest,
             probe: true,
         }
+    }
+}
+
+/// Puts `v` seen at `now` in `memo`: in its own entry if there, else in
+/// an empty or the stalest one.
+fn remember<T: Copy + PartialEq>(memo: &mut [Option<(T, Instant)>], v: T, now: Instant) {
+    let i = memo
+        .iter()
+        .position(|e| e.is_some_and(|(x, _)| x == v))
+        .or_else(|| memo.iter().position(Option::is_none))
+        .or_else(|| (0..memo.len()).min_by_key(|&i| memo[i].map(|(_, at)| at)));
+    if let Some(i) = i {
+        memo[i] = Some((v, now));
     }
 }
 
@@ -329,13 +449,37 @@ mod tests {
         )
     }
 
+    /// A frame from the far side to the router: its source MAC is the one
+    /// the router's frames go to.
+    fn inbound() -> Vec<u8> {
+        let mut f = build::udp_v4(
+            Ipv4Addr::new(198, 51, 100, 9),
+            Ipv4Addr::new(203, 0, 113, 5),
+            443,
+            4000,
+            100,
+        );
+        let (dst, src) = (f[..6].to_vec(), f[6..12].to_vec());
+        f[..6].copy_from_slice(&src);
+        f[6..12].copy_from_slice(&dst);
+        f
+    }
+
+    /// A prober that heard the far side answer the router at `now`.
+    fn answered(now: Instant) -> Prober {
+        let mut p = Prober::new(MODEM, KEY);
+        let f = inbound();
+        p.heard(now, &f, &parse(&f).unwrap());
+        p
+    }
+
     /// The target's answer to `req`, as the wire would bring it.
     fn reply_to(req: &[u8]) -> Vec<u8> {
         build::echo_reply_to(req).expect("an echo request")
     }
 
     fn taught(now: Instant) -> Prober {
-        let mut p = Prober::new(MODEM, KEY);
+        let mut p = answered(now);
         let f = outbound();
         p.learn(now, &f, &parse(&f).unwrap());
         p
@@ -369,7 +513,7 @@ mod tests {
 
     #[test]
     fn a_broadcast_or_a_frame_from_no_address_lends_nothing() {
-        let mut p = Prober::new(MODEM, KEY);
+        let mut p = answered(at(0));
         // A DHCP discover: from 0.0.0.0 to 255.255.255.255, broadcast MAC.
         let mut dhcp = build::udp_v4(Ipv4Addr::UNSPECIFIED, Ipv4Addr::BROADCAST, 68, 67, 300);
         dhcp[..6].copy_from_slice(&[0xff; 6]);
@@ -395,6 +539,87 @@ mod tests {
         let f = outbound();
         p.learn(at(0), &f, &parse(&f).unwrap());
         assert!(p.next_send(at(0)).is_some());
+    }
+
+    #[test]
+    fn a_frame_to_no_gateway_or_from_no_answered_address_lends_nothing() {
+        // A LAN host's frames to a MAC no answer came from, or from an
+        // address nothing was sent to: probes in their name go nowhere.
+        let mut p = answered(at(0));
+        let mut bogus = build::udp_v4(
+            Ipv4Addr::new(10, 99, 9, 9),
+            Ipv4Addr::new(198, 51, 100, 9),
+            1,
+            2,
+            100,
+        );
+        bogus[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+        p.learn(at(0), &bogus, &parse(&bogus).unwrap());
+        assert_eq!(p.poll(at(0), ms(100)), None, "to no gateway");
+        let mut spoofed = outbound();
+        spoofed[26..30].copy_from_slice(&[10, 99, 9, 9]);
+        p.learn(at(0), &spoofed, &parse(&spoofed).unwrap());
+        assert_eq!(p.poll(at(0), ms(100)), None, "from no answered address");
+        // Nor does one replace a good template a second later.
+        let good = outbound();
+        p.learn(at(0), &good, &parse(&good).unwrap());
+        p.learn(at(1_500), &bogus, &parse(&bogus).unwrap());
+        let req = p.poll(at(1_500), ms(100)).unwrap();
+        assert_eq!(&req[..14], &good[..14]);
+        assert_eq!(
+            parse(&req).unwrap().ip.unwrap().src,
+            IpAddr::V4(Ipv4Addr::new(203, 0, 113, 5))
+        );
+        // Without an answer from the far side lately, nothing lends.
+        let mut q = Prober::new(MODEM, KEY);
+        q.learn(at(0), &good, &parse(&good).unwrap());
+        assert_eq!(q.poll(at(0), ms(100)), None);
+    }
+
+    #[test]
+    fn each_probe_has_a_cookie_of_its_own_that_shows_nothing_of_the_key() {
+        let mut p = taught(at(0));
+        let a = p.poll(at(0), ms(100)).unwrap();
+        let b = p.poll(at(100), ms(100)).unwrap();
+        let cookie = |f: &[u8]| f[f.len() - PAYLOAD..][..8].to_vec();
+        assert_ne!(cookie(&a), cookie(&b));
+        let xor: Vec<u8> = (0..8)
+            .map(|i| KEY[i] ^ KEY[i + 8] ^ b"sluicePr"[i])
+            .collect();
+        for c in [cookie(&a), cookie(&b)] {
+            assert!(c != xor && c[..] != KEY[..8] && c[..] != KEY[8..], "{c:?}");
+        }
+        // The first probe's cookie on the second's sequence number is
+        // no reply of ours.
+        let mut forged = reply_to(&b);
+        let at_cookie = forged.len() - PAYLOAD;
+        forged[at_cookie..at_cookie + 8].copy_from_slice(&cookie(&a));
+        assert!(!p.on_reply(at(110), &forged, &parse(&forged).unwrap()));
+        let real = reply_to(&b);
+        assert!(p.on_reply(at(120), &real, &parse(&real).unwrap()));
+    }
+
+    #[test]
+    fn one_forged_early_reply_does_not_pin_the_base() {
+        // Whoever saw the first probe go by answers it after 0.1 ms; the
+        // target answers every probe after 20 ms (the forgery's is late).
+        let mut p = taught(at(0));
+        let iv = ms(100);
+        for i in 0..10u64 {
+            let t = at(i * 100);
+            let f = outbound();
+            p.learn(t, &f, &parse(&f).unwrap());
+            let req = p.poll(t, iv).unwrap();
+            let rep = reply_to(&req);
+            let rtt = if i == 0 {
+                Duration::from_micros(100)
+            } else {
+                ms(20)
+            };
+            assert!(p.on_reply(t + rtt, &rep, &parse(&rep).unwrap()));
+        }
+        let d = p.reading(at(1_000), iv).delay.unwrap();
+        assert!(d <= ms(1), "{d:?}");
     }
 
     #[test]

@@ -12,11 +12,23 @@ use sluice_time::{Duration, Instant, Rate};
 use sluice_wire::build::{tcp_with, udp_v4, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
+/// The far ends of the TCP connections: one per network, so that each
+/// is a voter of its own (crate::votes).
+const SERVERS: [Ipv4Addr; 3] = [
+    SERVER,
+    Ipv4Addr::new(198, 51, 101, 1),
+    Ipv4Addr::new(198, 51, 102, 1),
+];
+
+/// A segment of connection `c` (to [`SERVERS`]`[c]`), from the LAN side
+/// (1400 bytes of data) or the WAN side (none), stamped `ts`.
+#[allow(clippy::too_many_arguments)]
 fn tcp(
     e: &mut Engine,
     now: Instant,
+    c: usize,
     from_lan: bool,
     seq: u32,
     ack: u32,
@@ -29,10 +41,11 @@ fn tcp(
         tsecr: ts.1,
     }
     .encode(&mut opts);
+    let (server, cport) = (SERVERS[c], 40000 + c as u16);
     let (src, dst, sport, dport, iface) = if from_lan {
-        (CLIENT, SERVER, 40000, 5201, LAN)
+        (CLIENT, server, cport, 5201, LAN)
     } else {
-        (SERVER, CLIENT, 5201, 40000, WAN)
+        (server, CLIENT, 5201, cport, WAN)
     };
     let len = if from_lan { 1400 } else { 0 };
     let spec = TcpSpec {
@@ -48,17 +61,21 @@ fn tcp(
     e.handle_rx(now, iface, tcp_with(src, dst, &spec));
 }
 
+/// Each upload connection's next sequence number, its next TSval and its
+/// server's.
+type Conns = [(u32, u32, u32); 3];
+
 /// An upload through `e` for `secs` s from `*now`: 16.7 Mbit/s of UDP
-/// filler offered to the WAN shaper, and one TCP connection whose data is
-/// answered by the server 30 ms + `queue(t)` after it left sluice
-/// (timestamps echoed): sluice's own wait is in the RTT sluice measures,
-/// as on a real path, and its correction takes it out.
+/// filler offered to the WAN shaper, and three TCP connections (one per
+/// server) whose data is answered by the server 30 ms + `queue(t)` after
+/// it left sluice (timestamps echoed): sluice's own wait is in the RTT
+/// sluice measures, as on a real path, and its correction takes it out.
 fn upload(
     e: &mut Engine,
     now: &mut Instant,
     secs: u64,
     queue: impl Fn(u64) -> u64,
-    st: &mut (u32, u32, u32),
+    st: &mut Conns,
 ) {
     upload_for(e, now, Duration::from_secs(secs), queue, st);
 }
@@ -69,12 +86,13 @@ fn upload_for(
     now: &mut Instant,
     span: Duration,
     queue: impl Fn(u64) -> u64,
-    st: &mut (u32, u32, u32),
+    st: &mut Conns,
 ) {
     let end = *now + span;
-    // Sent and not yet out of sluice; then out, the answer due.
-    let mut in_sluice: Option<(u32, u32)> = None;
-    let mut ack_due: Option<(Instant, u32, u32)> = None;
+    // Per connection: sent and not yet out of sluice; then out, the
+    // answer due.
+    let mut in_sluice: [Option<(u32, u32)>; 3] = [None; 3];
+    let mut ack_due: [Option<(Instant, u32, u32)>; 3] = [None; 3];
     let mut t = 0u64;
     while *now < end {
         // 2 frames of 1042 bytes a ms: 16.7 Mbit/s, below the shaper's
@@ -83,28 +101,37 @@ fn upload_for(
             let f = udp_v4(CLIENT, SERVER.octets().into(), 6000 + k, 9, 1000);
             e.handle_rx(*now, LAN, f);
         }
-        match ack_due {
-            Some((at, seq, ts)) if *now >= at => {
-                tcp(e, *now, false, 9001, seq, ACK, (st.2, ts));
-                st.2 += 1;
-                ack_due = None;
+        for (c, st) in st.iter_mut().enumerate() {
+            match ack_due[c] {
+                Some((at, seq, ts)) if *now >= at => {
+                    tcp(e, *now, c, false, 9001, seq, ACK, (st.2, ts));
+                    st.2 += 1;
+                    ack_due[c] = None;
+                }
+                None if in_sluice[c].is_none() => {
+                    let (seq, ts) = (st.0, st.1);
+                    tcp(e, *now, c, true, seq, 9001, ACK, (ts, st.2.wrapping_sub(1)));
+                    st.0 = seq.wrapping_add(1400);
+                    st.1 += 1;
+                    in_sluice[c] = Some((st.0, ts));
+                }
+                _ => {}
             }
-            None if in_sluice.is_none() => {
-                let (seq, ts) = (st.0, st.1);
-                tcp(e, *now, true, seq, 9001, ACK, (ts, st.2.wrapping_sub(1)));
-                st.0 = seq.wrapping_add(1400);
-                st.1 += 1;
-                in_sluice = Some((st.0, ts));
-            }
-            _ => {}
         }
         e.handle_timeout(*now);
         while let Some(f) = e.poll_tx(*now, WAN) {
-            // IPv4's protocol byte: the TCP segment has left.
+            // IPv4's protocol byte: a TCP segment has left, to the server
+            // its destination names.
             if f.get(14 + 9) == Some(&6) {
-                if let Some((seq, ts)) = in_sluice.take() {
+                let to = f
+                    .get(14 + 16..14 + 20)
+                    .map(|d| Ipv4Addr::new(d[0], d[1], d[2], d[3]));
+                let Some(c) = SERVERS.iter().position(|s| Some(*s) == to) else {
+                    continue;
+                };
+                if let Some((seq, ts)) = in_sluice[c].take() {
                     let rtt = Duration::from_millis(30 + queue(t));
-                    ack_due = Some((*now + rtt, seq, ts));
+                    ack_due[c] = Some((*now + rtt, seq, ts));
                 }
             }
         }
@@ -114,19 +141,16 @@ fn upload_for(
     }
 }
 
-fn start(e: &mut Engine) -> (Instant, (u32, u32, u32)) {
+fn start(e: &mut Engine) -> (Instant, Conns) {
     let now = Instant(1_000_000_000);
-    tcp(e, now, true, 1000, 0, SYN, (1, 0));
-    tcp(
-        e,
-        now + Duration::from_millis(30),
-        false,
-        9000,
-        1001,
-        SYN | ACK,
-        (500, 1),
-    );
-    (now + Duration::from_millis(31), (1001, 2, 501))
+    for c in 0..3 {
+        tcp(e, now, c, true, 1000, 0, SYN, (1, 0));
+    }
+    for c in 0..3 {
+        let at = now + Duration::from_millis(30);
+        tcp(e, at, c, false, 9000, 1001, SYN | ACK, (500, 1));
+    }
+    (now + Duration::from_millis(31), [(1001, 2, 501); 3])
 }
 
 const CONF: &str = "queue up on $ext_if bandwidth 20M autorate (min 5M, max 40M)\n\
@@ -235,7 +259,8 @@ fn a_reload_with_the_same_bounds_keeps_the_rate_found_and_new_bounds_start_again
 const HOP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(198, 51, 100, 254);
 
 /// A UDP-only upload (16.7 Mbit/s: nothing sluice can time) for `secs` s
-/// from [`CLIENT`] (or, over IPv6, `build::V6_SRC`); every echo request
+/// from [`CLIENT`] (or, over IPv6, `build::V6_SRC`), a small datagram
+/// back every 100 ms; every echo request
 /// sluice sends to `hop` is answered 20 ms + `queue(t)` later. Returns the
 /// requests seen and the echo replies that came out on the LAN side.
 fn udp_upload(
@@ -270,6 +295,16 @@ fn udp_upload(
     while *now < end {
         for k in 0..2 {
             e.handle_rx(*now, LAN, build::udp(client, server, 6000 + k, 9, 1000));
+        }
+        if t.is_multiple_of(100) {
+            // Now and then a datagram back from the server, from the MAC
+            // the client's go to: the probe's template is a name the far
+            // side answers (crate::probe).
+            let mut f = build::udp(server, client, 9, 6000, 100);
+            let (dst, src) = (f[..6].to_vec(), f[6..12].to_vec());
+            f[..6].copy_from_slice(&src);
+            f[6..12].copy_from_slice(&dst);
+            e.handle_rx(*now, WAN, f);
         }
         for (_, f) in due.extract_if(.., |(at, _)| *at <= *now) {
             e.handle_rx(*now, WAN, f);
@@ -442,4 +477,270 @@ fn a_scheduled_drop_takes_the_rate_to_min_on_the_wall_clocks_time() {
         r,
         vec![(before, Rate::mbps(5)), (Rate::mbps(5), Rate(before.0 / 2))]
     );
+}
+
+/// How a far end lies about the delay its segments met (issue #36).
+#[derive(Clone, Copy, Debug)]
+enum Lie {
+    /// Its stamps stop advancing at 3 s while it keeps sending.
+    Frozen,
+    /// It delays what it sends by 0.4 s more each second from 3 s on, up
+    /// to 10 s (stamps and echoes as of then: a queue that is not there).
+    Delayed,
+    /// Its clock runs 1.2 times fast.
+    Fast,
+}
+
+/// One download connection: the server's address and port, how it lies
+/// (`None`: honest), its next sequence number, the client's latest TSval
+/// it received (what it echoes) and the client's next one.
+struct Dl {
+    server: Ipv4Addr,
+    port: u16,
+    lie: Option<Lie>,
+    /// Sends 100 bytes every 50 ms (the liars' connections, lying or not).
+    trickle: bool,
+    seq: u32,
+    echo: u32,
+    seen: std::collections::VecDeque<(u64, u32)>,
+}
+
+impl Dl {
+    /// The server's TSval and TSecr for a segment sent at `t` ms.
+    fn stamps(&self, t: u64) -> (u32, u32) {
+        let lag = |t: u64| t.saturating_sub(3_000).min(25_000) * 2 / 5;
+        let ts = match self.lie {
+            None => t,
+            Some(Lie::Frozen) => t.min(3_000),
+            Some(Lie::Delayed) => t - lag(t),
+            Some(Lie::Fast) => t * 6 / 5,
+        };
+        let echo = match self.lie {
+            // The echo of what it had by then.
+            Some(Lie::Delayed) => {
+                let by = t - lag(t);
+                self.seen
+                    .iter()
+                    .rev()
+                    .find(|(at, _)| *at <= by)
+                    .map_or(1, |&(_, v)| v)
+            }
+            _ => self.echo,
+        };
+        (1_000 + ts as u32, echo)
+    }
+}
+
+/// A download behind `autorate (min 2M, max 40M)` from 8M for 20 s:
+/// `honest` servers on networks of their own send 11.2 Mbit/s between them,
+/// promptly and truthfully stamped; `liars` connections from one more
+/// server send 100 bytes each every 50 ms, lying in turn as
+/// [`Lie::Frozen`], [`Lie::Delayed`], [`Lie::Fast`] if `lying`, else
+/// telling the truth. The client acknowledges every segment at once. The
+/// download's rate each second from 10 s.
+fn liars_download(honest: usize, liars: usize, lying: bool) -> Vec<Rate> {
+    let mut e = bridge(
+        "queue down on $int_if bandwidth 8M autorate (min 2M, max 40M)\n\
+         queue dl parent down bandwidth 100% qlimit 2000 default\n\
+         pass proto tcp\n",
+    );
+    let liar = Ipv4Addr::new(203, 0, 113, 66);
+    let lies = [Lie::Frozen, Lie::Delayed, Lie::Fast];
+    let mut conns: Vec<Dl> = (0..honest)
+        .map(|h| (Ipv4Addr::new(198, 51, 100 + h as u8, 1), None))
+        .chain((0..liars).map(|i| (liar, lying.then_some(lies[i % 3]))))
+        .enumerate()
+        .map(|(i, (server, lie))| Dl {
+            server,
+            port: 1000 + i as u16,
+            lie,
+            trickle: i >= honest,
+            seq: 9001,
+            echo: 1,
+            seen: Default::default(),
+        })
+        .collect();
+    let stamp = |ts: (u32, u32)| {
+        let mut o = Vec::new();
+        TcpOption::Timestamps {
+            tsval: ts.0,
+            tsecr: ts.1,
+        }
+        .encode(&mut o);
+        o
+    };
+    let frame = |src, dst, sport, dport, seq, ack, flags, opts: &[u8], len| {
+        let spec = TcpSpec {
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            window: 65535,
+            options: opts,
+            payload_len: len,
+        };
+        tcp_with(src, dst, &spec)
+    };
+    let t0 = Instant(1_000_000_000);
+    // Handshakes, the client's SYN echoed by the server's SYN-ACK.
+    for c in &conns {
+        let f = frame(
+            CLIENT,
+            c.server,
+            40000,
+            c.port,
+            1000,
+            0,
+            SYN,
+            &stamp((1, 0)),
+            0,
+        );
+        e.handle_rx(t0, LAN, f);
+        let f = frame(
+            c.server,
+            CLIENT,
+            c.port,
+            40000,
+            9000,
+            1001,
+            SYN | ACK,
+            &stamp((1_000, 1)),
+            0,
+        );
+        e.handle_rx(t0, WAN, f);
+    }
+    let mut rates = Vec::new();
+    for t in 1..20_000u64 {
+        let now = t0 + Duration::from_millis(t);
+        for (i, c) in conns.iter_mut().enumerate() {
+            let (n, len) = match c.trickle {
+                false if t % honest as u64 == i as u64 => (1, 1400),
+                true if t.is_multiple_of(50) => (1, 100),
+                _ => (0, 0),
+            };
+            for _ in 0..n {
+                let f = frame(
+                    c.server,
+                    CLIENT,
+                    c.port,
+                    40000,
+                    c.seq,
+                    1001,
+                    ACK,
+                    &stamp(c.stamps(t)),
+                    len,
+                );
+                c.seq = c.seq.wrapping_add(len as u32);
+                e.handle_rx(now, WAN, f);
+            }
+        }
+        e.handle_timeout(now);
+        while let Some(f) = e.poll_tx(now, LAN) {
+            // The client acknowledges each segment, stamped in ms.
+            let Ok(info) = sluice_wire::parse(&f) else {
+                continue;
+            };
+            let Some(ip) = info.ip else { continue };
+            let Some((sport, _)) = ip.ports() else {
+                continue;
+            };
+            let Some(c) = conns.iter_mut().find(|c| c.port == sport) else {
+                continue;
+            };
+            let ts = (t as u32 + 2, c.stamps(t).0);
+            let IpAddr::V4(server) = ip.src else { continue };
+            let f = frame(
+                CLIENT,
+                server,
+                40000,
+                sport,
+                1001,
+                c.seq,
+                ACK,
+                &stamp(ts),
+                0,
+            );
+            e.handle_rx(now, LAN, f);
+            c.echo = ts.0;
+            c.seen.push_back((t, ts.0));
+            if c.seen.len() > 30_000 {
+                c.seen.pop_front();
+            }
+        }
+        while e.poll_tx(now, WAN).is_some() {}
+        if t >= 10_000 && t.is_multiple_of(1_000) {
+            rates.push(e.rate(LAN).unwrap());
+        }
+    }
+    rates
+}
+
+#[test]
+fn one_server_with_many_lying_connections_does_not_steer_the_download() {
+    // The issue's goal (#36): the download's rate stays within 10 % of
+    // where it settles with the same connections telling the truth
+    // (their bytes count in the output either way). First with one honest
+    // server (two networks in all, too few to read: the controller
+    // holds), then with three (they read and raise it), the liars a
+    // fourth network. Before votes by network and the clock checks, the
+    // liars drove it to `min`.
+    for (honest, liars) in [(1, 2), (1, 50), (3, 2), (3, 6), (3, 50)] {
+        let truth = *liars_download(honest, liars, false).last().unwrap();
+        {
+            let alone = truth;
+            let rates = liars_download(honest, liars, true);
+            eprintln!("{honest} honest, {liars} liars: {rates:?} (truthful {alone})");
+            for r in rates {
+                let off = (r.0 as f64 / alone.0 as f64 - 1.0).abs();
+                assert!(
+                    off <= 0.1,
+                    "{honest} honest + {liars} liars: {r} vs {alone}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn unsolicited_segments_with_stamps_steer_nothing() {
+    // Three servers on three networks send stamped data to the client
+    // without any connection: no SYN, and the client never answers. From
+    // 3 s on their stamps lag by 0.4 s a second (slow enough for the
+    // clock checks). Nothing of theirs is a conversation sluice carries,
+    // so nothing of theirs is read: the download holds its rate. (Read,
+    // their way in drove it to `min`.)
+    let mut e = bridge(
+        "queue down on $int_if bandwidth 8M autorate (min 2M, max 40M)\n\
+         queue dl parent down bandwidth 100% qlimit 2000 default\n\
+         pass proto tcp\n",
+    );
+    let t0 = Instant(1_000_000_000);
+    for t in 1..12_000u64 {
+        let now = t0 + Duration::from_millis(t);
+        let lag = t.saturating_sub(3_000) * 2 / 5;
+        for h in 0..3u8 {
+            let mut opts = Vec::new();
+            TcpOption::Timestamps {
+                tsval: (1_000 + t - lag) as u32,
+                tsecr: 0,
+            }
+            .encode(&mut opts);
+            let spec = TcpSpec {
+                sport: 443,
+                dport: 40000,
+                seq: 9001 + (t as u32) * 1400,
+                ack: 1,
+                flags: ACK,
+                window: 65535,
+                options: &opts,
+                payload_len: 1400,
+            };
+            let server = Ipv4Addr::new(198, 51, 100 + h, 1);
+            e.handle_rx(now, WAN, tcp_with(server, CLIENT, &spec));
+        }
+        e.handle_timeout(now);
+        while e.poll_tx(now, LAN).is_some() {}
+    }
+    assert_eq!(e.rate(LAN), Some(Rate::mbps(8)));
 }

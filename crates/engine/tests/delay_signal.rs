@@ -11,11 +11,28 @@ use sluice_time::{Duration, Instant};
 use sluice_wire::build::{tcp_with, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
+use std::net::Ipv4Addr;
 
 #[allow(clippy::too_many_arguments)]
 fn seg(
     e: &mut Engine,
     now: Instant,
+    from_lan: bool,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    ts: (u32, u32),
+    len: usize,
+) {
+    seg_to(e, now, SERVER, from_lan, seq, ack, flags, ts, len);
+}
+
+/// [`seg`] of the connection to `server`.
+#[allow(clippy::too_many_arguments)]
+fn seg_to(
+    e: &mut Engine,
+    now: Instant,
+    server: Ipv4Addr,
     from_lan: bool,
     seq: u32,
     ack: u32,
@@ -30,9 +47,9 @@ fn seg(
     }
     .encode(&mut opts);
     let (src, dst, sport, dport, iface, out) = if from_lan {
-        (CLIENT, SERVER, 40000, 5201, LAN, WAN)
+        (CLIENT, server, 40000, 5201, LAN, WAN)
     } else {
-        (SERVER, CLIENT, 5201, 40000, WAN, LAN)
+        (server, CLIENT, 5201, 40000, WAN, LAN)
     };
     let spec = TcpSpec {
         sport,
@@ -53,20 +70,34 @@ fn a_queue_beyond_the_wan_side_reads_on_the_wan_signal_only() {
     let mut e = bridge("queue up on $ext_if bandwidth 100M default\npass proto tcp\n");
     let ms = |n: u64| Duration::from_millis(n);
     let mut now = Instant(1_000_000_000);
-    // Handshake: the client 1 ms away on the LAN, the server 30 ms away.
-    seg(&mut e, now, true, 1000, 0, SYN, (1, 0), 0);
+    // Three servers on three networks (three voters, crate::votes), each
+    // 30 ms away; the client 1 ms away on the LAN. Handshakes first.
+    let servers = [
+        SERVER,
+        Ipv4Addr::new(198, 51, 101, 1),
+        Ipv4Addr::new(198, 51, 102, 1),
+    ];
+    for s in servers {
+        seg_to(&mut e, now, s, true, 1000, 0, SYN, (1, 0), 0);
+    }
     now += ms(30);
-    seg(&mut e, now, false, 9000, 1001, SYN | ACK, (500, 1), 0);
+    for s in servers {
+        seg_to(&mut e, now, s, false, 9000, 1001, SYN | ACK, (500, 1), 0);
+    }
     now += ms(1);
     let (mut cseq, mut cts, mut sts) = (1001u32, 2u32, 501u32);
-    // An upload: a data segment, the server's ACK one RTT later, the
+    // Uploads: each a data segment, the server's ACK one RTT later, the
     // client's next segment 1 ms after that. 3 s of an idle path, then
     // 40 ms of queue in the modem.
     let mut exchange = |e: &mut Engine, now: &mut Instant, queue: u64| {
-        seg(e, *now, true, cseq, 9001, ACK, (cts, sts - 1), 1400);
+        for s in servers {
+            seg_to(e, *now, s, true, cseq, 9001, ACK, (cts, sts - 1), 1400);
+        }
         cseq = cseq.wrapping_add(1400);
         *now += ms(30 + queue);
-        seg(e, *now, false, 9001, cseq, ACK, (sts, cts), 0);
+        for s in servers {
+            seg_to(e, *now, s, false, 9001, cseq, ACK, (sts, cts), 0);
+        }
         cts += 1;
         sts += 1;
         *now += ms(1);
@@ -75,19 +106,19 @@ fn a_queue_beyond_the_wan_side_reads_on_the_wan_signal_only() {
         exchange(&mut e, &mut now, 0);
     }
     let (r, n) = e.delay_signal(WAN, now).unwrap();
-    assert!(n > 50, "{n} samples");
-    assert_eq!(r.flows, 1);
+    assert!(n > 150, "{n} samples");
+    assert_eq!(r.flows, 3, "three networks voted");
     assert!(r.delay.unwrap() <= ms(1), "idle path: {r:?}");
     for _ in 0..10 {
         exchange(&mut e, &mut now, 40);
     }
     let (r, _) = e.delay_signal(WAN, now).unwrap();
-    let d = r.delay.expect("a fresh flow");
+    let d = r.delay.expect("fresh flows");
     assert!(
         (ms(39)..=ms(41)).contains(&d),
         "40 ms of queue read as {d:?}"
     );
-    // The LAN side (client 1 ms away) has none.
+    // The LAN side (client 1 ms away) has none: one network, no reading.
     let (lan, _) = e.delay_signal(LAN, now).unwrap();
     assert!(lan.delay.unwrap_or_default() <= ms(1), "{lan:?}");
     // Nothing for 2 s: no signal rather than a stale one.

@@ -109,6 +109,7 @@
 use crate::build::ClassInfo;
 use crate::owd::Owd;
 use crate::report::TcpControlReport;
+use crate::votes::{network, tally, Voter};
 use sluice_conf::ir;
 use sluice_sched::{ClassId, Packet};
 use sluice_time::{Duration, Instant, Overhead, Rate};
@@ -1061,19 +1062,21 @@ impl TcpCtl {
         }
     }
 
-    /// Each pacer that reads the path before sluice takes the median of
-    /// its flows' standing queues there ([`crate::owd`]): a minority of
-    /// flows from a slow or distant sender cannot move it.
+    /// Each pacer that reads the path before sluice takes the vote of its
+    /// flows' standing queues there ([`crate::owd`]) by their senders'
+    /// networks ([`crate::votes`]): neither a minority of slow or distant
+    /// senders nor one sender's many flows can move it. One network
+    /// suffices here: a pacer's cut slows its own class's ACKs, and with
+    /// the sender alone in the class, only that sender's data.
     fn read_paths(&mut self, now: Instant) {
-        let mut per: Vec<Vec<Duration>> = vec![Vec::new(); self.pacers.len()];
-        for f in self.flows.values() {
+        let mut per: Vec<Vec<(Voter, Duration)>> = vec![Vec::new(); self.pacers.len()];
+        for (k, f) in &self.flows {
             if let Some(d) = f.owd.standing(now) {
-                per[f.pacer].push(d);
+                per[f.pacer].push((network(k.src), d));
             }
         }
-        for (p, mut v) in self.pacers.iter_mut().zip(per) {
-            v.sort_unstable();
-            p.beyond = v.get(v.len() / 2).copied();
+        for (p, v) in self.pacers.iter_mut().zip(per) {
+            p.beyond = tally(v, 1).delay;
             p.on_path_reading();
         }
     }
