@@ -58,7 +58,7 @@ mod state;
 mod track;
 mod window;
 
-pub use addr::{Learn, LearnedAddr, LEARNED_ADDR_HOLD, LEARNED_ADDR_TTL, MAX_LEARNED_ADDRS};
+pub use addr::{Learn, LearnedAddr, Mac, LEARNED_ADDR_TTL, MAX_ADDRS_PER_MAC, MAX_LEARNED_ADDRS};
 pub use rtt::{RttEstimate, RttTracker, TcpSeg};
 pub use state::{TableCounters, RECLAIM_SCAN_SLOTS};
 pub use track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind, Timeouts};
@@ -377,13 +377,20 @@ impl Classifier {
         }
     }
 
-    /// Bridge mode: add or confirm an address `ifc` is known by, at `now`
-    /// (see the learned set's principles in `addr.rs`). `None`: no such
+    /// Bridge mode: add or confirm an address `ifc` is known by, claimed
+    /// from source MAC `mac` at `now` (see the learned set's principles in
+    /// `addr.rs`). `None`: no such
     /// interface.
-    pub fn learn_iface_addr(&mut self, ifc: IfaceId, addr: IpAddr, now: Instant) -> Option<Learn> {
+    pub fn learn_iface_addr(
+        &mut self,
+        ifc: IfaceId,
+        addr: IpAddr,
+        mac: Mac,
+        now: Instant,
+    ) -> Option<Learn> {
         self.ifaces
             .get_mut(ifc.0 as usize)
-            .map(|i| i.learn(addr, now))
+            .map(|i| i.learn(addr, mac, now))
     }
 
     /// Bridge mode: traffic from `addr` keeps it alive if it is learned

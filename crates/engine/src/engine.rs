@@ -1032,7 +1032,10 @@ impl Engine {
             let cid = self.ifaces[i].cid;
             match (claim, &info.ip) {
                 (Some(c), _) => {
-                    self.classifier.learn_iface_addr(cid, c.addr, now);
+                    // The claim counts against its frame's source MAC.
+                    let mac = frame.get(6..12).and_then(|m| m.try_into().ok());
+                    self.classifier
+                        .learn_iface_addr(cid, c.addr, mac.unwrap_or_default(), now);
                 }
                 (None, Some(ip)) => self.classifier.refresh_iface_addr(cid, ip.src, now),
                 (None, None) => {}
