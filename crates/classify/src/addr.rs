@@ -32,11 +32,16 @@
 //!   bridge mode without `--iface-addr`, global IPv6 addresses of LAN hosts
 //!   are not learned.)
 //! - **Fair when full.** Each claim is tied to the source MAC of its frame.
-//!   One MAC holds at most [`MAX_ADDRS_PER_MAC`] (1/8 of the set); a claim
-//!   beyond that replaces that MAC's own least recently refreshed entry. A
-//!   newcomer to a full set replaces the least recently refreshed entry of
-//!   the MAC holding the most. So a host flooding claims churns its own
-//!   slots, and a real host's claim is always added.
+//!   One MAC holds at most [`MAX_ADDRS_PER_MAC`] (1/8 of the set); beyond
+//!   that its claim replaces its own least recently refreshed entry if that
+//!   one has been idle for [`LEARNED_ADDR_HOLD`], else it is refused and
+//!   counted. A newcomer to a full set takes the least recently refreshed
+//!   entry of the MAC holding the most, if that entry is idle or that MAC
+//!   holds more than a quarter of its quota (a bulk claimer); else it is
+//!   refused. So one host keeping hundreds of claims fresh holds 32 slots
+//!   and cannot shut out a newcomer, and a host that is talking is never
+//!   displaced by a flood (spoofing many MACs takes only free and idle
+//!   slots).
 //! - **O(1) amortised per claim** (review M6): each MAC keeps a lazy
 //!   recency queue (an entry is queued when added and at most once a second
 //!   when refreshed; stale items are skipped when popped and compacted when
@@ -209,17 +214,62 @@ struct Entry {
     queued: Instant,
 }
 
-/// One MAC's entries: how many, and a lazy recency queue (entries pushed
-/// when added or refreshed; a queued item is live while its instant is the
-/// entry's `queued`).
+/// A lazy recency queue: an address is pushed when added and when
+/// refreshed (at most once per [`REQUEUE`]); an item is live while its
+/// instant is the entry's `queued`, stale items are skipped when met and
+/// dropped, in order, when they outnumber the live ones.
+#[derive(Clone, Debug, Default)]
+struct Lazy(VecDeque<(IpAddr, Instant)>);
+
+impl Lazy {
+    fn live(learned: &BTreeMap<IpAddr, Entry>, a: IpAddr, at: Instant) -> Option<&Entry> {
+        learned.get(&a).filter(|e| e.queued == at)
+    }
+
+    /// Queue `a` at `at`; compacts when more than `4 live + 16` items.
+    fn push(&mut self, a: IpAddr, at: Instant, live: usize, learned: &BTreeMap<IpAddr, Entry>) {
+        self.0.push_back((a, at));
+        if self.0.len() > 4 * live + 16 {
+            self.0
+                .retain(|&(a, at)| Lazy::live(learned, a, at).is_some());
+        }
+    }
+
+    /// The least recently queued live entry: (address, last seen). Each
+    /// stale item met is dropped (and counted in `work`).
+    fn front(
+        &mut self,
+        learned: &BTreeMap<IpAddr, Entry>,
+        work: &mut u64,
+    ) -> Option<(IpAddr, Instant)> {
+        while let Some(&(a, at)) = self.0.front() {
+            *work += 1;
+            if let Some(e) = Lazy::live(learned, a, at) {
+                return Some((a, e.seen));
+            }
+            self.0.pop_front();
+        }
+        None
+    }
+}
+
+/// One MAC's entries: how many, and their recency.
 #[derive(Clone, Debug, Default)]
 struct MacSlots {
     count: u32,
-    lru: VecDeque<(IpAddr, Instant)>,
+    lru: Lazy,
 }
 
 /// Entries one MAC may hold: a host flooding claims churns its own slots.
 pub const MAX_ADDRS_PER_MAC: u32 = (MAX_LEARNED_ADDRS / 8) as u32;
+
+/// A MAC holding more than this many entries is claiming in bulk: when the
+/// set is full, its stalest entry goes even if fresh.
+const BULK: u32 = MAX_ADDRS_PER_MAC / 4;
+
+/// A learned address refreshed this recently is displaced only by a
+/// claim of a bulk claimer (see the principles).
+pub const LEARNED_ADDR_HOLD: Duration = Duration::from_secs(60);
 
 /// A refreshed entry takes a new place in its recency queue at most this
 /// often: traffic refreshes per packet, the queue grows per second at most.
@@ -234,11 +284,12 @@ pub(crate) struct Iface {
     macs: HashMap<Mac, MacSlots>,
     /// (entries, MAC) of every MAC with entries: the last one has the most.
     by_count: BTreeSet<(u32, Mac)>,
-    /// Claims refused (outside the networks it may learn).
+    /// Every entry's recency.
+    recent: Lazy,
+    /// Claims refused (outside the networks it may learn, or no slot).
     pub(crate) refused: u64,
     /// Queue items examined by evictions (the O(1) amortised bound, made
-    /// observable for tests).
-    #[cfg(test)]
+    /// observable).
     work: u64,
 }
 
@@ -265,8 +316,8 @@ impl Iface {
             learned: BTreeMap::new(),
             macs: HashMap::new(),
             by_count: BTreeSet::new(),
+            recent: Lazy::default(),
             refused: 0,
-            #[cfg(test)]
             work: 0,
         }
     }
@@ -299,13 +350,9 @@ impl Iface {
             self.refused += 1;
             return Learn::Refused;
         }
-        let own = self.macs.get(&mac).map_or(0, |m| m.count);
-        if own >= MAX_ADDRS_PER_MAC {
-            self.evict_from(mac);
-        } else if self.learned.len() >= MAX_LEARNED_ADDRS {
-            if let Some(&(_, top)) = self.by_count.last() {
-                self.evict_from(top);
-            }
+        if !self.make_room(mac, now) {
+            self.refused += 1;
+            return Learn::Refused;
         }
         self.learned.insert(
             addr,
@@ -317,9 +364,55 @@ impl Iface {
             },
         );
         self.recount(mac, 1);
-        let slots = self.macs.entry(mac).or_default();
-        slots.lru.push_back((addr, now));
+        self.queue(addr, mac, now);
         Learn::Added
+    }
+
+    /// Frees a slot for a claim from `mac` if the principles allow: true
+    /// if there is room now.
+    fn make_room(&mut self, mac: Mac, now: Instant) -> bool {
+        let idle = |seen: Instant| now.saturating_since(seen) >= LEARNED_ADDR_HOLD;
+        let own = self.macs.get(&mac).map_or(0, |m| m.count);
+        if own >= MAX_ADDRS_PER_MAC {
+            // A host claiming in bulk churns (or waits for) its own slots.
+            let front = self
+                .macs
+                .get_mut(&mac)
+                .and_then(|m| m.lru.front(&self.learned, &mut self.work));
+            return match front {
+                Some((a, seen)) if idle(seen) => self.remove(a),
+                _ => false,
+            };
+        }
+        if self.learned.len() < MAX_LEARNED_ADDRS {
+            return true;
+        }
+        // The stalest entry of the MAC holding the most, if idle or a bulk
+        // claimer's; else the stalest of all, if idle.
+        if let Some(&(n, top)) = self.by_count.last() {
+            let front = self
+                .macs
+                .get_mut(&top)
+                .and_then(|m| m.lru.front(&self.learned, &mut self.work));
+            if let Some((a, seen)) = front {
+                if n > BULK || idle(seen) {
+                    return self.remove(a);
+                }
+            }
+        }
+        match self.recent.front(&self.learned, &mut self.work) {
+            Some((a, seen)) if idle(seen) => self.remove(a),
+            _ => false,
+        }
+    }
+
+    /// Queues `addr` (of `mac`) as refreshed at `at`.
+    fn queue(&mut self, addr: IpAddr, mac: Mac, at: Instant) {
+        let n = self.learned.len();
+        self.recent.push(addr, at, n, &self.learned);
+        if let Some(m) = self.macs.get_mut(&mac) {
+            m.lru.push(addr, at, m.count as usize, &self.learned);
+        }
     }
 
     /// Moves `mac`'s count by `delta` (±1), keeping `by_count` in step.
@@ -334,32 +427,12 @@ impl Iface {
         }
     }
 
-    /// Removes `mac`'s least recently refreshed entry: pops stale queue
-    /// items until a live one (each item is pushed once and popped once).
-    fn evict_from(&mut self, mac: Mac) {
-        loop {
-            let Some((a, at)) = self.macs.get_mut(&mac).and_then(|m| m.lru.pop_front()) else {
-                return;
-            };
-            #[cfg(test)]
-            {
-                self.work += 1;
-            }
-            if self
-                .learned
-                .get(&a)
-                .is_some_and(|e| e.mac == mac && e.queued == at)
-            {
-                self.remove(a);
-                return;
-            }
-        }
-    }
-
-    fn remove(&mut self, addr: IpAddr) {
+    /// Forgets `addr`; true (a slot is free).
+    fn remove(&mut self, addr: IpAddr) -> bool {
         if let Some(e) = self.learned.remove(&addr) {
             self.recount(e.mac, -1);
         }
+        true
     }
 
     /// Traffic from a learned address keeps it alive; never adds one.
@@ -373,19 +446,7 @@ impl Iface {
         }
         e.queued = now;
         let mac = e.mac;
-        if let Some(m) = self.macs.get_mut(&mac) {
-            m.lru.push_back((addr, now));
-            // Stale items beyond a few per entry: drop them, keeping the
-            // order (O(len) once per O(len) pushes).
-            if m.lru.len() > 4 * m.count as usize + 16 {
-                let learned = &self.learned;
-                m.lru.retain(|(a, at)| {
-                    learned
-                        .get(a)
-                        .is_some_and(|e| e.mac == mac && e.queued == *at)
-                });
-            }
-        }
+        self.queue(addr, mac, now);
     }
 
     /// Forgets entries not seen for [`LEARNED_ADDR_TTL`]; returns how many.
@@ -518,14 +579,17 @@ mod tests {
             Learn::Refused,
             "outside"
         );
+        // 250 MACs of 4 fresh claims each: the first 256 fill the set, the
+        // rest are refused (no bulk claimer, nothing idle).
         let mut j = Iface::new("em1");
         let t = secs(1);
-        for n in 0..1000u32 {
-            assert_eq!(j.learn(v4(n), mac(n / 4), t), Learn::Added);
-        }
+        let added = (0..1000u32)
+            .filter(|&n| j.learn(v4(n), mac(n / 4), t) == Learn::Added)
+            .count();
+        assert_eq!((added, j.refused), (MAX_LEARNED_ADDRS, 744));
         assert_eq!(j.learned().count(), MAX_LEARNED_ADDRS);
-        assert!(j.has_addr(v4(999)) && j.in_network(v4(999)));
-        assert_eq!(j.learn(v4(999), M, t), Learn::Refreshed);
+        assert!(j.has_addr(v4(255)) && j.in_network(v4(255)));
+        assert_eq!(j.learn(v4(255), M, t), Learn::Refreshed);
     }
 
     /// Review M4: without a configured network only local ranges are
@@ -625,6 +689,24 @@ mod tests {
         assert!(i.has_addr(v4(8 * 28 + 1)) && !i.has_addr(v4(8 * 28 + 2)));
     }
 
+    /// A flood spoofing a new MAC per claim takes free and idle slots but
+    /// never the slot of a host seen within the hold.
+    #[test]
+    fn a_many_mac_flood_never_displaces_a_talking_host() {
+        let mut i = Iface::new("em0");
+        i.learn(ip("192.168.1.1"), M, secs(0));
+        for k in 0..10_000u32 {
+            let now = Instant::ZERO + Duration::from_millis(60 * u64::from(k));
+            if k.is_multiple_of(980) {
+                i.refresh(ip("192.168.1.1"), now);
+            }
+            i.learn(v4(k), mac(k), now);
+            assert!(i.has_addr(ip("192.168.1.1")), "displaced at claim {k}");
+        }
+        assert!(i.refused > 0);
+        assert_eq!(i.learned().count(), MAX_LEARNED_ADDRS);
+    }
+
     /// Review M6: a flood of claims costs O(1) amortised queue work per
     /// claim however full the set and however often entries are refreshed.
     #[test]
@@ -647,7 +729,8 @@ mod tests {
             "{} queue items for {claims} claims",
             i.work
         );
-        let queued: usize = i.macs.values().map(|m| m.lru.len()).sum();
-        assert!(queued <= 4 * MAX_LEARNED_ADDRS + 16 * i.macs.len());
+        let queued: usize =
+            i.macs.values().map(|m| m.lru.0.len()).sum::<usize>() + i.recent.0.len();
+        assert!(queued <= 8 * MAX_LEARNED_ADDRS + 16 * (i.macs.len() + 1));
     }
 }
