@@ -58,7 +58,10 @@ mod state;
 mod track;
 mod window;
 
-pub use addr::{Learn, LearnedAddr, Mac, LEARNED_ADDR_TTL, MAX_ADDRS_PER_MAC, MAX_LEARNED_ADDRS};
+pub use addr::{
+    Learn, LearnedAddr, Mac, LEARNED_ADDR_HOLD, LEARNED_ADDR_TTL, MAX_ADDRS_PER_MAC,
+    MAX_LEARNED_ADDRS,
+};
 pub use rtt::{RttEstimate, RttTracker, TcpSeg};
 pub use state::{TableCounters, RECLAIM_SCAN_SLOTS};
 pub use track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind, Timeouts};
@@ -71,7 +74,7 @@ use rules::{CRule, MatchCtx, Resolve};
 use sluice_conf::ir::{self, Action, Direction, IpNet, MaxMss};
 use sluice_time::{Duration, Histogram, Instant};
 use sluice_wire::{tcp_flags, IpInfo, L4};
-use state::{State, StateKey, StateTable};
+use state::{state_ports, State, StateKey, StateTable};
 use std::net::IpAddr;
 
 /// Sources `overload` may add to tables in all: one host entry each, so a
@@ -302,20 +305,6 @@ fn pick<T: Copy>(pair: Option<(T, Option<T>)>, second: bool) -> Option<T> {
     pair.map(|(a, b)| if second { b.unwrap_or(a) } else { a })
 }
 
-/// Ports (or ICMP id) that key a state; None when the packet cannot have a
-/// state (a later fragment of TCP/UDP/ICMP).
-fn state_ports(pkt: &IpInfo) -> Option<(u16, u16)> {
-    use sluice_wire::proto::*;
-    match pkt.l4 {
-        L4::Tcp { sport, dport, .. } | L4::Udp { sport, dport, .. } => Some((sport, dport)),
-        L4::Icmp { id, .. } => Some((id, id)),
-        L4::None => match pkt.proto {
-            TCP | UDP | ICMP | ICMPV6 => None,
-            _ => Some((0, 0)),
-        },
-    }
-}
-
 impl Classifier {
     pub fn new(cfg: &ir::Config, opts: Options) -> Classifier {
         let hasher = KeyedSip::new(&opts.hash_key);
@@ -379,8 +368,7 @@ impl Classifier {
 
     /// Bridge mode: add or confirm an address `ifc` is known by, claimed
     /// from source MAC `mac` at `now` (see the learned set's principles in
-    /// `addr.rs`). `None`: no such
-    /// interface.
+    /// `addr.rs`). `None`: no such interface.
     pub fn learn_iface_addr(
         &mut self,
         ifc: IfaceId,

@@ -133,6 +133,20 @@ impl StateKey {
     }
 }
 
+/// Ports (or ICMP id) that key a state; None when the packet cannot have a
+/// state (a later fragment of TCP/UDP/ICMP).
+pub(crate) fn state_ports(pkt: &sluice_wire::IpInfo) -> Option<(u16, u16)> {
+    use sluice_wire::{proto::*, L4};
+    match pkt.l4 {
+        L4::Tcp { sport, dport, .. } | L4::Udp { sport, dport, .. } => Some((sport, dport)),
+        L4::Icmp { id, .. } => Some((id, id)),
+        L4::None => match pkt.proto {
+            TCP | UDP | ICMP | ICMPV6 => None,
+            _ => Some((0, 0)),
+        },
+    }
+}
+
 /// One connection.
 #[derive(Clone, Debug)]
 pub(crate) struct State {
