@@ -398,3 +398,60 @@ proptest! {
         converse(v6, isn, ws, &ops);
     }
 }
+
+/// A bridged connection whose download half is created by the SYN-ACK
+/// (`pass out on lan` matches no SYN) starts from the upload half's
+/// windows, mirrored: the SYN-ACK it has already seen passes again, honest
+/// data passes both halves, and a forged ACK is refused by the new half
+/// as well.
+#[test]
+fn the_second_half_of_a_bridged_connection_tracks_from_the_first() {
+    let text = "pass out on lan proto tcp keep state\npass out on wan keep state\n";
+    let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+    let mut c = classifier(&cfg);
+    let (lan, wan) = (c.iface("lan"), c.iface("wan"));
+    let (a, b) = (V4[0], V4[1]);
+    let mut go = |ifc, dir, up: bool, g: TcpSeg| {
+        let (s, d) = if up { (a, b) } else { (b, a) };
+        let pkt = tcp(
+            s.addr,
+            d.addr,
+            s.port,
+            d.port,
+            g.flags,
+            g.payload_len.into(),
+        );
+        c.classify_seg(secs(1), ifc, dir, &pkt, Some(&g))
+    };
+    let (i, o) = (Direction::In, Direction::Out);
+    let mut syn = seg(100, 0, SYN, 0, 65535);
+    syn.wscale = Some(6);
+    let mut sa = seg(7000, 101, SYN | ACK, 0, 65535);
+    sa.wscale = Some(6);
+    go(lan, i, true, syn);
+    assert_eq!(go(wan, o, true, syn).verdict, Verdict::Pass);
+    assert_eq!(go(wan, i, false, sa).verdict, Verdict::Pass);
+    let d = go(lan, o, false, sa);
+    assert_eq!(
+        (d.verdict, d.state),
+        (Verdict::Pass, sluice_classify::StateHit::Created)
+    );
+    for (ifc, dir) in [(lan, i), (wan, o)] {
+        assert_eq!(
+            go(ifc, dir, true, seg(101, 7001, ACK, 0, 2000)).verdict,
+            Verdict::Pass
+        );
+    }
+    for (ifc, dir) in [(wan, i), (lan, o)] {
+        let g = seg(7001, 101, ACK, 1400, 1000);
+        assert_eq!(go(ifc, dir, false, g).verdict, Verdict::Pass);
+    }
+    // The download half knows the scale (6) and the edge: 2000 << 6.
+    let forged = seg(7001 + 2000 * 64, 101, ACK, 1, 1000);
+    assert_eq!(go(lan, o, false, forged).verdict, BAD);
+    let windows: Vec<_> = c.states().filter_map(|s| s.windows).collect();
+    assert_eq!(windows.len(), 2);
+    assert!(windows
+        .iter()
+        .all(|w| w[0].wscale == Some(6) && w[1].wscale == Some(6)));
+}
