@@ -231,8 +231,10 @@ impl TcpWindow {
             self.peers[s].ws = seg.wscale;
         } else if dst.seen && dst.isn.is_none() && seg.flags & ACK != 0 {
             // Mid-stream: it may acknowledge what the other peer sent
-            // before sluice saw it.
-            if dist(seg.ack, dst.seqlo) > 0 {
+            // before sluice saw it, up to the largest window there is
+            // (beyond, the ACK check refuses it).
+            let ahead = dist(seg.ack, dst.seqlo);
+            if ahead > 0 && ahead <= i64::from(u16::MAX) << MAX_WINDOW_SCALE {
                 self.peers[d].seqlo = seg.ack;
             }
         }

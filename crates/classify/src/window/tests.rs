@@ -216,6 +216,9 @@ fn a_mid_stream_pickup_keeps_working() {
         assert!(c.send(0, seg(cs, ss, ACK, 1448, 500)));
         cs += 1448;
     }
+    // A forged first segment from the server side acknowledging half the
+    // sequence space ahead is refused and leaves the pickup as it was.
+    assert!(c.bad(1, seg(ss, cs.wrapping_add(0x7fff_0000), ACK, 0, 500)));
     // The server acknowledges more than sluice saw sent (the client's
     // first segments here were retransmissions); then both ways.
     assert!(c.send(1, seg(ss, cs + 5000, ACK, 0, 500)));
