@@ -29,6 +29,11 @@
 //!     A→B matches A→B at D and B→A at the other direction; states float (not
 //!     bound to an interface). A router evaluates each forwarded packet twice
 //!     (`In` on ingress, `Out` on egress); each half finds its own state.
+//!   - A TCP segment that matches a state passes only inside the sequence
+//!     window its peer offered (pf's `keep state` window tracking,
+//!     `window.rs`); outside it is blocked with [`BlockReason::BadState`]
+//!     and counted, the state untouched. `keep state (sloppy)` states skip
+//!     the check. A SYN on a connection that is not closed never resets it.
 //!   - Queue pair `(q, q_pri)`: `q_pri` for packets with the lowdelay ToS bit
 //!     (0x10) and for TCP packets with ACK and no payload; `q` otherwise. The
 //!     same for `set prio (a, b)`.
@@ -45,24 +50,31 @@
 
 mod addr;
 mod hash;
+mod matched;
 mod reload;
 pub mod rtt;
 mod rules;
 mod state;
 mod track;
+mod window;
 
-pub use addr::{Learn, LearnedAddr, LEARNED_ADDR_HOLD, LEARNED_ADDR_TTL, MAX_LEARNED_ADDRS};
+pub use addr::{
+    Learn, LearnedAddr, Mac, LEARNED_ADDR_HOLD, LEARNED_ADDR_TTL, MAX_ADDRS_PER_MAC,
+    MAX_LEARNED_ADDRS,
+};
 pub use rtt::{RttEstimate, RttTracker, TcpSeg};
 pub use state::{TableCounters, RECLAIM_SCAN_SLOTS};
 pub use track::{ProtoState, PseudoPeer, TcpPeer, TimeoutKind, Timeouts};
+pub use window::{PeerWindow, MAX_ACK_WINDOW};
 
 use addr::{AddrTable, Iface};
 use hash::KeyedSip;
+use matched::{Matched, PktFacts};
 use rules::{CRule, MatchCtx, Resolve};
 use sluice_conf::ir::{self, Action, Direction, IpNet, MaxMss};
 use sluice_time::{Duration, Histogram, Instant};
 use sluice_wire::{tcp_flags, IpInfo, L4};
-use state::{State, StateKey, StateTable};
+use state::{state_ports, State, StateKey, StateTable};
 use std::net::IpAddr;
 
 /// Sources `overload` may add to tables in all: one host entry each, so a
@@ -102,6 +114,9 @@ pub enum BlockReason {
     /// rule's `max`, `max-src-states`, `max-src-nodes`, `max-src-conn` or
     /// `max-src-conn-rate` is reached.
     StateLimit,
+    /// A TCP segment of a tracked connection outside the sequence window
+    /// its peer offered (pf's "bad state", `state-mismatch`; `window.rs`).
+    BadState,
 }
 
 /// How the packet related to the state table.
@@ -201,6 +216,9 @@ pub struct ClassifierStats {
     pub rule_limit_hits: u64,
     /// Sources that exceeded a rule's connection limits with `overload`.
     pub overloads: u64,
+    /// TCP segments blocked outside their state's sequence window (pf's
+    /// `state-mismatch`).
+    pub bad_state: u64,
 }
 
 /// A read-only view of one state, for `sluice show states`.
@@ -228,6 +246,9 @@ pub struct StateView<'a> {
     /// Passive RTT from sluice to [the responder, the initiator] and back
     /// (TCP; zero samples when nothing could be timed).
     pub rtt: [RttEstimate; 2],
+    /// Sequence windows of [the initiator, the responder] (TCP without
+    /// `sloppy`).
+    pub windows: Option<[PeerWindow; 2]>,
 }
 
 /// The classifier built from a configuration.
@@ -255,6 +276,8 @@ pub struct Classifier {
     table_gen: u32,
     lookups: u64,
     hits: u64,
+    /// Segments blocked outside their state's window.
+    bad_state: u64,
     /// Passive RTT samples taken at direction Out, toward [the responder,
     /// the initiator] (see [`Classifier::classify_seg`]).
     rtt_hist: [Histogram; 2],
@@ -282,20 +305,6 @@ fn pick<T: Copy>(pair: Option<(T, Option<T>)>, second: bool) -> Option<T> {
     pair.map(|(a, b)| if second { b.unwrap_or(a) } else { a })
 }
 
-/// Ports (or ICMP id) that key a state; None when the packet cannot have a
-/// state (a later fragment of TCP/UDP/ICMP).
-fn state_ports(pkt: &IpInfo) -> Option<(u16, u16)> {
-    use sluice_wire::proto::*;
-    match pkt.l4 {
-        L4::Tcp { sport, dport, .. } | L4::Udp { sport, dport, .. } => Some((sport, dport)),
-        L4::Icmp { id, .. } => Some((id, id)),
-        L4::None => match pkt.proto {
-            TCP | UDP | ICMP | ICMPV6 => None,
-            _ => Some((0, 0)),
-        },
-    }
-}
-
 impl Classifier {
     pub fn new(cfg: &ir::Config, opts: Options) -> Classifier {
         let hasher = KeyedSip::new(&opts.hash_key);
@@ -317,6 +326,7 @@ impl Classifier {
             overloads: 0,
             lookups: 0,
             hits: 0,
+            bad_state: 0,
             rtt_hist: [Histogram::new(), Histogram::new()],
         };
         // A fresh classifier is an empty one that loaded `cfg`: one path
@@ -356,13 +366,19 @@ impl Classifier {
         }
     }
 
-    /// Bridge mode: add or confirm an address `ifc` is known by, at `now`
-    /// (see the learned set's principles in `addr.rs`). `None`: no such
-    /// interface.
-    pub fn learn_iface_addr(&mut self, ifc: IfaceId, addr: IpAddr, now: Instant) -> Option<Learn> {
+    /// Bridge mode: add or confirm an address `ifc` is known by, claimed
+    /// from source MAC `mac` at `now` (see the learned set's principles in
+    /// `addr.rs`). `None`: no such interface.
+    pub fn learn_iface_addr(
+        &mut self,
+        ifc: IfaceId,
+        addr: IpAddr,
+        mac: Mac,
+        now: Instant,
+    ) -> Option<Learn> {
         self.ifaces
             .get_mut(ifc.0 as usize)
-            .map(|i| i.learn(addr, now))
+            .map(|i| i.learn(addr, mac, now))
     }
 
     /// Bridge mode: traffic from `addr` keeps it alive if it is learned
@@ -469,96 +485,20 @@ impl Classifier {
 
         if let Some((key, lo_to_hi)) = key {
             self.lookups += 1;
-            let mut reuse = false;
-            if let Some(st) = self.table.lookup(&key, now) {
-                if st.proto.tcp_closed()
-                    && flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN
-                {
-                    // A new connection on a finished 4-tuple: drop the old state, evaluate rules.
-                    reuse = true;
-                } else {
-                    let side = st.side(lo_to_hi);
-                    let tk = st.proto.update(side, flags);
-                    let sample = seg.and_then(|g| st.rtt.observe(side, g, now));
-                    if let Some((d, rtt)) = sample {
-                        // Both halves of a bridged connection see every
-                        // packet: the histogram takes the half whose
-                        // initiator's packets are evaluated Out.
-                        if st.key.lo_out == st.init_is_lo {
-                            self.rtt_hist[d].record(rtt);
-                        }
-                    }
-                    st.timeout = tk;
-                    st.last = now;
-                    // The rule's own timeouts while its rule set is current.
-                    let own = (st.gen == self.table_gen)
-                        .then(|| self.rules.get(st.rule as usize))
-                        .flatten()
-                        .and_then(|r| r.timeouts.as_deref());
-                    st.timeout_len = own.unwrap_or(&self.timeouts).get(tk);
-                    st.packets[side] += 1;
-                    st.bytes[side] += bytes;
-                    self.hits += 1;
-                    if let Some(rs) = self.rule_stats.get_mut(st.rule as usize) {
-                        rs.packets += 1;
-                        rs.bytes += bytes;
-                    }
-                    // max-src-conn(-rate): a connection that just completed
-                    // its handshake beyond its source's limits is ended (pf:
-                    // PFRES_SRCLIMIT) and the packet blocked; with
-                    // `overload`, the source goes into the table.
-                    let conn_limits = (st.gen == self.table_gen
-                        && !st.conn_counted
-                        && st.proto.tcp_established())
-                    .then(|| self.rules.get(st.rule as usize))
-                    .flatten()
-                    .and_then(|r| {
-                        (r.max_src_conn.is_some() || r.max_src_conn_rate.is_some()).then_some((
-                            r.max_src_conn,
-                            r.max_src_conn_rate,
-                            r.overload,
-                        ))
-                    });
-                    let init = if st.init_is_lo {
-                        st.key.lo.0
-                    } else {
-                        st.key.hi.0
-                    };
-                    let d = Decision {
-                        verdict: Verdict::Pass,
-                        queue: pick(st.queue, second),
-                        prio: pick(st.prio, second),
-                        max_mss: st.max_mss,
-                        rule: Some(st.rule),
-                        state: StateHit::Matched,
-                        flow_hash,
-                        rtt_path: {
-                            let [a, b] = st.rtt.toward;
-                            (a.samples > 0 && b.samples > 0).then(|| a.min + b.min)
-                        },
-                        rtt_sample: sample.map(|(_, rtt)| rtt),
-                    };
-                    if let Some((max, rate, overload)) = conn_limits {
-                        if self.table.count_conn(&key, now, max, rate) {
-                            self.table.remove(&key);
-                            self.per_rule_limit_hits += 1;
-                            if let (Some((t, flush)), Some(rule)) = (overload, d.rule) {
-                                self.overload(init, t, flush, rule);
-                            }
-                            return Decision {
-                                verdict: Verdict::Block(BlockReason::StateLimit),
-                                queue: None,
-                                prio: None,
-                                max_mss: None,
-                                ..d
-                            };
-                        }
-                    }
-                    return d;
+            let p = PktFacts {
+                flags,
+                second,
+                bytes,
+                flow_hash,
+            };
+            match self.match_state(now, &key, lo_to_hi, seg, p) {
+                Matched::Decided(d) => return d,
+                // A new connection on a finished 4-tuple: drop the old
+                // state, evaluate rules.
+                Matched::Reuse => {
+                    self.table.remove(&key);
                 }
-            }
-            if reuse {
-                self.table.remove(&key);
+                Matched::NoState => {}
             }
         }
         // The other half of a doubly evaluated connection sluice already
@@ -566,10 +506,15 @@ impl Classifier {
         // timeout kind).
         let other_half = key.and_then(|(key, lo_to_hi)| {
             let o = self.table.peek(&key.other_half(), now)?;
-            Some((o.proto.mirrored(o.side(lo_to_hi)), o.timeout))
+            let side = o.side(lo_to_hi);
+            Some((
+                (o.proto.mirrored(side), o.timeout),
+                o.win.map(|w| w.mirrored(side)),
+            ))
         });
 
         let (winner, sticky) = self.evaluate(ifc, dir, pkt, other_half.is_some());
+        let (other_half, other_win) = other_half.unzip();
         let Sticky {
             mut queue,
             mut prio,
@@ -604,7 +549,7 @@ impl Classifier {
         if rule.max_mss.is_some() {
             max_mss = rule.max_mss;
         }
-        let (action, keep_state) = (rule.action, rule.keep_state);
+        let (action, keep_state, sloppy) = (rule.action, rule.keep_state, rule.sloppy);
         // pf's per-rule limits (pf.conf(5) `max`, `max-src-states`): a rule at
         // its cap creates no state, and the packet is blocked as at the
         // table's limit (pf: PFRES_MAXSTATES / PFRES_SRCLIMIT).
@@ -629,6 +574,12 @@ impl Classifier {
             // A half whose other half is tracked starts from it, so it is
             // as established (and as safe from eviction) as the connection.
             let (proto, tk) = other_half.unwrap_or_else(|| ProtoState::new(pkt.proto));
+            let mut win = (pkt.proto == sluice_wire::proto::TCP && !sloppy)
+                .then(|| other_win.flatten().unwrap_or_default());
+            let tracked = match (win.as_mut(), seg, proto) {
+                (Some(w), Some(g), ProtoState::Tcp(peers)) => w.track(0, g, peers),
+                _ => true,
+            };
             let mut st = State {
                 key,
                 init_is_lo: lo_to_hi,
@@ -647,19 +598,26 @@ impl Classifier {
                 packets: [1, 0],
                 bytes: [bytes, 0],
                 rtt: RttTracker::default(),
+                win,
             };
             if let Some(g) = seg {
                 st.rtt.observe(0, g, now);
             }
-            match self.table.insert(st, now) {
-                Ok(()) => {
-                    d.state = StateHit::Created;
-                    if let Some(rs) = self.rule_stats.get_mut(w) {
-                        rs.states_created += 1;
+            if !tracked {
+                // Out of the window the connection's other half tracks.
+                self.bad_state += 1;
+                d.verdict = Verdict::Block(BlockReason::BadState);
+            } else {
+                match self.table.insert(st, now) {
+                    Ok(()) => {
+                        d.state = StateHit::Created;
+                        if let Some(rs) = self.rule_stats.get_mut(w) {
+                            rs.states_created += 1;
+                        }
                     }
-                }
-                Err(state::InsertError::Full) => {
-                    d.verdict = Verdict::Block(BlockReason::StateLimit);
+                    Err(state::InsertError::Full) => {
+                        d.verdict = Verdict::Block(BlockReason::StateLimit);
+                    }
                 }
             }
         }
@@ -795,6 +753,7 @@ impl Classifier {
                 last: s.last,
                 expires: self.table.expires(s),
                 rtt: s.rtt.toward,
+                windows: s.win.map(|w| w.view()),
             }
         })
     }
@@ -819,6 +778,7 @@ impl Classifier {
             states_evicted: c.evicted,
             rule_limit_hits: self.per_rule_limit_hits,
             overloads: self.overloads,
+            bad_state: self.bad_state,
         }
     }
 

@@ -32,13 +32,18 @@ use sluice_time::{Duration, Instant};
 use sluice_wire::tcp::seq_after as after;
 use sluice_wire::tcp_flags;
 
-/// What the RTT tracker needs of one TCP segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What the RTT tracker and the state's window tracking (`window.rs`)
+/// need of one TCP segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpSeg {
     pub seq: u32,
     pub ack: u32,
     pub flags: u8,
     pub payload_len: u16,
+    /// The window field as sent (unscaled).
+    pub window: u16,
+    /// The window-scale shift a SYN offers (clamped to 14).
+    pub wscale: Option<u8>,
     /// (TSval, TSecr) when the segment carries the timestamps option.
     pub timestamps: Option<(u32, u32)>,
 }
@@ -60,6 +65,8 @@ impl TcpSeg {
             ack: s.ack,
             flags: s.flags,
             payload_len: u16::try_from(s.payload_len).unwrap_or(u16::MAX),
+            window: s.window,
+            wscale: s.options.window_scale,
             timestamps: s.options.timestamps,
         }
     }
@@ -201,6 +208,7 @@ mod tests {
             flags,
             payload_len: len,
             timestamps: ts,
+            ..TcpSeg::default()
         }
     }
 

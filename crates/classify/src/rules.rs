@@ -81,6 +81,8 @@ pub(crate) struct CRule {
     /// The config's timeouts with this rule's own (`keep state
     /// (tcp.established 600)`) applied; None when it has none.
     pub timeouts: Option<Box<Timeouts>>,
+    /// `keep state (sloppy)`: no sequence-window check.
+    pub sloppy: bool,
 }
 
 /// Name resolution services compilation needs from the classifier.
@@ -124,6 +126,7 @@ pub(crate) fn compile(rule: &ir::Rule, global: &Timeouts, r: &mut dyn Resolve) -
         max_src_conn_rate: so.max_src_conn_rate,
         overload: so.overload.as_ref().map(|(t, f)| (r.table_id(t), *f)),
         timeouts,
+        sloppy: so.sloppy,
         action: rule.action,
         quick: rule.quick,
         dir: rule.direction,

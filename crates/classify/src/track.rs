@@ -3,7 +3,7 @@
 //! # Principles
 //!
 //! - TCP follows pf's coarse peer tracking (OpenBSD `pf_tcp_track_full`, the
-//!   state part only — no sequence-window checks): each peer moves forward
+//!   state part; its sequence-window check is `window.rs`): each peer moves forward
 //!   only, `Closed < SynSent < Established < Closing < FinWait2 < TimeWait`.
 //!   A SYN from a peer makes it `SynSent`, a FIN `Closing`; an ACK moves the
 //!   *other* peer from `SynSent` to `Established` or from `Closing` to

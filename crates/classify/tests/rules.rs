@@ -168,15 +168,20 @@ fn interface_addresses_networks_and_learning() {
     let cfg = config(vec![r]);
     let mut c = classifier(&cfg);
     let e = c.iface("em0");
-    let p = udp("203.0.113.9", "8.8.8.8", 1, 53);
+    let p = udp("192.168.7.9", "8.8.8.8", 1, 53);
     assert!(c.classify(secs(1), e, OUT, &p).verdict.is_pass());
     use sluice_classify::{Learn, LEARNED_ADDR_TTL};
     assert_eq!(
-        c.learn_iface_addr(e, ip("203.0.113.9"), secs(1)),
+        c.learn_iface_addr(e, ip("203.0.113.9"), [2; 6], secs(1)),
+        Some(Learn::Refused),
+        "a global address, no network configured"
+    );
+    assert_eq!(
+        c.learn_iface_addr(e, ip("192.168.7.9"), [2; 6], secs(1)),
         Some(Learn::Added)
     );
     assert_eq!(
-        c.learn_iface_addr(e, ip("203.0.113.9"), secs(1)),
+        c.learn_iface_addr(e, ip("192.168.7.9"), [2; 6], secs(1)),
         Some(Learn::Refreshed)
     );
     assert!(!c.classify(secs(1), e, OUT, &p).verdict.is_pass());

@@ -64,6 +64,7 @@ pub struct StateOptsAst {
     pub max_src_conn_rate: Option<Sp<(u32, u32)>>,
     pub overload: Option<Sp<(String, crate::ir::Flush)>>,
     pub timeouts: Vec<(Sp<TimeoutName>, Sp<u64>)>,
+    pub sloppy: bool,
     /// Options parsed and not acted on (warned about).
     pub ignored: Vec<Sp<String>>,
 }

@@ -732,6 +732,9 @@ pub struct StateOpts {
     pub overload: Option<(String, Flush)>,
     /// Per-rule timeouts (`tcp.established 600`, …), overriding `set timeout`.
     pub timeouts: Vec<(TimeoutKind, Duration)>,
+    /// `sloppy`: its TCP states skip the sequence-window check (pf's
+    /// meaning, for asymmetric paths).
+    pub sloppy: bool,
 }
 
 /// How a queue's ACK filter decides (tc-cake(8) `ack-filter` and

@@ -515,6 +515,9 @@ fn state_opts(s: &StateOpts) -> String {
     for (k, d) in &s.timeouts {
         v.push(format!("{} {}", k.name(), secs(*d)));
     }
+    if s.sloppy {
+        v.push("sloppy".into());
+    }
     v.join(", ")
 }
 

@@ -538,6 +538,7 @@ fn iface_families(o: &mut Out, info: &InfoReply) {
             ("malformed", c.malformed),
             ("blocked", c.blocked),
             ("state-limit", c.state_limit),
+            ("bad-state", c.bad_state),
             ("no-route", c.no_route),
             ("queue", c.queue_drops),
             ("reload", c.reload_drops),

@@ -417,6 +417,9 @@ pub struct IfaceCountersJson {
     pub malformed: u64,
     pub blocked: u64,
     pub state_limit: u64,
+    /// TCP segments outside their state's sequence window (pf's "bad state").
+    #[serde(default)]
+    pub bad_state: u64,
     pub no_route: u64,
     pub queue_drops: u64,
     /// Queue drops by reason, summed over the leaf queues.

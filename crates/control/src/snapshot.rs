@@ -121,6 +121,7 @@ fn counters_json(iface: &IfaceReport) -> IfaceCountersJson {
         malformed: c.malformed,
         blocked: c.blocked,
         state_limit: c.state_limit,
+        bad_state: c.bad_state,
         no_route: c.no_route,
         queue_drops: c.queue_drops,
         queue_drops_by_reason: leaf_drops(iface),

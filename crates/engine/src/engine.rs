@@ -66,6 +66,8 @@ pub enum DropCause {
     Blocked,
     /// It would have created a state, and the state table is full.
     StateLimit,
+    /// A TCP segment outside its state's sequence window (pf's "bad state").
+    BadState,
     /// It arrived on an interface with no peer to forward to.
     NoRoute,
     /// Its queue disappeared in a reload.
@@ -85,6 +87,7 @@ impl DropCause {
             DropCause::Malformed => "malformed",
             DropCause::Blocked => "blocked",
             DropCause::StateLimit => "state-limit",
+            DropCause::BadState => "bad-state",
             DropCause::NoRoute => "no-route",
             DropCause::Reload => "reload",
             DropCause::MemoryLimit => "memory-limit",
@@ -123,6 +126,8 @@ pub struct IfaceCounters {
     pub malformed: u64,
     pub blocked: u64,
     pub state_limit: u64,
+    /// TCP segments outside their state's sequence window.
+    pub bad_state: u64,
     pub no_route: u64,
     /// Drops by the egress queue tree, all reasons.
     pub queue_drops: u64,
@@ -271,6 +276,7 @@ fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
     match d.verdict {
         Verdict::Pass => None,
         Verdict::Block(BlockReason::StateLimit) => Some(DropCause::StateLimit),
+        Verdict::Block(BlockReason::BadState) => Some(DropCause::BadState),
         Verdict::Block(BlockReason::Rule) => Some(DropCause::Blocked),
     }
 }
@@ -1006,6 +1012,7 @@ impl Engine {
         let c = &mut self.ifaces[iface].counters;
         match cause {
             DropCause::StateLimit => c.state_limit += 1,
+            DropCause::BadState => c.bad_state += 1,
             _ => c.blocked += 1,
         }
         self.give_back(iface, frame, cause);
@@ -1035,7 +1042,10 @@ impl Engine {
             let cid = self.ifaces[i].cid;
             match (claim, &info.ip) {
                 (Some(c), _) => {
-                    self.classifier.learn_iface_addr(cid, c.addr, now);
+                    // The claim counts against its frame's source MAC.
+                    let mac = frame.get(6..12).and_then(|m| m.try_into().ok());
+                    self.classifier
+                        .learn_iface_addr(cid, c.addr, mac.unwrap_or_default(), now);
                 }
                 (None, Some(ip)) => self.classifier.refresh_iface_addr(cid, ip.src, now),
                 (None, None) => {}

@@ -661,6 +661,7 @@ impl Checker {
             c.malformed
                 + c.blocked
                 + c.state_limit
+                + c.bad_state
                 + c.no_route
                 + c.queue_drops
                 + c.reload_drops

@@ -165,7 +165,7 @@ fn every_accepted_config_builds_and_survives_random_traffic() {
         let rx_drops: u64 = (0..n)
             .map(|i| {
                 let c = e.counters(i).unwrap();
-                c.malformed + c.blocked + c.state_limit + c.no_route + c.probe_replies
+                c.malformed + c.blocked + c.state_limit + c.bad_state + c.no_route + c.probe_replies
             })
             .sum();
         assert_eq!(

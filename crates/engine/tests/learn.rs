@@ -94,7 +94,8 @@ fn arp_and_nd_claims_are_learned_plain_sources_are_not() {
     let mut e = engine();
     let silent = Ipv4Addr::new(192, 168, 1, 99);
     forward(&mut e, secs(1), LAN, build::arp_reply(HOST, GATEWAY));
-    let v6 = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x10);
+    // A ULA: with no network configured only local ranges are learned.
+    let v6 = Ipv6Addr::new(0xfd00, 0xdb8, 0, 0, 0, 0, 0, 0x10);
     forward(&mut e, secs(1), LAN, build::nd_advert(v6, v6));
     assert!(matches_ext_if(&mut e, secs(2), HOST.into()));
     assert!(matches_ext_if(&mut e, secs(2), v6.into()));
@@ -131,13 +132,24 @@ fn learned_addresses_expire_unless_seen() {
     assert!(matches_ext_if(&mut e, later, quiet.into()));
 }
 
+/// An ARP claim from `mac` (the frame's source and ARP sender).
+fn arp_from(a: Ipv4Addr, mac: u8) -> Vec<u8> {
+    let mut f = build::arp(a, GATEWAY);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0xee, mac]);
+    f[22..28].copy_from_slice(&[2, 0, 0, 0, 0xee, mac]);
+    f
+}
+
 /// Main: first come, first served forever (the 257th host never matches).
+/// Now: one MAC holds at most MAX_ADDRS_PER_MAC and churns its own slots;
+/// a full set (many MACs) gives the newcomer the least recently seen slot
+/// of the MAC holding the most.
 #[test]
 fn a_full_set_replaces_the_least_recently_seen_entry() {
     let mut e = engine();
     let n = sluice_classify::MAX_LEARNED_ADDRS as u32;
-    // Churn faster than the TTL (a new address every 4 s, each seen once):
-    // the set fills up.
+    let per = sluice_classify::MAX_ADDRS_PER_MAC;
+    // One MAC claiming n addresses keeps only its last `per`.
     for k in 0..n {
         forward(
             &mut e,
@@ -148,14 +160,24 @@ fn a_full_set_replaces_the_least_recently_seen_entry() {
     }
     let t = secs(4 * u64::from(n));
     assert!(t < secs(0) + TTL, "nothing has expired yet");
-    // Each newcomer takes the slot of the entry seen longest ago.
-    forward(&mut e, t, LAN, build::arp(v4(n), GATEWAY));
-    forward(&mut e, t, LAN, build::arp(v4(n + 1), GATEWAY));
+    assert!(matches_ext_if(&mut e, t, v4(n - 1).into()));
+    assert!(!matches_ext_if(&mut e, t, v4(n - 1 - per).into()));
+    assert_eq!(e.learned_addrs(WAN).0.len(), per as usize);
+    // Many MACs fill the set; a newcomer takes the oldest slot of the
+    // largest (the first MAC's, tied with the others at `per`).
+    let mut e = engine();
+    for k in 0..n {
+        forward(
+            &mut e,
+            secs(u64::from(k)),
+            LAN,
+            arp_from(v4(k), (k / per) as u8),
+        );
+    }
+    assert_eq!(e.learned_addrs(WAN).0.len(), n as usize);
+    let t = secs(u64::from(n));
+    forward(&mut e, t, LAN, arp_from(v4(n), 200));
     assert!(matches_ext_if(&mut e, t, v4(n).into()));
-    assert!(matches_ext_if(&mut e, t, v4(n + 1).into()));
-    assert!(matches_ext_if(&mut e, t, v4(2).into()));
-    assert!(!matches_ext_if(&mut e, t, v4(0).into()));
-    assert!(!matches_ext_if(&mut e, t, v4(1).into()));
     assert_eq!(e.learned_addrs(WAN).0.len(), n as usize);
 }
 
@@ -175,7 +197,7 @@ fn an_arp_flood_never_displaces_a_talking_host() {
         spoof(&mut e, secs(1), v4(k));
     }
     let t = secs(180);
-    forward(&mut e, t, LAN, build::arp(HOST, GATEWAY));
+    forward(&mut e, t, LAN, arp_from(HOST, 1));
     assert!(
         matches_ext_if(&mut e, t, HOST.into()),
         "an idle slot is taken"
@@ -189,11 +211,11 @@ fn an_arp_flood_never_displaces_a_talking_host() {
         }
     }
     assert_eq!(displaced, 0);
+    // The floods (one MAC) hold its quota: the first's 32 in, 268
+    // refused; the second replaces those idle 32, and 968 are refused.
     let (learned, refused) = e.learned_addrs(WAN);
-    assert_eq!(learned.len(), sluice_classify::MAX_LEARNED_ADDRS);
-    // First flood: 256 in, 44 refused; second: 255 idle slots taken over,
-    // 745 refused.
-    assert_eq!(refused, 44 + 745);
+    let per = sluice_classify::MAX_ADDRS_PER_MAC as usize;
+    assert_eq!((learned.len(), refused), (per + 1, 268 + 968));
 }
 
 /// A reload keeps what was learned (the hosts did not change with the

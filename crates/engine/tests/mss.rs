@@ -28,7 +28,7 @@ fn syn(src: IpAddr, dst: IpAddr, flags: u8, opts: &[TcpOption]) -> Vec<u8> {
             sport,
             dport,
             seq: 1000,
-            ack: if flags & ACK != 0 { 2001 } else { 0 },
+            ack: if flags & ACK != 0 { 1001 } else { 0 },
             flags,
             window: 65535,
             options: &o,

@@ -26,8 +26,30 @@ fn engine(text: &str) -> Engine {
     Engine::new(&checked.config, Options::bridge("lan0", "wan0", [7; 16])).expect("engine builds")
 }
 
+/// Initial sequence numbers of the client and the server.
+const CLIENT_ISN: u32 = 0x1000_0000;
+const SERVER_ISN: u32 = 0x3000_0000;
+
+/// A segment whose numbers fit its connection (the state table checks
+/// them): each side's SYN at its ISN, everything after at ISN + 1 and
+/// acknowledging the other's SYN (repeats read as retransmissions).
 fn tcp(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, flags: u8, payload: usize) -> Vec<u8> {
-    sluice_wire::build::tcp(src, dst, sport, dport, flags, payload)
+    let (own, other) = if src == CLIENT {
+        (CLIENT_ISN, SERVER_ISN)
+    } else {
+        (SERVER_ISN, CLIENT_ISN)
+    };
+    let spec = sluice_wire::build::TcpSpec {
+        sport,
+        dport,
+        seq: if flags & SYN != 0 { own } else { own + 1 },
+        ack: if flags & ACK != 0 { other + 1 } else { 0 },
+        flags,
+        window: 0xffff,
+        options: &[],
+        payload_len: payload,
+    };
+    sluice_wire::build::tcp_with(src, dst, &spec)
 }
 
 /// Sends everything the engine will send on `iface` at `now`.

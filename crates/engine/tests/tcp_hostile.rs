@@ -1,7 +1,9 @@
 //! TCP control against hostile peers (issue #36), in virtual time: what
 //! one host writes into its own segments — an ACK of data never sent, a
 //! tiny MSS, a flood of SYNs, trickling connections, forged handshakes —
-//! must not take the class's pace or windows from the other flows.
+//! must not take the class's pace or windows from the other flows. The
+//! rules keep `sloppy` states: TCP control must hold on its own, without
+//! the state table's window check in front of it (bad_state.rs).
 
 mod common;
 
@@ -14,6 +16,7 @@ use sluice_wire::tcp_flags::{ACK, SYN};
 use std::net::Ipv4Addr;
 
 const T0: Instant = Instant(1_000_000_000);
+const SLOPPY: &str = "pass keep state (sloppy)";
 
 fn drain(e: &mut Engine, t: Instant) {
     while e.poll_tx(t, WAN).is_some() {}
@@ -30,7 +33,7 @@ fn client_ack(e: &mut Engine, t: Instant, i: usize, ack: u32) -> Option<u16> {
 
 #[test]
 fn an_ack_of_data_never_sent_does_not_hold_a_neighbours_acks() {
-    let mut e = engine("10M", BOTH);
+    let mut e = engine_rule("10M", SLOPPY, BOTH);
     handshake(&mut e, T0, 0);
     handshake(&mut e, T0, 1);
     server_data(&mut e, T0, 0, 1, 2);
@@ -50,7 +53,7 @@ fn an_ack_of_data_never_sent_does_not_hold_a_neighbours_acks() {
 
 #[test]
 fn a_tiny_mss_does_not_multiply_what_its_acks_cost_the_class() {
-    let mut e = engine("10M", BOTH);
+    let mut e = engine_rule("10M", SLOPPY, BOTH);
     // The attacker's SYN announces MSS 1 (scale 7); its server sends
     // 45 full segments anyway, and the attacker ACKs them at once.
     let mut o = Vec::new();
@@ -91,7 +94,7 @@ fn victim_window(e: &mut Engine, t: Instant, seq: u32) -> u64 {
 
 #[test]
 fn a_syn_flood_from_spoofed_lan_hosts_leaves_the_victims_window() {
-    let mut e = engine("10M", BOTH);
+    let mut e = engine_rule("10M", SLOPPY, BOTH);
     handshake(&mut e, T0, 0);
     let w0 = victim_window(&mut e, T0, 1);
     for k in 0..3000u32 {
@@ -121,7 +124,7 @@ fn upload_engine() -> Engine {
          queue dl parent down bandwidth 100M qlimit 4000 default\n\
          queue up on wan0 bandwidth 10M\n\
          queue ul parent up bandwidth 10M qlimit 4000 default\n\
-         pass\n",
+         pass keep state (sloppy)\n",
         "wan0",
         "ul",
         BOTH,
@@ -163,7 +166,7 @@ fn a_servers_ack_of_data_never_sent_does_not_hold_another_uploads_acks() {
 
 #[test]
 fn a_forged_syn_and_syn_ack_leave_an_established_flows_window_alone() {
-    let mut e = engine("10M", BOTH);
+    let mut e = engine_rule("10M", SLOPPY, BOTH);
     handshake(&mut e, T0, 0);
     let w0 = victim_window(&mut e, T0, 1);
     // From the LAN: a SYN as the client (scale 14, MSS 1), and a SYN-ACK
@@ -187,7 +190,7 @@ fn a_forged_syn_and_syn_ack_leave_an_established_flows_window_alone() {
 
 #[test]
 fn a_signed_acks_window_is_not_rewritten() {
-    let mut e = engine("10M", BOTH);
+    let mut e = engine_rule("10M", SLOPPY, BOTH);
     handshake(&mut e, T0, 0);
     server_data(&mut e, T0, 0, 1, 10);
     let mut o = Vec::new();
@@ -209,7 +212,7 @@ fn trickling_connections_leave_a_download_its_window() {
     // every 100 ms take almost nothing of the class: the victim's window
     // beside them is at least half what it is without them.
     let run = |trickles: usize| {
-        let mut e = engine("10M", BOTH);
+        let mut e = engine_rule("10M", SLOPPY, BOTH);
         handshake(&mut e, T0, 0);
         victim_window(&mut e, T0, 1);
         let mut t = T0;
@@ -247,7 +250,7 @@ fn a_host_with_many_flows_costs_the_round_no_more_per_ack() {
     let text = "pipe dl on lan0 bandwidth 10Mb sched fq_codel dual-dsthost\n\
                 queue up on wan0 bandwidth 100M\n\
                 queue ul parent up bandwidth 100M qlimit 4000 default\n\
-                pass\n";
+                pass keep state (sloppy)\n";
     let mut e = engine_with(text, BOTH);
     let flows = 2001usize;
     let key = |i: usize| -> (Ipv4Addr, u16) {

@@ -374,10 +374,11 @@ pub fn format_info(i: &InfoReply) -> String {
         row(&mut o, label, i.counters.iter().map(get));
     }
     let _ = writeln!(o, "Drops");
-    let drops: [(&str, Get); 7] = [
+    let drops: [(&str, Get); 8] = [
         ("malformed", |c| c.malformed),
         ("blocked", |c| c.blocked),
         ("state-limit", |c| c.state_limit),
+        ("bad-state", |c| c.bad_state),
         ("no-route", |c| c.no_route),
         ("queue (egress)", |c| c.queue_drops),
         ("reload", |c| c.reload_drops),
@@ -940,6 +941,7 @@ Drops
   malformed                              0               0
   blocked                                1               0
   state-limit                            0               0
+  bad-state                              0               0
   no-route                               0               0
   queue (egress)                         0              11
     queue-full                           0              11

@@ -392,8 +392,12 @@ fn state_opts(p: &mut P, o: &mut StateOptsAst) -> PResult<()> {
                 o.ignored
                     .push(Sp::new("source-track".into(), start.to(p.prev_span())));
             }
-            // sluice's tracking never checks sequence windows, and its states float.
-            "sloppy" | "floating" => {
+            "sloppy" => {
+                p.next();
+                o.sloppy = true;
+            }
+            // sluice's states float.
+            "floating" => {
                 p.next();
             }
             "no-sync" | "pflow" | "if-bound" | "allow-related" => {

@@ -275,6 +275,7 @@ fn state_opts(cx: &mut Ctx, r: &RuleAst, state: StatePolicy) -> ir::StateOpts {
         max_src_conn_rate: o.max_src_conn_rate.as_ref().map(|r| r.v),
         overload: o.overload.as_ref().map(|r| r.v.clone()),
         timeouts: Vec::new(),
+        sloppy: o.sloppy,
     };
     for (name, n) in &o.timeouts {
         match name.v {

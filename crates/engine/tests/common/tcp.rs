@@ -29,13 +29,19 @@ pub fn client(i: usize) -> Ipv4Addr {
 /// The download queue `dl` at `rate` on lan0 (FIFO, room for everything),
 /// under control as `tcp` says.
 pub fn engine(rate: &str, tcp: TcpControl) -> Engine {
+    engine_rule(rate, "pass", tcp)
+}
+
+/// [`engine`] with the rule `rule` (`pass keep state (sloppy)`: TCP
+/// control alone, without the state table's window check in front).
+pub fn engine_rule(rate: &str, rule: &str, tcp: TcpControl) -> Engine {
     engine_with(
         &format!(
             "queue down on lan0 bandwidth {rate}\n\
              queue dl parent down bandwidth {rate} qlimit 4000 default\n\
              queue up on wan0 bandwidth 100M\n\
              queue ul parent up bandwidth 100M qlimit 4000 default\n\
-             pass\n"
+             {rule}\n"
         ),
         tcp,
     )
