@@ -49,16 +49,15 @@
 //!   nothing, so the flows with a sample in the last [`Params::fresh`]
 //!   (1 s) vote by far network ([`crate::votes`]: IPv4 /24, IPv6 /48),
 //!   one vote each, and the signal is the lower median over those votes,
-//!   given only with [`Params::min_voters`] (3) voters or more. A noisy
+//!   given with [`Params::min_voters`] (1) voters or more. A noisy
 //!   minority (a slow far server, a Wi-Fi client) cannot move it, nor can
 //!   one server with fifty connections.
-//! - **The guarantee.** Of `n` ≥ 3 voting networks, liars must be more
-//!   than half to raise the reading above every honest network's value
-//!   (a cut to `min`), and at least half to lower it below every honest
-//!   one (a raise to `max`); fewer keep it within the honest values'
-//!   range. With fewer than 3 networks there is no reading: the
-//!   controller holds, as on silence (and a probe, where one is sent,
-//!   stands in), rather than follow one or two far ends' word.
+//! - **The guarantee.** Of `n` voting networks, liars must be more than
+//!   half to raise the reading above every honest network's value (a cut
+//!   to `min`), and at least half to lower it below every honest one (a
+//!   raise to `max`); fewer keep it within the honest values' range. So
+//!   one hostile server beside one honest download cannot cut the rate;
+//!   a lone network's word decides for the link it alone loads.
 //! - **The way in only from conversations sluice carries.** A sender's
 //!   stamps ([`DelaySignal::add_inbound`]) count only for connections
 //!   whose two ends have answered each other's timestamps through sluice

@@ -16,15 +16,18 @@
 //!   never a mean: with two voters a mean lets one value of any size move
 //!   the reading by half).
 //! - **Enough voters, or none.** A reading needs at least a caller's
-//!   number of voters ([`MIN_VOTERS`] for autorate); with fewer it is
+//!   number of voters ([`MIN_VOTERS`] for autorate: one, the link loaded
+//!   by a single far network being the common case); with fewer it is
 //!   `None`, which the controller treats as it treats silence: it holds
 //!   (and the probe's reading, where one is sent, stands in).
 //! - **The guarantee.** To raise the reading above every honest voter's
 //!   value, liars must be more than half of the voters (`⌊n/2⌋ + 1`); to
 //!   lower it below every honest one, at least half (`⌈n/2⌉`). Fewer move
 //!   it at most to the honest values' own range: never above the largest
-//!   nor below the least of the honest voters. Below [`MIN_VOTERS`] a
-//!   reading is refused: one or two networks do not decide alone.
+//!   nor below the least of the honest voters. Two voters read the lesser:
+//!   a liar beside one honest network can lower the reading (a clock
+//!   check bounds how: [`crate::owd`]) but not raise it to a cut. A lone
+//!   network decides alone, for the traffic that is then all its own.
 
 use sluice_time::Duration;
 use std::net::IpAddr;
@@ -33,8 +36,12 @@ use std::net::IpAddr;
 /// path beyond the link, and an address within one costs little).
 pub type Voter = (bool, u64);
 
-/// Voters autorate's reading needs before it says anything.
-pub const MIN_VOTERS: usize = 3;
+/// Voters autorate's reading needs before it says anything: one. The link
+/// loaded by one far network alone (a single large download, a video
+/// upload) is the common case autorate exists for; that network's word is
+/// then the only word, and it slows only the link its own traffic fills.
+/// With two the lesser decides, so one liar cannot raise the reading.
+pub const MIN_VOTERS: usize = 1;
 
 /// The network of address `a`.
 pub fn network(a: IpAddr) -> Voter {
@@ -112,7 +119,7 @@ mod tests {
     fn too_few_voters_read_nothing_and_say_how_many() {
         let v = [(net(1), ms(40)), (net(1), ms(50)), (net(2), ms(60))];
         assert_eq!(
-            tally(v, MIN_VOTERS),
+            tally(v, 3),
             Tally {
                 delay: None,
                 voters: 2
