@@ -1,110 +1,34 @@
 //! TCP control: downloads (or any TCP data) held to their share from the
 //! other direction, through the ACKs and windows of their receivers
-//! (`ack-pacing`, `window-clamp`; docs/tcp-control.md).
+//! (`ack-pacing`, `window-clamp`). docs/tcp-control.md is the reference:
+//! what is paced, the window's round trip, the caps, and the defences
+//! against hostile peers.
 //!
 //! # Principles
 //!
-//! - **Where the backlog goes.** Behind a bottleneck (the modem before
-//!   sluice on a download) a shaper can only drop what already crossed it.
-//!   A TCP sender sends when ACKs arrive, so releasing a flow's ACKs at the
-//!   pace that acknowledges its share of the class's rate clocks its data at
-//!   that share: the excess of its window waits as ACKs held here, which
-//!   delay nobody else, instead of as data in the shared FIFO before sluice.
-//! - **A class's rate, shared fairly.** Each controlled class has one pacer:
-//!   a token bucket at the class's rate ([`crate::build::ClassInfo::pace_rate`])
-//!   charged, per ACK, with the wire bytes of the data it newly acknowledges
-//!   (segments estimated from the MSS, each charged the egress link's
-//!   overhead). A pure ACK passes on arrival while its flow has none held and
-//!   the bucket is not in debt; otherwise it is held, and held ACKs leave in
-//!   deficit round robin between flows (Shreedhar & Varghese 1996), so
-//!   backlogged flows get equal shares in bytes.
-//! - **The pace follows what the class can send.** Pacing at the class's
-//!   configured rate keeps whatever queue the class has, and overfills it
-//!   when other traffic (ACKs, UDP) takes part of the rate. So the pace is
-//!   adjusted every [`STANDING`]: down by [`DRAIN`] while the class's own
-//!   queue *stands* above [`GATE`] (its least backlog over the window —
-//!   CoDel's test, RFC 8289 §3: bursts come and go, a standing queue stays),
-//!   up by [`RAISE`] of the rate when the queue emptied (the pace was
-//!   holding the class back), never above the rate nor below [`MIN_PACE`]
-//!   of it. The excess moves into held ACKs.
-//! - **And what stands before sluice.** On a download the link's own FIFO
-//!   (the modem's) lies before sluice; a pace at the class's rate, a few
-//!   per cent under the link, drains a burst there only at that few per
-//!   cent, and with many flows their window growth refills it as fast:
-//!   it stands, and every host's packets wait in it, isolated or not. On
-//!   a LAN-side interface the pacer therefore also reads the queue its
-//!   flows' data met on the way in, from their senders' timestamps
-//!   ([`crate::owd`], the median over its flows every [`PATH_PERIOD`]):
-//!   above [`BEYOND_GATE`] (and two frames' time) it lowers the pace by
-//!   [`DRAIN`] per window, no lower than [`BEYOND_FLOOR`] of the rate and
-//!   not while the queue is already falling, and raises it again once
-//!   that queue is gone (by host too, where its own queue never empties).
-//!   A queue [`DEEP_GATE`] past that gate (a host's 32 downloads starting
-//!   together put 70 ms there) is cut at once, on the reading, to the pace
-//!   that drains it to the gate within [`DRAIN_WITHIN`] (no lower than
-//!   [`DEEP_FLOOR`]), and once it is gone the pace is back at
-//!   [`BEYOND_FLOOR`] at once: steps of an eighth per window left it
-//!   standing 400 ms.
-//!   The round trip would not do: it mixes in the wait of the ACKs on the
-//!   uplink, which no pace of a download drains.
-//! - **Nothing reordered, loss recovery never waits.** Only pure cumulative
-//!   ACKs that advance the flow's acknowledged edge are paced. A duplicate
-//!   ACK, one with SACK blocks, ECE, data, SYN, FIN, RST or URG, a window
-//!   update, or options that cannot be read passes at once — after every ACK
-//!   its flow holds, in order (counted as flushed).
-//! - **Holding, never dropping.** Held ACKs have a per-flow cap
-//!   ([`PER_FLOW_CAP`]), a total cap ([`TOTAL_CAP`]) and a hold limit
-//!   ([`MAX_HOLD`]): what reaches one is released (counted as capped), never
-//!   lost; where autorate's `reconfig` window begins on the interface,
-//!   everything held is released at once (the link stalls 100 ms later:
-//!   what the held ACKs let the senders send crosses it first, not at the
-//!   first loss in the stall; docs/autorate.md). A steady hold is part of
-//!   the sender's RTT, so its RTO (RFC 6298:
-//!   SRTT + 4·RTTVAR, at least 200 ms in Linux) grows with it; the limit is
-//!   long enough for a flow at its two-segment floor on a slow share (100
-//!   uploads on 5 Mbit/s hold each ACK ~0.5 s) and catches ACKs stuck for
-//!   any other reason. The engine charges held ACKs to its memory cap like
-//!   queued frames.
-//! - **Window: what the share needs in flight.** With `window-clamp`, the
-//!   window the receiver advertises is lowered to the flow's share × its
-//!   round trip without a standing queue, through
-//!   [`sluice_wire::tcpwin::WindowClamp`]. That round trip is the sum of
-//!   the connection's least RTT (the state's passive RTT of both halves,
-//!   sluice to the receiver and back plus sluice to the sender and back, or
-//!   the handshake's, the lesser — one half alone is no round trip: an
-//!   upload's receiver-side ACKs go to a LAN host a fraction of a
-//!   millisecond away), [`SLACK`], two segments' time at the class's
-//!   rate (a segment is stored and forwarded by the modem and by sluice: at
-//!   490 kbit/s that is 25 ms each, more than the line's RTT) and the
-//!   longest the flow's own ACKs recently waited in sluice's queue the
-//!   other way (over the last one to two [`EPOCH`]s; behind an upload on a
-//!   128 kbit/s line, up to a frame's 100 ms). A window short of that round
-//!   trip holds the flow below its share whatever the pace; holding an ACK
-//!   is not part of it, so the window cannot grow with the hold. The
-//!   clamp's own rules hold (scale from the handshake, right edge never
-//!   moves left, at least two segments, unknown flows untouched). Until the
-//!   flow's first data the receiver shows at most [`INITIAL_SEGS`] segments
-//!   (the SYN included), so flows that start together cannot overrun the
-//!   modem with their first flights. The share is the class's rate over
-//!   the flows active in the last [`EPOCH`]–2×[`EPOCH`] plus those opened
-//!   and not yet moving data (for up to [`PENDING_FOR`]):
-//!   connections set up one by one and started together get the share of
-//!   all of them before their first flight.
-//! - **By host, where the queue isolates hosts.** On a class with
-//!   `dual-srchost` or `dual-dsthost` (docs/host-isolation.md) the rate is
-//!   shared as its flow queues share it: equally between the hosts with
-//!   active or opening flows (the data's source or destination address),
-//!   then equally between each host's flows. The window's share is the
-//!   class's pace over the hosts, over the host's flows; the held ACKs'
-//!   round gives each flow a quantum divided by its host's flows. Host
-//!   counts follow the same epochs as the flow counts.
-//! - **A flow's class is its data's.** A connection joins the pacer of the
-//!   class its data segments are queued in on the way to the receiver; a
-//!   receiver's SYN joins it tentatively to the class its data will most
-//!   likely use (the interface's default class if controlled, else its first
-//!   controlled one), corrected by the first data segment. State per flow
-//!   is bounded ([`MAX_FLOWS`]); flows idle for [`FLOW_IDLE`] or reset are
-//!   forgotten. Segments this module cannot read pass unmodified.
+//! - **Where the backlog goes.** A TCP sender sends when ACKs arrive, so
+//!   releasing a flow's ACKs at its share of the class's rate clocks its
+//!   data at that share: the excess waits as ACKs held here, which delay
+//!   nobody else, not as data in the shared FIFO before sluice.
+//! - **One pacer per class** ([`pacer`]): a token bucket at the class's
+//!   pace, charged per ACK the wire bytes it newly acknowledges — at most
+//!   what the sender sent ([`seq`]) and at most a burst; its debt is
+//!   bounded. Held ACKs leave in deficit round robin by flow, or by host
+//!   then flow ([`round`]). The pace follows the class's own queue and the
+//!   queue before sluice read from the senders' timestamps ([`crate::owd`],
+//!   voted by network, [`crate::votes`]).
+//! - **Window: what the share needs in flight.** `window-clamp` lowers the
+//!   receiver's window to share × (least round trip, slack, two segments'
+//!   time and the ACKs' own wait), through [`WindowClamp`]; shares are max-min
+//!   fair over the flows' demand ([`share`]), counting connections whose
+//!   handshake completed and have yet to move data.
+//! - **Nothing reordered, loss recovery never waits, nothing dropped.**
+//!   Only pure ACKs that advance the edge are paced; anything else passes
+//!   at once behind its flow's held ACKs. Caps release, never drop.
+//! - **Only the connection's own segments steer it.** Flows are keyed by
+//!   the interface their data comes in on; past the handshake a SYN is
+//!   ignored; an ACK of data never sent is neither paced nor charged;
+//!   signed segments (TCP-MD5, TCP-AO, IPv6 AH) are never rewritten.
 
 use crate::build::ClassInfo;
 use crate::owd::Owd;
@@ -121,6 +45,7 @@ use std::net::IpAddr;
 
 mod flow;
 mod pacer;
+mod roles;
 mod round;
 mod seq;
 mod share;
@@ -536,304 +461,6 @@ impl TcpCtl {
     ) {
         for h in f.held.drain(..) {
             Self::release(h, p, released, held, why);
-        }
-    }
-
-    /// The flow moved data (sent some, or had some acknowledged): it counts
-    /// among the class's active flows for the share.
-    fn mark_active(f: &mut Flow, p: &mut Pacer) {
-        if f.epoch != p.epoch {
-            f.epoch = p.epoch;
-            p.active_cur += 1;
-            if let Some(h) = f.host {
-                p.host_mut(h).cur += 1;
-            }
-        }
-        Self::settle(f, p);
-    }
-
-    /// A SYN-ACK after the flow's SYN: the handshake's round trip beyond
-    /// sluice, the flow's and the class's latest.
-    fn note_handshake(f: &mut Flow, p: &mut Pacer, now: Instant, seg: &Segment) {
-        if seg.flags & SYN_ACK == SYN_ACK && f.handshake_rtt.is_none() {
-            f.handshake_rtt = f.syn_at.map(|t| now.saturating_since(t));
-            if f.handshake_rtt.is_some() {
-                p.recent_rtt = f.handshake_rtt;
-            }
-        }
-    }
-
-    fn uncount_syn(f: &mut Flow, p: &mut Pacer) {
-        if f.in_syns {
-            f.in_syns = false;
-            p.count_syn(f.host, false);
-        }
-    }
-
-    /// The flow no longer counts as opening in its pacer's share.
-    fn settle(f: &mut Flow, p: &mut Pacer) {
-        Self::uncount_syn(f, p);
-        if f.pending {
-            f.pending = false;
-            p.pending = p.pending.saturating_sub(1);
-            // The host stops counting at the next epoch if nothing else.
-            if let Some(h) = f.host.and_then(|h| p.hosts.get_mut(&h)) {
-                h.pending = h.pending.saturating_sub(1);
-            }
-            if let Some(o) = f.opened {
-                if let Some(n) = p.opening.get_mut(&o) {
-                    *n -= 1;
-                    if *n == 0 {
-                        p.opening.remove(&o);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The segment as data on its way to the receiver: joins, moves or
-    /// leaves a pacer by the class its payload is queued in. The flow's
-    /// [`TcpCtl::allowance`] when it carries data and its window is clamped.
-    fn data_role(
-        &mut self,
-        now: Instant,
-        egress: usize,
-        class: ClassId,
-        key: Key,
-        seg: &Segment,
-        af: Af,
-    ) -> Duration {
-        let pacer = self.pacer_of(egress, class);
-        let carries = seg.payload_len > 0;
-        match (self.flows.contains_key(&key), pacer, carries) {
-            (false, Some(p), true) => {
-                if !self.admit(now, key, p, af) {
-                    return Duration::ZERO;
-                }
-            }
-            (true, None, true) => {
-                self.forget(&key);
-                return Duration::ZERO;
-            }
-            (true, Some(p), true) => {
-                let f = self.flows.get_mut(&key).expect("checked");
-                if f.pacer != p {
-                    let old = f.pacer;
-                    Self::release_flow(
-                        f,
-                        &mut self.pacers[old],
-                        &mut self.released,
-                        &mut self.held,
-                        Release::Flushed,
-                    );
-                    self.pacers[old].report.flows = self.pacers[old].report.flows.saturating_sub(1);
-                    Self::settle(f, &mut self.pacers[old]);
-                    self.pacers[p].report.flows += 1;
-                    f.pacer = p;
-                    f.host = self.pacers[p].host_of(&key);
-                    f.in_round = false;
-                }
-            }
-            (false, _, _) => return Duration::ZERO,
-            (true, _, false) => {}
-        }
-        let Some(f) = self.flows.get_mut(&key) else {
-            return Duration::ZERO;
-        };
-        let syn = f.seq.syn(Side::Sender, seg);
-        if syn == Syn::Forged {
-            self.pacers[f.pacer].report.syns_ignored += 1;
-            return Duration::ZERO;
-        }
-        let p = &mut self.pacers[f.pacer];
-        if f.seq.record(Side::Sender, seg, syn, f.clamp.right_edge()) {
-            f.opened = Some(key.src);
-            p.refill(now);
-            Self::count_opening(f, p);
-        }
-        f.clamp.on_sender(seg);
-        if let (true, true, Some((tsval, _))) = (p.reads_path, carries, seg.options.timestamps) {
-            f.owd.on_data(now, tsval);
-        }
-        Self::note_handshake(f, p, now, seg);
-        p.refill(now);
-        f.last = now;
-        if carries {
-            Self::mark_active(f, p);
-        }
-        // A window clamped from the handshake on bounds the flow's queue.
-        let allowance = if carries && p.ctl.window_clamp && f.clamp.scale().is_some() {
-            Self::allowance(f, p)
-        } else {
-            Duration::ZERO
-        };
-        if seg.flags & tcp_flags::RST != 0 {
-            self.forget(&key);
-        }
-        allowance
-    }
-
-    /// The segment as the receiver's answer: window clamp, then pacing.
-    fn ack_role(
-        &mut self,
-        now: Instant,
-        key: Key,
-        seg: &Segment,
-        frame: &mut [u8],
-        info: &PacketInfo,
-        rtt_path: Option<Duration>,
-    ) -> Plan {
-        let Some(f) = self.flows.get_mut(&key) else {
-            return Plan::Forward;
-        };
-        let p = &mut self.pacers[f.pacer];
-        let syn = f.seq.syn(Side::Receiver, seg);
-        if syn == Syn::Forged {
-            p.report.syns_ignored += 1;
-            return Plan::Forward;
-        }
-        p.refill(now);
-        if f.seq.record(Side::Receiver, seg, syn, None) {
-            f.opened = Some(key.dst);
-            Self::count_opening(f, p);
-        }
-        f.last = now;
-        // The receiver's SYN-ACK answers the sender's SYN (an upload's).
-        Self::note_handshake(f, p, now, seg);
-        let signed = info.ip.as_ref().is_some_and(|ip| ip.authenticated);
-        if seg.options.error.is_some() || seg.options.authenticated || signed {
-            // Unreadable options: nothing is rewritten (what the peer makes
-            // of them is unknown); a signed segment would be dropped by
-            // its receiver. The segment passes at once.
-            f.clamp.on_receiver(seg, None);
-            p.report.windows_untouched += 1;
-        } else if p.ctl.window_clamp {
-            let syn = seg.flags & tcp_flags::SYN != 0;
-            let opening = seg.flags & tcp_flags::SYN != 0 || f.epoch == NEVER_MOVED;
-            let share = if opening {
-                p.opening_share(f.host)
-            } else {
-                p.share(f.host)
-            };
-            let rtt = match (rtt_path, f.handshake_rtt) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => a.or(b).or(p.recent_rtt).unwrap_or(RTT_UNKNOWN),
-            };
-            let round = rtt + Self::allowance(f, p);
-            let mut target = u32::try_from(share.bytes_in(round)).unwrap_or(u32::MAX);
-            if syn || f.epoch == NEVER_MOVED {
-                // The window shown before the first data is the sender's
-                // first flight, sent before any ACK can be held.
-                let most = match f.af {
-                    Af::V4 => MAX_MSS_V4,
-                    Af::V6 => MAX_MSS_V6,
-                };
-                let mss = seg.options.mss.map_or(f.clamp.mss(), |m| m.min(most));
-                target = target.min(INITIAL_SEGS * u32::from(mss));
-            }
-            match f.clamp.on_receiver(seg, Some(target)) {
-                WinVerdict::Keep => {}
-                WinVerdict::Rewrite(field) => {
-                    if rewrite_window(frame, info, field).is_ok() {
-                        p.report.windows_clamped += 1;
-                    }
-                }
-                WinVerdict::Pass(_) => p.report.windows_untouched += 1,
-            }
-        } else {
-            f.clamp.on_receiver(seg, None);
-        }
-        let flags = seg.flags;
-        let ack = (flags & tcp_flags::ACK != 0).then_some(seg.ack);
-        let advance = match ack.map(|a| (a, f.seq.acked(a, f.last_ack))) {
-            Some((a, Acked::Advance(n))) => {
-                f.last_ack = Some(a);
-                f.acked += u64::from(n);
-                Self::mark_active(f, p);
-                Some(n)
-            }
-            Some((_, Acked::Unsent)) => {
-                // Acknowledges data never sent: the sender ignores it, and
-                // so does the pacer.
-                p.report.acks_unsent += 1;
-                None
-            }
-            Some((a, Acked::Nothing)) => {
-                let sent = f.seq.snd_max().is_none_or(|m| !seq_after(a, m));
-                if f.last_ack.is_none() && sent {
-                    f.last_ack = Some(a);
-                }
-                None
-            }
-            None => None,
-        };
-        let special =
-            tcp_flags::SYN | tcp_flags::FIN | tcp_flags::RST | tcp_flags::URG | tcp_flags::ECE;
-        let pure = flags & special == 0
-            && seg.payload_len == 0
-            && seg.options.error.is_none()
-            && seg.options.sack_blocks().is_empty();
-        if flags & tcp_flags::RST != 0 {
-            self.forget(&key);
-            return Plan::Forward;
-        }
-        if p.ctl.ack_pacing {
-            if let (true, Some(acked)) = (pure, advance) {
-                let cost = Self::cost(f, p, acked);
-                return Plan::Pace(PaceTicket { key, cost });
-            }
-        }
-        Self::release_flow(f, p, &mut self.released, &mut self.held, Release::Flushed);
-        Plan::Forward
-    }
-
-    /// A connection whose handshake just completed counts among its
-    /// pacer's opening flows (it shares the class before it moves data),
-    /// unless the host that opened it already has [`OPENING_PER_HOST`].
-    fn count_opening(f: &mut Flow, p: &mut Pacer) {
-        Self::uncount_syn(f, p);
-        let (Some(opener), NEVER_MOVED, false) = (f.opened, f.epoch, f.pending) else {
-            return;
-        };
-        let n = p.opening.entry(opener).or_default();
-        if *n >= OPENING_PER_HOST {
-            return;
-        }
-        *n += 1;
-        f.pending = true;
-        p.pending += 1;
-        if let Some(h) = f.host {
-            p.host_mut(h).pending += 1;
-        }
-    }
-
-    /// Wire bytes of `acked` bytes of data: whole segments of the flow's MSS,
-    /// each with its headers and the data link's overhead; no more than the
-    /// bucket's depth, so no one ACK (however much it claims) puts the class
-    /// in debt beyond a burst.
-    fn cost(f: &Flow, p: &Pacer, acked: u32) -> u64 {
-        let mss = Self::mss(f);
-        let hdr = match f.af {
-            Af::V4 => 14 + 20 + 32,
-            Af::V6 => 14 + 40 + 32,
-        };
-        let per_seg = u64::from(p.overhead.cost(mss + hdr)) - u64::from(mss);
-        let segs = u64::from(acked.div_ceil(mss));
-        (u64::from(acked) + segs * per_seg).min(p.burst_bytes())
-    }
-
-    /// The flow's MSS from its handshake (at least RFC 9293's default of
-    /// its family: a receiver announcing a tiny one would multiply its
-    /// ACKs' charge in headers), else the usual one.
-    fn mss(f: &Flow) -> u32 {
-        let (least, usual) = match f.af {
-            Af::V4 => (536, 1448),
-            Af::V6 => (1220, 1428),
-        };
-        if f.clamp.scale().is_some() {
-            u32::from(f.clamp.mss()).max(least)
-        } else {
-            usual
         }
     }
 
