@@ -84,3 +84,52 @@ fn a_forged_ack_is_dropped_as_bad_state() {
     );
     assert_eq!(e.counters(WAN).map(|c| c.bad_state), Some(0));
 }
+
+/// The ACK filter drops queued ACKs a newer one covers: a forged "newer"
+/// ACK would make it drop the real ones and then die at the sender. The
+/// window check drops the forgery before the queue, and the newest real
+/// ACK leaves.
+#[test]
+fn a_forged_newer_ack_does_not_make_the_ack_filter_drop_the_real_ones() {
+    let mut e = bridge(
+        "altq on $ext_if priq bandwidth 64Kb queue { up }\n\
+         queue up qlimit 50 priq(default ack-filter)\n\
+         pass\n",
+    );
+    assert!(passes(&mut e, LAN, seg(true, 1000, 0, SYN, 65535, 0)));
+    assert!(passes(
+        &mut e,
+        WAN,
+        seg(false, 5000, 1001, SYN | ACK, 65535, 0)
+    ));
+    assert!(passes(&mut e, LAN, seg(true, 1001, 5001, ACK, 1024, 0)));
+    let t = Instant::ZERO;
+    for k in 0..10u32 {
+        let data = seg(false, 5001 + k * 1448, 1001, ACK, 512, 1448);
+        assert!(matches!(e.handle_rx(t, WAN, data), Rx::Queued { .. }));
+    }
+    while e.poll_tx(t, LAN).is_some() {}
+    // The client's ACKs queue behind the 64 kbit/s link.
+    let last = 5001 + 10 * 1448;
+    for k in 1..=10u32 {
+        e.handle_rx(t, LAN, seg(true, 1001, 5001 + k * 1448, ACK, 1024, 0));
+    }
+    let forged = seg(true, 1001, 5001u32.wrapping_add(0x7fff_ffff), ACK, 1024, 0);
+    assert_eq!(
+        e.handle_rx(t, LAN, forged),
+        Rx::Dropped(DropCause::BadState)
+    );
+    let mut acks = Vec::new();
+    for ms in 0..2_000 {
+        let now = t + sluice_time::Duration::from_millis(ms);
+        e.handle_timeout(now);
+        while let Some(f) = e.poll_tx(now, WAN) {
+            acks.push(u32::from_be_bytes(f[14 + 28..14 + 32].try_into().unwrap()));
+        }
+    }
+    assert_eq!(
+        acks.last(),
+        Some(&last),
+        "the newest real ACK, last: {acks:?}"
+    );
+}
