@@ -57,6 +57,47 @@ fn tcp_session(v6: bool) -> Vec<Op> {
     ops
 }
 
+/// Issue #36's forgeries amid an honest session (ACK pacing and window
+/// clamping in `lab-rrul-paced`): ACKs whose acknowledgement or sequence
+/// number is flipped (byte 42.. of an untagged IPv4 frame is the ACK
+/// field, 38.. the sequence), SYNs and SYN-ACKs on the established
+/// connection, a SYN flood from every LAN host and port; then the honest
+/// session goes on and everything drains.
+fn forged() -> Vec<Op> {
+    let (syn, synack, ack, psh) = (0, 1, 2, 3);
+    let mut ops = tcp_session(false);
+    ops.truncate(3 + 4 * 3);
+    let forge = |iface: u8, flags: u8, at: u8, x: u8| Op::Rx {
+        iface,
+        frame: tcp(false, flags, 0),
+        damage: Some(Damage::Xor(at, x)),
+    };
+    for (at, x) in [(42, 0x80), (43, 0x7f), (44, 0x01), (38, 0x40), (45, 0xff)] {
+        ops.push(forge(0, ack, at, x));
+        ops.push(forge(1, ack, at, x));
+    }
+    ops.extend([rx(0, tcp(false, syn, 0)), rx(0, tcp(false, synack, 0))]);
+    for i in 0..64u8 {
+        let frame = Frame {
+            host: i % 4,
+            port: i % 8,
+            alt_sport: i % 2 == 0,
+            ..tcp(false, syn, 0)
+        };
+        ops.push(rx(0, frame));
+    }
+    for _ in 0..4 {
+        ops.push(rx(1, tcp(false, psh, 250)));
+        ops.push(rx(0, tcp(false, ack, 0)));
+        ops.push(Op::Step {
+            step: 5,
+            back: false,
+        });
+    }
+    ops.push(Op::Service);
+    ops
+}
+
 /// A UDP burst to several ports (the shipped rules queue by port), then drained.
 fn udp_burst(v6: bool, iface: u8) -> Vec<Op> {
     let mut ops = Vec::new();
@@ -232,6 +273,11 @@ fn corpus() -> BTreeMap<String, Vec<u8>> {
         let (config, bytes) = random(seed);
         c.insert(format!("c{config}_random_{seed:02}"), bytes);
     }
+    // lab-rrul-paced, the eighth: TCP control against forgeries.
+    c.insert(
+        "c7_forged".into(),
+        Script::new(7, false).ops(&forged()).bytes(),
+    );
     // FAIRQ (examples/fairq.conf), the ninth configuration: sessions and
     // bursts through its buckets, and reloads to and from it.
     c.insert(
