@@ -24,7 +24,8 @@
 //!   link's overhead, a `pfifo` of `buffer_pkts` packets under it), so it is
 //!   independent of the code under test; so is the delay line (netem where
 //!   the kernel has it, else `sluice delay-line`, which shares no code with
-//!   the engine).
+//!   the engine). Random loss beyond the modem (`--loss`) is always the
+//!   delay line's, both ways, seeded (the seed is in summary.json).
 //! - The modem's wire sends one frame at a time on slow links: below ~3
 //!   Mbit/s its htb bucket holds [`MODEM_BURST_NS`] of the rate, not tc's
 //!   default (~1600 bytes). With the default, a frame that arrived at a modem
@@ -205,9 +206,11 @@ impl LabNet {
             delay_kind: DelayKind::Bridge,
             delay_line: None,
         };
-        if half_ms <= 0.0 {
+        // Loss is the delay line's (netem's would differ in kind and seed).
+        let lossy = link.loss.is_some_and(|l| l.ppm > 0);
+        if half_ms <= 0.0 && !lossy {
             bridge(&net.topo, &net.delay, "d0", "d1")?;
-        } else if has_netem(&net.topo, &net.delay) {
+        } else if !lossy && has_netem(&net.topo, &net.delay) {
             bridge(&net.topo, &net.delay, "d0", "d1")?;
             let d = format!("{half_ms}ms");
             for dev in ["d0", "d1"] {
@@ -223,11 +226,14 @@ impl LabNet {
             let d = format!("{half_ms:.3}");
             let log = dir.join("delay-line.log");
             let ns = net.delay.clone();
-            let id = net.topo.spawn(
-                &ns,
-                &[&bin, "delay-line", "--between", "d0,d1", "--delay", &d],
-                Some(&log),
-            )?;
+            let mut args = vec![&*bin, "delay-line", "--between", "d0,d1", "--delay", &d];
+            let (pct, seed) = link.loss.map_or((String::new(), String::new()), |l| {
+                (format!("{}%", l.percent()), l.seed.to_string())
+            });
+            if lossy {
+                args.extend(["--loss", &pct, "--loss-seed", &seed]);
+            }
+            let id = net.topo.spawn(&ns, &args, Some(&log))?;
             net.delay_line = Some(id);
             net.delay_kind = DelayKind::DelayLine;
         }
@@ -268,6 +274,12 @@ impl LabNet {
         Err(format!(
             "no ping crosses the lab path {ip} -> {SERVER_IP} after {PATH_TRIES} tries"
         ))
+    }
+
+    /// The LAN's gateway MAC (the modem's `m0`), where crafted frames from
+    /// a LAN host are sent.
+    pub fn gateway_mac(&self) -> io::Result<String> {
+        self.topo.mac(&self.modem, "m0")
     }
 
     /// Where everything the LAN receives can be counted: the single host's
