@@ -589,6 +589,7 @@ pub fn run(
     if !net.delay_line_alive() {
         warnings.push("the delay line exited during the run (see delay-line.log)".into());
     }
+    net.stop_delay_line();
 
     // autorate's decisions (sluice with autorate only), in run time.
     let autorate_csv = o.dir.join("autorate.csv");

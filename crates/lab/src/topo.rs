@@ -248,6 +248,14 @@ impl LabNet {
         }
     }
 
+    /// Stops the delay line (if any) with SIGTERM, so its counters (frames
+    /// lost at random among them) end its log.
+    pub fn stop_delay_line(&mut self) {
+        if let Some(id) = self.delay_line {
+            let _ = self.topo.stop(id, "TERM");
+        }
+    }
+
     /// Waits until a ping from every LAN host crosses the whole path;
     /// `Err` says what is missing.
     pub fn wait_path(&mut self) -> Result<(), String> {

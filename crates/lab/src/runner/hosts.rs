@@ -4,9 +4,15 @@
 //! # Principles
 //! - Every sysctl here is per network namespace (checked on kernel 6.18:
 //!   setting one in a namespace leaves the host's as it was), so each run
-//!   sets all of them on every host it builds and the machine's own TCP is
-//!   never touched. Both ends get the same values, whichever opens a
-//!   connection.
+//!   sets them on every host it builds and the machine's own TCP is never
+//!   touched. Both ends get the same values, whichever opens a connection.
+//! - The congestion control is the exception: outside the initial
+//!   namespace the kernel lets a namespace's default be only one of the
+//!   machine's `tcp_allowed_congestion_control` (EPERM otherwise), and
+//!   widening that list would touch the machine. So the default is set
+//!   where allowed, and every bulk flow sets its own anyway (iperf3 `-C`,
+//!   per socket, passed to the server too), which the runner checks
+//!   against what iperf3 reports.
 //! - A congestion control the kernel lacks is refused before a namespace
 //!   exists ([`check_cc`]), after one `modprobe tcp_NAME`: a run must never
 //!   fall back to another sender quietly (iperf3 `-C` would fail per flow).
@@ -44,13 +50,16 @@ fn sysctl_values(s: &Scenario) -> [String; 4] {
     out
 }
 
-/// Sets the scenario's TCP on every LAN host and the server.
+/// Sets the scenario's TCP on every LAN host and the server (the
+/// congestion control's default only where the kernel allows it).
 pub(super) fn host_tcp(net: &LabNet, s: &Scenario) -> Result<(), LabError> {
     let values = sysctl_values(s);
+    let (cc, rest) = values.split_last().unwrap_or((&values[0], &[]));
     let mut cmd = vec!["sysctl", "-qw"];
-    cmd.extend(values.iter().map(String::as_str));
+    cmd.extend(rest.iter().map(String::as_str));
     for ns in net.hosts.iter().chain([&net.server]) {
         net.topo.exec(ns, &cmd)?;
+        let _ = net.topo.exec_unchecked(ns, &["sysctl", "-qw", cc]);
     }
     Ok(())
 }
