@@ -11,6 +11,8 @@
 //! ignored: there is nothing to reload). Counters go
 //! to stderr on exit. Exit 0 on a clean stop, 1 otherwise.
 
+mod ts_lie;
+
 use crate::out::ewriteln;
 use clap::Args as ClapArgs;
 use sluice_io::delay::DelayDirStats;
@@ -62,6 +64,14 @@ pub struct Args {
     /// Seed of the loss draws (the same seed replays the same draws).
     #[arg(long, value_name = "N", default_value_t = 0)]
     loss_seed: u64,
+    /// Play a remote host with a lying timestamp clock on the connections
+    /// of --ts-lie-port (B is the server's side): frozen, fast (1.2x) or
+    /// slow (0.8x).
+    #[arg(long, value_name = "MODE", value_parser = ts_lie::parse_lie, requires = "ts_lie_port")]
+    ts_lie: Option<ts_lie::Lie>,
+    /// The server-side TCP port of the lying connections.
+    #[arg(long, value_name = "PORT", requires = "ts_lie")]
+    ts_lie_port: Option<u16>,
 }
 
 fn parse_pair(s: &str) -> Result<(String, String), String> {
@@ -138,6 +148,11 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let (Some(lie), Some(port)) = (a.ts_lie, a.ts_lie_port) {
+        let mut l = ts_lie::TsLie::new(lie, port);
+        line.set_hook(Box::new(move |dir, f| l.apply(dir, f)));
+        ewriteln!("sluice delay-line: TSval of port {port}'s connections lies: {lie:?}");
+    }
     line.set_log(std::sync::Arc::new(|m: &str| {
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "sluice delay-line: {m}");

@@ -280,6 +280,14 @@ struct OverrideArgs {
     /// Both hosts without TCP timestamps (net.ipv4.tcp_timestamps=0).
     #[arg(long)]
     no_timestamps: bool,
+    /// --attack lying-clock: how many lying connections (1 to 64; default 6).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(sluice_lab::attack::MAX_LIARS)))]
+    liars: Option<u32>,
+    /// --attack lying-clock: how their clock lies: frozen (default), fast
+    /// (1.2x) or slow (0.8x, falling behind as if delayed more and more).
+    #[arg(long, value_name = "frozen|fast|slow", value_parser = sluice_lab::attack::Clock::parse)]
+    lie: Option<sluice_lab::attack::Clock>,
 }
 
 impl OverrideArgs {
@@ -316,6 +324,8 @@ impl OverrideArgs {
             loss,
             no_sack: self.no_sack,
             no_timestamps: self.no_timestamps,
+            liars: self.liars,
+            lie: self.lie,
         })
     }
 }
@@ -343,7 +353,7 @@ struct Experiment {
     autorate_trace: bool,
     /// A hostile LAN host plays during the first loaded phase, bounded and
     /// inside the lab (docs/lab.md, "Attacks"): none, forged-ack,
-    /// syn-flood, addr-claims. `compare` takes several (comma-separated)
+    /// syn-flood, addr-claims, lying-clock. `compare` takes several (comma-separated)
     /// and runs each shaper under each in turn.
     #[arg(long, value_name = "KIND,…", value_delimiter = ',', value_parser = parse_attack)]
     attack: Vec<AttackArg>,
@@ -654,7 +664,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
     let mut dirs = Vec::with_capacity(plan.len());
     let n = plan.len();
     for (i, (spec, s)) in plan.iter().enumerate() {
-        let label = sluice_lab::attack::run_label(&spec.label(), s.attack);
+        let label = sluice_lab::attack::run_label(&spec.label(), s);
         let dir = if compare {
             base.join(format!("{}-{}", i + 1, slug(&label)))
         } else {

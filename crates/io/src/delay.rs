@@ -70,6 +70,11 @@ const LATE_BUCKETS: usize = LATE_BOUNDS_NS.len() + 1;
 
 pub use crate::sys::set_thread_fifo;
 
+/// Called with each frame read (after the loss draw) and the direction it
+/// goes (0 = A→B, 1 = B→A), before it is held: the lab's hostile-peer
+/// tools rewrite a few header fields there.
+pub type FrameHook = Box<dyn FnMut(usize, &mut Vec<u8>) + Send>;
+
 /// Options of [`DelayLine::open`].
 #[derive(Clone, Debug)]
 pub struct DelayOptions {
@@ -321,6 +326,7 @@ pub struct DelayLine {
     offloads: Vec<OffloadResult>,
     /// `loss[d]`: random loss of the frames read on port `d`.
     loss: [Loss; 2],
+    hook: Option<FrameHook>,
 }
 
 impl DelayLine {
@@ -366,11 +372,17 @@ impl DelayLine {
                 Loss::new(o.loss_ppm[0], o.loss_seed),
                 Loss::new(o.loss_ppm[1], o.loss_seed ^ 0x5DEE_CE66_D1CE_5EED),
             ],
+            hook: None,
         })
     }
 
     pub fn waker(&self) -> Waker {
         self.reactor.waker()
+    }
+
+    /// A hook every frame passes through before it is held ([`FrameHook`]).
+    pub fn set_hook(&mut self, hook: FrameHook) {
+        self.hook = Some(hook);
     }
 
     /// Where interface events (down, up, gone) are logged; stderr until set.
@@ -461,6 +473,7 @@ impl DelayLine {
             let st = &self.stats.dirs[i];
             let (pool, queue) = (&mut self.pool, &mut self.queues[i]);
             let loss = &mut self.loss[i];
+            let hook = &mut self.hook;
             let now = sys::now();
             // A down interface reads as empty (port.rs); the reactor
             // decides whether it is down or gone.
@@ -471,7 +484,12 @@ impl DelayLine {
                 if loss.lose() {
                     st.drops_loss.fetch_add(1, Ordering::Relaxed);
                     pool.put(v);
-                } else if let Err(v) = queue.push(now, v) {
+                    return;
+                }
+                if let Some(h) = hook.as_mut() {
+                    h(i, &mut v);
+                }
+                if let Err(v) = queue.push(now, v) {
                     st.drops_full.fetch_add(1, Ordering::Relaxed);
                     pool.put(v);
                 }

@@ -57,16 +57,88 @@ pub enum Attack {
     /// [`CLAIMS`] gratuitous ARPs for fabricated addresses, refreshed
     /// every [`CLAIM_REFRESH_S`].
     AddrClaims,
+    /// `Scenario::lying`'s connections from the server namespace (one
+    /// remote host) whose TCP timestamp clock lies: the server's TCP
+    /// sends, the delay line rewrites its TSval (`sluice delay-line
+    /// --ts-lie`), and the client holds the connections open.
+    LyingClock,
 }
 
+/// How a lying remote clock runs (`--lie`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clock {
+    /// TSval stops at the connection's first value.
+    Frozen,
+    /// TSval runs 1.2× the real clock.
+    Fast,
+    /// TSval runs 0.8× the real clock: it falls behind as if each segment
+    /// waited longer and longer (added server-side delay).
+    Slow,
+}
+
+impl Clock {
+    pub const ALL: [Clock; 3] = [Clock::Frozen, Clock::Fast, Clock::Slow];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Clock::Frozen => "frozen",
+            Clock::Fast => "fast",
+            Clock::Slow => "slow",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Clock, String> {
+        Clock::ALL
+            .into_iter()
+            .find(|c| c.name() == s.trim())
+            .ok_or_else(|| format!("`{s}`: allowed: frozen, fast (1.2x), slow (0.8x)"))
+    }
+
+    /// (numerator, denominator) of the lying clock's rate.
+    pub fn rate(self) -> (u64, u64) {
+        match self {
+            Clock::Frozen => (0, 1),
+            Clock::Fast => (6, 5),
+            Clock::Slow => (4, 5),
+        }
+    }
+}
+
+/// The lying connections of [`Attack::LyingClock`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lying {
+    /// How many (issue #36: 2, 6 and 50).
+    pub liars: u32,
+    pub clock: Clock,
+}
+
+impl Default for Lying {
+    fn default() -> Self {
+        Lying {
+            liars: 6,
+            clock: Clock::Frozen,
+        }
+    }
+}
+
+/// Most lying connections (the attacker's peer serves this many).
+pub const MAX_LIARS: u32 = 64;
+
 impl Attack {
-    pub const ALL: [Attack; 3] = [Attack::ForgedAck, Attack::SynFlood, Attack::AddrClaims];
+    pub const ALL: [Attack; 4] = [
+        Attack::ForgedAck,
+        Attack::SynFlood,
+        Attack::AddrClaims,
+        Attack::LyingClock,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Attack::ForgedAck => "forged-ack",
             Attack::SynFlood => "syn-flood",
             Attack::AddrClaims => "addr-claims",
+            Attack::LyingClock => "lying-clock",
         }
     }
 
@@ -88,15 +160,25 @@ impl Attack {
 
     /// Whether it needs a listener of its own in the server namespace.
     pub fn needs_sink(self) -> bool {
-        matches!(self, Attack::ForgedAck | Attack::SynFlood)
+        matches!(
+            self,
+            Attack::ForgedAck | Attack::SynFlood | Attack::LyingClock
+        )
     }
 }
 
 /// A run's label in tables and plots: the shaper's, and the attack it
-/// ran under (`tcp1down-paced.conf + forged-ack`), so a comparison with
+/// ran under (`tcp1down-paced.conf + forged-ack`, `… + lying-clock 6
+/// frozen`), so a comparison with
 /// and without an attack lines up as rows of one table.
-pub fn run_label(shaper: &str, attack: Option<Attack>) -> String {
-    match attack {
+pub fn run_label(shaper: &str, s: &Scenario) -> String {
+    match s.attack {
+        Some(Attack::LyingClock) => format!(
+            "{shaper} + {} {} {}",
+            Attack::LyingClock.name(),
+            s.lying.liars,
+            s.lying.clock.name()
+        ),
         Some(a) => format!("{shaper} + {}", a.name()),
         None => shaper.to_string(),
     }
@@ -149,6 +231,9 @@ pub struct AttackRecord {
     pub sent: u64,
     /// The attacker's own account (connection, addresses used…).
     pub detail: String,
+    /// `lying-clock`: how many connections lied, and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lying: Option<Lying>,
     /// Why it did not run as planned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -177,6 +262,25 @@ mod tests {
         assert_eq!(Attack::parse("none"), Ok(None));
         let e = Attack::parse("ddos").unwrap_err();
         assert!(e.contains("forged-ack") && e.contains("none"), "{e}");
+    }
+
+    #[test]
+    fn lying_clocks_are_named_and_labelled() {
+        for c in Clock::ALL {
+            assert_eq!(Clock::parse(c.name()), Ok(c));
+        }
+        assert!(Clock::parse("1.2x").unwrap_err().contains("frozen"));
+        assert_eq!(Clock::Fast.rate(), (6, 5));
+        let mut s = crate::scenario::tcp_1down();
+        assert_eq!(run_label("x.conf", &s), "x.conf");
+        s.attack = Some(Attack::LyingClock);
+        s.lying = Lying {
+            liars: 50,
+            clock: Clock::Slow,
+        };
+        assert_eq!(run_label("x.conf", &s), "x.conf + lying-clock 50 slow");
+        s.attack = Some(Attack::SynFlood);
+        assert_eq!(run_label("x.conf", &s), "x.conf + syn-flood");
     }
 
     #[test]

@@ -212,6 +212,9 @@ pub struct Scenario {
     /// A hostile host's attack during the run (`--attack`), or none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attack: Option<crate::attack::Attack>,
+    /// The lying connections when the attack is `lying-clock`.
+    #[serde(default)]
+    pub lying: crate::attack::Lying,
     /// The scenario's own shaper configuration, relative to the repository
     /// (or install) root, e.g. `examples/priq-ack.conf`.
     pub shaper_example: String,

@@ -314,7 +314,15 @@ pub fn run(
         last_phase: None,
     };
     bar.note("building the network");
-    let mut net = LabNet::build(&scenario.link, scenario.hosts, &o.sluice_bin, &o.dir)?;
+    let ts_lie = (scenario.attack == Some(crate::attack::Attack::LyingClock))
+        .then_some((scenario.lying.clock, crate::attack::SINK_PORT));
+    let mut net = LabNet::build(
+        &scenario.link,
+        scenario.hosts,
+        &o.sluice_bin,
+        &o.dir,
+        ts_lie,
+    )?;
     if stopped() {
         return Err(LabError::Interrupted);
     }
@@ -700,7 +708,7 @@ pub fn run(
     }
     let mut result = analysis::finish(
         scenario,
-        &crate::attack::run_label(&shaper.label(), scenario.attack),
+        &crate::attack::run_label(&shaper.label(), scenario),
         series,
         rfc3339(t0_wall),
         warnings,

@@ -80,6 +80,7 @@ fn scenario(name: &str, about: &str, link: Link, idle_s: f64, loaded: &[(&str, f
         sack: true,
         timestamps: true,
         attack: None,
+        lying: Default::default(),
         shaper_example: String::new(),
     }
 }

@@ -52,6 +52,7 @@
 //!   every process it started and deletes every namespace, whatever the exit
 //!   path.
 
+use crate::attack::Clock;
 use crate::model::{FifoKind, Link, MAX_HOSTS};
 use crate::netns::{Netns, ProcId, Topology};
 use std::io;
@@ -117,7 +118,15 @@ impl LabNet {
     /// the shaper (crate::shaper) does that. `sluice_bin` runs the delay
     /// line when the kernel has no netem; its log goes to `dir`. `hosts`
     /// LAN hosts (1..=[`MAX_HOSTS`]); one is the five-namespace line above.
-    pub fn build(link: &Link, hosts: usize, sluice_bin: &Path, dir: &Path) -> io::Result<LabNet> {
+    /// `ts_lie`: the delay line rewrites the TSval of the connections of
+    /// this server port (`--attack lying-clock`).
+    pub fn build(
+        link: &Link,
+        hosts: usize,
+        sluice_bin: &Path,
+        dir: &Path,
+        ts_lie: Option<(Clock, u16)>,
+    ) -> io::Result<LabNet> {
         if !(1..=MAX_HOSTS).contains(&hosts) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -206,8 +215,9 @@ impl LabNet {
             delay_kind: DelayKind::Bridge,
             delay_line: None,
         };
-        // Loss is the delay line's (netem's would differ in kind and seed).
-        let lossy = link.loss.is_some_and(|l| l.ppm > 0);
+        // Loss and lying clocks are the delay line's (netem has neither
+        // seed nor rewriting).
+        let lossy = link.loss.is_some_and(|l| l.ppm > 0) || ts_lie.is_some();
         if half_ms <= 0.0 && !lossy {
             bridge(&net.topo, &net.delay, "d0", "d1")?;
         } else if !lossy && has_netem(&net.topo, &net.delay) {
@@ -230,8 +240,12 @@ impl LabNet {
             let (pct, seed) = link.loss.map_or((String::new(), String::new()), |l| {
                 (format!("{}%", l.percent()), l.seed.to_string())
             });
-            if lossy {
+            if link.loss.is_some() {
                 args.extend(["--loss", &pct, "--loss-seed", &seed]);
+            }
+            let port = ts_lie.map(|(_, p)| p.to_string()).unwrap_or_default();
+            if let Some((clock, _)) = ts_lie {
+                args.extend(["--ts-lie", clock.name(), "--ts-lie-port", &port]);
             }
             let id = net.topo.spawn(&ns, &args, Some(&log))?;
             net.delay_line = Some(id);

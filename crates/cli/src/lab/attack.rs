@@ -20,8 +20,8 @@
 use crate::out::owriteln;
 use clap::Args;
 use sluice_lab::attack::{
-    AttackerOutput, CLAIMS, CLAIM_REFRESH_S, FORGED_ACK_EVERY_S, FORGED_ADVANCE, SINK_PORT,
-    SYN_PER_S,
+    AttackerOutput, CLAIMS, CLAIM_REFRESH_S, FORGED_ACK_EVERY_S, FORGED_ADVANCE, MAX_LIARS,
+    SINK_PORT, SYN_PER_S,
 };
 use sluice_wire::build::{self, TcpSpec};
 use sluice_wire::tcp::{seq_after, TcpHeader, TcpOption};
@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 
 /// The lab's addresses: 10.77.0.0/16.
 const LAB_NET: (u8, u8) = (10, 77);
-/// Most connections the sink serves at once (the attacker opens one).
-const SINK_MAX_CONNS: usize = 16;
+/// Most connections the sink serves at once (the lying clocks' at most).
+const SINK_MAX_CONNS: usize = MAX_LIARS as usize;
 /// The sink's trickle: this many bytes every [`TRICKLE_EVERY`].
 const TRICKLE_BYTES: usize = 100;
 const TRICKLE_EVERY: Duration = Duration::from_millis(100);
@@ -66,6 +66,10 @@ pub struct AttackArgs {
     /// How long, seconds (at most 600).
     #[arg(long, value_name = "S")]
     secs: f64,
+    /// lying-clock: how many connections to hold open to the peer.
+    #[arg(long, value_name = "N", default_value_t = 6,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_LIARS)))]
+    liars: u32,
 }
 
 pub fn run(a: AttackArgs) -> std::process::ExitCode {
@@ -79,9 +83,10 @@ pub fn run(a: AttackArgs) -> std::process::ExitCode {
             "forged-ack" => forged_ack(&a, deadline),
             "syn-flood" => syn_flood(&a, deadline),
             "addr-claims" => addr_claims(&a, deadline),
+            "lying-clock" => lying_clock(&a, deadline),
             k => AttackerOutput {
                 error: Some(format!(
-                    "`{k}`: allowed: forged-ack, syn-flood, addr-claims, sink"
+                    "`{k}`: allowed: forged-ack, syn-flood, addr-claims, lying-clock, sink"
                 )),
                 ..AttackerOutput::default()
             },
@@ -297,6 +302,50 @@ fn forged_ack(a: &AttackArgs, deadline: Instant) -> AttackerOutput {
             detail,
             error: None,
         },
+    }
+}
+
+/// Holds `--liars` connections to the peer open until the deadline,
+/// reading what it trickles: their TSval lies on the way (the delay
+/// line's `--ts-lie`), so the shaper sees one remote host's lying clocks.
+fn lying_clock(a: &AttackArgs, deadline: Instant) -> AttackerOutput {
+    let peer = SocketAddr::from((a.server, a.port));
+    let mut conns = Vec::new();
+    for _ in 0..a.liars {
+        match TcpStream::connect_timeout(&peer, CONNECT_TIMEOUT)
+            .and_then(|c| c.set_nonblocking(true).map(|()| c))
+        {
+            Ok(c) => conns.push((c, 0u64)),
+            Err(e) => {
+                return failed(0, String::new(), format!("connect to {peer}: {e}"));
+            }
+        }
+    }
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        for (c, got) in conns.iter_mut() {
+            while let Ok(n) = c.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                *got += n as u64;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let alive = conns.iter().filter(|(_, got)| *got > 0).count();
+    let total: u64 = conns.iter().map(|(_, g)| g).sum();
+    let detail = format!(
+        "{} connections to {peer} held open; {alive} received data ({total} bytes in all)",
+        conns.len()
+    );
+    if alive < conns.len() {
+        return failed(0, detail, "some lying connections carried no data");
+    }
+    AttackerOutput {
+        sent: 0,
+        detail,
+        error: None,
     }
 }
 

@@ -234,6 +234,9 @@ pub struct Overrides {
     /// SACK and timestamps turned off on both hosts.
     pub no_sack: bool,
     pub no_timestamps: bool,
+    /// `--attack lying-clock`'s connections and their clock.
+    pub liars: Option<u32>,
+    pub lie: Option<sluice_lab::attack::Clock>,
 }
 
 impl Overrides {
@@ -274,6 +277,12 @@ impl Overrides {
             s.link.loss = (l.ppm > 0).then_some(l);
         }
         s.sack &= !self.no_sack;
+        if let Some(n) = self.liars {
+            s.lying.liars = n;
+        }
+        if let Some(c) = self.lie {
+            s.lying.clock = c;
+        }
         s.timestamps &= !self.no_timestamps;
         for f in &mut s.flows {
             if let Some(n) = self.streams {

@@ -32,6 +32,7 @@ pub(super) struct Attacker {
     end_s: Option<f64>,
     stop_sent: bool,
     error: Option<String>,
+    lying: attack::Lying,
 }
 
 impl Attacker {
@@ -57,6 +58,7 @@ impl Attacker {
             end_s: None,
             stop_sent: false,
             error: None,
+            lying: s.lying,
         }))
     }
 
@@ -67,6 +69,7 @@ impl Attacker {
             None if t >= p.start_s && self.error.is_none() => {
                 let gw = net.gateway_mac()?;
                 let (port, secs) = (attack::SINK_PORT.to_string(), format!("{:.3}", p.secs));
+                let liars = self.lying.liars.to_string();
                 let bin = self.bin.to_string_lossy().into_owned();
                 let args = [
                     bin.as_str(),
@@ -85,6 +88,8 @@ impl Attacker {
                     &gw,
                     "--secs",
                     &secs,
+                    "--liars",
+                    &liars,
                 ];
                 let ns = net.hosts[0].clone();
                 let err = self.json.with_extension("err");
@@ -125,6 +130,7 @@ impl Attacker {
             end_s: self.end_s,
             sent,
             detail,
+            lying: (self.plan.attack == attack::Attack::LyingClock).then_some(self.lying),
             error,
         }
     }
