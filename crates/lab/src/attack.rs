@@ -68,12 +68,13 @@ pub enum Attack {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Clock {
-    /// TSval stops at the connection's first value.
+    /// TSval ticks honestly for 3 s (past a receiver's clock check), then
+    /// stops.
     Frozen,
-    /// TSval runs 1.2× the real clock.
+    /// TSval runs 1.2× the real clock from the start.
     Fast,
-    /// TSval runs 0.8× the real clock: it falls behind as if each segment
-    /// waited longer and longer (added server-side delay).
+    /// TSval ticks honestly for 3 s, then runs 0.8×: it falls behind as if
+    /// each segment waited longer and longer (added server-side delay).
     Slow,
 }
 

@@ -4,10 +4,12 @@
 //!
 //! # Principles
 //! - The server's own TCP sends; only its TSval (RFC 7323 §3) is rewritten
-//!   on the way to the client, as a host with a lying clock would send it:
-//!   `frozen` keeps the connection's first TSval, `fast` runs its clock
-//!   1.2× (first + 1.2 × elapsed ticks), `slow` 0.8× (its timestamps fall
-//!   behind as if each segment had waited longer and longer).
+//!   on the way to the client, as a host with a lying clock would send it.
+//!   `fast` runs its clock 1.2× from the start (inside the 0.8–1.25 ratio a
+//!   receiver's one-off clock check accepts). `frozen` and `slow` tick
+//!   honestly for [`HONEST_TICKS`] first, past such a check, then stop or
+//!   run 0.8× (falling behind as if each segment waited longer and
+//!   longer: a server adding delay).
 //! - The liar keeps its own view straight: the client's TSecr is mapped
 //!   back to the server's real clock on the way in (the inverse of the
 //!   rewrite; for `frozen`, the latest real TSval), so the server's RTT
@@ -24,6 +26,9 @@ use std::net::IpAddr;
 
 /// Connections followed at most.
 const MAX_FLOWS: usize = 4096;
+/// Ticks of the server's clock (1 ms on Linux) shown honestly before
+/// `frozen` stops and `slow` falls behind: past a 2 s clock check.
+pub const HONEST_TICKS: u64 = 3000;
 
 pub use sluice_lab::attack::Clock as Lie;
 
@@ -85,7 +90,6 @@ impl TsLie {
         let (Some(tsval), Some(tsecr)) = (read(frame, val_at), read(frame, ecr_at)) else {
             return;
         };
-        let (num, den) = self.lie.rate();
         let (field, new) = if from_server {
             if !self.flows.contains_key(&key) && self.flows.len() >= MAX_FLOWS {
                 return;
@@ -95,17 +99,21 @@ impl TsLie {
                 last_real: tsval,
             });
             f.last_real = tsval;
-            let elapsed = u64::from(tsval.wrapping_sub(f.first));
-            (val_at, f.first.wrapping_add((elapsed * num / den) as u32))
+            let e = u64::from(tsval.wrapping_sub(f.first));
+            (val_at, f.first.wrapping_add(show(self.lie, e) as u32))
         } else {
             let Some(f) = self.flows.get(&key) else {
                 return;
             };
+            let shown = u64::from(tsecr.wrapping_sub(f.first));
             let real = match self.lie {
-                Lie::Frozen => f.last_real,
-                _ => {
-                    let shown = u64::from(tsecr.wrapping_sub(f.first));
-                    f.first.wrapping_add((shown * den / num) as u32)
+                Lie::Frozen if shown >= HONEST_TICKS => f.last_real,
+                Lie::Frozen => tsecr,
+                Lie::Fast => f.first.wrapping_add((shown * 5 / 6) as u32),
+                Lie::Slow if shown <= HONEST_TICKS => tsecr,
+                Lie::Slow => {
+                    let late = (shown - HONEST_TICKS) * 5 / 4;
+                    f.first.wrapping_add((HONEST_TICKS + late) as u32)
                 }
             };
             (ecr_at, real)
@@ -119,6 +127,16 @@ impl TsLie {
                 b.copy_from_slice(&sum.to_be_bytes());
             }
         }
+    }
+}
+
+/// The ticks shown `e` real ticks into a connection.
+fn show(lie: Lie, e: u64) -> u64 {
+    let (num, den) = lie.rate();
+    match lie {
+        Lie::Fast => e * num / den,
+        Lie::Frozen | Lie::Slow if e <= HONEST_TICKS => e,
+        Lie::Frozen | Lie::Slow => HONEST_TICKS + (e - HONEST_TICKS) * num / den,
     }
 }
 
@@ -186,18 +204,25 @@ mod tests {
 
     #[test]
     fn each_lie_rewrites_the_servers_clock_and_maps_the_echo_back() {
-        for (lie, shown_after_1000) in [(Lie::Frozen, 5000), (Lie::Fast, 6200), (Lie::Slow, 5800)] {
+        // (lie, shown 1000 ticks in, shown 5000 ticks in)
+        for (lie, at_1k, at_5k) in [
+            (Lie::Frozen, 6000, 8000),
+            (Lie::Fast, 6200, 11000),
+            (Lie::Slow, 6000, 9600),
+        ] {
             let mut l = TsLie::new(lie, 5399);
             let mut a = seg(true, 5000, 1);
             l.apply(1, &mut a);
             assert_eq!(ts(&a), ((5000, 1), true), "{lie:?}: the first is as sent");
-            let mut b = seg(true, 6000, 2);
-            l.apply(1, &mut b);
-            assert_eq!(ts(&b), ((shown_after_1000, 2), true), "{lie:?}");
-            // The client echoes what it saw; the server gets its own clock.
-            let mut echo = seg(false, 7, shown_after_1000);
-            l.apply(0, &mut echo);
-            assert_eq!(ts(&echo), ((7, 6000), true), "{lie:?}");
+            for (real, shown) in [(6000, at_1k), (10_000, at_5k)] {
+                let mut b = seg(true, real, 2);
+                l.apply(1, &mut b);
+                assert_eq!(ts(&b), ((shown, 2), true), "{lie:?} at {real}");
+                // The client echoes what it saw; the server gets its own clock.
+                let mut echo = seg(false, 7, shown);
+                l.apply(0, &mut echo);
+                assert_eq!(ts(&echo), ((7, real), true), "{lie:?} echo of {shown}");
+            }
         }
     }
 
