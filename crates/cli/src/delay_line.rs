@@ -1,5 +1,6 @@
-//! `sluice delay-line --between A,B --delay MS [--delay-back MS]`: a plain
-//! fixed delay between two interfaces, the lab's base RTT.
+//! `sluice delay-line --between A,B --delay MS [--delay-back MS] [--loss P%
+//! --loss-seed N]`: a plain fixed delay between two interfaces, the lab's
+//! base RTT, and optionally random loss (both directions, seeded).
 //!
 //! # Principles
 //! Independent of the shaper under test: it runs `sluice_io::DelayLine`
@@ -9,6 +10,8 @@
 //! signal thread turning SIGTERM/SIGINT into a clean stop (SIGHUP is
 //! ignored: there is nothing to reload). Counters go
 //! to stderr on exit. Exit 0 on a clean stop, 1 otherwise.
+
+mod ts_lie;
 
 use crate::out::ewriteln;
 use clap::Args as ClapArgs;
@@ -54,6 +57,21 @@ pub struct Args {
     /// Leave NIC offloads (GRO/GSO/TSO/LRO/rxvlan) as they are.
     #[arg(long)]
     keep_offloads: bool,
+    /// Random loss in both directions, a percentage (`1%`, `0.5%`; 0 =
+    /// none): each frame is lost independently with that probability.
+    #[arg(long, value_name = "P%", value_parser = parse_loss_ppm, default_value = "0%")]
+    loss: u32,
+    /// Seed of the loss draws (the same seed replays the same draws).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    loss_seed: u64,
+    /// Play a remote host with a lying timestamp clock on the connections
+    /// of --ts-lie-port (B is the server's side): frozen, fast (1.2x) or
+    /// slow (0.8x).
+    #[arg(long, value_name = "MODE", value_parser = ts_lie::parse_lie, requires = "ts_lie_port")]
+    ts_lie: Option<ts_lie::Lie>,
+    /// The server-side TCP port of the lying connections.
+    #[arg(long, value_name = "PORT", requires = "ts_lie")]
+    ts_lie_port: Option<u16>,
 }
 
 fn parse_pair(s: &str) -> Result<(String, String), String> {
@@ -82,6 +100,32 @@ pub fn parse_ms(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// Most random loss accepted: beyond it TCP hardly moves at all.
+pub const MAX_LOSS_PPM: u32 = 500_000;
+
+/// A loss percentage (`1%`, `0.5%`, `3%`, `0%`) as parts per million,
+/// exact: the number is read by `sluice_time::units::decimal`, the
+/// project's one decimal grammar; the `%` is required so `1` cannot be
+/// read as 100 %.
+pub fn parse_loss_ppm(s: &str) -> Result<u32, String> {
+    let bad = || {
+        format!(
+            "expected a loss percentage from 0% to {}% with up to 4 decimals (e.g. 1% or 0.5%),              got `{s}`",
+            MAX_LOSS_PPM / 10_000
+        )
+    };
+    let num = s.strip_suffix('%').ok_or_else(bad)?;
+    let (m, scale) = units::decimal(num).map_err(|_| bad())?;
+    if scale > 10_000 {
+        return Err(bad());
+    }
+    let ppm = m.checked_mul(10_000).ok_or_else(bad)? / scale;
+    u32::try_from(ppm)
+        .ok()
+        .filter(|&p| p <= MAX_LOSS_PPM)
+        .ok_or_else(bad)
+}
+
 fn report(label: &str, s: &DelayDirStats) {
     ewriteln!("sluice delay-line: {label}: {}", s.summary());
 }
@@ -94,6 +138,8 @@ pub fn run(a: Args) -> ExitCode {
         cap_frames: a.cap_frames as usize,
         disable_offloads: !a.keep_offloads,
         spin_ns: a.spin_us.saturating_mul(1000),
+        loss_ppm: [a.loss; 2],
+        loss_seed: a.loss_seed,
     };
     let mut line = match DelayLine::open(&ia, &ib, o.clone()) {
         Ok(l) => l,
@@ -102,6 +148,11 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let (Some(lie), Some(port)) = (a.ts_lie, a.ts_lie_port) {
+        let mut l = ts_lie::TsLie::new(lie, port);
+        line.set_hook(Box::new(move |dir, f| l.apply(dir, f)));
+        ewriteln!("sluice delay-line: TSval of port {port}'s connections lies: {lie:?}");
+    }
     line.set_log(std::sync::Arc::new(|m: &str| {
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "sluice delay-line: {m}");
@@ -124,11 +175,13 @@ pub fn run(a: Args) -> ExitCode {
     };
     ewriteln!(
         "sluice delay-line: {ia} -> {ib} {:.3} ms, {ib} -> {ia} {:.3} ms, cap {} frames, \
-         SCHED_FIFO priority {} (0 = off)",
+         SCHED_FIFO priority {} (0 = off), random loss {} ppm each way (seed {})",
         o.a_to_b.as_millis_f64(),
         o.b_to_a.as_millis_f64(),
         o.cap_frames,
-        a.rt_prio
+        a.rt_prio,
+        a.loss,
+        a.loss_seed
     );
     let stop = Arc::new(AtomicBool::new(false));
     let sig_thread = {
@@ -194,6 +247,22 @@ mod tests {
             " 1",
         ] {
             assert!(parse_ms(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn loss_is_a_percentage_read_exactly() {
+        assert_eq!(parse_loss_ppm("1%"), Ok(10_000));
+        assert_eq!(parse_loss_ppm("3%"), Ok(30_000));
+        assert_eq!(parse_loss_ppm("0.5%"), Ok(5_000));
+        assert_eq!(parse_loss_ppm("0.0001%"), Ok(1));
+        assert_eq!(parse_loss_ppm("0%"), Ok(0));
+        assert_eq!(parse_loss_ppm("50%"), Ok(500_000));
+        for bad in [
+            "", "1", "%", "-1%", "1e2%", "50.01%", "0.00001%", "x%", " 1%",
+        ] {
+            let e = parse_loss_ppm(bad).unwrap_err();
+            assert!(e.contains("percentage"), "{bad:?}: {e}");
         }
     }
 

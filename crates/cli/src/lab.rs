@@ -12,10 +12,12 @@
 //! - With `--json`, stdout carries the summary JSON and nothing else; the
 //!   table and paths go to stderr.
 
+mod attack;
 mod values;
 
 use crate::out::{ewrite, ewriteln, owrite, owriteln};
 use clap::{Args, Subcommand};
+use sluice_lab::attack::Attack;
 use sluice_lab::model::{RunResult, Scenario, ShaperSpec, Summary};
 use sluice_lab::runner::{self, LabError, Progress, RunOptions};
 use sluice_lab::scenario;
@@ -52,6 +54,9 @@ enum LabCmd {
     /// fast as one core can send them (AF_PACKET sendmmsg, qdisc bypassed),
     /// or paced; what `sluice lab bench` measures forwarding with.
     Blast(BlastArgs),
+    /// The lab's hostile host (started by `run`/`compare --attack`).
+    #[command(hide = true)]
+    Attack(attack::AttackArgs),
 }
 
 #[derive(Args)]
@@ -226,7 +231,8 @@ struct OverrideArgs {
     /// Length of every phase in seconds.
     #[arg(long, value_name = "S", value_parser = values::parse_duration)]
     duration: Option<f64>,
-    /// TCP congestion control of both hosts (cubic, reno, bbr).
+    /// TCP congestion control of both hosts (cubic, reno, bbr…: the
+    /// client's and server's net.ipv4.tcp_congestion_control, and iperf3 -C).
     #[arg(long, value_name = "CC", value_parser = values::parse_cc)]
     cc: Option<String>,
     /// Socket buffer of every bulk flow, both ends (iperf3 -w: caps the
@@ -259,11 +265,48 @@ struct OverrideArgs {
     /// stream: rrul, voip, …); the ping still runs, to show every echo lost.
     #[arg(long)]
     drop_icmp: bool,
+    /// Random loss beyond the modem, both directions, on the delay line
+    /// between the modem and the server: a percentage (1%, 0.5%, 3%).
+    #[arg(long, value_name = "P%", value_parser = crate::delay_line::parse_loss_ppm)]
+    loss: Option<u32>,
+    /// Seed of --loss's draws (default: a random one; either way it is in
+    /// summary.json, so a run can be replayed).
+    #[arg(long, value_name = "N", requires = "loss")]
+    loss_seed: Option<u64>,
+    /// Both hosts without SACK (net.ipv4.tcp_sack=0 in the client and
+    /// server namespaces).
+    #[arg(long)]
+    no_sack: bool,
+    /// Both hosts without TCP timestamps (net.ipv4.tcp_timestamps=0).
+    #[arg(long)]
+    no_timestamps: bool,
+    /// --attack lying-clock: how many lying connections (1 to 64; default 6).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(sluice_lab::attack::MAX_LIARS)))]
+    liars: Option<u32>,
+    /// --attack lying-clock: how their clock lies: frozen (default), fast
+    /// (1.2x) or slow (0.8x, falling behind as if delayed more and more).
+    #[arg(long, value_name = "frozen|fast|slow", value_parser = sluice_lab::attack::Clock::parse)]
+    lie: Option<sluice_lab::attack::Clock>,
 }
 
 impl OverrideArgs {
-    fn overrides(&self) -> Overrides {
-        Overrides {
+    /// The overrides; a loss without a seed gets a random one (`Err` if
+    /// the kernel gives no randomness).
+    fn overrides(&self) -> Result<Overrides, Failure> {
+        let loss = match self.loss {
+            None => None,
+            Some(ppm) => {
+                let seed = match self.loss_seed {
+                    Some(s) => s,
+                    None => sluice_io::random_key()
+                        .map(|k| u64::from_le_bytes(k[..8].try_into().unwrap_or_default()))
+                        .map_err(|e| Failure::Error(format!("--loss: no random seed: {e}")))?,
+                };
+                Some(sluice_lab::model::LinkLoss { ppm, seed })
+            }
+        };
+        Ok(Overrides {
             down_bps: self.down,
             up_bps: self.up,
             rtt_ms: self.rtt,
@@ -278,7 +321,12 @@ impl OverrideArgs {
             fifo: self.fifo,
             streams: self.streams,
             drop_icmp: self.drop_icmp,
-        }
+            loss,
+            no_sack: self.no_sack,
+            no_timestamps: self.no_timestamps,
+            liars: self.liars,
+            lie: self.lie,
+        })
     }
 }
 
@@ -303,6 +351,20 @@ struct Experiment {
     /// the run directory (docs/autorate.md).
     #[arg(long)]
     autorate_trace: bool,
+    /// A hostile LAN host plays during the first loaded phase, bounded and
+    /// inside the lab (docs/lab.md, "Attacks"): none, forged-ack,
+    /// syn-flood, addr-claims, lying-clock. `compare` takes several (comma-separated)
+    /// and runs each shaper under each in turn.
+    #[arg(long, value_name = "KIND,…", value_delimiter = ',', value_parser = parse_attack)]
+    attack: Vec<AttackArg>,
+}
+
+/// One `--attack` value (`none` is no attack).
+#[derive(Clone, Copy, Debug)]
+struct AttackArg(Option<Attack>);
+
+fn parse_attack(s: &str) -> Result<AttackArg, String> {
+    Attack::parse(s).map(AttackArg)
 }
 
 #[derive(Args)]
@@ -335,6 +397,7 @@ pub fn run(a: LabArgs) -> ExitCode {
         LabCmd::Run(r) => finish(lab(r.exp, std::slice::from_ref(&r.shaper), false)),
         LabCmd::Bench(b) => finish(bench(b)),
         LabCmd::Blast(b) => finish(blast(b)),
+        LabCmd::Attack(a) => attack::run(a),
         LabCmd::Compare(c) => {
             let shapers = if c.shaper.is_empty() {
                 vec![Some("none".to_string()), None]
@@ -539,7 +602,18 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
         out,
         json,
         autorate_trace,
+        attack,
     } = exp;
+    let attacks: Vec<Option<Attack>> = match attack.len() {
+        0 => vec![None],
+        1 => vec![attack[0].0],
+        _ if compare => attack.iter().map(|a| a.0).collect(),
+        _ => {
+            return Err(Failure::Error(
+                "`lab run` takes one --attack; several are for `lab compare`".into(),
+            ))
+        }
+    };
     let mut s = scenario::by_name(&name).ok_or_else(|| {
         let names: Vec<_> = scenario::all().into_iter().map(|s| s.name).collect();
         Failure::Error(format!(
@@ -547,7 +621,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
             names.join(", ")
         ))
     })?;
-    ov.overrides().apply(&mut s);
+    ov.overrides()?.apply(&mut s);
     if let Some(arg) = &ov.trace {
         s.link.follow(load_trace(arg)?);
     }
@@ -563,6 +637,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
     }
     runner::check_tools(&s).map_err(Failure::Error)?;
     runner::check_windows(&s).map_err(Failure::Error)?;
+    runner::check_cc(&s.cc).map_err(Failure::Error)?;
     let bin = sluice_bin()?;
     let stop = Arc::new(AtomicBool::new(false));
     watch_signals(stop.clone())?;
@@ -576,12 +651,22 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
     });
     // The paths the outputs wrote; the first is the report to point at.
     let mut written: Vec<PathBuf> = Vec::new();
-    let mut runs = Vec::with_capacity(specs.len());
-    let mut dirs = Vec::with_capacity(specs.len());
-    let n = specs.len();
-    for (i, spec) in specs.iter().enumerate() {
+    // Each shaper under each attack, the shaper's runs together.
+    let mut plan: Vec<(&ShaperSpec, Scenario)> = Vec::new();
+    for spec in &specs {
+        for &a in &attacks {
+            let mut s = s.clone();
+            s.attack = a;
+            plan.push((spec, s));
+        }
+    }
+    let mut runs = Vec::with_capacity(plan.len());
+    let mut dirs = Vec::with_capacity(plan.len());
+    let n = plan.len();
+    for (i, (spec, s)) in plan.iter().enumerate() {
+        let label = sluice_lab::attack::run_label(&spec.label(), s);
         let dir = if compare {
-            base.join(format!("{}-{}", i + 1, slug(&spec.label())))
+            base.join(format!("{}-{}", i + 1, slug(&label)))
         } else {
             base.clone()
         };
@@ -591,21 +676,17 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
             stop: stop.clone(),
             progress: Progress::auto(),
             tag: if compare {
-                format!("{} {}/{n} {}", s.name, i + 1, spec.label())
+                format!("{} {}/{n} {label}", s.name, i + 1)
             } else {
-                format!("{} {}", s.name, spec.label())
+                format!("{} {label}", s.name)
             },
             autorate_trace,
         };
-        let r = match runner::run(&s, spec, &o) {
+        let r = match runner::run(s, spec, &o) {
             Ok(r) => r,
             Err(LabError::Interrupted) => return Err(Failure::Interrupted),
             Err(LabError::Failed(m)) => {
-                return Err(Failure::Error(format!(
-                    "{} with {}: {m}",
-                    s.name,
-                    spec.label()
-                )))
+                return Err(Failure::Error(format!("{} with {label}: {m}", s.name,)))
             }
         };
         let files = write_outputs(&dir, &r)
@@ -614,7 +695,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
             written = files;
         }
         for w in &r.summary.warnings {
-            ewriteln!("sluice lab: warning ({}): {w}", spec.label());
+            ewriteln!("sluice lab: warning ({label}): {w}");
         }
         runs.push(r);
         dirs.push(dir);

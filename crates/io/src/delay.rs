@@ -27,6 +27,11 @@
 //!   line's policy: arm every due time early, spin within `spin_ns`) over
 //!   two recvmmsg ports; while an interface is down, frames due on it are
 //!   released and counted (`down_drops`), and a deleted one ends `run`.
+//! - Random loss, when asked for (`loss_ppm`, per direction): each frame
+//!   read is lost with that probability, drawn from a SplitMix64 stream
+//!   seeded by `loss_seed`, so a seed replays the same pattern of draws
+//!   (which frames they hit depends on arrival order). Counted in
+//!   `drops_loss`. Independent (Bernoulli) loss, as netem's `loss random`.
 //! - recvmmsg, not the TPACKET_V3 ring: a ring block waits up to its retire
 //!   timeout (≥ 1 ms) before user space sees a lone frame, which would be
 //!   added to the delay.
@@ -65,6 +70,11 @@ const LATE_BUCKETS: usize = LATE_BOUNDS_NS.len() + 1;
 
 pub use crate::sys::set_thread_fifo;
 
+/// Called with each frame read (after the loss draw) and the direction it
+/// goes (0 = A→B, 1 = B→A), before it is held: the lab's hostile-peer
+/// tools rewrite a few header fields there.
+pub type FrameHook = Box<dyn FnMut(usize, &mut Vec<u8>) + Send>;
+
 /// Options of [`DelayLine::open`].
 #[derive(Clone, Debug)]
 pub struct DelayOptions {
@@ -79,6 +89,10 @@ pub struct DelayOptions {
     pub disable_offloads: bool,
     /// A due time closer than this is busy-waited rather than slept on.
     pub spin_ns: u64,
+    /// Random loss per direction (0 = A→B, 1 = B→A), parts per million.
+    pub loss_ppm: [u32; 2],
+    /// Seed of the loss draws.
+    pub loss_seed: u64,
 }
 
 impl Default for DelayOptions {
@@ -92,6 +106,8 @@ impl Default for DelayOptions {
             // 50 Mbit/s UDP, 10 µs gave 98.8 % of frames within 100 µs at
             // 16 % of a core, 50 µs 99.5 % at 28 %.
             spin_ns: 10_000,
+            loss_ppm: [0; 2],
+            loss_seed: 0,
         }
     }
 }
@@ -106,6 +122,8 @@ pub struct DelayDirStats {
     pub tx_bytes: AtomicU64,
     /// Frames dropped because `cap_frames` were already held.
     pub drops_full: AtomicU64,
+    /// Frames lost on purpose (`loss_ppm`).
+    pub drops_loss: AtomicU64,
     /// Frames the kernel refused outright (too large, …).
     pub tx_errors: AtomicU64,
     /// Times the kernel pushed back (EAGAIN/ENOBUFS); frames were kept.
@@ -161,12 +179,13 @@ impl DelayDirStats {
             .map(|(label, c)| format!("{label}:{}", l(c)))
             .collect();
         format!(
-            "rx {} tx {} frames {} bytes, dropped {} (full) {} (kernel rx) {} (tx error) \
+            "rx {} tx {} frames {} bytes, dropped {} (random loss) {} (full) {} (kernel rx) {} (tx error) \
              {} (link down, {} times), tx blocked {}, held {}, timer armed {} µs early, \
              late max {} µs, lateness {}",
             l(&self.rx_frames),
             l(&self.tx_frames),
             l(&self.tx_bytes),
+            l(&self.drops_loss),
             l(&self.drops_full),
             l(&self.rx_kernel_drops),
             l(&self.tx_errors),
@@ -186,6 +205,40 @@ impl DelayDirStats {
 pub struct DelayStats {
     /// 0 = A→B, 1 = B→A.
     pub dirs: [DelayDirStats; 2],
+}
+
+/// Random loss: true with probability `ppm / 10⁶` per draw. SplitMix64
+/// (Steele, Lea & Flood 2014): every seed, 0 included, gives a
+/// full-period stream; multiply-shift, so no modulo bias.
+#[derive(Clone, Debug)]
+pub struct Loss {
+    state: u64,
+    ppm: u32,
+}
+
+impl Loss {
+    pub fn new(ppm: u32, seed: u64) -> Loss {
+        Loss {
+            state: seed,
+            ppm: ppm.min(1_000_000),
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Whether the next frame is lost (no draw at all without loss).
+    pub fn lose(&mut self) -> bool {
+        if self.ppm == 0 {
+            return false;
+        }
+        ((self.next_u64() >> 32) * 1_000_000) >> 32 < u64::from(self.ppm)
+    }
 }
 
 /// One direction's FIFO of frames with their due times. Pure (time is an
@@ -271,6 +324,9 @@ pub struct DelayLine {
     /// time unless EPOLLOUT comes first (`Instant::ZERO`: not blocked).
     blocked_until: [Instant; 2],
     offloads: Vec<OffloadResult>,
+    /// `loss[d]`: random loss of the frames read on port `d`.
+    loss: [Loss; 2],
+    hook: Option<FrameHook>,
 }
 
 impl DelayLine {
@@ -311,11 +367,22 @@ impl DelayLine {
             ],
             blocked_until: [Instant::ZERO; 2],
             offloads,
+            // One seed, two independent streams (B→A's seed differs).
+            loss: [
+                Loss::new(o.loss_ppm[0], o.loss_seed),
+                Loss::new(o.loss_ppm[1], o.loss_seed ^ 0x5DEE_CE66_D1CE_5EED),
+            ],
+            hook: None,
         })
     }
 
     pub fn waker(&self) -> Waker {
         self.reactor.waker()
+    }
+
+    /// A hook every frame passes through before it is held ([`FrameHook`]).
+    pub fn set_hook(&mut self, hook: FrameHook) {
+        self.hook = Some(hook);
     }
 
     /// Where interface events (down, up, gone) are logged; stderr until set.
@@ -405,6 +472,8 @@ impl DelayLine {
             }
             let st = &self.stats.dirs[i];
             let (pool, queue) = (&mut self.pool, &mut self.queues[i]);
+            let loss = &mut self.loss[i];
+            let hook = &mut self.hook;
             let now = sys::now();
             // A down interface reads as empty (port.rs); the reactor
             // decides whether it is down or gone.
@@ -412,6 +481,14 @@ impl DelayLine {
                 let mut v = pool.take_copy(&[]);
                 crate::ring::copy_frame(&mut v, f.data, f.vlan, f.csum);
                 st.rx_frames.fetch_add(1, Ordering::Relaxed);
+                if loss.lose() {
+                    st.drops_loss.fetch_add(1, Ordering::Relaxed);
+                    pool.put(v);
+                    return;
+                }
+                if let Some(h) = hook.as_mut() {
+                    h(i, &mut v);
+                }
                 if let Err(v) = queue.push(now, v) {
                     st.drops_full.fetch_add(1, Ordering::Relaxed);
                     pool.put(v);
@@ -565,6 +642,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn loss_hits_its_rate_and_a_seed_replays_it() {
+        let draws = |ppm, seed| {
+            let mut l = Loss::new(ppm, seed);
+            (0..100_000).map(|_| l.lose()).collect::<Vec<_>>()
+        };
+        let lost = |v: &[bool]| v.iter().filter(|&&x| x).count();
+        let one = draws(10_000, 7);
+        // 1 % of 100 000: 1000 ± 4 σ (σ ≈ 31).
+        assert!((876..=1124).contains(&lost(&one)), "{}", lost(&one));
+        assert_eq!(one, draws(10_000, 7), "the same seed, the same losses");
+        assert_ne!(one, draws(10_000, 8));
+        assert_eq!(lost(&draws(0, 7)), 0);
+        assert_eq!(lost(&draws(1_000_000, 7)), 100_000);
+        let three = lost(&draws(30_000, 1));
+        assert!((2785..=3215).contains(&three), "{three}");
     }
 
     #[test]

@@ -57,6 +57,7 @@ mod lock;
 pub mod offload;
 pub mod pool;
 mod port;
+pub mod raw;
 mod reactor;
 pub mod ring;
 mod rtnl;

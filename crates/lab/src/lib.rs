@@ -15,6 +15,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod analysis;
+pub mod attack;
 pub mod bench;
 pub mod bridge;
 pub mod iperf3;

@@ -51,6 +51,25 @@ pub struct Link {
     /// ([`Link::latency_probe`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub drop_icmp: bool,
+    /// Random loss beyond the modem (`--loss`), both directions, on the
+    /// delay line between the modem and the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<LinkLoss>,
+}
+
+/// Independent random loss on the path beyond the modem: each frame, either
+/// way, is lost with probability `ppm / 10⁶`; `seed` replays the draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkLoss {
+    pub ppm: u32,
+    pub seed: u64,
+}
+
+impl LinkLoss {
+    /// `1%`, `0.5%`: the figure as people read it.
+    pub fn percent(&self) -> f64 {
+        f64::from(self.ppm) / 10_000.0
+    }
 }
 
 /// Slowest and fastest link the lab emulates (htb's and the host's limits).
@@ -183,6 +202,19 @@ pub struct Scenario {
     /// ECN on both hosts (`net.ipv4.tcp_ecn` 1 in the client and server
     /// namespaces: request it and accept it), else 0 (neither).
     pub ecn: bool,
+    /// SACK on both hosts (`net.ipv4.tcp_sack`; `--no-sack` turns it off).
+    #[serde(default = "yes")]
+    pub sack: bool,
+    /// TCP timestamps on both hosts (`net.ipv4.tcp_timestamps`;
+    /// `--no-timestamps` turns them off).
+    #[serde(default = "yes")]
+    pub timestamps: bool,
+    /// A hostile host's attack during the run (`--attack`), or none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<crate::attack::Attack>,
+    /// The lying connections when the attack is `lying-clock`.
+    #[serde(default)]
+    pub lying: crate::attack::Lying,
     /// The scenario's own shaper configuration, relative to the repository
     /// (or install) root, e.g. `examples/priq-ack.conf`.
     pub shaper_example: String,
@@ -193,6 +225,10 @@ pub const MAX_HOSTS: usize = 16;
 
 fn one_host() -> usize {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A host's name in tables and plots: `A`, `B`, … (host 0 is `A`).
@@ -501,6 +537,15 @@ pub struct Summary {
     /// Whether the hosts negotiated ECN (`net.ipv4.tcp_ecn` 1 on both).
     #[serde(default)]
     pub ecn: bool,
+    /// SACK and timestamps on both hosts (summaries before they could be
+    /// turned off: on).
+    #[serde(default = "yes")]
+    pub sack: bool,
+    #[serde(default = "yes")]
+    pub timestamps: bool,
+    /// The attack played during the run and what it sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<crate::attack::AttackRecord>,
     /// Ping RTT over the first idle phase (or over answered probes before
     /// any load starts).
     pub idle_latency_ms: Latency,

@@ -31,9 +31,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod attacker;
 mod clock;
+mod hosts;
 mod progress;
 pub use clock::{dir_stamp, rfc3339};
+pub use hosts::check_cc;
+use hosts::{host_tcp, HOST_SYSCTLS};
 use progress::Bar;
 pub use progress::Progress;
 
@@ -310,7 +314,15 @@ pub fn run(
         last_phase: None,
     };
     bar.note("building the network");
-    let mut net = LabNet::build(&scenario.link, scenario.hosts, &o.sluice_bin, &o.dir)?;
+    let ts_lie = (scenario.attack == Some(crate::attack::Attack::LyingClock))
+        .then_some((scenario.lying.clock, crate::attack::SINK_PORT));
+    let mut net = LabNet::build(
+        &scenario.link,
+        scenario.hosts,
+        &o.sluice_bin,
+        &o.dir,
+        ts_lie,
+    )?;
     if stopped() {
         return Err(LabError::Interrupted);
     }
@@ -340,6 +352,7 @@ pub fn run(
             json,
         });
     }
+    let mut attacker = attacker::Attacker::start(&mut net, scenario, &o.sluice_bin, &o.dir)?;
     let mut irtt = None;
     if scenario.irtt.is_some() {
         let bind = format!("{SERVER_IP}:{IRTT_PORT}");
@@ -490,6 +503,9 @@ pub fn run(
         }
         tend_flows(&mut net, scenario, &mut flows, t, grace)?;
         tend_irtt(&mut net, scenario, irtt.as_mut(), t)?;
+        if let Some(a) = attacker.as_mut() {
+            a.tend(&mut net, t)?;
+        }
         if let Some(m) = meter
             .as_mut()
             .filter(|_| t >= meter_at + HOST_RATE_PERIOD_S)
@@ -560,6 +576,7 @@ pub fn run(
     }
     bar.done();
     let _ = net.topo.stop(ping, "INT");
+    let attack = attacker.map(|a| a.finish(&mut net, since(t0)));
     let rate = sampler.finish();
 
     // What the shaper and the modem saw.
@@ -580,6 +597,7 @@ pub fn run(
     if !net.delay_line_alive() {
         warnings.push("the delay line exited during the run (see delay-line.log)".into());
     }
+    net.stop_delay_line();
 
     // autorate's decisions (sluice with autorate only), in run time.
     let autorate_csv = o.dir.join("autorate.csv");
@@ -685,13 +703,18 @@ pub fn run(
         host_rate,
         shaper_rate,
     };
-    Ok(analysis::finish(
+    if let Some(e) = attack.as_ref().and_then(|a| a.error.as_ref()) {
+        warnings.push(format!("the attack did not run as planned: {e}"));
+    }
+    let mut result = analysis::finish(
         scenario,
-        &shaper.label(),
+        &crate::attack::run_label(&shaper.label(), scenario),
         series,
         rfc3339(t0_wall),
         warnings,
-    ))
+    );
+    result.summary.attack = attack;
+    Ok(result)
 }
 
 /// Plays the trace's steps that are due at the run's time (only the latest
@@ -784,7 +807,7 @@ pub fn check_hosts(s: &Scenario) -> Result<(), String> {
     Ok(())
 }
 
-/// `ss -tinm` and the ECN sysctl of the client and the server, under a
+/// `ss -tinm` and the TCP sysctls of the client and the server, under a
 /// header naming the phase and the time. (iproute2 6.1's `ss` does not
 /// print the `ts sack ecn` option flags on kernel 6.18, though TCP_INFO
 /// has them: the sysctl says what the host was set to.)
@@ -799,8 +822,9 @@ fn tcp_snapshot(net: &LabNet, phase: &str, t: f64) -> String {
     });
     for (host, ns) in hosts.chain([("server".to_string(), &net.server)]) {
         out.push_str(&format!("== t={t:.1} s ({phase}) {host}: ss -tinm\n"));
+        let sysctl: Vec<&str> = ["sysctl"].into_iter().chain(HOST_SYSCTLS).collect();
         for cmd in [
-            ["sysctl", "net.ipv4.tcp_ecn"].as_slice(),
+            sysctl.as_slice(),
             ["ss", "-tinm", "state", "established"].as_slice(),
         ] {
             match net.topo.exec_unchecked(ns, cmd) {
@@ -830,25 +854,6 @@ fn keep(warnings: &mut Vec<String>, path: &Path, text: &str) {
     if let Err(e) = std::fs::write(path, text) {
         warnings.push(format!("cannot write {}: {e}", path.display()));
     }
-}
-
-/// `net.ipv4.tcp_ecn` of the two hosts, per namespace (the sysctl is
-/// per network namespace): 1 asks for ECN on the connections a host opens
-/// and accepts it on those it is offered (RFC 3168 §6.1.1); 0 does
-/// neither. Both hosts get the same setting, so `off` is off whichever end
-/// opens a connection (Linux's default, 2, only accepts: the same as 0
-/// here, where the client opens every connection).
-fn host_tcp(net: &LabNet, s: &Scenario) -> Result<(), LabError> {
-    let ecn = format!("net.ipv4.tcp_ecn={}", ecn_sysctl(s.ecn));
-    for ns in net.hosts.iter().chain([&net.server]) {
-        net.topo.exec(ns, &["sysctl", "-qw", &ecn])?;
-    }
-    Ok(())
-}
-
-/// The `net.ipv4.tcp_ecn` value of an ECN setting.
-fn ecn_sysctl(on: bool) -> u8 {
-    u8::from(on)
 }
 
 /// A one-shot iperf3 server on `port` in the server namespace, its JSON
@@ -1010,12 +1015,6 @@ mod tests {
 #[cfg(test)]
 mod host_tests {
     use super::*;
-
-    #[test]
-    fn ecn_on_and_off_are_sysctl_1_and_0() {
-        assert_eq!(ecn_sysctl(true), 1);
-        assert_eq!(ecn_sysctl(false), 0);
-    }
 
     #[test]
     fn windows_above_the_kernel_limits_are_refused() {

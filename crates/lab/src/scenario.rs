@@ -54,6 +54,7 @@ fn link(down_bps: u64, up_bps: u64, buffer_pkts: u32) -> Link {
         overhead_name: "none".into(),
         trace: None,
         drop_icmp: false,
+        loss: None,
     }
 }
 
@@ -76,6 +77,10 @@ fn scenario(name: &str, about: &str, link: Link, idle_s: f64, loaded: &[(&str, f
         irtt: None,
         cc: "cubic".into(),
         ecn: false,
+        sack: true,
+        timestamps: true,
+        attack: None,
+        lying: Default::default(),
         shaper_example: String::new(),
     }
 }

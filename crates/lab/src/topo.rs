@@ -24,7 +24,8 @@
 //!   link's overhead, a `pfifo` of `buffer_pkts` packets under it), so it is
 //!   independent of the code under test; so is the delay line (netem where
 //!   the kernel has it, else `sluice delay-line`, which shares no code with
-//!   the engine).
+//!   the engine). Random loss beyond the modem (`--loss`) is always the
+//!   delay line's, both ways, seeded (the seed is in summary.json).
 //! - The modem's wire sends one frame at a time on slow links: below ~3
 //!   Mbit/s its htb bucket holds [`MODEM_BURST_NS`] of the rate, not tc's
 //!   default (~1600 bytes). With the default, a frame that arrived at a modem
@@ -51,6 +52,7 @@
 //!   every process it started and deletes every namespace, whatever the exit
 //!   path.
 
+use crate::attack::Clock;
 use crate::model::{FifoKind, Link, MAX_HOSTS};
 use crate::netns::{Netns, ProcId, Topology};
 use std::io;
@@ -116,7 +118,15 @@ impl LabNet {
     /// the shaper (crate::shaper) does that. `sluice_bin` runs the delay
     /// line when the kernel has no netem; its log goes to `dir`. `hosts`
     /// LAN hosts (1..=[`MAX_HOSTS`]); one is the five-namespace line above.
-    pub fn build(link: &Link, hosts: usize, sluice_bin: &Path, dir: &Path) -> io::Result<LabNet> {
+    /// `ts_lie`: the delay line rewrites the TSval of the connections of
+    /// this server port (`--attack lying-clock`).
+    pub fn build(
+        link: &Link,
+        hosts: usize,
+        sluice_bin: &Path,
+        dir: &Path,
+        ts_lie: Option<(Clock, u16)>,
+    ) -> io::Result<LabNet> {
         if !(1..=MAX_HOSTS).contains(&hosts) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -205,9 +215,12 @@ impl LabNet {
             delay_kind: DelayKind::Bridge,
             delay_line: None,
         };
-        if half_ms <= 0.0 {
+        // Loss and lying clocks are the delay line's (netem has neither
+        // seed nor rewriting).
+        let lossy = link.loss.is_some_and(|l| l.ppm > 0) || ts_lie.is_some();
+        if half_ms <= 0.0 && !lossy {
             bridge(&net.topo, &net.delay, "d0", "d1")?;
-        } else if has_netem(&net.topo, &net.delay) {
+        } else if !lossy && has_netem(&net.topo, &net.delay) {
             bridge(&net.topo, &net.delay, "d0", "d1")?;
             let d = format!("{half_ms}ms");
             for dev in ["d0", "d1"] {
@@ -223,11 +236,18 @@ impl LabNet {
             let d = format!("{half_ms:.3}");
             let log = dir.join("delay-line.log");
             let ns = net.delay.clone();
-            let id = net.topo.spawn(
-                &ns,
-                &[&bin, "delay-line", "--between", "d0,d1", "--delay", &d],
-                Some(&log),
-            )?;
+            let mut args = vec![&*bin, "delay-line", "--between", "d0,d1", "--delay", &d];
+            let (pct, seed) = link.loss.map_or((String::new(), String::new()), |l| {
+                (format!("{}%", l.percent()), l.seed.to_string())
+            });
+            if link.loss.is_some() {
+                args.extend(["--loss", &pct, "--loss-seed", &seed]);
+            }
+            let port = ts_lie.map(|(_, p)| p.to_string()).unwrap_or_default();
+            if let Some((clock, _)) = ts_lie {
+                args.extend(["--ts-lie", clock.name(), "--ts-lie-port", &port]);
+            }
+            let id = net.topo.spawn(&ns, &args, Some(&log))?;
             net.delay_line = Some(id);
             net.delay_kind = DelayKind::DelayLine;
         }
@@ -239,6 +259,14 @@ impl LabNet {
         match self.delay_line {
             Some(id) => matches!(self.topo.try_status(id), Ok(None)),
             None => true,
+        }
+    }
+
+    /// Stops the delay line (if any) with SIGTERM, so its counters (frames
+    /// lost at random among them) end its log.
+    pub fn stop_delay_line(&mut self) {
+        if let Some(id) = self.delay_line {
+            let _ = self.topo.stop(id, "TERM");
         }
     }
 
@@ -268,6 +296,12 @@ impl LabNet {
         Err(format!(
             "no ping crosses the lab path {ip} -> {SERVER_IP} after {PATH_TRIES} tries"
         ))
+    }
+
+    /// The LAN's gateway MAC (the modem's `m0`), where crafted frames from
+    /// a LAN host are sent.
+    pub fn gateway_mac(&self) -> io::Result<String> {
+        self.topo.mac(&self.modem, "m0")
     }
 
     /// Where everything the LAN receives can be counted: the single host's

@@ -448,6 +448,9 @@ fn fixed(shaper: &str, loaded: Option<Latency>, grade: &str, added: f64, up_bps:
         link: scenario::tcp_1up().link,
         cc: "cubic".into(),
         ecn: false,
+        sack: true,
+        timestamps: true,
+        attack: None,
         idle_latency_ms: latency(20.4, 22.0),
         phases: vec![
             phase(

@@ -138,13 +138,21 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
     )
 }
 
-/// Congestion controls Linux offers that iperf3 -C can pick.
+/// A congestion control's name as the kernel spells it (`cubic`, `reno`,
+/// `bbr`, `htcp`…); whether this kernel has it is checked before a run
+/// (`sluice_lab::runner::check_cc`, which loads its module if it can).
 pub fn parse_cc(s: &str) -> Result<String, String> {
-    match s.trim() {
-        c @ ("cubic" | "reno" | "bbr") => Ok(c.to_string()),
-        _ => Err(format!(
-            "`{s}`: allowed congestion controls: cubic, reno, bbr"
-        )),
+    let t = s.trim();
+    let ok = !t.is_empty()
+        && t.len() <= 15
+        && t.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(t.to_string())
+    } else {
+        Err(format!(
+            "`{s}`: a congestion control's name, e.g. cubic, reno or bbr              (see /proc/sys/net/ipv4/tcp_available_congestion_control)"
+        ))
     }
 }
 
@@ -221,6 +229,14 @@ pub struct Overrides {
     pub streams: Option<u32>,
     /// The modem drops the ICMP it would forward (`--drop-icmp`).
     pub drop_icmp: bool,
+    /// Random loss beyond the modem, ppm each way, and its seed.
+    pub loss: Option<sluice_lab::model::LinkLoss>,
+    /// SACK and timestamps turned off on both hosts.
+    pub no_sack: bool,
+    pub no_timestamps: bool,
+    /// `--attack lying-clock`'s connections and their clock.
+    pub liars: Option<u32>,
+    pub lie: Option<sluice_lab::attack::Clock>,
 }
 
 impl Overrides {
@@ -257,6 +273,17 @@ impl Overrides {
             s.ecn = on;
         }
         s.link.drop_icmp |= self.drop_icmp;
+        if let Some(l) = self.loss {
+            s.link.loss = (l.ppm > 0).then_some(l);
+        }
+        s.sack &= !self.no_sack;
+        if let Some(n) = self.liars {
+            s.lying.liars = n;
+        }
+        if let Some(c) = self.lie {
+            s.lying.clock = c;
+        }
+        s.timestamps &= !self.no_timestamps;
         for f in &mut s.flows {
             if let Some(n) = self.streams {
                 f.streams = n;
@@ -322,7 +349,14 @@ mod tests {
         assert!(parse_buffer("0").is_err());
         assert_eq!(parse_duration("5"), Ok(5.0));
         assert!(parse_duration("0.5").is_err());
-        assert!(parse_cc("vegas").unwrap_err().contains("cubic"));
+        assert_eq!(
+            parse_cc("vegas"),
+            Ok("vegas".into()),
+            "checked against the kernel later"
+        );
+        for bad in ["", "BBR", "bbr;ls", "a-very-long-cc-name"] {
+            assert!(parse_cc(bad).unwrap_err().contains("cubic"), "{bad:?}");
+        }
         let mut s = sluice_lab::scenario::ack_priority();
         Overrides {
             up_bps: Some(256_000),
@@ -337,6 +371,37 @@ mod tests {
         assert_eq!((s.link.overhead_bytes, s.link.atm), (38, false));
         assert_eq!(s.total_secs(), 20.0);
         assert_eq!(s.cc, "reno");
+    }
+
+    #[test]
+    fn loss_and_sender_variants_override_the_scenario() {
+        use sluice_lab::model::LinkLoss;
+        let mut s = sluice_lab::scenario::tcp_1down();
+        assert!(s.sack && s.timestamps && s.link.loss.is_none());
+        let loss = LinkLoss {
+            ppm: 10_000,
+            seed: 42,
+        };
+        Overrides {
+            loss: Some(loss),
+            no_sack: true,
+            no_timestamps: true,
+            ..Overrides::default()
+        }
+        .apply(&mut s);
+        assert_eq!(s.link.loss, Some(loss));
+        assert!(!s.sack && !s.timestamps);
+        // `--loss 0%` is no loss at all (a plain delay line, nothing recorded).
+        Overrides {
+            loss: Some(LinkLoss { ppm: 0, seed: 1 }),
+            ..Overrides::default()
+        }
+        .apply(&mut s);
+        assert_eq!(s.link.loss, None);
+        assert!(
+            !s.sack,
+            "an override left unset leaves the scenario as it was"
+        );
     }
 
     #[test]

@@ -292,14 +292,26 @@ fn link_line(s: &Summary) -> String {
         // Every "ping" figure of the run is then irtt's.
         out.push_str(", ICMP dropped beyond the modem (latency: irtt RTT)");
     }
+    if let Some(loss) = l.loss.filter(|l| l.ppm > 0) {
+        out.push_str(&format!(
+            ", random loss {} % each way beyond the modem (seed {})",
+            loss.percent(),
+            loss.seed
+        ));
+    }
     out
 }
 
-/// The hosts' TCP: `TCP cubic, ECN off[, window 64KiB | , windows down
+/// The hosts' TCP: `TCP cubic, ECN off[, no SACK][, no timestamps][, window 64KiB | , windows down
 /// 64KiB / up autotuned]` (socket buffers per direction, from the flows as
 /// they ran; nothing when every flow was autotuned).
 fn hosts_line(s: &Summary) -> String {
     let mut out = format!("TCP {}, ECN {}", s.cc, if s.ecn { "on" } else { "off" });
+    for (on, what) in [(s.sack, "SACK"), (s.timestamps, "timestamps")] {
+        if !on {
+            out.push_str(&format!(", no {what}"));
+        }
+    }
     let of = |d: Dir| -> Option<Option<u64>> {
         let w: Vec<Option<u64>> = s
             .flows
