@@ -60,9 +60,11 @@
 //!   a lone network's word decides for the link it alone loads.
 //! - **The way in only from conversations sluice carries.** A sender's
 //!   stamps ([`DelaySignal::add_inbound`]) count only for connections
-//!   whose two ends have answered each other's timestamps through sluice
-//!   (the engine's gate): an unsolicited or spoofed segment creates no
-//!   entry. Its clock is checked all the time ([`crate::owd`]).
+//!   the LAN host acknowledged lately ([`DelaySignal::answered`]; the
+//!   engine tells): an unsolicited or spoofed segment, which the LAN host
+//!   answers with a RST if at all, creates no entry. This needs no state
+//!   (a rule set that keeps none still reads). Its clock is checked all
+//!   the time ([`crate::owd`]).
 //! - **Confidence, not a guess.** A reading carries how many networks
 //!   voted and the age of the newest sample; no fresh flow means no
 //!   signal (`delay: None`), never zero.
@@ -226,6 +228,9 @@ pub struct DelaySignal {
     /// Each flow's one-way delay on the way in (see
     /// [`DelaySignal::add_inbound`]).
     inbound: Bounded<u64, Inbound>,
+    /// Connections (by the far end's flow hash) the LAN host acknowledged
+    /// lately: only their stamps count ([`DelaySignal::add_inbound`]).
+    answered: Bounded<u64, Instant>,
     newest: Option<Instant>,
     /// Samples taken (counter).
     pub samples: u64,
@@ -255,6 +260,7 @@ impl DelaySignal {
             ack_bases: Bounded::new(params.max_prefixes),
             ack_flows: Bounded::new(params.max_flows),
             inbound: Bounded::new(params.max_flows),
+            answered: Bounded::new(params.max_flows),
             newest: None,
             samples: 0,
             unsound: 0,
@@ -451,9 +457,17 @@ impl DelaySignal {
     /// (RFC 7323) arrived at `now` from the far side: its one-way delay,
     /// whose variation is the queue on the way in ([`crate::owd`]). Data
     /// and pure ACKs alike: a sender stamps each segment as it leaves.
-    /// Only for a connection whose ends answered each other through
-    /// sluice (the caller's gate: see the Principles).
+    /// Counted only for a connection the LAN host acknowledged lately
+    /// ([`DelaySignal::answered`]; see the Principles).
     pub fn add_inbound(&mut self, now: Instant, far: IpAddr, flow: u64, tsval: u32) {
+        let ttl = self.flow_ttl();
+        if self
+            .answered
+            .get(&flow)
+            .is_none_or(|t| now.saturating_since(*t) > ttl)
+        {
+            return;
+        }
         let voter = network(far);
         let make = || Inbound {
             voter,
@@ -464,11 +478,23 @@ impl DelaySignal {
         i.owd.on_data(now, tsval);
     }
 
+    /// The LAN host acknowledged a segment of the connection whose far
+    /// end's packets have flow hash `flow`: its stamps count for a while.
+    pub fn answered(&mut self, now: Instant, flow: u64) {
+        *self.answered.entry(flow, || now, |_| true) = now;
+    }
+
+    fn flow_ttl(&self) -> Duration {
+        Duration(self.params.fresh.0.saturating_mul(4))
+    }
+
     /// Forgets flows not heard from in four freshness periods and bases
     /// older than their window.
     pub fn expire(&mut self, now: Instant) {
         let p = self.params;
-        let flow_ttl = Duration(p.fresh.0.saturating_mul(4));
+        let flow_ttl = self.flow_ttl();
+        self.answered
+            .retain(|t| now.saturating_since(*t) <= flow_ttl);
         for flows in [&mut self.flows, &mut self.ack_flows] {
             flows.retain(|f| now.saturating_since(f.rtt.last()) <= flow_ttl);
         }

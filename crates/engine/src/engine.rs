@@ -768,13 +768,25 @@ impl Engine {
                     seg.as_ref(),
                 ) {
                     let i = &mut self.ifaces[iface];
-                    // Only a conversation: both ends answered each other's
-                    // stamps through sluice (crate::delay_signal).
-                    if let (Some((tsval, _)), Some(_)) = (g.timestamps, rtt) {
+                    // Counted only for a conversation the LAN host answers
+                    // (crate::delay_signal).
+                    if let Some((tsval, _)) = g.timestamps {
                         i.signal.add_inbound(now, ip.src, dout.flow_hash, tsval);
                     }
                     // And what it acknowledges of the upload's data.
                     i.delivered.on_segment(dout.flow_hash, g.flags, g.ack);
+                } else if let (true, true, Some(g)) = (
+                    self.ifaces[iface].lan_side,
+                    self.next_autorate.is_some(),
+                    seg.as_ref(),
+                ) {
+                    // The LAN host acknowledges the far end: the
+                    // connection's stamps from there may count.
+                    use sluice_wire::tcp_flags::{ACK, RST};
+                    if g.flags & (ACK | RST) == ACK {
+                        let far = self.classifier.reverse_flow_hash(ip);
+                        self.ifaces[egress].signal.answered(now, far);
+                    }
                 }
                 // A measurement this packet completed timed the path it
                 // came from: the delay signal of its interface.

@@ -52,7 +52,7 @@ fn each_direction_reads_its_own_queue() {
             let (q_in, q_out) = queues(t);
             for f in 0..4u64 {
                 let tsval = (7_000 * f + 100 + t - 10 - q_in) as u32;
-                s.add_inbound(at(t), host(f as u8), f, tsval);
+                stamp(s, at(t), host(f as u8), f, tsval);
                 s.add(at(t), host(f as u8), f, ms(20 + q_in + q_out), ms(0));
             }
         }
@@ -171,6 +171,38 @@ fn ms(n: u64) -> Duration {
 
 /// A signal that reads one far network alone (the tests of what one
 /// network's flows read; the vote is tested on its own).
+/// A stamp from the far end of a conversation the LAN host answers.
+fn stamp(s: &mut DelaySignal, t: Instant, far: IpAddr, flow: u64, tsval: u32) {
+    s.answered(t, flow);
+    s.add_inbound(t, far, flow, tsval);
+}
+
+#[test]
+fn stamps_of_a_connection_the_lan_host_does_not_answer_count_nothing() {
+    // Three far networks stamp for 3 s, then their stamps lag: a queue
+    // read on the way in, unless nobody on the LAN ever answered them.
+    let feed = |s: &mut DelaySignal, answer: bool| {
+        for t in (0..6_000u64).step_by(10) {
+            let lag = t.saturating_sub(3_000) / 2;
+            for f in 0..3u64 {
+                if answer {
+                    s.answered(at(t), f);
+                }
+                s.add_inbound(at(t), host(f as u8), f, (t - lag) as u32);
+            }
+        }
+    };
+    let mut answered = DelaySignal::default();
+    feed(&mut answered, true);
+    assert!(answered
+        .read_in(at(6_000))
+        .delay
+        .is_some_and(|d| d > ms(500)));
+    let mut unsolicited = DelaySignal::default();
+    feed(&mut unsolicited, false);
+    assert_eq!(unsolicited.read_in(at(6_000)).delay, None);
+}
+
 fn at(n: u64) -> Instant {
     Instant(1_000_000_000) + ms(n)
 }
@@ -282,8 +314,8 @@ fn a_liar_beside_an_honest_sender_does_not_read_as_a_queue() {
     let lag = |t: u64| t.saturating_sub(3_000).min(25_000) * 2 / 5;
     let feed = |s: &mut DelaySignal| {
         for t in (0..30_000).step_by(10) {
-            s.add_inbound(at(t), host(1), 1, (t + 500) as u32);
-            s.add_inbound(at(t), host(2), 2, (t + 900 - lag(t)) as u32);
+            stamp(s, at(t), host(1), 1, (t + 500) as u32);
+            stamp(s, at(t), host(2), 2, (t + 900 - lag(t)) as u32);
         }
     };
     // The lesser of two is the honest one (the mean read 5 s).
@@ -324,15 +356,15 @@ fn a_flood_of_new_inbound_flows_leaves_the_verified_ones() {
     });
     for t in (0..3_000).step_by(10) {
         for f in 0..3u64 {
-            s.add_inbound(at(t), host(f as u8), f, t as u32);
+            stamp(&mut s, at(t), host(f as u8), f, t as u32);
         }
     }
     for (i, f) in (1_000..1_640u64).enumerate() {
-        s.add_inbound(at(3_000) + Duration(i as u64), host(9), f, 5);
+        stamp(&mut s, at(3_000) + Duration(i as u64), host(9), f, 5);
     }
     for t in (3_000..3_200).step_by(10) {
         for f in 0..3u64 {
-            s.add_inbound(at(t), host(f as u8), f, t as u32);
+            stamp(&mut s, at(t), host(f as u8), f, t as u32);
         }
     }
     let r = s.read_in(at(3_200));
