@@ -146,7 +146,6 @@ fn victim_keeps_its_download(attack: &str) {
 }
 
 #[test]
-#[ignore = "fails until #36's engine fixes land"]
 fn a_forged_ack_leaves_the_victim_its_download() {
     let Some(_serial) = netns() else {
         return;
@@ -155,7 +154,6 @@ fn a_forged_ack_leaves_the_victim_its_download() {
 }
 
 #[test]
-#[ignore = "fails until #36's engine fixes land"]
 fn a_syn_flood_leaves_the_victim_its_download() {
     let Some(_serial) = netns() else {
         return;
@@ -188,12 +186,29 @@ fn autorate_mean(series: &serde_json::Value, a: f64, b: f64) -> f64 {
     (acc + cur * (b - t)) / (b - a)
 }
 
-/// Six connections from the server whose TSval stops after 3 s (past the
-/// engine's one-off clock check) against `tcp_1down`'s download through
-/// autorate: the rate over the download's last 3 s stays within 10 % of
-/// the run without them.
+/// How many distinct download rates autorate set (series.json).
+fn rates_set(series: &serde_json::Value) -> usize {
+    let mut rates: Vec<u64> = series["shaper_rate"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|r| r["dir"] == "down")
+                .filter_map(|r| r["bps"].as_f64().map(|b| b as u64))
+                .collect()
+        })
+        .unwrap_or_default();
+    rates.sort_unstable();
+    rates.dedup();
+    rates.len()
+}
+
+/// Six connections from the server whose TSval stops after 3 s against
+/// `tcp_1down`'s download through autorate: the rate over the download's
+/// last 3 s stays within 10 % of the run without them. Ignored: here the
+/// liars share the victim's server, and its network's vote is theirs
+/// until the clock checks withdraw them (docs/notebook, 2026-12-07).
 #[test]
-#[ignore = "fails until #36's engine fixes land"]
+#[ignore = "the lab serves the victim and the liars from one server: one network's vote, six of its seven flows lying (63-100 % in four runs; the goal's case, liars on another host, is engine/tests/autorate.rs)"]
 fn lying_clocks_leave_autorate_where_it_settles() {
     let Some(_serial) = netns() else {
         return;
@@ -216,6 +231,7 @@ fn lying_clocks_leave_autorate_where_it_settles() {
     let (v, dir) = lab(&args, "lying");
     let runs: Vec<Summary> = serde_json::from_value(v).expect("two summaries");
     let mut means = Vec::new();
+    let mut moved = Vec::new();
     for (i, s) in runs.iter().enumerate() {
         let run_dir = std::fs::read_dir(&dir)
             .expect("the compare directory")
@@ -235,6 +251,7 @@ fn lying_clocks_leave_autorate_where_it_settles() {
             .find(|p| p.name == "download")
             .expect("download");
         means.push(autorate_mean(&series, p.end_s - 3.0, p.end_s));
+        moved.push(rates_set(&series));
     }
     let _ = std::fs::remove_dir_all(&dir);
     let (calm, lied) = (means[0], means[1]);
@@ -247,6 +264,9 @@ fn lying_clocks_leave_autorate_where_it_settles() {
         rec.detail
     );
     assert!(rec.error.is_none(), "{rec:?}");
+    // Autorate read the download and moved without the liars: a rate that
+    // never moved would be "within 10 %" of anything.
+    assert!(moved[0] > 1, "autorate never moved without the liars");
     assert!(
         (lied - calm).abs() <= 0.1 * calm,
         "autorate at {:.0} % of where it settles without the lying clocks",
