@@ -43,6 +43,7 @@ use crate::reactor::{Log, Policy, Reactor, Waker, Want, TX_RETRY};
 use crate::sock::{PacketSocket, MMSG_BATCH};
 use crate::sockopt;
 use crate::sys::{self, set_timer_slack_ns};
+use sluice_time::random::{SplitMix64, PPM};
 use sluice_time::{Duration, Instant};
 use std::collections::VecDeque;
 use std::io;
@@ -207,37 +208,25 @@ pub struct DelayStats {
     pub dirs: [DelayDirStats; 2],
 }
 
-/// Random loss: true with probability `ppm / 10⁶` per draw. SplitMix64
-/// (Steele, Lea & Flood 2014): every seed, 0 included, gives a
-/// full-period stream; multiply-shift, so no modulo bias.
+/// Random loss: true with probability `ppm / 10⁶` per draw, from the
+/// seeded stream of [`sluice_time::random`] (a recorded seed replays it).
 #[derive(Clone, Debug)]
 pub struct Loss {
-    state: u64,
+    rng: SplitMix64,
     ppm: u32,
 }
 
 impl Loss {
     pub fn new(ppm: u32, seed: u64) -> Loss {
         Loss {
-            state: seed,
-            ppm: ppm.min(1_000_000),
+            rng: SplitMix64::new(seed),
+            ppm: ppm.min(PPM),
         }
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 
     /// Whether the next frame is lost (no draw at all without loss).
     pub fn lose(&mut self) -> bool {
-        if self.ppm == 0 {
-            return false;
-        }
-        ((self.next_u64() >> 32) * 1_000_000) >> 32 < u64::from(self.ppm)
+        self.rng.chance(self.ppm)
     }
 }
 

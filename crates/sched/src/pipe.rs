@@ -82,31 +82,8 @@ impl Default for Params {
     }
 }
 
-pub const PPM: u32 = 1_000_000;
-
-/// SplitMix64 (Steele, Lea & Flood 2014): tiny, fast, and every seed —
-/// including 0 — gives a full-period stream.
-#[derive(Clone, Debug)]
-struct LossRng(u64);
-
-impl LossRng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// True with probability `ppm / 10⁶` (multiply-shift: no modulo bias).
-    fn lose(&mut self, ppm: u32) -> bool {
-        if ppm == 0 {
-            return false;
-        }
-        let draw = ((self.next_u64() >> 32) * PPM as u64) >> 32;
-        draw < ppm as u64
-    }
-}
+use sluice_time::random::SplitMix64;
+pub use sluice_time::random::PPM;
 
 /// A dummynet-style link: scheduler → serialiser → delay line.
 pub struct Pipe {
@@ -119,7 +96,7 @@ pub struct Pipe {
     /// Serialised packets with their exit time, in exit order.
     line: VecDeque<(Instant, Packet)>,
     line_bytes: u64,
-    rng: LossRng,
+    rng: SplitMix64,
     last: Instant,
     stats: QueueStats,
     /// Which drops occupy the link (ingress mode) and the counts.
@@ -143,7 +120,7 @@ impl Pipe {
             burst_credit_bytes: params.burst_bytes as u64,
             line: VecDeque::new(),
             line_bytes: 0,
-            rng: LossRng(params.seed),
+            rng: SplitMix64::new(params.seed),
             last: Instant::ZERO,
             stats: QueueStats::default(),
             ingress: Ingress::off(),
@@ -196,7 +173,7 @@ impl Pipe {
     /// new seed restarts the loss stream.
     pub fn set_params(&mut self, params: Params) {
         if params.seed != self.params.seed {
-            self.rng = LossRng(params.seed);
+            self.rng = SplitMix64::new(params.seed);
         }
         self.burst_credit_bytes = self.burst_credit_bytes.min(params.burst_bytes as u64);
         self.params = params;
@@ -343,7 +320,7 @@ impl Qdisc for Pipe {
         let now = clamp(&mut self.last, now);
         let first = drops.len();
         self.advance(now, drops);
-        if self.rng.lose(self.params.loss_ppm) {
+        if self.rng.chance(self.params.loss_ppm) {
             self.stats.push_drop(pkt, DropReason::Loss, drops);
             return Enqueue::Rejected;
         }

@@ -23,6 +23,7 @@ use sluice_lab::attack::{
     AttackerOutput, CLAIMS, CLAIM_REFRESH_S, FORGED_ACK_EVERY_S, FORGED_ADVANCE, MAX_LIARS,
     SINK_PORT, SYN_PER_S,
 };
+use sluice_time::random::SplitMix64;
 use sluice_wire::build::{self, TcpSpec};
 use sluice_wire::tcp::{seq_after, TcpHeader, TcpOption};
 use sluice_wire::tcp_flags;
@@ -349,27 +350,19 @@ fn lying_clock(a: &AttackArgs, deadline: Instant) -> AttackerOutput {
     }
 }
 
-/// SplitMix64 for spoofed fields (not the loss stream: any seed will do).
-struct Draw(u64);
+/// The stream spoofed fields are drawn from (not the loss stream: any
+/// seed will do).
+type Draw = SplitMix64;
 
-impl Draw {
-    fn new() -> Draw {
-        let k = sluice_io::random_key().unwrap_or([7; 16]);
-        Draw(u64::from_le_bytes(k[..8].try_into().unwrap_or_default()))
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
+fn draw() -> Draw {
+    let k = sluice_io::random_key().unwrap_or([7; 16]);
+    SplitMix64::new(u64::from_le_bytes(k[..8].try_into().unwrap_or_default()))
 }
 
 /// A spoofed LAN source: 10.77.0.2 to .252 (the client is .1, .253 is
 /// kept unused, the modem is .254), with a MAC of its own.
 fn spoofed_host(d: &mut Draw) -> (Ipv4Addr, [u8; 6]) {
-    let h = 2 + (d.next() % 251) as u8;
+    let h = 2 + (d.next_u64() % 251) as u8;
     (Ipv4Addr::new(10, 77, 0, h), [0x02, 0x77, 0xee, 0, 0, h])
 }
 
@@ -385,7 +378,7 @@ fn syn_frame(d: &mut Draw, server: Ipv4Addr, port: u16, gw: [u8; 6]) -> Vec<u8> 
     ] {
         o.encode(&mut opts);
     }
-    let r = d.next();
+    let r = d.next_u64();
     let mut f = build::tcp_with(
         src,
         server,
@@ -415,7 +408,7 @@ fn syn_flood(a: &AttackArgs, deadline: Instant) -> AttackerOutput {
         Ok(l) => l,
         Err(e) => return failed(0, String::new(), format!("{}: {e}", a.dev)),
     };
-    let mut d = Draw::new();
+    let mut d = draw();
     let t0 = Instant::now();
     let budget = (a.secs * f64::from(SYN_PER_S)).ceil() as u64;
     let mut sent = 0u64;
@@ -559,7 +552,7 @@ mod tests {
 
     #[test]
     fn spoofed_syns_and_claims_stay_inside_the_lab() {
-        let mut d = Draw(1);
+        let mut d = SplitMix64::new(1);
         for _ in 0..1000 {
             let f = syn_frame(&mut d, SERVER, 5399, GW);
             let info = sluice_wire::parse(&f).unwrap();
