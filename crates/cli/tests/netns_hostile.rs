@@ -8,8 +8,7 @@
 //! victim keeps ≥ 80 % of its goodput without the attack and its ping p99
 //! stays within the idle p50 + 30 ms; with lying timestamp clocks from one
 //! remote host, autorate stays within 10 % of where it settles without
-//! them. Those tests fail on the engine before #36's fixes and are ignored
-//! until they land.
+//! them. Each fails on the engine before #36's fixes.
 //!
 //! Needs root, `ip`, `tc`, `ss`, `iperf3`, `ping` (scripts/setup.sh);
 //! otherwise each test prints a SKIP line and returns, or fails under
@@ -202,13 +201,11 @@ fn rates_set(series: &serde_json::Value) -> usize {
     rates.len()
 }
 
-/// Six connections from the server whose TSval stops after 3 s against
-/// `tcp_1down`'s download through autorate: the rate over the download's
-/// last 3 s stays within 10 % of the run without them. Ignored: here the
-/// liars share the victim's server, and its network's vote is theirs
-/// until the clock checks withdraw them (docs/notebook, 2026-12-07).
+/// Six connections from one remote host (another network than the
+/// victim's server) whose TSval stops after 3 s, against `tcp_1down`'s
+/// download through autorate: the rate over the download's last 3 s stays
+/// within 10 % of the run without them.
 #[test]
-#[ignore = "the lab serves the victim and the liars from one server: one network's vote, six of its seven flows lying (86-89 % in two runs; the goal's case, liars on another host, is engine/tests/autorate.rs)"]
 fn lying_clocks_leave_autorate_where_it_settles() {
     let Some(_serial) = netns() else {
         return;

@@ -57,8 +57,9 @@ pub enum Attack {
     /// [`CLAIMS`] gratuitous ARPs for fabricated addresses, refreshed
     /// every [`CLAIM_REFRESH_S`].
     AddrClaims,
-    /// `Scenario::lying`'s connections from the server namespace (one
-    /// remote host) whose TCP timestamp clock lies: the server's TCP
+    /// `Scenario::lying`'s connections from one remote host
+    /// ([`crate::topo::LIAR_IP`], the server namespace's second address,
+    /// another network than the victim's server) whose TCP timestamp clock lies: the server's TCP
     /// sends, the delay line rewrites its TSval (`sluice delay-line
     /// --ts-lie`), and the client holds the connections open.
     LyingClock,

@@ -66,6 +66,10 @@ pub fn host_ip(i: usize) -> String {
     format!("10.77.0.{}", i + 1)
 }
 pub const SERVER_IP: &str = "10.77.1.2";
+/// The lying clocks' remote host (`--attack lying-clock`): a second
+/// address of the server namespace in another /24, so the shaper sees the
+/// liars as a network apart from the victim's server, as on the Internet.
+pub const LIAR_IP: &str = "10.77.2.2";
 /// The modem's addresses: the client's and the server's gateway.
 const MODEM_LAN_IP: &str = "10.77.0.254";
 /// Nobody's, on the client's link (see `Topology::arp_from`).
@@ -198,6 +202,11 @@ impl LabNet {
         topo.neigh(&server, "v0", MODEM_WAN_IP, &m1mac)?;
         topo.neigh(&modem, "m1", SERVER_IP, &smac)?;
         topo.ip(&server, &["route", "add", "default", "via", MODEM_WAN_IP])?;
+        if ts_lie.is_some() {
+            topo.addr(&server, "v0", &format!("{LIAR_IP}/24"))?;
+            let net = format!("{}.0/24", LIAR_IP.rsplit_once('.').map_or(LIAR_IP, |p| p.0));
+            topo.ip(&modem, &["route", "add", &net, "via", SERVER_IP])?;
+        }
         topo.exec(&modem, &["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
         // Upload leaves the modem through m1, download through m0.
         modem_queue(&topo, &modem, "m1", link.up_bps, link)?;

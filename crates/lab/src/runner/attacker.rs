@@ -13,7 +13,7 @@ use super::LabError;
 use crate::attack::{self, AttackRecord, AttackerOutput, Plan};
 use crate::model::Scenario;
 use crate::netns::ProcId;
-use crate::topo::{LabNet, CLIENT_IP, SERVER_IP};
+use crate::topo::{LabNet, CLIENT_IP, LIAR_IP, SERVER_IP};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -71,6 +71,12 @@ impl Attacker {
                 let (port, secs) = (attack::SINK_PORT.to_string(), format!("{:.3}", p.secs));
                 let liars = self.lying.liars.to_string();
                 let bin = self.bin.to_string_lossy().into_owned();
+                // The liars' own remote host; the other attacks target the
+                // victim's server.
+                let server = match p.attack {
+                    attack::Attack::LyingClock => LIAR_IP,
+                    _ => SERVER_IP,
+                };
                 let args = [
                     bin.as_str(),
                     "lab",
@@ -81,7 +87,7 @@ impl Attacker {
                     "--src",
                     CLIENT_IP,
                     "--server",
-                    SERVER_IP,
+                    server,
                     "--port",
                     &port,
                     "--gw-mac",
