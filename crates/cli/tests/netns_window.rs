@@ -7,6 +7,7 @@
 //! Needs root, `ip`, `iperf3`, `python3`; otherwise SKIP (a failure under
 //! `SLUICE_REQUIRE_NETNS=1`, sluice-testkit).
 
+use sluice_control::proto::Reply;
 use sluice_lab::iperf3::{self, ClientOptions};
 use sluice_lab::{BridgeLab, SERVER_IP};
 use sluice_testkit::{require_netns, Sluice};
@@ -70,5 +71,20 @@ fn honest_tcp_never_meets_a_bad_state() {
     );
     assert!(down.goodput_bps > 5e6 && up.goodput_bps > 2e6, "{bad:?}");
     assert!(bad.iter().all(|(_, n)| *n == 0), "{bad:?}\n{}", lab.log());
+    // The windows tracked are shown, as `pfctl -vss` does: Linux offers a
+    // window scale on every SYN, so each state of a handshake seen has both.
+    let states = match lab.show(&b, "states") {
+        Ok(Reply::States(s)) => s,
+        other => panic!("show states: {other:?}"),
+    };
+    let scaled = states
+        .states
+        .iter()
+        .filter_map(|s| s.windows.as_ref())
+        .filter(|w| w.iter().all(|p| p.wscale.is_some() && p.max_win > 0))
+        .count();
+    assert!(scaled >= 8, "{scaled} states show both windows: {states:?}");
+    let text = lab.ctl(&b, &["show", "states"]).expect("show states");
+    assert!(String::from_utf8_lossy(&text.stdout).contains("] wscale "));
     assert!(lab.stop_sluice().unwrap().is_some_and(|s| s.success()));
 }

@@ -273,6 +273,25 @@ pub struct StateJson {
     /// From sluice to the initiator and back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_to_src: Option<RttJson>,
+    /// pf's sequence windows of [the initiator, the responder] (TCP
+    /// tracked without `sloppy`); what `pfctl -vss` prints in brackets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<[WindowJson; 2]>,
+}
+
+/// One peer's sequence window as the state table tracks it: the segments
+/// it may send lie in `[seqlo, seqhi)` (modulo 2^32).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowJson {
+    /// Highest sequence number it sent, plus one.
+    pub seqlo: u32,
+    /// Right edge the other peer allowed it (that peer's ACK plus window).
+    pub seqhi: u32,
+    /// Largest window it offered, in bytes.
+    pub max_win: u32,
+    /// Its window scale; none until the handshake was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wscale: Option<u8>,
 }
 
 /// A passive RTT estimate: the latest sample, the smallest, the smoothed

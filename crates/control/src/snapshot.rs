@@ -216,6 +216,7 @@ struct RawState {
     created: Instant,
     expires: Instant,
     rtt: [sluice_classify::RttEstimate; 2],
+    windows: Option<[sluice_classify::PeerWindow; 2]>,
 }
 
 /// Index of `name` in `names`, added if new. The list holds the queue names
@@ -246,6 +247,7 @@ fn raw_state<'a>(s: &StateView<'a>, names: &mut Vec<&'a str>) -> RawState {
         created: s.created,
         expires: s.expires,
         rtt: s.rtt,
+        windows: s.windows,
     }
 }
 
@@ -280,6 +282,16 @@ fn state_json(s: &RawState, names: &[String], now: Instant, since: Instant) -> S
         expires_in_ns: s.expires.saturating_since(now).as_nanos(),
         rtt_to_dst: rtt_json(&s.rtt[0]),
         rtt_to_src: rtt_json(&s.rtt[1]),
+        windows: s.windows.map(|w| w.map(|p| window_json(&p))),
+    }
+}
+
+fn window_json(p: &sluice_classify::PeerWindow) -> WindowJson {
+    WindowJson {
+        seqlo: p.seqlo,
+        seqhi: p.seqhi,
+        max_win: p.max_win,
+        wscale: p.wscale,
     }
 }
 

@@ -243,6 +243,9 @@ pub fn format_states(r: &StatesReply) -> String {
             format!("{b} <- {a}")
         };
         let _ = writeln!(o, "all {} {pair}       {}", s.proto, s.state);
+        if let Some(w) = &s.windows {
+            let _ = writeln!(o, "   {}", windows_text(w));
+        }
         let queue = match (&s.queue, &s.queue_pri) {
             (Some(q), Some(p)) => format!("queue ({q}, {p}), "),
             (Some(q), None) => format!("queue {q}, "),
@@ -288,6 +291,20 @@ pub fn format_states(r: &StatesReply) -> String {
         let _ = writeln!(o, "# {} of {} states shown", r.states.len(), r.total);
     }
     o
+}
+
+/// pfctl's `[seqlo + span]` for each peer, `wscale N` after each when
+/// both scales are known (RFC 7323 applies scaling only if both offered it).
+fn windows_text(w: &[WindowJson; 2]) -> String {
+    let both = w[0].wscale.is_some() && w[1].wscale.is_some();
+    let one = |p: &WindowJson| {
+        let span = p.seqhi.wrapping_sub(p.seqlo);
+        match p.wscale {
+            Some(ws) if both => format!("[{} + {span}] wscale {ws}", p.seqlo),
+            _ => format!("[{} + {span}]", p.seqlo),
+        }
+    };
+    format!("{}  {}", one(&w[0]), one(&w[1]))
 }
 
 /// `pfctl -vsr`: each rule, then its counters.
@@ -772,6 +789,7 @@ queue q_def on wan0 priority 1 qlimit 50 priq( default )
             expires_in_ns: 86_388_000_000_000,
             rtt_to_dst: None,
             rtt_to_src: None,
+            windows: None,
         }
     }
 
@@ -784,16 +802,30 @@ queue q_def on wan0 priority 1 qlimit 50 priq( default )
             smoothed_ns: 43_040_000,
             samples: 12,
         });
+        let window = |seqlo: u32, seqhi: u32, wscale| WindowJson {
+            seqlo,
+            seqhi,
+            max_win: 64_240,
+            wscale,
+        };
+        timed.windows = Some([
+            window(1_000_000, 1_262_144, Some(7)),
+            window(u32::MAX - 99, 64_140, Some(9)),
+        ]);
+        let mut unscaled = state("in", "2001:db8::2", None);
+        unscaled.windows = Some([window(5, 65_540, Some(7)), window(9, 9, None)]);
         let r = StatesReply {
             total: 3,
             limit: 10_000,
-            states: vec![timed, state("in", "2001:db8::2", None)],
+            states: vec![timed, unscaled],
         };
         let want = "\
 all tcp 10.0.0.2:51234 -> 192.0.2.1:80       ESTABLISHED:ESTABLISHED
+   [1000000 + 262144] wscale 7  [4294967196 + 64240] wscale 9
    queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule 0
    rtt to 10.0.0.2:51234: -, to 192.0.2.1:80: 43.0 ms (min 41.2)
 all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
+   [5 + 65535]  [9 + 0]
    queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule -
 # 2 of 3 states shown
 ";
