@@ -37,30 +37,12 @@ fn leftovers(pid: u32) -> Vec<String> {
     leftover_namespaces("lab", pid).expect("ip netns list")
 }
 
-/// Runs `sluice lab ARGS… --json --out DIR`; the output and the child's pid.
-fn lab(args: &[&str], tag: &str) -> (Output, u32) {
+/// Runs `sluice lab ARGS… --json --out DIR`; its output (no namespace left).
+fn lab(args: &[&str], tag: &str) -> Output {
     let dir = out_dir(tag);
-    let child = Command::new(bin())
-        .arg("lab")
-        .args(args)
-        .arg("--json")
-        .arg("--out")
-        .arg(&dir)
-        .env("SLUICE_BIN", bin())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sluice lab");
-    let pid = child.id();
-    let out = child.wait_with_output().expect("sluice lab");
+    let out = Sluice::locate(env!("CARGO_BIN_EXE_sluice")).lab(args, &dir);
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        leftovers(pid).is_empty(),
-        "namespaces left behind: {:?}",
-        leftovers(pid)
-    );
-    (out, pid)
+    out
 }
 
 /// `lab compare SCENARIO --duration S [--shaper X]…` → one summary per shaper.
@@ -70,7 +52,7 @@ fn compare(scenario: &str, secs: u32, shapers: &[&str]) -> Vec<Summary> {
     for s in shapers {
         args.extend(["--shaper", s]);
     }
-    let (out, _) = lab(&args, scenario);
+    let out = lab(&args, scenario);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
@@ -319,7 +301,7 @@ fn a_call_behind_seconds_of_fifo_keeps_its_figures() {
         "--buffer",
         "200",
     ];
-    let (out, _) = lab(&args, "voip-bloat");
+    let out = lab(&args, "voip-bloat");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let s: Summary = serde_json::from_slice(&out.stdout)
@@ -380,7 +362,7 @@ fn json_summary_has_the_issue_fields() {
     let Some(_serial) = netns() else {
         return;
     };
-    let (out, _) = lab(
+    let out = lab(
         &[
             "run",
             "tcp_1up",
@@ -546,7 +528,7 @@ fn a_bad_shaper_fails_before_any_namespace() {
     )
     .unwrap();
     let c = conf.to_string_lossy().into_owned();
-    let (out, _) = lab(&["run", "tcp_1up", "--shaper", &c], "bad");
+    let out = lab(&["run", "tcp_1up", "--shaper", &c], "bad");
     let _ = std::fs::remove_file(&conf);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -554,7 +536,7 @@ fn a_bad_shaper_fails_before_any_namespace() {
     assert!(stderr.contains("error"), "the check diagnostics: {stderr}");
     assert!(out.stdout.is_empty());
     // A bad value is refused the same way.
-    let (out, _) = lab(&["run", "tcp_1up", "--up", "5MB"], "badrate");
+    let out = lab(&["run", "tcp_1up", "--up", "5MB"], "badrate");
     assert_eq!(out.status.code(), Some(2), "clap's usage error");
     assert!(String::from_utf8_lossy(&out.stderr).contains("bytes"));
 }
@@ -642,7 +624,7 @@ fn host_fair_has_two_hosts_that_both_reach_the_server() {
         "--shaper",
         &flows,
     ];
-    let (out, _) = lab(&args, "host_fair");
+    let out = lab(&args, "host_fair");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "sluice lab compare failed:\n{stderr}");
     let runs: Vec<Summary> = serde_json::from_slice(&out.stdout)
@@ -771,7 +753,7 @@ fn a_link_follows_its_rate_trace() {
         "--trace",
         &t,
     ];
-    let (out, _) = lab(&args, "trace");
+    let out = lab(&args, "trace");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     eprintln!("{stderr}");
@@ -799,7 +781,7 @@ fn a_link_follows_its_rate_trace() {
 
     // A trace that is not one: file, line and column, before any namespace.
     std::fs::write(&trace, "0 8M 1M\n6 2MB 1M\n").unwrap();
-    let (out, _) = lab(&["run", "tcp_1down", "--trace", &t], "badtrace");
+    let out = lab(&["run", "tcp_1down", "--trace", &t], "badtrace");
     let _ = std::fs::remove_file(&trace);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -808,7 +790,7 @@ fn a_link_follows_its_rate_trace() {
         "{stderr}"
     );
     // A name that is neither a file nor a shipped trace lists the shipped.
-    let (out, _) = lab(&["run", "tcp_1down", "--trace", "nowhere"], "notrace");
+    let out = lab(&["run", "tcp_1down", "--trace", "nowhere"], "notrace");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -826,7 +808,7 @@ fn with_icmp_dropped_the_latency_is_irtts() {
     let Some(_serial) = netns() else {
         return;
     };
-    let (out, _) = lab(&["run", "voip", "--duration", "3", "--drop-icmp"], "noicmp");
+    let out = lab(&["run", "voip", "--duration", "3", "--drop-icmp"], "noicmp");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     eprintln!("{stderr}");
@@ -852,7 +834,7 @@ fn with_icmp_dropped_the_latency_is_irtts() {
         "the table says what the latency is: {stderr}"
     );
 
-    let (out, _) = lab(&["run", "tcp_1up", "--drop-icmp"], "noicmp-refused");
+    let out = lab(&["run", "tcp_1up", "--drop-icmp"], "noicmp-refused");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

@@ -16,11 +16,9 @@
 //! it, as CI does. Each test is one `lab compare` or `lab run` of a few
 //! seconds a phase (under 60 s).
 
-use sluice_lab::leftover_namespaces;
 use sluice_lab::model::Summary;
 use sluice_testkit::{require_netns, Serial, Sluice};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 /// Seconds per phase: the attack starts a quarter into the download and
 /// lasts to its end (a SYN flood: 5 s).
@@ -29,10 +27,6 @@ const PHASE_S: &str = "8";
 const MIN_GOODPUT_SHARE: f64 = 0.8;
 /// Its ping p99 under attack stays within the idle p50 plus this.
 const MAX_ADDED_P99_MS: f64 = 30.0;
-
-fn bin() -> String {
-    Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
-}
 
 fn netns() -> Option<Serial> {
     require_netns(&["iperf3", "ss", "tc", "ping"])
@@ -51,22 +45,7 @@ fn lab(args: &[&str], tag: &str) -> (serde_json::Value, PathBuf) {
     let dir =
         std::env::temp_dir().join(format!("sluice-hostile-test-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let child = Command::new(bin())
-        .arg("lab")
-        .args(args)
-        .arg("--json")
-        .arg("--out")
-        .arg(&dir)
-        .env("SLUICE_BIN", bin())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sluice lab");
-    let pid = child.id();
-    let out = child.wait_with_output().expect("sluice lab");
-    let left = leftover_namespaces("lab", pid).expect("ip netns list");
-    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    let out = Sluice::locate(env!("CARGO_BIN_EXE_sluice")).lab(args, &dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),

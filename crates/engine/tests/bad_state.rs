@@ -4,38 +4,20 @@
 
 mod common;
 
-use common::{bridge, CLIENT, LAN, SERVER, WAN};
+use common::{bridge, LAN, WAN};
 use sluice_engine::{DropCause, Engine, Rx};
 use sluice_time::Instant;
-use sluice_wire::build::{tcp_with, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, PSH, SYN};
 
-/// A segment of the client's connection to the server's port 443.
+/// A segment of the client's connection to the server's port 443 (the
+/// SYNs offer window scale 7).
 fn seg(from_client: bool, seq: u32, ack: u32, flags: u8, window: u16, len: usize) -> Vec<u8> {
     let mut o = Vec::new();
     if flags & SYN != 0 {
         TcpOption::WindowScale(7).encode(&mut o);
     }
-    let (src, dst, sport, dport) = if from_client {
-        (CLIENT, SERVER, 40_000, 443)
-    } else {
-        (SERVER, CLIENT, 443, 40_000)
-    };
-    tcp_with(
-        src,
-        dst,
-        &TcpSpec {
-            sport,
-            dport,
-            seq,
-            ack,
-            flags,
-            window,
-            options: &o,
-            payload_len: len,
-        },
-    )
+    common::tcp::seg(0, from_client, seq, ack, flags, window, &o, len)
 }
 
 fn passes(e: &mut Engine, iface: usize, f: Vec<u8>) -> bool {

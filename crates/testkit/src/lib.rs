@@ -156,6 +156,33 @@ impl Sluice {
     }
 }
 
+impl Sluice {
+    /// Runs `sluice lab ARGS… --json --out DIR` (stdin closed, the lab's own
+    /// tools found through `SLUICE_BIN`) and returns its output, after
+    /// checking that it left none of its namespaces behind. The caller
+    /// owns `dir`.
+    pub fn lab(&self, args: &[&str], dir: &std::path::Path) -> std::process::Output {
+        use std::process::{Command, Stdio};
+        let child = Command::new(&self.path)
+            .arg("lab")
+            .args(args)
+            .arg("--json")
+            .arg("--out")
+            .arg(dir)
+            .env("SLUICE_BIN", &self.path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sluice lab");
+        let pid = child.id();
+        let out = child.wait_with_output().expect("sluice lab");
+        let left = sluice_lab::leftover_namespaces("lab", pid).expect("ip netns list");
+        assert!(left.is_empty(), "namespaces left behind: {left:?}");
+        out
+    }
+}
+
 /// The frame injector every netns test drives (its modes: the script's
 /// docstring).
 pub const INJECT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/support/inject.py");
