@@ -760,6 +760,8 @@ impl Engine {
                 let queue = dout.queue.or(din.queue);
                 let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
                 let rtt = dout.rtt_path.or(din.rtt_path);
+                // The connection's other direction: hashed once, at most.
+                let mut reverse = None;
                 // From the far side, the sender's stamp times the way in:
                 // what a download's controller reads (only where one may).
                 if let (false, true, Some(g)) = (
@@ -784,7 +786,8 @@ impl Engine {
                     // connection's stamps from there may count.
                     use sluice_wire::tcp_flags::{ACK, RST};
                     if g.flags & (ACK | RST) == ACK {
-                        let far = self.classifier.reverse_flow_hash(ip);
+                        let far =
+                            *reverse.get_or_insert_with(|| self.classifier.reverse_flow_hash(ip));
                         self.ifaces[egress].signal.answered(now, far);
                     }
                 }
@@ -793,7 +796,8 @@ impl Engine {
                 if let Some(sample) = dout.rtt_sample.or(din.rtt_sample) {
                     // The measurement began with a packet of this
                     // connection's other direction leaving through here.
-                    let peer = self.classifier.reverse_flow_hash(ip);
+                    let peer =
+                        *reverse.get_or_insert_with(|| self.classifier.reverse_flow_hash(ip));
                     let i = &mut self.ifaces[iface];
                     // Without the connection's own waits, the mean of
                     // everyone's corrects the delay, and nothing the base:
