@@ -195,7 +195,7 @@ fn ack_priority_keeps_the_download_during_an_upload() {
     // No bound on the unshaped run's share: with 15 s phases the upload is
     // still setting up and filling the modem's byte FIFO for most of the
     // phase (measured 86 %); the collapse to ~20 % shows once it has
-    // (30 s phases, settled half: docs/lab.md, "The seed's collapse").
+    // (30 s phases, settled half: docs/notebook/2026-11-24-seeds-collapse.md).
     // The download alone fills most of the 512 kbit/s line (64 KB window).
     assert!(solo >= 0.6 * 512e3, "download alone only {solo:.0} bit/s");
     assert!(
@@ -346,7 +346,8 @@ fn rrul_heavy_and_tcp_1down_run_with_their_shapers() {
     let p = phase(down, "download");
     within_link("tcp_1down down", p.down_bps, down.link.down_bps, true);
     // The download held to 97 % of the line from its ACKs: the modem's
-    // FIFO stays short (20 ms at the default duration, docs/lab.md); a
+    // FIFO stays short (20 ms at the default duration,
+    // docs/notebook/2026-11-24-tcp-control.md); a
     // bound with room for two shared cores.
     assert!(
         p50(p) <= down.idle_latency_ms.p50 + 60.0,

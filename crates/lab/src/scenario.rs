@@ -10,7 +10,7 @@
 //!   classic collapse needs a window that cannot grow to cover an ACK delay
 //!   of seconds; its upload is autotuned and its modem's FIFO counts bytes,
 //!   so that the upload's data fills it as in the article (measured:
-//!   docs/lab.md, "The seed's collapse").
+//!   docs/notebook/2026-11-24-seeds-collapse.md).
 //! - Hosts run with ECN off (`net.ipv4.tcp_ecn=0`): the articles' hosts did
 //!   not negotiate it; `--ecn on` is the experiment with it.
 
@@ -102,12 +102,14 @@ pub fn ack_priority() -> Scenario {
     l.overhead_name = "pppoe-llcsnap".into();
     // Counted in bytes: in a packet-counted FIFO the download's ACKs (about
     // one per segment, 159 B on the ATM line) took ~54 of the 100 slots,
-    // leaving ~44 upload frames queued ahead of them (docs/lab.md).
+    // leaving ~44 upload frames queued ahead of them
+    // (docs/notebook/2026-11-24-seeds-collapse.md).
     l.fifo = FifoKind::Bytes;
     // A 64 KB download window is starved by the ACK delay. An upload of
     // 64 KB (an 80 KB window on kernel 6.18, 64 KB on 6.1: ~55 or ~44
     // packets) leaves the FIFO part-empty; autotuned, it keeps the FIFO
-    // full, as the article's upload did (measured: docs/lab.md).
+    // full, as the article's upload did (measured:
+    // docs/notebook/2026-11-24-seeds-collapse.md).
     let mut down = flow(Dir::Down, 1, 1, 2);
     down.window = Some(64 << 10);
     let up = flow(Dir::Up, 1, 2, 3);
