@@ -19,6 +19,7 @@ mod generate;
 #[cfg(feature = "lab")]
 mod lab;
 mod metrics;
+mod notify;
 mod out;
 mod run;
 mod show;
