@@ -11,6 +11,9 @@
 //! - `READY=1` is sent once the ports are open, the first configuration is
 //!   live and the control socket answers (`systemctl start` returns then,
 //!   not before XDP is attached). `STOPPING=1` once the loop has ended.
+//!   A SIGHUP reload is framed by `RELOADING=1` (with `MONOTONIC_USEC=`,
+//!   as sd_notify(3) asks) and `READY=1`, whatever its outcome: a refused
+//!   file leaves the running configuration live.
 //! - `WATCHDOG=1` comes from the packet loop itself (a tick per loop turn,
 //!   rate-limited here to half of `$WATCHDOG_USEC`), so a wedged loop stops
 //!   pinging and systemd restarts the service. `$WATCHDOG_PID`, when set,
@@ -74,6 +77,20 @@ pub fn ready_message(status: &str) -> String {
         .map(|c| if c == '\n' { ' ' } else { c })
         .collect();
     format!("READY=1\nSTATUS={one_line}")
+}
+
+/// `RELOADING=1` with the time systemd compares it against
+/// (`CLOCK_MONOTONIC`, in µs).
+pub fn reloading_message(monotonic_usec: u64) -> String {
+    format!("RELOADING=1\nMONOTONIC_USEC={monotonic_usec}")
+}
+
+/// `CLOCK_MONOTONIC` in microseconds, systemd's clock for `MONOTONIC_USEC`.
+pub fn monotonic_usec() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1_000_000).saturating_add(nanos / 1000)
 }
 
 /// How often to ping: half of `$WATCHDOG_USEC` (sd_watchdog_enabled(3)),
@@ -200,6 +217,16 @@ mod tests {
             std::str::from_utf8(&buf[..len]).unwrap(),
             "READY=1\nSTATUS=bridging lan0 <-> wan0 via xdp"
         );
+    }
+
+    #[test]
+    fn reloading_carries_the_monotonic_time() {
+        assert_eq!(
+            reloading_message(1_234_567),
+            "RELOADING=1\nMONOTONIC_USEC=1234567"
+        );
+        let (a, b) = (monotonic_usec(), monotonic_usec());
+        assert!(a > 0 && b >= a, "{a} {b}");
     }
 
     #[test]

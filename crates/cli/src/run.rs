@@ -411,6 +411,8 @@ pub fn run(a: Args) -> ExitCode {
                     return;
                 }
                 Signal::Reload => {
+                    let usec = crate::notify::monotonic_usec();
+                    crate::notify::notify(&crate::notify::reloading_message(usec));
                     info!("SIGHUP: reloading {}", state.config_path.display());
                     // Checked before the engine lock is taken; all or nothing.
                     match sluice_control::reload_from(&state, None) {
@@ -422,6 +424,7 @@ pub fn run(a: Args) -> ExitCode {
                             error!("reload refused, keeping the running configuration:\n{diags}")
                         }
                     }
+                    crate::notify::notify("READY=1");
                 }
             }
         })

@@ -3,9 +3,10 @@
 //! arguments and the configuration with the same interfaces, and its
 //! `ExecStopPost=` must apply the run's `--on-exit` mode to them. Its
 //! systemd protocol, with a real `run` on a namespace bridge: READY=1 once
-//! it forwards, WATCHDOG=1 at half of `$WATCHDOG_USEC`, STOPPING=1, a
-//! refused `reload` failing with the diagnostics, priorities on log lines
-//! when stderr is the journal.
+//! it forwards, WATCHDOG=1 at half of `$WATCHDOG_USEC`, RELOADING=1 and
+//! READY=1 around a SIGHUP reload, STOPPING=1, a refused `reload` failing
+//! with the diagnostics, priorities on log lines when stderr is the
+//! journal.
 //!
 //! # Principles
 //! - The unit file is the input, not a copy of it: the commands are parsed
@@ -619,7 +620,8 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
         "--control",
         &ctl,
     ]);
-    lab.spawn_sluice("env", &args)
+    let id = lab
+        .spawn_sluice("env", &args)
         .unwrap_or_else(|e| panic!("run under a fake systemd: {e}"));
 
     // 1. READY=1 first, and by then the control socket answers.
@@ -700,7 +702,27 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
     let ok = lab.ctl(&b, &["reload"]).expect("reload");
     assert!(ok.status.success(), "the running file reloads: {ok:?}");
 
-    // 4. A clean stop says STOPPING=1.
+    // 4. SIGHUP: RELOADING=1 (with MONOTONIC_USEC=) then READY=1.
+    let mut hup = Vec::new();
+    lab.topo.signal(id, "HUP").expect("kill -HUP");
+    receive(&sock, Instant::now() + Duration::from_secs(2), &mut hup);
+    let said: Vec<&str> = hup
+        .iter()
+        .map(|(_, m)| m.as_str())
+        .filter(|m| *m != "WATCHDOG=1")
+        .collect();
+    assert!(
+        said.len() == 2
+            && said[0]
+                .strip_prefix("RELOADING=1\nMONOTONIC_USEC=")
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n > 0)
+            && said[1] == "READY=1",
+        "around a SIGHUP reload: {said:?}\n{}",
+        lab.log()
+    );
+
+    // 5. A clean stop says STOPPING=1.
     let st = lab.stop_sluice().expect("stop");
     assert!(st.is_some_and(|s| s.success()), "{}", lab.log());
     let mut tail = Vec::new();
@@ -714,7 +736,7 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
         "STOPPING=1 at the end: {tail:?}"
     );
 
-    // 5. stderr was the journal: every line carries its priority.
+    // 6. stderr was the journal: every line carries its priority.
     let log = lab.log();
     assert!(
         log.contains("<4>warning: `set skip`"),
