@@ -25,7 +25,7 @@ mod run;
 mod show;
 
 #[derive(Parser)]
-#[command(name = "sluice", bin_name = "sluice", version, about = "A traffic shaper that speaks pf.conf", long_about = None)]
+#[command(name = "sluice", version, about = "A traffic shaper that speaks pf.conf", long_about = None)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
