@@ -26,6 +26,7 @@
 //!   (`$NOTIFY_SOCKET`, a path: an abstract name would not cross into the
 //!   shaper's network namespace) and reads what `run` sends, in order.
 
+use sluice_lab::netns::ProcId;
 use sluice_lab::BridgeLab;
 use sluice_testkit::{require_netns, Sluice};
 use std::collections::BTreeMap;
@@ -587,19 +588,14 @@ fn receive(sock: &UnixDatagram, until: Instant, out: &mut Vec<(Instant, String)>
 /// `WATCHDOG_USEC` for the notify test: pings every 500 ms.
 const WATCHDOG_USEC: u64 = 1_000_000;
 
-#[test]
-fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
-    let Some(_serial) = require_netns(&[]) else {
-        return;
-    };
-    let b = Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path;
-    let mut lab = BridgeLab::new("sd").expect("namespaces");
+/// Starts `run -v` in the lab as systemd would start the unit: the fake
+/// notify socket, a watchdog, stderr (the lab's log) named by
+/// `JOURNAL_STREAM`; a configuration that warns at start.
+fn start_under_fake_systemd(lab: &mut BridgeLab, b: &str) -> (UnixDatagram, ProcId) {
     let notify_path = lab.dir.join("notify.sock");
     let sock = UnixDatagram::bind(&notify_path).expect("bind the notify socket");
-    // stderr is the lab's log: JOURNAL_STREAM names it, as systemd would.
     std::fs::write(lab.log_path(), "").expect("log file");
     let meta = std::fs::metadata(lab.log_path()).expect("stat log");
-    // A warning at start (an option not acted on) and -v for info lines.
     let conf = lab.write_conf("set skip on lo\npass all\n").expect("conf");
     let ctl = lab.control_path();
     let bridge = format!("{},{}", lab.wiring.lan, lab.wiring.wan);
@@ -610,7 +606,7 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
     ];
     let mut args: Vec<&str> = vars.iter().map(String::as_str).collect();
     args.extend([
-        &*b,
+        b,
         "run",
         "-v",
         "-f",
@@ -623,12 +619,15 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
     let id = lab
         .spawn_sluice("env", &args)
         .unwrap_or_else(|e| panic!("run under a fake systemd: {e}"));
+    (sock, id)
+}
 
-    // 1. READY=1 first, and by then the control socket answers.
+/// READY=1 is the first datagram, and the control socket answers by then.
+fn assert_ready_first(lab: &BridgeLab, b: &str, sock: &UnixDatagram) {
     let mut got = Vec::new();
     let t0 = Instant::now();
     while got.is_empty() && t0.elapsed() < Duration::from_secs(10) {
-        receive(&sock, Instant::now() + Duration::from_millis(100), &mut got);
+        receive(sock, Instant::now() + Duration::from_millis(100), &mut got);
     }
     let (_, first) = got
         .first()
@@ -639,13 +638,15 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
         "the first notification is READY=1 with a status: {first:?}"
     );
     assert!(
-        lab.info(&b).is_ok(),
+        lab.info(b).is_ok(),
         "READY=1 before the control socket answers"
     );
+}
 
-    // 2. WATCHDOG=1 at half of WATCHDOG_USEC, and nothing else meanwhile.
-    //    What queued while the path was awaited is read first; only
-    //    datagrams that arrive while the test listens are timed.
+/// WATCHDOG=1 at half of `WATCHDOG_USEC`, and nothing else meanwhile.
+/// What queued while the path was awaited is read first; only datagrams
+/// that arrive while the test listens are timed.
+fn assert_watchdog_cadence(sock: &UnixDatagram) {
     sock.set_nonblocking(true).expect("nonblocking");
     let mut buf = [0u8; 4096];
     while let Ok(n) = sock.recv(&mut buf) {
@@ -653,41 +654,39 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
         assert_eq!(m, "WATCHDOG=1", "after READY=1: {m:?}");
     }
     sock.set_nonblocking(false).expect("blocking");
-    got.truncate(1);
-    receive(&sock, Instant::now() + Duration::from_secs(4), &mut got);
-    let pings: Vec<Instant> = got[1..]
-        .iter()
-        .map(|(t, m)| {
-            assert_eq!(m, "WATCHDOG=1", "while running: {got:?}");
-            *t
-        })
-        .collect();
-    let gaps: Vec<f64> = pings
+    let mut got = Vec::new();
+    receive(sock, Instant::now() + Duration::from_secs(4), &mut got);
+    for (_, m) in &got {
+        assert_eq!(m, "WATCHDOG=1", "while running: {got:?}");
+    }
+    let gaps: Vec<f64> = got
         .windows(2)
-        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .map(|w| (w[1].0 - w[0].0).as_secs_f64())
         .collect();
     eprintln!(
         "systemd_unit: watchdog pings {} in 4 s, gaps {gaps:.3?}",
-        pings.len()
+        got.len()
     );
     let half = WATCHDOG_USEC as f64 / 2e6;
     assert!(
-        (6..=10).contains(&pings.len()),
+        (6..=10).contains(&got.len()),
         "{} pings in 4 s at {half} s: {gaps:?}",
-        pings.len()
+        got.len()
     );
     assert!(
         gaps.iter().all(|&g| g >= half * 0.8 && g < 2.0 * half),
         "every gap about {half} s and under the {} s timeout: {gaps:?}",
         2.0 * half
     );
+}
 
-    // 3. `sluice reload` (ExecReload=) of a broken file: exit 1, the
-    //    diagnostic on stderr; the running configuration stays.
+/// `sluice reload` (ExecReload=) of a broken file: exit 1, the diagnostic
+/// on stderr; the running configuration stays and reloads.
+fn assert_refused_reload_fails(lab: &BridgeLab, b: &str) {
     let broken = lab.dir.join("broken.conf");
     std::fs::write(&broken, "pass out on $ext_if queue nowhere (\n").expect("broken conf");
     let out = lab
-        .ctl(&b, &["reload", "-f", &broken.display().to_string()])
+        .ctl(b, &["reload", "-f", &broken.display().to_string()])
         .expect("reload");
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -699,13 +698,15 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
         said.contains("error") && said.contains("broken.conf:1:"),
         "the diagnostic names the file and line: {said}"
     );
-    let ok = lab.ctl(&b, &["reload"]).expect("reload");
+    let ok = lab.ctl(b, &["reload"]).expect("reload");
     assert!(ok.status.success(), "the running file reloads: {ok:?}");
+}
 
-    // 4. SIGHUP: RELOADING=1 (with MONOTONIC_USEC=) then READY=1.
+/// SIGHUP: RELOADING=1 (with MONOTONIC_USEC=) then READY=1.
+fn assert_reload_by_signal(lab: &BridgeLab, id: ProcId, sock: &UnixDatagram) {
     let mut hup = Vec::new();
     lab.topo.signal(id, "HUP").expect("kill -HUP");
-    receive(&sock, Instant::now() + Duration::from_secs(2), &mut hup);
+    receive(sock, Instant::now() + Duration::from_secs(2), &mut hup);
     let said: Vec<&str> = hup
         .iter()
         .map(|(_, m)| m.as_str())
@@ -721,23 +722,11 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
         "around a SIGHUP reload: {said:?}\n{}",
         lab.log()
     );
+}
 
-    // 5. A clean stop says STOPPING=1.
-    let st = lab.stop_sluice().expect("stop");
-    assert!(st.is_some_and(|s| s.success()), "{}", lab.log());
-    let mut tail = Vec::new();
-    receive(
-        &sock,
-        Instant::now() + Duration::from_millis(300),
-        &mut tail,
-    );
-    assert!(
-        tail.iter().any(|(_, m)| m == "STOPPING=1"),
-        "STOPPING=1 at the end: {tail:?}"
-    );
-
-    // 6. stderr was the journal: every line carries its priority.
-    let log = lab.log();
+/// stderr was the journal: every line carries its priority, none the
+/// `sluice:` prefix journald adds itself.
+fn assert_journal_priorities(log: &str) {
     assert!(
         log.contains("<4>warning: `set skip`"),
         "the start-up warning is <4>:\n{log}"
@@ -752,4 +741,33 @@ fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
             "a line without its priority: {line:?}\n{log}"
         );
     }
+}
+
+#[test]
+fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
+    let Some(_serial) = require_netns(&[]) else {
+        return;
+    };
+    let b = Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path;
+    let mut lab = BridgeLab::new("sd").expect("namespaces");
+    let (sock, id) = start_under_fake_systemd(&mut lab, &b);
+    assert_ready_first(&lab, &b, &sock);
+    assert_watchdog_cadence(&sock);
+    assert_refused_reload_fails(&lab, &b);
+    assert_reload_by_signal(&lab, id, &sock);
+
+    // A clean stop says STOPPING=1.
+    let st = lab.stop_sluice().expect("stop");
+    assert!(st.is_some_and(|s| s.success()), "{}", lab.log());
+    let mut tail = Vec::new();
+    receive(
+        &sock,
+        Instant::now() + Duration::from_millis(300),
+        &mut tail,
+    );
+    assert!(
+        tail.iter().any(|(_, m)| m == "STOPPING=1"),
+        "STOPPING=1 at the end: {tail:?}"
+    );
+    assert_journal_priorities(&lab.log());
 }
