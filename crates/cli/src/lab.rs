@@ -30,8 +30,9 @@ use std::sync::Arc;
 use values::{OverheadArg, Overrides, WindowArg};
 
 /// Where the default shaper configs are looked up, after the current
-/// directory and the executable's repository.
-const SHARE_DIR: &str = "/usr/share/sluice";
+/// directory and the executable's repository: where the package puts
+/// `examples/` (docs/install.md).
+const SHARE_DIR: &str = "/usr/share/doc/sluice";
 
 #[derive(Args)]
 pub struct LabArgs {

@@ -12,10 +12,14 @@ use std::process::ExitCode;
 
 mod autorate_log;
 mod check;
+#[cfg(feature = "lab")]
 mod delay_line;
 mod failopen;
+mod generate;
+#[cfg(feature = "lab")]
 mod lab;
 mod metrics;
+mod notify;
 mod out;
 mod run;
 mod show;
@@ -55,11 +59,16 @@ enum Cmd {
     /// scheduler), for machines whose kernel lacks netem. Runs until SIGTERM or
     /// SIGINT, then prints its counters (frames, bytes, drops, lateness
     /// histogram) to stderr.
+    #[cfg(feature = "lab")]
     #[command(hide = true)]
     DelayLine(delay_line::Args),
     /// Reproduce the classic bufferbloat experiments in network namespaces
     /// (real TCP through a bloated modem, without and with a shaper).
+    #[cfg(feature = "lab")]
     Lab(lab::LabArgs),
+    /// Write the man page or shell completions (for packaging).
+    #[command(hide = true)]
+    Generate(generate::Args),
 }
 
 fn main() -> ExitCode {
@@ -71,7 +80,10 @@ fn main() -> ExitCode {
         Cmd::Reload(a) => show::run_reload(a),
         Cmd::Stop(a) => show::run_stop(a),
         Cmd::OnExit(a) => failopen::run(a),
+        #[cfg(feature = "lab")]
         Cmd::DelayLine(a) => delay_line::run(a),
+        #[cfg(feature = "lab")]
         Cmd::Lab(a) => lab::run(a),
+        Cmd::Generate(a) => generate::run::<Cli>(a),
     }
 }

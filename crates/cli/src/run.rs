@@ -168,6 +168,10 @@ pub(crate) enum Level {
 /// Default verbosity shows warnings; each -v adds one level.
 static VERBOSITY: AtomicU8 = AtomicU8::new(Level::Warn as u8);
 
+/// Whether stderr is the journal: lines then carry `<N>` priorities
+/// instead of the `sluice:` prefix journald adds itself (`notify`).
+static JOURNAL: AtomicBool = AtomicBool::new(false);
+
 /// The daemon's one way to log, from every thread: never panics (a line
 /// that cannot be written is counted in `log_write_errors`, see `out`).
 pub(crate) fn log(level: Level, msg: std::fmt::Arguments<'_>) {
@@ -178,7 +182,24 @@ pub(crate) fn log(level: Level, msg: std::fmt::Arguments<'_>) {
             Level::Info => "info",
             Level::Debug => "debug",
         };
-        ewrite!("sluice: {tag}: {msg}\n");
+        if JOURNAL.load(Ordering::Relaxed) {
+            log_text(level, &format!("{tag}: {msg}\n"));
+        } else {
+            ewrite!("sluice: {tag}: {msg}\n");
+        }
+    }
+}
+
+/// Text already formatted (a configuration's diagnostics), every line at
+/// `level`'s priority when stderr is the journal.
+fn log_text(level: Level, text: &str) {
+    if JOURNAL.load(Ordering::Relaxed) {
+        ewrite!(
+            "{}",
+            crate::notify::with_priority(crate::notify::priority(level), text)
+        );
+    } else {
+        ewrite!("{text}");
     }
 }
 
@@ -194,6 +215,7 @@ pub fn run(a: Args) -> ExitCode {
             .min(Level::Debug as u8),
         Ordering::Relaxed,
     );
+    JOURNAL.store(crate::notify::stderr_is_journal(), Ordering::Relaxed);
     let user = match a.user.as_deref().map(lookup_user).transpose() {
         Ok(u) => u,
         Err(e) => {
@@ -212,11 +234,11 @@ pub fn run(a: Args) -> ExitCode {
     let loaded = match sluice_control::load_with(std::path::Path::new(&a.file), &defines, a.strict)
     {
         Ok(c) => {
-            ewrite!("{}", c.warnings);
+            log_text(Level::Warn, &c.warnings);
             c.loaded
         }
         Err(diags) => {
-            ewrite!("{diags}");
+            log_text(Level::Error, &diags);
             error!("{}: invalid configuration, not starting", a.file);
             return ExitCode::FAILURE;
         }
@@ -389,6 +411,8 @@ pub fn run(a: Args) -> ExitCode {
                     return;
                 }
                 Signal::Reload => {
+                    let usec = crate::notify::monotonic_usec();
+                    crate::notify::notify(&crate::notify::reloading_message(usec));
                     info!("SIGHUP: reloading {}", state.config_path.display());
                     // Checked before the engine lock is taken; all or nothing.
                     match sluice_control::reload_from(&state, None) {
@@ -400,6 +424,7 @@ pub fn run(a: Args) -> ExitCode {
                             error!("reload refused, keeping the running configuration:\n{diags}")
                         }
                     }
+                    crate::notify::notify("READY=1");
                 }
             }
         })
@@ -411,7 +436,16 @@ pub fn run(a: Args) -> ExitCode {
         engine.clone(),
         stop_log.clone(),
     );
+    // Ports open, the first configuration live, the control socket up.
+    crate::notify::notify(&crate::notify::ready_message(&format!(
+        "bridging {lan} (int_if) <-> {wan} (ext_if) via {}",
+        bridge.method()
+    )));
+    if let Some(mut w) = crate::notify::Watchdog::from_env() {
+        bridge.set_tick(Box::new(move || w.tick()));
+    }
     let result = bridge.run(engine.clone(), stop.clone());
+    crate::notify::notify("STOPPING=1");
     // The loop may end by itself (an I/O error); release the other threads.
     stop.store(true, Ordering::SeqCst);
     signals.stop();

@@ -1,7 +1,12 @@
 //! contrib/sluice.service, run as written: its `ExecStartPre=` check must
 //! pass on every shipped example, its `ExecStart=` run must get past its
 //! arguments and the configuration with the same interfaces, and its
-//! `ExecStopPost=` must apply the run's `--on-exit` mode to them.
+//! `ExecStopPost=` must apply the run's `--on-exit` mode to them. Its
+//! systemd protocol, with a real `run` on a namespace bridge: READY=1 once
+//! it forwards, WATCHDOG=1 at half of `$WATCHDOG_USEC`, RELOADING=1 and
+//! READY=1 around a SIGHUP reload, STOPPING=1, a refused `reload` failing
+//! with the diagnostics, priorities on log lines when stderr is the
+//! journal.
 //!
 //! # Principles
 //! - The unit file is the input, not a copy of it: the commands are parsed
@@ -14,14 +19,24 @@
 //!   test host: checked, never assumed), so it has to fail exactly at
 //!   opening them, after clap, the configuration and the queues accepted
 //!   everything; a usage error (exit 2) or a refused file fails the test.
-//! - systemd-analyze is not needed (CI machines may not have systemd).
+//! - systemd-analyze is not needed here (CI machines may not have
+//!   systemd): `tests/package.rs` runs `systemd-analyze verify` on the unit
+//!   as the package installs it.
+//! - The notify test binds the datagram socket systemd would
+//!   (`$NOTIFY_SOCKET`, a path: an abstract name would not cross into the
+//!   shaper's network namespace) and reads what `run` sends, in order.
 
+use sluice_lab::netns::ProcId;
+use sluice_lab::BridgeLab;
+use sluice_testkit::{require_netns, Sluice};
 use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const UNIT_BIN: &str = "/usr/local/bin/sluice";
+const UNIT_BIN: &str = "/usr/sbin/sluice";
 const UNIT_CONF: &str = "/etc/sluice/pf.conf";
 
 fn repo() -> PathBuf {
@@ -471,4 +486,288 @@ fn exec_stop_post_applies_the_run_s_on_exit_mode_to_the_same_interfaces() {
             out.status
         );
     }
+}
+
+#[test]
+fn the_unit_waits_for_ready_pings_a_watchdog_and_documents_the_man_pages() {
+    let u = unit();
+    assert_eq!(
+        u.get("Service", "Type"),
+        Some("notify"),
+        "Type=notify: `systemctl start` returns once sluice forwards"
+    );
+    let watchdog = u
+        .get("Service", "WatchdogSec")
+        .map(seconds)
+        .expect("WatchdogSec=: a wedged packet loop must be restarted");
+    // The loop ticks at least every 100 ms when idle and pings at half the
+    // timeout: a second leaves room for a loaded machine.
+    assert!(watchdog >= 1.0, "WatchdogSec={watchdog} s is too tight");
+    assert!(
+        u.get("Service", "NotifyAccess")
+            .is_none_or(|a| a == "main" || a == "all"),
+        "the daemon itself (the main process) notifies"
+    );
+    let docs = u.get("Unit", "Documentation").expect("Documentation=");
+    let man = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["generate", "man"])
+        .output()
+        .expect("sluice generate man");
+    assert!(man.status.success(), "{man:?}");
+    assert!(
+        String::from_utf8_lossy(&man.stdout)
+            .lines()
+            .any(|l| l.starts_with(".TH SLUICE 8 ")),
+        "sluice generate man writes sluice(8)"
+    );
+    for page in ["man:sluice(8)", "man:sluice.conf(5)"] {
+        assert!(
+            split_words(docs).iter().any(|w| w == page),
+            "Documentation={docs} lacks {page}"
+        );
+    }
+    assert!(
+        repo().join("docs/man/sluice.conf.5").exists(),
+        "sluice.conf(5) is docs/man/sluice.conf.5"
+    );
+}
+
+#[test]
+fn exec_reload_is_sluice_reload_so_a_failure_fails_the_reload() {
+    let u = unit();
+    let env = u.environment();
+    let reload = u.command("ExecReload", &env);
+    assert_eq!(
+        reload.get(1).map(String::as_str),
+        Some("reload"),
+        "ExecReload= ({reload:?}) must run `sluice reload`: a signal cannot fail"
+    );
+    // As written, against no daemon (a private socket path, never the
+    // host's): it must fail, not succeed silently.
+    let dir = std::env::temp_dir().join(format!("sluice-unit-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut argv = bin_for_test(&reload);
+    argv.extend([
+        "--control".into(),
+        dir.join("none.sock").display().to_string(),
+    ]);
+    let out = run_bounded(&argv, Duration::from_secs(10));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1), "{argv:?}: {out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("error"),
+        "{argv:?}: {out:?}"
+    );
+}
+
+/// Datagrams received on the fake `$NOTIFY_SOCKET`, with their arrival.
+fn receive(sock: &UnixDatagram, until: Instant, out: &mut Vec<(Instant, String)>) {
+    let mut buf = [0u8; 4096];
+    while Instant::now() < until {
+        sock.set_read_timeout(Some(
+            until
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1)),
+        ))
+        .expect("timeout");
+        match sock.recv(&mut buf) {
+            Ok(n) => out.push((
+                Instant::now(),
+                String::from_utf8_lossy(&buf[..n]).into_owned(),
+            )),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("recv on the notify socket: {e}"),
+        }
+    }
+}
+
+/// `WATCHDOG_USEC` for the notify test: pings every 500 ms.
+const WATCHDOG_USEC: u64 = 1_000_000;
+
+/// Starts `run -v` in the lab as systemd would start the unit: the fake
+/// notify socket, a watchdog, stderr (the lab's log) named by
+/// `JOURNAL_STREAM`; a configuration that warns at start.
+fn start_under_fake_systemd(lab: &mut BridgeLab, b: &str) -> (UnixDatagram, ProcId) {
+    let notify_path = lab.dir.join("notify.sock");
+    let sock = UnixDatagram::bind(&notify_path).expect("bind the notify socket");
+    std::fs::write(lab.log_path(), "").expect("log file");
+    let meta = std::fs::metadata(lab.log_path()).expect("stat log");
+    let conf = lab.write_conf("set skip on lo\npass all\n").expect("conf");
+    let ctl = lab.control_path();
+    let bridge = format!("{},{}", lab.wiring.lan, lab.wiring.wan);
+    let vars = [
+        format!("NOTIFY_SOCKET={}", notify_path.display()),
+        format!("WATCHDOG_USEC={WATCHDOG_USEC}"),
+        format!("JOURNAL_STREAM={}:{}", meta.dev(), meta.ino()),
+    ];
+    let mut args: Vec<&str> = vars.iter().map(String::as_str).collect();
+    args.extend([
+        b,
+        "run",
+        "-v",
+        "-f",
+        &conf,
+        "--bridge",
+        &bridge,
+        "--control",
+        &ctl,
+    ]);
+    let id = lab
+        .spawn_sluice("env", &args)
+        .unwrap_or_else(|e| panic!("run under a fake systemd: {e}"));
+    (sock, id)
+}
+
+/// READY=1 is the first datagram, and the control socket answers by then.
+fn assert_ready_first(lab: &BridgeLab, b: &str, sock: &UnixDatagram) {
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    while got.is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        receive(sock, Instant::now() + Duration::from_millis(100), &mut got);
+    }
+    let (_, first) = got
+        .first()
+        .cloned()
+        .unwrap_or_else(|| panic!("no notification:\n{}", lab.log()));
+    assert!(
+        first.starts_with("READY=1\nSTATUS=bridging lan0 (int_if) <-> wan0 (ext_if) via "),
+        "the first notification is READY=1 with a status: {first:?}"
+    );
+    assert!(
+        lab.info(b).is_ok(),
+        "READY=1 before the control socket answers"
+    );
+}
+
+/// WATCHDOG=1 at half of `WATCHDOG_USEC`, and nothing else meanwhile.
+/// What queued while the path was awaited is read first; only datagrams
+/// that arrive while the test listens are timed.
+fn assert_watchdog_cadence(sock: &UnixDatagram) {
+    sock.set_nonblocking(true).expect("nonblocking");
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = sock.recv(&mut buf) {
+        let m = String::from_utf8_lossy(&buf[..n]).into_owned();
+        assert_eq!(m, "WATCHDOG=1", "after READY=1: {m:?}");
+    }
+    sock.set_nonblocking(false).expect("blocking");
+    let mut got = Vec::new();
+    receive(sock, Instant::now() + Duration::from_secs(4), &mut got);
+    for (_, m) in &got {
+        assert_eq!(m, "WATCHDOG=1", "while running: {got:?}");
+    }
+    let gaps: Vec<f64> = got
+        .windows(2)
+        .map(|w| (w[1].0 - w[0].0).as_secs_f64())
+        .collect();
+    eprintln!(
+        "systemd_unit: watchdog pings {} in 4 s, gaps {gaps:.3?}",
+        got.len()
+    );
+    let half = WATCHDOG_USEC as f64 / 2e6;
+    assert!(
+        (6..=10).contains(&got.len()),
+        "{} pings in 4 s at {half} s: {gaps:?}",
+        got.len()
+    );
+    assert!(
+        gaps.iter().all(|&g| g >= half * 0.8 && g < 2.0 * half),
+        "every gap about {half} s and under the {} s timeout: {gaps:?}",
+        2.0 * half
+    );
+}
+
+/// `sluice reload` (ExecReload=) of a broken file: exit 1, the diagnostic
+/// on stderr; the running configuration stays and reloads.
+fn assert_refused_reload_fails(lab: &BridgeLab, b: &str) {
+    let broken = lab.dir.join("broken.conf");
+    std::fs::write(&broken, "pass out on $ext_if queue nowhere (\n").expect("broken conf");
+    let out = lab
+        .ctl(b, &["reload", "-f", &broken.display().to_string()])
+        .expect("reload");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a refused reload fails: {out:?}"
+    );
+    assert!(
+        said.contains("error") && said.contains("broken.conf:1:"),
+        "the diagnostic names the file and line: {said}"
+    );
+    let ok = lab.ctl(b, &["reload"]).expect("reload");
+    assert!(ok.status.success(), "the running file reloads: {ok:?}");
+}
+
+/// SIGHUP: RELOADING=1 (with MONOTONIC_USEC=) then READY=1.
+fn assert_reload_by_signal(lab: &BridgeLab, id: ProcId, sock: &UnixDatagram) {
+    let mut hup = Vec::new();
+    lab.topo.signal(id, "HUP").expect("kill -HUP");
+    receive(sock, Instant::now() + Duration::from_secs(2), &mut hup);
+    let said: Vec<&str> = hup
+        .iter()
+        .map(|(_, m)| m.as_str())
+        .filter(|m| *m != "WATCHDOG=1")
+        .collect();
+    assert!(
+        said.len() == 2
+            && said[0]
+                .strip_prefix("RELOADING=1\nMONOTONIC_USEC=")
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n > 0)
+            && said[1] == "READY=1",
+        "around a SIGHUP reload: {said:?}\n{}",
+        lab.log()
+    );
+}
+
+/// stderr was the journal: every line carries its priority, none the
+/// `sluice:` prefix journald adds itself.
+fn assert_journal_priorities(log: &str) {
+    assert!(
+        log.contains("<4>warning: `set skip`"),
+        "the start-up warning is <4>:\n{log}"
+    );
+    assert!(
+        log.contains("<6>info: bridging lan0"),
+        "info is <6>:\n{log}"
+    );
+    for line in log.lines().filter(|l| !l.is_empty()) {
+        assert!(
+            line.starts_with('<') && !line.contains("sluice: "),
+            "a line without its priority: {line:?}\n{log}"
+        );
+    }
+}
+
+#[test]
+fn run_notifies_ready_pings_the_watchdog_and_a_refused_reload_fails() {
+    let Some(_serial) = require_netns(&[]) else {
+        return;
+    };
+    let b = Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path;
+    let mut lab = BridgeLab::new("sd").expect("namespaces");
+    let (sock, id) = start_under_fake_systemd(&mut lab, &b);
+    assert_ready_first(&lab, &b, &sock);
+    assert_watchdog_cadence(&sock);
+    assert_refused_reload_fails(&lab, &b);
+    assert_reload_by_signal(&lab, id, &sock);
+
+    // A clean stop says STOPPING=1.
+    let st = lab.stop_sluice().expect("stop");
+    assert!(st.is_some_and(|s| s.success()), "{}", lab.log());
+    let mut tail = Vec::new();
+    receive(
+        &sock,
+        Instant::now() + Duration::from_millis(300),
+        &mut tail,
+    );
+    assert!(
+        tail.iter().any(|(_, m)| m == "STOPPING=1"),
+        "STOPPING=1 at the end: {tail:?}"
+    );
+    assert_journal_priorities(&lab.log());
 }

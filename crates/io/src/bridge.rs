@@ -115,7 +115,11 @@ pub struct Bridge {
     /// Why the requested method was not used, if it was not.
     fallback: Option<String>,
     offloads: Vec<OffloadResult>,
+    tick: Option<Tick>,
 }
+
+/// Called by the loop once per turn ([`Bridge::set_tick`]).
+pub type Tick = Box<dyn FnMut() + Send>;
 
 impl Bridge {
     /// Opens both interfaces (they must exist; one that is down is waited
@@ -141,6 +145,7 @@ impl Bridge {
             method: op.method,
             fallback: op.fallback,
             offloads: op.offloads,
+            tick: None,
         })
     }
 
@@ -151,6 +156,13 @@ impl Bridge {
     /// Where interface events (down, up, gone) are logged; stderr until set.
     pub fn set_log(&mut self, log: Log) {
         self.reactor.set_log(log);
+    }
+
+    /// A function the loop calls at the end of every turn, idle turns
+    /// included (at least every `IDLE_WAIT_MS`): a liveness signal that
+    /// stops when the loop is wedged (the daemon's systemd watchdog).
+    pub fn set_tick(&mut self, tick: Tick) {
+        self.tick = Some(tick);
     }
 
     /// The I/O method in use, for logs and `show info`.
@@ -261,6 +273,9 @@ impl Bridge {
                 blocked,
                 readable: readable.iter().any(|&r| r),
             })?;
+            if let Some(t) = self.tick.as_mut() {
+                t();
+            }
         }
         Ok(())
     }

@@ -67,7 +67,7 @@ mod sockopt;
 mod sys;
 mod xdp;
 
-pub use bridge::{Bridge, IfaceIoStats, IoStats, PoolStats};
+pub use bridge::{Bridge, IfaceIoStats, IoStats, PoolStats, Tick};
 pub use delay::{set_thread_fifo, DelayLine, DelayOptions, DelayStats};
 pub use lock::{lock_interfaces, IfaceLock};
 pub use offload::OffloadResult;
