@@ -5,6 +5,8 @@ use sluice_control::proto::*;
 use sluice_time::Rate;
 use std::fmt::Write as _;
 
+mod xdp;
+
 fn ms(ns: Option<u64>) -> String {
     match ns {
         Some(ns) => format!("{:.1} ms", ns as f64 / 1e6),
@@ -444,6 +446,7 @@ pub fn format_info(i: &InfoReply) -> String {
             row(&mut o, name, std::iter::once(*v));
         }
     }
+    xdp::format_xdp(&mut o, &i.xdp);
     if !i.clients.is_empty() {
         let _ = writeln!(o, "Clients{:>30}{:>8}{:>8}", "serving", "cap", "refused");
         for c in &i.clients {
@@ -920,6 +923,7 @@ all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
                 .to_vec(),
             state_evictions: 4,
             state_rule_limit_hits: 1,
+            xdp: vec![],
         };
         let want = "\
 Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
