@@ -51,6 +51,29 @@ fn both_ways(lab: &mut BridgeLab, seconds: u32, streams: u32) -> (f64, f64) {
     (up, down)
 }
 
+/// CPU seconds `pid` has used (utime + stime of /proc/PID/stat, at the
+/// kernel's USER_HZ of 100), 0 if it is gone.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which ends at the last ')'.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    f.iter().sum::<u64>() as f64 / 100.0
+}
+
+/// Frames received on both interfaces so far.
+fn rx_frames(lab: &BridgeLab, bin: &str) -> u64 {
+    ["lan0_rx_frames", "wan0_rx_frames"]
+        .iter()
+        .filter_map(|c| lab.io_counter(bin, c))
+        .sum()
+}
+
 fn xdp_of<'a>(info: &'a InfoReply, iface: &str) -> &'a XdpIfaceJson {
     info.xdp
         .iter()
@@ -153,17 +176,22 @@ fn four_queues_keep_the_single_queue_throughput() {
             .unwrap_or_else(|e| panic!("{e}"));
         let info = lab.info(&b.path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(xdp_of(&info, "lan0").queues.len(), queues as usize);
+        let pid = lab.sluice_pid().expect("sluice runs");
+        let (cpu0, frames0) = (cpu_seconds(pid), rx_frames(&lab, &b.path));
         let (up, down) = both_ways(&mut lab, 10, 4);
+        let cpu = cpu_seconds(pid) - cpu0;
+        let frames = rx_frames(&lab, &b.path).saturating_sub(frames0).max(1);
         let drops: u64 = ["lan0_ring_drops", "wan0_ring_drops"]
             .iter()
             .filter_map(|c| lab.io_counter(&b.path, c))
             .sum();
         eprintln!(
             "netns_xdp_mq: {queues} queue(s), {}: up {:.2} Gbit/s, down {:.2} Gbit/s, \
-             ring drops {drops}",
+             ring drops {drops}, sluice CPU {:.0} ns/frame",
             info.io_method,
             up / 1e9,
-            down / 1e9
+            down / 1e9,
+            cpu * 1e9 / frames as f64
         );
         sum[k].0 += up;
         sum[k].1 += down;
