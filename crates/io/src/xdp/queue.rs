@@ -32,7 +32,7 @@ pub(super) fn rx_frames_per_queue(queues: u32) -> u32 {
 
 /// What to ask of `bind` for one queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Copy {
+pub(super) enum BindMode {
     /// `XDP_ZEROCOPY`: the driver maps the UMEM into its ring, or bind fails.
     ZeroCopy,
     /// `XDP_COPY`: the kernel copies each frame into a chunk.
@@ -43,11 +43,11 @@ pub(super) enum Copy {
 /// zero-copy is not among them (zero-copy is a driver's RX ring filled
 /// from the UMEM, reached only by native XDP; in generic mode the program
 /// runs on an skb the driver already built).
-pub(super) fn bind_order(mode: XdpMode) -> (&'static [Copy], Option<&'static str>) {
+pub(super) fn bind_order(mode: XdpMode) -> (&'static [BindMode], Option<&'static str>) {
     match mode {
-        XdpMode::Native => (&[Copy::ZeroCopy, Copy::Copy], None),
+        XdpMode::Native => (&[BindMode::ZeroCopy, BindMode::Copy], None),
         XdpMode::Generic => (
-            &[Copy::Copy],
+            &[BindMode::Copy],
             Some("generic XDP (zero-copy needs native mode)"),
         ),
     }
@@ -135,7 +135,7 @@ impl RxQueue {
                         drops_seen: 0,
                     });
                 }
-                Err(e) if c == Copy::ZeroCopy => {
+                Err(e) if c == BindMode::ZeroCopy => {
                     why = Some(format!("zero-copy refused by the driver: {e}"));
                 }
                 Err(e) => last = Some(e),
@@ -267,7 +267,7 @@ impl RxQueue {
 /// Creates a socket with `umem` registered, its rings sized and the first
 /// `rx_frames` chunks in the fill ring, and binds it to the queue as `c`
 /// asks.
-fn bind_queue(umem: &Umem, spec: &QueueSpec, c: Copy) -> io::Result<Bound> {
+fn bind_queue(umem: &Umem, spec: &QueueSpec, c: BindMode) -> io::Result<Bound> {
     // SAFETY: plain syscall without pointers.
     let fd = owned(cvt(unsafe {
         libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0)
@@ -335,8 +335,8 @@ fn bind_queue(umem: &Umem, spec: &QueueSpec, c: Copy) -> io::Result<Bound> {
     sxdp.sxdp_queue_id = spec.queue;
     sxdp.sxdp_flags = XDP_USE_NEED_WAKEUP
         | match c {
-            Copy::ZeroCopy => XDP_ZEROCOPY,
-            Copy::Copy => XDP_COPY,
+            BindMode::ZeroCopy => XDP_ZEROCOPY,
+            BindMode::Copy => XDP_COPY,
         };
     bind(raw, &sxdp)?;
     Ok(Bound { fd, rx, fill, comp })
@@ -367,10 +367,10 @@ mod tests {
     #[test]
     fn zero_copy_is_tried_only_where_native_xdp_runs() {
         let (native, why) = bind_order(XdpMode::Native);
-        assert_eq!(native, &[Copy::ZeroCopy, Copy::Copy]);
+        assert_eq!(native, &[BindMode::ZeroCopy, BindMode::Copy]);
         assert_eq!(why, None);
         let (generic, why) = bind_order(XdpMode::Generic);
-        assert_eq!(generic, &[Copy::Copy]);
+        assert_eq!(generic, &[BindMode::Copy]);
         assert!(why.is_some_and(|w| w.contains("generic")));
     }
 }
