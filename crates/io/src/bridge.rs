@@ -274,7 +274,9 @@ impl Bridge {
     /// Once per `STATS_PERIOD`: an XDP program someone detached is attached
     /// again (logged once, counted in `xdp_reattach`); one that cannot be
     /// ends the loop with an error naming the interface, as a bridge that
-    /// forwards nothing must not look alive. (Netlink does not announce a
+    /// forwards nothing must not look alive. An RX queue count changed by
+    /// `ethtool -L` is logged once per change: added queues have no
+    /// socket until sluice restarts. (Netlink does not announce a
     /// BPF link detach, so this asks the link itself: one syscall.)
     fn keep_attached(&mut self) -> io::Result<()> {
         for (i, p) in self.ports.iter_mut().enumerate() {
@@ -301,6 +303,17 @@ impl Bridge {
                     };
                     return Err(io::Error::new(e.kind(), why));
                 }
+            }
+            match p.queue_change() {
+                Some((served, now)) if now > served => self.reactor.log(&format!(
+                    "{name} has {now} RX queues now, sluice serves {served} (counted at start): \
+                     frames on the others reach the host stack, not the bridge; restart sluice \
+                     to serve them"
+                )),
+                Some((served, now)) => self.reactor.log(&format!(
+                    "{name} has {now} RX queues now (sluice opened {served}); all are served"
+                )),
+                None => {}
             }
         }
         Ok(())

@@ -206,6 +206,15 @@ impl Port {
         }
     }
 
+    /// AF_XDP: the RX queue count, once it changed since the last call
+    /// (`Some((served, now))`, see [`XdpSocket::queue_change`]).
+    pub fn queue_change(&mut self) -> Option<(u32, u32)> {
+        match self {
+            Port::Packet { .. } => None,
+            Port::Xdp(x) => x.queue_change(),
+        }
+    }
+
     /// Whether this port runs on AF_XDP (its program may need attaching again).
     pub fn is_xdp(&self) -> bool {
         matches!(self, Port::Xdp(_))
@@ -482,6 +491,33 @@ mod tests {
                     assert!(why.contains("generic"), "{why}");
                 }
             }
+        });
+    }
+
+    #[test]
+    fn a_queue_count_changed_while_running_is_reported_once() {
+        in_fresh_netns(|| {
+            veth_mq("a0", "b0", 4);
+            let ethtool = |n: &str| {
+                let st = Command::new("ethtool")
+                    .args(["-L", "a0", "rx", n])
+                    .status()
+                    .expect("ethtool");
+                assert!(st.success(), "ethtool -L a0 rx {n}");
+            };
+            ethtool("2");
+            let o = IoOptions {
+                disable_offloads: false,
+                ..IoOptions::default()
+            };
+            let mut op = open_pair(["a0", "b0"], &o).unwrap();
+            let p = &mut op.ports[0];
+            assert_eq!(p.rx_fds().len(), 2);
+            assert_eq!(p.queue_change(), None, "unchanged");
+            ethtool("4");
+            assert_eq!(p.queue_change(), Some((2, 4)));
+            assert_eq!(p.queue_change(), None, "reported once");
+            assert_eq!(op.ports[1].queue_change(), None, "b0 unchanged");
         });
     }
 

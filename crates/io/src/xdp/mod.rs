@@ -8,7 +8,8 @@
 //!   every frame (ARP, ND, non-IP included) reaches sluice whichever queue
 //!   RSS (or, on veth, the sender's TX queue) chose. The queues are counted
 //!   at open (ETHTOOL_GCHANNELS, else sysfs); a queue added later by
-//!   `ethtool -L` has no socket and passes to the kernel stack.
+//!   `ethtool -L` has no socket and passes to the kernel stack, which
+//!   [`XdpSocket::queue_change`] notices (the bridge logs it).
 //! - The program is attached through a BPF link (`BPF_LINK_CREATE`): the
 //!   link's descriptor is the attachment, so closing it (or the process
 //!   dying) detaches the program. Native (driver) mode is tried first, then

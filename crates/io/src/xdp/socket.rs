@@ -74,6 +74,11 @@ pub struct XdpSocket {
     next: usize,
     mode: XdpMode,
     ifindex: u32,
+    name: String,
+    /// A datagram socket for ethtool queries while running.
+    ctl: OwnedFd,
+    /// The RX queue count last seen (the served one at open).
+    queues_seen: u32,
 }
 
 fn owned(fd: libc::c_int) -> OwnedFd {
@@ -232,6 +237,10 @@ impl XdpSocket {
             chunk,
             zerocopy: owner.zerocopy(),
         };
+        // SAFETY: plain syscall without pointers.
+        let ctl = owned(cvt(unsafe {
+            libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
+        })?);
         Ok(XdpSocket {
             tx,
             link,
@@ -241,6 +250,9 @@ impl XdpSocket {
             next: 0,
             mode,
             ifindex,
+            name: name.to_string(),
+            ctl,
+            queues_seen: nqueues,
         })
     }
 
@@ -325,6 +337,20 @@ impl XdpSocket {
         let (link, _) = program::attach_first(&self.prog, self.ifindex, &[self.mode])?;
         self.link = link;
         Ok(true)
+    }
+
+    /// The interface's RX queue count, once it differs from the last one
+    /// seen (`ethtool -L` since open): `Some((served, now))`. A queue
+    /// added has no socket, so its frames pass to the host stack until
+    /// sluice opens the interface again; a queue removed only idles its
+    /// socket. `None` also when the count cannot be read.
+    pub fn queue_change(&mut self) -> Option<(u32, u32)> {
+        let now = sockopt::rx_queues(self.ctl.as_raw_fd(), &self.name).ok()?;
+        if now == self.queues_seen {
+            return None;
+        }
+        self.queues_seen = now;
+        Some((self.queues.len() as u32, now))
     }
 
     /// Detaches our program as someone else would (tests).
