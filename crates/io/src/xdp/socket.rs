@@ -219,24 +219,10 @@ impl XdpSocket {
             program::map_insert(&map, queue, q.fd() as u32).map_err(context("XSKMAP insert"))?;
             queues.push(q);
         }
-        let owner = &mut queues[TX_QUEUE as usize];
-        let comp = owner
-            .comp
-            .take()
-            .ok_or_else(|| io::Error::other("the TX queue has no completion ring"))?;
-        let (fd, ring) = open_tx(owner.fd(), ifindex).map_err(context("AF_XDP TX socket"))?;
-        let free = (rx_frames..rx_frames + TX_FRAMES)
-            .rev()
-            .map(|i| (i as usize * chunk) as u64)
-            .collect();
-        let tx = Tx {
-            fd,
-            ring,
-            comp,
-            free,
-            chunk,
-            zerocopy: owner.zerocopy(),
-        };
+        let owner = queues
+            .get_mut(TX_QUEUE as usize)
+            .ok_or_else(|| io::Error::other("no RX queue to transmit on"))?;
+        let tx = Tx::open(owner, ifindex)?;
         // SAFETY: plain syscall without pointers.
         let ctl = owned(cvt(unsafe {
             libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
@@ -366,6 +352,29 @@ impl XdpSocket {
 }
 
 impl Tx {
+    /// The transmit socket on `owner`'s UMEM, taking its completion ring
+    /// and the TX chunks after its RX ones.
+    fn open(owner: &mut RxQueue, ifindex: u32) -> io::Result<Tx> {
+        let comp = owner
+            .comp
+            .take()
+            .ok_or_else(|| io::Error::other("the TX queue has no completion ring"))?;
+        let (fd, ring) = open_tx(owner.fd(), ifindex).map_err(context("AF_XDP TX socket"))?;
+        let (rx_frames, chunk) = (owner.spec.rx_frames, owner.spec.chunk);
+        let free = (rx_frames..rx_frames + owner.spec.tx_frames)
+            .rev()
+            .map(|i| (i as usize * chunk) as u64)
+            .collect();
+        Ok(Tx {
+            fd,
+            ring,
+            comp,
+            free,
+            chunk,
+            zerocopy: owner.zerocopy(),
+        })
+    }
+
     /// Takes completed TX chunks back into the free list.
     fn reclaim(&mut self) {
         let n = self.comp.cons_ready();
