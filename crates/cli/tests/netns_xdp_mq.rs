@@ -4,7 +4,8 @@
 //! queue and its mode, TCP and ping cross both ways, and traffic really
 //! arrives on more than one queue (a veth delivers on the peer's RX queue
 //! of the sender's TX queue, which the sender's socket hash picks, so
-//! several iperf3 streams spread over the queues).
+//! several iperf3 streams spread over the queues). A queue added while
+//! sluice runs (`ethtool -L`) has no socket, and the log says so once.
 //!
 //! Needs root, `ip`, `ethtool`, `ping` and `iperf3` (scripts/setup.sh);
 //! otherwise each test prints a SKIP line and returns, or fails under
@@ -149,6 +150,37 @@ fn every_rx_queue_of_a_four_queue_veth_runs_af_xdp_and_carries_traffic() {
     }
     let log = lab.log();
     assert!(!log.contains("--io fallback"), "{log}");
+    let st = lab.stop_sluice().unwrap();
+    assert!(st.is_some_and(|s| s.success()), "clean stop\n{}", lab.log());
+}
+
+/// Queues are counted at start: one added later by `ethtool -L` has no
+/// socket (its frames reach the host stack), and sluice says so once.
+#[test]
+fn an_rx_queue_added_while_running_is_logged_once() {
+    let Some(_serial) = require_netns(&[]) else {
+        return;
+    };
+    let b = bin();
+    let mut lab = BridgeLab::with_queues("xa", QUEUES).expect("namespaces");
+    let channels = |lab: &BridgeLab, n: &str| {
+        lab.topo
+            .exec(&lab.shaper, &["ethtool", "-L", "lan0", "rx", n])
+            .unwrap_or_else(|e| panic!("ethtool -L lan0 rx {n}: {e}"));
+    };
+    channels(&lab, "2");
+    lab.start_sluice(&b.path, "pass all\n", &["--io", "xdp"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let info = lab.info(&b.path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(xdp_of(&info, "lan0").queues.len(), 2, "{:?}", info.xdp);
+    assert_eq!(xdp_of(&info, "wan0").queues.len(), QUEUES as usize);
+    channels(&lab, "4");
+    let line = "lan0 has 4 RX queues now, sluice serves 2";
+    let logged = wait_for(COUNTERS_WAIT, || lab.log().contains(line));
+    assert!(logged, "no `{line}` in the log:\n{}", lab.log());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(lab.log().matches(line).count(), 1, "logged once");
+    assert!(lab.sluice_alive(), "sluice runs on:\n{}", lab.log());
     let st = lab.stop_sluice().unwrap();
     assert!(st.is_some_and(|s| s.success()), "clean stop\n{}", lab.log());
 }
