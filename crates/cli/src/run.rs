@@ -376,6 +376,7 @@ pub fn run(a: Args) -> ExitCode {
             started: std::time::Instant::now(),
             ifaces: [lan.clone(), wan.clone()],
             io_method: bridge.method().to_string(),
+            xdp_queues: xdp_queues_json(names.clone(), stats.clone()),
             io_stats: Arc::new(move || io_counters(&names, &stats)),
             wake: Arc::new(move || waker.wake()),
             stop: stop.clone(),
@@ -649,6 +650,36 @@ fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
         v.push((what.into(), c.load(Ordering::Relaxed)));
     }
     v
+}
+
+/// AF_XDP's queues of each interface for `show info`.
+fn xdp_queues_json(
+    names: [String; 2],
+    stats: Arc<IoStats>,
+) -> Arc<dyn Fn() -> Vec<sluice_control::proto::XdpIfaceJson> + Send + Sync> {
+    use sluice_control::proto::{XdpIfaceJson, XdpQueueJson};
+    Arc::new(move || {
+        let mut v = Vec::new();
+        for (name, s) in names.iter().zip(&stats.ifaces) {
+            let Some(x) = s.xdp.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
+                continue;
+            };
+            let queues = x.queues.into_iter().map(|q| XdpQueueJson {
+                queue: q.queue,
+                mode: if q.zerocopy { "zerocopy" } else { "copy" }.into(),
+                copy_reason: q.copy_why,
+                rx_frames: q.rx_frames,
+                ring_drops: q.ring_drops,
+            });
+            v.push(XdpIfaceJson {
+                iface: name.clone(),
+                attach: x.attach.into(),
+                tx_queue: x.tx_queue,
+                queues: queues.collect(),
+            });
+        }
+        v
+    })
 }
 
 fn parse_iface_addr(s: &str) -> Result<(String, IpNet), String> {

@@ -233,6 +233,8 @@ pub struct DaemonState {
     pub io_method: String,
     /// Counters of the I/O layer, by name (ring drops, syscalls, …).
     pub io_stats: Arc<dyn Fn() -> Vec<(String, u64)> + Send + Sync>,
+    /// AF_XDP's queues per interface (`show info`; empty on AF_PACKET).
+    pub xdp_queues: Arc<dyn Fn() -> Vec<proto::XdpIfaceJson> + Send + Sync>,
     /// Wakes the data-plane loop (after a reload or stop).
     pub wake: Arc<dyn Fn() + Send + Sync>,
     pub stop: Arc<AtomicBool>,

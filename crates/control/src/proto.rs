@@ -364,6 +364,37 @@ pub struct InfoReply {
     /// interface with configured addresses.
     #[serde(default)]
     pub learned_addrs: Vec<LearnedAddrsJson>,
+    /// AF_XDP: each interface's attach mode and RX queues (empty on
+    /// AF_PACKET).
+    #[serde(default)]
+    pub xdp: Vec<XdpIfaceJson>,
+}
+
+/// AF_XDP on one interface.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XdpIfaceJson {
+    pub iface: String,
+    /// How the XDP program is attached: `native` (driver) or `generic` (skb).
+    pub attach: String,
+    /// The queue frames are transmitted on.
+    pub tx_queue: u32,
+    /// Every RX queue, each with a socket of its own.
+    pub queues: Vec<XdpQueueJson>,
+}
+
+/// One RX queue's AF_XDP socket.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XdpQueueJson {
+    pub queue: u32,
+    /// `zerocopy` or `copy`.
+    pub mode: String,
+    /// Why the queue runs in copy mode (absent in zero-copy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_reason: Option<String>,
+    /// Frames received on this queue (refreshed once a second).
+    pub rx_frames: u64,
+    /// Frames the kernel dropped on this queue (no fill chunk, ring full).
+    pub ring_drops: u64,
 }
 
 /// One server's clients (`control`, `metrics`).
@@ -465,6 +496,37 @@ pub struct IfaceCountersJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xdp_queues_have_the_documented_spelling() {
+        let q = XdpIfaceJson {
+            iface: "lan0".into(),
+            attach: "generic".into(),
+            tx_queue: 0,
+            queues: vec![
+                XdpQueueJson {
+                    queue: 0,
+                    mode: "copy".into(),
+                    copy_reason: Some("generic XDP".into()),
+                    rx_frames: 5,
+                    ring_drops: 0,
+                },
+                XdpQueueJson {
+                    queue: 1,
+                    mode: "zerocopy".into(),
+                    copy_reason: None,
+                    rx_frames: 7,
+                    ring_drops: 1,
+                },
+            ],
+        };
+        let text = serde_json::to_string(&q).unwrap();
+        assert_eq!(
+            text,
+            r#"{"iface":"lan0","attach":"generic","tx_queue":0,"queues":[{"queue":0,"mode":"copy","copy_reason":"generic XDP","rx_frames":5,"ring_drops":0},{"queue":1,"mode":"zerocopy","rx_frames":7,"ring_drops":1}]}"#
+        );
+        assert_eq!(serde_json::from_str::<XdpIfaceJson>(&text).unwrap(), q);
+    }
 
     #[test]
     fn requests_have_the_documented_spelling() {

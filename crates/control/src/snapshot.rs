@@ -487,6 +487,7 @@ fn info_from(state: &DaemonState, c: InfoCopy, running: &crate::Loaded) -> InfoR
         .collect(),
         memory: memory_json(&mem, &running.config),
         learned_addrs: learned_json(learned, now),
+        xdp: (state.xdp_queues)(),
     }
 }
 

@@ -116,6 +116,7 @@ pub fn example_daemon(name: &str) -> TestDaemon {
         ifaces: ["lan0".into(), "wan0".into()],
         io_method: "test".into(),
         io_stats: Arc::new(|| vec![("rx_ring_drops".to_string(), 3)]),
+        xdp_queues: Arc::new(Vec::new),
         wake: Arc::new(move || {
             w.fetch_add(1, Ordering::SeqCst);
         }),

@@ -11,7 +11,7 @@
 
 use crate::offload::OffloadResult;
 use crate::pool::Pool;
-use crate::port::{self, IoOptions, Port};
+use crate::port::{self, IoOptions, Port, XdpQueues};
 use crate::reactor::{Log, Policy, Reactor, Waker, Want};
 use crate::sys;
 use sluice_engine::Engine;
@@ -80,6 +80,9 @@ pub struct IfaceIoStats {
     /// Frames whose TCP/UDP checksum the sender left to TX offload
     /// (AF_PACKET's `TP_STATUS_CSUMNOTREADY`), completed before forwarding.
     pub csum_completed: AtomicU64,
+    /// AF_XDP: the attach mode and every RX queue (mode, counters),
+    /// refreshed once per `STATS_PERIOD`; `None` on packet sockets.
+    pub xdp: Mutex<Option<XdpQueues>>,
 }
 
 /// Counters of both interfaces, index 0 = LAN, 1 = WAN.
@@ -132,14 +135,16 @@ impl Bridge {
             spin_while_blocked: false,
             epoll_skip_max: EPOLL_SKIP_MAX,
         };
-        let rx_fd = [op.ports[0].rx_fd(), op.ports[1].rx_fd()];
-        let reactor = Reactor::new([lan, wan], rx_fd, policy)?;
+        let rx_fds = [op.ports[0].rx_fds(), op.ports[1].rx_fds()];
+        let reactor = Reactor::with_fds([lan, wan], [&rx_fds[0], &rx_fds[1]], policy)?;
         let buf = op.mtu[0].max(op.mtu[1]) + L2_MAX_OVERHEAD;
+        let stats = IoStats::default();
+        publish_queues(&op.ports, &stats);
         Ok(Bridge {
             ports: op.ports,
             mtu: op.mtu,
             reactor,
-            stats: Arc::new(IoStats::default()),
+            stats: Arc::new(stats),
             pool: Pool::new(buf.max(1518), POOL_BUFFERS),
             pending: [VecDeque::new(), VecDeque::new()],
             method: op.method,
@@ -247,6 +252,7 @@ impl Bridge {
                 for (p, st) in self.ports.iter_mut().zip(&self.stats.ifaces) {
                     st.ring_drops.fetch_add(p.take_drops(), Ordering::Relaxed);
                 }
+                publish_queues(&self.ports, &self.stats);
                 let ps = &self.stats.pool;
                 for (g, v) in [
                     (&ps.buffer_bytes, self.pool.buffer_capacity() as u64),
@@ -283,7 +289,9 @@ impl Bridge {
     /// Once per `STATS_PERIOD`: an XDP program someone detached is attached
     /// again (logged once, counted in `xdp_reattach`); one that cannot be
     /// ends the loop with an error naming the interface, as a bridge that
-    /// forwards nothing must not look alive. (Netlink does not announce a
+    /// forwards nothing must not look alive. An RX queue count changed by
+    /// `ethtool -L` is logged once per change: added queues have no
+    /// socket until sluice restarts. (Netlink does not announce a
     /// BPF link detach, so this asks the link itself: one syscall.)
     fn keep_attached(&mut self) -> io::Result<()> {
         for (i, p) in self.ports.iter_mut().enumerate() {
@@ -310,6 +318,17 @@ impl Bridge {
                     };
                     return Err(io::Error::new(e.kind(), why));
                 }
+            }
+            match p.queue_change() {
+                Some((served, now)) if now > served => self.reactor.log(&format!(
+                    "{name} has {now} RX queues now, sluice serves {served} (counted at start): \
+                     frames on the others reach the host stack, not the bridge; restart sluice \
+                     to serve them"
+                )),
+                Some((served, now)) => self.reactor.log(&format!(
+                    "{name} has {now} RX queues now (sluice opened {served}); all are served"
+                )),
+                None => {}
             }
         }
         Ok(())
@@ -430,6 +449,15 @@ impl Bridge {
         Ok(())
     }
 }
+/// Copies each AF_XDP port's queues (modes, counters) into `stats`.
+fn publish_queues(ports: &[Port; 2], stats: &IoStats) {
+    for (p, st) in ports.iter().zip(&stats.ifaces) {
+        if let Some(q) = p.xdp_queues() {
+            *st.xdp.lock().unwrap_or_else(|e| e.into_inner()) = Some(q);
+        }
+    }
+}
+
 /// The first `n` frames of `pending` left: counted, and their buffers
 /// recycled.
 fn sent(pending: &mut VecDeque<Vec<u8>>, n: usize, pool: &mut Pool, st: &IfaceIoStats) {

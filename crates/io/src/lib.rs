@@ -24,10 +24,10 @@
 //!   once set up, the daemon keeps only the capabilities its loop uses
 //!   (`caps.rs`).
 //! - Buffers are recycled ([`pool::Pool`]): steady state does not allocate.
-//! - Packet I/O by AF_XDP (`Method::Xdp`, the default: one AF_XDP socket
-//!   pair per interface for both directions, `xdp/`: the BPF program in
-//!   `program.rs`, UMEM and rings in `umem.rs`, the sockets in
-//!   `socket.rs`), falling back to a TPACKET_V2 RX ring (`Method::Ring`;
+//! - Packet I/O by AF_XDP (`Method::Xdp`, the default: an AF_XDP socket
+//!   per RX queue of each interface and one for TX, `xdp/`: the BPF
+//!   program in `program.rs`, UMEM and rings in `umem.rs`, one queue's
+//!   socket in `queue.rs`, the interface's in `socket.rs`), falling back to a TPACKET_V2 RX ring (`Method::Ring`;
 //!   the V3 block ring is `Method::RingV3`) with sendmmsg on a
 //!   transmit-only socket, which falls back to recvmmsg (`Method::Mmsg`)
 //!   where the kernel refuses the ring (docs/adr/0002-packet-io.md has the
@@ -71,7 +71,8 @@ pub use bridge::{Bridge, IfaceIoStats, IoStats, PoolStats, Tick};
 pub use delay::{set_thread_fifo, DelayLine, DelayOptions, DelayStats};
 pub use lock::{lock_interfaces, IfaceLock};
 pub use offload::OffloadResult;
-pub use port::{IoOptions, Method};
+pub use port::{IoOptions, Method, XdpQueues};
 pub use reactor::{Log, Waker};
 pub use signals::{Signal, Signals};
 pub use sys::{now, random_key};
+pub use xdp::QueueInfo;

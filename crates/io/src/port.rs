@@ -25,9 +25,20 @@
 use crate::offload::{self, OffloadResult};
 use crate::sock::{PacketSocket, RingConfig, RingVersion, RxFrame};
 use crate::sockopt;
-use crate::xdp::XdpSocket;
+use crate::xdp::{QueueInfo, XdpSocket};
 use std::io;
 use std::os::fd::RawFd;
+
+/// AF_XDP on one interface, for `show info`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct XdpQueues {
+    /// How the program is attached: `native` or `generic`.
+    pub attach: &'static str,
+    /// The queue frames are transmitted on.
+    pub tx_queue: u32,
+    /// Every RX queue, in order.
+    pub queues: Vec<QueueInfo>,
+}
 
 /// Which packet I/O to use (TX is sendmmsg except for AF_XDP).
 /// docs/adr/0002-packet-io.md has the measurements behind the default.
@@ -44,9 +55,10 @@ pub enum Method {
     /// TPACKET_V3 RX ring (blocks handed over whole; a partly filled block
     /// waits for the retire timer), falling back to recvmmsg.
     RingV3,
-    /// AF_XDP socket on queue 0 of each interface (RX and TX), fed by an
-    /// XDP redirect program (native mode, else generic; generic first on
-    /// veth); falls back to the TPACKET_V2 ring, then recvmmsg, where
+    /// AF_XDP sockets on every RX queue of each interface and one for TX,
+    /// fed by an XDP redirect program (native mode, else generic; generic
+    /// first on veth; zero-copy per queue where the driver offers it);
+    /// falls back to the TPACKET_V2 ring, then recvmmsg, where
     /// AF_XDP cannot be set up (the reason is in `Bridge::fallback`).
     /// The default: no loss where the ring drops, 20–30 % more TCP
     /// throughput, the same CPU per frame and latency.
@@ -94,8 +106,9 @@ pub enum Port {
         rx: PacketSocket,
         tx: Option<PacketSocket>,
     },
-    /// One AF_XDP socket for both directions. It is never registered for
-    /// EPOLLOUT: its TX side is retried on the `TX_RETRY` timer.
+    /// AF_XDP sockets: one per RX queue, one transmitting. Never
+    /// registered for EPOLLOUT: the TX side is retried on the `TX_RETRY`
+    /// timer.
     Xdp(Box<XdpSocket>),
 }
 
@@ -108,11 +121,24 @@ fn link_error(e: &io::Error) -> bool {
 }
 
 impl Port {
-    /// The descriptor epoll watches for reception.
-    pub fn rx_fd(&self) -> RawFd {
+    /// The descriptors epoll watches for reception (AF_XDP: one per RX
+    /// queue); reading the port serves them all.
+    pub fn rx_fds(&self) -> Vec<RawFd> {
         match self {
-            Port::Packet { rx, .. } => rx.fd(),
-            Port::Xdp(x) => x.fd(),
+            Port::Packet { rx, .. } => vec![rx.fd()],
+            Port::Xdp(x) => x.fds(),
+        }
+    }
+
+    /// AF_XDP: the attach mode and each RX queue's mode and counters.
+    pub fn xdp_queues(&self) -> Option<XdpQueues> {
+        match self {
+            Port::Packet { .. } => None,
+            Port::Xdp(x) => Some(XdpQueues {
+                attach: x.mode().name(),
+                tx_queue: crate::xdp::TX_QUEUE,
+                queues: x.queue_info(),
+            }),
         }
     }
 
@@ -180,6 +206,15 @@ impl Port {
         }
     }
 
+    /// AF_XDP: the RX queue count, once it changed since the last call
+    /// (`Some((served, now))`, see [`XdpSocket::queue_change`]).
+    pub fn queue_change(&mut self) -> Option<(u32, u32)> {
+        match self {
+            Port::Packet { .. } => None,
+            Port::Xdp(x) => x.queue_change(),
+        }
+    }
+
     /// Whether this port runs on AF_XDP (its program may need attaching again).
     pub fn is_xdp(&self) -> bool {
         matches!(self, Port::Xdp(_))
@@ -197,7 +232,11 @@ impl Port {
         match self {
             Port::Xdp(x) => format!(
                 "af_xdp-{}-{}",
-                if x.zerocopy() { "zerocopy" } else { "copy" },
+                match (x.zerocopy(), x.any_zerocopy()) {
+                    (true, _) => "zerocopy",
+                    (false, true) => "mixed",
+                    (false, false) => "copy",
+                },
                 x.mode().name()
             ),
             Port::Packet { .. } => "af_packet".into(),
@@ -388,7 +427,7 @@ mod tests {
             ip(&["link", "set", "a0", "up"]);
             ip(&["link", "set", "b0", "up"]);
             // Someone else's program on b0 (ours will do: any program).
-            let map = program::create_xskmap().unwrap();
+            let map = program::create_xskmap(1).unwrap();
             let prog = program::load_program(&map).unwrap();
             let b0 = sockopt::ifindex("b0").unwrap() as u32;
             let (held, _) = program::attach_first(&prog, b0, &[program::XdpMode::Generic]).unwrap();
@@ -415,6 +454,95 @@ mod tests {
         });
     }
 
+    /// A veth pair with `queues` RX and TX queues on each end, both up.
+    fn veth_mq(a: &str, b: &str, queues: u32) {
+        let q = queues.to_string();
+        let n = ["numrxqueues", &q, "numtxqueues", &q];
+        let mut args = vec!["link", "add", a];
+        args.extend(n);
+        args.extend(["type", "veth", "peer", "name", b]);
+        args.extend(n);
+        ip(&args);
+        ip(&["link", "set", a, "up"]);
+        ip(&["link", "set", b, "up"]);
+    }
+
+    #[test]
+    fn every_rx_queue_gets_an_af_xdp_socket_in_epoll() {
+        in_fresh_netns(|| {
+            veth_mq("a0", "b0", 4);
+            let o = IoOptions {
+                disable_offloads: false,
+                ..IoOptions::default()
+            };
+            let op = open_pair(["a0", "b0"], &o).unwrap();
+            assert_eq!(op.fallback, None);
+            assert_eq!(op.method, "af_xdp-copy-generic");
+            for p in &op.ports {
+                assert_eq!(p.rx_fds().len(), 4, "one socket per RX queue");
+                let q = p.xdp_queues().expect("AF_XDP");
+                assert_eq!(q.attach, "generic");
+                assert_eq!(q.tx_queue, 0);
+                let ids: Vec<u32> = q.queues.iter().map(|q| q.queue).collect();
+                assert_eq!(ids, [0, 1, 2, 3]);
+                for q in &q.queues {
+                    assert!(!q.zerocopy);
+                    let why = q.copy_why.as_deref().unwrap_or("");
+                    assert!(why.contains("generic"), "{why}");
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn a_queue_count_changed_while_running_is_reported_once() {
+        in_fresh_netns(|| {
+            veth_mq("a0", "b0", 4);
+            let ethtool = |n: &str| {
+                let st = Command::new("ethtool")
+                    .args(["-L", "a0", "rx", n])
+                    .status()
+                    .expect("ethtool");
+                assert!(st.success(), "ethtool -L a0 rx {n}");
+            };
+            ethtool("2");
+            let o = IoOptions {
+                disable_offloads: false,
+                ..IoOptions::default()
+            };
+            let mut op = open_pair(["a0", "b0"], &o).unwrap();
+            let p = &mut op.ports[0];
+            assert_eq!(p.rx_fds().len(), 2);
+            assert_eq!(p.queue_change(), None, "unchanged");
+            ethtool("4");
+            assert_eq!(p.queue_change(), Some((2, 4)));
+            assert_eq!(p.queue_change(), None, "reported once");
+            assert_eq!(op.ports[1].queue_change(), None, "b0 unchanged");
+        });
+    }
+
+    #[test]
+    fn zero_copy_refused_by_the_driver_falls_back_per_queue_with_the_reason() {
+        in_fresh_netns(|| {
+            veth_mq("a0", "b0", 2);
+            // veth's native XDP wants GRO on the peer to build its frames.
+            let _ = Command::new("ethtool")
+                .args(["-K", "b0", "gro", "on"])
+                .status();
+            let ctl = PacketSocket::open_tx("a0").unwrap();
+            let x = XdpSocket::open_native("a0", 1500, ctl.fd()).unwrap();
+            assert_eq!(x.mode(), program::XdpMode::Native);
+            let q = x.queue_info();
+            assert_eq!(q.len(), 2);
+            for q in &q {
+                // veth offers no zero-copy: every queue says why.
+                assert!(!q.zerocopy);
+                let why = q.copy_why.as_deref().unwrap_or("");
+                assert!(why.starts_with("zero-copy refused by the driver"), "{why}");
+            }
+        });
+    }
+
     #[test]
     fn a_detached_program_is_attached_again_or_refused_if_taken() {
         in_fresh_netns(|| {
@@ -435,7 +563,7 @@ mod tests {
             assert!(!x.ensure_attached().unwrap(), "and it holds");
             // Detached, and another program takes the interface first.
             x.detach_for_test().unwrap();
-            let map = program::create_xskmap().unwrap();
+            let map = program::create_xskmap(1).unwrap();
             let prog = program::load_program(&map).unwrap();
             let a0 = sockopt::ifindex("a0").unwrap() as u32;
             let _intruder = program::attach_first(&prog, a0, &[program::XdpMode::Generic]).unwrap();

@@ -4,7 +4,9 @@
 //! when to sleep, arm the timer or spin.
 //!
 //! # Principles
-//! - Level-triggered epoll over the two ports' receiving sockets, the timer
+//! - Level-triggered epoll over the two ports' receiving sockets (several
+//!   per port under AF_XDP, one per RX queue: any of them readable marks
+//!   the port readable, and reading the port serves them all), the timer
 //!   (absolute CLOCK_MONOTONIC), the waker and netlink. A transmit socket
 //!   joins (EPOLLOUT) only while the kernel pushes back: a socket in epoll
 //!   is woken for every frame it sent once that frame is freed.
@@ -54,6 +56,18 @@ const TOK_WAKER: u64 = 101;
 const TOK_LINK: u64 = 102;
 /// EPOLLOUT of port `i`'s separate transmit socket: `TOK_OUT + i`.
 const TOK_OUT: u64 = 8;
+/// Receiving socket `k` of port `i`: `TOK_RX | k << 1 | i` (above every
+/// other token).
+const TOK_RX: u64 = 1 << 32;
+
+fn rx_token(port: usize, k: usize) -> u64 {
+    TOK_RX | (k as u64) << 1 | (port as u64 & 1)
+}
+
+/// The port and socket of a receive token.
+fn rx_of(tok: u64) -> Option<(usize, usize)> {
+    (tok & TOK_RX != 0).then_some(((tok & 1) as usize, ((tok & !TOK_RX) >> 1) as usize))
+}
 
 /// Where a message of the I/O layer goes (one line, no newline, no level:
 /// all are warnings); the daemon passes its own logger. Must not panic.
@@ -225,25 +239,40 @@ pub struct Reactor {
     armed_at: Option<Instant>,
     poll_next: bool,
     skipped: u32,
-    /// Receiving socket of each port (EPOLLIN, token = port index).
-    rx_fd: [RawFd; 2],
+    /// Receiving sockets of each port (EPOLLIN, [`rx_token`]).
+    rx_fd: [Vec<RawFd>; 2],
     /// EPOLLOUT subscribed on port `i`.
     want_out: [bool; 2],
     log: Log,
-    events: [libc::epoll_event; 8],
+    /// Room for every descriptor's event in one wait.
+    events: Vec<libc::epoll_event>,
 }
 
 impl Reactor {
     /// A reactor for ports on interfaces `names`, receiving on `rx_fd`.
     pub fn new(names: [&str; 2], rx_fd: [RawFd; 2], policy: Policy) -> io::Result<Reactor> {
+        Reactor::with_fds(names, [&[rx_fd[0]], &[rx_fd[1]]], policy)
+    }
+
+    /// A reactor for ports that receive on several sockets each (AF_XDP:
+    /// one per RX queue).
+    pub fn with_fds(
+        names: [&str; 2],
+        rx_fds: [&[RawFd]; 2],
+        policy: Policy,
+    ) -> io::Result<Reactor> {
         let epoll = sys::epoll_create()?;
         let timer = sys::timerfd()?;
         let wfd = sys::eventfd()?;
         let links = LinkWatch::open(&names)?;
         let inn = libc::EPOLLIN as u32;
-        for (i, fd) in rx_fd.iter().enumerate() {
-            sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, *fd, inn, i as u64)?;
+        for (i, fds) in rx_fds.iter().enumerate() {
+            for (k, fd) in fds.iter().enumerate() {
+                sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, *fd, inn, rx_token(i, k))?;
+            }
         }
+        // The receiving sockets, the timer, the waker, netlink, two EPOLLOUTs.
+        let slots = rx_fds[0].len() + rx_fds[1].len() + 5;
         sys::epoll_ctl(
             &epoll,
             libc::EPOLL_CTL_ADD,
@@ -264,10 +293,10 @@ impl Reactor {
             armed_at: None,
             poll_next: false,
             skipped: 0,
-            rx_fd,
+            rx_fd: rx_fds.map(<[RawFd]>::to_vec),
             want_out: [false; 2],
             log: stderr_log(),
-            events: [libc::epoll_event { events: 0, u64: 0 }; 8],
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; slots],
         })
     }
 
@@ -320,21 +349,23 @@ impl Reactor {
         let mut link_ready = false;
         for k in 0..n {
             let (tok, bits) = (self.events[k].u64, self.events[k].events);
-            match tok {
-                0 | 1 => {
-                    let i = tok as usize;
-                    if bits & libc::EPOLLIN as u32 != 0 {
-                        readable[i] = true;
-                    }
-                    if bits & libc::EPOLLOUT as u32 != 0 {
-                        ev.writable[i] = true;
-                    }
-                    if bits & libc::EPOLLERR as u32 != 0 {
-                        // ENETDOWN and the like: netlink tells the state;
-                        // the error only has to stop being reported.
-                        let _ = sockopt::take_error(self.rx_fd[i]);
+            if let Some((i, k)) = rx_of(tok) {
+                if bits & libc::EPOLLIN as u32 != 0 {
+                    readable[i] = true;
+                }
+                if bits & libc::EPOLLOUT as u32 != 0 {
+                    ev.writable[i] = true;
+                }
+                if bits & libc::EPOLLERR as u32 != 0 {
+                    // ENETDOWN and the like: netlink tells the state;
+                    // the error only has to stop being reported.
+                    if let Some(&fd) = self.rx_fd[i].get(k) {
+                        let _ = sockopt::take_error(fd);
                     }
                 }
+                continue;
+            }
+            match tok {
                 TOK_TIMER => {
                     if sys::drain_counter(self.timer.as_raw_fd()) > 0 {
                         if let Some(at) = self.armed_at.take() {
@@ -416,9 +447,9 @@ impl Reactor {
             return Ok(());
         }
         let out = libc::EPOLLOUT as u32;
-        if fd == self.rx_fd[i] {
+        if let Some(k) = self.rx_fd[i].iter().position(|&r| r == fd) {
             let bits = libc::EPOLLIN as u32 | if want { out } else { 0 };
-            sys::epoll_ctl(&self.epoll, libc::EPOLL_CTL_MOD, fd, bits, i as u64)?;
+            sys::epoll_ctl(&self.epoll, libc::EPOLL_CTL_MOD, fd, bits, rx_token(i, k))?;
         } else {
             let op = if want {
                 libc::EPOLL_CTL_ADD
@@ -472,6 +503,17 @@ mod tests {
             blocked: false,
             readable: false,
         }
+    }
+
+    #[test]
+    fn receive_tokens_name_their_port_and_socket() {
+        for (i, k) in [(0, 0), (1, 0), (0, 5), (1, 63), (1, 100_000)] {
+            assert_eq!(rx_of(rx_token(i, k)), Some((i, k)));
+        }
+        for other in [TOK_TIMER, TOK_WAKER, TOK_LINK, TOK_OUT, TOK_OUT + 1] {
+            assert_eq!(rx_of(other), None, "{other}");
+        }
+        assert_ne!(rx_token(0, 1), rx_token(1, 0));
     }
 
     #[test]

@@ -126,16 +126,54 @@ pub fn ethtool<T>(fd: RawFd, name: &str, cmd: &mut T) -> io::Result<()> {
     ifreq_ioctl(fd, libc::SIOCETHTOOL as _, &mut ifr)
 }
 
-/// Number of RX queues of `name` (ETHTOOL_GCHANNELS: rx + combined), if
-/// the driver says.
+/// Number of RX queues of `name`: ETHTOOL_GCHANNELS (rx + combined)
+/// where the driver answers it, else the `rx-N` entries sysfs lists for
+/// every device (`/sys/class/net/NAME/queues`), believed only if that
+/// directory's ifindex is this namespace's (sysfs shows the namespace it
+/// was mounted in).
 pub fn rx_queues(fd: RawFd, name: &str) -> io::Result<u32> {
     const ETHTOOL_GCHANNELS: u32 = 0x3c;
     // cmd, max_rx, max_tx, max_other, max_combined, rx_count, tx_count,
     // other_count, combined_count.
     let mut ch = [0u32; 9];
     ch[0] = ETHTOOL_GCHANNELS;
-    ethtool(fd, name, &mut ch)?;
-    Ok((ch[5] + ch[8]).max(1))
+    match ethtool(fd, name, &mut ch) {
+        Ok(()) => Ok((ch[5].saturating_add(ch[8])).max(1)),
+        Err(e) => sysfs_rx_queues(name).ok_or(e),
+    }
+}
+
+fn sysfs_rx_queues(name: &str) -> Option<u32> {
+    if name.contains('/') || name.starts_with('.') {
+        return None;
+    }
+    let dir = std::path::Path::new("/sys/class/net").join(name);
+    let idx: i32 = std::fs::read_to_string(dir.join("ifindex"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    if ifindex(name).ok()? != idx {
+        return None;
+    }
+    let names: Vec<String> = std::fs::read_dir(dir.join("queues"))
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    count_rx_queues(names.iter().map(String::as_str))
+}
+
+/// The RX queue count from a `queues/` directory listing (`rx-0`, `tx-0`,
+/// …): the `rx-N` entries, which must run 0..n without a gap (anything
+/// else is not a listing to trust).
+pub fn count_rx_queues<'a>(entries: impl IntoIterator<Item = &'a str>) -> Option<u32> {
+    let mut seen: Vec<u32> = entries
+        .into_iter()
+        .filter_map(|e| e.strip_prefix("rx-")?.parse().ok())
+        .collect();
+    seen.sort_unstable();
+    let contiguous = seen.iter().enumerate().all(|(i, &q)| q as usize == i);
+    (!seen.is_empty() && contiguous).then_some(seen.len() as u32)
 }
 
 /// The driver of `name` (ETHTOOL_GDRVINFO), e.g. `veth`.
@@ -151,4 +189,22 @@ pub fn driver(fd: RawFd, name: &str) -> io::Result<String> {
     let drv = &info[4..36];
     let end = drv.iter().position(|&b| b == 0).unwrap_or(drv.len());
     Ok(String::from_utf8_lossy(&drv[..end]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rx_queues_are_counted_from_a_sysfs_listing() {
+        let l = ["tx-1", "rx-1", "rx-0", "tx-0", "rx-3", "rx-2"];
+        assert_eq!(count_rx_queues(l), Some(4));
+        assert_eq!(count_rx_queues(["rx-0", "tx-0"]), Some(1));
+        // A gap, no RX queue, or junk: not a listing to trust.
+        assert_eq!(count_rx_queues(["rx-0", "rx-2"]), None);
+        assert_eq!(count_rx_queues(["tx-0"]), None);
+        assert_eq!(count_rx_queues([]), None);
+        assert_eq!(count_rx_queues(["rx-x", "rx-"]), None);
+        assert_eq!(count_rx_queues(["rx-0", "rx-0"]), None);
+    }
 }

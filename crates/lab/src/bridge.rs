@@ -71,12 +71,22 @@ impl BridgeLab {
 
     /// Builds the namespaces with the middle's interfaces as `wiring` says.
     pub fn with_wiring(tag: &str, wiring: Wiring) -> io::Result<BridgeLab> {
+        BridgeLab::build(tag, wiring, None)
+    }
+
+    /// As [`BridgeLab::new`] with `queues` RX and TX queues on both ends of
+    /// both links (a multi-queue NIC on each side of sluice).
+    pub fn with_queues(tag: &str, queues: u32) -> io::Result<BridgeLab> {
+        BridgeLab::build(tag, Wiring::SHAPER, Some(queues))
+    }
+
+    fn build(tag: &str, wiring: Wiring, queues: Option<u32>) -> io::Result<BridgeLab> {
         let mut topo = Topology::new(tag);
         let client = topo.add_ns("c")?;
         let shaper = topo.add_ns("s")?;
         let server = topo.add_ns("v")?;
-        topo.veth(&client, "c0", &shaper, wiring.lan)?;
-        topo.veth(&server, "v0", &shaper, wiring.wan)?;
+        topo.veth_queues(&client, "c0", &shaper, wiring.lan, queues)?;
+        topo.veth_queues(&server, "v0", &shaper, wiring.wan, queues)?;
         topo.addr(&client, "c0", &format!("{CLIENT_IP}/24"))?;
         topo.addr(&server, "v0", &format!("{SERVER_IP}/24"))?;
         if wiring.static_neighbours {

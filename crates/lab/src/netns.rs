@@ -120,9 +120,29 @@ impl Topology {
     /// GRO and TX checksum offload off on both ends (so every frame is
     /// wire-sized and carries a complete checksum through AF_PACKET).
     pub fn veth(&self, a: &Netns, a_if: &str, b: &Netns, b_if: &str) -> io::Result<()> {
-        run(Command::new("ip").args([
-            "link", "add", a_if, "netns", &a.0, "type", "veth", "peer", "name", b_if, "netns", &b.0,
-        ]))?;
+        self.veth_queues(a, a_if, b, b_if, None)
+    }
+
+    /// As [`Topology::veth`], each end with `queues` RX and TX queues
+    /// (`None`: the kernel's default, one in use): a multi-queue NIC.
+    pub fn veth_queues(
+        &self,
+        a: &Netns,
+        a_if: &str,
+        b: &Netns,
+        b_if: &str,
+        queues: Option<u32>,
+    ) -> io::Result<()> {
+        let q = queues.map(|n| n.to_string());
+        let nq: Vec<&str> = match &q {
+            Some(n) => vec!["numrxqueues", n, "numtxqueues", n],
+            None => vec![],
+        };
+        run(Command::new("ip")
+            .args(["link", "add", a_if, "netns", &a.0])
+            .args(&nq)
+            .args(["type", "veth", "peer", "name", b_if, "netns", &b.0])
+            .args(&nq))?;
         for (ns, ifname) in [(a, a_if), (b, b_if)] {
             self.exec(
                 ns,

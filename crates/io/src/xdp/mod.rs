@@ -1,12 +1,15 @@
-//! AF_XDP: XDP sockets on queue 0 of an interface, fed by a hand-assembled
-//! XDP program.
+//! AF_XDP: an XDP socket on every RX queue of an interface and one
+//! transmitting, fed by a hand-assembled XDP program.
 //!
 //! # Principles
 //! - The XDP program is six BPF instructions:
-//!   `return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS)`. Every
-//!   frame of queue 0 (ARP, ND, non-IP included) goes to the socket; a queue
-//!   without a socket passes to the kernel stack, which is why an interface
-//!   with more than one RX queue is refused (the caller falls back).
+//!   `return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS)`. The
+//!   XSKMAP has a slot per RX queue and every queue has a socket in it, so
+//!   every frame (ARP, ND, non-IP included) reaches sluice whichever queue
+//!   RSS (or, on veth, the sender's TX queue) chose. The queues are counted
+//!   at open (ETHTOOL_GCHANNELS, else sysfs); a queue added later by
+//!   `ethtool -L` has no socket and passes to the kernel stack, which
+//!   [`XdpSocket::queue_change`] notices (the bridge logs it).
 //! - The program is attached through a BPF link (`BPF_LINK_CREATE`): the
 //!   link's descriptor is the attachment, so closing it (or the process
 //!   dying) detaches the program. Native (driver) mode is tried first, then
@@ -15,33 +18,43 @@
 //! - Someone else can detach that link (`BPF_LINK_DETACH`, `bpftool link
 //!   detach`): the descriptor stays valid, its info says ifindex 0, and no
 //!   netlink event announces it. [`XdpSocket::ensure_attached`] asks the
-//!   link and attaches the same program again with a new one (the socket
-//!   stays bound and in the map). An interface that already runs another
+//!   link and attaches the same program again with a new one (the sockets
+//!   stay bound and in the map). An interface that already runs another
 //!   program answers EBUSY/EEXIST: `ErrorKind::ResourceBusy`, a refusal.
-//! - One UMEM per interface, `FRAMES` chunks: `RX_FRAMES` are handed to
-//!   the fill ring for reception (as many slots as the TPACKET_V2 ring
-//!   has, to absorb the same bursts while the loop is descheduled), the
-//!   other `TX_FRAMES` are a free list for transmission. A received frame
-//!   is copied out by the caller's closure and its chunk goes straight back
-//!   to the fill ring, so the fill ring never runs dry because of us; a
-//!   transmit chunk returns to the free list through the completion ring.
+//! - A UMEM per RX queue (`queue.rs`), not one shared by the queues
+//!   (XDP_SHARED_UMEM across queues, Linux ≥ 5.10): a received frame is
+//!   copied out at once, so a shared pool would only move chunks between
+//!   queues, at the price of fill and completion rings fed from one free
+//!   list. Per queue, the socket, its rings and its chunks are one struct
+//!   ([`queue::RxQueue`]) that nothing else writes: the one data-plane
+//!   thread serves them in turn today, and a thread per queue can own one
+//!   tomorrow. Each queue has `RX_FRAMES` shared out by the queue count (a
+//!   power of two, at least `RX_FRAMES_MIN`: one flow stays on one queue
+//!   and its bursts with it), all in its fill ring; a received frame's
+//!   chunk goes straight back, so the fill ring never runs dry because of
+//!   us.
+//! - One transmitting socket per interface, on queue 0, sharing queue 0's
+//!   UMEM (its `TX_FRAMES` chunks are a free list, back through the
+//!   completion ring) and kept out of epoll. One is enough: the shaper
+//!   decides one departure order per interface, which one TX ring keeps
+//!   (several would let the driver reorder it), and one thread sends.
+//! - Zero-copy is asked for per queue where the program runs natively
+//!   (`XDP_ZEROCOPY`); a driver that refuses it gets copy mode on a fresh
+//!   socket, and the queue keeps the reason (generic mode is always copy:
+//!   the driver built an skb already). `show info` lists every queue.
 //! - Ring indices are free-running `u32`s shared with the kernel: the
 //!   producer publishes with a release store after writing descriptors, the
 //!   consumer reads the other side's index with an acquire load before
 //!   reading descriptors ([`RingIdx`] holds the arithmetic, unit-tested).
-//! - Two sockets per interface on queue 0: the receiving one (in the map
-//!   and in epoll) owns the UMEM, fill and completion rings; a
-//!   transmit-only one shares its UMEM and stays out of epoll.
 //! - TX never blocks and never drops: a frame for which there is no free
 //!   chunk or ring slot is not taken (the caller keeps it); descriptors
 //!   the kernel has not consumed yet are kicked again on the next call
-//!   ([`XdpSocket::service`]).
-//! - Zero-copy mode needs no other code: the kernel picks it where the
-//!   driver offers it, and completions, asynchronous there, are reclaimed
-//!   on every send. Only copy mode (veth) has been run.
+//!   ([`XdpSocket::service`]). Zero-copy completions, asynchronous, are
+//!   reclaimed on every send. Only copy mode (veth) has been run.
 
 pub(crate) mod program;
+mod queue;
 mod socket;
 mod umem;
 
-pub use socket::XdpSocket;
+pub use socket::{QueueInfo, XdpSocket, TX_QUEUE};

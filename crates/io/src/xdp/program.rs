@@ -121,13 +121,14 @@ fn put_u32(attr: &mut [u64], off: usize, v: u32) {
     *w = u64::from_ne_bytes(b);
 }
 
-pub(crate) fn create_xskmap() -> io::Result<OwnedFd> {
+/// An XSKMAP with one slot per RX queue: key = `rx_queue_index`.
+pub(crate) fn create_xskmap(entries: u32) -> io::Result<OwnedFd> {
     // map_type, key_size, value_size, max_entries, map_flags …
     let mut attr = [0u64; 8];
     put_u32(&mut attr, 0, BPF_MAP_TYPE_XSKMAP);
     put_u32(&mut attr, 4, 4);
     put_u32(&mut attr, 8, 4);
-    put_u32(&mut attr, 12, 1);
+    put_u32(&mut attr, 12, entries.max(1));
     bpf(BPF_MAP_CREATE, &mut attr).map(owned)
 }
 

@@ -1,7 +1,8 @@
-//! The AF_XDP sockets of one interface: set-up, receive, transmit (see
-//! `xdp/mod.rs` for the principles).
+//! The AF_XDP sockets of one interface: set-up, receive on every RX
+//! queue, transmit on one (see `xdp/mod.rs` for the principles).
 
 use super::program::{self, XdpMode};
+use super::queue::{rx_frames_per_queue, QueueSpec, RxQueue};
 use super::umem::*;
 use crate::ring::Csum;
 use crate::sock::RxFrame;
@@ -14,48 +15,79 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 const TX_SNDBUF: libc::c_int = 8 << 20;
 /// Copy-mode kicks per `send`/`service` call at most.
 const KICKS_MAX: usize = 16;
+/// The queue the interface transmits on (every interface has a queue 0).
+pub const TX_QUEUE: u32 = 0;
+/// Most RX queues served (the XSKMAP's size): each queue holds at least
+/// `RX_FRAMES_MIN` chunks, 2 MiB, so 64 queues pin 128 MiB per interface.
+/// A NIC with more runs AF_PACKET unless `ethtool -L` lowers its count.
+pub(super) const QUEUES_MAX: u32 = 64;
 
-// SAFETY: the rings and the UMEM are owned exclusively by their XdpSocket;
+// SAFETY: the rings and the UMEMs are owned exclusively by their XdpSocket;
 // no pointer into them is shared, so moving the socket to another thread
 // (the I/O thread) is sound.
 unsafe impl Send for XdpSocket {}
 
-/// An AF_XDP socket on queue 0 of one interface, with its program attached.
-pub struct XdpSocket {
-    // Field order is drop order: sockets first (unregister the UMEM and
-    // leave the map), then the link (detaches the program), then memory.
-    /// Transmit-only socket sharing the UMEM (XDP_SHARED_UMEM, same queue),
-    /// kept out of epoll: every transmitted frame's skb, when freed, wakes
+/// One receiving queue as `show info` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueInfo {
+    pub queue: u32,
+    pub zerocopy: bool,
+    /// Why the queue runs in copy mode (none: zero-copy).
+    pub copy_why: Option<String>,
+    /// Frames received on the queue since open.
+    pub rx_frames: u64,
+    /// Frames the kernel dropped on the queue (no fill chunk, RX ring full).
+    pub ring_drops: u64,
+}
+
+/// The transmit-only socket: a TX ring on the UMEM of the `TX_QUEUE`
+/// socket, whose completion ring and TX chunks it uses.
+struct Tx {
+    /// Kept out of epoll: every transmitted frame's skb, when freed, wakes
     /// the wait queue of the socket that sent it (sock_wfree), which costs
     /// a spinlock round per frame if that socket sits in epoll.
-    tx_fd: OwnedFd,
-    /// The receiving socket: RX, fill and completion rings; in the map and in epoll.
     fd: OwnedFd,
+    ring: Ring,
+    comp: Ring,
+    /// TX chunks not in flight.
+    free: Vec<u64>,
+    chunk: usize,
+    zerocopy: bool,
+}
+
+/// AF_XDP sockets on every RX queue of one interface, a transmit socket
+/// on queue 0, and the program that redirects each queue to its socket.
+pub struct XdpSocket {
+    // Field order is drop order: the transmit socket (it shares queue 0's
+    // UMEM), then the link (detaches the program: no more redirects), the
+    // map (lets go of the sockets), then the queues' sockets and memory.
+    tx: Tx,
     /// The attachment; replaced by a new link if someone detaches it.
     link: OwnedFd,
     /// Kept to attach again after a detach (it holds the map).
     prog: OwnedFd,
     _map: OwnedFd,
-    rx: Ring,
-    tx: Ring,
-    fill: Ring,
-    comp: Ring,
-    umem: Umem,
-    chunk: usize,
-    /// TX chunks not in flight.
-    tx_free: Vec<u64>,
+    /// Queue `k` is RX queue `k`; queue `TX_QUEUE` also owns the TX chunks.
+    queues: Vec<RxQueue>,
+    /// The queue `recv` serves first; turns round so none waits behind
+    /// another that stays full.
+    next: usize,
     mode: XdpMode,
-    zerocopy: bool,
-    /// Kernel drop counters at the last `take_drops`.
-    drops_seen: u64,
     ifindex: u32,
-    /// What received frames' checksums are known to be (veth, tap: unknown).
-    rx_csum: Csum,
+    name: String,
+    /// A datagram socket for ethtool queries while running.
+    ctl: OwnedFd,
+    /// The RX queue count last seen (the served one at open).
+    queues_seen: u32,
 }
 
 fn owned(fd: libc::c_int) -> OwnedFd {
     // SAFETY: `fd` comes from a successful syscall and has no other owner.
     unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+fn context(what: &str) -> impl Fn(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
 }
 
 /// The transmit-only socket: a TX ring on the UMEM of `owner` (same
@@ -82,7 +114,7 @@ fn open_tx(owner: RawFd, ifindex: u32) -> io::Result<(OwnedFd, Ring)> {
     let mut sxdp: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
     sxdp.sxdp_family = libc::AF_XDP as u16;
     sxdp.sxdp_ifindex = ifindex;
-    sxdp.sxdp_queue_id = 0;
+    sxdp.sxdp_queue_id = TX_QUEUE;
     // A socket sharing a UMEM takes no other flag: need-wakeup and
     // copy/zero-copy come from the owner.
     sxdp.sxdp_flags = XDP_SHARED_UMEM;
@@ -91,343 +123,190 @@ fn open_tx(owner: RawFd, ifindex: u32) -> io::Result<(OwnedFd, Ring)> {
     Ok((fd, ring))
 }
 
+/// The RX queues of `name` that sluice serves, or why it cannot.
+fn count_queues(ioctl_fd: RawFd, name: &str) -> io::Result<u32> {
+    let queues =
+        sockopt::rx_queues(ioctl_fd, name).map_err(context("cannot count the RX queues"))?;
+    if queues > QUEUES_MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "{queues} RX queues, sluice serves at most {QUEUES_MAX} \
+                 (`ethtool -L {name} combined {QUEUES_MAX}` lowers the count)"
+            ),
+        ));
+    }
+    Ok(queues)
+}
+
+/// The attach modes to try, best first, and the checksum state of
+/// received frames, from the driver's name.
+fn driver_plan(driver: &str, generic_only: bool) -> (&'static [XdpMode], Csum) {
+    // A veth or tap peer may leave checksums to offload; AF_XDP is not
+    // told which frames (AF_PACKET is: ring.rs), so they are looked at.
+    let csum = if driver == "veth" || driver == "tun" {
+        Csum::Unknown
+    } else {
+        Csum::Complete
+    };
+    let order: &[XdpMode] = if generic_only {
+        &[XdpMode::Generic]
+    } else if driver == "veth" {
+        // veth's native XDP copies each frame into a page-pool page
+        // before the socket copies it again; generic mode runs on the
+        // skb the peer sent (measured: −11 % CPU per 1518 B frame).
+        &[XdpMode::Generic, XdpMode::Native]
+    } else {
+        &[XdpMode::Native, XdpMode::Generic]
+    };
+    (order, csum)
+}
+
 impl XdpSocket {
-    /// Loads and attaches the program to `name`, creates the socket on
-    /// queue 0 and puts it into the map. `ioctl_fd`: any socket for ethtool
-    /// queries (an AF_XDP socket does not take them). `generic_only`
-    /// skips the native attempt.
+    /// Loads and attaches the program to `name`, opens a socket on each of
+    /// its RX queues and puts it into the map, then the transmit socket on
+    /// queue 0. `ioctl_fd`: any socket for ethtool queries (an AF_XDP
+    /// socket does not take them). `generic_only` skips the native attempt.
     pub fn open(
         name: &str,
         mtu: usize,
         ioctl_fd: RawFd,
         generic_only: bool,
     ) -> io::Result<XdpSocket> {
+        XdpSocket::open_in(name, mtu, ioctl_fd, generic_only, None)
+    }
+
+    /// As [`XdpSocket::open`] in native mode only, whatever the driver
+    /// (tests: veth's native mode, where zero-copy is refused).
+    #[cfg(test)]
+    pub fn open_native(name: &str, mtu: usize, ioctl_fd: RawFd) -> io::Result<XdpSocket> {
+        XdpSocket::open_in(name, mtu, ioctl_fd, false, Some(&[XdpMode::Native]))
+    }
+
+    fn open_in(
+        name: &str,
+        mtu: usize,
+        ioctl_fd: RawFd,
+        generic_only: bool,
+        modes: Option<&'static [XdpMode]>,
+    ) -> io::Result<XdpSocket> {
         let ifindex = crate::sockopt::ifindex(name)? as u32;
-        let queues = sockopt::rx_queues(ioctl_fd, name)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot count the RX queues: {e}")))?;
-        if queues != 1 {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("{queues} RX queues (sluice binds queue 0 only; `ethtool -L {name} combined 1` makes one)"),
-            ));
-        }
+        let nqueues = count_queues(ioctl_fd, name)?;
         let chunk = chunk_bytes(mtu).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
                 format!("MTU {mtu} does not fit a 4 KiB UMEM chunk"),
             )
         })?;
-        // SAFETY: plain syscall without pointers.
-        let fd = owned(cvt(unsafe {
-            libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0)
-        })?);
-        let raw = fd.as_raw_fd();
-        let len = chunk * FRAMES as usize;
-        let umem = Umem::new(len)?;
-        let reg = libc::xdp_umem_reg {
-            addr: umem.base as u64,
-            len: len as u64,
-            chunk_size: chunk as u32,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
-        };
-        set(raw, XDP_UMEM_REG, &reg)?;
-        // Ring sizes (powers of two): each ring can hold every chunk of its side.
-        for (opt, size) in [
-            (XDP_UMEM_FILL_RING, RX_FRAMES),
-            (XDP_UMEM_COMPLETION_RING, TX_FRAMES),
-            (XDP_RX_RING, RX_FRAMES),
-        ] {
-            set(raw, opt, &size)?;
-        }
-        // SAFETY: all-zero is a valid xdp_mmap_offsets.
-        let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-        let got = get(raw, XDP_MMAP_OFFSETS, &mut off)?;
-        if got != std::mem::size_of::<libc::xdp_mmap_offsets>() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "kernel without ring flags (XDP_MMAP_OFFSETS v1)",
-            ));
-        }
-        let d = std::mem::size_of::<libc::xdp_desc>();
-        let rx = map_ring(raw, &off.rx, XDP_PGOFF_RX_RING, RX_FRAMES, d)?;
-        let mut fill = map_ring(raw, &off.fr, XDP_UMEM_PGOFF_FILL_RING, RX_FRAMES, 8)?;
-        let comp = map_ring(raw, &off.cr, XDP_UMEM_PGOFF_COMPLETION_RING, TX_FRAMES, 8)?;
-        // The first half of the chunks to the fill ring, before bind.
-        let n = fill.prod_free(RX_FRAMES).min(RX_FRAMES);
-        for i in 0..n {
-            // SAFETY: `addr_ptr` points at a fill-ring slot we own until the
-            // producer index is published.
-            unsafe {
-                fill.addr_ptr(fill.local.wrapping_add(i))
-                    .write((i as usize * chunk) as u64)
-            };
-        }
-        fill.prod_submit(n);
-        let tx_free = (RX_FRAMES..FRAMES)
-            .rev()
-            .map(|i| (i as usize * chunk) as u64)
-            .collect();
-
-        let map = program::create_xskmap()
-            .map_err(|e| io::Error::new(e.kind(), format!("XSKMAP: {e}")))?;
+        let map = program::create_xskmap(nqueues).map_err(context("XSKMAP"))?;
         let prog = program::load_program(&map)?;
         let driver = sockopt::driver(ioctl_fd, name).unwrap_or_default();
-        // A veth or tap peer may leave checksums to offload; AF_XDP is not
-        // told which frames (AF_PACKET is: ring.rs), so they are looked at.
-        let rx_csum = if driver == "veth" || driver == "tun" {
-            Csum::Unknown
-        } else {
-            Csum::Complete
-        };
-        let order: &[XdpMode] = if generic_only {
-            &[XdpMode::Generic]
-        } else if driver == "veth" {
-            // veth's native XDP copies each frame into a page-pool page
-            // before the socket copies it again; generic mode runs on the
-            // skb the peer sent (measured: −11 % CPU per 1518 B frame).
-            &[XdpMode::Generic, XdpMode::Native]
-        } else {
-            &[XdpMode::Native, XdpMode::Generic]
-        };
+        let (order, csum) = driver_plan(&driver, generic_only);
+        let order = modes.unwrap_or(order);
         let (link, mode) = program::attach_first(&prog, ifindex, order)?;
-        // SAFETY: all-zero is a valid sockaddr_xdp; fields set below.
-        let mut sxdp: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
-        sxdp.sxdp_family = libc::AF_XDP as u16;
-        sxdp.sxdp_ifindex = ifindex;
-        sxdp.sxdp_queue_id = 0;
-        sxdp.sxdp_flags = XDP_USE_NEED_WAKEUP;
-        bind(raw, &sxdp)
-            .map_err(|e| io::Error::new(e.kind(), format!("bind AF_XDP socket: {e}")))?;
-        program::map_insert(&map, 0, raw as u32)
-            .map_err(|e| io::Error::new(e.kind(), format!("XSKMAP insert: {e}")))?;
-        let (tx_fd, tx) = open_tx(raw, ifindex)
-            .map_err(|e| io::Error::new(e.kind(), format!("AF_XDP TX socket: {e}")))?;
-        let mut opts = 0u32;
-        let zerocopy = get(raw, XDP_OPTIONS, &mut opts).is_ok() && opts & XDP_OPTIONS_ZEROCOPY != 0;
+        let rx_frames = rx_frames_per_queue(nqueues);
+        let mut queues = Vec::with_capacity(nqueues as usize);
+        for queue in 0..nqueues {
+            let spec = QueueSpec {
+                ifindex,
+                queue,
+                chunk,
+                rx_frames,
+                tx_frames: if queue == TX_QUEUE { TX_FRAMES } else { 0 },
+                csum,
+            };
+            let q = RxQueue::open(spec, mode)?;
+            program::map_insert(&map, queue, q.fd() as u32).map_err(context("XSKMAP insert"))?;
+            queues.push(q);
+        }
+        let owner = queues
+            .get_mut(TX_QUEUE as usize)
+            .ok_or_else(|| io::Error::other("no RX queue to transmit on"))?;
+        let tx = Tx::open(owner, ifindex)?;
+        // SAFETY: plain syscall without pointers.
+        let ctl = owned(cvt(unsafe {
+            libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
+        })?);
         Ok(XdpSocket {
-            tx_fd,
-            fd,
+            tx,
             link,
             prog,
             _map: map,
-            rx,
-            tx,
-            fill,
-            comp,
-            umem,
-            chunk,
-            tx_free,
+            queues,
+            next: 0,
             mode,
-            zerocopy,
-            drops_seen: 0,
             ifindex,
-            rx_csum,
+            name: name.to_string(),
+            ctl,
+            queues_seen: nqueues,
         })
     }
 
-    pub fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+    /// The receiving sockets, one per RX queue (all in epoll).
+    pub fn fds(&self) -> Vec<RawFd> {
+        self.queues.iter().map(RxQueue::fd).collect()
     }
 
     pub fn mode(&self) -> XdpMode {
         self.mode
     }
 
+    /// Every queue runs in zero-copy mode.
     pub fn zerocopy(&self) -> bool {
-        self.zerocopy
+        self.queues.iter().all(RxQueue::zerocopy)
     }
 
-    /// Passes up to `max_frames` received frames to `f`, returning their
-    /// chunks to the fill ring. Returns the number taken.
+    /// Some queue runs in zero-copy mode.
+    pub fn any_zerocopy(&self) -> bool {
+        self.queues.iter().any(RxQueue::zerocopy)
+    }
+
+    /// Each RX queue's mode and counters.
+    pub fn queue_info(&self) -> Vec<QueueInfo> {
+        self.queues
+            .iter()
+            .map(|q| QueueInfo {
+                queue: q.queue(),
+                zerocopy: q.zerocopy(),
+                copy_why: q.copy_why().map(str::to_string),
+                rx_frames: q.frames(),
+                ring_drops: q.drops(),
+            })
+            .collect()
+    }
+
+    /// Passes up to about `max_frames` received frames, from every queue in
+    /// turn, to `f`. Returns the number taken.
     pub fn recv(&mut self, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
-        let n = self.rx.cons_ready().min(max_frames as u32);
-        if n == 0 {
-            return 0;
-        }
-        // Every RX chunk is either in the fill ring, in the RX ring or being
-        // read here, and the fill ring holds them all: there is room.
-        let room = self.fill.prod_free(n);
-        let give = n.min(room);
-        let mask = !(self.chunk as u64 - 1);
-        for i in 0..n {
-            let at = self.rx.local.wrapping_add(i);
-            // SAFETY: entries between our consumer index and the kernel's
-            // producer index (acquired in `cons_ready`) are written and ours.
-            let desc = unsafe { self.rx.desc_ptr(at).read() };
-            let (addr, len) = (desc.addr as usize, desc.len as usize);
-            if addr
-                .checked_add(len)
-                .is_some_and(|end| end <= self.umem.len)
-            {
-                // SAFETY: the range lies inside the UMEM (checked above); the
-                // kernel does not write a chunk it handed to the RX ring until
-                // it comes back through the fill ring, which happens below.
-                let data = unsafe { std::slice::from_raw_parts(self.umem.base.add(addr), len) };
-                f(RxFrame {
-                    data,
-                    vlan: None,
-                    truncated: false,
-                    csum: self.rx_csum,
-                });
-            } else {
-                // Cannot come from a sane kernel; counted (as not received
-                // whole), not forwarded.
-                f(RxFrame {
-                    data: &[],
-                    vlan: None,
-                    truncated: true,
-                    csum: Csum::Complete,
-                });
-            }
-            if i < give {
-                // SAFETY: a fill-ring slot below the free count, ours until
-                // the producer index is published.
-                unsafe {
-                    self.fill
-                        .addr_ptr(self.fill.local.wrapping_add(i))
-                        .write(desc.addr & mask)
-                };
-            }
-        }
-        self.rx.cons_release(n);
-        self.fill.prod_submit(give);
-        if self.fill.need_wakeup() {
-            self.wake_rx();
-        }
-        n as usize
-    }
-
-    fn wake_rx(&self) {
-        // SAFETY: a zero-length receive without buffer: only a wake-up.
-        unsafe {
-            libc::recvfrom(
-                self.fd(),
-                std::ptr::null_mut(),
-                0,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
-    }
-
-    /// Takes completed TX chunks back into the free list.
-    fn reclaim(&mut self) {
-        let n = self.comp.cons_ready();
-        for i in 0..n {
-            // SAFETY: a completion entry between our consumer index and the
-            // kernel's producer index.
-            let addr = unsafe { self.comp.addr_ptr(self.comp.local.wrapping_add(i)).read() };
-            self.tx_free.push(addr & !(self.chunk as u64 - 1));
-        }
-        self.comp.cons_release(n);
-    }
-
-    /// Kicks the kernel to transmit what sits in the TX ring. Returns
-    /// `Err` only for a lasting failure (the device went away).
-    fn kick(&mut self) -> io::Result<()> {
-        for _ in 0..KICKS_MAX {
-            let before = self.tx.unconsumed();
-            // Copy mode transmits only inside sendto; zero-copy drivers
-            // only need it when they say so.
-            if before == 0 || (self.zerocopy && !self.tx.need_wakeup()) {
+        let n = self.queues.len();
+        let mut taken = 0;
+        for k in 0..n {
+            if taken >= max_frames {
                 break;
             }
-            // SAFETY: a zero-length send without buffer or address: the
-            // kernel transmits from the TX ring.
-            let r = unsafe {
-                libc::sendto(
-                    self.tx_fd.as_raw_fd(),
-                    std::ptr::null(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null(),
-                    0,
-                )
-            };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    // More than one budget queued: go on while it moves.
-                    Some(libc::EAGAIN) | Some(libc::EINTR) => {
-                        if self.tx.unconsumed() >= before {
-                            break;
-                        }
-                    }
-                    // The device is busy or a frame was dropped by it: try later.
-                    Some(libc::EBUSY) | Some(libc::ENOBUFS) => break,
-                    _ => return Err(e),
-                }
-            }
+            let q = (self.next + k) % n;
+            taken += self.queues[q].recv(max_frames - taken, f);
         }
-        self.reclaim();
-        Ok(())
+        self.next = (self.next + 1) % n.max(1);
+        taken
     }
 
     /// TX descriptors the kernel has not taken yet: `service` must run again.
     pub fn tx_waiting(&mut self) -> bool {
-        self.tx.unconsumed() > 0
+        self.tx.waiting()
     }
 
     /// Kicks queued descriptors and reclaims completions.
     pub fn service(&mut self) -> io::Result<()> {
-        if self.tx.unconsumed() > 0 {
-            self.kick()
-        } else {
-            self.reclaim();
-            Ok(())
-        }
+        self.tx.service()
     }
 
-    /// Copies frames into free chunks and submits them in order; returns
+    /// Copies frames into free TX chunks and submits them in order; returns
     /// how many were taken (fewer when chunks or ring slots ran out). A
     /// frame too long for a chunk is `Err((n, _))` like a refused send.
     pub fn send(&mut self, frames: &[Vec<u8>]) -> Result<usize, (usize, io::Error)> {
-        self.reclaim();
-        let room = self.tx.prod_free(frames.len() as u32) as usize;
-        let n = frames.len().min(room).min(self.tx_free.len());
-        let mut taken = 0usize;
-        let mut err = None;
-        for f in &frames[..n] {
-            if f.len() > self.chunk {
-                err = Some(io::Error::from_raw_os_error(libc::EMSGSIZE));
-                break;
-            }
-            let Some(addr) = self.tx_free.pop() else {
-                break;
-            };
-            // SAFETY: `addr` is a free TX chunk (not in any ring), so the
-            // kernel does not touch it; `f.len() <= chunk` keeps the copy
-            // inside it, and the UMEM holds `FRAMES` chunks.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    f.as_ptr(),
-                    self.umem.base.add(addr as usize),
-                    f.len(),
-                );
-                self.tx
-                    .desc_ptr(self.tx.local.wrapping_add(taken as u32))
-                    .write(libc::xdp_desc {
-                        addr,
-                        len: f.len() as u32,
-                        options: 0,
-                    });
-            }
-            taken += 1;
-        }
-        if taken > 0 {
-            self.tx.prod_submit(taken as u32);
-        }
-        if let Err(e) = self.kick() {
-            // Frames already in the ring stay there; the error is lasting.
-            return Err((taken, e));
-        }
-        match err {
-            Some(e) => Err((taken, e)),
-            None => Ok(taken),
-        }
+        let umem = &self.queues[TX_QUEUE as usize].umem;
+        self.tx.send(umem, frames)
     }
 
     /// Checks that our link still attaches the program; if someone
@@ -446,24 +325,164 @@ impl XdpSocket {
         Ok(true)
     }
 
+    /// The interface's RX queue count, once it differs from the last one
+    /// seen (`ethtool -L` since open): `Some((served, now))`. A queue
+    /// added has no socket, so its frames pass to the host stack until
+    /// sluice opens the interface again; a queue removed only idles its
+    /// socket. `None` also when the count cannot be read.
+    pub fn queue_change(&mut self) -> Option<(u32, u32)> {
+        let now = sockopt::rx_queues(self.ctl.as_raw_fd(), &self.name).ok()?;
+        if now == self.queues_seen {
+            return None;
+        }
+        self.queues_seen = now;
+        Some((self.queues.len() as u32, now))
+    }
+
     /// Detaches our program as someone else would (tests).
     #[cfg(test)]
     pub fn detach_for_test(&self) -> io::Result<()> {
         program::link_detach(&self.link)
     }
 
-    /// Kernel-side receive drops since the last call: frames dropped for
-    /// want of a fill-ring chunk or as too long (`rx_dropped`, which
-    /// includes the fill-ring-empty case) and for a full RX ring.
+    /// Kernel-side receive drops on every queue since the last call.
     pub fn take_drops(&mut self) -> u64 {
-        // SAFETY: all-zero is a valid xdp_statistics.
-        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
-        if get(self.fd(), XDP_STATISTICS, &mut st).is_err() {
-            return 0;
+        self.queues.iter_mut().map(RxQueue::take_drops).sum()
+    }
+}
+
+impl Tx {
+    /// The transmit socket on `owner`'s UMEM, taking its completion ring
+    /// and the TX chunks after its RX ones.
+    fn open(owner: &mut RxQueue, ifindex: u32) -> io::Result<Tx> {
+        let comp = owner
+            .comp
+            .take()
+            .ok_or_else(|| io::Error::other("the TX queue has no completion ring"))?;
+        let (fd, ring) = open_tx(owner.fd(), ifindex).map_err(context("AF_XDP TX socket"))?;
+        let (rx_frames, chunk) = (owner.spec.rx_frames, owner.spec.chunk);
+        let free = (rx_frames..rx_frames + owner.spec.tx_frames)
+            .rev()
+            .map(|i| (i as usize * chunk) as u64)
+            .collect();
+        Ok(Tx {
+            fd,
+            ring,
+            comp,
+            free,
+            chunk,
+            zerocopy: owner.zerocopy(),
+        })
+    }
+
+    /// Takes completed TX chunks back into the free list.
+    fn reclaim(&mut self) {
+        let n = self.comp.cons_ready();
+        for i in 0..n {
+            // SAFETY: a completion entry between our consumer index and the
+            // kernel's producer index.
+            let addr = unsafe { self.comp.addr_ptr(self.comp.local.wrapping_add(i)).read() };
+            self.free.push(addr & !(self.chunk as u64 - 1));
         }
-        let total = st.rx_dropped + st.rx_ring_full;
-        let d = total.saturating_sub(self.drops_seen);
-        self.drops_seen = total;
-        d
+        self.comp.cons_release(n);
+    }
+
+    /// Kicks the kernel to transmit what sits in the TX ring. Returns
+    /// `Err` only for a lasting failure (the device went away).
+    fn kick(&mut self) -> io::Result<()> {
+        for _ in 0..KICKS_MAX {
+            let before = self.ring.unconsumed();
+            // Copy mode transmits only inside sendto; zero-copy drivers
+            // only need it when they say so.
+            if before == 0 || (self.zerocopy && !self.ring.need_wakeup()) {
+                break;
+            }
+            // SAFETY: a zero-length send without buffer or address: the
+            // kernel transmits from the TX ring.
+            let r = unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    // More than one budget queued: go on while it moves.
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => {
+                        if self.ring.unconsumed() >= before {
+                            break;
+                        }
+                    }
+                    // The device is busy or a frame was dropped by it: try later.
+                    Some(libc::EBUSY) | Some(libc::ENOBUFS) => break,
+                    _ => return Err(e),
+                }
+            }
+        }
+        self.reclaim();
+        Ok(())
+    }
+
+    /// Descriptors the kernel has not taken yet: `service` must run again.
+    fn waiting(&mut self) -> bool {
+        self.ring.unconsumed() > 0
+    }
+
+    /// Kicks queued descriptors and reclaims completions.
+    fn service(&mut self) -> io::Result<()> {
+        if self.ring.unconsumed() > 0 {
+            self.kick()
+        } else {
+            self.reclaim();
+            Ok(())
+        }
+    }
+
+    /// As [`XdpSocket::send`], into the TX chunks of `umem`.
+    fn send(&mut self, umem: &Umem, frames: &[Vec<u8>]) -> Result<usize, (usize, io::Error)> {
+        self.reclaim();
+        let room = self.ring.prod_free(frames.len() as u32) as usize;
+        let n = frames.len().min(room).min(self.free.len());
+        let mut taken = 0usize;
+        let mut err = None;
+        for f in &frames[..n] {
+            if f.len() > self.chunk {
+                err = Some(io::Error::from_raw_os_error(libc::EMSGSIZE));
+                break;
+            }
+            let Some(addr) = self.free.pop() else {
+                break;
+            };
+            // SAFETY: `addr` is a free TX chunk of `umem` (not in any ring),
+            // so the kernel does not touch it; `f.len() <= chunk` keeps the
+            // copy inside it, and the TX chunks lie inside the UMEM.
+            unsafe {
+                std::ptr::copy_nonoverlapping(f.as_ptr(), umem.base.add(addr as usize), f.len());
+                self.ring
+                    .desc_ptr(self.ring.local.wrapping_add(taken as u32))
+                    .write(libc::xdp_desc {
+                        addr,
+                        len: f.len() as u32,
+                        options: 0,
+                    });
+            }
+            taken += 1;
+        }
+        if taken > 0 {
+            self.ring.prod_submit(taken as u32);
+        }
+        if let Err(e) = self.kick() {
+            // Frames already in the ring stay there; the error is lasting.
+            return Err((taken, e));
+        }
+        match err {
+            Some(e) => Err((taken, e)),
+            None => Ok(taken),
+        }
     }
 }

@@ -20,6 +20,8 @@ pub(super) const XDP_OPTIONS: libc::c_int = 8;
 pub(super) const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
 pub(super) const XDP_OPTIONS_ZEROCOPY: u32 = 1;
 pub(super) const XDP_SHARED_UMEM: u16 = 1;
+pub(super) const XDP_COPY: u16 = 1 << 1;
+pub(super) const XDP_ZEROCOPY: u16 = 1 << 2;
 pub(super) const XDP_USE_NEED_WAKEUP: u16 = 1 << 3;
 pub(super) const XDP_RING_NEED_WAKEUP: u32 = 1;
 pub(super) const XDP_PGOFF_RX_RING: libc::off_t = 0;
@@ -30,10 +32,11 @@ pub(super) const XDP_UMEM_PGOFF_COMPLETION_RING: libc::off_t = 0x1_8000_0000;
 /// (XDP_PACKET_HEADROOM); the UMEM's own headroom is 0.
 pub(super) const XDP_PACKET_HEADROOM: usize = 256;
 
-/// UMEM chunks per socket: half for RX (all in the fill ring), half for TX.
+/// RX chunks of an interface with one queue (all in the fill ring); with
+/// more, each queue's share (`queue::rx_frames_per_queue`).
 pub(super) const RX_FRAMES: u32 = 8192;
+/// TX chunks, in the UMEM of the queue the interface transmits on.
 pub(super) const TX_FRAMES: u32 = 2048;
-pub(super) const FRAMES: u32 = RX_FRAMES + TX_FRAMES;
 
 /// Free-running ring indices as the kernel keeps them (`u32`, wrapping;
 /// the slot is `index & (size - 1)`).
@@ -157,8 +160,9 @@ pub(super) struct Umem {
 
 impl Drop for Umem {
     fn drop(&mut self) {
-        // SAFETY: the mapping made in `XdpSocket::open`, unmapped once; the
-        // socket that registered it is closed first (field order).
+        // SAFETY: the mapping made in `Umem::new`, unmapped once; the
+        // sockets that registered or share it are closed first (field order
+        // of `RxQueue` and `XdpSocket`).
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }

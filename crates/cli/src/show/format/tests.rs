@@ -1,0 +1,511 @@
+//! Golden tests of the `show` layouts.
+
+use super::*;
+
+fn queue(id: u32, name: &str) -> QueueJson {
+    QueueJson {
+        id,
+        name: name.into(),
+        parent: None,
+        options: vec![],
+        bandwidth_bps: None,
+        priority: None,
+        qlimit: None,
+        packets: 0,
+        bytes: 0,
+        dropped_packets: 0,
+        dropped_bytes: 0,
+        drops: vec![],
+        ecn_marks: 0,
+        borrows: 0,
+        overlimits: 0,
+        qlength: 0,
+        backlog_bytes: 0,
+        sojourn_p50_ns: None,
+        sojourn_p99_ns: None,
+        sojourn_max_ns: None,
+        ingress_charged_packets: None,
+        ingress_charged_bytes: None,
+        tcp: None,
+    }
+}
+
+#[test]
+fn an_ingress_queue_shows_what_its_drops_were_charged() {
+    let q = QueueJson {
+        qlimit: Some(50),
+        options: vec!["default".into(), "ingress".into()],
+        dropped_packets: 3,
+        dropped_bytes: 4_500,
+        drops: vec![DropJson {
+            reason: "aqm".into(),
+            packets: 3,
+            bytes: 4_500,
+        }],
+        ingress_charged_packets: Some(3),
+        ingress_charged_bytes: Some(4_542),
+        ..queue(1, "dl")
+    };
+    let r = QueuesReply {
+        ifaces: vec![IfaceQueues {
+            autorate: None,
+            name: "lan0".into(),
+            sched: Some("hfsc".into()),
+            bandwidth_bps: Some(4_850_000),
+            queues: vec![q],
+        }],
+    };
+    let want = "\
+queue dl on lan0 qlimit 50 hfsc( default ingress )
+  [ pkts:          0  bytes:          0  dropped pkts:      3 bytes:     4500 ]
+  [ qlength:    0/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: aqm 3 ]
+  [ ingress: dropped and charged as sent: 3 pkts, 4542 bytes ]
+";
+    assert_eq!(format_queues(&r), want);
+}
+
+/// A download queue with TCP control (and ingress mode, as it would be
+/// configured): one more line after the ingress one, every counter
+/// under its own word.
+#[test]
+fn a_tcp_controlled_queue_shows_its_acks_and_windows() {
+    let q = QueueJson {
+        qlimit: Some(1000),
+        options: vec![
+            "default".into(),
+            "ingress".into(),
+            "ack-pacing".into(),
+            "window-clamp".into(),
+        ],
+        packets: 51_200,
+        bytes: 74_000_000,
+        qlength: 4,
+        ingress_charged_packets: Some(0),
+        ingress_charged_bytes: Some(0),
+        tcp: Some(TcpControlJson {
+            flows: 12,
+            acks_passed: 3400,
+            acks_held: 900,
+            held_now: 14,
+            acks_paced: 880,
+            acks_flushed: 6,
+            acks_capped: 1,
+            windows_clamped: 4100,
+            windows_untouched: 2,
+            acks_unsent: 3,
+            syns_ignored: 0,
+            pace_bps: 4_600_000,
+            path_queue_ns: Some(3_000_000),
+        }),
+        ..queue(1, "dl")
+    };
+    let r = QueuesReply {
+        ifaces: vec![IfaceQueues {
+            autorate: None,
+            name: "lan0".into(),
+            sched: Some("hfsc".into()),
+            bandwidth_bps: Some(4_850_000),
+            queues: vec![q, queue(2, "other")],
+        }],
+    };
+    let want = "\
+queue dl on lan0 qlimit 1000 hfsc( default ingress ack-pacing window-clamp )
+  [ pkts:      51200  bytes:   74000000  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    4/1000  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+  [ ingress: dropped and charged as sent: 0 pkts, 0 bytes ]
+  [ tcp: flows 12  acks passed 3400 held 900 (now 14) paced 880 flushed 6 capped 1  windows clamped 4100 untouched 2 ]
+  [ tcp: ignored acks of unsent data 3  syns 0 ]
+  [ tcp: pace 4.60Mb/s  queue before sluice 3.0 ms ]
+queue other on lan0 hfsc
+  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    0/   -  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+";
+    assert_eq!(format_queues(&r), want);
+}
+
+#[test]
+fn queues_golden() {
+    let def = QueueJson {
+        priority: Some(1),
+        qlimit: Some(50),
+        options: vec!["default".into()],
+        packets: 1234,
+        bytes: 1_800_000,
+        dropped_packets: 12,
+        dropped_bytes: 18_000,
+        drops: vec![DropJson {
+            reason: "queue-full".into(),
+            packets: 12,
+            bytes: 18_000,
+        }],
+        qlength: 7,
+        sojourn_p50_ns: Some(48_000_000),
+        sojourn_p99_ns: Some(96_100_000),
+        sojourn_max_ns: Some(120_000_000),
+        ..queue(2, "q_def")
+    };
+    let pri = QueueJson {
+        priority: Some(7),
+        qlimit: Some(50),
+        ..queue(1, "q_pri")
+    };
+    let r = QueuesReply {
+        ifaces: vec![
+            IfaceQueues {
+                autorate: None,
+                name: "lan0".into(),
+                sched: None,
+                bandwidth_bps: None,
+                queues: vec![],
+            },
+            IfaceQueues {
+                autorate: None,
+                name: "wan0".into(),
+                sched: Some("priq".into()),
+                bandwidth_bps: Some(100_000),
+                queues: vec![queue(0, "root_wan0"), pri, def],
+            },
+        ],
+    };
+    let want = "\
+# lan0: no queueing (frames leave in arrival order)
+queue root_wan0 on wan0 bandwidth 100Kb priq { q_pri, q_def }
+  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    0/   -  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+queue q_pri on wan0 priority 7 qlimit 50 priq
+  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
+  [ qlength:    0/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: -  p99: -  max: -  drops: none ]
+queue q_def on wan0 priority 1 qlimit 50 priq( default )
+  [ pkts:       1234  bytes:    1800000  dropped pkts:     12 bytes:    18000 ]
+  [ qlength:    7/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
+  [ sojourn p50: 48.0 ms  p99: 96.1 ms  max: 120.0 ms  drops: queue-full 12 ]
+";
+    assert_eq!(format_queues(&r), want);
+}
+
+#[test]
+fn measured_rates_between_two_snapshots() {
+    let snap = |packets, bytes| QueuesReply {
+        ifaces: vec![IfaceQueues {
+            autorate: None,
+            name: "wan0".into(),
+            sched: Some("priq".into()),
+            bandwidth_bps: Some(1_000_000),
+            queues: vec![QueueJson {
+                packets,
+                bytes,
+                ..queue(1, "q")
+            }],
+        }],
+    };
+    let (a, b) = (snap(100, 150_000), snap(300, 400_000));
+    // 200 packets and 250 kB in 2 s: 100 packets/s, 1 Mb/s.
+    let out = format_queues_measured(&b, Some((&a, 2.0)));
+    assert!(
+        out.ends_with("  [ measured: 100.0 packets/s, 1.00Mb/s ]\n"),
+        "{out}"
+    );
+    // A counter that went backwards (reload) shows no rate.
+    let out = format_queues_measured(&a, Some((&b, 2.0)));
+    assert!(!out.contains("measured"), "{out}");
+    assert_eq!(rate_text(999.0), "999.00b/s");
+    assert_eq!(rate_text(12_345.0), "12.35Kb/s");
+}
+
+#[test]
+fn hfsc_children_follow_parents() {
+    let mut a = queue(1, "parent");
+    a.bandwidth_bps = Some(1_000_000);
+    let mut b = queue(2, "kid");
+    b.parent = Some("parent".into());
+    b.options = vec!["realtime (2Mb 10 1Mb)".into()];
+    let r = QueuesReply {
+        ifaces: vec![IfaceQueues {
+            autorate: None,
+            name: "wan0".into(),
+            sched: Some("hfsc".into()),
+            bandwidth_bps: Some(10_000_000),
+            queues: vec![queue(0, "root_wan0"), a, b],
+        }],
+    };
+    let out = format_queues(&r);
+    let heads: Vec<&str> = out.lines().filter(|l| l.starts_with("queue")).collect();
+    assert_eq!(
+        heads,
+        [
+            "queue root_wan0 on wan0 bandwidth 10Mb hfsc { parent }",
+            "queue parent on wan0 bandwidth 1Mb hfsc { kid }",
+            "queue kid on wan0 hfsc( realtime (2Mb 10 1Mb) )",
+        ]
+    );
+}
+
+fn state(direction: &str, src: &str, rule: Option<u32>) -> StateJson {
+    StateJson {
+        proto: "tcp".into(),
+        src: src.into(),
+        src_port: 51234,
+        dst: if src.contains(':') {
+            "2001:db8::1"
+        } else {
+            "192.0.2.1"
+        }
+        .into(),
+        dst_port: 80,
+        direction: direction.into(),
+        state: "ESTABLISHED:ESTABLISHED".into(),
+        queue: Some("q_def".into()),
+        queue_pri: Some("q_pri".into()),
+        rule,
+        packets: [14, 12],
+        bytes: [1200, 9000],
+        age_ns: 12_000_000_000,
+        expires_in_ns: 86_388_000_000_000,
+        rtt_to_dst: None,
+        rtt_to_src: None,
+        windows: None,
+    }
+}
+
+#[test]
+fn states_golden() {
+    let mut timed = state("out", "10.0.0.2", Some(0));
+    timed.rtt_to_dst = Some(RttJson {
+        last_ns: 45_000_000,
+        min_ns: 41_250_000,
+        smoothed_ns: 43_040_000,
+        samples: 12,
+    });
+    let window = |seqlo: u32, seqhi: u32, wscale| WindowJson {
+        seqlo,
+        seqhi,
+        max_win: 64_240,
+        wscale,
+    };
+    timed.windows = Some([
+        window(1_000_000, 1_262_144, Some(7)),
+        window(u32::MAX - 99, 64_140, Some(9)),
+    ]);
+    let mut unscaled = state("in", "2001:db8::2", None);
+    unscaled.windows = Some([window(5, 65_540, Some(7)), window(9, 9, None)]);
+    let r = StatesReply {
+        total: 3,
+        limit: 10_000,
+        states: vec![timed, unscaled],
+    };
+    let want = "\
+all tcp 10.0.0.2:51234 -> 192.0.2.1:80       ESTABLISHED:ESTABLISHED
+   [1000000 + 262144] wscale 7  [4294967196 + 64240] wscale 9
+   queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule 0
+   rtt to 10.0.0.2:51234: -, to 192.0.2.1:80: 43.0 ms (min 41.2)
+all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
+   [5 + 65535]  [9 + 0]
+   queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule -
+# 2 of 3 states shown
+";
+    assert_eq!(format_states(&r), want);
+}
+
+#[test]
+fn rules_golden() {
+    let r = RulesReply {
+        rules: vec![
+            RuleJson {
+                number: 0,
+                line: 10,
+                text: Some("pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)".into()),
+                evaluations: 1234,
+                matches: 99,
+                packets: 5678,
+                bytes: 1_234_567,
+                state_creations: 9,
+                states: 3,
+                mss_clamped: 2,
+            },
+            RuleJson {
+                number: 1,
+                line: 12,
+                text: None,
+                evaluations: 0,
+                matches: 0,
+                packets: 0,
+                bytes: 0,
+                state_creations: 0,
+                states: 0,
+                mss_clamped: 0,
+            },
+        ],
+    };
+    let want = "\
+@0 pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)
+  [ Evaluations: 1234       Packets: 5678       Bytes: 1234567      States: 3      ]
+  [ Matches: 99         State Creations: 9          Line: 10 ]
+  [ MSS clamped: 2 ]
+@1 (line 12: text unavailable, the file changed since it was loaded)
+  [ Evaluations: 0          Packets: 0          Bytes: 0            States: 0      ]
+  [ Matches: 0          State Creations: 0          Line: 12 ]
+";
+    assert_eq!(format_rules(&r), want);
+}
+
+#[test]
+fn info_golden() {
+    let lan = IfaceCountersJson {
+        name: "lan0".into(),
+        rx_packets: 21,
+        rx_bytes: 21_000,
+        blocked: 1,
+        ..Default::default()
+    };
+    let wan = IfaceCountersJson {
+        name: "wan0".into(),
+        tx_packets: 3,
+        tx_bytes: 3000,
+        queue_drops: 11,
+        memory_drops: 4,
+        mss_clamped: 3,
+        probes_sent: 5,
+        probe_replies: 4,
+        queue_drops_by_reason: vec![DropJson {
+            reason: "queue-full".into(),
+            packets: 11,
+            bytes: 11_000,
+        }],
+        ..Default::default()
+    };
+    let i = InfoReply {
+        version: "0.1.0".into(),
+        pid: 42,
+        uptime_ns: 90_061_000_000_000,
+        ifaces: vec!["lan0".into(), "wan0".into()],
+        io_method: "af_packet".into(),
+        config: "/etc/sluice/pf.conf".into(),
+        counters: vec![lan, wan],
+        states: 5,
+        state_limit: 10_000,
+        state_inserts: 7,
+        state_removals: 2,
+        state_limit_hits: 0,
+        io: vec![("rx_ring_drops".into(), 3)],
+        memory: MemoryJson {
+            held_bytes: 2_801_988,
+            peak_bytes: 3_000_000,
+            limit_bytes: 64 << 20,
+            limit_drops: 4,
+            frames: 20_000,
+            right_sized: 19_999,
+            queue_limits: vec![QueueMemoryLimit {
+                iface: "wan0".into(),
+                queue: "bulk".into(),
+                limit_bytes: 32 << 20,
+            }],
+        },
+        clients: vec![ClientsJson {
+            server: "control".into(),
+            serving: 1,
+            cap: 4,
+            refused: 2,
+        }],
+        learned_addrs: ["lan0", "wan0", "wan1"]
+            .map(|n| LearnedAddrsJson {
+                iface: n.into(),
+                refused: 2,
+                addrs: vec![LearnedAddrJson {
+                    addr: "192.168.1.10".into(),
+                    age_ns: 3_723_000_000_000,
+                    idle_ns: 4_000_000_000,
+                }],
+                configured: if n == "wan1" {
+                    vec!["203.0.113.2/24".into()]
+                } else {
+                    vec![]
+                },
+            })
+            .to_vec(),
+        state_evictions: 4,
+        state_rule_limit_hits: 1,
+        xdp: vec![],
+    };
+    let want = "\
+Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
+Bridge: lan0 (lan) <-> wan0 (wan)    I/O: af_packet
+Config: /etc/sluice/pf.conf
+
+Counters                              lan0            wan0
+  received packets                      21               0
+  received bytes                     21000               0
+  sent packets                           0               3
+  sent bytes                             0            3000
+  non-IP forwarded                       0               0
+  ECN marked                             0               0
+  SYN MSS clamped                        0               3
+  SYN MSS untouched                      0               0
+  autorate probes sent                   0               5
+  probe replies taken                    0               4
+Drops
+  malformed                              0               0
+  blocked                                1               0
+  state-limit                            0               0
+  bad-state                              0               0
+  no-route                               0               0
+  queue (egress)                         0              11
+    queue-full                           0              11
+  reload                                 0               0
+  memory-limit                           0               4
+State Table
+  current entries                        5
+  limit                              10000
+  inserts                                7
+  removals                               2
+  limit hits                             0
+  evictions                              4
+  rule max hits                          1
+Memory (queued frames, bytes)
+  held now                         2801988
+  peak                             3000000
+  limit (64MiB)                   67108864
+  frames queued                      20000
+  right-sized frames                 19999
+  limit drops                            4
+  wan0/bulk (32MiB)               33554432
+I/O (af_packet)
+  rx_ring_drops                          3
+Clients                       serving     cap refused
+  control                            1       4       2
+Learned Addresses of lan0, wan0 (1, 2 refused)
+  192.168.1.10                             age 01:02:03  idle 00:00:04
+Configured Addresses of wan1
+  203.0.113.2/24
+";
+    assert_eq!(format_info(&i), want);
+}
+
+/// An upload queue with `ack-filter` after ten ACKs of one download,
+/// through the engine and the snapshot as `sluice show queues` gets it.
+#[test]
+fn filtered_acks_show_among_the_queues_drops() {
+    let text = "altq on wan0 priq bandwidth 64Kb queue { up }\nqueue up priq(default ack-filter)\n";
+    let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+    let opts = sluice_engine::Options::bridge("lan0", "wan0", [3; 16]);
+    let mut e = sluice_engine::Engine::new(&cfg, opts).unwrap();
+    for n in 0..10u32 {
+        let a = std::net::Ipv4Addr::new(10, 0, 0, 2);
+        let b = std::net::Ipv4Addr::new(192, 0, 2, 1);
+        let f = sluice_sched::testing::TcpFrame::ack(a, b, 40_000, 443, 1000 * n);
+        e.handle_rx(sluice_time::Instant(1), 0, f.build());
+    }
+    let q = sluice_control::snapshot::queues_from(&e.report(), Some(&cfg));
+    let out = format_queues(&q);
+    let at = out
+        .find("queue up on wan0")
+        .unwrap_or_else(|| panic!("{out}"));
+    let up: Vec<&str> = out[at..].lines().take(4).collect();
+    assert!(up[0].ends_with("priq( default ack-filter )"), "{out}");
+    assert!(up[1].contains("dropped pkts:      8"), "{out}");
+    assert!(up[3].ends_with("drops: ack-filter 8 ]"), "{out}");
+}
