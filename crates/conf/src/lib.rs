@@ -21,6 +21,7 @@ mod lex;
 mod lint;
 mod parse;
 mod print;
+pub mod recipe;
 mod sema;
 mod suggest;
 mod units;
