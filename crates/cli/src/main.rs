@@ -13,6 +13,7 @@ use std::process::ExitCode;
 mod autorate_log;
 mod check;
 mod delay_line;
+mod explain;
 mod failopen;
 mod lab;
 mod metrics;
