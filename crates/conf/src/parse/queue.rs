@@ -47,6 +47,11 @@ pub fn bandwidth(p: &mut P) -> PResult<Sp<Bw>> {
     units::bandwidth(&w.v)
         .map(|b| Sp::new(b, w.span))
         .ok_or_else(|| {
+            if sluice_time::units::parse_rate(&w.v) == Err(sluice_time::units::UnitError::TooLarge) {
+                return Diagnostic::error(format!("bandwidth `{}` is too large", w.v), w.span)
+                    .label("over the 64-bit limit of 18446744073709551615 bit/s")
+                    .hint("sluice shapes up to the link's rate; e.g. 10Gb, 100Gb");
+            }
             Diagnostic::error(format!("invalid bandwidth `{}`", w.v), w.span)
                 .label("expected a number with b, Kb, Mb, Gb, or a percentage")
                 .hint("e.g. 970Kb, 20Mb, 1.5Gb, 25%; pfctl's other spellings work too: K, Kbit, KB (bits, as in pfctl), and the same with M and G")
