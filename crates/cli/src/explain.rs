@@ -443,11 +443,15 @@ pub fn render(file: &str, ex: &Explanation) -> String {
         for r in &side.rows {
             let by = r
                 .rule_line
-                .map_or("no rule (pf's implicit pass)".to_string(), |l| {
+                .map_or("no rule matched: pf's implicit pass".to_string(), |l| {
                     format!("rule at line {l}")
                 });
             if !r.passed {
-                let _ = writeln!(o, "    {:<30} blocked by {by}", r.kind);
+                let why = r.rule_line.map_or(
+                    "by its state (out of window or the state limit)".to_string(),
+                    |l| format!("by the rule at line {l}"),
+                );
+                let _ = writeln!(o, "    {:<30} blocked {why}", r.kind);
                 continue;
             }
             let Some(q) = &r.queue else {

@@ -107,11 +107,11 @@ fn states_and_queue_pairs_decide_as_on_the_wire() {
     assert!(line("DNS query").contains("-> q_def"), "{text}");
     assert!(line("DNS query").contains("implicit pass"), "{text}");
     assert!(
-        line("ping (echo request)").contains("blocked by rule at line 5"),
+        line("ping (echo request)").contains("blocked by the rule at line 5"),
         "{text}"
     );
     assert!(
-        line("ping (echo reply)").contains("blocked by rule at line 5"),
+        line("ping (echo reply)").contains("blocked by the rule at line 5"),
         "{text}"
     );
     // int_if is only a -D macro the file never uses: the LAN side is unnamed.
