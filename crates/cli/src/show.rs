@@ -33,6 +33,7 @@ enum What {
     /// Queues with their counters, like `pfctl -vvsq`: packets and bytes
     /// passed, drops by reason, ECN marks, length, borrows/suspends, sojourn
     /// p50/p99.
+    #[command(visible_aliases = ["q", "queue"])]
     Queues {
         /// Repeat every second with a refresh, like `pfctl -vvsq` (Ctrl-C stops).
         #[arg(short, long)]
@@ -47,6 +48,7 @@ enum What {
         ctl: ControlArg,
     },
     /// States with their queue pair and counters, like `pfctl -vss`.
+    #[command(visible_aliases = ["s", "state"])]
     States {
         /// Print the reply as JSON.
         #[arg(long)]
@@ -55,6 +57,7 @@ enum What {
         ctl: ControlArg,
     },
     /// Rules with evaluations, matches, packets, bytes and states, like `pfctl -vsr`.
+    #[command(visible_aliases = ["r", "rule"])]
     Rules {
         /// Print the reply as JSON.
         #[arg(long)]
@@ -63,6 +66,7 @@ enum What {
         ctl: ControlArg,
     },
     /// Uptime, interfaces, I/O method, packet and drop totals, state table, like `pfctl -si`.
+    #[command(visible_aliases = ["i"])]
     Info {
         /// Print the reply as JSON.
         #[arg(long)]

@@ -105,8 +105,9 @@ fn check_with_stdout_on_a_full_disk_says_so_and_exits_1() {
 fn check_into_a_closed_pipe_exits_1_quietly() {
     // More canonical output than a pipe buffer holds, so the write meets
     // the closed end whatever the timing.
-    let rules: String = (1..=4000)
-        .map(|p| format!("pass in proto tcp from any to any port {p}\n"))
+    // A queue, so that a valid file warns about nothing (no "no queues").
+    let rules: String = std::iter::once("queue std on em0 bandwidth 10M default\n".to_string())
+        .chain((1..=4000).map(|p| format!("pass in proto tcp from any to any port {p}\n")))
         .collect();
     let (_d, big) = conf("pipe", &rules);
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))

@@ -77,6 +77,22 @@ impl Diagnostic {
         self
     }
 
+    /// Puts "did you mean `X`?" at the head of the hint when `word` is a
+    /// typo of one of `candidates` (crate::suggest); otherwise unchanged.
+    pub fn did_you_mean<'a>(
+        mut self,
+        word: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+    ) -> Diagnostic {
+        if let Some(s) = crate::suggest::nearest(word, candidates) {
+            self.hint = Some(match self.hint.take() {
+                Some(h) => format!("did you mean `{s}`? {h}"),
+                None => format!("did you mean `{s}`?"),
+            });
+        }
+        self
+    }
+
     /// 1-based (line, column) of the span's start; columns count chars.
     pub fn line_col(&self, text: &str) -> (usize, usize) {
         line_col(text, self.span.start)

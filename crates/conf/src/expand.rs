@@ -80,7 +80,7 @@ fn define(
             Tok::Macro(n) => match m.values.get(n) {
                 Some(v) => parts.push(v.clone()),
                 None => {
-                    diags.push(undefined(n, t.span));
+                    diags.push(undefined(m, n, t.span));
                     return;
                 }
             },
@@ -117,12 +117,18 @@ fn define(
     m.values.insert(name.to_string(), value);
 }
 
-fn undefined(name: &str, span: Span) -> Diagnostic {
+fn undefined(m: &Macros, name: &str, span: Span) -> Diagnostic {
     Diagnostic::error(format!("undefined macro `${name}`"), span)
         .label("not defined above this line")
         .hint(format!(
             "define it first (`{name} = \"…\"`) or on the command line with -D {name}=…"
         ))
+        .did_you_mean(name, {
+            // Sorted: a tie between two near names is decided the same way every run.
+            let mut known: Vec<&str> = m.values.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            known
+        })
 }
 
 fn expand_into(
@@ -145,7 +151,7 @@ fn expand_into(
         match &t.tok {
             Tok::Macro(n) => {
                 let Some(v) = m.values.get(n) else {
-                    return Err(undefined(n, t.span));
+                    return Err(undefined(m, n, t.span));
                 };
                 if depth >= MAX_DEPTH {
                     return Err(Diagnostic::error(

@@ -18,12 +18,15 @@ mod diag;
 mod expand;
 pub mod ir;
 mod lex;
+mod lint;
 mod parse;
 mod print;
+pub mod recipe;
 mod sema;
+mod suggest;
 mod units;
 
-pub use diag::{Diagnostic, Severity, Span};
+pub use diag::{line_col, Diagnostic, Severity, Span};
 pub use print::{print, queue_options, sched_name, sched_options};
 
 /// A configuration that passed every check, and the warnings about it.
@@ -73,6 +76,7 @@ pub fn check_with(
 ) -> Result<Checked, Vec<Diagnostic>> {
     let _ = file_name; // Spans are byte offsets; the name is only needed to render.
     let (stmts, mut diags) = expand::statements(text, defines);
+    let spelling = lint::byte_units(&stmts);
     let mut ast = Vec::with_capacity(stmts.len());
     for s in &stmts {
         match parse::statement(s) {
@@ -91,8 +95,14 @@ pub fn check_with(
             more.into_iter()
                 .filter(|d| seen.insert((d.span.start, d.span.end, d.message.clone()))),
         );
+        diags.extend(spelling);
         if !diags.iter().any(|d| d.severity == Severity::Error) {
             diags.sort_by_key(|d| d.span.start);
+            // Said of a valid file only (a failed tree leaves no interface
+            // too), and last: it sums the file up.
+            if cfg.interfaces.is_empty() {
+                diags.push(lint::unshaped());
+            }
             return Ok(Checked {
                 config: cfg,
                 warnings: diags,
@@ -101,6 +111,13 @@ pub fn check_with(
     }
     diags.sort_by_key(|d| (d.span.start, d.severity == Severity::Warning));
     Err(diags)
+}
+
+/// `bytes` as configuration text, or why not: "not a text file" with the
+/// offset of the first byte that is not UTF-8 (or is NUL). For every
+/// reader of a configuration (`check`, `run`, `reload`, the daemon).
+pub fn text(bytes: &[u8]) -> Result<&str, String> {
+    lint::text(bytes)
 }
 
 /// cake's overhead keywords (tc-cake(8)): `ethernet` 38, `docsis` 18,

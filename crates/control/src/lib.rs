@@ -188,12 +188,10 @@ pub fn read_config(path: &Path) -> Result<String, String> {
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
         return Err(too_big(bytes.len() as u64));
     }
-    String::from_utf8(bytes).map_err(|e| {
-        cannot(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            e.utf8_error(),
-        ))
-    })
+    // "not a text file: byte N …" rather than a raw UTF-8 error.
+    sluice_conf::text(&bytes)
+        .map(str::to_owned)
+        .map_err(|e| format!("cannot read {name}: {e}"))
 }
 
 /// The configuration the engine runs. Replaced only by [`reload_from`],

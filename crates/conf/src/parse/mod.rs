@@ -277,6 +277,12 @@ const STATEMENT_WORDS: &[&str] = &[
     "pass", "block", "match", "queue", "altq", "table", "set", "pipe", "oldqueue",
 ];
 
+/// The statements sluice reads (for "did you mean").
+const STATEMENTS: &[&str] = &[
+    "altq", "queue", "pipe", "pass", "block", "match", "scrub", "set", "table", "include",
+    "oldqueue",
+];
+
 /// Whole-line statements of pf that sluice accepts and does not act on.
 const SKIPPED: &[&str] = &[
     "nat",
@@ -342,7 +348,8 @@ pub fn statement(toks: &[Token]) -> PResult<Stmt> {
             .hint("sluice reads one file; paste the included rules in")),
         w => Err(Diagnostic::error(format!("unknown statement `{w}`"), first.span)
             .label("not a pf.conf statement")
-            .hint("statements start with a macro definition, altq, queue, pipe, set, table, pass, block, match, scrub, or a pf statement sluice skips (nat, rdr, binat, antispoof, anchor, load)")),
+            .hint("statements start with a macro definition, altq, queue, pipe, set, table, pass, block, match, scrub, or a pf statement sluice skips (nat, rdr, binat, antispoof, anchor, load)")
+            .did_you_mean(w, STATEMENTS.iter().chain(SKIPPED).copied())),
     }
 }
 
@@ -361,9 +368,11 @@ fn set(p: &mut P) -> PResult<Stmt> {
                 let n: i32 = match v.v.parse() {
                     Ok(n) if (-64..=256).contains(&n) => n,
                     _ => {
+                        const PRESETS: &str = "raw ethernet docsis pppoe-ptm bridged-ptm pppoe-vcmux pppoe-llcsnap pppoa-vcmux pppoa-llc bridged-vcmux bridged-llcsnap ipoa-vcmux ipoa-llcsnap conservative";
                         return Err(Diagnostic::error(format!("invalid overhead `{}`", v.v), v.span)
                             .label("expected bytes -64..256 or a preset")
-                            .hint("presets: raw ethernet docsis pppoe-ptm bridged-ptm pppoe-vcmux pppoe-llcsnap pppoa-vcmux pppoa-llc bridged-vcmux bridged-llcsnap ipoa-vcmux ipoa-llcsnap conservative"))
+                            .hint(format!("presets: {PRESETS}"))
+                            .did_you_mean(&v.v, PRESETS.split(' ')))
                     }
                 };
                 if p.eat_word("atm") {
@@ -410,7 +419,8 @@ fn set(p: &mut P) -> PResult<Stmt> {
         }
         w if IGNORED_SET.contains(&w) => Ok(Stmt::Ignored(vec![Sp::new(format!("set {w}"), opt.span)])),
         w => Err(Diagnostic::error(format!("unknown option `set {w}`"), opt.span)
-            .hint("known: overhead, limit, timeout, and pf's skip, block-policy, optimization, loginterface, state-policy, ruleset-optimization, reassemble, debug, hostid, fingerprints, state-defaults, syncookies (accepted and ignored)")),
+            .hint("known: overhead, limit, timeout, and pf's skip, block-policy, optimization, loginterface, state-policy, ruleset-optimization, reassemble, debug, hostid, fingerprints, state-defaults, syncookies (accepted and ignored)")
+            .did_you_mean(w, ["overhead", "limit", "timeout", "queue", "prio"].into_iter().chain(IGNORED_SET.iter().copied()))),
     }
 }
 
@@ -429,9 +439,11 @@ pub fn timeout_item(p: &mut P) -> PResult<(Sp<TimeoutName>, Sp<u64>)> {
         n => match TimeoutKind::from_name(n) {
             Some(k) => TimeoutName::State(k),
             None => {
+                const KNOWN: &str = "tcp.first tcp.opening tcp.established tcp.closing tcp.finwait tcp.closed udp.first udp.single udp.multiple icmp.first icmp.error other.first other.single other.multiple interval adaptive.start adaptive.end frag src.track";
                 return Err(Diagnostic::error(format!("unknown timeout `{n}`"), w.span)
                     .label("not a pf timeout")
-                    .hint("known: tcp.first tcp.opening tcp.established tcp.closing tcp.finwait tcp.closed udp.first udp.single udp.multiple icmp.first icmp.error other.first other.single other.multiple interval adaptive.start adaptive.end frag src.track"))
+                    .hint(format!("known: {KNOWN}"))
+                    .did_you_mean(n, KNOWN.split(' ')));
             }
         },
     };

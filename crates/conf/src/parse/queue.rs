@@ -13,11 +13,45 @@ const MS: u64 = 1_000_000;
 /// ALTQ's `FAIRQ_MAX_BUCKETS`.
 pub(crate) const FAIRQ_MAX_BUCKETS: u64 = 2048;
 
+/// Every word a `queue` statement takes, in any dialect (for "did you mean").
+const QUEUE_WORDS: &[&str] = &[
+    "on",
+    "bandwidth",
+    "priority",
+    "qlimit",
+    "priq",
+    "cbq",
+    "hfsc",
+    "fairq",
+    "min",
+    "max",
+    "burst",
+    "parent",
+    "flows",
+    "quantum",
+    "default",
+    "pipe",
+    "weight",
+    "ingress",
+    "ack-filter",
+    "dual-srchost",
+    "dual-dsthost",
+    "triple-isolate",
+    "ack-pacing",
+    "window-clamp",
+    "autorate",
+];
+
 pub fn bandwidth(p: &mut P) -> PResult<Sp<Bw>> {
     let w = p.word("a bandwidth")?;
     units::bandwidth(&w.v)
         .map(|b| Sp::new(b, w.span))
         .ok_or_else(|| {
+            if sluice_time::units::parse_rate(&w.v) == Err(sluice_time::units::UnitError::TooLarge) {
+                return Diagnostic::error(format!("bandwidth `{}` is too large", w.v), w.span)
+                    .label("over the 64-bit limit of 18446744073709551615 bit/s")
+                    .hint("sluice shapes up to the link's rate; e.g. 10Gb, 100Gb");
+            }
             Diagnostic::error(format!("invalid bandwidth `{}`", w.v), w.span)
                 .label("expected a number with b, Kb, Mb, Gb, or a percentage")
                 .hint("e.g. 970Kb, 20Mb, 1.5Gb, 25%; pfctl's other spellings work too: K, Kbit, KB (bits, as in pfctl), and the same with M and G")
@@ -131,6 +165,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
                         Diagnostic::error(format!("unexpected `{s}` in altq"), w.span)
                             .label("expected priq, cbq, hfsc, fairq, bandwidth, qlimit, tbrsize or queue")
+                            .did_you_mean(s, ["priq", "cbq", "hfsc", "fairq", "bandwidth", "qlimit", "tbrsize", "queue", "codel", "autorate"])
                     }))
                 }
             },
@@ -340,7 +375,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
                         Diagnostic::error(format!("unexpected `{s}` in queue"), w.span).label("not a queue option").hint(
                             "ALTQ: on bandwidth priority qlimit priq(…) cbq(…) hfsc(…) fairq(…) { children }; \
                              5.5+: on bandwidth min max burst parent qlimit flows quantum default ack-filter dual-srchost dual-dsthost triple-isolate; pipes: pipe weight qlimit default ack-filter; any: ingress ack-pacing window-clamp",
-                        )
+                        ).did_you_mean(s, QUEUE_WORDS.iter().copied())
                     }))
                 }
             },
@@ -489,7 +524,8 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
                             format!("unknown pipe scheduler `{o}`"),
                             s.span,
                         )
-                        .label("allowed: fifo drr wf2q fq_codel"))
+                        .label("allowed: fifo drr wf2q fq_codel")
+                        .did_you_mean(o, ["fifo", "drr", "wf2q", "fq_codel"]))
                     }
                 };
             }
@@ -511,7 +547,7 @@ pub fn pipe(p: &mut P, start: Span) -> PResult<PipeDecl> {
                 return Err(
                     Diagnostic::error(format!("unexpected `{o}` in pipe"), w.span).label(
                         "expected on, bandwidth, delay, plr, qlimit, sched, ingress, ack-filter, dual-srchost, dual-dsthost, triple-isolate, ack-pacing or window-clamp",
-                    ),
+                    ).did_you_mean(o, ["on", "bandwidth", "delay", "plr", "qlimit", "sched", "ingress", "ack-filter", "dual-srchost", "dual-dsthost", "triple-isolate", "ack-pacing", "window-clamp", "autorate"]),
                 )
             }
         }

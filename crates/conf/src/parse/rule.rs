@@ -676,7 +676,8 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                 return Err(
                     Diagnostic::error(format!("unexpected `{o}` in rule"), w.span)
                         .label("not a rule option sluice knows")
-                        .hint("see docs/config.md for the accepted pf rule options"),
+                        .hint("see docs/config.md for the accepted pf rule options")
+                        .did_you_mean(o, RULE_WORDS.iter().copied()),
                 )
             }
         }
@@ -684,3 +685,65 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
     r.span = first.span.to(p.prev_span());
     Ok(r)
 }
+
+/// The words a rule takes (for "did you mean"), commonest first.
+const RULE_WORDS: &[&str] = &[
+    "in",
+    "out",
+    "quick",
+    "on",
+    "inet",
+    "inet6",
+    "proto",
+    "from",
+    "to",
+    "all",
+    "port",
+    "flags",
+    "keep",
+    "state",
+    "queue",
+    "set",
+    "log",
+    "tos",
+    "modulate",
+    "synproxy",
+    "no",
+    "scrub",
+    "max-mss",
+    "label",
+    "tag",
+    "tagged",
+    "rtable",
+    "min-ttl",
+    "os",
+    "probability",
+    "prio",
+    "received-on",
+    "user",
+    "group",
+    "icmp-type",
+    "icmp6-type",
+    "code",
+    "route-to",
+    "reply-to",
+    "dup-to",
+    "rdr-to",
+    "nat-to",
+    "binat-to",
+    "divert-to",
+    "af-to",
+    "divert-packet",
+    "fragment",
+    "divert-reply",
+    "once",
+    "allow-opts",
+    "no-df",
+    "fastroute",
+    "random-id",
+    "tracker",
+    "ridentifier",
+    "dnpipe",
+    "dnqueue",
+    "max-pkt-rate",
+];

@@ -73,7 +73,7 @@ fn prio_on_queues(cx: &mut Ctx, cfg: &Config, r: &RuleAst) {
 
 /// The longest one frame should take on the wire before `check` suggests
 /// `max-mss auto` (the budget `auto` itself keeps to).
-const FRAME_WARN_NS: u128 = 20_000_000;
+pub(crate) const FRAME_WARN_NS: u128 = 20_000_000;
 
 /// A warning for each shaped interface where one full-sized frame takes
 /// longer than [`FRAME_WARN_NS`], when no rule clamps the MSS: nothing can
@@ -461,7 +461,7 @@ fn unknown_queue(
             "{hint}; pfctl loads this too (`--strict` makes it an error)"
         ))
     };
-    cx.err(d.label(label));
+    cx.err(d.label(label).did_you_mean(&name.v, names.iter().copied()));
 }
 
 /// Is queue `name` served ahead of its interface's default queue somewhere?

@@ -196,7 +196,8 @@ impl B<'_, '_, '_> {
                     name.span,
                 )
                 .label("no such ALTQ queue")
-                .hint(hint),
+                .hint(hint)
+                .did_you_mean(&name.v, self.decls.iter().map(|d| d.name.v.as_str())),
             );
             return;
         };
@@ -394,4 +395,23 @@ impl B<'_, '_, '_> {
             );
         }
     }
+}
+
+/// Is a queue marked `default` left out of every tree by a name that
+/// leads nowhere (a misspelt `parent`, an ALTQ queue no `{ … }` lists)?
+/// Its own error says why; "no default queue" would only echo it.
+pub(super) fn stray_default(altqs: &[AltqDecl], decls: &[QueueDecl], kinds: &[Kind]) -> bool {
+    let named = |n: &str| decls.iter().any(|x| x.name.v == n);
+    let listed = |n: &str| {
+        altqs.iter().flat_map(|a| &a.children).any(|c| c.v == n)
+            || decls.iter().flat_map(|x| &x.children).any(|c| c.v == n)
+    };
+    decls.iter().zip(kinds).any(|(d, k)| {
+        d.default.is_some()
+            && match k {
+                Kind::Child55 => d.parent.as_ref().is_some_and(|p| !named(&p.v)),
+                Kind::Altq => !listed(&d.name.v),
+                _ => false,
+            }
+    })
 }
