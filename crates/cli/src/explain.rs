@@ -10,6 +10,8 @@
 //!   the outbound decision wins, an unknown queue falls to the interface's
 //!   default. A TCP packet follows its connection's handshake, so states
 //!   and `flags S/SA` work as they do on the wire. Nothing re-reads the text.
+//!   The LAN host has claimed its address, so `$ext_if` means it, as in
+//!   bridge mode once a host has ARPed.
 //! - Upload is what leaves the WAN interface (ext_if), download what leaves
 //!   the LAN interface (int_if). Which is which: an interface with an
 //!   `ingress` queue is the LAN side; else a name with `wan`, `ext`,
@@ -31,6 +33,8 @@ use std::net::{IpAddr, Ipv4Addr};
 /// A LAN host and a server beyond the WAN (documentation addresses).
 const HOST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 10);
 const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
+/// The LAN host's MAC (locally administered).
+const HOST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x10];
 
 /// What happens to one kind of packet leaving one interface.
 pub struct Row {
@@ -103,6 +107,18 @@ struct Bridge {
 }
 
 impl Bridge {
+    /// The LAN host has ARPed through the bridge, as every host does
+    /// within minutes: its address is both interfaces' (`from $ext_if`
+    /// matches it), as `sluice run` learns it (docs/dataplane.md).
+    fn host_claims_its_address(&mut self, lan: &str, wan: &str) {
+        for name in [lan, wan] {
+            let id = self.c.iface(name);
+            let _ = self
+                .c
+                .learn_iface_addr(id, IpAddr::V4(HOST), HOST_MAC, self.now);
+        }
+    }
+
     /// The decision for `frame` and its queue's name; None for a frame
     /// that does not parse (the builders make none).
     fn pass(&mut self, from: &str, to: &str, frame: &[u8]) -> Option<(Decision, Option<String>)> {
@@ -236,6 +252,7 @@ pub fn explain(cfg: &Config) -> Explanation {
                 c: Classifier::new(cfg, sluice_classify::Options::default()),
                 now: Instant::ZERO,
             };
+            b.host_claims_its_address(&lan, &wan);
             // The first frame the rules block decides: a reply whose
             // request was blocked never exists.
             let mut last = None;
