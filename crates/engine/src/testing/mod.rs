@@ -23,6 +23,8 @@
 //!   future" impossible to honour. Backward steps are offered and must be
 //!   clamped.
 
+pub mod netsim;
+
 use crate::{DropCause, Engine, Options, Rx};
 use sluice_conf::ir;
 use sluice_time::{Duration, Instant};
@@ -37,31 +39,34 @@ use std::sync::OnceLock;
 const CONFIGS: [(&str, &str); 9] = [
     (
         "cbq-borrow",
-        include_str!("../../../examples/cbq-borrow.conf"),
+        include_str!("../../../../examples/cbq-borrow.conf"),
     ),
     (
         "dummynet-opnsense",
-        include_str!("../../../examples/dummynet-opnsense.conf"),
+        include_str!("../../../../examples/dummynet-opnsense.conf"),
     ),
     (
         "hfsc-qlimit9",
-        include_str!("../../../examples/hfsc-qlimit9.conf"),
+        include_str!("../../../../examples/hfsc-qlimit9.conf"),
     ),
     (
         "hfsc-realtime",
-        include_str!("../../../examples/hfsc-realtime.conf"),
+        include_str!("../../../../examples/hfsc-realtime.conf"),
     ),
     (
         "openbsd-fqcodel",
-        include_str!("../../../examples/openbsd-fqcodel.conf"),
+        include_str!("../../../../examples/openbsd-fqcodel.conf"),
     ),
-    ("priq-ack", include_str!("../../../examples/priq-ack.conf")),
+    (
+        "priq-ack",
+        include_str!("../../../../examples/priq-ack.conf"),
+    ),
     ("no-queues", "pass all\n"),
     (
         "lab-rrul-paced",
-        include_str!("../../../examples/lab/rrul-paced.conf"),
+        include_str!("../../../../examples/lab/rrul-paced.conf"),
     ),
-    ("fairq", include_str!("../../../examples/fairq.conf")),
+    ("fairq", include_str!("../../../../examples/fairq.conf")),
 ];
 
 const LAN: usize = 0;

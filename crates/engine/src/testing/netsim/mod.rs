@@ -1,0 +1,592 @@
+//! A virtual-time network around the real engine, in the spirit of
+//! smoltcp's `netsim` and quinn's test `Pair`: LAN hosts, sluice, a modem
+//! and a delay line to a server, with ACK-clocked TCP in the hosts.
+//!
+//! # Principles
+//! - The engine is the real one: every frame enters through
+//!   [`Engine::handle_rx`] and leaves through [`Engine::poll_tx`]; time
+//!   jumps to the next event (a frame's arrival, a host's timer, or
+//!   [`Engine::poll_timeout`]), never by a fixed step.
+//! - The path, each direction: LAN host ⇄ sluice (`lan0` | `wan0`) ⇄
+//!   modem ⇄ delay line ⇄ server. The modem is the bottleneck: a rate and
+//!   a FIFO of bounded bytes, tail-dropping, as a DSL or cable modem; the
+//!   LAN is instant. A download meets the modem before sluice, an upload
+//!   after it.
+//! - Hosts: per flow one TCP sender and receiver ([`tcp`]), with its own
+//!   client address; one pinger (ICMP echo at a fixed interval) whose
+//!   round trips are the latency under load.
+//! - Deterministic: events are ordered by (time, sequence of scheduling);
+//!   nothing random, no clock, no hash-map order in any output.
+//! - [`case`] builds a fixed set of configurations on it; the engine's
+//!   snapshot test (`tests/netsim.rs`) pins their outcomes.
+
+pub mod case;
+pub mod tcp;
+
+use crate::{Engine, Rx};
+use sluice_time::{Duration, Instant, Rate};
+use sluice_wire::build::{echo_reply_to, icmp_v4_echo, tcp_with, TcpSpec};
+use sluice_wire::tcp::TcpOption;
+use sluice_wire::tcp_flags::{ACK, SYN};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::Ipv4Addr;
+use tcp::{AckNow, Block, Receiver, Sender, MSS, RWND_FIELD, WSCALE};
+
+/// The engine's interfaces, as [`Options::bridge`](crate::Options::bridge)
+/// numbers them.
+pub const LAN: usize = 0;
+pub const WAN: usize = 1;
+/// The server every flow and the pinger talk to.
+pub const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
+const SERVER_PORT: u16 = 5201;
+/// The pinger's host and ICMP identifier.
+pub const PINGER: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 200);
+const PING_ID: u16 = 7;
+const DELACK: Duration = Duration::from_millis(40);
+const RTO: Duration = Duration::from_secs(1);
+/// How often senders check their retransmission timer.
+const TICK: Duration = Duration::from_millis(10);
+
+/// The client host of flow `i`.
+pub fn client(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(192, 168, 1, 10 + (i % 180) as u8)
+}
+
+/// Which way the bulk flows' data goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// Server to LAN clients.
+    Down,
+    /// LAN clients to the server.
+    Up,
+}
+
+/// The path beyond sluice.
+#[derive(Clone, Copy, Debug)]
+pub struct Link {
+    /// The modem's rate toward the LAN, and toward the server.
+    pub down: Rate,
+    pub up: Rate,
+    /// The modem's FIFO in each direction, bytes.
+    pub fifo_bytes: u64,
+    /// One way from the modem to the server.
+    pub one_way: Duration,
+}
+
+/// What runs over the path.
+#[derive(Clone, Copy, Debug)]
+pub struct Load {
+    pub flows: usize,
+    pub dir: Dir,
+    /// The pinger's interval.
+    pub ping_every: Duration,
+    /// Outcomes count from this time on, to the end.
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
+/// What a run measured after its warm-up.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Each flow's goodput (bytes delivered in order at its receiver).
+    pub goodput: Vec<Rate>,
+    /// The pinger's round trips, sorted.
+    pub rtts: Vec<Duration>,
+    /// Echo requests sent after the warm-up that got no reply.
+    pub pings_lost: u64,
+    /// Frames sluice handed back, by cause name.
+    pub engine_drops: BTreeMap<&'static str, u64>,
+    /// Frames the modem's FIFOs tail-dropped.
+    pub modem_drops: u64,
+    /// The senders' retransmissions and timeouts.
+    pub retransmits: u64,
+    pub timeouts: u64,
+}
+
+impl Outcome {
+    /// Jain's fairness index of the goodputs (1: equal shares).
+    pub fn jain(&self) -> f64 {
+        let x: Vec<f64> = self.goodput.iter().map(|r| r.as_bps() as f64).collect();
+        let (s, q) = (x.iter().sum::<f64>(), x.iter().map(|v| v * v).sum::<f64>());
+        if q == 0.0 {
+            return 0.0;
+        }
+        s * s / (x.len() as f64 * q)
+    }
+
+    /// The `p`-th percentile round trip (nearest rank).
+    pub fn rtt_percentile(&self, p: usize) -> Option<Duration> {
+        let n = self.rtts.len();
+        (n > 0).then(|| self.rtts[((n * p).div_ceil(100)).clamp(1, n) - 1])
+    }
+
+    pub fn total(&self) -> Rate {
+        Rate(self.goodput.iter().map(|r| r.as_bps()).sum())
+    }
+}
+
+/// A modem's FIFO in one direction: frames leave in order at its rate.
+#[derive(Debug)]
+struct Fifo {
+    rate: Rate,
+    cap: u64,
+    /// (departure, bytes) of the frames not yet gone.
+    queue: VecDeque<(Instant, u64)>,
+    bytes: u64,
+    drops: u64,
+}
+
+impl Fifo {
+    fn new(rate: Rate, cap: u64) -> Fifo {
+        Fifo {
+            rate,
+            cap,
+            queue: VecDeque::new(),
+            bytes: 0,
+            drops: 0,
+        }
+    }
+
+    /// A frame of `len` bytes arrives at `at` (arrivals come in time
+    /// order): when it has left, or `None` when the FIFO is full.
+    fn push(&mut self, at: Instant, len: u64) -> Option<Instant> {
+        while let Some(&(d, l)) = self.queue.front() {
+            if d > at {
+                break;
+            }
+            self.queue.pop_front();
+            self.bytes -= l;
+        }
+        if self.bytes + len > self.cap {
+            self.drops += 1;
+            return None;
+        }
+        let start = self.queue.back().map_or(at, |&(d, _)| d.max(at));
+        let done = start + self.rate.tx_time(len);
+        self.queue.push_back((done, len));
+        self.bytes += len;
+        Some(done)
+    }
+}
+
+#[derive(Debug)]
+enum Event {
+    /// A frame reaches sluice on this interface.
+    ToSluice(usize, Vec<u8>),
+    ToServer(Vec<u8>),
+    ToClient(Vec<u8>),
+    Open(usize),
+    DelAck {
+        flow: usize,
+        at_server: bool,
+    },
+    Ping,
+    Tick,
+}
+
+/// One flow's two ends.
+#[derive(Debug, Default)]
+struct Flow {
+    tx: Sender,
+    rx: Receiver,
+}
+
+/// The simulation: the engine, the hosts and the events between them.
+pub struct Sim {
+    pub engine: Engine,
+    link: Link,
+    load: Load,
+    now: Instant,
+    start: Instant,
+    events: BTreeMap<(Instant, u64), Event>,
+    seq: u64,
+    down: Fifo,
+    up: Fifo,
+    flows: Vec<Flow>,
+    ping_seq: u16,
+    /// Echo requests in flight: sequence → sent at.
+    pings: BTreeMap<u16, Instant>,
+    out: Outcome,
+}
+
+impl Sim {
+    /// `engine` bridging `lan0` (LAN) and `wan0` (WAN), the path `link`,
+    /// the traffic `load`. Flows open 1 ms apart from t = 1 s.
+    pub fn new(engine: Engine, link: Link, load: Load) -> Sim {
+        let start = Instant::ZERO + Duration::from_secs(1);
+        let mut sim = Sim {
+            engine,
+            link,
+            load,
+            now: start,
+            start,
+            events: BTreeMap::new(),
+            seq: 0,
+            down: Fifo::new(link.down, link.fifo_bytes),
+            up: Fifo::new(link.up, link.fifo_bytes),
+            flows: (0..load.flows).map(|_| Flow::default()).collect(),
+            ping_seq: 0,
+            pings: BTreeMap::new(),
+            out: Outcome::default(),
+        };
+        for i in 0..load.flows {
+            sim.at(start + Duration::from_millis(i as u64), Event::Open(i));
+        }
+        sim.at(start, Event::Ping);
+        sim.at(start, Event::Tick);
+        sim
+    }
+
+    fn at(&mut self, t: Instant, e: Event) {
+        self.seq += 1;
+        self.events.insert((t, self.seq), e);
+    }
+
+    fn counting(&self) -> bool {
+        self.now >= self.start + self.load.warmup
+    }
+
+    /// Runs the load to its end and returns what it measured.
+    pub fn run(mut self) -> Outcome {
+        let end = self.start + self.load.duration;
+        let mut stuck = 0u32;
+        while self.now < end {
+            let ev = self.events.first_key_value().map(|(k, _)| k.0);
+            let timer = self.engine.poll_timeout();
+            let t = ev.into_iter().chain(timer).min().unwrap_or(end).min(end);
+            stuck = if t <= self.now { stuck + 1 } else { 0 };
+            assert!(stuck < 1_000_000, "the simulation stands still");
+            self.now = t.max(self.now);
+            if timer.is_some_and(|d| d <= self.now) {
+                self.engine.handle_timeout(self.now);
+            }
+            while let Some(entry) = self.events.first_entry() {
+                if entry.key().0 > self.now {
+                    break;
+                }
+                let e = entry.remove();
+                self.dispatch(e);
+            }
+            self.drain();
+        }
+        self.finish()
+    }
+
+    fn finish(mut self) -> Outcome {
+        let secs = self.load.duration.as_nanos() - self.load.warmup.as_nanos();
+        self.out.goodput = self
+            .flows
+            .iter()
+            .map(|f| Rate((f.rx.delivered as u128 * 8 * 1_000_000_000 / secs as u128) as u64))
+            .collect();
+        self.out.rtts.sort();
+        // A reply still owed a second before the end is lost.
+        let late = self.now - Duration::from_secs(1);
+        let warm = self.start + self.load.warmup;
+        self.out.pings_lost = self
+            .pings
+            .values()
+            .filter(|&&t| t >= warm && t < late)
+            .count() as u64;
+        self.out.modem_drops = self.down.drops + self.up.drops;
+        self.out.retransmits = self.flows.iter().map(|f| f.tx.retransmits).sum();
+        self.out.timeouts = self.flows.iter().map(|f| f.tx.timeouts).sum();
+        self.out
+    }
+
+    /// Everything sluice may send now, onto its wires; what it handed back,
+    /// counted.
+    fn drain(&mut self) {
+        loop {
+            let mut any = false;
+            while let Some(f) = self.engine.poll_tx(self.now, LAN) {
+                any = true;
+                self.at(self.now, Event::ToClient(f));
+            }
+            while let Some(f) = self.engine.poll_tx(self.now, WAN) {
+                any = true;
+                if let Some(gone) = self.up.push(self.now, f.len() as u64) {
+                    self.at(gone + self.link.one_way, Event::ToServer(f));
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        while let Some(d) = self.engine.poll_dropped() {
+            *self.out.engine_drops.entry(d.cause.name()).or_default() += 1;
+        }
+        while self.engine.poll_spare().is_some() {}
+    }
+
+    /// A frame reaches sluice; one it refuses is counted when [`drain`]
+    /// takes it back.
+    fn sluice_rx(&mut self, iface: usize, f: Vec<u8>) {
+        let _: Rx = self.engine.handle_rx(self.now, iface, f);
+    }
+
+    /// A frame the server sends: the delay line, then the modem's FIFO.
+    fn server_send(&mut self, f: Vec<u8>) {
+        let arrive = self.now + self.link.one_way;
+        if let Some(gone) = self.down.push(arrive, f.len() as u64) {
+            self.at(gone, Event::ToSluice(WAN, f));
+        }
+    }
+
+    fn dispatch(&mut self, e: Event) {
+        match e {
+            Event::ToSluice(i, f) => self.sluice_rx(i, f),
+            Event::ToServer(f) => self.server_rx(f),
+            Event::ToClient(f) => self.client_rx(f),
+            Event::Open(i) => {
+                let syn = segment(i, true, 0, 0, SYN, &syn_opts(), 0);
+                self.sluice_rx(LAN, syn);
+            }
+            Event::DelAck { flow, at_server } => {
+                if self.flows[flow].rx.on_delack() {
+                    self.send_ack(flow, at_server);
+                }
+            }
+            Event::Ping => {
+                let f = icmp_v4_echo(PINGER, SERVER, PING_ID, self.ping_seq, 56);
+                self.pings.insert(self.ping_seq, self.now);
+                self.ping_seq = self.ping_seq.wrapping_add(1);
+                self.sluice_rx(LAN, f);
+                self.at(self.now + self.load.ping_every, Event::Ping);
+            }
+            Event::Tick => {
+                for i in 0..self.flows.len() {
+                    let tx = &mut self.flows[i].tx;
+                    if tx.open && tx.nxt > tx.una && self.now - tx.progress >= RTO {
+                        tx.on_timeout(self.now);
+                        self.push_data(i);
+                    }
+                }
+                self.at(self.now + TICK, Event::Tick);
+            }
+        }
+    }
+
+    /// Whether the data sender of the flows is the server.
+    fn server_sends(&self) -> bool {
+        self.load.dir == Dir::Down
+    }
+
+    /// Sends segment `seq` of flow `i` from its data sender.
+    fn send_data(&mut self, i: usize, seq: u64) {
+        let from_client = !self.server_sends();
+        let f = segment(i, from_client, seq as u32, 1, ACK, &[], MSS as usize);
+        if from_client {
+            self.sluice_rx(LAN, f);
+        } else {
+            self.server_send(f);
+        }
+    }
+
+    /// New segments of flow `i`, as far as its windows allow.
+    fn push_data(&mut self, i: usize) {
+        while let Some(seq) = self.flows[i].tx.next_new() {
+            self.send_data(i, seq);
+        }
+    }
+
+    /// A pure ACK from flow `i`'s receiver (at the server, or the client).
+    fn send_ack(&mut self, i: usize, at_server: bool) {
+        let ack = self.flows[i].rx.nxt as u32;
+        let opts = sack_opts(&self.flows[i].rx.sack_blocks());
+        let f = segment(i, !at_server, 1, ack, ACK, &opts, 0);
+        if at_server {
+            self.server_send(f);
+        } else {
+            self.sluice_rx(LAN, f);
+        }
+    }
+
+    /// A segment arrives at the data end or the ACK end of flow `i`.
+    fn tcp_rx(&mut self, f: &[u8], at_server: bool) {
+        let Some(s) = read(f) else { return };
+        let i = s.flow;
+        if i >= self.flows.len() {
+            return;
+        }
+        if s.flags & SYN != 0 {
+            if at_server {
+                let sa = segment(i, false, 0, 1, SYN | ACK, &syn_opts(), 0);
+                self.server_send(sa);
+            } else {
+                // SYN-ACK: its window is not scaled.
+                let ack = segment(i, true, 1, 1, ACK, &[], 0);
+                self.sluice_rx(LAN, ack);
+                if !self.server_sends() {
+                    self.flows[i].tx.establish(self.now, u64::from(s.win));
+                    self.push_data(i);
+                }
+            }
+            return;
+        }
+        let sender_here = at_server == self.server_sends();
+        if s.len > 0 && !sender_here {
+            let counting = self.counting();
+            match self.flows[i].rx.on_data(s.seq, counting) {
+                AckNow::Yes => self.send_ack(i, at_server),
+                AckNow::Delay => {
+                    if !self.flows[i].rx.delack_armed {
+                        self.flows[i].rx.delack_armed = true;
+                        let flow = i;
+                        self.at(self.now + DELACK, Event::DelAck { flow, at_server });
+                    }
+                }
+            }
+            return;
+        }
+        if !sender_here {
+            return;
+        }
+        let tx = &mut self.flows[i].tx;
+        if !tx.open {
+            // The handshake's third segment: the server may send.
+            tx.establish(self.now, u64::from(s.win) << WSCALE);
+        } else {
+            for seq in tx.on_ack(self.now, s.ack, s.win, &s.sack) {
+                self.send_data(i, seq);
+            }
+        }
+        self.push_data(i);
+    }
+
+    fn server_rx(&mut self, f: Vec<u8>) {
+        if f.get(14 + 9) == Some(&1) {
+            if let Some(r) = echo_reply_to(&f) {
+                self.server_send(r);
+            }
+            return;
+        }
+        self.tcp_rx(&f, true);
+    }
+
+    fn client_rx(&mut self, f: Vec<u8>) {
+        if f.get(14 + 9) == Some(&1) {
+            // An echo reply: its sequence number at ICMP offset 6.
+            let at = 14 + 20 + 6;
+            if let Some(b) = f.get(at..at + 2) {
+                let seq = u16::from_be_bytes([b[0], b[1]]);
+                if let Some(sent) = self.pings.remove(&seq) {
+                    if sent >= self.start + self.load.warmup {
+                        self.out.rtts.push(self.now - sent);
+                    }
+                }
+            }
+            return;
+        }
+        self.tcp_rx(&f, false);
+    }
+}
+
+/// The options of both ends' SYN: MSS, window scale, SACK permitted.
+fn syn_opts() -> Vec<u8> {
+    let mut o = Vec::new();
+    TcpOption::Mss(MSS as u16).encode(&mut o);
+    TcpOption::WindowScale(WSCALE).encode(&mut o);
+    o.push(1);
+    TcpOption::SackPermitted.encode(&mut o);
+    o
+}
+
+/// SACK blocks as an ACK carries them (two NOPs align them).
+fn sack_opts(blocks: &[Block]) -> Vec<u8> {
+    if blocks.is_empty() {
+        return Vec::new();
+    }
+    let mut o = vec![1, 1, 5, 2 + 8 * blocks.len() as u8];
+    for &(l, r) in blocks {
+        o.extend_from_slice(&l.to_be_bytes());
+        o.extend_from_slice(&r.to_be_bytes());
+    }
+    o
+}
+
+/// The SACK blocks among the options `opts` of a segment.
+fn read_sack(mut opts: &[u8]) -> Vec<Block> {
+    let mut out = Vec::new();
+    while let [kind, rest @ ..] = opts {
+        match kind {
+            0 => break,
+            1 => opts = rest,
+            _ => {
+                let Some(&len) = rest.first() else { break };
+                let len = usize::from(len).max(2);
+                let Some(body) = opts.get(2..len) else { break };
+                if *kind == 5 {
+                    for b in body.chunks_exact(8) {
+                        let w = |k: usize| u32::from_be_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
+                        out.push((w(0), w(4)));
+                    }
+                }
+                opts = &opts[len..];
+            }
+        }
+    }
+    out
+}
+
+/// A segment of flow `i`, from its client or to it.
+fn segment(
+    i: usize,
+    from_client: bool,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    opts: &[u8],
+    len: usize,
+) -> Vec<u8> {
+    let cport = 40_000 + i as u16;
+    let spec = |sport, dport| TcpSpec {
+        sport,
+        dport,
+        seq,
+        ack,
+        flags,
+        window: RWND_FIELD,
+        options: opts,
+        payload_len: len,
+    };
+    if from_client {
+        tcp_with(client(i), SERVER, &spec(cport, SERVER_PORT))
+    } else {
+        tcp_with(SERVER, client(i), &spec(SERVER_PORT, cport))
+    }
+}
+
+/// The fields of a simulated segment the hosts read.
+struct Seg {
+    flow: usize,
+    seq: u32,
+    ack: u32,
+    win: u16,
+    flags: u8,
+    len: usize,
+    sack: Vec<Block>,
+}
+
+/// Reads a segment the simulation built (untagged IPv4, as sluice passes
+/// it on with its own rewrites of window, options and ECN).
+fn read(f: &[u8]) -> Option<Seg> {
+    let info = sluice_wire::parse(f).ok()?;
+    let ip = info.ip?;
+    let l4 = ip.l4_offset;
+    let b = f.get(l4..l4 + 20)?;
+    let sport = u16::from_be_bytes([b[0], b[1]]);
+    let dport = u16::from_be_bytes([b[2], b[3]]);
+    let port = if sport == SERVER_PORT { dport } else { sport };
+    let hl = usize::from(b[12] >> 4) * 4;
+    let end = info.l3_offset + usize::from(ip.ip_len);
+    Some(Seg {
+        flow: usize::from(port.checked_sub(40_000)?),
+        seq: u32::from_be_bytes(b[4..8].try_into().ok()?),
+        ack: u32::from_be_bytes(b[8..12].try_into().ok()?),
+        win: u16::from_be_bytes([b[14], b[15]]),
+        flags: b[13],
+        len: end.checked_sub(l4 + hl)?,
+        sack: read_sack(f.get(l4 + 20..l4 + hl)?),
+    })
+}
