@@ -49,17 +49,34 @@ pub struct MemoryReport {
     pub frames: u64,
 }
 
-impl Engine {
-    /// A queued packet left (sent, dropped): its memory is no longer held.
-    #[inline]
-    pub(super) fn release(&mut self, pkt: &Packet) {
-        self.memory.held_bytes = self.memory.held_bytes.saturating_sub(pkt.truesize());
+/// The account: nothing else writes `held_bytes`.
+impl MemoryReport {
+    /// Whether a frame of `size` bytes ([`Packet::truesize`]) may be held
+    /// without going over the cap.
+    pub(super) fn fits(&self, size: u64) -> bool {
+        self.held_bytes.saturating_add(size) <= self.limit_bytes
     }
 
+    /// A frame of `size` bytes begins to wait (any of the three places).
     pub(super) fn charge(&mut self, size: u64) {
-        let mem = &mut self.memory;
-        mem.held_bytes += size;
-        mem.peak_bytes = mem.peak_bytes.max(mem.held_bytes);
+        self.held_bytes += size;
+        self.peak_bytes = self.peak_bytes.max(self.held_bytes);
+    }
+
+    /// A frame of `size` bytes stopped waiting (sent, dropped).
+    #[inline]
+    pub(super) fn release(&mut self, size: u64) {
+        self.held_bytes = self.held_bytes.saturating_sub(size);
+    }
+}
+
+impl Engine {
+    /// A frame refused at the cap, on `egress`.
+    pub(super) fn refuse_over_cap(&mut self, egress: usize, pkt: Packet) -> Rx {
+        self.memory.limit_drops += 1;
+        self.ifaces[egress].counters.memory_drops += 1;
+        self.give_back(egress, pkt.data, DropCause::MemoryLimit);
+        Rx::Dropped(DropCause::MemoryLimit)
     }
 
     /// The buffer a frame that is about to wait keeps: its own, unless that

@@ -19,7 +19,7 @@ use crate::delivered::Delivered;
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
 use crate::probe::Prober;
 use crate::report::{AutorateReport, ClassReport, IfaceReport};
-use crate::tcpctl::{Plan, TcpCtl};
+use crate::tcpctl::{PaceTicket, Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
 use sluice_conf::ir::{self, Direction, SchedKind};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
@@ -211,6 +211,9 @@ impl Engine {
     pub(super) fn refuse(&mut self, iface: usize, frame: Vec<u8>, cause: DropCause) -> Rx {
         let c = &mut self.ifaces[iface].counters;
         match cause {
+            DropCause::NoRoute => c.no_route += 1,
+            DropCause::Malformed => c.malformed += 1,
+            DropCause::ProbeReply => c.probe_replies += 1,
             DropCause::StateLimit => c.state_limit += 1,
             DropCause::BadState => c.bad_state += 1,
             _ => c.blocked += 1,
@@ -240,10 +243,7 @@ impl Engine {
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clamp(now);
         self.housekeeping(now);
-        if self.tcp.enabled() {
-            self.tcp.poll(now);
-            self.drain_released(now);
-        }
+        self.release_held_acks(now);
     }
 
     /// When the engine next needs `poll_tx`/housekeeping without new input.

@@ -206,17 +206,9 @@ impl Engine {
                     }
                     _ => {
                         report.dropped += 1;
-                        self.memory.held_bytes =
-                            self.memory.held_bytes.saturating_sub(pkt.truesize());
+                        self.memory.release(pkt.truesize());
                         self.ifaces[idx].counters.reload_drops += 1;
-                        if self.dropped.len() >= DROPPED_BACKLOG_CAP {
-                            self.dropped.pop_front();
-                        }
-                        self.dropped.push_back(DroppedFrame {
-                            iface: idx,
-                            frame: pkt.data,
-                            cause: DropCause::Reload,
-                        });
+                        self.give_back(idx, pkt.data, DropCause::Reload);
                     }
                 }
             }
