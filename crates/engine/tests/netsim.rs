@@ -10,27 +10,29 @@ use sluice_engine::testing::netsim::Dir;
 
 const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/netsim.txt");
 
-/// (shaper, Mbit/s, flows, RTT ms, direction, ack-pacing).
-const TABLE: [(Shaper, u64, usize, u64, Dir, bool); 16] = {
+/// (shaper, Mbit/s, flows, RTT ms, direction, ack-pacing, autorate).
+const TABLE: [(Shaper, u64, usize, u64, Dir, bool, bool); 18] = {
     use Dir::*;
     use Shaper::*;
     [
-        (FqCodel, 1, 1, 50, Down, false),
-        (FqCodel, 1, 4, 50, Up, false),
-        (FqCodel, 1, 4, 50, Down, true),
-        (FqCodel, 10, 1, 10, Down, false),
-        (FqCodel, 10, 4, 50, Down, false),
-        (FqCodel, 10, 4, 50, Down, true),
-        (FqCodel, 10, 16, 10, Up, false),
-        (FqCodel, 10, 16, 50, Down, true),
-        (FqCodel, 100, 4, 10, Down, false),
-        (FqCodel, 100, 16, 50, Down, false),
-        (FqCodel, 100, 1, 10, Up, false),
-        (FqCodel, 100, 4, 50, Down, true),
-        (Priq, 1, 4, 50, Down, false),
-        (Priq, 10, 4, 10, Up, false),
-        (Priq, 10, 16, 50, Down, false),
-        (Priq, 100, 4, 10, Down, true),
+        (FqCodel, 1, 1, 50, Down, false, false),
+        (FqCodel, 1, 4, 50, Up, false, false),
+        (FqCodel, 1, 4, 50, Down, true, false),
+        (FqCodel, 10, 1, 10, Down, false, false),
+        (FqCodel, 10, 4, 50, Down, false, false),
+        (FqCodel, 10, 4, 50, Down, true, false),
+        (FqCodel, 10, 16, 10, Up, false, false),
+        (FqCodel, 10, 16, 50, Down, true, false),
+        (FqCodel, 100, 4, 10, Down, false, false),
+        (FqCodel, 100, 16, 50, Down, false, false),
+        (FqCodel, 100, 1, 10, Up, false, false),
+        (FqCodel, 100, 4, 50, Down, true, false),
+        (Priq, 1, 4, 50, Down, false, false),
+        (Priq, 10, 4, 10, Up, false, false),
+        (Priq, 10, 16, 50, Down, false, false),
+        (Priq, 100, 4, 10, Down, true, false),
+        (FqCodel, 10, 4, 50, Down, false, true),
+        (FqCodel, 10, 4, 50, Up, false, true),
     ]
 };
 
@@ -39,7 +41,7 @@ fn table() -> String {
         "# sluice netsim snapshot: see docs/testing.md (\"The simulator\").\n\
          # goodput Mbit/s total [per flow], jain; ping ms; drops by cause.\n",
     );
-    for (shaper, mbps, flows, rtt_ms, dir, ack_pacing) in TABLE {
+    for (shaper, mbps, flows, rtt_ms, dir, ack_pacing, autorate) in TABLE {
         let c = Case {
             shaper,
             mbps,
@@ -47,6 +49,7 @@ fn table() -> String {
             rtt_ms,
             dir,
             ack_pacing,
+            autorate,
         };
         let o = c.run().unwrap_or_else(|e| panic!("{}: {e}", c.name()));
         out.push_str(&render(&c.name(), &o));
@@ -92,6 +95,7 @@ fn two_runs_are_identical() {
         rtt_ms: 10,
         dir: Dir::Down,
         ack_pacing: true,
+        autorate: false,
     };
     let (a, b) = (c.run().unwrap(), c.run().unwrap());
     assert_eq!(render("a", &a), render("a", &b));

@@ -28,6 +28,10 @@ pub struct Case {
     pub dir: Dir,
     /// `ack-pacing window-clamp` on both shapers.
     pub ack_pacing: bool,
+    /// FQ-CoDel only: both pipes start at twice the modem's rate under
+    /// `autorate (min ¼, max 2×)`, which must find the modem's rate from
+    /// the traffic's own delay (crate::autorate).
+    pub autorate: bool,
 }
 
 impl Case {
@@ -46,17 +50,22 @@ impl Case {
             self.flows,
             self.rtt_ms,
             if self.ack_pacing { " ack-pacing" } else { "" },
-        )
+        ) + if self.autorate { " autorate" } else { "" }
     }
 
     /// The pf.conf text (`lan0` the LAN side, `wan0` the modem's).
     pub fn conf(&self) -> String {
-        let kbps = self.mbps * 1000 * 95 / 100;
-        let ctl = if self.ack_pacing {
+        let mut kbps = self.mbps * 1000 * 95 / 100;
+        let mut ctl = String::from(if self.ack_pacing {
             " ack-pacing window-clamp"
         } else {
             ""
-        };
+        });
+        if self.autorate {
+            let k = self.mbps * 1000;
+            kbps = 2 * k;
+            ctl += &format!(" autorate (min {}Kb, max {}Kb)", k / 4, 2 * k);
+        }
         match self.shaper {
             Shaper::FqCodel => format!(
                 "pipe up on wan0 bandwidth {kbps}Kb sched fq_codel{ctl}\n\
@@ -134,9 +143,10 @@ impl Case {
     }
 }
 
-/// One line of outcomes: total and per-flow goodput (Mbit/s), Jain's
-/// index, the pinger's p50/p99 (ms) and losses, drops in sluice by cause,
-/// in the modem, the senders' retransmissions and timeouts.
+/// A case's outcomes: total and per-flow goodput (Mbit/s), Jain's index,
+/// the pinger's p50/p99 (ms) and losses, drops in sluice by cause, in the
+/// modem, the senders' retransmissions and timeouts; with autorate, the
+/// shapers' final rates (Mbit/s) and the decisions logged.
 pub fn render(name: &str, o: &Outcome) -> String {
     let mbit = |r: Rate| r.as_bps() as f64 / 1e6;
     let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_nanos() as f64 / 1e6);
@@ -162,5 +172,13 @@ pub fn render(name: &str, o: &Outcome) -> String {
         " modem {} retransmits {} timeouts {}",
         o.modem_drops, o.retransmits, o.timeouts
     );
+    if let Some((down, up, logged)) = o.autorate {
+        let _ = writeln!(
+            s,
+            "  autorate down {:.3} up {:.3} decisions {logged}",
+            mbit(down),
+            mbit(up)
+        );
+    }
     s
 }

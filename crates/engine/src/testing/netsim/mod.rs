@@ -12,7 +12,8 @@
 //!   a FIFO of bounded bytes, tail-dropping, as a DSL or cable modem; the
 //!   LAN is instant. A download meets the modem before sluice, an upload
 //!   after it.
-//! - Hosts: per flow one TCP sender and receiver ([`tcp`]), with its own
+//! - Hosts: per flow one TCP sender and receiver ([`tcp`]), timestamps on
+//!   every segment as Linux sends them, its own
 //!   client address; one pinger (ICMP echo at a fixed interval) whose
 //!   round trips are the latency under load.
 //! - Deterministic: events are ordered by (time, sequence of scheduling);
@@ -101,6 +102,9 @@ pub struct Outcome {
     /// The senders' retransmissions and timeouts.
     pub retransmits: u64,
     pub timeouts: u64,
+    /// Where autorate left the shapers (LAN side, WAN side) at the end,
+    /// and how many decisions it logged; `None` without autorate.
+    pub autorate: Option<(Rate, Rate, u64)>,
 }
 
 impl Outcome {
@@ -189,6 +193,8 @@ enum Event {
 struct Flow {
     tx: Sender,
     rx: Receiver,
+    /// The latest TSval each end received (client, server): its TSecr.
+    ts_recent: [u32; 2],
 }
 
 /// The simulation: the engine, the hosts and the events between them.
@@ -291,6 +297,15 @@ impl Sim {
         self.out.modem_drops = self.down.drops + self.up.drops;
         self.out.retransmits = self.flows.iter().map(|f| f.tx.retransmits).sum();
         self.out.timeouts = self.flows.iter().map(|f| f.tx.timeouts).sum();
+        if self.engine.report().iter().any(|r| r.autorate.is_some()) {
+            let rate = |e: &Engine, i| e.rate(i).unwrap_or(Rate::ZERO);
+            let (down, up) = (rate(&self.engine, LAN), rate(&self.engine, WAN));
+            let mut logged = 0;
+            while self.engine.poll_autorate().is_some() {
+                logged += 1;
+            }
+            self.out.autorate = Some((down, up, logged));
+        }
         self.out
     }
 
@@ -339,7 +354,7 @@ impl Sim {
             Event::ToServer(f) => self.server_rx(f),
             Event::ToClient(f) => self.client_rx(f),
             Event::Open(i) => {
-                let syn = segment(i, true, 0, 0, SYN, &syn_opts(), 0);
+                let syn = self.segment(i, true, 0, 0, SYN, &syn_opts(), 0);
                 self.sluice_rx(LAN, syn);
             }
             Event::DelAck { flow, at_server } => {
@@ -375,7 +390,7 @@ impl Sim {
     /// Sends segment `seq` of flow `i` from its data sender.
     fn send_data(&mut self, i: usize, seq: u64) {
         let from_client = !self.server_sends();
-        let f = segment(i, from_client, seq as u32, 1, ACK, &[], MSS as usize);
+        let f = self.segment(i, from_client, seq as u32, 1, ACK, &[], MSS as usize);
         if from_client {
             self.sluice_rx(LAN, f);
         } else {
@@ -394,7 +409,7 @@ impl Sim {
     fn send_ack(&mut self, i: usize, at_server: bool) {
         let ack = self.flows[i].rx.nxt as u32;
         let opts = sack_opts(&self.flows[i].rx.sack_blocks());
-        let f = segment(i, !at_server, 1, ack, ACK, &opts, 0);
+        let f = self.segment(i, !at_server, 1, ack, ACK, &opts, 0);
         if at_server {
             self.server_send(f);
         } else {
@@ -409,13 +424,16 @@ impl Sim {
         if i >= self.flows.len() {
             return;
         }
+        if let Some((tsval, _)) = s.ts {
+            self.flows[i].ts_recent[usize::from(at_server)] = tsval;
+        }
         if s.flags & SYN != 0 {
             if at_server {
-                let sa = segment(i, false, 0, 1, SYN | ACK, &syn_opts(), 0);
+                let sa = self.segment(i, false, 0, 1, SYN | ACK, &syn_opts(), 0);
                 self.server_send(sa);
             } else {
                 // SYN-ACK: its window is not scaled.
-                let ack = segment(i, true, 1, 1, ACK, &[], 0);
+                let ack = self.segment(i, true, 1, 1, ACK, &[], 0);
                 self.sluice_rx(LAN, ack);
                 if !self.server_sends() {
                     self.flows[i].tx.establish(self.now, u64::from(s.win));
@@ -454,6 +472,36 @@ impl Sim {
         self.push_data(i);
     }
 
+    /// A segment of flow `i`, from its client or to it, stamped as Linux
+    /// stamps every segment (RFC 7323: a 1 kHz clock, an offset per host,
+    /// the peer's latest TSval echoed), then the options `opts`.
+    #[allow(clippy::too_many_arguments)]
+    fn segment(
+        &self,
+        i: usize,
+        from_client: bool,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        opts: &[u8],
+        len: usize,
+    ) -> Vec<u8> {
+        let offset = if from_client {
+            1000 + 7919 * i as u32
+        } else {
+            0x0100_0000
+        };
+        let tsval = ((self.now.as_nanos() / 1_000_000) as u32).wrapping_add(offset);
+        let tsecr = self
+            .flows
+            .get(i)
+            .map_or(0, |f| f.ts_recent[usize::from(!from_client)]);
+        let mut o = vec![1, 1];
+        TcpOption::Timestamps { tsval, tsecr }.encode(&mut o);
+        o.extend_from_slice(opts);
+        segment(i, from_client, seq, ack, flags, &o, len)
+    }
+
     fn server_rx(&mut self, f: Vec<u8>) {
         if f.get(14 + 9) == Some(&1) {
             if let Some(r) = echo_reply_to(&f) {
@@ -485,7 +533,8 @@ impl Sim {
 /// The options of both ends' SYN: MSS, window scale, SACK permitted.
 fn syn_opts() -> Vec<u8> {
     let mut o = Vec::new();
-    TcpOption::Mss(MSS as u16).encode(&mut o);
+    // 1448 bytes of payload beside the timestamps, as Linux on a 1500 MTU.
+    TcpOption::Mss(MSS as u16 + 12).encode(&mut o);
     TcpOption::WindowScale(WSCALE).encode(&mut o);
     o.push(1);
     TcpOption::SackPermitted.encode(&mut o);
@@ -505,9 +554,10 @@ fn sack_opts(blocks: &[Block]) -> Vec<u8> {
     o
 }
 
-/// The SACK blocks among the options `opts` of a segment.
-fn read_sack(mut opts: &[u8]) -> Vec<Block> {
+/// The SACK blocks and the timestamps among the options `opts`.
+fn read_opts(mut opts: &[u8]) -> (Vec<Block>, Option<(u32, u32)>) {
     let mut out = Vec::new();
+    let mut ts = None;
     while let [kind, rest @ ..] = opts {
         match kind {
             0 => break,
@@ -516,6 +566,12 @@ fn read_sack(mut opts: &[u8]) -> Vec<Block> {
                 let Some(&len) = rest.first() else { break };
                 let len = usize::from(len).max(2);
                 let Some(body) = opts.get(2..len) else { break };
+                if *kind == 8 && body.len() == 8 {
+                    let w = |k: usize| {
+                        u32::from_be_bytes([body[k], body[k + 1], body[k + 2], body[k + 3]])
+                    };
+                    ts = Some((w(0), w(4)));
+                }
                 if *kind == 5 {
                     for b in body.chunks_exact(8) {
                         let w = |k: usize| u32::from_be_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
@@ -526,7 +582,7 @@ fn read_sack(mut opts: &[u8]) -> Vec<Block> {
             }
         }
     }
-    out
+    (out, ts)
 }
 
 /// A segment of flow `i`, from its client or to it.
@@ -566,6 +622,7 @@ struct Seg {
     flags: u8,
     len: usize,
     sack: Vec<Block>,
+    ts: Option<(u32, u32)>,
 }
 
 /// Reads a segment the simulation built (untagged IPv4, as sluice passes
@@ -580,6 +637,7 @@ fn read(f: &[u8]) -> Option<Seg> {
     let port = if sport == SERVER_PORT { dport } else { sport };
     let hl = usize::from(b[12] >> 4) * 4;
     let end = info.l3_offset + usize::from(ip.ip_len);
+    let (sack, ts) = read_opts(f.get(l4 + 20..l4 + hl)?);
     Some(Seg {
         flow: usize::from(port.checked_sub(40_000)?),
         seq: u32::from_be_bytes(b[4..8].try_into().ok()?),
@@ -587,6 +645,7 @@ fn read(f: &[u8]) -> Option<Seg> {
         win: u16::from_be_bytes([b[14], b[15]]),
         flags: b[13],
         len: end.checked_sub(l4 + hl)?,
-        sack: read_sack(f.get(l4 + 20..l4 + hl)?),
+        sack,
+        ts,
     })
 }

@@ -4,7 +4,8 @@
 //! # Principles
 //! - The sender is Reno (RFC 5681) with SACK loss recovery (RFC 6675,
 //!   simplified), as Linux runs by default: slow start from an initial
-//!   window of 10 (RFC 6928), AIMD after it, recovery on the third
+//!   window of 10 (RFC 6928) counting at most two segments per ACK
+//!   (RFC 3465), AIMD after it, recovery on the third
 //!   duplicate ACK (a duplicate only if its window is unchanged or it
 //!   carries SACK: a rewritten window alone is no loss signal), in which
 //!   every hole below the highest SACKed segment is sent again once and
@@ -155,7 +156,9 @@ impl Sender {
                     self.cwnd = self.ssthresh;
                 }
                 Some(_) => return self.holes(),
-                None if self.cwnd < self.ssthresh => self.cwnd += acked,
+                // Appropriate byte counting (RFC 3465, L = 2): an ACK of much,
+                // after a timeout, is no leave to burst.
+                None if self.cwnd < self.ssthresh => self.cwnd += acked.min(2.0),
                 None => self.cwnd += acked / self.cwnd,
             }
             return Vec::new();
@@ -333,7 +336,15 @@ mod tests {
             sent += 1;
         }
         assert_eq!(sent, 10);
-        s.on_ack(now, (1 + 10 * MSS) as u32, 1000, &[]);
+        // One ACK of all ten counts two (RFC 3465); one per two, each.
+        let mut t = Sender::new();
+        t.establish(now, 1 << 30);
+        while t.next_new().is_some() {}
+        t.on_ack(now, (1 + 10 * MSS) as u32, 1000, &[]);
+        assert_eq!(t.cwnd, 12.0);
+        for k in 1..=5 {
+            s.on_ack(now, (1 + 2 * k * MSS) as u32, 1000, &[]);
+        }
         assert_eq!(s.cwnd, 20.0);
         while s.next_new().is_some() {}
         let una = s.una as u32;
