@@ -13,30 +13,31 @@
 //!   LAN is instant. A download meets the modem before sluice, an upload
 //!   after it.
 //! - Hosts: per flow one TCP sender and receiver ([`tcp`]), timestamps on
-//!   every segment as Linux sends them, its own
-//!   client address; one pinger (ICMP echo at a fixed interval) whose
-//!   round trips are the latency under load.
+//!   every segment as Linux sends them, its own client address; one
+//!   pinger (ICMP echo at a fixed interval) whose round trips are the
+//!   latency under load.
 //! - Deterministic: events are ordered by (time, sequence of scheduling);
 //!   nothing random, no clock, no hash-map order in any output.
-//! - [`case`] builds a fixed set of configurations on it; the engine's
+//! - [`net`] is the network alone (sluice, modems, delay line), for any
+//!   hosts: a test with hosts of its own pulls their arrivals from
+//!   [`Net::poll`]; [`Sim`] is the hosts of a [`Load`] on it.
+//! - [`case`] builds a fixed set of configurations on [`Sim`]; the engine's
 //!   snapshot test (`tests/netsim.rs`) pins their outcomes.
 
 pub mod case;
+pub mod net;
 pub mod tcp;
 
-use crate::{Engine, Rx};
+use crate::Engine;
+pub use net::{Arrival, Net, LAN, WAN};
 use sluice_time::{Duration, Instant, Rate};
 use sluice_wire::build::{echo_reply_to, icmp_v4_echo, tcp_with, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use tcp::{AckNow, Block, Receiver, Sender, MSS, RWND_FIELD, WSCALE};
 
-/// The engine's interfaces, as [`Options::bridge`](crate::Options::bridge)
-/// numbers them.
-pub const LAN: usize = 0;
-pub const WAN: usize = 1;
 /// The server every flow and the pinger talk to.
 pub const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
 const SERVER_PORT: u16 = 5201;
@@ -129,61 +130,11 @@ impl Outcome {
     }
 }
 
-/// A modem's FIFO in one direction: frames leave in order at its rate.
+/// The hosts' timers.
 #[derive(Debug)]
-struct Fifo {
-    rate: Rate,
-    cap: u64,
-    /// (departure, bytes) of the frames not yet gone.
-    queue: VecDeque<(Instant, u64)>,
-    bytes: u64,
-    drops: u64,
-}
-
-impl Fifo {
-    fn new(rate: Rate, cap: u64) -> Fifo {
-        Fifo {
-            rate,
-            cap,
-            queue: VecDeque::new(),
-            bytes: 0,
-            drops: 0,
-        }
-    }
-
-    /// A frame of `len` bytes arrives at `at` (arrivals come in time
-    /// order): when it has left, or `None` when the FIFO is full.
-    fn push(&mut self, at: Instant, len: u64) -> Option<Instant> {
-        while let Some(&(d, l)) = self.queue.front() {
-            if d > at {
-                break;
-            }
-            self.queue.pop_front();
-            self.bytes -= l;
-        }
-        if self.bytes + len > self.cap {
-            self.drops += 1;
-            return None;
-        }
-        let start = self.queue.back().map_or(at, |&(d, _)| d.max(at));
-        let done = start + self.rate.tx_time(len);
-        self.queue.push_back((done, len));
-        self.bytes += len;
-        Some(done)
-    }
-}
-
-#[derive(Debug)]
-enum Event {
-    /// A frame reaches sluice on this interface.
-    ToSluice(usize, Vec<u8>),
-    ToServer(Vec<u8>),
-    ToClient(Vec<u8>),
+enum Timer {
     Open(usize),
-    DelAck {
-        flow: usize,
-        at_server: bool,
-    },
+    DelAck { flow: usize, at_server: bool },
     Ping,
     Tick,
 }
@@ -197,17 +148,11 @@ struct Flow {
     ts_recent: [u32; 2],
 }
 
-/// The simulation: the engine, the hosts and the events between them.
+/// The simulation: the hosts of a [`Load`] on a [`Net`].
 pub struct Sim {
-    pub engine: Engine,
-    link: Link,
+    net: Net<Timer>,
     load: Load,
-    now: Instant,
     start: Instant,
-    events: BTreeMap<(Instant, u64), Event>,
-    seq: u64,
-    down: Fifo,
-    up: Fifo,
     flows: Vec<Flow>,
     ping_seq: u16,
     /// Echo requests in flight: sequence → sent at.
@@ -220,60 +165,36 @@ impl Sim {
     /// the traffic `load`. Flows open 1 ms apart from t = 1 s.
     pub fn new(engine: Engine, link: Link, load: Load) -> Sim {
         let start = Instant::ZERO + Duration::from_secs(1);
-        let mut sim = Sim {
-            engine,
-            link,
+        let mut net = Net::new(engine, link, start);
+        for i in 0..load.flows {
+            net.timer(start + Duration::from_millis(i as u64), Timer::Open(i));
+        }
+        net.timer(start, Timer::Ping);
+        net.timer(start, Timer::Tick);
+        Sim {
+            net,
             load,
-            now: start,
             start,
-            events: BTreeMap::new(),
-            seq: 0,
-            down: Fifo::new(link.down, link.fifo_bytes),
-            up: Fifo::new(link.up, link.fifo_bytes),
             flows: (0..load.flows).map(|_| Flow::default()).collect(),
             ping_seq: 0,
             pings: BTreeMap::new(),
             out: Outcome::default(),
-        };
-        for i in 0..load.flows {
-            sim.at(start + Duration::from_millis(i as u64), Event::Open(i));
         }
-        sim.at(start, Event::Ping);
-        sim.at(start, Event::Tick);
-        sim
-    }
-
-    fn at(&mut self, t: Instant, e: Event) {
-        self.seq += 1;
-        self.events.insert((t, self.seq), e);
     }
 
     fn counting(&self) -> bool {
-        self.now >= self.start + self.load.warmup
+        self.net.now() >= self.start + self.load.warmup
     }
 
     /// Runs the load to its end and returns what it measured.
     pub fn run(mut self) -> Outcome {
-        let end = self.start + self.load.duration;
-        let mut stuck = 0u32;
-        while self.now < end {
-            let ev = self.events.first_key_value().map(|(k, _)| k.0);
-            let timer = self.engine.poll_timeout();
-            let t = ev.into_iter().chain(timer).min().unwrap_or(end).min(end);
-            stuck = if t <= self.now { stuck + 1 } else { 0 };
-            assert!(stuck < 1_000_000, "the simulation stands still");
-            self.now = t.max(self.now);
-            if timer.is_some_and(|d| d <= self.now) {
-                self.engine.handle_timeout(self.now);
+        self.net.run_until(self.start + self.load.duration);
+        while let Some(a) = self.net.poll() {
+            match a {
+                Arrival::Client(f) => self.client_rx(f),
+                Arrival::Server(f) => self.server_rx(f),
+                Arrival::Timer(t) => self.timer(t),
             }
-            while let Some(entry) = self.events.first_entry() {
-                if entry.key().0 > self.now {
-                    break;
-                }
-                let e = entry.remove();
-                self.dispatch(e);
-            }
-            self.drain();
         }
         self.finish()
     }
@@ -287,21 +208,23 @@ impl Sim {
             .collect();
         self.out.rtts.sort();
         // A reply still owed a second before the end is lost.
-        let late = self.now - Duration::from_secs(1);
+        let late = self.net.now() - Duration::from_secs(1);
         let warm = self.start + self.load.warmup;
         self.out.pings_lost = self
             .pings
             .values()
             .filter(|&&t| t >= warm && t < late)
             .count() as u64;
-        self.out.modem_drops = self.down.drops + self.up.drops;
+        self.out.modem_drops = self.net.down.drops + self.net.up.drops;
+        self.out.engine_drops = std::mem::take(&mut self.net.engine_drops);
         self.out.retransmits = self.flows.iter().map(|f| f.tx.retransmits).sum();
         self.out.timeouts = self.flows.iter().map(|f| f.tx.timeouts).sum();
-        if self.engine.report().iter().any(|r| r.autorate.is_some()) {
-            let rate = |e: &Engine, i| e.rate(i).unwrap_or(Rate::ZERO);
-            let (down, up) = (rate(&self.engine, LAN), rate(&self.engine, WAN));
+        let e = &mut self.net.engine;
+        if e.report().iter().any(|r| r.autorate.is_some()) {
+            let (down, up) = (e.rate(LAN), e.rate(WAN));
+            let (down, up) = (down.unwrap_or(Rate::ZERO), up.unwrap_or(Rate::ZERO));
             let mut logged = 0;
-            while self.engine.poll_autorate().is_some() {
+            while e.poll_autorate().is_some() {
                 logged += 1;
             }
             self.out.autorate = Some((down, up, logged));
@@ -309,75 +232,34 @@ impl Sim {
         self.out
     }
 
-    /// Everything sluice may send now, onto its wires; what it handed back,
-    /// counted.
-    fn drain(&mut self) {
-        loop {
-            let mut any = false;
-            while let Some(f) = self.engine.poll_tx(self.now, LAN) {
-                any = true;
-                self.at(self.now, Event::ToClient(f));
-            }
-            while let Some(f) = self.engine.poll_tx(self.now, WAN) {
-                any = true;
-                if let Some(gone) = self.up.push(self.now, f.len() as u64) {
-                    self.at(gone + self.link.one_way, Event::ToServer(f));
-                }
-            }
-            if !any {
-                break;
-            }
-        }
-        while let Some(d) = self.engine.poll_dropped() {
-            *self.out.engine_drops.entry(d.cause.name()).or_default() += 1;
-        }
-        while self.engine.poll_spare().is_some() {}
-    }
-
-    /// A frame reaches sluice; one it refuses is counted when [`drain`]
-    /// takes it back.
-    fn sluice_rx(&mut self, iface: usize, f: Vec<u8>) {
-        let _: Rx = self.engine.handle_rx(self.now, iface, f);
-    }
-
-    /// A frame the server sends: the delay line, then the modem's FIFO.
-    fn server_send(&mut self, f: Vec<u8>) {
-        let arrive = self.now + self.link.one_way;
-        if let Some(gone) = self.down.push(arrive, f.len() as u64) {
-            self.at(gone, Event::ToSluice(WAN, f));
-        }
-    }
-
-    fn dispatch(&mut self, e: Event) {
-        match e {
-            Event::ToSluice(i, f) => self.sluice_rx(i, f),
-            Event::ToServer(f) => self.server_rx(f),
-            Event::ToClient(f) => self.client_rx(f),
-            Event::Open(i) => {
+    fn timer(&mut self, t: Timer) {
+        match t {
+            Timer::Open(i) => {
                 let syn = self.segment(i, true, 0, 0, SYN, &syn_opts(), 0);
-                self.sluice_rx(LAN, syn);
+                self.net.client_send(syn);
             }
-            Event::DelAck { flow, at_server } => {
+            Timer::DelAck { flow, at_server } => {
                 if self.flows[flow].rx.on_delack() {
                     self.send_ack(flow, at_server);
                 }
             }
-            Event::Ping => {
+            Timer::Ping => {
                 let f = icmp_v4_echo(PINGER, SERVER, PING_ID, self.ping_seq, 56);
-                self.pings.insert(self.ping_seq, self.now);
+                self.pings.insert(self.ping_seq, self.net.now());
                 self.ping_seq = self.ping_seq.wrapping_add(1);
-                self.sluice_rx(LAN, f);
-                self.at(self.now + self.load.ping_every, Event::Ping);
+                self.net.client_send(f);
+                self.net
+                    .timer(self.net.now() + self.load.ping_every, Timer::Ping);
             }
-            Event::Tick => {
+            Timer::Tick => {
                 for i in 0..self.flows.len() {
                     let tx = &mut self.flows[i].tx;
-                    if tx.open && tx.nxt > tx.una && self.now - tx.progress >= RTO {
-                        tx.on_timeout(self.now);
+                    if tx.open && tx.nxt > tx.una && self.net.now() - tx.progress >= RTO {
+                        tx.on_timeout(self.net.now());
                         self.push_data(i);
                     }
                 }
-                self.at(self.now + TICK, Event::Tick);
+                self.net.timer(self.net.now() + TICK, Timer::Tick);
             }
         }
     }
@@ -392,9 +274,9 @@ impl Sim {
         let from_client = !self.server_sends();
         let f = self.segment(i, from_client, seq as u32, 1, ACK, &[], MSS as usize);
         if from_client {
-            self.sluice_rx(LAN, f);
+            self.net.client_send(f);
         } else {
-            self.server_send(f);
+            self.net.server_send(f);
         }
     }
 
@@ -411,9 +293,9 @@ impl Sim {
         let opts = sack_opts(&self.flows[i].rx.sack_blocks());
         let f = self.segment(i, !at_server, 1, ack, ACK, &opts, 0);
         if at_server {
-            self.server_send(f);
+            self.net.server_send(f);
         } else {
-            self.sluice_rx(LAN, f);
+            self.net.client_send(f);
         }
     }
 
@@ -430,13 +312,13 @@ impl Sim {
         if s.flags & SYN != 0 {
             if at_server {
                 let sa = self.segment(i, false, 0, 1, SYN | ACK, &syn_opts(), 0);
-                self.server_send(sa);
+                self.net.server_send(sa);
             } else {
                 // SYN-ACK: its window is not scaled.
                 let ack = self.segment(i, true, 1, 1, ACK, &[], 0);
-                self.sluice_rx(LAN, ack);
+                self.net.client_send(ack);
                 if !self.server_sends() {
-                    self.flows[i].tx.establish(self.now, u64::from(s.win));
+                    self.flows[i].tx.establish(self.net.now(), u64::from(s.win));
                     self.push_data(i);
                 }
             }
@@ -451,7 +333,8 @@ impl Sim {
                     if !self.flows[i].rx.delack_armed {
                         self.flows[i].rx.delack_armed = true;
                         let flow = i;
-                        self.at(self.now + DELACK, Event::DelAck { flow, at_server });
+                        self.net
+                            .timer(self.net.now() + DELACK, Timer::DelAck { flow, at_server });
                     }
                 }
             }
@@ -463,9 +346,9 @@ impl Sim {
         let tx = &mut self.flows[i].tx;
         if !tx.open {
             // The handshake's third segment: the server may send.
-            tx.establish(self.now, u64::from(s.win) << WSCALE);
+            tx.establish(self.net.now(), u64::from(s.win) << WSCALE);
         } else {
-            for seq in tx.on_ack(self.now, s.ack, s.win, &s.sack) {
+            for seq in tx.on_ack(self.net.now(), s.ack, s.win, &s.sack) {
                 self.send_data(i, seq);
             }
         }
@@ -491,7 +374,7 @@ impl Sim {
         } else {
             0x0100_0000
         };
-        let tsval = ((self.now.as_nanos() / 1_000_000) as u32).wrapping_add(offset);
+        let tsval = ((self.net.now().as_nanos() / 1_000_000) as u32).wrapping_add(offset);
         let tsecr = self
             .flows
             .get(i)
@@ -505,7 +388,7 @@ impl Sim {
     fn server_rx(&mut self, f: Vec<u8>) {
         if f.get(14 + 9) == Some(&1) {
             if let Some(r) = echo_reply_to(&f) {
-                self.server_send(r);
+                self.net.server_send(r);
             }
             return;
         }
@@ -520,7 +403,7 @@ impl Sim {
                 let seq = u16::from_be_bytes([b[0], b[1]]);
                 if let Some(sent) = self.pings.remove(&seq) {
                     if sent >= self.start + self.load.warmup {
-                        self.out.rtts.push(self.now - sent);
+                        self.out.rtts.push(self.net.now() - sent);
                     }
                 }
             }
