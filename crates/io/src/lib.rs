@@ -47,6 +47,7 @@
 // through the caller's log callback (`Log`), never print!/eprint!.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod attach;
 pub mod blast;
 mod bridge;
 pub mod caps;
