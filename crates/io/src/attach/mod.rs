@@ -142,27 +142,24 @@ fn restore(snap: &Snapshot, state: &Path) -> io::Result<()> {
     }
 }
 
-/// After a sluice that attached `name` stopped without restoring it
-/// (SIGKILL, a panic that aborted): restores it from the state file in
-/// `dir`. The snapshot restored, or none if nothing was attached.
-pub fn restore_recorded(name: &str, dir: &Path) -> io::Result<Option<Snapshot>> {
+/// What the state file in `dir` says `name` was before a sluice attached
+/// it (and the file), or none if nothing is attached.
+pub fn recorded(name: &str, dir: &Path) -> io::Result<Option<(Snapshot, PathBuf)>> {
     let state = state_path(dir, name)?;
     let text = match std::fs::read_to_string(&state) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("{}: {e}", state.display()),
-            ))
-        }
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", state.display()))),
     };
     let snap = state::from_text(&text).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{}: {e}", state.display()),
-        )
+        io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", state.display()))
     })?;
-    restore(&snap, &state)?;
-    Ok(Some(snap))
+    Ok(Some((snap, state)))
+}
+
+/// After a sluice that attached IF stopped without giving it back
+/// (SIGKILL, a panic that aborted): restores `snap` (from [`recorded`])
+/// and removes the state file.
+pub fn restore_recorded(snap: &Snapshot, state: &Path) -> io::Result<()> {
+    restore(snap, state)
 }

@@ -1,0 +1,187 @@
+//! `sluice run --attach IF [--attach-side lan|wan] [--dry-run]` and
+//! `sluice on-exit --attach IF`: the CLI side of `sluice_io::attach`.
+//!
+//! # Principles
+//! - `--attach` only decides the two ports of the one bridge `--bridge`
+//!   runs: IF (renamed `slpN`) and the veth end toward the host's stack
+//!   (`slvN`). With `--attach-side lan` (the default) IF is the LAN port
+//!   (`int_if`) and the veth end the WAN port (`ext_if`); with `wan`, the
+//!   other way round.
+//! - Nothing changes before the configuration was checked and the
+//!   interface locked; the plan is printed, not carried out, with
+//!   `--dry-run`.
+//! - IF is given back on every exit the process sees (the guard's drop:
+//!   a clean stop, an error, a panic that unwinds); `sluice on-exit
+//!   --attach IF` (systemd's `ExecStopPost=`) does it after the others.
+//! - `SLUICE_ATTACH_FAIL_AFTER=K` (tests only, docs/testing.md) makes the
+//!   set-up fail before its step K+1, to prove the roll-back.
+
+use crate::out::{ewriteln, owriteln};
+use crate::run::{log, Level};
+use clap::{Args as ClapArgs, ValueEnum};
+use sluice_io::attach::{self, Attached, Inject};
+use std::path::Path;
+
+/// Which side of the shaper IF is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Side {
+    /// IF faces the LAN: IF is int_if, the host's stack is ext_if.
+    Lan,
+    /// IF faces the modem: the host's stack is int_if, IF is ext_if.
+    Wan,
+}
+
+#[derive(ClapArgs)]
+pub struct RunArgs {
+    /// Shape between IF and this host's own stack (a router shaping its
+    /// own LAN or WAN interface): IF is renamed slpN and a veth pair takes
+    /// its place, the host end named IF with IF's MAC, MTU, bridge,
+    /// addresses and routes; restored at exit (docs/deploy.md).
+    #[arg(long, value_name = "IF", conflicts_with = "bridge")]
+    pub attach: Option<String>,
+    /// With --attach: whether IF is the LAN (int_if) or WAN (ext_if) side.
+    #[arg(long, value_name = "SIDE", value_enum, default_value = "lan", requires = "attach")]
+    pub attach_side: Side,
+    /// With --attach: print the plan (the netlink operations, in words)
+    /// and change nothing.
+    #[arg(long, requires = "attach")]
+    pub dry_run: bool,
+}
+
+/// The two ports (LAN, WAN) `--attach IF` bridges; nothing changed yet.
+pub fn ports(name: &str, side: Side) -> Result<(String, String), String> {
+    let (snap, _) = attach::plan(name).map_err(|e| format!("--attach {name}: {e}"))?;
+    let n = attach::plan::names(&snap);
+    Ok(match side {
+        Side::Lan => (n.phys, n.peer),
+        Side::Wan => (n.peer, n.phys),
+    })
+}
+
+/// `--dry-run`: the plan, one operation a line, on stdout.
+pub fn print_plan(name: &str) -> Result<(), String> {
+    let (snap, steps) = attach::plan(name).map_err(|e| format!("--attach {name}: {e}"))?;
+    owriteln!(
+        "sluice: --attach {name} would do ({} addresses, {} routes moved{}):",
+        snap.addrs.len(),
+        snap.routes.len(),
+        snap.master_name
+            .as_deref()
+            .map(|m| format!(", bridge {m}"))
+            .unwrap_or_default()
+    );
+    for (k, s) in steps.iter().enumerate() {
+        owriteln!("{:3}. {}", k + 1, s.op);
+    }
+    Ok(())
+}
+
+/// Refuses what `--attach` cannot do alongside other options.
+pub fn check_options(on_exit_bridge: bool, user: bool) -> Result<(), String> {
+    if on_exit_bridge {
+        return Err("--on-exit bridge is for --bridge: with --attach, IF is always given \
+                    back to the host at exit (traffic then flows unshaped)"
+            .into());
+    }
+    if user {
+        return Err("--user with --attach: giving IF back needs root (a sysctl and the \
+                    state file in /run/sluice); run as root, or see docs/deploy.md"
+            .into());
+    }
+    Ok(())
+}
+
+/// Gives IF back when dropped.
+pub struct Guard(Attached, String);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // Never panics (a panic here, while unwinding, would abort).
+        match self.0.detach() {
+            Ok(()) => log(
+                Level::Info,
+                format_args!("--attach {}: given back to the host as it was", self.1),
+            ),
+            Err(e) => log(
+                Level::Error,
+                format_args!(
+                    "--attach {}: giving it back failed: {e}; run `sluice on-exit --attach {}`",
+                    self.1, self.1
+                ),
+            ),
+        }
+    }
+}
+
+/// Attaches `name`, its state file in `dir`; the guard that detaches.
+pub fn setup(name: &str, dir: &Path) -> Result<Guard, String> {
+    let inject = Inject {
+        fail_after: std::env::var("SLUICE_ATTACH_FAIL_AFTER")
+            .ok()
+            .and_then(|v| v.parse().ok()),
+    };
+    let a = attach::attach(name, dir, inject).map_err(|e| format!("--attach {name}: {e}"))?;
+    let n = a.names();
+    log(
+        Level::Info,
+        format_args!(
+            "--attach {name}: {name} is now {} (sluice's port), the host's stack is on veth {name} <-> {} (sluice's port)",
+            n.phys, n.peer
+        ),
+    );
+    Ok(Guard(a, name.to_string()))
+}
+
+/// `sluice on-exit --attach IF`: restores IF from its state file.
+pub fn on_exit(name: &str) -> bool {
+    let dir = Path::new(sluice_control::RUNTIME_DIR);
+    let (snap, state) = match attach::recorded(name, dir) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            ewriteln!("sluice: on-exit: --attach {name}: nothing attached (no state file)");
+            return true;
+        }
+        Err(e) => {
+            ewriteln!("sluice: on-exit: --attach {name}: {e}");
+            return false;
+        }
+    };
+    // A running sluice holds IF (by ifindex, whatever its name now): never
+    // restore under it. Held until the restoration is done.
+    let phys = attach::plan::phys_name(snap.link.ifindex);
+    let mut lock = None;
+    for n in [phys.as_str(), name] {
+        match sluice_io::lock_interfaces(dir, &[n]) {
+            Ok(l) => {
+                lock = Some(l);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                ewriteln!(
+                    "sluice: on-exit: --attach {name}: {e}; stop that sluice first (`sluice stop`)"
+                );
+                return false;
+            }
+        }
+    }
+    let done = attach::restore_recorded(&snap, &state);
+    drop(lock);
+    match done {
+        Ok(()) => {
+            ewriteln!(
+                "sluice: on-exit: --attach {name}: given back as it was ({} addresses, {} routes{})",
+                snap.addrs.len(),
+                snap.routes.len(),
+                snap.master_name
+                    .map(|m| format!(", in {m}"))
+                    .unwrap_or_default()
+            );
+            true
+        }
+        Err(e) => {
+            ewriteln!("sluice: on-exit: --attach {name}: {e}");
+            false
+        }
+    }
+}
