@@ -149,10 +149,18 @@ pub fn recorded(name: &str, dir: &Path) -> io::Result<Option<(Snapshot, PathBuf)
     let text = match std::fs::read_to_string(&state) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", state.display()))),
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("{}: {e}", state.display()),
+            ))
+        }
     };
     let snap = state::from_text(&text).map_err(|e| {
-        io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", state.display()))
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", state.display()),
+        )
     })?;
     Ok(Some((snap, state)))
 }

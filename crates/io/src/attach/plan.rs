@@ -298,8 +298,9 @@ pub fn attach(s: &Snapshot, multipath: &[Route]) -> Result<Vec<Step>, Refusal> {
                 name: n.phys.clone(),
                 disabled: true,
             },
+            // Undone before the rename is: IF is still called `phys` then.
             Some(Op::SetIpv6Disabled {
-                name: n.host.clone(),
+                name: n.phys.clone(),
                 disabled: d,
             }),
         );

@@ -262,11 +262,12 @@ fn detach_restores_the_snapshot_and_deletes_the_veth_only_if_there() {
     // The same operations as a full rollback, as a set: one restoration.
     let plan = attach(&s, &[]).unwrap();
     let mut a = rollback(&plan, plan.len());
+    // The sysctl names IF as it is called then (the test below).
     a.retain(|o| {
         *o != Op::SetUp {
             dev: Dev::Index(7),
             up: false,
-        }
+        } && !matches!(o, Op::SetIpv6Disabled { .. })
     });
     for o in &a {
         assert!(v.contains(o), "{o} is missing from detach");
@@ -301,4 +302,36 @@ fn the_plan_reads_as_ip_commands() {
     );
     assert!(text.contains(&"add address 10.0.1.1/24 on lan0".to_string()));
     assert!(text.contains(&"set link #7 promisc on arp off".to_string()));
+}
+
+/// Every sysctl of a restoration (`ops`) that names IF names it as it
+/// is called at that point (IF starts as `name`; renames are followed).
+/// A restoration never writes the host end's: the veth goes.
+fn sysctls_name_if_as_it_is_then(ops: &[Op], mut name: String) {
+    for o in ops {
+        match o {
+            Op::Rename {
+                dev: Dev::Index(7),
+                to,
+            } => name = to.clone(),
+            Op::SetIpv6Disabled { name: n, .. } => {
+                assert_eq!(*n, name, "{o} while IF is called {name}")
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_rollback_names_if_by_the_name_it_has_at_each_step() {
+    let plan = attach(&snap(Some(3)), &[]).unwrap();
+    let rename = plan
+        .iter()
+        .position(|s| matches!(s.op, Op::Rename { .. }))
+        .unwrap();
+    for done in 0..=plan.len() {
+        let start = if done > rename { "slp7" } else { "lan0" };
+        sysctls_name_if_as_it_is_then(&rollback(&plan, done), start.into());
+    }
+    sysctls_name_if_as_it_is_then(&detach(&snap(Some(3)), true), "slp7".into());
 }
