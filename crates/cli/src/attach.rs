@@ -40,7 +40,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "IF", conflicts_with = "bridge")]
     pub attach: Option<String>,
     /// With --attach: whether IF is the LAN (int_if) or WAN (ext_if) side.
-    #[arg(long, value_name = "SIDE", value_enum, default_value = "lan", requires = "attach")]
+    #[arg(
+        long,
+        value_name = "SIDE",
+        value_enum,
+        default_value = "lan",
+        requires = "attach"
+    )]
     pub attach_side: Side,
     /// With --attach: print the plan (the netlink operations, in words)
     /// and change nothing.
@@ -79,14 +85,18 @@ pub fn print_plan(name: &str) -> Result<(), String> {
 /// Refuses what `--attach` cannot do alongside other options.
 pub fn check_options(on_exit_bridge: bool, user: bool) -> Result<(), String> {
     if on_exit_bridge {
-        return Err("--on-exit bridge is for --bridge: with --attach, IF is always given \
+        return Err(
+            "--on-exit bridge is for --bridge: with --attach, IF is always given \
                     back to the host at exit (traffic then flows unshaped)"
-            .into());
+                .into(),
+        );
     }
     if user {
-        return Err("--user with --attach: giving IF back needs root (a sysctl and the \
+        return Err(
+            "--user with --attach: giving IF back needs root (a sysctl and the \
                     state file in /run/sluice); run as root, or see docs/deploy.md"
-            .into());
+                .into(),
+        );
     }
     Ok(())
 }

@@ -333,7 +333,12 @@ pub fn run(a: Args) -> ExitCode {
     };
     // Made before the bridge, so dropped after it: IF goes back to the
     // host on every exit this process sees.
-    let _attached = match a.attach.attach.as_deref().map(|n| crate::attach::setup(n, lock_dir)) {
+    let _attached = match a
+        .attach
+        .attach
+        .as_deref()
+        .map(|n| crate::attach::setup(n, lock_dir))
+    {
         None => None,
         Some(Ok(g)) => Some(g),
         Some(Err(e)) => {
