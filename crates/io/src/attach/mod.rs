@@ -2,7 +2,7 @@
 //! own stack on the same machine (a router shaping its own LAN or WAN).
 //! IF is renamed and a veth pair takes its place; sluice bridges IF with
 //! the veth's far end, so the one engine and reactor of `--bridge` serve
-//! it: attaching only decides the two ports (docs/adr/0009-attach.md).
+//! it: attaching only decides the two ports (docs/adr/0003-attach.md).
 //!
 //! # Principles
 //! - The plan is pure (`plan.rs`: a snapshot of IF in, operations and

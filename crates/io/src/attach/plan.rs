@@ -9,7 +9,7 @@
 //!   with IF's MAC address and MTU, in IF's bridge, with IF's addresses and
 //!   routes. Everything that names IF (nftables `iifname`, a DHCP client,
 //!   dnsmasq's `interface=`) finds the host end under the same name; what
-//!   matched on IF's MAC still matches (docs/adr/0009-attach.md).
+//!   matched on IF's MAC still matches (docs/adr/0003-attach.md).
 //! - IF itself ends up with no address, no master, a locally administered
 //!   MAC of its own ([`phys_mac`]), promiscuous, NOARP and with IPv6 off:
 //!   its own stack answers nothing (no ARP reply for the router's
