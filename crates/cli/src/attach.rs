@@ -77,7 +77,7 @@ pub fn print_plan(name: &str) -> Result<(), String> {
             .unwrap_or_default()
     );
     for (k, s) in steps.iter().enumerate() {
-        owriteln!("{:3}. {}", k + 1, s.op);
+        owriteln!("{:3}. {}", k + 1, attach::plan::describe(&s.op, &snap));
     }
     Ok(())
 }

@@ -531,6 +531,19 @@ impl fmt::Display for Op {
     }
 }
 
+/// `op` in words with the links of `s` by name: IF as `#N (lan0)` (its
+/// name changes during the plan, its ifindex does not), its bridge by name.
+pub fn describe(op: &Op, s: &Snapshot) -> String {
+    let mut t = op.to_string();
+    if let (Some(m), Some(name)) = (s.link.master, &s.master_name) {
+        t = t.replace(&format!("master link #{m}"), &format!("master {name}"));
+    }
+    t.replace(
+        &format!("link #{}", s.link.ifindex),
+        &format!("#{} ({})", s.link.ifindex, s.link.name),
+    )
+}
+
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;

@@ -335,3 +335,18 @@ fn a_rollback_names_if_by_the_name_it_has_at_each_step() {
     }
     sysctls_name_if_as_it_is_then(&detach(&snap(Some(3)), true), "slp7".into());
 }
+
+#[test]
+fn described_with_names() {
+    let s = snap(Some(3));
+    let v = ops(&attach(&s, &[]).unwrap());
+    let text: Vec<String> = v.iter().map(|o| describe(o, &s)).collect();
+    assert!(
+        text.contains(&"rename #7 (lan0) to slp7".to_string()),
+        "{text:?}"
+    );
+    assert!(
+        text.contains(&"set lan0 master br-lan".to_string()),
+        "{text:?}"
+    );
+}
