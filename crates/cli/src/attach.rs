@@ -45,12 +45,13 @@ pub struct RunArgs {
         value_name = "SIDE",
         value_enum,
         default_value = "lan",
-        requires = "attach"
+        requires = "attach",
+        conflicts_with = "bridge"
     )]
     pub attach_side: Side,
     /// With --attach: print the plan (the netlink operations, in words)
     /// and change nothing.
-    #[arg(long, requires = "attach")]
+    #[arg(long, requires = "attach", conflicts_with = "bridge")]
     pub dry_run: bool,
 }
 
@@ -193,5 +194,35 @@ pub fn on_exit(name: &str) -> bool {
             ewriteln!("sluice: on-exit: --attach {name}: {e}");
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        a: crate::run::Args,
+    }
+
+    fn parses(args: &[&str]) -> bool {
+        let mut v = vec!["sluice", "-f", "pf.conf"];
+        v.extend_from_slice(args);
+        Run::try_parse_from(v).is_ok()
+    }
+
+    #[test]
+    fn attach_options_never_ride_along_with_bridge() {
+        assert!(parses(&["--attach", "lan0", "--dry-run"]));
+        assert!(parses(&["--attach", "wan0", "--attach-side", "wan"]));
+        assert!(parses(&["--bridge", "a,b"]));
+        assert!(!parses(&[]), "one of --bridge and --attach");
+        assert!(!parses(&["--bridge", "a,b", "--attach", "c"]));
+        // A dry run must never start a live bridge instead.
+        assert!(!parses(&["--bridge", "a,b", "--dry-run"]));
+        assert!(!parses(&["--bridge", "a,b", "--attach-side", "wan"]));
+        assert!(!parses(&["--dry-run"]));
     }
 }

@@ -66,8 +66,9 @@ pub fn attach(name: &str, dir: &Path, inject: Inject) -> io::Result<Attached> {
         return Err(io::Error::new(
             io::ErrorKind::AlreadyExists,
             format!(
-                "{} exists: {name} may still be attached by a sluice that did not stop \
-                 cleanly; run `sluice on-exit --attach {name}` first",
+                "{} exists: {name} is attached already, by a running sluice (stop it \
+                 first) or by one that did not stop cleanly (then `sluice on-exit \
+                 --attach {name}` gives it back)",
                 state.display()
             ),
         ));
