@@ -12,7 +12,9 @@
 //!   `--dry-run`.
 //! - IF is given back on every exit the process sees (the guard's drop:
 //!   a clean stop, an error, a panic that unwinds); `sluice on-exit
-//!   --attach IF` (systemd's `ExecStopPost=`) does it after the others.
+//!   --attach IF` (systemd's `ExecStopPost=`) does it after the others,
+//!   and so does the next `run --attach IF` before it attaches (under
+//!   the interface lock: never under a running sluice).
 //! - `SLUICE_ATTACH_FAIL_AFTER=K` (tests only, docs/testing.md) makes the
 //!   set-up fail before its step K+1, to prove the roll-back.
 
@@ -55,8 +57,26 @@ pub struct RunArgs {
     pub dry_run: bool,
 }
 
-/// The two ports (LAN, WAN) `--attach IF` bridges; nothing changed yet.
-pub fn ports(name: &str, side: Side) -> Result<(String, String), String> {
+/// The two ports (LAN, WAN) `--attach IF` bridges. Nothing is changed,
+/// but for giving IF back first if an earlier sluice left it attached
+/// (as `run --bridge` takes its interfaces back from a kernel bridge).
+/// A dry run changes nothing: it refuses instead.
+pub fn ports(name: &str, side: Side, dry_run: bool) -> Result<(String, String), String> {
+    let dir = Path::new(sluice_control::RUNTIME_DIR);
+    if dry_run && attach::recorded(name, dir).is_ok_and(|r| r.is_some()) {
+        return Err(format!(
+            "--attach {name}: attached already (a state file of an earlier sluice); \
+             `sluice on-exit --attach {name}` gives it back"
+        ));
+    }
+    match give_back(name) {
+        Ok(Some(done)) => log(
+            Level::Info,
+            format_args!("--attach {name}: left attached by an earlier sluice: {done}"),
+        ),
+        Ok(None) => {}
+        Err(e) => return Err(format!("--attach {name}: {e}")),
+    }
     let (snap, _) = attach::plan(name).map_err(|e| format!("--attach {name}: {e}"))?;
     let n = attach::plan::names(&snap);
     Ok(match side {
@@ -143,22 +163,15 @@ pub fn setup(name: &str, dir: &Path) -> Result<Guard, String> {
     Ok(Guard(a, name.to_string()))
 }
 
-/// `sluice on-exit --attach IF`: restores IF from its state file.
-pub fn on_exit(name: &str) -> bool {
+/// Gives `name` back from the state file an earlier sluice left (none
+/// if there is none): what it was, in words. Under the interface lock,
+/// so never under a running sluice.
+fn give_back(name: &str) -> Result<Option<String>, String> {
     let dir = Path::new(sluice_control::RUNTIME_DIR);
-    let (snap, state) = match attach::recorded(name, dir) {
-        Ok(Some(r)) => r,
-        Ok(None) => {
-            ewriteln!("sluice: on-exit: --attach {name}: nothing attached (no state file)");
-            return true;
-        }
-        Err(e) => {
-            ewriteln!("sluice: on-exit: --attach {name}: {e}");
-            return false;
-        }
+    let Some((snap, state)) = attach::recorded(name, dir).map_err(|e| e.to_string())? else {
+        return Ok(None);
     };
-    // A running sluice holds IF (by ifindex, whatever its name now): never
-    // restore under it. Held until the restoration is done.
+    // A running sluice holds IF by its ifindex, whatever its name now.
     let phys = attach::plan::phys_name(snap.link.ifindex);
     let mut lock = None;
     for n in [phys.as_str(), name] {
@@ -168,26 +181,27 @@ pub fn on_exit(name: &str) -> bool {
                 break;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                ewriteln!(
-                    "sluice: on-exit: --attach {name}: {e}; stop that sluice first (`sluice stop`)"
-                );
-                return false;
-            }
+            Err(e) => return Err(format!("{e}; stop that sluice first (`sluice stop`)")),
         }
     }
-    let done = attach::restore_recorded(&snap, &state);
+    attach::restore_recorded(&snap, &state).map_err(|e| e.to_string())?;
     drop(lock);
-    match done {
-        Ok(()) => {
-            ewriteln!(
-                "sluice: on-exit: --attach {name}: given back as it was ({} addresses, {} routes{})",
-                snap.addrs.len(),
-                snap.routes.len(),
-                snap.master_name
-                    .map(|m| format!(", in {m}"))
-                    .unwrap_or_default()
-            );
+    Ok(Some(format!(
+        "given back as it was ({} addresses, {} routes{})",
+        snap.addrs.len(),
+        snap.routes.len(),
+        snap.master_name
+            .map(|m| format!(", in {m}"))
+            .unwrap_or_default()
+    )))
+}
+
+/// `sluice on-exit --attach IF`: restores IF from its state file.
+pub fn on_exit(name: &str) -> bool {
+    match give_back(name) {
+        Ok(done) => {
+            let msg = done.unwrap_or_else(|| "nothing attached (no state file)".into());
+            ewriteln!("sluice: on-exit: --attach {name}: {msg}");
             true
         }
         Err(e) => {

@@ -146,7 +146,7 @@ fn ports(a: &Args) -> Result<(String, String), String> {
                 a.on_exit == crate::failopen::Mode::Bridge,
                 a.user.is_some(),
             )?;
-            crate::attach::ports(name, a.attach.attach_side)
+            crate::attach::ports(name, a.attach.attach_side, a.attach.dry_run)
         }
         (None, None) => Err("--bridge LAN_IF,WAN_IF or --attach IF".into()),
     }

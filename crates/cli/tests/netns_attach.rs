@@ -14,6 +14,8 @@
 //! configuration, a failure injected half-way through the set-up
 //! (`SLUICE_ATTACH_FAIL_AFTER`, test-only), and SIGKILL followed by
 //! `sluice on-exit --attach IF`; and after each the LAN reaches the server.
+//! After a SIGKILL the next `run --attach` gives IF back before attaching
+//! it again, and `--dry-run` refuses rather than plan over it.
 //!
 //! Needs root, `ip`, `ethtool`, `ping`, `tc`, `nft`, `bridge`, and for the
 //! rates `iperf3`, `ss` (scripts/setup.sh); otherwise each test prints a
@@ -249,7 +251,7 @@ fn attach_restored_by_a_clean_stop_and_wan_nat_keeps_working() {
 }
 
 #[test]
-fn attach_restored_after_sigkill_by_on_exit() {
+fn attach_restored_after_sigkill_by_the_next_run_and_by_on_exit() {
     let Some(_serial) = require_netns(TOOLS) else {
         return;
     };
@@ -259,16 +261,41 @@ fn attach_restored_after_sigkill_by_on_exit() {
     let id = start(&mut lab, &b, &["--attach", LAN_IF]);
     assert_forwards(&lab);
     lab.topo.stop(id, "KILL").unwrap();
-    lab.sluice = None;
     assert!(
         lab.attach_state(LAN_IF).is_some(),
         "the state file is the undo"
     );
+    let attached = state(&lab);
     assert_ne!(
-        state(&lab).links,
-        before.links,
+        attached.links, before.links,
         "a killed sluice restores nothing"
     );
+    // A dry run refuses to plan over a left attachment, changing nothing.
+    let conf = lab.write_conf(&conf()).unwrap();
+    let out = lab
+        .sluice_cmd(&b, &["run", "-f", &conf, "--attach", LAN_IF, "--dry-run"])
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("attached already"),
+        "{err}"
+    );
+    assert_eq!(
+        state(&lab).links,
+        attached.links,
+        "--dry-run changed something"
+    );
+    // The next run gives IF back first, then attaches it again.
+    let id = start(&mut lab, &b, &["--attach", LAN_IF, "-v"]);
+    assert!(
+        lab.log()
+            .contains("left attached by an earlier sluice: given back"),
+        "{}",
+        lab.log()
+    );
+    assert_forwards(&lab);
+    lab.topo.stop(id, "KILL").unwrap();
+    lab.sluice = None;
     for round in ["restores", "has nothing left to do"] {
         let out = lab
             .sluice_cmd(&b, &["on-exit", "--attach", LAN_IF])
