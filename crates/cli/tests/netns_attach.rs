@@ -85,6 +85,10 @@ fn assert_restored(lab: &RouterLab, before: &NetState, how: &str) {
     assert_eq!(before.routes, after.routes, "ip -j route after {how}");
     assert_eq!(before.bridge, after.bridge, "bridge -j link after {how}");
     assert_eq!(
+        before.neighs, after.neighs,
+        "permanent neighbours after {how}"
+    );
+    assert_eq!(
         lab.attach_state(LAN_IF),
         None,
         "state file left after {how}"
@@ -166,10 +170,10 @@ fn attach_dry_run_prints_the_plan_and_changes_nothing() {
     assert_restored(&lab, &before, "--dry-run");
 }
 
-/// The number of steps `--dry-run` lists.
-fn plan_len(lab: &RouterLab, b: &str, conf: &str) -> usize {
+/// The number of steps `--dry-run` lists for `--attach ifname`.
+fn plan_len(lab: &RouterLab, b: &str, conf: &str, ifname: &str) -> usize {
     let out = lab
-        .sluice_cmd(b, &["run", "-f", conf, "--attach", LAN_IF, "--dry-run"])
+        .sluice_cmd(b, &["run", "-f", conf, "--attach", ifname, "--dry-run"])
         .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -192,34 +196,41 @@ fn attach_failure_half_way_is_rolled_back() {
     let before = state(&lab);
     let conf = lab.write_conf(&conf()).unwrap();
     let ctl = lab.control_path();
-    let n = plan_len(&lab, &b, &conf);
-    assert!(n >= 10, "the LAN plan has {n} steps");
-    // After nothing, after the release from br-lan, half-way, before the last.
-    for k in [0, 3, n / 2, n - 1] {
-        let env = format!("SLUICE_ATTACH_FAIL_AFTER={k}");
-        let out = lab
-            .sluice_cmd(
-                "env",
-                &[
-                    &env,
-                    &b,
-                    "run",
-                    "-f",
-                    &conf,
-                    "--attach",
-                    LAN_IF,
-                    "--control",
-                    &ctl,
-                ],
-            )
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "step {k}: {err}");
-        assert!(
-            err.contains("injected failure") && err.contains("rolled back"),
-            "step {k}: {err}"
-        );
-        assert_restored(&lab, &before, &format!("a failure after step {k}"));
+    for (ifname, side) in [(LAN_IF, "lan"), (WAN_IF, "wan")] {
+        let n = plan_len(&lab, &b, &conf, ifname);
+        // LAN: a bridge port (release, join); WAN: addresses, routes, a
+        // static neighbour.
+        assert!(n >= 10, "the {ifname} plan has {n} steps");
+        // After nothing, after the first deletions, a third, half, two
+        // thirds of the way, before the last step.
+        for k in [0, 3, n / 3, n / 2, 2 * n / 3, n - 1] {
+            let env = format!("SLUICE_ATTACH_FAIL_AFTER={k}");
+            let args = [
+                env.as_str(),
+                &b,
+                "run",
+                "-f",
+                &conf,
+                "--attach",
+                ifname,
+                "--attach-side",
+                side,
+                "--control",
+                &ctl,
+            ];
+            let out = lab.sluice_cmd("env", &args).unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{ifname} step {k}: {err}");
+            assert!(
+                err.contains("injected failure") && err.contains("rolled back"),
+                "{ifname} step {k}: {err}"
+            );
+            assert_restored(
+                &lab,
+                &before,
+                &format!("{ifname}: a failure after step {k}"),
+            );
+        }
     }
 }
 
@@ -233,7 +244,16 @@ fn attach_restored_by_a_clean_stop_and_wan_nat_keeps_working() {
     let before = state(&lab);
     // WAN: the masquerade rule names wan0, which the host end now is.
     let id = start(&mut lab, &b, &["--attach", WAN_IF, "--attach-side", "wan"]);
-    assert_ne!(state(&lab).links, before.links, "nothing was attached");
+    let attached = state(&lab);
+    assert_ne!(attached.links, before.links, "nothing was attached");
+    assert!(
+        attached
+            .neighs
+            .iter()
+            .any(|n| n.contains("10.81.2.99") && n.contains("\"dev\":\"wan0\"")),
+        "the static neighbour moves to the host end wan0: {:?}",
+        attached.neighs
+    );
     assert_forwards(&lab);
     let st = lab.topo.stop(id, "TERM").unwrap();
     assert!(st.is_some_and(|s| s.success()), "{st:?}\n{}", lab.log());

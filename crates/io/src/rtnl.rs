@@ -28,6 +28,9 @@ pub(crate) const RTM_GETADDR: u16 = 22;
 pub(crate) const RTM_NEWROUTE: u16 = 24;
 pub(crate) const RTM_DELROUTE: u16 = 25;
 pub(crate) const RTM_GETROUTE: u16 = 26;
+pub(crate) const RTM_NEWNEIGH: u16 = 28;
+pub(crate) const RTM_DELNEIGH: u16 = 29;
+pub(crate) const RTM_GETNEIGH: u16 = 30;
 pub(crate) const RTMGRP_LINK: u32 = 1;
 pub(crate) const IFLA_ADDRESS: u16 = 1;
 pub(crate) const IFLA_IFNAME: u16 = 3;
@@ -46,6 +49,7 @@ pub(crate) const NLMSG_HDR: usize = 16;
 pub(crate) const IFINFOMSG: usize = 16;
 pub(crate) const IFADDRMSG: usize = 8;
 pub(crate) const RTMSG: usize = 12;
+pub(crate) const NDMSG: usize = 12;
 pub(crate) const IFF_UP: u32 = libc::IFF_UP as u32;
 pub(crate) const IFF_RUNNING: u32 = libc::IFF_RUNNING as u32;
 pub(crate) const IFF_NOARP: u32 = libc::IFF_NOARP as u32;
@@ -503,8 +507,72 @@ impl Route {
     }
 }
 
-/// A dump request: every address (`RTM_GETADDR`) or route
-/// (`RTM_GETROUTE`, all tables) of `family` (`AF_UNSPEC`: all).
+const NDA_DST: u16 = 1;
+const NDA_LLADDR: u16 = 2;
+/// `ndm_state`: an entry the administrator made, never expiring.
+pub(crate) const NUD_PERMANENT: u16 = 0x80;
+
+/// A neighbour entry (`ndmsg`, its address and link-layer address).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Neigh {
+    pub family: u8,
+    pub ifindex: i32,
+    pub state: u16,
+    pub flags: u8,
+    pub kind: u8,
+    pub attrs: Vec<(u16, Vec<u8>)>,
+}
+
+/// An `ndmsg` and its attributes.
+pub(crate) fn parse_neigh(body: &[u8]) -> Option<Neigh> {
+    let m = body.get(..NDMSG)?;
+    Some(Neigh {
+        family: m[0],
+        ifindex: i32::from_ne_bytes([m[4], m[5], m[6], m[7]]),
+        state: u16::from_ne_bytes([m[8], m[9]]),
+        flags: m[10],
+        kind: m[11],
+        attrs: keep(&body[NDMSG..], &[NDA_DST, NDA_LLADDR]),
+    })
+}
+
+impl Neigh {
+    /// `10.0.1.9 lladdr 02:00:00:00:00:09`, as `ip neigh` would say.
+    pub fn describe(&self) -> String {
+        let dst =
+            attr_of(&self.attrs, NDA_DST).map_or_else(|| "?".into(), |d| ip_text(self.family, d));
+        let ll = attr_of(&self.attrs, NDA_LLADDR)
+            .map(|l| {
+                let hex: Vec<String> = l.iter().map(|b| format!("{b:02x}")).collect();
+                format!(" lladdr {}", hex.join(":"))
+            })
+            .unwrap_or_default();
+        format!("{dst}{ll}")
+    }
+
+    /// The request that adds (replacing an equal one) or deletes it on
+    /// `ifindex`.
+    pub(crate) fn request(&self, kind: u16, ifindex: i32) -> Req {
+        let flags = if kind == RTM_NEWNEIGH {
+            NLM_F_CREATE | NLM_F_REPLACE
+        } else {
+            0
+        };
+        let mut head = vec![self.family, 0, 0, 0];
+        head.extend(ifindex.to_ne_bytes());
+        head.extend(self.state.to_ne_bytes());
+        head.extend([self.flags, self.kind]);
+        let mut r = Req::with_head(kind, flags, &head);
+        for (k, d) in &self.attrs {
+            r.attr(*k, d);
+        }
+        r
+    }
+}
+
+/// A dump request: every address (`RTM_GETADDR`), route
+/// (`RTM_GETROUTE`, all tables) or neighbour (`RTM_GETNEIGH`) of `family`
+/// (`AF_UNSPEC`: all).
 pub(crate) fn dump_request(kind: u16, family: u8) -> Req {
     let head_len = if kind == RTM_GETROUTE {
         RTMSG
@@ -617,6 +685,31 @@ mod tests {
         // A hop claiming a length past the attribute ends the walk.
         r.attrs.last_mut().unwrap().1[8..10].copy_from_slice(&200u16.to_ne_bytes());
         assert_eq!(r.multipath_ifindexes(), vec![3, 9]);
+    }
+
+    #[test]
+    fn a_neighbour_replays_on_another_link() {
+        let n = Neigh {
+            family: libc::AF_INET as u8,
+            ifindex: 7,
+            state: NUD_PERMANENT,
+            flags: 0,
+            kind: 0,
+            attrs: vec![
+                (NDA_DST, vec![10, 0, 1, 9]),
+                (NDA_LLADDR, vec![2, 0, 0, 0, 0, 9]),
+            ],
+        };
+        let back = parse_neigh(&body(&mut n.request(RTM_NEWNEIGH, 12))).unwrap();
+        assert_eq!(
+            Neigh {
+                ifindex: 7,
+                ..back.clone()
+            },
+            n
+        );
+        assert_eq!(back.ifindex, 12);
+        assert_eq!(n.describe(), "10.0.1.9 lladdr 02:00:00:00:00:09");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! - The modem is the bottleneck the shaper must stay under: htb at
 //!   [`RouterLab::new`]'s rate each way with a 1000-packet pfifo.
 //! - [`NetState`] is the router's configuration as data (`ip -j addr`,
-//!   `ip -j route show table all`, `bridge -j link`), normalised only for
+//!   `ip -j route show table all`, `bridge -j link`, the permanent
+//!   neighbours: wan0 has one), normalised only for
 //!   what the kernel itself varies: the order of equal-rank entries and
 //!   an address's `tentative` flag while DAD runs.
 //! - Dropping the lab removes sluice's `--attach` state files of the
@@ -52,6 +53,8 @@ pub struct NetState {
     pub links: Vec<String>,
     pub routes: Vec<String>,
     pub bridge: Vec<String>,
+    /// `ip -j neigh show nud permanent`.
+    pub neighs: Vec<String>,
 }
 
 impl RouterLab {
@@ -109,6 +112,8 @@ impl RouterLab {
         t.addr(&self.modem, "m1", "10.81.3.1/24")?;
         t.addr(&self.server, "s0", &format!("{SERVER_IP}/24"))?;
         t.ip(rt, &["route", "add", "default", "via", "10.81.2.2"])?;
+        // An administrator's static entry, which --attach wan0 must move.
+        t.neigh(rt, WAN_IF, "10.81.2.99", "02:00:00:00:00:99")?;
         t.ip(
             &self.server,
             &["route", "add", "default", "via", "10.81.3.1"],
@@ -223,6 +228,14 @@ impl RouterLab {
                     links: links.into_iter().map(normal_link).collect(),
                     routes: sorted(self.json(&["ip", "-j", "route", "show", "table", "all"])?),
                     bridge: sorted(self.json(&["bridge", "-j", "link"])?),
+                    neighs: sorted(self.json(&[
+                        "ip",
+                        "-j",
+                        "neigh",
+                        "show",
+                        "nud",
+                        "permanent",
+                    ])?),
                 });
             }
             std::thread::sleep(Duration::from_millis(100));

@@ -12,10 +12,11 @@
 
 use super::plan::{Dev, Op, Snapshot};
 use crate::rtnl::{
-    self, parse_addr, parse_link, parse_route, Addr, LinkInfo, Req, Route, IFF_NOARP, IFF_PROMISC,
-    IFLA_ADDRESS, IFLA_IFNAME, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINKINFO, IFLA_MASTER,
-    IFLA_MTU, NLMSG_DONE, NLMSG_ERROR, NLM_F_CREATE, NLM_F_EXCL, RTM_DELADDR, RTM_DELLINK,
-    RTM_DELROUTE, RTM_GETADDR, RTM_GETLINK, RTM_GETROUTE, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWROUTE,
+    self, parse_addr, parse_link, parse_neigh, parse_route, Addr, LinkInfo, Neigh, Req, Route,
+    IFF_NOARP, IFF_PROMISC, IFLA_ADDRESS, IFLA_IFNAME, IFLA_INFO_DATA, IFLA_INFO_KIND,
+    IFLA_LINKINFO, IFLA_MASTER, IFLA_MTU, NLMSG_DONE, NLMSG_ERROR, NLM_F_CREATE, NLM_F_EXCL,
+    NUD_PERMANENT, RTM_DELADDR, RTM_DELLINK, RTM_DELNEIGH, RTM_DELROUTE, RTM_GETADDR, RTM_GETLINK,
+    RTM_GETNEIGH, RTM_GETROUTE, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNEIGH, RTM_NEWROUTE,
     VETH_INFO_PEER,
 };
 use crate::{sockopt, sys};
@@ -101,6 +102,11 @@ impl Nl {
     pub fn addrs(&mut self) -> io::Result<Vec<Addr>> {
         let v = self.exchange(rtnl::dump_request(RTM_GETADDR, 0), RTM_NEWADDR)?;
         Ok(v.iter().filter_map(|b| parse_addr(b)).collect())
+    }
+
+    pub fn neighs(&mut self) -> io::Result<Vec<Neigh>> {
+        let v = self.exchange(rtnl::dump_request(RTM_GETNEIGH, 0), RTM_NEWNEIGH)?;
+        Ok(v.iter().filter_map(|b| parse_neigh(b)).collect())
     }
 
     pub fn routes(&mut self) -> io::Result<Vec<Route>> {
@@ -197,6 +203,17 @@ impl Nl {
                 let i = index(dev)?;
                 self.call(route.request(RTM_NEWROUTE, i))
             }
+            Op::AddNeigh { dev, neigh } => {
+                let i = index(dev)?;
+                self.call(neigh.request(RTM_NEWNEIGH, i))
+            }
+            Op::DelNeigh { dev, neigh } => {
+                let i = index(dev)?;
+                match self.call(neigh.request(RTM_DELNEIGH, i)) {
+                    Err(e) if gone(&e, &[libc::ENOENT, libc::ESRCH]) => Ok(()),
+                    r => r,
+                }
+            }
             Op::DelRoute { dev, route } => {
                 let i = index(dev)?;
                 match self.call(route.request(RTM_DELROUTE, i)) {
@@ -232,7 +249,13 @@ impl Nl {
                 routes.push(r);
             }
         }
+        let neighs = self
+            .neighs()?
+            .into_iter()
+            .filter(|n| n.ifindex == idx && n.state & NUD_PERMANENT != 0)
+            .collect();
         let snap = Snapshot {
+            neighs,
             ipv6_disabled: ipv6_disabled(name)?,
             link,
             master_name,

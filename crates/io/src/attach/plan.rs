@@ -26,7 +26,7 @@
 //!   and running it again changes nothing (every step is idempotent:
 //!   adding replaces, deleting what is gone is not an error).
 
-use crate::rtnl::{Addr, LinkInfo, Route, IFF_NOARP, IFF_PROMISC, IFF_UP};
+use crate::rtnl::{Addr, LinkInfo, Neigh, Route, IFF_NOARP, IFF_PROMISC, IFF_UP};
 use std::fmt;
 
 /// IFNAMSIZ less the terminating NUL.
@@ -43,6 +43,9 @@ pub struct Snapshot {
     /// The routes whose output interface is IF, every table, in the
     /// kernel's order: those the kernel makes by itself excluded.
     pub routes: Vec<Route>,
+    /// IF's permanent neighbour entries (`ip neigh ... nud permanent`);
+    /// the learnt ones are learnt again.
+    pub neighs: Vec<Neigh>,
     /// `net.ipv6.conf.IF.disable_ipv6`, if the kernel has IPv6.
     pub ipv6_disabled: Option<bool>,
 }
@@ -111,6 +114,14 @@ pub enum Op {
     DelRoute {
         dev: Dev,
         route: Route,
+    },
+    AddNeigh {
+        dev: Dev,
+        neigh: Neigh,
+    },
+    DelNeigh {
+        dev: Dev,
+        neigh: Neigh,
     },
 }
 
@@ -223,6 +234,21 @@ pub fn attach(s: &Snapshot, multipath: &[Route]) -> Result<Vec<Step>, Refusal> {
             Some(Op::AddRoute {
                 dev: phys(),
                 route: r.clone(),
+            }),
+        );
+    }
+    // Deleting IF's last IPv4 address or taking it down would flush them
+    // (arp_ifdown): deleted one by one first, so that each undo runs after
+    // the addresses are back.
+    for n in s.neighs.iter().rev() {
+        step(
+            Op::DelNeigh {
+                dev: phys(),
+                neigh: n.clone(),
+            },
+            Some(Op::AddNeigh {
+                dev: phys(),
+                neigh: n.clone(),
             }),
         );
     }
@@ -377,6 +403,15 @@ pub fn attach(s: &Snapshot, multipath: &[Route]) -> Result<Vec<Step>, Refusal> {
             None,
         );
     }
+    for n in &s.neighs {
+        step(
+            Op::AddNeigh {
+                dev: host(),
+                neigh: n.clone(),
+            },
+            None,
+        );
+    }
     for r in &s.routes {
         step(
             Op::AddRoute {
@@ -453,6 +488,12 @@ pub fn detach(s: &Snapshot, veth_present: bool) -> Vec<Op> {
             addr: a.clone(),
         });
     }
+    for n in &s.neighs {
+        v.push(Op::AddNeigh {
+            dev: phys(),
+            neigh: n.clone(),
+        });
+    }
     for r in &s.routes {
         v.push(Op::AddRoute {
             dev: phys(),
@@ -524,6 +565,12 @@ impl fmt::Display for Op {
             Op::AddAddr { dev, addr } => write!(f, "add address {} on {dev}", addr.describe()),
             Op::DelAddr { dev, addr } => write!(f, "delete address {} from {dev}", addr.describe()),
             Op::AddRoute { dev, route } => write!(f, "add route {} dev {dev}", route.describe()),
+            Op::AddNeigh { dev, neigh } => {
+                write!(f, "add neighbour {} permanent on {dev}", neigh.describe())
+            }
+            Op::DelNeigh { dev, neigh } => {
+                write!(f, "delete neighbour {} from {dev}", neigh.describe())
+            }
             Op::DelRoute { dev, route } => {
                 write!(f, "delete route {} dev {dev}", route.describe())
             }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::rtnl::{RTA_DST, RTA_OIF};
+use crate::rtnl::{Neigh, NUD_PERMANENT, RTA_DST, RTA_OIF};
 
 fn addr(last: u8, prefixlen: u8) -> Addr {
     Addr {
@@ -30,6 +30,17 @@ fn route(net: u8) -> Route {
     }
 }
 
+fn neigh() -> Neigh {
+    Neigh {
+        family: libc::AF_INET as u8,
+        ifindex: 7,
+        state: NUD_PERMANENT,
+        flags: 0,
+        kind: 0,
+        attrs: vec![(1, vec![10, 0, 1, 9])],
+    }
+}
+
 fn snap(master: Option<i32>) -> Snapshot {
     Snapshot {
         link: LinkInfo {
@@ -45,6 +56,7 @@ fn snap(master: Option<i32>) -> Snapshot {
         master_name: master.map(|_| "br-lan".into()),
         addrs: vec![addr(1, 24), addr(2, 24)],
         routes: vec![route(9)],
+        neighs: vec![neigh()],
         ipv6_disabled: Some(false),
     }
 }
@@ -349,4 +361,35 @@ fn described_with_names() {
         text.contains(&"set lan0 master br-lan".to_string()),
         "{text:?}"
     );
+}
+
+#[test]
+fn permanent_neighbours_move_with_if_and_come_back() {
+    let s = snap(None);
+    let plan = attach(&s, &[]).unwrap();
+    let v = ops(&plan);
+    let host = Dev::Name("lan0".into());
+    let phys = Dev::Index(7);
+    let is_del = |o: &Op| matches!(o, Op::DelNeigh { dev, .. } if *dev == phys);
+    let is_add = |o: &Op| matches!(o, Op::AddNeigh { dev, .. } if *dev == phys);
+    let del = pos(&v, is_del);
+    let del_addr = pos(&v, |o| matches!(o, Op::DelAddr { .. }));
+    assert!(del < del_addr, "deleting IF's last address flushes them");
+    assert!(v.contains(&Op::AddNeigh {
+        dev: host,
+        neigh: neigh()
+    }));
+    // Whatever step failed, a neighbour comes back after the addresses.
+    for done in 0..=plan.len() {
+        let back = rollback(&plan, done);
+        if let Some(add) = back.iter().position(is_add) {
+            assert!(
+                !back[add..].iter().any(|o| matches!(o, Op::AddAddr { .. })),
+                "failing at {done}: {back:?}"
+            );
+        }
+    }
+    let d = detach(&s, true);
+    let add = pos(&d, is_add);
+    assert!(!d[add..].iter().any(|o| matches!(o, Op::AddAddr { .. })));
 }

@@ -10,7 +10,7 @@
 //!   malformed line is an error naming the line, never a guess.
 
 use super::plan::Snapshot;
-use crate::rtnl::{Addr, LinkInfo, Route};
+use crate::rtnl::{Addr, LinkInfo, Neigh, Route};
 
 const HEADER: &str = "sluice-attach-state 1";
 
@@ -71,6 +71,17 @@ pub fn to_text(s: &Snapshot) -> String {
             attrs_text(&a.attrs)
         );
     }
+    for n in &s.neighs {
+        t += &format!(
+            "neigh {} {} {} {} {}{}\n",
+            n.family,
+            n.ifindex,
+            n.state,
+            n.flags,
+            n.kind,
+            attrs_text(&n.attrs)
+        );
+    }
     for r in &s.routes {
         t += &format!(
             "route {} {} {} {} {} {} {} {} {}{}\n",
@@ -117,6 +128,14 @@ fn parse_line(s: &mut Snapshot, line: &str) -> Option<()> {
             ifindex: num(w.next())?,
             attrs: parse_attrs(w)?,
         }),
+        "neigh" => s.neighs.push(Neigh {
+            family: num(w.next())?,
+            ifindex: num(w.next())?,
+            state: num(w.next())?,
+            flags: num(w.next())?,
+            kind: num(w.next())?,
+            attrs: parse_attrs(w)?,
+        }),
         "route" => s.routes.push(Route {
             family: num(w.next())?,
             dst_len: num(w.next())?,
@@ -147,6 +166,7 @@ pub fn from_text(t: &str) -> Result<Snapshot, String> {
         master_name: None,
         addrs: Vec::new(),
         routes: Vec::new(),
+        neighs: Vec::new(),
         ipv6_disabled: None,
     };
     for (n, line) in lines.enumerate().filter(|(_, l)| !l.is_empty()) {
@@ -197,6 +217,14 @@ mod tests {
                     vec![0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
                 )],
             }],
+            neighs: vec![Neigh {
+                family: 2,
+                ifindex: 7,
+                state: 0x80,
+                flags: 0,
+                kind: 0,
+                attrs: vec![(1, vec![10, 0, 1, 9]), (2, vec![2, 0, 0, 0, 0, 9])],
+            }],
             ipv6_disabled: Some(false),
         }
     }
@@ -210,6 +238,7 @@ mod tests {
         bare.master_name = None;
         bare.ipv6_disabled = None;
         bare.addrs.clear();
+        bare.neighs.clear();
         assert_eq!(from_text(&to_text(&bare)), Ok(bare));
     }
 
