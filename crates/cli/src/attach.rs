@@ -85,6 +85,29 @@ pub fn ports(name: &str, side: Side, dry_run: bool) -> Result<(String, String), 
     })
 }
 
+/// `--iface-addr IF=…` naming the attached interface by its own name
+/// means its port (`slpN` while attached; `phys`): rules say `$int_if`
+/// or `$ext_if`, the user says `wan0`.
+pub fn iface_addr_names(
+    given: &[(String, sluice_conf::ir::IpNet)],
+    name: &str,
+    phys: &str,
+) -> Vec<(String, sluice_conf::ir::IpNet)> {
+    given
+        .iter()
+        .map(|(n, net)| {
+            (
+                if n == name {
+                    phys.to_string()
+                } else {
+                    n.clone()
+                },
+                *net,
+            )
+        })
+        .collect()
+}
+
 /// `--dry-run`: the plan, one operation a line, on stdout.
 pub fn print_plan(name: &str) -> Result<(), String> {
     let (snap, steps) = attach::plan(name).map_err(|e| format!("--attach {name}: {e}"))?;
@@ -225,6 +248,20 @@ mod tests {
         let mut v = vec!["sluice", "-f", "pf.conf"];
         v.extend_from_slice(args);
         Run::try_parse_from(v).is_ok()
+    }
+
+    #[test]
+    fn iface_addr_by_the_attached_name_means_its_port() {
+        let net = sluice_conf::ir::IpNet {
+            addr: "203.0.113.2".parse().unwrap(),
+            prefix: 32,
+        };
+        let given = vec![("wan0".to_string(), net), ("slv5".to_string(), net)];
+        let v = super::iface_addr_names(&given, "wan0", "slp5");
+        assert_eq!(
+            v,
+            vec![("slp5".to_string(), net), ("slv5".to_string(), net)]
+        );
     }
 
     #[test]

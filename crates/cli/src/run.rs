@@ -270,7 +270,14 @@ pub fn run(a: Args) -> ExitCode {
         }
     };
     let mut opts = Options::bridge(&lan, &wan, hash_key);
-    opts.iface_addrs = match configured_addrs(&a.iface_addr, &lan, &wan) {
+    let iface_addr = match &a.attach.attach {
+        Some(n) if a.attach.attach_side == crate::attach::Side::Lan => {
+            crate::attach::iface_addr_names(&a.iface_addr, n, &lan)
+        }
+        Some(n) => crate::attach::iface_addr_names(&a.iface_addr, n, &wan),
+        None => a.iface_addr.clone(),
+    };
+    opts.iface_addrs = match configured_addrs(&iface_addr, &lan, &wan) {
         Ok(v) => v,
         Err(e) => {
             error!("{e}");
