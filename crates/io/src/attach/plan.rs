@@ -200,6 +200,14 @@ fn check(s: &Snapshot, multipath: &[Route]) -> Result<(), Refusal> {
             l.mac.len()
         )));
     }
+    if let Some(k @ ("bridge" | "bond" | "team")) = l.kind.as_deref() {
+        return Err(Refusal(format!(
+            "{}: a {k}: sluice attaches one interface, not a {k} with its ports \
+             (they would stay with it); attach the port the traffic crosses (the WAN \
+             port, or the LAN port facing the hosts)",
+            l.name
+        )));
+    }
     if l.mtu == 0 {
         return Err(Refusal(format!("{}: no MTU reported", l.name)));
     }

@@ -296,6 +296,14 @@ fn what_cannot_be_restored_exactly_is_refused() {
     assert!(attach(&t, &[]).unwrap_err().0.contains("attached already"));
     t.link.name = "slpine".into();
     assert!(attach(&t, &[]).is_ok(), "only slp<digits> is sluice's");
+    let mut b = snap(None);
+    b.link.kind = Some("bridge".into());
+    assert!(attach(&b, &[]).unwrap_err().0.contains("a bridge"));
+    b.link.kind = Some("vlan".into());
+    assert!(
+        attach(&b, &[]).is_ok(),
+        "a VLAN interface (OpenWrt's eth0.2) is fine"
+    );
     let mut p = snap(None);
     p.link.mac = Vec::new();
     assert!(attach(&p, &[]).unwrap_err().0.contains("not an Ethernet"));
