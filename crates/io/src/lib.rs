@@ -51,6 +51,7 @@ pub mod attach;
 pub mod blast;
 mod bridge;
 pub mod caps;
+pub mod conntrack;
 pub mod delay;
 pub mod kernel_bridge;
 mod link;
