@@ -269,6 +269,8 @@ pub struct Engine {
     wall: Option<Duration>,
     /// The secret autorate's probes are known by (crate::probe).
     probe_key: [u8; 16],
+    /// Original hosts behind a masquerading router (crate::nat).
+    nat: crate::nat::NatHosts,
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {
@@ -371,6 +373,7 @@ impl Engine {
             autorate_trace: false,
             wall: None,
             probe_key: opts.hash_key,
+            nat: Default::default(),
         };
         let trees = e.build_trees(cfg)?;
         e.install(cfg, trees);
@@ -827,8 +830,13 @@ impl Engine {
                     .as_ref()
                     .is_some_and(|t| t.isolating)
                 {
+                    let syn = seg.as_ref().is_some_and(|g| {
+                        use sluice_wire::tcp_flags::{ACK, SYN};
+                        g.flags & (SYN | ACK) == SYN
+                    });
+                    let (src, dst) = self.hosts(ip, egress, syn);
                     let c = &self.classifier;
-                    Packet::flow_key(dout.flow_hash, c.host_hash(ip.src), c.host_hash(ip.dst))
+                    Packet::flow_key(dout.flow_hash, c.host_hash(src), c.host_hash(dst))
                 } else {
                     dout.flow_hash
                 };
@@ -1239,6 +1247,43 @@ impl Engine {
     /// Caps the memory queued frames may hold (bytes of
     /// [`Packet::truesize`]); [`DEFAULT_MEMORY_LIMIT`] until set. Frames
     /// already queued stay; new ones are refused while over.
+    /// NAT-aware hosts (crate::nat): the engine records the connections
+    /// whose original host it needs ([`Engine::take_nat_lookups`]) and
+    /// uses the answers ([`Engine::answer_nat_lookup`]) in host isolation.
+    pub fn set_nat_hosts(&mut self, on: bool) {
+        self.nat.set_on(on);
+    }
+
+    pub fn take_nat_lookups(&mut self) -> Vec<crate::nat::NatKey> {
+        self.nat.take_lookups()
+    }
+
+    pub fn answer_nat_lookup(
+        &mut self,
+        key: crate::nat::NatKey,
+        original: Option<std::net::IpAddr>,
+    ) {
+        self.nat.answer(key, original);
+    }
+
+    /// The two hosts of `ip` for host isolation: the router's end replaced
+    /// by the original host where conntrack said (crate::nat); `syn`: a
+    /// new TCP connection.
+    fn hosts(
+        &mut self,
+        ip: &sluice_wire::IpInfo,
+        egress: usize,
+        syn: bool,
+    ) -> (std::net::IpAddr, std::net::IpAddr) {
+        let toward_lan = self.ifaces[egress].lan_side;
+        let original = crate::nat::NatKey::of(ip, toward_lan).and_then(|k| self.nat.lookup(k, syn));
+        match (original, toward_lan) {
+            (Some(h), true) => (ip.src, h),
+            (Some(h), false) => (h, ip.dst),
+            (None, _) => (ip.src, ip.dst),
+        }
+    }
+
     pub fn set_memory_limit(&mut self, bytes: u64) {
         self.memory.limit_bytes = bytes;
     }
