@@ -21,8 +21,14 @@
 use crate::out::{ewriteln, owriteln};
 use crate::run::{log, Level};
 use clap::{Args as ClapArgs, ValueEnum};
+use sluice_engine::nat::NatKey;
+use sluice_engine::Engine;
 use sluice_io::attach::{self, Attached, Inject};
+use sluice_io::conntrack::{Conntrack, Tuple};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Which side of the shaper IF is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -51,6 +57,12 @@ pub struct RunArgs {
         conflicts_with = "bridge"
     )]
     pub attach_side: Side,
+    /// With --attach on a masquerading router's WAN interface: tell LAN
+    /// hosts apart by their original addresses, asked of the kernel's
+    /// conntrack for each new connection (CAKE's `nat`), for host isolation
+    /// (`dual-srchost` …). Without conntrack, post-NAT addresses (said once).
+    #[arg(long, requires = "attach", conflicts_with = "bridge")]
+    pub nat: bool,
     /// With --attach: print the plan (the netlink operations, in words)
     /// and change nothing.
     #[arg(long, requires = "attach", conflicts_with = "bridge")]
@@ -234,6 +246,72 @@ pub fn on_exit(name: &str) -> bool {
     }
 }
 
+fn lock(e: &Mutex<Engine>) -> std::sync::MutexGuard<'_, Engine> {
+    e.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How often `--nat` collects the engine's questions.
+const NAT_POLL: Duration = Duration::from_millis(10);
+
+/// `--nat`: the thread that answers the engine's questions about
+/// masqueraded connections from conntrack (crate::nat of the engine), off
+/// the packet path, until `stop`. No conntrack: said once, and the engine
+/// keeps post-NAT addresses.
+pub fn spawn_nat(engine: Arc<Mutex<Engine>>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    lock(&engine).set_nat_hosts(true);
+    std::thread::spawn(move || {
+        let mut ct = match Conntrack::open() {
+            Ok(c) => c,
+            Err(e) => {
+                log(
+                    Level::Warn,
+                    format_args!(
+                        "--nat: no conntrack ({e}): hosts are told apart by post-NAT addresses"
+                    ),
+                );
+                lock(&engine).set_nat_hosts(false);
+                return;
+            }
+        };
+        let mut warned = false;
+        while !stop.load(Ordering::Relaxed) {
+            let asked = lock(&engine).take_nat_lookups();
+            if asked.is_empty() {
+                std::thread::sleep(NAT_POLL);
+                continue;
+            }
+            let answers: Vec<(NatKey, Option<std::net::IpAddr>)> = asked
+                .into_iter()
+                .map(|k| {
+                    let reply = Tuple {
+                        proto: k.proto,
+                        src: k.remote,
+                        sport: k.remote_port,
+                        dst: k.local,
+                        dport: k.local_port,
+                    };
+                    let found = ct.original_source(&reply).unwrap_or_else(|e| {
+                        if !std::mem::replace(&mut warned, true) {
+                            log(
+                                Level::Warn,
+                                format_args!(
+                                    "--nat: conntrack: {e}; those hosts keep post-NAT addresses"
+                                ),
+                            );
+                        }
+                        None
+                    });
+                    (k, found)
+                })
+                .collect();
+            let mut e = lock(&engine);
+            for (k, h) in answers {
+                e.answer_nat_lookup(k, h);
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -275,5 +353,7 @@ mod tests {
         assert!(!parses(&["--bridge", "a,b", "--dry-run"]));
         assert!(!parses(&["--bridge", "a,b", "--attach-side", "wan"]));
         assert!(!parses(&["--dry-run"]));
+        assert!(parses(&["--attach", "wan0", "--attach-side", "wan", "--nat"]));
+        assert!(!parses(&["--bridge", "a,b", "--nat"]), "conntrack is on the router");
     }
 }

@@ -466,6 +466,10 @@ pub fn run(a: Args) -> ExitCode {
         })
     };
     let stop_log = Arc::new(AtomicBool::new(false));
+    let nat = a
+        .attach
+        .nat
+        .then(|| crate::attach::spawn_nat(engine.clone(), stop_log.clone()));
     let autorate_log = crate::autorate_log::spawn(
         state_dir,
         [early_log, samples],
@@ -480,6 +484,9 @@ pub fn run(a: Args) -> ExitCode {
     let _ = control.join();
     stop_log.store(true, Ordering::SeqCst);
     let _ = autorate_log.join();
+    if let Some(n) = nat {
+        let _ = n.join();
+    }
     if let Some(m) = metrics {
         let _ = m.join();
     }
