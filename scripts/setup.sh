@@ -8,11 +8,12 @@ set -euo pipefail
 # pkg-config and a C toolchain for crates with build scripts, python3 for
 # the bad-input injector of the end-to-end tests, fonts-dejavu-core for the
 # text of the lab's plots (loaded at runtime; without it plots are skipped),
-# bpftool for the XDP tests (tests/netns_xdp.rs detaches sluice's program).
+# bpftool for the XDP tests (tests/netns_xdp.rs detaches sluice's program),
+# nftables for the router's masquerade in tests/netns_attach.rs.
 # Packaging (scripts/package.sh, tests/package.rs): dpkg-dev comes with
 # build-essential; lintian, man-db (man -l) and systemd (systemd-analyze
 # verify, systemd-sysusers) check and install the package.
-PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool lintian man-db systemd)
+PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd)
 
 missing=()
 for p in "${PKGS[@]}"; do

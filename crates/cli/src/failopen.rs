@@ -25,6 +25,8 @@
 //! - `run` takes the interfaces back when it starts, whatever its own
 //!   mode, before it opens them; only from a bridge sluice made, never from
 //!   another master (an error naming it instead).
+//! - `--attach IF` has no mode: at exit IF goes back to the host
+//!   (`attach.rs`); `sluice on-exit --attach IF` does that after a crash.
 //! - The exit path needs CAP_NET_ADMIN (rtnetlink link changes) for as
 //!   long as the daemon runs.
 
@@ -112,15 +114,28 @@ pub struct Args {
     /// missing), so that traffic flows, unshaped and unfiltered. `down`:
     /// take them out of the bridge an earlier exit made, if any, so that
     /// nothing forwards.
-    #[arg(value_enum, value_name = "MODE")]
-    mode: Mode,
+    #[arg(value_enum, value_name = "MODE", required_unless_present = "attach")]
+    mode: Option<Mode>,
     /// The two interfaces, as given to `run --bridge`: LAN and WAN.
-    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = crate::run::parse_bridge)]
-    bridge: (String, String),
+    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = crate::run::parse_bridge,
+          required_unless_present = "attach")]
+    bridge: Option<(String, String)>,
+    /// The interface given to `run --attach`: give it back to the host as
+    /// it was before sluice attached it (from sluice's state file; nothing
+    /// to do if there is none). No MODE.
+    #[arg(long, value_name = "IF", conflicts_with_all = ["mode", "bridge"])]
+    attach: Option<String>,
 }
 
 pub fn run(a: Args) -> ExitCode {
-    let (lan, wan) = &a.bridge;
+    let (Some(mode), Some((lan, wan))) = (a.mode, &a.bridge) else {
+        let name = a.attach.as_deref().unwrap_or_default();
+        return if crate::attach::on_exit(name) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    };
     // A running daemon forwards already; a kernel bridge beside it would
     // forward each frame a second time, unshaped. Its interface locks say
     // so whatever its control socket; held until this command is done, so
@@ -140,7 +155,7 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let done = match a.mode {
+    let done = match mode {
         Mode::Bridge => kernel_bridge::hand_over(lan, wan).map(|h| {
             format!(
                 "{lan},{wan} in the kernel bridge {} ({}): traffic flows unshaped and unfiltered",

@@ -33,8 +33,11 @@ pub struct Args {
     #[arg(long)]
     strict: bool,
     /// The two interfaces to bridge: LAN (int_if) and WAN (ext_if).
-    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = parse_bridge)]
-    bridge: (String, String),
+    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = parse_bridge,
+          required_unless_present = "attach")]
+    bridge: Option<(String, String)>,
+    #[command(flatten)]
+    attach: crate::attach::RunArgs,
     /// Control socket for `sluice show|reload|stop` (root only).
     #[arg(long, value_name = "PATH", default_value = sluice_control::DEFAULT_SOCKET)]
     control: String,
@@ -133,6 +136,22 @@ fn parse_define(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// The two ports, LAN and WAN: `--bridge`'s, or those `--attach` makes
+/// (nothing is changed yet).
+fn ports(a: &Args) -> Result<(String, String), String> {
+    match (&a.bridge, &a.attach.attach) {
+        (Some(b), _) => Ok(b.clone()),
+        (None, Some(name)) => {
+            crate::attach::check_options(
+                a.on_exit == crate::failopen::Mode::Bridge,
+                a.user.is_some(),
+            )?;
+            crate::attach::ports(name, a.attach.attach_side, a.attach.dry_run)
+        }
+        (None, None) => Err("--bridge LAN_IF,WAN_IF or --attach IF".into()),
+    }
+}
+
 pub(crate) fn parse_bridge(s: &str) -> Result<(String, String), String> {
     match s.split_once(',') {
         Some((a, b)) if !a.is_empty() && !b.is_empty() && a != b => {
@@ -223,7 +242,13 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (lan, wan) = a.bridge.clone();
+    let (lan, wan) = match ports(&a) {
+        Ok(p) => p,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut defines = a.define.clone();
     for (name, val) in [("int_if", &lan), ("ext_if", &wan)] {
         if !defines.iter().any(|(n, _)| n == name) {
@@ -243,6 +268,15 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(name) = a.attach.attach.as_deref().filter(|_| a.attach.dry_run) {
+        return match crate::attach::print_plan(name) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                error!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let metrics_addr = match a.metrics.addr() {
         Ok(m) => m,
         Err(e) => {
@@ -258,7 +292,14 @@ pub fn run(a: Args) -> ExitCode {
         }
     };
     let mut opts = Options::bridge(&lan, &wan, hash_key);
-    opts.iface_addrs = match configured_addrs(&a.iface_addr, &lan, &wan) {
+    let iface_addr = match &a.attach.attach {
+        Some(n) if a.attach.attach_side == crate::attach::Side::Lan => {
+            crate::attach::iface_addr_names(&a.iface_addr, n, &lan)
+        }
+        Some(n) => crate::attach::iface_addr_names(&a.iface_addr, n, &wan),
+        None => a.iface_addr.clone(),
+    };
+    opts.iface_addrs = match configured_addrs(&iface_addr, &lan, &wan) {
         Ok(v) => v,
         Err(e) => {
             error!("{e}");
@@ -307,10 +348,30 @@ pub fn run(a: Args) -> ExitCode {
     // One sluice per interface, whatever its control socket (sluice_io::lock_interfaces);
     // taken before the take-back below, so one sluice never undoes another's hand-over.
     let lock_dir = std::path::Path::new(sluice_control::RUNTIME_DIR);
-    let _lock = match sluice_io::lock_interfaces(lock_dir, &[&lan, &wan]) {
+    // With --attach, IF (its ifindex) before it is renamed; the veth is new.
+    let locked = match &a.attach.attach {
+        Some(name) => vec![name.as_str()],
+        None => vec![lan.as_str(), wan.as_str()],
+    };
+    let _lock = match sluice_io::lock_interfaces(lock_dir, &locked) {
         Ok(l) => l,
         Err(e) => {
-            error!("cannot open {lan},{wan}: {e}");
+            error!("cannot open {}: {e}", locked.join(","));
+            return ExitCode::FAILURE;
+        }
+    };
+    // Made before the bridge, so dropped after it: IF goes back to the
+    // host on every exit this process sees.
+    let _attached = match a
+        .attach
+        .attach
+        .as_deref()
+        .map(|n| crate::attach::setup(n, lock_dir))
+    {
+        None => None,
+        Some(Ok(g)) => Some(g),
+        Some(Err(e)) => {
+            error!("{e}");
             return ExitCode::FAILURE;
         }
     };
@@ -431,6 +492,10 @@ pub fn run(a: Args) -> ExitCode {
         })
     };
     let stop_log = Arc::new(AtomicBool::new(false));
+    let nat = a
+        .attach
+        .nat
+        .then(|| crate::attach::spawn_nat(engine.clone(), stop_log.clone()));
     let autorate_log = crate::autorate_log::spawn(
         state_dir,
         [early_log, samples],
@@ -454,6 +519,9 @@ pub fn run(a: Args) -> ExitCode {
     let _ = control.join();
     stop_log.store(true, Ordering::SeqCst);
     let _ = autorate_log.join();
+    if let Some(n) = nat {
+        let _ = n.join();
+    }
     if let Some(m) = metrics {
         let _ = m.join();
     }

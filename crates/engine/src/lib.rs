@@ -22,6 +22,7 @@ pub mod delay_signal;
 pub mod delivered;
 mod engine;
 pub mod mss;
+pub mod nat;
 pub mod owd;
 pub mod prio;
 pub mod probe;

@@ -47,9 +47,11 @@
 // through the caller's log callback (`Log`), never print!/eprint!.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod attach;
 pub mod blast;
 mod bridge;
 pub mod caps;
+pub mod conntrack;
 pub mod delay;
 pub mod kernel_bridge;
 mod link;

@@ -246,12 +246,21 @@ pub fn set_thread_fifo(priority: u8) -> io::Result<()> {
 /// groups), blocking, with receives bounded by `timeout`: a request of
 /// the exit path must not hang it.
 pub fn netlink_route_requests(timeout: std::time::Duration) -> io::Result<OwnedFd> {
+    netlink_requests(libc::NETLINK_ROUTE, timeout)
+}
+
+/// [`netlink_route_requests`] for another netlink family (`protocol`:
+/// `NETLINK_NETFILTER` for conntrack).
+pub fn netlink_requests(
+    protocol: libc::c_int,
+    timeout: std::time::Duration,
+) -> io::Result<OwnedFd> {
     // SAFETY: plain syscall without pointers.
     let fd = owned(unsafe {
         libc::socket(
             libc::AF_NETLINK,
             libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
+            protocol,
         )
     })?;
     // SAFETY: an all-zero sockaddr_nl is valid (port id 0: the kernel picks one).

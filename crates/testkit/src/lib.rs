@@ -31,6 +31,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod router;
+
 use sluice_lab::{have_tools, BridgeLab};
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard};

@@ -240,3 +240,26 @@ pub(super) fn retune(t: &mut Tree, rate: Rate, now: Instant, drops: &mut Drops) 
     }
     Some(old)
 }
+
+impl Engine {
+    /// NAT-aware hosts (crate::nat): the engine records the connections
+    /// whose original host it needs ([`Engine::take_nat_lookups`]) and
+    /// uses the answers ([`Engine::answer_nat_lookup`]) in host isolation.
+    pub fn set_nat_hosts(&mut self, on: bool) {
+        self.nat.set_on(on);
+    }
+
+    /// The connections whose original host the caller should look up.
+    pub fn take_nat_lookups(&mut self) -> Vec<crate::nat::NatKey> {
+        self.nat.take_lookups()
+    }
+
+    /// Conntrack's answer for `key`: the original host, or none known.
+    pub fn answer_nat_lookup(
+        &mut self,
+        key: crate::nat::NatKey,
+        original: Option<std::net::IpAddr>,
+    ) {
+        self.nat.answer(key, original);
+    }
+}

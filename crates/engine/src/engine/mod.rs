@@ -164,6 +164,8 @@ pub struct Engine {
     wall: Option<Duration>,
     /// The secret autorate's probes are known by (crate::probe).
     probe_key: [u8; 16],
+    /// Original hosts behind a masquerading router (crate::nat).
+    nat: crate::nat::NatHosts,
 }
 
 fn direction_pass(d: &sluice_classify::Decision) -> Option<DropCause> {

@@ -177,7 +177,7 @@ impl Engine {
         let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
         Ok(Classified {
             class: class.or(default).unwrap_or(ClassId::ROOT),
-            flow: self.flow_key(egress, ip, &dout),
+            flow: self.flow_key(egress, ip, &dout, seg),
             ecn: Ecn::from_bits(ip.tos),
             prio: dout.prio.or(din.prio),
             rtt_path: dout.rtt_path.or(din.rtt_path),
@@ -191,8 +191,16 @@ impl Engine {
     }
 
     /// The scheduler's flow key: the connection's hash, and where a queue
-    /// isolates hosts the hosts' too (two SipHash rounds, paid only there).
-    fn flow_key(&self, egress: usize, ip: &IpInfo, dout: &Decision) -> u64 {
+    /// isolates hosts the hosts' too (two SipHash rounds, paid only there),
+    /// the router's end replaced by the original host behind NAT where
+    /// conntrack said (crate::nat; a TCP SYN asks afresh).
+    fn flow_key(
+        &mut self,
+        egress: usize,
+        ip: &IpInfo,
+        dout: &Decision,
+        seg: Option<&TcpSeg>,
+    ) -> u64 {
         let isolating = self.ifaces[egress]
             .tree
             .as_ref()
@@ -200,8 +208,31 @@ impl Engine {
         if !isolating {
             return dout.flow_hash;
         }
+        let syn = seg.is_some_and(|g| {
+            use sluice_wire::tcp_flags::{ACK, SYN};
+            g.flags & (SYN | ACK) == SYN
+        });
+        let (src, dst) = self.hosts(ip, egress, syn);
         let c = &self.classifier;
-        Packet::flow_key(dout.flow_hash, c.host_hash(ip.src), c.host_hash(ip.dst))
+        Packet::flow_key(dout.flow_hash, c.host_hash(src), c.host_hash(dst))
+    }
+
+    /// The two hosts of `ip` for host isolation: the router's end replaced
+    /// by the original host where conntrack said (crate::nat); `syn`: a
+    /// new TCP connection.
+    fn hosts(
+        &mut self,
+        ip: &IpInfo,
+        egress: usize,
+        syn: bool,
+    ) -> (std::net::IpAddr, std::net::IpAddr) {
+        let toward_lan = self.ifaces[egress].lan_side;
+        let original = crate::nat::NatKey::of(ip, toward_lan).and_then(|k| self.nat.lookup(k, syn));
+        match (original, toward_lan) {
+            (Some(h), true) => (ip.src, h),
+            (Some(h), false) => (h, ip.dst),
+            (None, _) => (ip.src, ip.dst),
+        }
     }
 
     /// The path's measurements (crate::delay_signal, crate::delivered):

@@ -70,6 +70,7 @@ impl Engine {
             autorate_trace: false,
             wall: None,
             probe_key: opts.hash_key,
+            nat: Default::default(),
         };
         let trees = e.build_trees(cfg)?;
         e.install(cfg, trees);

@@ -1,0 +1,301 @@
+//! A router with NAT in network namespaces: the shape `sluice run --attach`
+//! is tested on (issue #38). Built with `sluice_lab::netns::Topology`.
+//!
+//! ```text
+//!  c1 10.81.1.11 ─┐                 router (ip_forward, nft masquerade on wan0)
+//!                 sw (br0) ── lan0 ∈ br-lan 10.81.1.1/24
+//!  c2 10.81.1.12 ─┘                  wan0 10.81.2.1/24 ── m0  modem  m1 ── s0  server
+//!                                                 10.81.2.2  htb+pfifo  10.81.3.1  10.81.3.2
+//! ```
+//! - The LAN interface is a port of the router's bridge `br-lan` (which
+//!   holds the router's LAN address), as on OpenWrt; the clients share a
+//!   switch (its own namespace) in front of it.
+//! - The modem is the bottleneck the shaper must stay under: htb at
+//!   [`RouterLab::new`]'s rate each way with a 1000-packet pfifo.
+//! - [`NetState`] is the router's configuration as data (`ip -j addr`,
+//!   `ip -j route show table all`, `bridge -j link`, the permanent
+//!   neighbours: wan0 has one), normalised only for
+//!   what the kernel itself varies: the order of equal-rank entries and
+//!   an address's `tentative` flag while DAD runs.
+//! - Dropping the lab removes sluice's `--attach` state files of the
+//!   router's namespace (a deleted namespace's inode may be reused).
+
+use sluice_lab::netns::{Netns, ProcId, Topology};
+use std::io;
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+pub const LAN_IF: &str = "lan0";
+pub const WAN_IF: &str = "wan0";
+pub const ROUTER_LAN_IP: &str = "10.81.1.1";
+pub const CLIENT_IPS: [&str; 2] = ["10.81.1.11", "10.81.1.12"];
+pub const SERVER_IP: &str = "10.81.3.2";
+/// sluice's runtime directory (`sluice_control::RUNTIME_DIR`).
+const RUNTIME_DIR: &str = "/run/sluice";
+
+static LABS: AtomicU32 = AtomicU32::new(0);
+
+pub struct RouterLab {
+    pub topo: Topology,
+    pub router: Netns,
+    pub clients: [Netns; 2],
+    pub modem: Netns,
+    pub server: Netns,
+    pub sluice: Option<ProcId>,
+    pub dir: PathBuf,
+}
+
+/// The router's configuration as data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetState {
+    pub links: Vec<String>,
+    pub routes: Vec<String>,
+    pub bridge: Vec<String>,
+    /// `ip -j neigh show nud permanent`.
+    pub neighs: Vec<String>,
+}
+
+impl RouterLab {
+    /// The namespaces, links, addresses, NAT and the modem at `modem_rate`
+    /// (tc's syntax: `20mbit`) each way.
+    pub fn new(tag: &str, modem_rate: &str) -> io::Result<RouterLab> {
+        let mut topo = Topology::new(tag);
+        let router = topo.add_ns("rt")?;
+        let sw = topo.add_ns("sw")?;
+        let clients = [topo.add_ns("c1")?, topo.add_ns("c2")?];
+        let modem = topo.add_ns("mdm")?;
+        let server = topo.add_ns("srv")?;
+        let dir = std::env::temp_dir().join(format!(
+            "{}-{}",
+            router.name(),
+            LABS.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir)?;
+        let lab = RouterLab {
+            topo,
+            router,
+            clients,
+            modem,
+            server,
+            sluice: None,
+            dir,
+        };
+        lab.wire(&sw, modem_rate)?;
+        Ok(lab)
+    }
+
+    fn wire(&self, sw: &Netns, modem_rate: &str) -> io::Result<()> {
+        let (t, rt) = (&self.topo, &self.router);
+        // The LAN: two clients and the router's lan0 on one switch.
+        t.ip(sw, &["link", "add", "br0", "type", "bridge"])?;
+        for (i, c) in self.clients.iter().enumerate() {
+            let port = format!("p{i}");
+            t.veth(c, "c0", sw, &port)?;
+            t.ip(sw, &["link", "set", &port, "master", "br0"])?;
+            t.addr(c, "c0", &format!("{}/24", CLIENT_IPS[i]))?;
+            t.ip(c, &["route", "add", "default", "via", ROUTER_LAN_IP])?;
+        }
+        t.veth(rt, LAN_IF, sw, "p9")?;
+        t.ip(sw, &["link", "set", "p9", "master", "br0"])?;
+        t.ip(sw, &["link", "set", "br0", "up"])?;
+        t.ip(rt, &["link", "add", "br-lan", "type", "bridge"])?;
+        t.ip(rt, &["link", "set", LAN_IF, "master", "br-lan"])?;
+        t.ip(rt, &["link", "set", "br-lan", "up"])?;
+        t.addr(rt, "br-lan", &format!("{ROUTER_LAN_IP}/24"))?;
+        // The WAN: router — modem — server.
+        t.veth(rt, WAN_IF, &self.modem, "m0")?;
+        t.veth(&self.modem, "m1", &self.server, "s0")?;
+        t.addr(rt, WAN_IF, "10.81.2.1/24")?;
+        t.addr(&self.modem, "m0", "10.81.2.2/24")?;
+        t.addr(&self.modem, "m1", "10.81.3.1/24")?;
+        t.addr(&self.server, "s0", &format!("{SERVER_IP}/24"))?;
+        t.ip(rt, &["route", "add", "default", "via", "10.81.2.2"])?;
+        // An administrator's static entry, which --attach wan0 must move.
+        t.neigh(rt, WAN_IF, "10.81.2.99", "02:00:00:00:00:99")?;
+        t.ip(
+            &self.server,
+            &["route", "add", "default", "via", "10.81.3.1"],
+        )?;
+        for ns in [rt, &self.modem] {
+            t.exec(ns, &["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
+        }
+        for cmd in [
+            "add table ip nat",
+            "add chain ip nat post { type nat hook postrouting priority 100 ; }",
+            &format!("add rule ip nat post oifname \"{WAN_IF}\" masquerade"),
+        ] {
+            t.exec(rt, &["nft", cmd])?;
+        }
+        for dev in ["m0", "m1"] {
+            t.exec(
+                &self.modem,
+                &[
+                    "tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default",
+                    "1",
+                ],
+            )?;
+            t.exec(
+                &self.modem,
+                &[
+                    "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                    "rate", modem_rate, "ceil", modem_rate,
+                ],
+            )?;
+            t.exec(
+                &self.modem,
+                &[
+                    "tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "pfifo",
+                    "limit", "1000",
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One ping (1 s timeout) from `from` to `to` answered.
+    pub fn ping(&self, from: &Netns, to: &str) -> bool {
+        self.topo
+            .exec_unchecked(from, &["ping", "-c", "1", "-W", "1", to])
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// A ping answered within `tries` tries.
+    pub fn reaches(&self, from: &Netns, to: &str, tries: u32) -> bool {
+        (0..tries).any(|_| self.ping(from, to))
+    }
+
+    pub fn control_path(&self) -> String {
+        self.dir.join("ctl.sock").display().to_string()
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("sluice.log")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Writes `conf` to the lab's `pf.conf`; its path.
+    pub fn write_conf(&self, conf: &str) -> io::Result<String> {
+        let p = self.dir.join("pf.conf");
+        std::fs::write(&p, conf)?;
+        Ok(p.display().to_string())
+    }
+
+    /// `bin run -f CONF --control CTL ARGS…` in the router, output to the
+    /// lab's log; does not wait.
+    pub fn spawn_sluice(&mut self, bin: &str, conf: &str, args: &[&str]) -> io::Result<ProcId> {
+        let conf = self.write_conf(conf)?;
+        let ctl = self.control_path();
+        let mut cmd = vec![bin, "run", "-f", &conf, "--control", &ctl];
+        cmd.extend_from_slice(args);
+        let (rt, log) = (self.router.clone(), self.log_path());
+        let id = self.topo.spawn(&rt, &cmd, Some(&log))?;
+        self.sluice = Some(id);
+        Ok(id)
+    }
+
+    /// `bin ARGS…` in the router, to completion.
+    pub fn sluice_cmd(&self, bin: &str, args: &[&str]) -> io::Result<Output> {
+        let mut cmd = vec![bin];
+        cmd.extend_from_slice(args);
+        self.topo.exec_unchecked(&self.router, &cmd)
+    }
+
+    /// Whether the running sluice answers `show info`.
+    pub fn answers(&self, bin: &str) -> bool {
+        let ctl = self.control_path();
+        self.sluice_cmd(bin, &["show", "info", "--control", &ctl])
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// The router's configuration, once no address is tentative (DAD
+    /// done, at most `wait`).
+    pub fn state(&self, wait: Duration) -> io::Result<NetState> {
+        let t0 = std::time::Instant::now();
+        loop {
+            let links = self.json(&["ip", "-j", "addr"])?;
+            let tentative = links.iter().any(|l| {
+                l["addr_info"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x.get("tentative").is_some()))
+            });
+            if !tentative || t0.elapsed() > wait {
+                return Ok(NetState {
+                    links: links.into_iter().map(normal_link).collect(),
+                    routes: sorted(self.json(&["ip", "-j", "route", "show", "table", "all"])?),
+                    bridge: sorted(self.json(&["bridge", "-j", "link"])?),
+                    neighs: sorted(self.json(&[
+                        "ip",
+                        "-j",
+                        "neigh",
+                        "show",
+                        "nud",
+                        "permanent",
+                    ])?),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn json(&self, cmd: &[&str]) -> io::Result<Vec<serde_json::Value>> {
+        let out = self.topo.exec(&self.router, cmd)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let text = if text.trim().is_empty() {
+            "[]"
+        } else {
+            text.trim()
+        };
+        serde_json::from_str(text).map_err(|e| io::Error::other(format!("{cmd:?}: {e}")))
+    }
+
+    /// The netns inode of the router (names sluice's state files).
+    fn router_inode(&self) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(format!("/run/netns/{}", self.router.name()))
+            .ok()
+            .map(|m| m.ino())
+    }
+
+    /// Sluice's `--attach IF` state file of the router, if there is one.
+    pub fn attach_state(&self, ifname: &str) -> Option<PathBuf> {
+        let p = PathBuf::from(RUNTIME_DIR)
+            .join(format!("attach-{}-{ifname}.state", self.router_inode()?));
+        p.exists().then_some(p)
+    }
+}
+
+/// A link of `ip -j addr`, its addresses in a fixed order and without the
+/// DAD flag.
+fn normal_link(mut l: serde_json::Value) -> String {
+    if let Some(a) = l.get_mut("addr_info").and_then(|a| a.as_array_mut()) {
+        for x in a.iter_mut() {
+            if let Some(o) = x.as_object_mut() {
+                o.remove("tentative");
+            }
+        }
+        a.sort_by_key(|x| x.to_string());
+    }
+    l.to_string()
+}
+
+fn sorted(v: Vec<serde_json::Value>) -> Vec<String> {
+    let mut s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+    s.sort();
+    s
+}
+
+impl Drop for RouterLab {
+    fn drop(&mut self) {
+        for i in [LAN_IF, WAN_IF] {
+            if let Some(p) = self.attach_state(i) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
