@@ -353,7 +353,16 @@ mod tests {
         assert!(!parses(&["--bridge", "a,b", "--dry-run"]));
         assert!(!parses(&["--bridge", "a,b", "--attach-side", "wan"]));
         assert!(!parses(&["--dry-run"]));
-        assert!(parses(&["--attach", "wan0", "--attach-side", "wan", "--nat"]));
-        assert!(!parses(&["--bridge", "a,b", "--nat"]), "conntrack is on the router");
+        assert!(parses(&[
+            "--attach",
+            "wan0",
+            "--attach-side",
+            "wan",
+            "--nat"
+        ]));
+        assert!(
+            !parses(&["--bridge", "a,b", "--nat"]),
+            "conntrack is on the router"
+        );
     }
 }
