@@ -72,6 +72,10 @@ pub(super) struct Flow {
     pub(super) wait_epoch: u64,
     /// The queue its data met before sluice, from the sender's timestamps.
     pub(super) owd: Owd,
+    /// In loss recovery until the receiver acknowledges this (what the
+    /// sender had sent when the duplicate ACKs began): its partial ACKs
+    /// each clock a retransmission (RFC 6582 §3.2) and are not paced.
+    pub(super) recover: Option<u32>,
 }
 
 impl Flow {

@@ -410,6 +410,7 @@ impl TcpCtl {
                 ack_wait: [Duration::ZERO; 2],
                 wait_epoch: self.pacers[pacer].epoch,
                 owd: Owd::default(),
+                recover: None,
             },
         );
         true

@@ -211,8 +211,13 @@ impl TcpCtl {
         }
         let flags = seg.flags;
         let ack = (flags & tcp_flags::ACK != 0).then_some(seg.ack);
+        let mut partial = false;
         let advance = match ack.map(|a| (a, f.seq.acked(a, f.last_ack))) {
             Some((a, Acked::Advance(n))) => {
+                partial = f.recover.is_some_and(|r| seq_after(r, a));
+                if !partial {
+                    f.recover = None;
+                }
                 f.last_ack = Some(a);
                 f.acked += u64::from(n);
                 Self::mark_active(f, p);
@@ -228,6 +233,9 @@ impl TcpCtl {
                 let sent = f.seq.snd_max().is_none_or(|m| !seq_after(a, m));
                 if f.last_ack.is_none() && sent {
                     f.last_ack = Some(a);
+                } else if f.last_ack == Some(a) && seg.payload_len == 0 && f.recover.is_none() {
+                    // A duplicate: the receiver misses a segment.
+                    f.recover = f.seq.snd_max();
                 }
                 None
             }
@@ -243,7 +251,7 @@ impl TcpCtl {
             self.forget(&key);
             return Plan::Forward;
         }
-        if p.ctl.ack_pacing {
+        if p.ctl.ack_pacing && !partial {
             if let (true, Some(acked)) = (pure, advance) {
                 let cost = Self::cost(f, p, acked);
                 return Plan::Pace(PaceTicket { key, cost });
