@@ -22,6 +22,13 @@ done
 echo "== tests"
 # The end-to-end tests drive an optimised sluice: a debug build cannot
 # forward 100 Mbit/s on two cores (netns_rate skips that case without it).
+# First the router package's daemon, without the lab, for tests/package.rs:
+# in the release profile, so it shares every dependency's build with the
+# lab's binary below (package.sh's own `deb` profile would build them all
+# again); package.sh strips it as it packs it.
+cargo build --release --locked --no-default-features --bin sluice
+cp target/release/sluice target/sluice-nolab
+export SLUICE_DEB_BIN="$PWD/target/sluice-nolab"
 cargo build --release --locked --bin sluice
 export SLUICE_BIN="$PWD/target/release/sluice"
 # A network-namespace test that cannot run (not root, a tool missing, a
