@@ -9,7 +9,8 @@
 //!   file in order, and nothing on stderr; `--explain --json` prints one
 //!   object per file instead (docs/config.md has both schemas).
 
-use crate::out::{ewrite, ewriteln, owrite, owriteln};
+use crate::notify::for_stderr;
+use crate::out::{ewrite, owrite, owriteln};
 use clap::Args as ClapArgs;
 use serde_json::{json, Value};
 use sluice_conf::{Diagnostic, Severity};
@@ -144,7 +145,7 @@ pub fn run(a: Args) -> ExitCode {
                 if a.json {
                     file_json.push(unreadable_json(name, &e));
                 } else {
-                    ewriteln!("error: {e}");
+                    ewrite!("{}", for_stderr(3, &format!("error: {e}\n")));
                 }
                 ok = false;
                 push_json(&a, &mut all_json, name, file_json, None);
@@ -165,7 +166,8 @@ pub fn run(a: Args) -> ExitCode {
             if a.json {
                 file_json.push(diag_json(name, &text, d));
             } else {
-                ewrite!("{}", d.render(name, &text));
+                let prio = crate::notify::diag_priority(d.severity);
+                ewrite!("{}", for_stderr(prio, &d.render(name, &text)));
             }
         }
         let mut explained = None;

@@ -178,8 +178,8 @@ Set by systemd for \fBType=notify\fR: \fBrun\fR sends READY=1 once it
 forwards, WATCHDOG=1 from its packet loop, STOPPING=1 when it ends.
 .TP
 \fBJOURNAL_STREAM\fR
-When it names standard error, log lines carry syslog priorities
-(<3> error, <4> warning, <6> info, <7> debug) for \fBjournalctl \-p\fR.
+When it names standard error, log lines and the diagnostics of
+\fBcheck\fR and \fBreload\fR carry syslog priorities (<3> error, <4> warning, <6> info, <7> debug) for \fBjournalctl \-p\fR.
 .SH EXAMPLES
 Check a file as the service will load it, then apply it to the running
 daemon:

@@ -170,6 +170,25 @@ pub fn stderr_is_journal() -> bool {
     )
 }
 
+/// `text` as a client command writes it to stderr: with priority `prio`
+/// on every line when stderr is the journal (`check` as ExecStartPre,
+/// `reload` as ExecReload), as it is otherwise.
+pub fn for_stderr(prio: u8, text: &str) -> std::borrow::Cow<'_, str> {
+    if stderr_is_journal() {
+        with_priority(prio, text).into()
+    } else {
+        text.into()
+    }
+}
+
+/// journald's priority of a configuration diagnostic.
+pub fn diag_priority(severity: sluice_conf::Severity) -> u8 {
+    match severity {
+        sluice_conf::Severity::Error => 3,
+        sluice_conf::Severity::Warning => 4,
+    }
+}
+
 /// `text` with `<N>` before every line, so that each line of a
 /// multi-line message (a diagnostic and its caret) gets the priority.
 pub fn with_priority(prio: u8, text: &str) -> String {

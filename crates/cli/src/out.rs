@@ -92,7 +92,6 @@ macro_rules! ewrite {
 
 /// `eprintln!` that never panics.
 macro_rules! ewriteln {
-    () => { $crate::out::err(format_args!("\n")) };
     ($($t:tt)*) => { $crate::out::err(format_args!("{}\n", format_args!($($t)*))) }
 }
 

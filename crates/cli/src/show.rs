@@ -103,10 +103,11 @@ fn request(path: &Path, req: &Request) -> Result<Reply, String> {
 }
 
 fn fail(msg: &str) -> ExitCode {
-    ewrite!("{msg}");
+    let mut msg = msg.to_string();
     if !msg.ends_with('\n') {
-        ewriteln!();
+        msg.push('\n');
     }
+    ewrite!("{}", crate::notify::for_stderr(3, &msg));
     ExitCode::FAILURE
 }
 
@@ -218,7 +219,7 @@ pub fn run_reload(a: ReloadArgs) -> ExitCode {
         Err(m) => fail(&format!("error: {m}")),
         Ok(Reply::Error { message }) => fail(&message),
         Ok(Reply::Reloaded(r)) => {
-            ewrite!("{}", r.warnings);
+            ewrite!("{}", crate::notify::for_stderr(4, &r.warnings));
             owriteln!(
                 "reloaded {}: {} packets kept, {} dropped",
                 r.file,
