@@ -23,9 +23,10 @@ pub struct Args {
     #[arg(long, value_name = "RATE")]
     up: String,
     /// The line's framing: its per-packet overhead (and ATM cells on adsl
-    /// and pppoe); lte and starlink also get autorate.
+    /// and pppoe); raw adds none (a shaper upstream that counts Ethernet
+    /// frames); lte and starlink also get autorate.
     #[arg(long, value_name = "LINK", default_value = "ethernet",
-          value_parser = ["ethernet", "docsis", "vdsl", "adsl", "pppoe", "lte", "starlink"])]
+          value_parser = ["ethernet", "raw", "docsis", "vdsl", "adsl", "pppoe", "lte", "starlink"])]
     link: String,
     /// Follow a rate that moves (on by default for lte and starlink):
     /// between a quarter of each rate and the rate given.

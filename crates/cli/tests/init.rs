@@ -16,7 +16,7 @@ fn init_output_passes_check_with_no_warning_for_every_link() {
     let dir = std::env::temp_dir().join(format!("sluice-init-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for link in [
-        "ethernet", "docsis", "vdsl", "adsl", "pppoe", "lte", "starlink",
+        "ethernet", "raw", "docsis", "vdsl", "adsl", "pppoe", "lte", "starlink",
     ] {
         for (down, up) in [("1M", "256k"), ("30M", "5M"), ("500M", "50M")] {
             let f = dir.join(format!("{link}-{down}-{up}.conf"));

@@ -29,6 +29,7 @@ use std::fmt::Write as _;
 /// The line's framing, as `--link` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Link {
+    Raw,
     Ethernet,
     Docsis,
     Vdsl,
@@ -39,7 +40,8 @@ pub enum Link {
 }
 
 impl Link {
-    pub const ALL: [Link; 7] = [
+    pub const ALL: [Link; 8] = [
+        Link::Raw,
         Link::Ethernet,
         Link::Docsis,
         Link::Vdsl,
@@ -51,6 +53,7 @@ impl Link {
 
     pub fn name(self) -> &'static str {
         match self {
+            Link::Raw => "raw",
             Link::Ethernet => "ethernet",
             Link::Docsis => "docsis",
             Link::Vdsl => "vdsl",
@@ -68,6 +71,7 @@ impl Link {
     /// The `set overhead` value and the one-line reason for it.
     fn overhead(self) -> (&'static str, &'static str) {
         match self {
+            Link::Raw => ("raw", "Raw: the frame as Linux counts it, header included, nothing added (CAKE's `raw`): a shaper upstream that counts Ethernet frames"),
             Link::Ethernet => ("ethernet", "Ethernet: preamble, header, FCS and gap, 38 bytes a frame (CAKE's `ethernet`)"),
             Link::Docsis => ("docsis", "DOCSIS cable: the modem shapes Ethernet frames plus 18 bytes (CAKE's `docsis`)"),
             Link::Vdsl => ("34", "VDSL2 (PTM) with PPPoE and a VLAN: 34 bytes a frame (sqm-scripts' advice); the 5 % margin covers PTM's 64/65"),
