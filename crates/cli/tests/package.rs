@@ -28,6 +28,7 @@ const TOOLS: &[&str] = &[
     "lintian",
     "man",
     "systemd-analyze",
+    "systemctl",
 ];
 
 /// Every file the package must install (directories aside).
@@ -298,6 +299,20 @@ fn install_verify_and_purge_in_a_scratch_root() {
         verify.status,
         text(&verify.stderr)
     );
+
+    // `systemctl enable` as an admin runs it (offline, against the root:
+    // `cat` has no --root): [Install] wants it from multi-user.target.
+    let ctl = |verb: &str| {
+        run(Command::new("systemctl")
+            .arg(format!("--root={}", root.display()))
+            .args([verb, "sluice.service"]))
+    };
+    ctl("enable");
+    let wants = root.join("etc/systemd/system/multi-user.target.wants/sluice.service");
+    assert!(wants.is_symlink(), "systemctl enable made no {wants:?}");
+    assert_eq!(text(&ctl("is-enabled").stdout).trim(), "enabled");
+    ctl("disable");
+    assert!(!wants.is_symlink(), "systemctl disable left {wants:?}");
 
     // Purge: nothing of the package is left but its user (Debian keeps
     // system users); files the admin added to /etc/sluice go too.
