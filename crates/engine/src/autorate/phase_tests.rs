@@ -168,6 +168,22 @@ fn a_downloads_way_back_ends_where_its_output_stops_unless_after_a_window() {
     assert!(r.c.phase.is_dip());
 }
 
+#[test]
+fn a_delay_on_a_windows_way_back_lets_its_output_be_read_as_the_link() {
+    // Before any delay, a window's way back does not take a download's
+    // output for the link; a cut on it keeps the dip and ends that.
+    let mut r = Run::new(false, 8);
+    r.c.phase = Phase::Dip(Dip {
+        after_reconfig: true,
+        ..Dip::new(Rate::mbps(10), at(0))
+    });
+    assert_eq!(r.tick(1.0, Some(30)).reason, Reason::Delay);
+    assert_eq!(
+        r.c.phase.clone().dip(),
+        Some(Dip::new(Rate::mbps(10), at(0)))
+    );
+}
+
 fn fading(past: Option<u64>) -> Run {
     let mut r = Run::new(true, 2);
     r.c.phase = Phase::Fade(Fade {
