@@ -145,13 +145,13 @@ impl Controller {
         // above the link found says where the link is: a hold's measure
         // reads under it by up to a tenth. One far above was an overshoot
         // of the way back, and says nothing of it.
-        let wanting = self
+        let fade_cut = self
             .memory
             .last_cut
             .filter(|c| c.at >= f.since && c.from.under(t.fade_depth, f.before))
             .map_or(Rate(0), |c| c.from);
-        let link = if wanting.at_most(t.fade_near, found) {
-            found.max(wanting)
+        let link = if fade_cut.at_most(t.fade_near, found) {
+            found.max(fade_cut)
         } else {
             found
         };
@@ -171,6 +171,8 @@ impl Controller {
         if let Some(h) = m.hold.as_mut() {
             h.link = None;
         }
+        // Fades are an upload's, and the exemption of a window's way back
+        // is for a download's rule: `after_reconfig` does not apply.
         Phase::Dip(Dip::new(f.before, now))
     }
 }
