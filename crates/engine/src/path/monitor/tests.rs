@@ -162,3 +162,54 @@ fn a_download_reads_the_way_in_once_its_senders_clock_is_trusted() {
     let up = m.reading(at(3_510), WAN).beyond;
     assert_eq!(up.delay, Some(Duration::ZERO));
 }
+
+/// A frame with its parse, as the stages hand them over.
+fn framed(f: Vec<u8>) -> (Vec<u8>, PacketInfo) {
+    let info = sluice_wire::parse(&f).unwrap();
+    (f, info)
+}
+
+#[test]
+fn the_probe_goes_out_at_a_hundredth_of_the_pairs_slower_rate_as_it_moves() {
+    let mut m = pair();
+    let hop: IpAddr = Ipv4Addr::new(192, 0, 2, 1).into();
+    m.set_probe(WAN, Some(hop));
+    m.set_rate(LAN, Some(Rate::mbps(10)));
+    m.set_rate(WAN, Some(Rate::kbps(128)));
+    // The far side answers the router; the router's traffic leaves: the
+    // probe's name (crate::probe).
+    let (router, far) = (
+        Ipv4Addr::new(203, 0, 113, 5),
+        Ipv4Addr::new(198, 51, 100, 9),
+    );
+    let mut back = sluice_wire::build::udp_v4(far, router, 443, 4000, 100);
+    let (dst, src) = (back[..6].to_vec(), back[6..12].to_vec());
+    back[..6].copy_from_slice(&src);
+    back[6..12].copy_from_slice(&dst);
+    let (back, back_info) = framed(back);
+    assert!(!m.on_arrival(at(0), WAN, &back, &back_info));
+    let (out, out_info) = framed(sluice_wire::build::udp_v4(router, far, 4000, 443, 1200));
+    m.on_passed(at(0), LAN, WAN, &out, &out_info);
+    assert_eq!(m.next_probe(at(0)), Some(Instant::ZERO));
+    assert!(m.poll_probe(at(0), WAN).is_some());
+    assert!(
+        m.poll_probe(at(0), LAN).is_none(),
+        "only the WAN side probes"
+    );
+    // 58 bytes at 1 % of the slower direction, 128 kbit/s: 362.5 ms.
+    let slow = at(0) + Duration::from_micros(362_500);
+    assert_eq!(m.next_probe(at(1)), Some(slow));
+    assert!(m.poll_probe(slow - Duration(1), WAN).is_none());
+    assert!(m.poll_probe(slow, WAN).is_some());
+    // The upload is shaped faster now: after the request already due,
+    // ten a second at most.
+    m.set_rate(WAN, Some(Rate::mbps(10)));
+    let due = slow + Duration::from_micros(362_500);
+    assert!(m.poll_probe(due, WAN).is_some());
+    assert_eq!(m.next_probe(due), Some(due + Duration::from_millis(100)));
+    // The same target keeps its counters; another starts afresh.
+    m.set_probe(WAN, Some(hop));
+    assert_eq!(m.stats(LAN).probe.map(|(_, s)| s.sent), Some(3));
+    m.set_probe(WAN, Some(Ipv4Addr::new(192, 0, 2, 2).into()));
+    assert_eq!(m.stats(LAN).probe.map(|(_, s)| s.sent), Some(0));
+}
