@@ -18,19 +18,18 @@
 pub mod autorate;
 mod bounded;
 pub mod build;
-pub mod delay_signal;
-pub mod delivered;
 mod engine;
 pub mod mss;
 pub mod nat;
-pub mod owd;
+pub mod path;
 pub mod prio;
-pub mod probe;
 mod report;
-mod sojourn;
 pub mod tcpctl;
 pub mod testing;
 pub mod votes;
+
+// The monitor's parts keep the paths autorate, the daemon and tests name.
+pub use path::{delay_signal, delivered, owd, probe};
 
 pub use engine::{
     DropCause, DroppedFrame, Engine, IfaceCounters, MemoryReport, Options, ReloadReport, Rx,

@@ -1,8 +1,10 @@
 //! TCP control through the engine, in virtual time: downloads from a
 //! window-limited, ACK-clocked sender through a modem (the bottleneck's
 //! FIFO before sluice) into a download queue with `ack-pacing` /
-//! `window-clamp`. The sender, the modem and the client are simulated here;
-//! the engine is the real one.
+//! `window-clamp`. The network (the modem's FIFO, the delay line, the
+//! uplink) is the shared simulator's (`netsim::Net`); the window-limited
+//! server and its clients are in `ack_pacing_sim`; the engine is the real
+//! one.
 //!
 //! What is checked: each flow's data arrives at its share of the class's
 //! rate (within 2 %), the modem's FIFO stays short where without control it
@@ -10,298 +12,16 @@
 //! none is lost, caps release rather than drop, and segments that must pass
 //! at once (duplicate ACKs, SACK) overtake nothing.
 
+mod ack_pacing_sim;
 mod common;
 
+use ack_pacing_sim::Sim;
 use common::tcp::*;
 use sluice_conf::ir::TcpControl;
-use sluice_engine::{Engine, Options, Rx, TcpControlReport};
+use sluice_engine::{Engine, Options};
 use sluice_time::{Duration, Instant, Rate};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
-use std::collections::VecDeque;
-
-struct Sender {
-    una: u32,
-    nxt: u32,
-    /// What the client's window allows beyond `una`.
-    rwnd: u64,
-}
-
-struct Sim {
-    e: Engine,
-    /// The link's rate before sluice, and its FIFO.
-    modem_rate: Rate,
-    modem: VecDeque<Vec<u8>>,
-    modem_bytes: u64,
-    modem_free: Instant,
-    /// Frames on the wire after the modem, or on the way up to the server:
-    /// (arrival, frame).
-    down_wire: VecDeque<(Instant, Vec<u8>)>,
-    up_wire: VecDeque<(Instant, Vec<u8>)>,
-    /// The modem's uplink wire after sluice, one frame at a time (`None`:
-    /// frames pass at once).
-    up_rate: Option<Rate>,
-    up_free: Instant,
-    one_way: Duration,
-    senders: Vec<Sender>,
-    /// The sender's own limit in segments (no congestion control: the
-    /// worst case, a window it never backs off from).
-    cwnd: u32,
-    /// Client: next expected sequence number, segments not yet ACKed.
-    rcv_nxt: Vec<u32>,
-    unacked: Vec<u32>,
-    /// Bytes delivered to each client after `measure_from`.
-    delivered: Vec<u64>,
-    measure_from: Instant,
-    modem_max: u64,
-    /// Most frames waiting in sluice's download queue.
-    dl_max: usize,
-    /// ACK numbers the server received, per flow, in order.
-    acks_at_server: Vec<Vec<u32>>,
-    acks_sent: u64,
-    acks_received: u64,
-    /// The server has no more data.
-    done: bool,
-    /// An upload from another host keeps this many full-sized UDP frames
-    /// in sluice's upload queue (0: none); how many are there now.
-    upload_backlog: usize,
-    upload_queued: usize,
-    /// The server sends no data before this (iperf3 starts every stream
-    /// together once all are connected).
-    start_at: Instant,
-    /// The server stamps its data with TCP timestamps (a 1 kHz clock with
-    /// an offset per flow, as Linux sends them).
-    stamps: bool,
-    /// Sum of the modem's backlog (bytes) and steps, after `measure_from`.
-    modem_sum: u128,
-    modem_steps: u64,
-    now: Instant,
-}
-
-impl Sim {
-    fn new(e: Engine, flows: usize, modem: Rate, cwnd: u32) -> Sim {
-        Sim {
-            e,
-            modem_rate: modem,
-            modem: VecDeque::new(),
-            modem_bytes: 0,
-            modem_free: Instant::ZERO,
-            down_wire: VecDeque::new(),
-            up_wire: VecDeque::new(),
-            up_rate: None,
-            up_free: Instant::ZERO,
-            one_way: Duration::from_millis(10),
-            senders: (0..flows)
-                .map(|_| Sender {
-                    una: 1,
-                    nxt: 1,
-                    rwnd: 0,
-                })
-                .collect(),
-            cwnd,
-            rcv_nxt: vec![1; flows],
-            unacked: vec![0; flows],
-            delivered: vec![0; flows],
-            measure_from: Instant::ZERO + Duration::from_secs(3),
-            modem_max: 0,
-            dl_max: 0,
-            acks_at_server: vec![Vec::new(); flows],
-            acks_sent: 0,
-            acks_received: 0,
-            done: false,
-            upload_backlog: 0,
-            upload_queued: 0,
-            start_at: Instant::ZERO,
-            stamps: false,
-            modem_sum: 0,
-            modem_steps: 0,
-            now: Instant::ZERO + Duration::from_secs(1),
-        }
-    }
-
-    /// Handshakes: the client's SYN (MSS, scale 7, window 65535) up, the
-    /// server's SYN-ACK down, the client's ACK up; ISNs 0 on both sides.
-    fn open(&mut self, now: Instant, i: usize) {
-        let o = syn_opts();
-        let syn = seg(i, true, 0, 0, SYN, 65535, &o, 0);
-        assert!(matches!(self.e.handle_rx(now, LAN, syn), Rx::Queued { .. }));
-        self.client_up(now);
-    }
-
-    /// `n` more flows open now and start at once (their hosts as
-    /// [`client`] says).
-    fn add_flows(&mut self, n: usize) {
-        for _ in 0..n {
-            let i = self.senders.len();
-            self.senders.push(Sender {
-                una: 1,
-                nxt: 1,
-                rwnd: 0,
-            });
-            self.rcv_nxt.push(1);
-            self.unacked.push(0);
-            self.delivered.push(0);
-            self.acks_at_server.push(Vec::new());
-            self.open(self.now, i);
-        }
-    }
-
-    fn client_up(&mut self, now: Instant) {
-        while self.upload_queued < self.upload_backlog {
-            let f = sluice_wire::build::udp_v4(client(200), SERVER, 5000, 5001, 1472);
-            if let Rx::Queued { .. } = self.e.handle_rx(now, LAN, f) {
-                self.upload_queued += 1;
-            }
-        }
-        while let Some(f) = self.e.poll_tx(now, WAN) {
-            // Sent once the wire is free, in full before it arrives.
-            let mut sent = now;
-            if let Some(r) = self.up_rate {
-                sent = self.up_free.max(now) + r.tx_time(f.len() as u64);
-                self.up_free = sent;
-            }
-            if f[14 + 9] == 17 {
-                // The upload's: the server only discards it.
-                self.upload_queued -= 1;
-                continue;
-            }
-            self.up_wire.push_back((sent + self.one_way, f));
-        }
-    }
-
-    fn server_rx(&mut self, now: Instant, f: Vec<u8>) {
-        let (i, _seq, ack, win, _) = read(&f);
-        let flags = f[14 + 20 + 13];
-        let s = &mut self.senders[i];
-        if flags & SYN != 0 {
-            // SYN-ACK: the SYN's window is not scaled.
-            s.rwnd = u64::from(win);
-            let o = syn_opts();
-            let sa = seg(i, false, 0, 1, SYN | ACK, 65535, &o, 0);
-            self.modem_push(sa);
-            return;
-        }
-        self.acks_received += 1;
-        self.acks_at_server[i].push(ack);
-        if sluice_wire::tcp::seq_after(ack, s.una) {
-            s.una = ack;
-        }
-        s.rwnd = u64::from(win) << WS;
-        let _ = now;
-    }
-
-    fn server_send(&mut self) {
-        if self.done || self.now < self.start_at {
-            return;
-        }
-        for i in 0..self.senders.len() {
-            loop {
-                let s = &self.senders[i];
-                let flight = u64::from(s.nxt.wrapping_sub(s.una));
-                let limit = s.rwnd.min(u64::from(self.cwnd) * u64::from(MSS));
-                if s.rwnd == 0 || flight + u64::from(MSS) > limit {
-                    break;
-                }
-                let nxt = s.nxt;
-                let mut o = Vec::new();
-                if self.stamps {
-                    let ms = (self.now.0 / 1_000_000) as u32;
-                    o.extend([1, 1]);
-                    TcpOption::Timestamps {
-                        tsval: ms.wrapping_add(0x9e37_79b9u32.wrapping_mul(i as u32 + 1)),
-                        tsecr: 0,
-                    }
-                    .encode(&mut o);
-                }
-                // The frame stays 1502 bytes: options take payload's room.
-                let len = MSS as usize - o.len();
-                let f = seg(i, false, nxt, 1, ACK, 65535, &o, len);
-                self.senders[i].nxt = nxt.wrapping_add(len as u32);
-                self.modem_push(f);
-            }
-        }
-    }
-
-    fn modem_push(&mut self, f: Vec<u8>) {
-        self.modem_bytes += f.len() as u64;
-        self.modem.push_back(f);
-    }
-
-    fn step(&mut self, now: Instant) {
-        // The modem serialises at its rate, then the wire's delay.
-        while self.modem_free <= now {
-            let Some(f) = self.modem.pop_front() else {
-                self.modem_free = now;
-                break;
-            };
-            self.modem_bytes -= f.len() as u64;
-            self.modem_free = self.modem_free.max(now - Duration::from_micros(100))
-                + self.modem_rate.tx_time(f.len() as u64);
-            self.down_wire
-                .push_back((self.modem_free + self.one_way, f));
-        }
-        if now >= self.measure_from {
-            self.modem_max = self.modem_max.max(self.modem_bytes);
-            self.modem_sum += u128::from(self.modem_bytes);
-            self.modem_steps += 1;
-            self.dl_max = self.dl_max.max(self.e.queued(LAN));
-        }
-        while self.down_wire.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, f) = self.down_wire.pop_front().unwrap();
-            self.e.handle_rx(now, WAN, f);
-        }
-        self.e.handle_timeout(now);
-        // The client: ACKs every second segment, or at once on a SYN-ACK.
-        while let Some(f) = self.e.poll_tx(now, LAN) {
-            let (i, seq, _, _, len) = read(&f);
-            let flags = f[14 + 20 + 13];
-            if flags & SYN != 0 {
-                let a = seg(i, true, 1, 1, ACK, 32768, &[], 0);
-                self.acks_sent += 1;
-                self.e.handle_rx(now, LAN, a);
-                continue;
-            }
-            assert_eq!(seq, self.rcv_nxt[i], "flow {i}: data in order");
-            self.rcv_nxt[i] = seq.wrapping_add(len as u32);
-            if now >= self.measure_from {
-                self.delivered[i] += len as u64;
-            }
-            self.unacked[i] += 1;
-            if self.unacked[i] >= 2 {
-                self.unacked[i] = 0;
-                // 4 MB of receive buffer, scaled by 7.
-                let a = seg(i, true, 1, self.rcv_nxt[i], ACK, 32768, &[], 0);
-                self.acks_sent += 1;
-                self.e.handle_rx(now, LAN, a);
-            }
-        }
-        self.client_up(now);
-        while self.up_wire.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, f) = self.up_wire.pop_front().unwrap();
-            self.server_rx(now, f);
-        }
-        self.server_send();
-    }
-
-    fn run(&mut self, until: Duration) {
-        for i in 0..self.senders.len() {
-            self.open(self.now, i);
-        }
-        self.run_more(until);
-    }
-
-    fn run_more(&mut self, d: Duration) {
-        let end = self.now + d;
-        while self.now < end {
-            self.step(self.now);
-            self.now += Duration::from_micros(100);
-        }
-    }
-
-    fn report(&self) -> Option<TcpControlReport> {
-        self.e.report()[LAN].class("dl").and_then(|c| c.tcp)
-    }
-}
 
 /// Data bytes per second a class of `rate` carries in full-sized segments
 /// (1448 bytes of data in each 1502-byte frame: no TCP options).
@@ -378,7 +98,11 @@ fn held_acks_reach_the_sender_in_order_and_none_is_lost() {
         r.acks_paced + r.acks_flushed + r.acks_capped,
         "{r:?}"
     );
-    assert_eq!(s.e.memory().held_bytes, 0, "nothing held, nothing charged");
+    assert_eq!(
+        s.e().memory().held_bytes,
+        0,
+        "nothing held, nothing charged"
+    );
 }
 
 #[test]
@@ -584,8 +308,8 @@ fn slow_line_download_stamped(up_wire: Option<Rate>, stamps: bool) -> (f64, f64,
                 pass\n\
                 pass out on wan0 proto tcp queue (bulk, ack)\n";
     let run = |upload| {
-        let mut s = Sim::new(engine_with(text, BOTH), 1, Rate::kbps(512), 300);
-        s.up_rate = up_wire;
+        let e = engine_with(text, BOTH);
+        let mut s = Sim::with_uplink(e, 1, Rate::kbps(512), 300, up_wire);
         s.stamps = stamps;
         s.upload_backlog = upload;
         s.run(Duration::from_secs(13));
@@ -658,11 +382,11 @@ fn the_aqm_leaves_a_clamped_flow_the_queue_its_window_allows() {
         ack_pacing: false,
         window_clamp: true,
     };
-    let mut s = Sim::new(engine_with(text, clamp), 1, Rate::mbps(4), 300);
-    s.up_rate = Some(Rate::kbps(128));
+    let e = engine_with(text, clamp);
+    let mut s = Sim::with_uplink(e, 1, Rate::mbps(4), 300, Some(Rate::kbps(128)));
     s.upload_backlog = 3;
     s.run(Duration::from_secs(13));
-    let dl = s.e.report()[LAN].class("dl").cloned().expect("dl");
+    let dl = s.e().report()[LAN].class("dl").cloned().expect("dl");
     assert!(dl.drops.is_empty(), "{:?}", dl.drops);
     // Measured: p50 49 ms, p99 86 ms.
     let p50 = dl.sojourn_p50.expect("sojourn");
@@ -684,11 +408,10 @@ fn connections_set_up_one_by_one_and_started_together_have_small_first_flights()
     // the class (113 KB / n for the n-th): ~590 KB in all, ~160 ms at 30
     // Mbit/s in the modem before sluice.
     let mut s = Sim::new(engine("29M", BOTH), 100, Rate::mbps(30), 300);
-    s.start_at = s.now + Duration::from_millis(2200);
+    s.start_at(s.now() + Duration::from_millis(2200));
     s.measure_from = s.start_at;
     for i in 0..100 {
-        let now = s.now;
-        s.open(now, i);
+        s.open(i);
         s.run_more(Duration::from_millis(20));
     }
     s.run_more(Duration::from_secs(3));
@@ -931,7 +654,7 @@ fn a_hosts_downloads_starting_together_leave_the_modem_quickly() {
         let mut max = 0;
         for _ in 0..5 {
             s.run_more(Duration::from_millis(10));
-            max = max.max(s.modem_bytes);
+            max = max.max(s.modem_bytes());
         }
         peaks.push(max * 8 / 10_000);
     }

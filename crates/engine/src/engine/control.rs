@@ -5,47 +5,22 @@ use super::*;
 
 impl Engine {
     /// Runs the autorate controllers that are due (crate::autorate): each
-    /// reads the delay signal of the WAN side of its interface's bridge
-    /// pair (the link it shapes lies beyond it, whichever direction) and
-    /// the bytes its interface sent, and unless in dry-run applies the
-    /// rate it chose.
+    /// reads its direction of the path ([`Monitor::reading`]) and the
+    /// bytes its interface sent, and unless in dry-run applies the rate
+    /// it chose.
     pub(super) fn autorate(&mut self, now: Instant) {
         let mut next: Option<Instant> = None;
         for idx in 0..self.ifaces.len() {
-            let side = self.wan_side(idx);
-            // Each direction reads its own queue: the upload's root (on
-            // the WAN side) the way out, the download's the way in.
-            // A sender's clock is trusted only after it has been watched
-            // (crate::owd): until the way in is read for at least half the
-            // flows the round trip gives, the round trip stands for it.
-            let signal = &self.ifaces[side].signal;
-            let mut reading = if side == idx {
-                signal.read_out(now)
-            } else {
-                let (way_in, rtt) = (signal.read_in(now), signal.read(now));
-                if way_in.delay.is_some() && way_in.flows * 2 >= rtt.flows {
-                    way_in
-                } else {
-                    rtt
-                }
-            };
-            // No TCP to read: the probe's round trip, where one is sent.
-            if reading.delay.is_none() {
-                if let Some(p) = &self.ifaces[side].probe {
-                    let r = p.reading(now, self.probe_interval(side));
-                    if r.delay.is_some() {
-                        reading = r;
-                    }
-                }
-            }
+            // What this direction reads is the monitor's choice.
+            let path = self.path.reading(now, idx);
+            let reading = path.beyond;
             let i = &mut self.ifaces[idx];
             let Some((ctl, last)) = i.autorate.as_mut() else {
                 continue;
             };
             let previous = ctl.last_reason();
             // An upload's link is read from what its far ends acknowledge.
-            let delivered = (side == idx).then(|| i.delivered.total());
-            let decision = ctl.tick(now, i.counters.tx_bytes, delivered, reading);
+            let decision = ctl.tick(now, i.counters.tx_bytes, path.delivered, reading);
             let t = ctl.next_tick();
             next = Some(next.map_or(t, |n: Instant| n.min(t)));
             let Some(d) = decision else {
@@ -101,27 +76,19 @@ impl Engine {
     /// every delay sample's parts to [`Engine::poll_signal_trace`].
     pub fn set_autorate_trace(&mut self, on: bool) {
         self.autorate_trace = on;
-        for i in &mut self.ifaces {
-            i.signal.set_trace(on);
-        }
+        self.path.set_trace(on);
     }
 
     /// The delay samples traced since the last call, with the name of the
     /// interface whose signal took each, and how many were dropped for
     /// want of room since tracing began.
     pub fn poll_signal_trace(&mut self) -> (Vec<(String, SampleTrace)>, u64) {
-        let mut out = Vec::new();
-        let mut lost = 0;
-        for i in &mut self.ifaces {
-            out.extend(
-                i.signal
-                    .drain_trace()
-                    .into_iter()
-                    .map(|t| (i.name.clone(), t)),
-            );
-            lost += i.signal.trace_lost;
-        }
-        (out, lost)
+        let (traced, lost) = self.path.drain_trace();
+        let name = |i: usize| self.ifaces[i].name.clone();
+        (
+            traced.into_iter().map(|(i, t)| (name(i), t)).collect(),
+            lost,
+        )
     }
 
     /// The next autorate decision worth logging (the rate moved, or the
@@ -130,29 +97,6 @@ impl Engine {
     pub fn poll_autorate(&mut self) -> Option<(String, RateDecision)> {
         let (idx, d) = self.autorate_log.pop_front()?;
         Some((self.ifaces[idx].name.clone(), d))
-    }
-
-    /// The WAN side of `idx`'s bridge pair: where the link that `idx`'s
-    /// shaper stands for lies, whichever direction.
-    pub(super) fn wan_side(&self, idx: usize) -> usize {
-        match (self.ifaces[idx].lan_side, self.peer[idx]) {
-            (true, Some(p)) => p,
-            _ => idx,
-        }
-    }
-
-    /// The interval of the probe sent on `iface`: a hundredth of the
-    /// slower shaped direction of its pair (crate::probe).
-    pub(super) fn probe_interval(&self, iface: usize) -> Duration {
-        let rates = [Some(iface), self.peer.get(iface).copied().flatten()]
-            .into_iter()
-            .flatten()
-            .filter_map(|i| self.rate(i));
-        let slow = rates.min().unwrap_or(Rate(0));
-        self.ifaces[iface]
-            .probe
-            .as_ref()
-            .map_or(crate::probe::MIN_INTERVAL, |p| p.interval(slow))
     }
 
     /// Changes the rate of interface `iface`'s shaper (the root token
@@ -183,6 +127,7 @@ impl Engine {
             return Err(format!("interface {}: its root has no rate", i.name));
         };
         self.tcp.follow_iface_rate(iface, old, rate);
+        self.path.set_rate(iface, Some(rate));
         if !self.drops.is_empty() {
             self.absorb_drops(iface);
         }
@@ -215,8 +160,7 @@ impl Engine {
     /// The delay signal of the path through interface `iface` at `now`
     /// (crate::delay_signal) and the samples it has taken.
     pub fn delay_signal(&self, iface: usize, now: Instant) -> Option<(Reading, u64)> {
-        let i = self.ifaces.get(iface)?;
-        Some((i.signal.read(now), i.signal.samples))
+        self.path.round_trip(now, iface)
     }
 }
 

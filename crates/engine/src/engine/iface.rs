@@ -1,4 +1,5 @@
-//! Per-interface state: its tree, bands, counters and measurements.
+//! Per-interface state: its tree, bands and counters (its measurements
+//! are the path monitor's, crate::path).
 
 use super::*;
 
@@ -52,20 +53,8 @@ pub(super) struct Iface {
     /// The LAN side of a bridge pair: sources arriving here are "ours".
     pub(super) lan_side: bool,
     pub(super) counters: IfaceCounters,
-    /// The delay beyond sluice on the path through this interface
-    /// (crate::delay_signal), and sluice's own recent sojourn on it.
-    pub(super) signal: DelaySignal,
-    pub(super) sojourn: Sojourn,
-    /// The same per connection (the samples' correction).
-    pub(super) flow_sojourn: FlowSojourn,
-    /// What the far ends acknowledge in the segments arriving here (the
-    /// WAN side's, read by its upload's autorate: crate::delivered).
-    pub(super) delivered: Delivered,
     /// `autorate` on this interface's shaper, and its latest reading.
     pub(super) autorate: Option<(Controller, Reading)>,
-    /// autorate's probe, on the WAN side of a pair whose shaper names one
-    /// (crate::probe).
-    pub(super) probe: Option<Prober>,
     /// When the link after this interface will have sent what sluice sent
     /// it, at the shaped rate (token-bucket trees, while TCP control is on;
     /// see `Iface::wire_wait`).

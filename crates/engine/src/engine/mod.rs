@@ -14,10 +14,9 @@ pub use memory::{MemoryReport, DEFAULT_MEMORY_LIMIT};
 
 use crate::autorate::{Controller, Decision as RateDecision, Reason, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
-use crate::delay_signal::{DelaySignal, FlowSojourn, Own, Reading, SampleTrace, Sojourn};
-use crate::delivered::Delivered;
+use crate::path::delay_signal::{Reading, SampleTrace};
+use crate::path::{Monitor, RxEvent};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
-use crate::probe::Prober;
 use crate::report::{AutorateReport, ClassReport, IfaceReport};
 use crate::tcpctl::{PaceTicket, Plan, TcpCtl};
 use sluice_classify::{Classifier, QueueName, TcpSeg};
@@ -25,7 +24,7 @@ use sluice_conf::ir::{self, Direction, SchedKind};
 use sluice_sched::{ClassId, DropReason, Drops, Ecn, Enqueue, Packet};
 use sluice_time::{Duration, Instant, Overhead, Rate};
 use sluice_wire::tcp::TcpHeader;
-use sluice_wire::{IpInfo, L4};
+use sluice_wire::IpInfo;
 use std::collections::{HashMap, VecDeque};
 
 /// Frames kept for `poll_dropped` when the caller does not collect them;
@@ -162,8 +161,8 @@ pub struct Engine {
     /// Unix time = the engine's `now` + this, where the daemon has said
     /// ([`Engine::set_wall_clock`]); for `reconfig` schedules.
     wall: Option<Duration>,
-    /// The secret autorate's probes are known by (crate::probe).
-    probe_key: [u8; 16],
+    /// Every measurement of the path beyond sluice (crate::path).
+    path: Monitor,
     /// Original hosts behind a masquerading router (crate::nat).
     nat: crate::nat::NatHosts,
 }
@@ -232,9 +231,7 @@ impl Engine {
             self.classifier.expire(now, EXPIRE_BUDGET);
             self.classifier.expire_iface_addrs(now);
             self.tcp.housekeeping(now);
-            for i in &mut self.ifaces {
-                i.signal.expire(now);
-            }
+            self.path.expire(now);
             self.next_housekeeping = now + HOUSEKEEPING_PERIOD;
         }
     }
@@ -272,10 +269,8 @@ impl Engine {
         if let Some(w) = self.next_autorate {
             at(w);
         }
-        for p in self.ifaces.iter().filter_map(|i| i.probe.as_ref()) {
-            if let Some(w) = p.next_send(self.last_now) {
-                at(w);
-            }
+        if let Some(w) = self.path.next_probe(self.last_now) {
+            at(w);
         }
         t
     }
@@ -353,6 +348,7 @@ impl Engine {
                     classes,
                     autorate: i.autorate.as_ref().map(|(c, r)| {
                         let a = c.config();
+                        let side = self.path.stats(idx);
                         AutorateReport {
                             min: a.min,
                             max: a.max,
@@ -366,16 +362,13 @@ impl Engine {
                                 .map(|r| (r.name(), c.counts[r.index()]))
                                 .collect(),
                             delay_from_probe: r.probe,
-                            samples: self.ifaces[self.wan_side(idx)].signal.samples,
-                            samples_unsound: self.ifaces[self.wan_side(idx)].signal.unsound,
+                            samples: side.samples,
+                            samples_unsound: side.unsound,
                             holds: c.holds,
                             held: c.held_for,
-                            probe: self.ifaces[self.wan_side(idx)].probe.as_ref().map(|p| {
-                                crate::ProbeReport {
-                                    target: p.target(),
-                                    stats: p.stats,
-                                }
-                            }),
+                            probe: side
+                                .probe
+                                .map(|(target, stats)| crate::ProbeReport { target, stats }),
                             reconfig: a.reconfig,
                             wall_clock: self.wall.is_some(),
                         }

@@ -5,7 +5,7 @@
 //! | admit | counts the frame, finds its way out, parses it | [`Admitted`] |
 //! | observe | bridge learning (LAN side), autorate's probe (WAN side) | a probe reply is taken |
 //! | classify | pf's rules in and out: queue, flow, prio, MSS limit | [`Classified`] |
-//! | measure | the path's delay signal and delivery (crate::delay_signal) | — |
+//! | measure | the path monitor's look at it (crate::path) | — |
 //! | rewrite | `scrub (max-mss)` on a SYN | — |
 //! | control | TCP control: forward, or hold an ACK (crate::tcpctl) | [`Control`] |
 //! | queue | into one of the three waiting places ([`super::waits`]) | [`Rx`] |
@@ -122,19 +122,8 @@ impl Engine {
     ) -> Result<(), DropCause> {
         if self.ifaces[iface].lan_side {
             self.learn(now, iface, egress, frame, info);
-        } else if let Some(p) = self.ifaces[iface].probe.as_mut() {
-            // Who answers from the far side, for the probe's template.
-            p.heard(now, frame, info);
-            let icmp = matches!(
-                info.ip,
-                Some(IpInfo {
-                    l4: L4::Icmp { .. },
-                    ..
-                })
-            );
-            if icmp && p.on_reply(now, frame, info) {
-                return Err(DropCause::ProbeReply);
-            }
+        } else if self.path.on_arrival(now, iface, frame, info) {
+            return Err(DropCause::ProbeReply);
         }
         Ok(())
     }
@@ -167,12 +156,7 @@ impl Engine {
         let dout = c.classify_seg(now, ecid, Direction::Out, ip, seg);
         direction_pass(&dout).map_or(Ok(()), Err)?;
         // Only a frame the rules passed lends the probe its name.
-        if let (true, Some(p)) = (
-            self.ifaces[iface].lan_side,
-            self.ifaces[egress].probe.as_mut(),
-        ) {
-            p.learn(now, frame, info);
-        }
+        self.path.on_passed(now, iface, egress, frame, info);
         let queue = dout.queue.or(din.queue);
         let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
         Ok(Classified {
@@ -235,8 +219,8 @@ impl Engine {
         }
     }
 
-    /// The path's measurements (crate::delay_signal, crate::delivered):
-    /// read while autorate runs, from a packet the rules passed.
+    /// The path monitor's look at a packet the rules passed
+    /// (crate::path): the way in, the delivery and the round trips.
     fn measure(
         &mut self,
         now: Instant,
@@ -249,63 +233,18 @@ impl Engine {
         let Some(ip) = &info.ip else {
             return;
         };
-        // The connection's other direction: hashed once, at most.
-        let mut reverse = None;
-        match (
-            self.ifaces[iface].lan_side,
-            self.next_autorate.is_some(),
+        let rx = RxEvent {
+            iface,
+            egress,
+            ip,
             seg,
-        ) {
-            // From the far side, the sender's stamp times the way in:
-            // what a download's controller reads (only where one may).
-            (false, true, Some(g)) => {
-                let i = &mut self.ifaces[iface];
-                // Counted only for a conversation the LAN host answers
-                // (crate::delay_signal).
-                if let Some((tsval, _)) = g.timestamps {
-                    i.signal.add_inbound(now, ip.src, c.flow_hash, tsval);
-                }
-                // And what it acknowledges of the upload's data.
-                i.delivered.on_segment(c.flow_hash, g.flags, g.ack);
-            }
-            // The LAN host acknowledges the far end: the connection's
-            // stamps from there may count.
-            (true, true, Some(g)) => {
-                use sluice_wire::tcp_flags::{ACK, RST};
-                if g.flags & (ACK | RST) == ACK {
-                    let far = *reverse.get_or_insert_with(|| self.classifier.reverse_flow_hash(ip));
-                    self.ifaces[egress].signal.answered(now, far);
-                }
-            }
-            _ => {}
-        }
-        // A measurement this packet completed timed the path it came
-        // from: the delay signal of its interface.
-        let Some(sample) = c.rtt_sample else {
-            return;
+            flow_hash: c.flow_hash,
+            rtt_sample: c.rtt_sample,
         };
-        // The measurement began with a packet of this connection's other
-        // direction leaving through here.
-        let peer = *reverse.get_or_insert_with(|| self.classifier.reverse_flow_hash(ip));
-        let i = &mut self.ifaces[iface];
-        // Without the connection's own waits, the mean of everyone's
-        // corrects the delay, and nothing the base: no packet of the
-        // connection is known to have waited at least that.
-        let own = i.flow_sojourn.get(peer).unwrap_or(Own {
-            wait: i.sojourn.get(),
-            floor: Duration::ZERO,
-        });
-        // A segment with data (or a SYN, FIN) was sent as our packet
-        // arrived; a pure ACK may have been delayed.
-        let prompt = seg.is_some_and(|g| {
-            use sluice_wire::tcp_flags::{FIN, SYN};
-            g.payload_len > 0 || g.flags & (SYN | FIN) != 0
-        });
-        if prompt {
-            i.signal.add(now, ip.src, c.flow_hash, sample, own);
-        } else {
-            i.signal.add_ack(now, ip.src, c.flow_hash, sample, own);
-        }
+        // The connection's other direction: hashed once, at most.
+        let classifier = &self.classifier;
+        self.path
+            .on_rx(now, rx, || classifier.reverse_flow_hash(ip));
     }
 
     fn rewrite(

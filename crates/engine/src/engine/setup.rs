@@ -27,12 +27,7 @@ impl Engine {
                 learn_addrs: true,
                 lan_side: false,
                 counters: IfaceCounters::default(),
-                signal: DelaySignal::default(),
-                sojourn: Sojourn::default(),
-                flow_sojourn: FlowSojourn::default(),
-                delivered: Delivered::default(),
                 autorate: None,
-                probe: None,
                 wire_free: Instant::ZERO,
             });
         }
@@ -50,6 +45,8 @@ impl Engine {
                 ifaces[a].lan_side = true;
             }
         }
+        let lan = ifaces.iter().map(|i| i.lan_side).collect();
+        let path = Monitor::new(peer.clone(), lan, opts.hash_key);
         let mut e = Engine {
             ifaces,
             peer,
@@ -69,7 +66,7 @@ impl Engine {
             autorate_log: VecDeque::new(),
             autorate_trace: false,
             wall: None,
-            probe_key: opts.hash_key,
+            path,
             nat: Default::default(),
         };
         let trees = e.build_trees(cfg)?;
@@ -150,18 +147,15 @@ impl Engine {
             } else {
                 probe_of(idx).or_else(|| self.peer[idx].and_then(probe_of))
             };
-            let i = &mut self.ifaces[idx];
-            i.probe = match (target, i.probe.take()) {
-                (Some(t), Some(p)) if p.target() == t => Some(p),
-                (Some(t), _) => Some(Prober::new(t, self.probe_key)),
-                (None, _) => None,
-            };
+            self.path.set_probe(idx, target);
+            self.path.set_rate(idx, self.rate(idx));
         }
         self.next_autorate = self
             .ifaces
             .iter()
             .filter_map(|i| i.autorate.as_ref().map(|(c, _)| c.next_tick()))
             .min();
+        self.path.set_wanted(self.next_autorate.is_some());
         let classes: Vec<(&[crate::build::ClassInfo], Overhead, bool)> = self
             .ifaces
             .iter()

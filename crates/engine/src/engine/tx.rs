@@ -5,7 +5,7 @@
 //! | release held ACKs | TCP control's ACKs whose time came join their trees |
 //! | probe | autorate's echo request, sluice's own frame, beside the queues |
 //! | dequeue | the next frame of the bands (left from before a reload), else the tree |
-//! | measure | its sojourn here, for the delay signal's correction |
+//! | measure | its sojourn here, into the path monitor (crate::path) |
 //! | control | TCP control reads an ACK's wait here (crate::tcpctl) |
 //! | mark | a CE mark the AQM chose, written into the header |
 //! | count | the interface's transmit counters |
@@ -23,7 +23,7 @@ impl Engine {
             return Some(f);
         }
         let mut pkt = self.dequeue(now, iface)?;
-        let wait = self.measure_tx(now, iface, &pkt);
+        let wait = self.path.on_tx(now, iface, &pkt);
         // Read once, for TCP control and for a CE mark.
         let info = self.read_sent(&pkt);
         self.control_tx(now, iface, &pkt, info.as_ref(), wait);
@@ -48,18 +48,10 @@ impl Engine {
     /// shaped traffic, not behind it, and is the one frame `poll_tx` emits
     /// that never came in (crate::probe). `None`: no such interface.
     fn send_probe(&mut self, now: Instant, iface: usize) -> Option<Option<Vec<u8>>> {
-        // Its interval is worked out only when one is due.
-        let due = self.ifaces.get(iface)?.probe.as_ref();
-        if due.and_then(|p| p.next_send(now)).is_none_or(|t| t > now) {
-            return Some(None);
-        }
-        let interval = self.probe_interval(iface);
-        let f = self.ifaces[iface]
-            .probe
-            .as_mut()
-            .and_then(|p| p.poll(now, interval));
+        let i = self.ifaces.get_mut(iface)?;
+        let f = self.path.poll_probe(now, iface);
         if f.is_some() {
-            self.ifaces[iface].counters.probes_sent += 1;
+            i.counters.probes_sent += 1;
         }
         Some(f)
     }
@@ -80,16 +72,6 @@ impl Engine {
         let pkt = pkt?;
         self.memory.release(pkt.truesize());
         Some(pkt)
-    }
-
-    /// The packet's wait here, into the interface's and its connection's
-    /// sojourn (the delay signal's correction).
-    fn measure_tx(&mut self, now: Instant, iface: usize, pkt: &Packet) -> Duration {
-        let wait = now.saturating_since(pkt.enqueued_at);
-        let i = &mut self.ifaces[iface];
-        i.sojourn.add(wait);
-        i.flow_sojourn.add(pkt.flow, pkt.id, wait, now);
-        wait
     }
 
     /// A controlled flow's ACKs' wait here is part of its round trip (its

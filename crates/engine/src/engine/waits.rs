@@ -94,7 +94,7 @@ impl Engine {
             // The hold is part of the connection's wait here (the delay
             // signal's correction), not of the queue's sojourn.
             let held = now.saturating_since(pkt.enqueued_at);
-            self.ifaces[egress].flow_sojourn.hold(pkt.id, held);
+            self.path.on_release(egress, pkt.id, held);
             pkt.enqueued_at = now;
             self.enqueue(now, egress, pkt, DEFAULT_PRIO);
         }

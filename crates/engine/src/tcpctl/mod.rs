@@ -31,7 +31,7 @@
 //!   signed segments (TCP-MD5, TCP-AO, IPv6 AH) are never rewritten.
 
 use crate::build::ClassInfo;
-use crate::owd::Owd;
+use crate::path::owd::Owd;
 use crate::report::TcpControlReport;
 use crate::votes::{network, tally, Voter};
 use sluice_conf::ir;

@@ -63,10 +63,15 @@ pub enum Dir {
     Up,
 }
 
+/// A [`Link`] rate that takes no time: frames sent together arrive
+/// together.
+pub const INSTANT: Rate = Rate(u64::MAX);
+
 /// The path beyond sluice.
 #[derive(Clone, Copy, Debug)]
 pub struct Link {
-    /// The modem's rate toward the LAN, and toward the server.
+    /// The modem's rate toward the LAN, and toward the server;
+    /// [`INSTANT`]: no modem that way, frames pass at once.
     pub down: Rate,
     pub up: Rate,
     /// The modem's FIFO in each direction, bytes.

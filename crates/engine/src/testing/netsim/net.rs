@@ -24,6 +24,9 @@ pub struct Fifo {
     /// Frames tail-dropped, and the most bytes ever held.
     pub drops: u64,
     pub max_bytes: u64,
+    /// While watched ([`Fifo::watch`]): (arrival, start of sending, bytes)
+    /// of the frames not yet being sent, for [`Fifo::waiting_at`].
+    watched: Option<VecDeque<(Instant, Instant, u64)>>,
 }
 
 impl Fifo {
@@ -35,7 +38,31 @@ impl Fifo {
             bytes: 0,
             drops: 0,
             max_bytes: 0,
+            watched: None,
         }
+    }
+
+    /// Keeps what [`Fifo::waiting_at`] needs from now on (each frame's
+    /// arrival and start, until it starts).
+    pub fn watch(&mut self) {
+        self.watched.get_or_insert_with(VecDeque::new);
+    }
+
+    /// Bytes that have arrived by `at` and wait behind the frame being
+    /// sent (`at` never earlier than the last call's): the modem's backlog
+    /// as its queue holds it, not what is still on the delay line before
+    /// it. `None` unless watched.
+    pub fn waiting_at(&mut self, at: Instant) -> Option<u64> {
+        let w = self.watched.as_mut()?;
+        while w.front().is_some_and(|&(_, start, _)| start <= at) {
+            w.pop_front();
+        }
+        Some(
+            w.iter()
+                .filter(|&&(a, _, _)| a <= at)
+                .map(|&(_, _, l)| l)
+                .sum(),
+        )
     }
 
     fn expire(&mut self, at: Instant) {
@@ -57,7 +84,14 @@ impl Fifo {
             return None;
         }
         let start = self.queue.back().map_or(at, |&(d, _)| d.max(at));
-        let done = start + self.rate.tx_time(len);
+        let done = if self.rate == super::INSTANT {
+            start
+        } else {
+            start + self.rate.tx_time(len)
+        };
+        if let Some(w) = self.watched.as_mut() {
+            w.push_back((at, start, len));
+        }
         self.queue.push_back((done, len));
         self.bytes += len;
         self.max_bytes = self.max_bytes.max(self.bytes);
@@ -101,6 +135,8 @@ pub struct Net<T> {
     pub up: Fifo,
     /// Frames sluice handed back, by cause name.
     pub engine_drops: BTreeMap<&'static str, u64>,
+    /// Frames sluice sent toward the server, by IP protocol (0: not IP).
+    pub sent_up: BTreeMap<u8, u64>,
     /// The batch of events at `now` is done: sluice's output is due.
     batch: bool,
     stuck: u32,
@@ -120,6 +156,7 @@ impl<T> Net<T> {
             down: Fifo::new(link.down, link.fifo_bytes),
             up: Fifo::new(link.up, link.fifo_bytes),
             engine_drops: BTreeMap::new(),
+            sent_up: BTreeMap::new(),
             batch: false,
             stuck: 0,
         }
@@ -211,6 +248,11 @@ impl<T> Net<T> {
             }
             while let Some(f) = self.engine.poll_tx(self.now, WAN) {
                 any = true;
+                let proto = sluice_wire::parse(&f)
+                    .ok()
+                    .and_then(|i| i.ip)
+                    .map_or(0, |ip| ip.proto);
+                *self.sent_up.entry(proto).or_default() += 1;
                 if let Some(gone) = self.up.push(self.now, f.len() as u64) {
                     let t = gone + self.link.one_way;
                     self.at(t, Ev::Arrive(Arrival::Server(f)));
@@ -224,5 +266,68 @@ impl<T> Net<T> {
             *self.engine_drops.entry(d.cause.name()).or_default() += 1;
         }
         while self.engine.poll_spare().is_some() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_time::Duration;
+
+    fn at(us: u64) -> Instant {
+        Instant::ZERO + Duration::from_micros(us)
+    }
+
+    #[test]
+    fn the_backlog_is_what_arrived_and_waits_behind_the_frame_being_sent() {
+        // 1 Mbit/s: a 125-byte frame takes 1 ms.
+        let mut f = Fifo::new(Rate::mbps(1), u64::MAX);
+        assert_eq!(f.waiting_at(at(0)), None, "not watched");
+        f.watch();
+        // Three frames pushed now that arrive at 10 ms (still on the delay
+        // line before it), one more at 10.5 ms.
+        for _ in 0..3 {
+            f.push(at(10_000), 125);
+        }
+        f.push(at(10_500), 125);
+        assert_eq!(f.waiting_at(at(5_000)), Some(0), "on the delay line");
+        assert_eq!(f.waiting_at(at(10_000)), Some(250), "one being sent");
+        assert_eq!(f.waiting_at(at(10_600)), Some(375));
+        assert_eq!(f.waiting_at(at(11_000)), Some(250));
+        assert_eq!(f.waiting_at(at(13_000)), Some(0), "the last being sent");
+        assert_eq!(f.bytes_at(at(13_000)), 125);
+    }
+
+    #[test]
+    fn an_instant_link_takes_no_time() {
+        let mut f = Fifo::new(crate::testing::netsim::INSTANT, u64::MAX);
+        assert_eq!(f.push(at(7), 1514), Some(at(7)));
+        assert_eq!(
+            f.push(at(7), 1514),
+            Some(at(7)),
+            "sent together, arrive together"
+        );
+    }
+
+    #[test]
+    fn what_sluice_sends_toward_the_server_is_counted_by_protocol() {
+        let cfg = sluice_conf::check("t.conf", "pass\n", &[]).unwrap().config;
+        let e = Engine::new(&cfg, crate::Options::bridge("lan0", "wan0", [7; 16])).unwrap();
+        let link = Link {
+            down: Rate::mbps(10),
+            up: Rate::mbps(10),
+            fifo_bytes: 1 << 20,
+            one_way: Duration::from_millis(5),
+        };
+        let mut n: Net<()> = Net::new(e, link, at(0));
+        let (a, b) = ([192, 168, 1, 10].into(), [198, 51, 100, 1].into());
+        n.client_send(sluice_wire::build::udp_v4(a, b, 5000, 5001, 100));
+        n.run_until(at(100_000));
+        let mut arrived = 0;
+        while let Some(a) = n.poll() {
+            arrived += usize::from(matches!(a, Arrival::Server(_)));
+        }
+        assert_eq!(arrived, 1);
+        assert_eq!(n.sent_up, BTreeMap::from([(17, 1)]));
     }
 }

@@ -52,7 +52,8 @@
 //!   answered within [`LOST_AFTER`] is counted lost and gives no sample:
 //!   a loss says nothing a queue's growth does not say sooner.
 
-use crate::delay_signal::{Reading, WindowMin};
+use super::delay_signal::Reading;
+use super::minmax::WindowMin;
 use siphasher::sip::SipHasher13;
 use sluice_time::{Duration, Instant, Rate};
 use sluice_wire::PacketInfo;

@@ -73,9 +73,10 @@
 //!   entries (an inbound flow whose clock is not yet verified) first
 //!   ([`crate::bounded`]); stale entries leave at [`DelaySignal::expire`].
 
+use super::minmax::WindowMin;
+use super::owd::Owd;
+pub use super::sojourn::{FlowSojourn, Own, Sojourn};
 use crate::bounded::Bounded;
-use crate::owd::Owd;
-pub use crate::sojourn::{FlowSojourn, Sojourn};
 use crate::votes::{network, tally, Voter, MIN_VOTERS};
 use sluice_time::{Duration, Instant};
 use std::net::IpAddr;
@@ -112,51 +113,6 @@ impl Default for Params {
 /// with pure-ACK samples only.
 pub const MIN_DATA_FLOWS: usize = 2;
 
-/// The least value of a sliding window, kept as the minima of its two
-/// halves: covers the last `window / 2` to `window`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct WindowMin {
-    cur: Duration,
-    cur_start: Instant,
-    prev: Option<Duration>,
-    last: Instant,
-}
-
-impl WindowMin {
-    pub(crate) fn new(v: Duration, now: Instant) -> Self {
-        WindowMin {
-            cur: v,
-            cur_start: now,
-            prev: None,
-            last: now,
-        }
-    }
-
-    pub(crate) fn add(&mut self, v: Duration, now: Instant, window: Duration) {
-        let half = Duration(window.0 / 2);
-        let age = now.saturating_since(self.cur_start);
-        if age >= half {
-            // The half that ends now becomes the previous one, unless it
-            // ended so long ago that it is out of the window altogether.
-            self.prev = (age < window).then_some(self.cur);
-            self.cur = v;
-            self.cur_start = now;
-        } else {
-            self.cur = self.cur.min(v);
-        }
-        self.last = now;
-    }
-
-    /// When the last value was added.
-    pub(crate) fn last(&self) -> Instant {
-        self.last
-    }
-
-    pub(crate) fn get(&self) -> Duration {
-        self.prev.map_or(self.cur, |p| p.min(self.cur))
-    }
-}
-
 /// One reading of the signal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reading {
@@ -170,24 +126,6 @@ pub struct Reading {
     /// From autorate's probes ([`crate::probe`]), not the traffic: a round
     /// trip, both directions' queues.
     pub probe: bool,
-}
-
-/// Sluice's own wait out that a sample is corrected by ([`FlowSojourn::get`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Own {
-    /// The connection's recent wait: the sample's delay is corrected by it.
-    pub wait: Duration,
-    /// The least wait of its recent packets (never above `wait`): the
-    /// base is corrected by this alone, so that no over-correction takes
-    /// it under the path.
-    pub floor: Duration,
-}
-
-impl From<Duration> for Own {
-    /// A wait known exactly (one packet's, or a mean with nothing better).
-    fn from(d: Duration) -> Own {
-        Own { wait: d, floor: d }
-    }
 }
 
 /// One sample as the signal took it: what `sluice run --autorate-trace`
@@ -504,7 +442,7 @@ impl DelaySignal {
                 .is_some_and(|t| now.saturating_since(t) <= flow_ttl)
         });
         for bases in [&mut self.bases, &mut self.ack_bases] {
-            bases.retain(|b| now.saturating_since(b.last) <= p.base_window);
+            bases.retain(|b| now.saturating_since(b.last()) <= p.base_window);
         }
     }
 

@@ -14,8 +14,26 @@
 //!   one sample (the per-flow minimum discards it); an over-correction
 //!   would sink a destination's base for its whole window.
 
-use crate::delay_signal::{Own, WindowMin};
+use super::minmax::WindowMin;
 use sluice_time::{Duration, Instant};
+
+/// Sluice's own wait out that a sample is corrected by ([`FlowSojourn::get`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Own {
+    /// The connection's recent wait: the sample's delay is corrected by it.
+    pub wait: Duration,
+    /// The least wait of its recent packets (never above `wait`): the
+    /// base is corrected by this alone, so that no over-correction takes
+    /// it under the path.
+    pub floor: Duration,
+}
+
+impl From<Duration> for Own {
+    /// A wait known exactly (one packet's, or a mean with nothing better).
+    fn from(d: Duration) -> Own {
+        Own { wait: d, floor: d }
+    }
+}
 
 /// Sluice's own recent sojourn on an interface: an EWMA (gain 1/8) of the
 /// queue wait of the packets leaving through it.

@@ -53,7 +53,7 @@
 //! - **Fresh or nothing.** A flow with no segment in [`FRESH`] has no
 //!   reading: an old value says nothing about the queue now.
 
-use crate::delay_signal::WindowMin;
+use super::minmax::WindowMin;
 use sluice_time::{Duration, Instant};
 
 /// The window whose least value is a flow's base.
