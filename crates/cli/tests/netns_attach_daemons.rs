@@ -20,10 +20,14 @@
 //! - A lease applied as dhcpcd applies it (address `noprefixroute`, the
 //!   subnet route and the default route `proto dhcp`, the default route
 //!   dumped first) is moved and given back exactly.
+//! - dhcpcd, which follows wan0 by ifindex (docs/deploy.md), restarted
+//!   after sluice attached and again after it stopped, as the advice
+//!   says, takes its lease through sluice and then directly.
 //!
 //! Needs root, `ip`, `ethtool`, `ping`, `tc`, `nft`, `bridge`, dnsmasq
-//! (dnsmasq-base) and busybox (scripts/setup.sh); otherwise each test
-//! prints a SKIP line and returns, or fails under `SLUICE_REQUIRE_NETNS=1`.
+//! (dnsmasq-base), busybox, dhcpcd (dhcpcd-base) and `unshare`
+//! (scripts/setup.sh); otherwise each test prints a SKIP line and
+//! returns, or fails under `SLUICE_REQUIRE_NETNS=1`.
 
 use sluice_lab::netns::{Netns, ProcId};
 use sluice_testkit::router::{RouterLab, LAN_IF, ROUTER_LAN_IP, SERVER_IP, WAN_IF};
@@ -381,5 +385,77 @@ fn a_dhcpcd_style_lease_moves_and_comes_back() {
     let after = lab.state(DAD_WAIT).unwrap();
     assert_eq!(before.links, after.links, "ip -j addr");
     assert_eq!(before.routes, after.routes, "ip -j route");
+    assert_lan_reaches_server(&lab, "after sluice stopped");
+}
+
+/// The valid lifetime (s) of [`WAN_ADDR`] on wan0, if it is there.
+fn wan_lifetime(lab: &RouterLab) -> Option<u64> {
+    let out = lab
+        .topo
+        .ip(&lab.router, &["-j", "-4", "addr", "show", WAN_IF])
+        .ok()?;
+    let links: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    links[0]["addr_info"]
+        .as_array()?
+        .iter()
+        .find(|a| a["local"] == WAN_ADDR)?["valid_life_time"]
+        .as_u64()
+}
+
+/// Waits for dhcpcd's lease: a new DHCPACK from the modem, and wan0
+/// holding the address with a fresh lifetime (of the 120 s leases).
+fn await_dhcpcd(lab: &RouterLab, acks_before: usize, when: &str) {
+    let ok = wait_for(DAEMON_WAIT, || {
+        acks(lab) > acks_before && wan_lifetime(lab).is_some_and(|l| l > 100)
+    });
+    let out = std::fs::read_to_string(lab.dir.join("dhcpcd.out")).unwrap_or_default();
+    assert!(
+        ok,
+        "no lease of {WAN_ADDR} {when} (lifetime {:?}):\n{out}\n--- modem's dnsmasq:\n{}\n\
+         --- sluice:\n{}",
+        wan_lifetime(lab),
+        lab.dnsmasq_log("wan"),
+        lab.log()
+    );
+}
+
+/// docs/deploy.md's advice for dhcpcd, which follows wan0 by ifindex:
+/// restarted once sluice has attached, and again once it has stopped, it
+/// takes its lease through sluice and then directly.
+#[test]
+fn dhcpcd_restarted_after_attach_and_after_stop_keeps_the_wan() {
+    let tools: Vec<&str> = TOOLS.iter().copied().chain(["dhcpcd", "unshare"]).collect();
+    let Some(_serial) = require_netns(&tools) else {
+        return;
+    };
+    let b = bin();
+    let mut lab = RouterLab::new("dcr", "100mbit").expect("building the router's namespaces");
+    lab.wan_dynamic().unwrap();
+    let modem = lab.modem.clone();
+    let range = format!("--dhcp-range={WAN_ADDR},{WAN_ADDR},255.255.255.0,2m");
+    let gw = format!("--dhcp-option=3,{MODEM_IP}");
+    lab.spawn_dnsmasq(
+        &modem,
+        "wan",
+        &["--interface=m0", "--port=0", &range, &gw],
+        DAEMON_WAIT,
+    )
+    .expect("the modem's dnsmasq");
+    let mut dhcpcd = lab.spawn_dhcpcd(WAN_IF).unwrap();
+    await_dhcpcd(&lab, 0, "at boot");
+    assert_lan_reaches_server(&lab, "before sluice");
+
+    let id = start(&mut lab, &b, &["--attach", WAN_IF, "--attach-side", "wan"]);
+    lab.topo.stop(dhcpcd, "TERM").unwrap();
+    let a = acks(&lab);
+    dhcpcd = lab.spawn_dhcpcd(WAN_IF).unwrap();
+    await_dhcpcd(&lab, a, "restarted while attached");
+    assert_lan_reaches_server(&lab, "while attached");
+
+    stop(&mut lab, id);
+    lab.topo.stop(dhcpcd, "TERM").unwrap();
+    let a = acks(&lab);
+    lab.spawn_dhcpcd(WAN_IF).unwrap();
+    await_dhcpcd(&lab, a, "restarted after sluice stopped");
     assert_lan_reaches_server(&lab, "after sluice stopped");
 }

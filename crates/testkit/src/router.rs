@@ -361,6 +361,37 @@ impl RouterLab {
         Ok(path)
     }
 
+    /// dhcpcd on the router's `ifname`, IPv4 only, in the foreground with
+    /// no hook script and no ARP probe of the offered address. Its
+    /// run and lease directories are fixed host paths (`/run/dhcpcd`,
+    /// `/var/lib/dhcpcd`, the package's): it runs in a mount namespace of
+    /// its own with a tmpfs on `/run` and on `/var/lib/dhcpcd`, so that it
+    /// neither sees nor leaves host state.
+    pub fn spawn_dhcpcd(&mut self, ifname: &str) -> io::Result<ProcId> {
+        let conf = self.dir.join("dhcpcd.conf");
+        std::fs::write(&conf, "ipv4only\nnoarp\noption routers\n")?;
+        let script = format!(
+            "mount -t tmpfs sl-dhcpcd /run && \
+             mount -t tmpfs sl-dhcpcd /var/lib/dhcpcd && \
+             exec dhcpcd -B -4 -c /bin/true -f '{}' {ifname}",
+            conf.display()
+        );
+        let (rt, log) = (self.router.clone(), self.dir.join("dhcpcd.out"));
+        self.topo.spawn(
+            &rt,
+            &[
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &script,
+            ],
+            Some(&log),
+        )
+    }
+
     /// The events a [`RouterLab::udhcpc_script`] named `name` logged.
     pub fn udhcpc_events(&self, name: &str) -> Vec<String> {
         std::fs::read_to_string(self.dir.join(format!("{name}.events")))
