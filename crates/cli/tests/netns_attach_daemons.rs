@@ -107,7 +107,7 @@ fn lan_lease(lab: &RouterLab, when: &str) -> String {
                 "-q",
                 "-B",
                 "-t",
-                "4",
+                "6",
                 "-T",
                 "1",
                 "-s",

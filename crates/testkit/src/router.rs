@@ -279,7 +279,9 @@ impl RouterLab {
     }
 
     /// dnsmasq in `ns`, in the foreground as root, with no configuration
-    /// file, no upstream and no hosts file; `args` add the interface,
+    /// file, no upstream and no hosts file, and without its ping of an
+    /// address before offering it (a delay of seconds that would only
+    /// make the tests' clients retry); `args` add the interface,
     /// ranges and mode. Its pid file, leases and log are the lab's
     /// `dnsmasq-TAG.*`. Waits (at most `wait`) until it has logged its
     /// start: an error with its output if it exits or stays silent.
@@ -307,6 +309,7 @@ impl RouterLab {
             "--no-hosts",
             "--log-dhcp",
             "--log-queries",
+            "--no-ping",
         ];
         cmd.extend(opts.iter().map(String::as_str));
         cmd.extend_from_slice(args);
