@@ -19,6 +19,12 @@
 //!   an address's `tentative` flag while DAD runs.
 //! - Dropping the lab removes sluice's `--attach` state files of the
 //!   router's namespace (a deleted namespace's inode may be reused).
+//! - The router's daemons (dnsmasq, busybox udhcpc) are spawned through
+//!   the topology, so they die with the lab; their files (pid, leases,
+//!   log, the client's event log) live in the lab's directory.
+//!   [`RouterLab::lan_direct`] and [`RouterLab::wan_dynamic`] reshape the
+//!   router for them: the LAN address on `lan0` itself (a Debian box, no
+//!   bridge), the WAN address left to a DHCP client.
 
 use sluice_lab::netns::{Netns, ProcId, Topology};
 use std::io;
@@ -251,6 +257,151 @@ impl RouterLab {
             text.trim()
         };
         serde_json::from_str(text).map_err(|e| io::Error::other(format!("{cmd:?}: {e}")))
+    }
+
+    /// The Debian shape: `lan0` out of `br-lan`, the router's LAN address
+    /// on `lan0` itself, `br-lan` gone.
+    pub fn lan_direct(&self) -> io::Result<()> {
+        let (t, rt) = (&self.topo, &self.router);
+        t.ip(rt, &["link", "set", LAN_IF, "nomaster"])?;
+        t.ip(rt, &["link", "del", "br-lan"])?;
+        t.addr(rt, LAN_IF, &format!("{ROUTER_LAN_IP}/24"))
+    }
+
+    /// `wan0` without its static IPv4 address and default route (and the
+    /// permanent neighbour, which went with the last address): a DHCP
+    /// client's to set. The IPv6 link-local address stays, as with any
+    /// DHCP client.
+    pub fn wan_dynamic(&self) -> io::Result<()> {
+        self.topo
+            .ip(&self.router, &["-4", "addr", "flush", "dev", WAN_IF])
+            .map(|_| ())
+    }
+
+    /// dnsmasq in `ns`, in the foreground as root, with no configuration
+    /// file, no upstream and no hosts file, and without its ping of an
+    /// address before offering it (a delay of seconds that would only
+    /// make the tests' clients retry); `args` add the interface,
+    /// ranges and mode. Its pid file, leases and log are the lab's
+    /// `dnsmasq-TAG.*`. Waits (at most `wait`) until it has logged its
+    /// start: an error with its output if it exits or stays silent.
+    pub fn spawn_dnsmasq(
+        &mut self,
+        ns: &Netns,
+        tag: &str,
+        args: &[&str],
+        wait: Duration,
+    ) -> io::Result<ProcId> {
+        let f = |ext: &str| self.dir.join(format!("dnsmasq-{tag}.{ext}"));
+        let (pid, leases, log, out) = (f("pid"), f("leases"), f("log"), f("out"));
+        let opts = [
+            format!("--pid-file={}", pid.display()),
+            format!("--dhcp-leasefile={}", leases.display()),
+            format!("--log-facility={}", log.display()),
+        ];
+        let mut cmd = vec![
+            "dnsmasq",
+            "--keep-in-foreground",
+            "--conf-file=/dev/null",
+            "--user=root",
+            "--group=root",
+            "--no-resolv",
+            "--no-hosts",
+            "--log-dhcp",
+            "--log-queries",
+            "--no-ping",
+        ];
+        cmd.extend(opts.iter().map(String::as_str));
+        cmd.extend_from_slice(args);
+        let id = self.topo.spawn(ns, &cmd, Some(&out))?;
+        let t0 = std::time::Instant::now();
+        loop {
+            if std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started, version")) {
+                return Ok(id);
+            }
+            if self.topo.try_status(id)?.is_some() || t0.elapsed() > wait {
+                let said = std::fs::read_to_string(&out).unwrap_or_default();
+                return Err(io::Error::other(format!(
+                    "dnsmasq {args:?} did not start: {said}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The log of the dnsmasq spawned as `tag`.
+    pub fn dnsmasq_log(&self, tag: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("dnsmasq-{tag}.log"))).unwrap_or_default()
+    }
+
+    /// A busybox `udhcpc -s` script in the lab's directory: each event
+    /// (`deconfig`, `bound`, `renew`, `leasefail`, …) appends a line
+    /// `EVENT ip=… router=… dns=…` to `NAME.events` and to its stdout;
+    /// with `apply` the lease is applied as udhcpc's default script does
+    /// (address, default route). Its path.
+    pub fn udhcpc_script(&self, name: &str, apply: bool) -> io::Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let events = self.dir.join(format!("{name}.events"));
+        let apply = if apply {
+            "case \"$1\" in\n\
+             deconfig) ip -4 addr flush dev \"$interface\"; ip link set \"$interface\" up ;;\n\
+             bound|renew) ip addr replace \"$ip/${mask:-24}\" dev \"$interface\"\n\
+             \x20 [ -n \"$router\" ] && ip route replace default via \"$router\" dev \"$interface\" ;;\n\
+             esac\n"
+        } else {
+            ""
+        };
+        let script = format!(
+            "#!/bin/sh\n\
+             line=\"$1 ip=$ip router=$router dns=$dns\"\n\
+             echo \"$line\"; echo \"$line\" >> '{}'\n\
+             {apply}exit 0\n",
+            events.display()
+        );
+        let path = self.dir.join(format!("{name}.sh"));
+        std::fs::write(&path, script)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        Ok(path)
+    }
+
+    /// dhcpcd on the router's `ifname`, IPv4 only, in the foreground with
+    /// no hook script and no ARP probe of the offered address. Its
+    /// run and lease directories are fixed host paths (`/run/dhcpcd`,
+    /// `/var/lib/dhcpcd`, the package's): it runs in a mount namespace of
+    /// its own with a tmpfs on `/run` and on `/var/lib/dhcpcd`, so that it
+    /// neither sees nor leaves host state.
+    pub fn spawn_dhcpcd(&mut self, ifname: &str) -> io::Result<ProcId> {
+        let conf = self.dir.join("dhcpcd.conf");
+        std::fs::write(&conf, "ipv4only\nnoarp\noption routers\n")?;
+        let script = format!(
+            "mount -t tmpfs sl-dhcpcd /run && \
+             mount -t tmpfs sl-dhcpcd /var/lib/dhcpcd && \
+             exec dhcpcd -B -4 -c /bin/true -f '{}' {ifname}",
+            conf.display()
+        );
+        let (rt, log) = (self.router.clone(), self.dir.join("dhcpcd.out"));
+        self.topo.spawn(
+            &rt,
+            &[
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &script,
+            ],
+            Some(&log),
+        )
+    }
+
+    /// The events a [`RouterLab::udhcpc_script`] named `name` logged.
+    pub fn udhcpc_events(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join(format!("{name}.events")))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     /// The netns inode of the router (names sluice's state files).

@@ -20,7 +20,9 @@
 //!   steps done, last first; the order is chosen so that this restores IF
 //!   exactly: addresses are deleted last first, so that their undo adds
 //!   them first first (an IPv4 primary before its secondaries); routes are
-//!   deleted before addresses, so they are added after them.
+//!   deleted before addresses, so they are added after them, narrower
+//!   scope first ([`add_order`]), so that a gateway is reachable when the
+//!   route via it is added.
 //! - [`detach`] is computed from the snapshot taken before attaching (kept
 //!   in the state file): it restores that, whatever state a crash left,
 //!   and running it again changes nothing (every step is idempotent:
@@ -233,7 +235,7 @@ pub fn attach(s: &Snapshot, multipath: &[Route]) -> Result<Vec<Step>, Refusal> {
     let (promisc, noarp) = (l.flags & IFF_PROMISC != 0, l.flags & IFF_NOARP != 0);
     let mut v = Vec::new();
     let mut step = |op, undo| v.push(Step { op, undo });
-    for r in &s.routes {
+    for r in add_order(&s.routes).into_iter().rev() {
         step(
             Op::DelRoute {
                 dev: phys(),
@@ -420,7 +422,7 @@ pub fn attach(s: &Snapshot, multipath: &[Route]) -> Result<Vec<Step>, Refusal> {
             None,
         );
     }
-    for r in &s.routes {
+    for r in add_order(&s.routes) {
         step(
             Op::AddRoute {
                 dev: host(),
@@ -430,6 +432,19 @@ pub fn attach(s: &Snapshot, multipath: &[Route]) -> Result<Vec<Step>, Refusal> {
         );
     }
     Ok(v)
+}
+
+/// `routes` in an order the kernel accepts them in: narrower scope first
+/// (host, link, then universe), otherwise the kernel's order. A route via
+/// a gateway needs a route of link scope to it; the kernel's prefix route
+/// comes with the address, but a DHCP client that adds its address
+/// `noprefixroute` (dhcpcd) adds that route itself, after the default
+/// route, and the dump lists the default route first. Deleted in the
+/// reverse order.
+fn add_order(routes: &[Route]) -> Vec<&Route> {
+    let mut v: Vec<&Route> = routes.iter().collect();
+    v.sort_by_key(|r| std::cmp::Reverse(r.scope));
+    v
 }
 
 /// The undos of the first `done` steps of `plan`, last first: what rolls
@@ -502,7 +517,7 @@ pub fn detach(s: &Snapshot, veth_present: bool) -> Vec<Op> {
             neigh: n.clone(),
         });
     }
-    for r in &s.routes {
+    for r in add_order(&s.routes) {
         v.push(Op::AddRoute {
             dev: phys(),
             route: r.clone(),

@@ -401,3 +401,43 @@ fn permanent_neighbours_move_with_if_and_come_back() {
     let add = pos(&d, is_add);
     assert!(!d[add..].iter().any(|o| matches!(o, Op::AddAddr { .. })));
 }
+
+/// dhcpcd's shape: the address `noprefixroute`, the subnet route (scope
+/// link) added by the client after the default route via a gateway in
+/// that subnet, so the kernel dumps the default route first.
+fn dhcpcd_routes() -> Vec<Route> {
+    let mut default = route(0);
+    default.dst_len = 0;
+    default.attrs = vec![
+        (crate::rtnl::RTA_GATEWAY, vec![10, 0, 1, 254]),
+        (RTA_OIF, 7u32.to_ne_bytes().to_vec()),
+    ];
+    let mut subnet = route(1);
+    subnet.scope = 253;
+    vec![default, subnet]
+}
+
+/// The routes of `v` that are added, in order.
+fn added_routes(v: &[Op]) -> Vec<Route> {
+    v.iter()
+        .filter_map(|o| match o {
+            Op::AddRoute { route, .. } => Some(route.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_gateways_link_route_is_added_before_the_route_via_it() {
+    let mut s = snap(None);
+    s.routes = dhcpcd_routes();
+    let want = vec![s.routes[1].clone(), s.routes[0].clone()];
+    let plan = attach(&s, &[]).unwrap();
+    assert_eq!(added_routes(&ops(&plan)), want, "on the host end");
+    assert_eq!(
+        added_routes(&rollback(&plan, plan.len())),
+        want,
+        "by a rollback"
+    );
+    assert_eq!(added_routes(&detach(&s, true)), want, "by detach");
+}
