@@ -13,6 +13,9 @@ set -euo pipefail
 # Packaging (scripts/package.sh, tests/package.rs): dpkg-dev comes with
 # build-essential; lintian, man-db (man -l) and systemd (systemd-analyze
 # verify, systemd-sysusers) check and install the package.
+# dnsmasq-base, busybox (udhcpc, nslookup) and dhcpcd-base: a router's own
+# daemons on an attached interface (tests/netns_attach_daemons.rs); none
+# ships a service.
 PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd dnsmasq-base busybox dhcpcd-base)
 
 missing=()
