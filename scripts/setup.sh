@@ -12,8 +12,9 @@ set -euo pipefail
 # nftables for the router's masquerade in tests/netns_attach.rs.
 # Packaging (scripts/package.sh, tests/package.rs): dpkg-dev comes with
 # build-essential; lintian, man-db (man -l) and systemd (systemd-analyze
-# verify, systemd-sysusers) check and install the package.
-PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd)
+# verify, systemd-sysusers) check and install the package. git for the
+# commit-msg hook's test (tests/commit_msg_hook.rs).
+PKGS=(build-essential git pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd)
 
 missing=()
 for p in "${PKGS[@]}"; do
