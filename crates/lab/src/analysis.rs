@@ -125,7 +125,7 @@ fn phase_util(series: &Series, link: &Link, start: f64, end: f64) -> (f64, f64) 
     let (mut got, mut cap) = ((0.0, 0.0), (0.0, 0.0));
     // A sample covers the time since the one before it (the first, one
     // sampling period).
-    let period = crate::runner::RATE_PERIOD.as_secs_f64();
+    let period = crate::model::RATE_PERIOD.as_secs_f64();
     let mut prev = f64::NEG_INFINITY;
     for r in &series.rate {
         let a = if prev.is_finite() {

@@ -21,7 +21,9 @@
 
 use crate::analysis;
 use crate::iperf3;
-use crate::model::{Dir, FlowRecord, PingSample, RunResult, Scenario, Series, ShaperSpec};
+use crate::model::{
+    Dir, FlowRecord, PingSample, RunResult, Scenario, Series, ShaperSpec, RATE_PERIOD,
+};
 use crate::netns::ProcId;
 use crate::probes::{self, HostMeter, RateSampler, RxPoint};
 use crate::shaper::Shaper;
@@ -43,8 +45,6 @@ pub use progress::Progress;
 
 /// Main-loop period: flow starts are this punctual, Ctrl-C this quick.
 const TICK: Duration = Duration::from_millis(50);
-/// Rate sampling period.
-pub(crate) const RATE_PERIOD: Duration = Duration::from_millis(100);
 /// Per-host goodput sampling period (multi-host scenarios): each sample
 /// runs `ss` in the server namespace, so fewer than the rate's.
 const HOST_RATE_PERIOD_S: f64 = 0.5;
