@@ -318,6 +318,34 @@ impl Priq {
         self.nonempty |= 1 << p;
     }
 
+    /// The strict-priority walk of `dequeue` and `peek_len`: from the
+    /// highest priority down, round robin within one, each class popped
+    /// from its ring and offered to `take`, which returns what it got from
+    /// the class and leaves the ring as that needs. A class that gives
+    /// nothing is settled (back in its ring while it holds packets).
+    /// Bounded by the number of classes: at most 16 priorities, each ring
+    /// visited at most once per class in it.
+    #[inline(always)]
+    fn select<T>(&mut self, mut take: impl FnMut(&mut Self, u32, usize) -> Option<T>) -> Option<T> {
+        let mut mask = self.nonempty;
+        while mask != 0 {
+            let p = 15 - mask.leading_zeros() as usize;
+            mask &= !(1 << p);
+            let tries = self.rings[p].len();
+            for _ in 0..tries {
+                let Some(idx) = self.rings[p].pop_front() else {
+                    break;
+                };
+                if let Some(r) = take(self, idx, p) {
+                    return Some(r);
+                }
+                let still = !self.leaves[idx as usize].is_empty();
+                self.settle(idx, still);
+            }
+        }
+        None
+    }
+
     /// Removes `idx` from its ring wherever it is (peek path; rings are short).
     fn unlink(&mut self, idx: u32) {
         let p = self.meta[idx as usize].priority as usize;
@@ -387,38 +415,21 @@ impl Qdisc for Priq {
             let still = !self.leaves[idx as usize].is_empty();
             self.settle(idx, still);
         }
-        let mut mask = self.nonempty;
-        // At most 16 priorities, each ring visited at most once per class in
-        // it: bounded by the number of classes.
-        while mask != 0 {
-            let p = 15 - mask.leading_zeros() as usize;
-            mask &= !(1 << p);
-            let tries = self.rings[p].len();
-            for _ in 0..tries {
-                let Some(idx) = self.rings[p].pop_front() else {
-                    break;
-                };
-                if let Some(Leaf::Fifo(f)) = self.leaves.get(idx as usize) {
-                    if let Some(len) = f.head_len() {
-                        // A FIFO drops nothing on dequeue: settle from its
-                        // head, then its pop is the return value, so the
-                        // packet moves once, slot to return slot.
-                        let still = f.len() > 1;
-                        self.len = self.len.saturating_sub(1);
-                        self.backlog_bytes = self.backlog_bytes.saturating_sub(len as u64);
-                        self.settle(idx, still);
-                        return self.leaves[idx as usize].dequeue(now, drops);
-                    }
+        self.select(|q, idx, _| {
+            if let Some(Leaf::Fifo(f)) = q.leaves.get(idx as usize) {
+                if let Some(len) = f.head_len() {
+                    // A FIFO drops nothing on dequeue: settle from its
+                    // head, then its pop is the return value, so the
+                    // packet moves once, slot to return slot.
+                    let still = f.len() > 1;
+                    q.len = q.len.saturating_sub(1);
+                    q.backlog_bytes = q.backlog_bytes.saturating_sub(len as u64);
+                    q.settle(idx, still);
+                    return q.leaves[idx as usize].dequeue(now, drops);
                 }
-                if let Some(pkt) = self.dequeue_class(idx, now, drops) {
-                    return Some(pkt);
-                }
-                // Nothing: emptied by its AQM, or throttled.
-                let still = !self.leaves[idx as usize].is_empty();
-                self.settle(idx, still);
             }
-        }
-        None
+            q.dequeue_class(idx, now, drops)
+        })
     }
 
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
@@ -434,32 +445,19 @@ impl Qdisc for Priq {
             let still = !self.leaves[idx as usize].is_empty();
             self.settle(idx, still);
         }
-        let mut mask = self.nonempty;
-        // Same bound as `dequeue`.
-        while mask != 0 {
-            let p = 15 - mask.leading_zeros() as usize;
-            mask &= !(1 << p);
-            let tries = self.rings[p].len();
-            for _ in 0..tries {
-                let Some(idx) = self.rings[p].pop_front() else {
-                    break;
-                };
-                let from = drops.len();
-                let r = self.leaves[idx as usize].peek_len(now, drops);
-                self.absorb_drops(drops, from, None);
-                if r.is_some() {
-                    // Held out of its ring until the dequeue that takes it.
-                    self.peeked = Some(idx);
-                    if self.rings[p].is_empty() {
-                        self.nonempty &= !(1 << p);
-                    }
-                    return r;
+        self.select(|q, idx, p| {
+            let from = drops.len();
+            let r = q.leaves[idx as usize].peek_len(now, drops);
+            q.absorb_drops(drops, from, None);
+            if r.is_some() {
+                // Held out of its ring until the dequeue that takes it.
+                q.peeked = Some(idx);
+                if q.rings[p].is_empty() {
+                    q.nonempty &= !(1 << p);
                 }
-                let still = !self.leaves[idx as usize].is_empty();
-                self.settle(idx, still);
             }
-        }
-        None
+            r
+        })
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
