@@ -45,14 +45,14 @@
 //! Work per dequeue: 2 passes × 8 priorities × a DRR scan of the backlogged
 //! leaves (bounded like [`crate::drr`]), plus one walk up the tree per check.
 
-use crate::drr::leaf::{resident_from_totals, Leaf, Totals};
-use crate::drr::{reject_no_class, route};
+use crate::class::{reject_no_class, route};
+use crate::class::{resident_from_totals, Counted, Totals};
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant, Rate};
 use std::collections::{HashMap, VecDeque};
 
-pub use crate::drr::ClassError;
+pub use crate::class::ClassError;
 
 /// Highest CBQ priority (pf: 0..=7, higher first).
 pub const MAX_PRIORITY: u8 = 7;
@@ -100,8 +100,8 @@ struct Class {
     deficit_bytes: u64,
     credited: bool,
     active: bool,
-    leaf: Option<Leaf>,
-    /// Counters of an interior class (a leaf keeps them in its `Leaf`).
+    leaf: Option<Counted>,
+    /// Counters of an interior class (a leaf keeps them in its `Counted`).
     interior: QueueStats,
 }
 
@@ -210,7 +210,7 @@ impl Cbq {
             deficit_bytes: 0,
             credited: false,
             active: false,
-            leaf: leaf.map(Leaf::new),
+            leaf: leaf.map(Counted::new),
             interior: QueueStats::default(),
         });
         self.recompute_quanta();
@@ -228,7 +228,7 @@ impl Cbq {
             return Err(ClassError::HasQueue(id));
         }
         // As `add_class`: the queue is expected empty.
-        c.leaf = Some(Leaf::new(leaf));
+        c.leaf = Some(Counted::new(leaf));
         Ok(())
     }
 
