@@ -33,9 +33,6 @@ use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::VecDeque;
 
-#[cfg(test)]
-pub(crate) mod test_fifo;
-
 use crate::class::{
     check_weight, reject_no_class, resident_from_totals, ClassIndex, Counted, Totals,
 };

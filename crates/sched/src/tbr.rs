@@ -370,7 +370,7 @@ impl Qdisc for Tbr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drr::test_fifo::Fifo;
+    use crate::testing::fifo_leaf;
     use crate::testing::{check_random, OpSpace};
     use sluice_time::Duration;
 
@@ -380,13 +380,13 @@ mod tests {
 
     /// A regulator of `rate` and `bucket_bytes` over a FIFO of `limit` packets.
     fn tbr(rate: Rate, bucket_bytes: u32, limit: usize) -> Tbr {
-        Tbr::new(Params { rate, bucket_bytes }, Fifo::boxed(limit))
+        Tbr::new(Params { rate, bucket_bytes }, fifo_leaf(limit))
     }
 
     /// Keeps the regulator backlogged from `start` and serves it exactly at
     /// its wake-ups; returns (time of the last send, total bytes sent, packets).
     fn saturate(rate: Rate, start: Instant, n: u64) -> (Instant, u64, u64) {
-        let mut t = Tbr::new(Params::for_rate(rate), Fifo::boxed(100_000));
+        let mut t = Tbr::new(Params::for_rate(rate), fifo_leaf(100_000));
         let mut drops = Vec::new();
         let lens = [1500u32, 64, 576, 1200, 40];
         let mut now = start;
@@ -616,7 +616,7 @@ mod tests {
 
     #[test]
     fn a_packet_larger_than_the_bucket_still_leaves() {
-        let mut t = Tbr::new(Params::for_rate(Rate::kbps(128)), Fifo::boxed(10));
+        let mut t = Tbr::new(Params::for_rate(Rate::kbps(128)), fifo_leaf(10));
         assert_eq!(t.params().bucket_bytes, 1500);
         let mut drops = Vec::new();
         t.enqueue(pkt(1, 9000), Instant(0), &mut drops);
@@ -639,7 +639,7 @@ mod tests {
                 rate: Rate::ZERO,
                 bucket_bytes: 0,
             },
-            Fifo::boxed(10),
+            fifo_leaf(10),
         );
         let mut drops = Vec::new();
         for i in 0..5 {
@@ -714,7 +714,7 @@ mod tests {
                         rate: Rate::mbps(2),
                         bucket_bytes: 3000,
                     },
-                    Fifo::boxed(20),
+                    fifo_leaf(20),
                 ))
             },
             &space,

@@ -399,6 +399,16 @@ pub fn check_bytes(q: &mut dyn Qdisc, space: &OpSpace, bytes: &[u8]) -> Report {
     check_ops(q, space, &ops)
 }
 
+/// The real drop-tail FIFO ([`crate::fifo::Fifo`]) of at most
+/// `limit_packets` packets, boxed: the leaf of the classful disciplines'
+/// tests.
+pub fn fifo_leaf(limit_packets: usize) -> Box<dyn Qdisc> {
+    Box::new(crate::fifo::Fifo::new(crate::fifo::Params {
+        limit_packets: u32::try_from(limit_packets).unwrap_or(u32::MAX),
+        limit_bytes: None,
+    }))
+}
+
 /// A bare drop-tail leaf for tests and benches of the classful disciplines.
 ///
 /// Unlike [`crate::fifo::Fifo`], a parent cannot store it inline, so a bench
