@@ -511,6 +511,89 @@ impl Qdisc for DropTail {
     }
 }
 
+/// A FIFO leaf with an AQM's habits, for tests of the parents: `dequeue`
+/// first drops every head whose id is a multiple of `dequeue_every`,
+/// `peek_len` every head whose id is a multiple of `peek_every` (0: never;
+/// reason `Aqm`), so either may find the queue empty after dropping, and a
+/// drop share is known in advance. Refuses arrivals beyond `limit` packets
+/// (`QueueFull`) and keeps its own statistics.
+pub struct Lossy {
+    q: VecDeque<Packet>,
+    dequeue_every: u64,
+    peek_every: u64,
+    limit: usize,
+    bytes: u64,
+    stats: QueueStats,
+}
+
+impl Lossy {
+    pub fn boxed(limit: usize, dequeue_every: u64, peek_every: u64) -> Box<dyn Qdisc> {
+        Box::new(Lossy {
+            q: VecDeque::new(),
+            dequeue_every,
+            peek_every,
+            limit,
+            bytes: 0,
+            stats: QueueStats::default(),
+        })
+    }
+
+    fn cull(&mut self, every: u64, drops: &mut Drops) {
+        // Bound: each iteration removes a packet.
+        while let Some(h) = self.q.front() {
+            if every == 0 || h.id % every != 0 {
+                return;
+            }
+            let Some(p) = self.q.pop_front() else { return };
+            self.bytes -= u64::from(p.len);
+            self.stats.push_drop_resident(p, DropReason::Aqm, drops);
+        }
+    }
+}
+
+impl Qdisc for Lossy {
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        if self.q.len() >= self.limit {
+            self.stats.push_drop(pkt, DropReason::QueueFull, drops);
+            return Enqueue::Rejected;
+        }
+        pkt.enqueued_at = now;
+        self.stats.on_enqueue(&pkt);
+        self.bytes += u64::from(pkt.len);
+        self.q.push_back(pkt);
+        Enqueue::Queued
+    }
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.cull(self.dequeue_every, drops);
+        let p = self.q.pop_front()?;
+        self.bytes -= u64::from(p.len);
+        self.stats.on_dequeue(&p, now);
+        Some(p)
+    }
+    fn peek_len(&mut self, _now: Instant, drops: &mut Drops) -> Option<u32> {
+        self.cull(self.peek_every, drops);
+        self.q.front().map(|p| p.cost)
+    }
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn purge(&mut self, drops: &mut Drops) {
+        while let Some(p) = self.q.pop_front() {
+            self.stats.push_drop_resident(p, DropReason::Purge, drops);
+        }
+        self.bytes = 0;
+    }
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        f(ClassId::ROOT, &self.stats);
+    }
+}
+
 /// A TCP segment in an Ethernet frame, for tests of what reads packet
 /// bytes (the ACK filter, [`crate::ack_filter`]): wire's builder
 /// (`sluice_wire::build::tcp_with`) plus the two fields it leaves at zero,
