@@ -20,22 +20,11 @@
 //!   table (`leaf.rs`) and each class's priority and ring flag sit in a
 //!   dense side array, so a packet touches its class's FIFO lines and the
 //!   packet's own line, not a box, a vtable and scattered metadata.
-//! - `peek_len` chooses the class the next `dequeue` serves (a parent that
-//!   sized the packet gets that packet), until a packet of a *higher*
-//!   priority arrives: that one goes next. The token bucket above peeks
-//!   while it waits for tokens; a choice held across that wait would send a
-//!   bulk frame ahead of a ping or an ACK that arrived meanwhile, which then
-//!   waits for two frames on the wire instead of one (measured on
-//!   `ack_priority`: every ping arriving during the wait, up to 49 ms more
-//!   at 120 kbit/s). ALTQ has no such wait: its `tbr_dequeue` polls only
-//!   once the tokens are there. The parent re-reads the head's cost after
-//!   any enqueue (`tbr.rs`).
+//! - `peek_len` chooses the class the next `dequeue` serves, until a packet
+//!   of a *higher* priority arrives: that one goes next.
 //!
-//! Statistics: each class reports its leaf's counters under its own id; PRIQ's
-//! own aggregate (including `NoClass` refusals) is reported as
-//! [`ClassId::ROOT`], which is therefore not a valid class id. The aggregate
-//! is summed from the classes when asked for, so the packet path counts each
-//! packet once (in its class), not twice.
+//! Statistics: each class reports its leaf's counters under its own id;
+//! PRIQ's aggregate (with `NoClass` refusals) is [`ClassId::ROOT`].
 
 use crate::leaf::Leaf;
 use crate::qdisc::clamp;
@@ -432,6 +421,14 @@ impl Qdisc for Priq {
         })
     }
 
+    /// The class this peek chooses is the one the next `dequeue` serves (a
+    /// parent that sized the packet gets that packet), until a packet of a
+    /// higher priority arrives: the token bucket above peeks while it waits
+    /// for tokens, and a choice held across that wait would send a bulk
+    /// frame ahead of a ping or an ACK that arrived meanwhile, which would
+    /// then wait for two frames on the wire instead of one. ALTQ has no
+    /// such wait: its `tbr_dequeue` polls only once the tokens are there.
+    /// The parent re-reads the head's cost after any enqueue (`tbr.rs`).
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = clamp(&mut self.last_now, now);
         if let Some(idx) = self.peeked {
@@ -503,6 +500,9 @@ impl Qdisc for Priq {
         self.backlog_bytes = 0;
     }
 
+    /// [`ClassId::ROOT`] is PRIQ's aggregate, so it is not a valid class
+    /// id; it is summed from the classes when asked for, so the packet path
+    /// counts each packet once (in its class), not twice.
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
         f(ClassId::ROOT, &self.stats());
         for (leaf, &id) in self.leaves.iter().zip(&self.ids) {

@@ -27,14 +27,8 @@
 //! lets it go negative by one packet; we check the head's cost (via
 //! `peek_len`) so the burst bound is the bucket itself, as the brief asks.
 //!
-//! Ingress mode ([`crate::ingress`], off unless [`Tbr::set_ingress`]): the
-//! drops of the chosen classes, wherever in the tree they happen (at
-//! enqueue or during the AQM's dequeue), take their cost out of the bucket
-//! as a send would, down to a debt of [`crate::ingress::MAX_DEBT`] at the
-//! rate (at least four full-size frames); a second bucket charged 3/2 of every send and nothing for drops
-//! may release the head too (the failsafe), so the output stays at or
-//! above 2/3 of the rate. With ingress off, or on without drops, the
-//! failsafe bucket never holds more than the main one and nothing changes.
+//! Ingress mode ([`crate::ingress`], off unless [`Tbr::set_ingress`]): drops
+//! take their cost out of the bucket as a send would.
 
 use crate::ingress::{max_debt_bytes, Ingress, FAILSAFE_DEN, FAILSAFE_NUM};
 use crate::qdisc::HOLD_PASS_BYTES;
@@ -128,6 +122,15 @@ impl Tbr {
 
     /// Puts the regulator in ingress mode for the classes `ingress` names
     /// (see [`crate::ingress`]); [`Ingress::off`] restores egress shaping.
+    ///
+    /// In ingress mode the drops of the chosen classes, wherever in the tree
+    /// they happen (at enqueue or during the AQM's dequeue), take their cost
+    /// out of the bucket as a send would, down to a debt of
+    /// [`crate::ingress::MAX_DEBT`] at the rate (at least four full-size
+    /// frames); a second bucket charged 3/2 of every send and nothing for drops
+    /// may release the head too (the failsafe), so the output stays at or above
+    /// 2/3 of the rate. With ingress off, or on without drops, the failsafe
+    /// bucket never holds more than the main one and nothing changes.
     pub fn set_ingress(&mut self, ingress: Ingress) {
         self.ingress = ingress;
         self.failsafe = self.tokens;
