@@ -6,8 +6,9 @@
 //! asserted. Runs as a unit/property test (seeded, deterministic) and can be
 //! driven from a fuzz target with raw bytes via [`check_bytes`].
 //!
-//! Also home of [`DropTail`], the bare leaf that tests and benches put under
-//! classful disciplines.
+//! Also home of the leaves that tests and benches put under classful
+//! disciplines: [`fifo_leaf`] (the real FIFO), [`DropTail`] (a bare one) and
+//! [`Lossy`] (one that drops at dequeue and peek, as an AQM does).
 
 // The model checks `len()` itself: `is_empty()` is derived from it and may be
 // overridden, so comparing `len()` with zero is the point here.
