@@ -12,11 +12,12 @@ set -euo pipefail
 # nftables for the router's masquerade in tests/netns_attach.rs.
 # Packaging (scripts/package.sh, tests/package.rs): dpkg-dev comes with
 # build-essential; lintian, man-db (man -l) and systemd (systemd-analyze
-# verify, systemd-sysusers) check and install the package.
+# verify, systemd-sysusers) check and install the package. git for the
+# commit-msg hook's test (tests/commit_msg_hook.rs).
 # dnsmasq-base, busybox (udhcpc, nslookup) and dhcpcd-base: a router's own
 # daemons on an attached interface (tests/netns_attach_daemons.rs); none
 # ships a service.
-PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd dnsmasq-base busybox dhcpcd-base)
+PKGS=(build-essential git pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd dnsmasq-base busybox dhcpcd-base)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -72,6 +72,10 @@ impl LinkLoss {
     }
 }
 
+/// The rate sampler's period: each of a run's rate samples covers the time
+/// since the one before it (the first, this long).
+pub const RATE_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Slowest and fastest link the lab emulates (htb's and the host's limits).
 pub const LINK_MIN_BPS: u64 = 8_000;
 pub const LINK_MAX_BPS: u64 = 10_000_000_000;

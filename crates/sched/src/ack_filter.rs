@@ -10,27 +10,10 @@
 //!   keeping only the newest frees the link for everything else and gets
 //!   the newest acknowledgment to the sender sooner.
 //! - **Never loses information** (RFC 9293 §3.10.7.4, RFC 2018, RFC 2883,
-//!   RFC 3168 §6.1, RFC 7323 §4): an older segment is dropped only if all
-//!   of these hold —
-//!   - it is a *pure* ACK: no payload, flags exactly ACK (no SYN, FIN,
-//!     RST, URG, PSH, ECE, CWR, nor a reserved or AE bit), not CE-marked,
-//!     not an IP fragment;
-//!   - both it and the newcomer carry only options the filter understands
-//!     (NOP, EOL, timestamps, SACK), well formed;
-//!   - same addresses and ports (the flow hash only preselects);
-//!   - the newcomer's cumulative ACK is the same or newer in sequence
-//!     space (RFC 1982 serial arithmetic: a difference of 2^31 or more is
-//!     never "newer", so wrap-around is safe);
-//!   - every SACK block of the older one is covered by the newcomer (below
-//!     its cumulative ACK, or inside one of its blocks), and the older one
-//!     carries no D-SACK (a block below its own ACK, or a first block
-//!     inside its second); with equal ACK numbers the newcomer must SACK
-//!     strictly more, so duplicate ACKs — the signal of fast retransmit —
-//!     are never thinned;
-//!   - its timestamps (TSval, TSecr) are not newer than the newcomer's;
-//!   - the newcomer has no ECE/CWR (nor AE) either: ECN feedback keeps
-//!     every ACK it rides on, and the filter never changes which ACKs carry
-//!     it.
+//!   RFC 3168 §6.1, RFC 7323 §4): an older segment is dropped only if it is
+//!   a pure ACK the newcomer covers in every respect — cumulative ACK, SACK
+//!   blocks (no D-SACK), timestamps, ECN — so duplicate ACKs, the signal of
+//!   fast retransmit, are never thinned (the rules: `Trigger::covers`).
 //! - **Never touches the newcomer**: the newest ACK of a flow is always
 //!   queued, so the ACK clock of a download is thinned, never stopped. At
 //!   most one packet is dropped per enqueue; the rest keep their order.
@@ -213,8 +196,30 @@ impl Trigger {
         })
     }
 
-    /// Whether the queued `old` is a pure ACK this one makes redundant
-    /// (the rules of the module's Principles).
+    /// Whether the queued `old` is a pure ACK this one makes redundant.
+    ///
+    /// Never loses information (RFC 9293 §3.10.7.4, RFC 2018, RFC 2883,
+    /// RFC 3168 §6.1, RFC 7323 §4): `old` is redundant only if all of these
+    /// hold —
+    /// - it is a *pure* ACK: no payload, flags exactly ACK (no SYN, FIN,
+    ///   RST, URG, PSH, ECE, CWR, nor a reserved or AE bit), not CE-marked,
+    ///   not an IP fragment;
+    /// - both it and the newcomer carry only options the filter understands
+    ///   (NOP, EOL, timestamps, SACK), well formed;
+    /// - same addresses and ports (the flow hash only preselects);
+    /// - the newcomer's cumulative ACK is the same or newer in sequence
+    ///   space (RFC 1982 serial arithmetic: a difference of 2^31 or more is
+    ///   never "newer", so wrap-around is safe);
+    /// - every SACK block of the older one is covered by the newcomer (below
+    ///   its cumulative ACK, or inside one of its blocks), and the older one
+    ///   carries no D-SACK (a block below its own ACK, or a first block
+    ///   inside its second); with equal ACK numbers the newcomer must SACK
+    ///   strictly more, so duplicate ACKs — the signal of fast retransmit —
+    ///   are never thinned;
+    /// - its timestamps (TSval, TSecr) are not newer than the newcomer's;
+    /// - the newcomer has no ECE/CWR (nor AE) either: ECN feedback keeps
+    ///   every ACK it rides on, and the filter never changes which ACKs carry
+    ///   it.
     fn covers(&self, old: &Packet) -> bool {
         if old.flow != self.flow || old.ecn == crate::Ecn::Ce || old.data.len() > MAX_PURE_ACK_FRAME
         {

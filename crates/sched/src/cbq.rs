@@ -10,14 +10,9 @@
 //! to its class and every ancestor, so an interior class's own traffic and
 //! its children's together stay within its rate (plus what it may borrow).
 //!
-//! Rate estimator: instead of ALTQ's exponentially weighted `avgidle`, each
-//! class has a token bucket at its rate, depth `max(2 MTU, rate × 10 ms)`,
-//! charged with `pkt.cost` for every packet sent by the class or a descendant.
-//! A class is *underlimit* while its tokens are positive — the same test as
-//! `avgidle > 0` (the class has recently sent below its rate), with the bucket
-//! depth playing the role of `maxidle`, and a floor of minus one bucket playing
-//! `minidle` (so a class that borrowed heavily is not punished forever).
-//! Tokens are exact integers (1/(8·10⁹) byte), so a class never drifts.
+//! Rate estimator: each class has a token bucket at its rate instead of
+//! ALTQ's `avgidle`; a class is *underlimit* while its tokens are positive
+//! (`Class::tokens`).
 //!
 //! Scheduling, per dequeue:
 //! 1. Among backlogged classes that are underlimit, the highest priority (7
@@ -31,28 +26,22 @@
 //!    backlogged leaf or one of its lenders becomes underlimit.
 //!
 //! Guarantees: an underlimit class is never kept waiting by a borrowing one
-//! (pass 1 before pass 2: Floyd & Jacobson's formal link-sharing condition; ALTQ
-//! approximates it with its "top-level" cutoff); a class without `borrow` never
-//! exceeds its rate by more than its bucket over any interval; with `borrow`,
-//! idle bandwidth of an underlimit ancestor is used. `visit_stats` counts, per
-//! class, `borrows` (packets sent through pass 2) and `overlimits` (dequeues in
-//! which the class had a packet but neither its rate nor a lender allowed it).
-//!
-//! Wake-ups: after an enqueue `next_wakeup` is `now` (the new packet may be
-//! sendable at once; the caller's next dequeue either sends it or computes the
-//! exact time), so a caller that sleeps until `next_wakeup` never misses one.
+//! (pass 1 before pass 2: Floyd & Jacobson's formal link-sharing condition;
+//! ALTQ approximates it with its "top-level" cutoff); a class without
+//! `borrow` never exceeds its rate by more than its bucket over any interval;
+//! with `borrow`, idle bandwidth of an underlimit ancestor is used.
 //!
 //! Work per dequeue: 2 passes × 8 priorities × a DRR scan of the backlogged
 //! leaves (bounded like [`crate::drr`]), plus one walk up the tree per check.
 
-use crate::drr::leaf::{resident_from_totals, Leaf, Totals};
-use crate::drr::{reject_no_class, route};
+use crate::class::{reject_no_class, route};
+use crate::class::{resident_from_totals, Counted, Totals};
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant, Rate};
 use std::collections::{HashMap, VecDeque};
 
-pub use crate::drr::ClassError;
+pub use crate::class::ClassError;
 
 /// Highest CBQ priority (pf: 0..=7, higher first).
 pub const MAX_PRIORITY: u8 = 7;
@@ -93,6 +82,14 @@ struct Class {
     id: ClassId,
     parent: Option<usize>,
     params: ClassParams,
+    /// Rate estimator: instead of ALTQ's exponentially weighted `avgidle`, each
+    /// class has a token bucket at its rate, depth `max(2 MTU, rate × 10 ms)`,
+    /// charged with `pkt.cost` for every packet sent by the class or a descendant.
+    /// A class is *underlimit* while its tokens are positive — the same test as
+    /// `avgidle > 0` (the class has recently sent below its rate), with the bucket
+    /// depth playing the role of `maxidle`, and a floor of minus one bucket playing
+    /// `minidle` (so a class that borrowed heavily is not punished forever).
+    /// Tokens are exact integers (1/(8·10⁹) byte), so a class never drifts.
     tokens: i128,
     bucket: i128,
     updated: Instant,
@@ -100,8 +97,8 @@ struct Class {
     deficit_bytes: u64,
     credited: bool,
     active: bool,
-    leaf: Option<Leaf>,
-    /// Counters of an interior class (a leaf keeps them in its `Leaf`).
+    leaf: Option<Counted>,
+    /// Counters of an interior class (a leaf keeps them in its `Counted`).
     interior: QueueStats,
 }
 
@@ -210,7 +207,7 @@ impl Cbq {
             deficit_bytes: 0,
             credited: false,
             active: false,
-            leaf: leaf.map(Leaf::new),
+            leaf: leaf.map(Counted::new),
             interior: QueueStats::default(),
         });
         self.recompute_quanta();
@@ -228,7 +225,7 @@ impl Cbq {
             return Err(ClassError::HasQueue(id));
         }
         // As `add_class`: the queue is expected empty.
-        c.leaf = Some(Leaf::new(leaf));
+        c.leaf = Some(Counted::new(leaf));
         Ok(())
     }
 
@@ -490,6 +487,9 @@ impl Cbq {
 }
 
 impl Qdisc for Cbq {
+    /// Wake-ups: after an enqueue `next_wakeup` is `now` (the new packet may be
+    /// sendable at once; the caller's next dequeue either sends it or computes the
+    /// exact time), so a caller that sleeps until `next_wakeup` never misses one.
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last, now);
         let target = route(&self.index, None, pkt.class)
@@ -581,6 +581,9 @@ impl Qdisc for Cbq {
     /// Parents before children (classes are added parent first). An
     /// interior class with a queue reports its queue's counters plus what
     /// its descendants sent.
+    /// Per class, `borrows` counts packets sent through pass 2 and
+    /// `overlimits` dequeues in which the class had a packet but neither its
+    /// rate nor a lender allowed it.
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
         for c in &self.classes {
             match &c.leaf {

@@ -19,37 +19,16 @@
 //! - Leaving the dropping state happens at the first dequeue whose sojourn is
 //!   below target (or when the backlog is at most one MTU).
 //! - A packet may carry an allowance ([`Packet::allowance_ms`]): the
-//!   standing delay a control outside the scheduler leaves its flow on
-//!   purpose (TCP control's window clamp bounds the flow's data in flight
-//!   to its share × its round trip plus that allowance, so the flow's queue
-//!   here cannot exceed it). Where it is above `target` it is the head's
-//!   target, and `interval` grows by the difference (as CAKE raises both
-//!   for a slow link's frame time): drops below the window's own bound
-//!   would only shrink the sender's congestion window under the window the
-//!   receiver shows, costing throughput and buying no delay. A queue
-//!   standing above the allowance is met by the control law as usual.
-//!   The allowance counts up to `interval` at most: a standing delay
-//!   above the worst-case round trip CoDel is set for is not one a window
-//!   should keep (an ACK path behind a standing queue the other way
-//!   can make a window's allowance hundreds of milliseconds), and whatever
-//!   shares the flow's queue — another flow hashed to its bucket, without
-//!   an allowance — waits behind what it lets stand. Packets without one
-//!   (allowance 0) see RFC 8289 unchanged.
+//!   standing delay a control outside the scheduler (TCP control's window
+//!   clamp) leaves its flow on purpose. Above `target`, up to `interval`,
+//!   it is the head's target and `interval` grows by the difference (see
+//!   `check_head`); packets without one see RFC 8289 unchanged.
 //! - ECN (RFC 3168): with `ecn`, an ECT packet the control law picks is marked
 //!   CE and delivered instead of dropped; not-ECT packets are still dropped.
 //!   With `ce_threshold`, ECT packets whose sojourn exceeds it are marked
 //!   (DCTCP-style shallow marking), independent of the control law.
-//!
-//! ## Fixed point
-//! `rec_inv_sqrt` holds `1/sqrt(count)` in **Q0.32**: the real value is
-//! `rec_inv_sqrt / 2^32` (1.0 is represented by `u32::MAX`, an error of
-//! 2^-32). After each increment of `count` one Newton–Raphson step refines it:
-//! `x' = x * (3 - count * x²) / 2`, computed in u128 so no product overflows.
-//! Newton's first steps from a poor guess are coarse (from count 1 to 2 it
-//! gives 0.5 instead of 0.707), so counts below [`EXACT_COUNTS`] and every
-//! re-entry into the dropping state (a jump of `count`) take the exact value
-//! `isqrt(2^64 / count)` instead. The control law is then `t + interval *
-//! rec_inv_sqrt >> 32`.
+//! - `interval / sqrt(count)` is computed in Q0.32 fixed point, Newton's
+//!   step refined, exact below [`EXACT_COUNTS`] (`Vars::rec_inv_sqrt`).
 
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
@@ -129,7 +108,15 @@ pub struct Vars {
     count: u32,
     /// `count` when the dropping state was last entered.
     last_count: u32,
-    /// 1/sqrt(count), Q0.32 (see module doc).
+    /// 1/sqrt(count) in **Q0.32**: the real value is `rec_inv_sqrt / 2^32`
+    /// (1.0 is represented by `u32::MAX`, an error of 2^-32). After each
+    /// increment of `count` one Newton–Raphson step refines it:
+    /// `x' = x * (3 - count * x²) / 2`, computed in u128 so no product
+    /// overflows. Newton's first steps from a poor guess are coarse (from
+    /// count 1 to 2 it gives 0.5 instead of 0.707), so counts below
+    /// [`EXACT_COUNTS`] and every re-entry into the dropping state (a jump
+    /// of `count`) take the exact value `isqrt(2^64 / count)` instead. The
+    /// control law is then `t + interval * rec_inv_sqrt >> 32`.
     rec_inv_sqrt: u32,
     dropping: bool,
 }
@@ -244,8 +231,18 @@ fn check_head<S: Source + ?Sized>(
     let sojourn = now.saturating_since(enqueued_at);
     st.last_sojourn = sojourn;
     // A flow whose window allows a standing delay is judged against it, up
-    // to one interval, and the interval grows by as much (see the module's
-    // principles). Duration's subtraction saturates: no allowance, no extra.
+    // to one interval, and the interval grows by as much (as CAKE raises
+    // both for a slow link's frame time): TCP control's window clamp bounds
+    // the flow's data in flight to its share × its round trip plus the
+    // allowance, so drops below that bound would only shrink the sender's
+    // congestion window under the window the receiver shows, costing
+    // throughput and buying no delay. A queue standing above it is met by
+    // the control law as usual. At most `interval`: a standing delay above
+    // the worst-case round trip CoDel is set for is not one a window should
+    // keep (an ACK path behind a standing queue the other way can make an
+    // allowance hundreds of milliseconds), and whatever shares the flow's
+    // queue without an allowance waits behind what it lets stand.
+    // Duration's subtraction saturates: no allowance, no extra.
     let extra = head.allowance().min(p.interval) - p.target;
     // The RFC measures the backlog once the packet has left.
     let behind = src.backlog_bytes().saturating_sub(len);

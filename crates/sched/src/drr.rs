@@ -27,127 +27,16 @@
 //! earns one quantum per lap, so a dequeue visits at most
 //! `active × (⌈max_cost / min_quantum⌉ + 1)` classes — with quanta of an MTU or
 //! more (the usual configuration), at most two laps.
-//!
-//! This module also hosts the pieces the other classful disciplines of this
-//! crate share: [`ClassError`] and the leaf wrapper that keeps class counters.
 
 use crate::qdisc::clamp;
-use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
-pub(crate) mod leaf;
-#[cfg(test)]
-pub(crate) mod test_fifo;
-
-use leaf::{resident_from_totals, Leaf, Totals};
-
-/// Why a class could not be added or chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClassError {
-    /// A class with this id exists already.
-    Duplicate(ClassId),
-    /// No such class (for `set_default`, or as a parent).
-    Unknown(ClassId),
-    /// Weight outside 1..=100 (dummynet's range).
-    Weight(u32),
-    /// Priority outside 0..=7 (CBQ).
-    Priority(u8),
-    /// The class has no queue of its own (an interior CBQ class): it cannot
-    /// be the default or receive packets.
-    NotALeaf(ClassId),
-    /// The class has a queue of its own, so it cannot be a parent (CBQ).
-    HasQueue(ClassId),
-}
-
-impl std::fmt::Display for ClassError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ClassError::Duplicate(c) => write!(f, "class {} defined twice", c.0),
-            ClassError::Unknown(c) => write!(f, "no class {}", c.0),
-            ClassError::Weight(w) => write!(f, "weight {w} out of range: 1..=100"),
-            ClassError::Priority(p) => write!(f, "priority {p} out of range: 0..=7"),
-            ClassError::NotALeaf(c) => write!(f, "class {} has no queue of its own", c.0),
-            ClassError::HasQueue(c) => {
-                write!(f, "class {} has a queue, it cannot have children", c.0)
-            }
-        }
-    }
-}
-
-impl std::error::Error for ClassError {}
-
-/// Largest weight dummynet accepts.
-pub const MAX_WEIGHT: u32 = 100;
-
-/// Resolves a packet's class to an index: its own class, else the default.
-pub(crate) fn route(
-    index: &HashMap<ClassId, usize>,
-    default: Option<usize>,
-    class: ClassId,
-) -> Option<usize> {
-    index.get(&class).copied().or(default)
-}
-
-/// Where DRR and WF2Q+ find a class: ids to slots, and the default slot.
-#[derive(Default)]
-pub(crate) struct ClassIndex {
-    slots: HashMap<ClassId, usize>,
-    default: Option<usize>,
-}
-
-impl ClassIndex {
-    /// Checks a new class (weight in 1..=[`MAX_WEIGHT`], id not taken) and
-    /// gives it `slot`.
-    pub(crate) fn admit(
-        &mut self,
-        id: ClassId,
-        weight: u32,
-        slot: usize,
-    ) -> Result<(), ClassError> {
-        check_weight(weight)?;
-        if self.slots.contains_key(&id) {
-            return Err(ClassError::Duplicate(id));
-        }
-        self.slots.insert(id, slot);
-        Ok(())
-    }
-
-    /// The slot of class `id`.
-    pub(crate) fn slot(&self, id: ClassId) -> Result<usize, ClassError> {
-        self.slots.get(&id).copied().ok_or(ClassError::Unknown(id))
-    }
-
-    /// Packets whose class is unknown go to `id`.
-    pub(crate) fn set_default(&mut self, id: ClassId) -> Result<(), ClassError> {
-        self.default = Some(self.slot(id)?);
-        Ok(())
-    }
-
-    /// A packet's slot: its own class's, else the default.
-    #[inline]
-    pub(crate) fn route(&self, class: ClassId) -> Option<usize> {
-        route(&self.slots, self.default, class)
-    }
-}
-
-/// A weight dummynet accepts: 1..=[`MAX_WEIGHT`].
-pub(crate) fn check_weight(weight: u32) -> Result<(), ClassError> {
-    if (1..=MAX_WEIGHT).contains(&weight) {
-        Ok(())
-    } else {
-        Err(ClassError::Weight(weight))
-    }
-}
-
-/// Gives a packet back as having no class.
-pub(crate) fn reject_no_class(pkt: Packet, drops: &mut Drops) -> Enqueue {
-    drops.push(Dropped {
-        pkt,
-        reason: DropReason::NoClass,
-    });
-    Enqueue::Rejected
-}
+use crate::class::{
+    check_weight, reject_no_class, resident_from_totals, ClassIndex, Counted, Totals,
+};
+pub use crate::class::{ClassError, MAX_WEIGHT};
 
 struct Class {
     id: ClassId,
@@ -157,7 +46,7 @@ struct Class {
     /// The class at the head of the active list already got this lap's quantum.
     credited: bool,
     active: bool,
-    leaf: Leaf,
+    leaf: Counted,
 }
 
 /// Deficit Round Robin over weighted classes.
@@ -217,7 +106,7 @@ impl Drr {
             deficit_bytes: 0,
             credited: false,
             active: false,
-            leaf: Leaf::new(leaf),
+            leaf: Counted::new(leaf),
         });
         Ok(())
     }

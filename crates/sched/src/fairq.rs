@@ -8,47 +8,24 @@
 //!   highest lower-priority class that is below its own. When every
 //!   non-empty class is over, the highest is served: FAIRQ is
 //!   work-conserving; `bandwidth` is a threshold, not a cap (ALTQ's
-//!   `fairq_dequeue`: `hit_limit` only lets a lower class go first).
-//!   A class with no `bandwidth` is never over (pfctl's default is 100 %
-//!   of the interface, which the token bucket above keeps it under).
+//!   `fairq_dequeue`: `hit_limit` only lets a lower class go first). A
+//!   class with no `bandwidth` is never over.
 //! - Within a class, packets are hashed by flow ([`Packet::flow`]'s
-//!   connection bits) into `buckets` buckets (a power of two, 1..=2048;
-//!   ALTQ's default 256) and the non-empty buckets are served one packet
-//!   each, round robin. Every packet of one flow lands in one bucket, so a
-//!   flow's packets leave in order. Fairness is in packets, not bytes (as
-//!   ALTQ): while `k` buckets stay backlogged, the numbers of packets any
-//!   two of them send differ by at most one.
-//! - `hogs R`: a bucket whose measured rate is below `R` is *light*. A light
-//!   bucket that becomes non-empty goes to the head of the round (served
-//!   next), and a light bucket keeps the head after it is served (it may
-//!   burst) until its rate reaches `R`; then it takes round-robin turns like
-//!   every other hog. So a sparse flow (a ping, a DNS query, a game's
-//!   updates) waits for at most the packet being sent, whatever the number
-//!   of bulk flows. Without `hogs`, every bucket takes turns. ALTQ puts a
-//!   bucket with no history at the tail; here a bucket with no history is
-//!   light (it has sent nothing, so it is no hog).
-//! - Rates are measured as ALTQ does, on dequeue: a decaying sum of bytes
-//!   and of elapsed time (each charge keeps 7/8 of both, an idle gap counts
-//!   at most [`METER_GAP_CAP`]), the rate being their quotient; the time
-//!   since the last charge counts as elapsed when the rate is read, so an
-//!   idle bucket cools down. Costs ([`Packet::cost`], with link overhead)
-//!   are charged, as the token bucket above charges them.
-//! - `qlimit` (and RED, RIO, CoDel) is per bucket, as in ALTQ ("red etc is
-//!   per bucket, not overall"): each bucket holds its own child discipline,
-//!   made on first use by the class's factory.
-//! - `linkshare` is accepted and ignored, as in ALTQ ("NOT YET USED").
+//!   connection bits) into `buckets` buckets and the non-empty buckets are
+//!   served one packet each, round robin: a flow's packets leave in order,
+//!   and while `k` buckets stay backlogged the numbers of packets any two
+//!   of them send differ by at most one (fairness in packets, as ALTQ).
+//! - `hogs R`: a bucket below `R` is *light* and goes to the head of the
+//!   round, so a sparse flow waits for at most the packet being sent,
+//!   whatever the number of bulk flows ([`ClassParams::hogs`]).
+//! - Rates are ALTQ's decaying measure, charged on dequeue in
+//!   [`Packet::cost`] bytes (`Meter`).
+//! - `qlimit` (and RED, RIO, CoDel) is per bucket, as in ALTQ: each bucket
+//!   holds its own child discipline, made on first use by the class's
+//!   factory. `linkshare` is accepted and ignored ("NOT YET USED").
 //! - FAIRQ does not rate-limit; the engine puts the token-bucket regulator
-//!   (`tbr.rs`) above it, as for PRIQ.
-//! - `peek_len` follows the peeked-packet rule: the class and bucket a peek
-//!   chose are the ones the next `dequeue` serves (ALTQ's `pif_poll_cache`
-//!   and `cl_polled`), unless a packet of a higher-priority class arrives
-//!   first: the token bucket above peeks while it waits for tokens, and a
-//!   choice held across that wait would put a bulk frame ahead of it (as in
-//!   PRIQ, `priq.rs`).
-//!
-//! Statistics: each class reports the sum of its buckets' counters plus its
-//! own `overlimits` (times it yielded for being over its bandwidth); FAIRQ's
-//! aggregate, with its `NoClass` refusals, is [`ClassId::ROOT`].
+//!   (`tbr.rs`) above it, as for PRIQ. `peek_len` follows the peeked-packet
+//!   rule of PRIQ (see `peek_len` below).
 //!
 //! Learned from FreeBSD's `sys/net/altq/altq_fairq.c` (`fairq_dequeue`,
 //! `fairq_addq`, `fairq_selectq`, `fairq_getq`) and pfctl's `parse.y`
@@ -80,8 +57,17 @@ pub struct ClassParams {
     /// Power of two, 1..=[`MAX_BUCKETS`].
     pub buckets: u32,
     /// Above this measured rate the class yields to lower ones under theirs.
+    /// `None` is never over (pfctl's default is 100 % of the interface,
+    /// which the token bucket above keeps it under).
     pub bandwidth: Option<Rate>,
-    /// Buckets below this measured rate are light (see the module doc).
+    /// Buckets below this measured rate are light. A light bucket that
+    /// becomes non-empty goes to the head of the round (served next), and
+    /// keeps the head after it is served (it may burst) until its rate
+    /// reaches this; then it takes round-robin turns like every other hog.
+    /// So a sparse flow (a ping, a DNS query, a game's updates) waits for at
+    /// most the packet being sent. `None`: every bucket takes turns. ALTQ
+    /// puts a bucket with no history at the tail; here a bucket with no
+    /// history is light (it has sent nothing, so it is no hog).
     pub hogs: Option<Rate>,
 }
 
@@ -522,6 +508,12 @@ impl Qdisc for Fairq {
         None
     }
 
+    /// The peeked-packet rule: the class and bucket a peek chose are the
+    /// ones the next `dequeue` serves (ALTQ's `pif_poll_cache` and
+    /// `cl_polled`), unless a packet of a higher-priority class arrives
+    /// first: the token bucket above peeks while it waits for tokens, and a
+    /// choice held across that wait would put a bulk frame ahead of it (as
+    /// in PRIQ, `priq.rs`).
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = clamp(&mut self.last_now, now);
         if let Some((ci, b)) = self.peeked {
@@ -598,6 +590,9 @@ impl Qdisc for Fairq {
         self.backlog_bytes = 0;
     }
 
+    /// Each class reports the sum of its buckets' counters plus its own
+    /// `overlimits` (times it yielded for being over its bandwidth); FAIRQ's
+    /// aggregate, with its `NoClass` refusals, is [`ClassId::ROOT`].
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
         f(ClassId::ROOT, &self.stats());
         for ci in 0..self.classes.len() {

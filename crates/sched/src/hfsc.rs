@@ -24,13 +24,9 @@
 //! - All arithmetic is integer: ns, bytes, scaled slopes (`curve.rs`); the
 //!   packet path multiplies and shifts, and divides only to build a runtime
 //!   curve when a class becomes active.
-//! - Complexity per packet: O(log n) for the real-time heaps (eligible
-//!   leaves by deadline, the others by eligible time) and O(depth · log
-//!   fan-out) for link-sharing (per class, active children in a `fit` heap by
-//!   vt and a `held` heap by fit time). No scan over classes per packet,
-//!   unlike ALTQ's eligible-list and first-fit scans; the one pass over the
-//!   active siblings (for their largest vt) happens when a class becomes
-//!   active.
+//! - Complexity per packet: O(log n) for the real-time heaps and
+//!   O(depth · log fan-out) for link-sharing; no scan over classes per
+//!   packet, unlike ALTQ's eligible-list and first-fit scans.
 //! - Invariants: only leaves hold packets; `len`/`backlog_bytes` are the sums
 //!   over the leaves; a leaf is `backlogged` iff its queue was non-empty after
 //!   the last HFSC operation on it, and only then sits in the scheduling heaps.
@@ -38,11 +34,8 @@
 //!   classes and upper limits without link-sharing are refused (ALTQ ignores
 //!   them silently); `peek_len` returns `None` while every class is held by
 //!   an upper limit.
-//! - A peek's choice holds until the next `dequeue` or until a class becomes
-//!   active: the newcomer may have the earlier deadline (a ping in a
-//!   real-time class), and the token bucket above peeks while it waits for
-//!   tokens, so a held choice would send one more bulk frame ahead of it
-//!   (ALTQ's token bucket polls only once the tokens are there).
+//! - A peek's choice holds until the next `dequeue` or until a class
+//!   becomes active (the newcomer may have the earlier deadline).
 
 mod class;
 mod curve;
@@ -146,6 +139,11 @@ impl fmt::Display for HfscError {
 impl std::error::Error for HfscError {}
 
 /// The HFSC scheduler: a class tree under a root that stands for the link.
+/// Per packet: O(log n) for the real-time heaps (eligible leaves by
+/// deadline, the others by eligible time) and O(depth · log fan-out) for
+/// link-sharing (per class, active children in a `fit` heap by vt and a
+/// `held` heap by fit time). The one pass over the active siblings (for
+/// their largest vt) happens when a class becomes active.
 pub struct Hfsc {
     link: Rate,
     /// Slot 0 is the root; a child's slot is always above its parent's.
@@ -493,6 +491,11 @@ impl Qdisc for Hfsc {
 
     /// The cost of the packet the next `dequeue` will send, or `None` if empty
     /// or every class is held by an upper limit (HFSC's own throttling).
+    /// The choice holds until the next `dequeue` or until a class becomes
+    /// active: the newcomer may have the earlier deadline (a ping in a
+    /// real-time class), and the token bucket above peeks while it waits
+    /// for tokens, so a held choice would send one more bulk frame ahead of
+    /// it (ALTQ's token bucket polls only once the tokens are there).
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = self.clamp(now);
         // As in dequeue: each failed round deactivates one empty leaf.

@@ -3,49 +3,32 @@
 //!
 //! # Principles
 //! - **Why.** On the download side sluice sits *behind* the bottleneck
-//!   (server → modem → sluice → LAN): a packet that reaches sluice has
-//!   already crossed the modem's link, whether sluice forwards it or drops
-//!   it, and the sender will send its bytes across that link again. A
-//!   shaper that only counts what it forwards lets the bottleneck carry
-//!   forwarded + dropped bytes, more than the rate it was set to, so the
-//!   modem's queue fills. Charging the dropped bytes to the shaper makes
-//!   its output fall by the dropped share, and forwarded + dropped stays
-//!   at the configured rate (CAKE's `ingress`, tc-cake(8); sch_cake.c
-//!   charges `cake_advance_shaper(…, drop = true)` for AQM and overflow
-//!   drops alike).
-//! - **What is charged.** Drops by the AQM ([`DropReason::Aqm`]: CoDel,
-//!   FQ-CoDel, RED) and by a full queue ([`DropReason::QueueFull`]) of the
-//!   classes in ingress mode, at their `cost` (wire length plus link
-//!   overhead), as a send would be. Not charged: a pipe's emulated random
-//!   loss (the modelled link lost it, not our queue), packets without a
-//!   class, and purges (reconfiguration, not traffic).
-//! - **Where.** At the interface's rate, i.e. the shaper that models the
-//!   bottleneck link: the token-bucket regulator over PRIQ/CBQ/HFSC
-//!   ([`crate::tbr`]) and the dummynet pipe's link ([`crate::pipe`]). The
-//!   rates of classes inside the tree (HFSC curves, CBQ rates) are shares
-//!   of that link; the bottleneck is the link, so the link pays.
-//! - **Failsafe.** A flood that does not respond to drops (UDP above the
-//!   rate) would otherwise drive the charge above the rate and the output
-//!   to zero: every arrival dropped and charged. As in CAKE, a second
-//!   clock charged for sent packets only, at [`FAILSAFE_NUM`]/[`FAILSAFE_DEN`]
-//!   of their time, may release a packet too: ingress mode never slows the
-//!   output below 2/3 of the rate. Below a dropped share of 1/3 the charge
-//!   is exact.
-//! - **Bounded debt.** The charge may run the shaper's clock at most
-//!   [`MAX_DEBT`] of transmission time (at least [`MIN_DEBT_BYTES`]) ahead
-//!   of the decision that charges it (CAKE lets it run without bound, so the output stays at the
-//!   failsafe's 2/3 for long after a flood has ended). Charges beyond it
-//!   are counted as forgiven.
-//! - **AQM.** CoDel keeps its target and interval (CAKE changes neither);
-//!   the charge itself is what makes the AQM's drops slow the shaper.
-//!   CAKE's one other ingress change is left out on purpose: its CoDel
-//!   does not count a sojourn as over target below two MTU-times per bulk
-//!   flow, so that each of many flows keeps two packets queued (a
-//!   retransmission behind the bottleneck crosses it again). With 100
-//!   downloads at 29 Mbit/s that is 83 ms of standing queue before the
-//!   AQM acts — the latency sluice is there to remove. Many flows are
-//!   held at their share by the window and pace of their ACKs instead
-//!   (issue #13 items 2–3).
+//!   (server → modem → sluice → LAN): a packet it drops has already crossed
+//!   the modem's link, and will cross it again. A shaper that counts only
+//!   what it forwards lets the link carry forwarded + dropped bytes, more
+//!   than its rate, and the modem's queue fills. Charging drops to the
+//!   shaper keeps forwarded + dropped at the configured rate (CAKE's
+//!   `ingress`, tc-cake(8); sch_cake.c's `cake_advance_shaper(…, drop)`).
+//! - **What is charged.** Drops by the AQM ([`DropReason::Aqm`]) and by a
+//!   full queue ([`DropReason::QueueFull`]) of the classes in ingress mode,
+//!   at their `cost`, as a send would be. Not charged: a pipe's emulated
+//!   loss, packets without a class, purges.
+//! - **Where.** At the interface's rate, the shaper that models the
+//!   bottleneck: the token-bucket regulator ([`crate::tbr`]) and the
+//!   dummynet pipe's link ([`crate::pipe`]); class rates inside the tree
+//!   are shares of that link, so the link pays.
+//! - **Failsafe.** As in CAKE, a second clock charged for sent packets
+//!   only ([`FAILSAFE_NUM`]) may release a packet too: an unresponsive flood
+//!   never slows the output below 2/3 of the rate; below a dropped share of
+//!   1/3 the charge is exact.
+//! - **Bounded debt.** The charge runs the shaper's clock at most
+//!   [`MAX_DEBT`] ahead (unlike CAKE, whose output stays at the failsafe's
+//!   2/3 long after a flood ends); beyond it the charge is forgiven.
+//! - **AQM.** CoDel keeps its target and interval, as in CAKE. CAKE's other
+//!   ingress change, no sojourn over target below two MTU-times per bulk
+//!   flow, is left out: at 100 downloads and 29 Mbit/s it would stand 83 ms
+//!   of queue before the AQM acts; many flows are held at their share by
+//!   TCP control's ACK pacing instead (docs/tcp-control.md).
 //! - Counting: per class, the packets and bytes (cost) charged, plus the
 //!   bytes forgiven by the debt bound; nothing is reset behind the user's
 //!   back.

@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ack_filter;
+mod class;
 mod leaf;
 mod packet;
 mod qdisc;

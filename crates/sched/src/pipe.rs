@@ -23,25 +23,16 @@
 //! - **Loss.** Each arrival is lost with probability `loss_ppm / 10⁶`, drawn
 //!   from a SplitMix64 stream seeded by `seed`: the same seed and the same
 //!   arrivals give the same losses.
-//! - **Lazy but exact.** Serialisation is computed when we are called (every
-//!   enqueue first catches up to `now`), so results do not depend on how often
-//!   the caller polls: a packet's start, end and exit are the same whether the
-//!   pipe is polled every microsecond or once.
+//! - **Lazy but exact.** Serialisation is computed when we are called
+//!   (every enqueue first catches up to `now`), so results do not depend on
+//!   how often the caller polls.
 //!
 //! Counting: packets in the delay line are resident (`len`, `backlog_bytes`).
 //! The scheduler is assumed work-conserving; if it holds packets back, the
 //! link idles until the scheduler's own wake-up.
 //!
 //! Ingress mode ([`crate::ingress`], off unless [`Pipe::set_ingress`]): a
-//! packet the scheduler drops (its AQM at dequeue, its overflow at
-//! enqueue) or the pipe refuses for a full queue occupies the link for its
-//! serialisation time as if it had been sent: the link's clock moves on by
-//! `rate.tx_time(cost)` after the decision (never more than the debt
-//! bound ahead of it), so the next packet starts that much later. A
-//! failsafe clock, moved on by 3/2 of each sent packet's time and nothing
-//! for drops, may start the next packet too, so the output never falls
-//! below 2/3 of the rate. Serialisations still never overlap: both clocks
-//! are at or after the end of the last one.
+//! dropped packet occupies the link as if it had been sent.
 
 use crate::ingress::{max_debt_bytes, Ingress, FAILSAFE_DEN, FAILSAFE_NUM};
 use crate::qdisc::{clamp, HOLD_PASS_BYTES};
@@ -132,6 +123,16 @@ impl Pipe {
 
     /// Puts the link in ingress mode for the drops `ingress` names (the
     /// engine names every class of the pipe); [`Ingress::off`] restores it.
+    ///
+    /// A packet the scheduler drops (its AQM at dequeue, its overflow at
+    /// enqueue) or the pipe refuses for a full queue then occupies the link
+    /// for its serialisation time as if it had been sent: the link's clock
+    /// moves on by `rate.tx_time(cost)` after the decision (never more than
+    /// the debt bound ahead of it), so the next packet starts that much
+    /// later. A failsafe clock, moved on by 3/2 of each sent packet's time
+    /// and nothing for drops, may start the next packet too, so the output
+    /// never falls below 2/3 of the rate. Serialisations still never
+    /// overlap: both clocks are at or after the end of the last one.
     pub fn set_ingress(&mut self, ingress: Ingress) {
         self.ingress = ingress;
         self.failsafe_free_at = self.link_free_at;

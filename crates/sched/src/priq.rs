@@ -20,22 +20,11 @@
 //!   table (`leaf.rs`) and each class's priority and ring flag sit in a
 //!   dense side array, so a packet touches its class's FIFO lines and the
 //!   packet's own line, not a box, a vtable and scattered metadata.
-//! - `peek_len` chooses the class the next `dequeue` serves (a parent that
-//!   sized the packet gets that packet), until a packet of a *higher*
-//!   priority arrives: that one goes next. The token bucket above peeks
-//!   while it waits for tokens; a choice held across that wait would send a
-//!   bulk frame ahead of a ping or an ACK that arrived meanwhile, which then
-//!   waits for two frames on the wire instead of one (measured on
-//!   `ack_priority`: every ping arriving during the wait, up to 49 ms more
-//!   at 120 kbit/s). ALTQ has no such wait: its `tbr_dequeue` polls only
-//!   once the tokens are there. The parent re-reads the head's cost after
-//!   any enqueue (`tbr.rs`).
+//! - `peek_len` chooses the class the next `dequeue` serves, until a packet
+//!   of a *higher* priority arrives: that one goes next.
 //!
-//! Statistics: each class reports its leaf's counters under its own id; PRIQ's
-//! own aggregate (including `NoClass` refusals) is reported as
-//! [`ClassId::ROOT`], which is therefore not a valid class id. The aggregate
-//! is summed from the classes when asked for, so the packet path counts each
-//! packet once (in its class), not twice.
+//! Statistics: each class reports its leaf's counters under its own id;
+//! PRIQ's aggregate (with `NoClass` refusals) is [`ClassId::ROOT`].
 
 use crate::leaf::Leaf;
 use crate::qdisc::clamp;
@@ -318,6 +307,34 @@ impl Priq {
         self.nonempty |= 1 << p;
     }
 
+    /// The strict-priority walk of `dequeue` and `peek_len`: from the
+    /// highest priority down, round robin within one, each class popped
+    /// from its ring and offered to `take`, which returns what it got from
+    /// the class and leaves the ring as that needs. A class that gives
+    /// nothing is settled (back in its ring while it holds packets).
+    /// Bounded by the number of classes: at most 16 priorities, each ring
+    /// visited at most once per class in it.
+    #[inline(always)]
+    fn select<T>(&mut self, mut take: impl FnMut(&mut Self, u32, usize) -> Option<T>) -> Option<T> {
+        let mut mask = self.nonempty;
+        while mask != 0 {
+            let p = 15 - mask.leading_zeros() as usize;
+            mask &= !(1 << p);
+            let tries = self.rings[p].len();
+            for _ in 0..tries {
+                let Some(idx) = self.rings[p].pop_front() else {
+                    break;
+                };
+                if let Some(r) = take(self, idx, p) {
+                    return Some(r);
+                }
+                let still = !self.leaves[idx as usize].is_empty();
+                self.settle(idx, still);
+            }
+        }
+        None
+    }
+
     /// Removes `idx` from its ring wherever it is (peek path; rings are short).
     fn unlink(&mut self, idx: u32) {
         let p = self.meta[idx as usize].priority as usize;
@@ -387,40 +404,31 @@ impl Qdisc for Priq {
             let still = !self.leaves[idx as usize].is_empty();
             self.settle(idx, still);
         }
-        let mut mask = self.nonempty;
-        // At most 16 priorities, each ring visited at most once per class in
-        // it: bounded by the number of classes.
-        while mask != 0 {
-            let p = 15 - mask.leading_zeros() as usize;
-            mask &= !(1 << p);
-            let tries = self.rings[p].len();
-            for _ in 0..tries {
-                let Some(idx) = self.rings[p].pop_front() else {
-                    break;
-                };
-                if let Some(Leaf::Fifo(f)) = self.leaves.get(idx as usize) {
-                    if let Some(len) = f.head_len() {
-                        // A FIFO drops nothing on dequeue: settle from its
-                        // head, then its pop is the return value, so the
-                        // packet moves once, slot to return slot.
-                        let still = f.len() > 1;
-                        self.len = self.len.saturating_sub(1);
-                        self.backlog_bytes = self.backlog_bytes.saturating_sub(len as u64);
-                        self.settle(idx, still);
-                        return self.leaves[idx as usize].dequeue(now, drops);
-                    }
+        self.select(|q, idx, _| {
+            if let Some(Leaf::Fifo(f)) = q.leaves.get(idx as usize) {
+                if let Some(len) = f.head_len() {
+                    // A FIFO drops nothing on dequeue: settle from its
+                    // head, then its pop is the return value, so the
+                    // packet moves once, slot to return slot.
+                    let still = f.len() > 1;
+                    q.len = q.len.saturating_sub(1);
+                    q.backlog_bytes = q.backlog_bytes.saturating_sub(len as u64);
+                    q.settle(idx, still);
+                    return q.leaves[idx as usize].dequeue(now, drops);
                 }
-                if let Some(pkt) = self.dequeue_class(idx, now, drops) {
-                    return Some(pkt);
-                }
-                // Nothing: emptied by its AQM, or throttled.
-                let still = !self.leaves[idx as usize].is_empty();
-                self.settle(idx, still);
             }
-        }
-        None
+            q.dequeue_class(idx, now, drops)
+        })
     }
 
+    /// The class this peek chooses is the one the next `dequeue` serves (a
+    /// parent that sized the packet gets that packet), until a packet of a
+    /// higher priority arrives: the token bucket above peeks while it waits
+    /// for tokens, and a choice held across that wait would send a bulk
+    /// frame ahead of a ping or an ACK that arrived meanwhile, which would
+    /// then wait for two frames on the wire instead of one. ALTQ has no
+    /// such wait: its `tbr_dequeue` polls only once the tokens are there.
+    /// The parent re-reads the head's cost after any enqueue (`tbr.rs`).
     fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
         let now = clamp(&mut self.last_now, now);
         if let Some(idx) = self.peeked {
@@ -434,32 +442,19 @@ impl Qdisc for Priq {
             let still = !self.leaves[idx as usize].is_empty();
             self.settle(idx, still);
         }
-        let mut mask = self.nonempty;
-        // Same bound as `dequeue`.
-        while mask != 0 {
-            let p = 15 - mask.leading_zeros() as usize;
-            mask &= !(1 << p);
-            let tries = self.rings[p].len();
-            for _ in 0..tries {
-                let Some(idx) = self.rings[p].pop_front() else {
-                    break;
-                };
-                let from = drops.len();
-                let r = self.leaves[idx as usize].peek_len(now, drops);
-                self.absorb_drops(drops, from, None);
-                if r.is_some() {
-                    // Held out of its ring until the dequeue that takes it.
-                    self.peeked = Some(idx);
-                    if self.rings[p].is_empty() {
-                        self.nonempty &= !(1 << p);
-                    }
-                    return r;
+        self.select(|q, idx, p| {
+            let from = drops.len();
+            let r = q.leaves[idx as usize].peek_len(now, drops);
+            q.absorb_drops(drops, from, None);
+            if r.is_some() {
+                // Held out of its ring until the dequeue that takes it.
+                q.peeked = Some(idx);
+                if q.rings[p].is_empty() {
+                    q.nonempty &= !(1 << p);
                 }
-                let still = !self.leaves[idx as usize].is_empty();
-                self.settle(idx, still);
             }
-        }
-        None
+            r
+        })
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
@@ -505,6 +500,9 @@ impl Qdisc for Priq {
         self.backlog_bytes = 0;
     }
 
+    /// [`ClassId::ROOT`] is PRIQ's aggregate, so it is not a valid class
+    /// id; it is summed from the classes when asked for, so the packet path
+    /// counts each packet once (in its class), not twice.
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
         f(ClassId::ROOT, &self.stats());
         for (leaf, &id) in self.leaves.iter().zip(&self.ids) {
@@ -514,291 +512,4 @@ impl Qdisc for Priq {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fifo::{self, Fifo};
-    use crate::testing::{check_random, OpSpace};
-
-    fn fifo(limit: u32) -> Box<dyn Qdisc> {
-        Box::new(Fifo::new(fifo::Params {
-            limit_packets: limit,
-            limit_bytes: None,
-        }))
-    }
-
-    fn pkt(id: u64, class: u32) -> Packet {
-        Packet::synthetic(id, 100, id, ClassId(class))
-    }
-
-    fn three() -> Priq {
-        let mut q = Priq::new();
-        q.add_class(ClassId(1), 1, fifo(10_000)).unwrap();
-        q.add_class(ClassId(2), 7, fifo(10_000)).unwrap();
-        q.add_class(ClassId(3), 15, fifo(10_000)).unwrap();
-        q
-    }
-
-    #[test]
-    fn config_errors() {
-        let mut q = Priq::new();
-        assert_eq!(
-            q.add_class(ClassId(1), 16, fifo(1)),
-            Err(PriqError::PriorityOutOfRange { priority: 16 })
-        );
-        assert_eq!(
-            q.add_class(ClassId::ROOT, 1, fifo(1)),
-            Err(PriqError::ReservedId)
-        );
-        q.add_class(ClassId(1), 1, fifo(1)).unwrap();
-        assert_eq!(
-            q.add_class(ClassId(1), 2, fifo(1)),
-            Err(PriqError::DuplicateClass(ClassId(1)))
-        );
-        assert_eq!(
-            q.set_default(ClassId(9)),
-            Err(PriqError::UnknownClass(ClassId(9)))
-        );
-        q.add_class(ClassId(1 << 20), 3, fifo(1)).unwrap();
-        assert!(q.class(ClassId(1 << 20)).is_some());
-        assert!(q.set_default(ClassId(1 << 20)).is_ok());
-    }
-
-    #[test]
-    fn strict_order_never_serves_lower_while_higher_queued() {
-        let mut q = three();
-        let mut drops = Vec::new();
-        let mut rng = crate::testing::Rng::new(7);
-        let prio = |c: ClassId| match c.0 {
-            1 => 1u8,
-            2 => 7,
-            _ => 15,
-        };
-        let mut resident = [0usize; 4];
-        let mut id = 0;
-        // Random interleaving of arrivals and departures; after each
-        // departure, no class of higher priority may still hold packets.
-        for step in 0..5_000 {
-            if rng.below(3) != 0 {
-                let c = 1 + rng.below(3) as u32;
-                id += 1;
-                assert_eq!(
-                    q.enqueue(pkt(id, c), Instant(step), &mut drops),
-                    Enqueue::Queued
-                );
-                resident[c as usize] += 1;
-            } else if let Some(p) = q.dequeue(Instant(step), &mut drops) {
-                resident[p.class.0 as usize] -= 1;
-                for c in 1..=3u32 {
-                    if prio(ClassId(c)) > prio(p.class) {
-                        assert_eq!(
-                            resident[c as usize], 0,
-                            "step {step}: served {:?} over {c}",
-                            p.class
-                        );
-                    }
-                }
-            } else {
-                assert_eq!(resident.iter().sum::<usize>(), 0);
-            }
-        }
-        assert!(drops.is_empty());
-    }
-
-    #[test]
-    fn fifo_inside_a_class_and_round_robin_within_priority() {
-        let mut q = Priq::new();
-        q.add_class(ClassId(1), 4, fifo(10_000)).unwrap();
-        q.add_class(ClassId(2), 4, fifo(10_000)).unwrap();
-        let mut drops = Vec::new();
-        for id in 0..6 {
-            q.enqueue(pkt(id, 1), Instant(0), &mut drops);
-        }
-        for id in 6..9 {
-            q.enqueue(pkt(id, 2), Instant(0), &mut drops);
-        }
-        let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(Instant(1), &mut drops))
-            .map(|p| p.id)
-            .collect();
-        assert_eq!(order, vec![0, 6, 1, 7, 2, 8, 3, 4, 5]);
-    }
-
-    #[test]
-    fn default_class_routing_and_noclass() {
-        let mut q = three();
-        let mut drops = Vec::new();
-        assert_eq!(
-            q.enqueue(pkt(1, 42), Instant(0), &mut drops),
-            Enqueue::Rejected
-        );
-        assert_eq!(drops.pop().map(|d| d.reason), Some(DropReason::NoClass));
-        assert_eq!(q.stats().drop_packets[DropReason::NoClass.index()], 1);
-        q.set_default(ClassId(1)).unwrap();
-        assert_eq!(
-            q.enqueue(pkt(2, 42), Instant(0), &mut drops),
-            Enqueue::Queued
-        );
-        assert_eq!(q.class(ClassId(1)).map(|c| c.len()), Some(1));
-        assert_eq!(q.len(), 1);
-    }
-
-    #[test]
-    fn child_drops_are_accounted() {
-        let mut q = Priq::new();
-        q.add_class(ClassId(1), 0, fifo(2)).unwrap();
-        let mut drops = Vec::new();
-        for id in 0..3 {
-            q.enqueue(pkt(id, 1), Instant(0), &mut drops);
-        }
-        assert_eq!(drops.len(), 1);
-        assert_eq!(q.len(), 2);
-        assert_eq!(q.backlog_bytes(), 200);
-        let mut seen = Vec::new();
-        q.visit_stats(&mut |id, st| seen.push((id, st.enq_packets, st.total_drops())));
-        assert_eq!(seen, vec![(ClassId::ROOT, 2, 1), (ClassId(1), 2, 1)]);
-    }
-
-    #[test]
-    fn peeked_packet_is_the_one_dequeued() {
-        let mut q = three();
-        let mut drops = Vec::new();
-        q.enqueue(
-            Packet::synthetic(1, 300, 1, ClassId(1)),
-            Instant(0),
-            &mut drops,
-        );
-        assert_eq!(q.peek_len(Instant(0), &mut drops), Some(300));
-        // Same priority as the peeked class (a second class at 1 would be
-        // served after it anyway): the peek stands.
-        q.enqueue(
-            Packet::synthetic(2, 500, 2, ClassId(1)),
-            Instant(0),
-            &mut drops,
-        );
-        assert_eq!(q.peek_len(Instant(0), &mut drops), Some(300));
-        assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(1));
-        assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(2));
-        assert!(q.dequeue(Instant(0), &mut drops).is_none());
-    }
-
-    #[test]
-    fn a_higher_priority_arrival_goes_before_a_peeked_packet() {
-        // The token bucket peeks a bulk frame and waits for its tokens; a
-        // ping (class 3, priority 15) arriving meanwhile must leave first.
-        let mut q = three();
-        let mut drops = Vec::new();
-        for id in [1, 2] {
-            q.enqueue(
-                Packet::synthetic(id, 1500, 1, ClassId(1)),
-                Instant(0),
-                &mut drops,
-            );
-        }
-        assert_eq!(q.peek_len(Instant(0), &mut drops), Some(1500));
-        q.enqueue(
-            Packet::synthetic(3, 98, 2, ClassId(3)),
-            Instant(0),
-            &mut drops,
-        );
-        assert_eq!(q.peek_len(Instant(0), &mut drops), Some(98));
-        // A lower priority than the new peek's does not take it back.
-        q.enqueue(
-            Packet::synthetic(4, 60, 3, ClassId(2)),
-            Instant(0),
-            &mut drops,
-        );
-        assert_eq!(q.peek_len(Instant(0), &mut drops), Some(98));
-        let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(Instant(0), &mut drops))
-            .map(|p| p.id)
-            .collect();
-        assert_eq!(order, vec![3, 4, 1, 2]);
-        assert_eq!(q.len(), 0);
-    }
-
-    #[test]
-    fn model_check_many_classes() {
-        let space = OpSpace::default().with_classes(1..=6).with_flows(24);
-        let r = check_random(
-            || {
-                let mut q = Priq::new();
-                for c in 1..=6u32 {
-                    // Two classes share each of priorities 0, 5 and 15.
-                    q.add_class(ClassId(c), [0, 5, 15][(c % 3) as usize], fifo(8))
-                        .unwrap();
-                }
-                Box::new(q)
-            },
-            &space,
-            300,
-            300,
-        );
-        assert!(r.dequeued > 0 && r.dropped > 0, "{r:?}");
-    }
-
-    #[test]
-    fn model_check_default_routing() {
-        // Classes 1..=4 are generated; only 1 and 2 exist, 2 is the default.
-        let space = OpSpace::default().with_classes(1..=4).with_flows(16);
-        let r = check_random(
-            || {
-                let mut q = Priq::new();
-                q.add_class(ClassId(1), 3, fifo(10)).unwrap();
-                q.add_class(ClassId(2), 9, fifo(10)).unwrap();
-                q.set_default(ClassId(2)).unwrap();
-                Box::new(q)
-            },
-            &space,
-            200,
-            300,
-        );
-        assert!(r.dequeued > 0, "{r:?}");
-    }
-
-    #[test]
-    fn model_check_every_leaf_kind_as_child() {
-        use crate::codel::{self, Codel};
-        use crate::fq_codel::{self, FqCodel};
-        use crate::red::{self, Red, Rio};
-        use sluice_time::Duration;
-        let space = OpSpace::default().with_classes(1..=5).with_flows(20);
-        let r = check_random(
-            || {
-                let aqm = codel::Params {
-                    interval: Duration::from_millis(20),
-                    ecn: true,
-                    ..codel::Params::default()
-                };
-                let mut q = Priq::new();
-                q.add_class(ClassId(1), 2, fifo(6)).unwrap();
-                q.add_class(ClassId(2), 9, Box::new(Codel::new(aqm, 8)))
-                    .unwrap();
-                let fq = FqCodel::new(fq_codel::Params {
-                    flows: 4,
-                    limit_packets: 10,
-                    interval: Duration::from_millis(20),
-                    ..fq_codel::Params::default()
-                });
-                q.add_class(ClassId(3), 9, Box::new(fq)).unwrap();
-                let red = Red::new(red::Params {
-                    limit_packets: 10,
-                    min_th: 2,
-                    max_th: 6,
-                    weight: 1,
-                    ecn: true,
-                    ..red::Params::default()
-                });
-                q.add_class(ClassId(4), 15, Box::new(red)).unwrap();
-                let rio = Rio::new(red::RioParams {
-                    limit_packets: 10,
-                    weight: 1,
-                    ..red::RioParams::default()
-                });
-                q.add_class(ClassId(5), 0, Box::new(rio)).unwrap();
-                Box::new(q)
-            },
-            &space,
-            300,
-            400,
-        );
-        assert!(r.dequeued > 0 && r.dropped > 0 && r.marks > 0, "{r:?}");
-    }
-}
+mod tests;

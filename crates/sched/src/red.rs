@@ -12,18 +12,15 @@
 //!   (computed by square-and-multiply, so any idle time costs ≤ 64 steps).
 //! - `avg < min_th`: never drop. `avg ≥ max_th`: drop every arrival (forced
 //!   drop, even ECT packets). In between,
-//!   `pb = max_p (avg - min_th) / (max_th - min_th)` and the arrival is dropped with `pa = pb / (1 - count·pb)`,
-//!   `count` being arrivals since the last drop: this spaces drops uniformly
-//!   instead of geometrically (§7).
+//!   `pb = max_p (avg - min_th) / (max_th - min_th)` and the arrival is
+//!   dropped with `pa = pb / (1 - count·pb)`, `count` being arrivals since
+//!   the last drop: this spaces drops uniformly instead of geometrically.
 //! - With `ecn`, an ECT packet picked in the probabilistic region is marked CE
 //!   and queued instead of dropped (RFC 3168 §7); marks count in
 //!   `QueueStats::ecn_marks`.
 //! - The physical `limit_packets` still refuses newcomers (`QueueFull`).
-//! - With an ACK filter (`with_ack_filter`), an admitted ACK may remove one
-//!   older redundant pure ACK of its connection from the newest
-//!   [`SCAN_LIMIT`](crate::ack_filter::SCAN_LIMIT) packets
-//!   ([`DropReason::AckFilter`]), as in [`crate::fifo`]; RED's verdict on
-//!   the newcomer comes first.
+//! - An ACK filter (`with_ack_filter`) works as in [`crate::fifo`], after
+//!   RED's verdict on the newcomer.
 //! - Randomness comes from a seeded xorshift generator in the state: runs are
 //!   reproducible and the core stays sans-IO.
 //!
@@ -335,7 +332,11 @@ impl Red {
         }
     }
 
-    /// The same queue with an ACK filter (see the module's Principles).
+    /// The same queue with an ACK filter: an admitted ACK may remove one
+    /// older redundant pure ACK of its connection from the newest
+    /// [`SCAN_LIMIT`](crate::ack_filter::SCAN_LIMIT) packets
+    /// ([`DropReason::AckFilter`]), as in [`crate::fifo`]; RED's verdict on
+    /// the newcomer comes first.
     pub fn with_ack_filter(mut self, mode: AckFilter) -> Red {
         self.base.ack_filter = mode;
         self
@@ -478,7 +479,11 @@ impl Rio {
         }
     }
 
-    /// The same queue with an ACK filter (see the module's Principles).
+    /// The same queue with an ACK filter: an admitted ACK may remove one
+    /// older redundant pure ACK of its connection from the newest
+    /// [`SCAN_LIMIT`](crate::ack_filter::SCAN_LIMIT) packets
+    /// ([`DropReason::AckFilter`]), as in [`crate::fifo`]; RED's verdict on
+    /// the newcomer comes first.
     pub fn with_ack_filter(mut self, mode: AckFilter) -> Rio {
         self.base.ack_filter = mode;
         self

@@ -27,14 +27,8 @@
 //! lets it go negative by one packet; we check the head's cost (via
 //! `peek_len`) so the burst bound is the bucket itself, as the brief asks.
 //!
-//! Ingress mode ([`crate::ingress`], off unless [`Tbr::set_ingress`]): the
-//! drops of the chosen classes, wherever in the tree they happen (at
-//! enqueue or during the AQM's dequeue), take their cost out of the bucket
-//! as a send would, down to a debt of [`crate::ingress::MAX_DEBT`] at the
-//! rate (at least four full-size frames); a second bucket charged 3/2 of every send and nothing for drops
-//! may release the head too (the failsafe), so the output stays at or
-//! above 2/3 of the rate. With ingress off, or on without drops, the
-//! failsafe bucket never holds more than the main one and nothing changes.
+//! Ingress mode ([`crate::ingress`], off unless [`Tbr::set_ingress`]): drops
+//! take their cost out of the bucket as a send would.
 
 use crate::ingress::{max_debt_bytes, Ingress, FAILSAFE_DEN, FAILSAFE_NUM};
 use crate::qdisc::HOLD_PASS_BYTES;
@@ -128,6 +122,15 @@ impl Tbr {
 
     /// Puts the regulator in ingress mode for the classes `ingress` names
     /// (see [`crate::ingress`]); [`Ingress::off`] restores egress shaping.
+    ///
+    /// In ingress mode the drops of the chosen classes, wherever in the tree
+    /// they happen (at enqueue or during the AQM's dequeue), take their cost
+    /// out of the bucket as a send would, down to a debt of
+    /// [`crate::ingress::MAX_DEBT`] at the rate (at least four full-size
+    /// frames); a second bucket charged 3/2 of every send and nothing for drops
+    /// may release the head too (the failsafe), so the output stays at or above
+    /// 2/3 of the rate. With ingress off, or on without drops, the failsafe
+    /// bucket never holds more than the main one and nothing changes.
     pub fn set_ingress(&mut self, ingress: Ingress) {
         self.ingress = ingress;
         self.failsafe = self.tokens;
@@ -370,7 +373,7 @@ impl Qdisc for Tbr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drr::test_fifo::Fifo;
+    use crate::testing::fifo_leaf;
     use crate::testing::{check_random, OpSpace};
     use sluice_time::Duration;
 
@@ -380,13 +383,13 @@ mod tests {
 
     /// A regulator of `rate` and `bucket_bytes` over a FIFO of `limit` packets.
     fn tbr(rate: Rate, bucket_bytes: u32, limit: usize) -> Tbr {
-        Tbr::new(Params { rate, bucket_bytes }, Fifo::boxed(limit))
+        Tbr::new(Params { rate, bucket_bytes }, fifo_leaf(limit))
     }
 
     /// Keeps the regulator backlogged from `start` and serves it exactly at
     /// its wake-ups; returns (time of the last send, total bytes sent, packets).
     fn saturate(rate: Rate, start: Instant, n: u64) -> (Instant, u64, u64) {
-        let mut t = Tbr::new(Params::for_rate(rate), Fifo::boxed(100_000));
+        let mut t = Tbr::new(Params::for_rate(rate), fifo_leaf(100_000));
         let mut drops = Vec::new();
         let lens = [1500u32, 64, 576, 1200, 40];
         let mut now = start;
@@ -616,7 +619,7 @@ mod tests {
 
     #[test]
     fn a_packet_larger_than_the_bucket_still_leaves() {
-        let mut t = Tbr::new(Params::for_rate(Rate::kbps(128)), Fifo::boxed(10));
+        let mut t = Tbr::new(Params::for_rate(Rate::kbps(128)), fifo_leaf(10));
         assert_eq!(t.params().bucket_bytes, 1500);
         let mut drops = Vec::new();
         t.enqueue(pkt(1, 9000), Instant(0), &mut drops);
@@ -639,7 +642,7 @@ mod tests {
                 rate: Rate::ZERO,
                 bucket_bytes: 0,
             },
-            Fifo::boxed(10),
+            fifo_leaf(10),
         );
         let mut drops = Vec::new();
         for i in 0..5 {
@@ -714,7 +717,7 @@ mod tests {
                         rate: Rate::mbps(2),
                         bucket_bytes: 3000,
                     },
-                    Fifo::boxed(20),
+                    fifo_leaf(20),
                 ))
             },
             &space,

@@ -6,8 +6,9 @@
 //! asserted. Runs as a unit/property test (seeded, deterministic) and can be
 //! driven from a fuzz target with raw bytes via [`check_bytes`].
 //!
-//! Also home of [`DropTail`], the bare leaf that tests and benches put under
-//! classful disciplines.
+//! Also home of the leaves that tests and benches put under classful
+//! disciplines: [`fifo_leaf`] (the real FIFO), [`DropTail`] (a bare one) and
+//! [`Lossy`] (one that drops at dequeue and peek, as an AQM does).
 
 // The model checks `len()` itself: `is_empty()` is derived from it and may be
 // overridden, so comparing `len()` with zero is the point here.
@@ -399,6 +400,16 @@ pub fn check_bytes(q: &mut dyn Qdisc, space: &OpSpace, bytes: &[u8]) -> Report {
     check_ops(q, space, &ops)
 }
 
+/// The real drop-tail FIFO ([`crate::fifo::Fifo`]) of at most
+/// `limit_packets` packets, boxed: the leaf of the classful disciplines'
+/// tests.
+pub fn fifo_leaf(limit_packets: usize) -> Box<dyn Qdisc> {
+    Box::new(crate::fifo::Fifo::new(crate::fifo::Params {
+        limit_packets: u32::try_from(limit_packets).unwrap_or(u32::MAX),
+        limit_bytes: None,
+    }))
+}
+
 /// A bare drop-tail leaf for tests and benches of the classful disciplines.
 ///
 /// Unlike [`crate::fifo::Fifo`], a parent cannot store it inline, so a bench
@@ -498,6 +509,89 @@ impl Qdisc for DropTail {
             ..Default::default()
         };
         f(ClassId::ROOT, &s);
+    }
+}
+
+/// A FIFO leaf with an AQM's habits, for tests of the parents: `dequeue`
+/// first drops every head whose id is a multiple of `dequeue_every`,
+/// `peek_len` every head whose id is a multiple of `peek_every` (0: never;
+/// reason `Aqm`), so either may find the queue empty after dropping, and a
+/// drop share is known in advance. Refuses arrivals beyond `limit` packets
+/// (`QueueFull`) and keeps its own statistics.
+pub struct Lossy {
+    q: VecDeque<Packet>,
+    dequeue_every: u64,
+    peek_every: u64,
+    limit: usize,
+    bytes: u64,
+    stats: QueueStats,
+}
+
+impl Lossy {
+    pub fn boxed(limit: usize, dequeue_every: u64, peek_every: u64) -> Box<dyn Qdisc> {
+        Box::new(Lossy {
+            q: VecDeque::new(),
+            dequeue_every,
+            peek_every,
+            limit,
+            bytes: 0,
+            stats: QueueStats::default(),
+        })
+    }
+
+    fn cull(&mut self, every: u64, drops: &mut Drops) {
+        // Bound: each iteration removes a packet.
+        while let Some(h) = self.q.front() {
+            if every == 0 || h.id % every != 0 {
+                return;
+            }
+            let Some(p) = self.q.pop_front() else { return };
+            self.bytes -= u64::from(p.len);
+            self.stats.push_drop_resident(p, DropReason::Aqm, drops);
+        }
+    }
+}
+
+impl Qdisc for Lossy {
+    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
+        if self.q.len() >= self.limit {
+            self.stats.push_drop(pkt, DropReason::QueueFull, drops);
+            return Enqueue::Rejected;
+        }
+        pkt.enqueued_at = now;
+        self.stats.on_enqueue(&pkt);
+        self.bytes += u64::from(pkt.len);
+        self.q.push_back(pkt);
+        Enqueue::Queued
+    }
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
+        self.cull(self.dequeue_every, drops);
+        let p = self.q.pop_front()?;
+        self.bytes -= u64::from(p.len);
+        self.stats.on_dequeue(&p, now);
+        Some(p)
+    }
+    fn peek_len(&mut self, _now: Instant, drops: &mut Drops) -> Option<u32> {
+        self.cull(self.peek_every, drops);
+        self.q.front().map(|p| p.cost)
+    }
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn purge(&mut self, drops: &mut Drops) {
+        while let Some(p) = self.q.pop_front() {
+            self.stats.push_drop_resident(p, DropReason::Purge, drops);
+        }
+        self.bytes = 0;
+    }
+    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
+        f(ClassId::ROOT, &self.stats);
     }
 }
 

@@ -29,15 +29,15 @@
 //! Leaves are expected to be work-conserving (FIFO, RED, CoDel): a leaf that
 //! holds a packet back stalls its class until the leaf's own wake-up.
 
-use crate::drr::leaf::{resident_from_totals, Leaf, Totals};
-use crate::drr::{check_weight, reject_no_class, ClassIndex};
+use crate::class::{check_weight, reject_no_class, ClassIndex};
+use crate::class::{resident_from_totals, Counted, Totals};
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-pub use crate::drr::ClassError;
+pub use crate::class::ClassError;
 
 /// Fractional bits of the virtual-time tags.
 const TAG_SHIFT: u32 = 32;
@@ -62,7 +62,7 @@ struct Flow {
     state: State,
     /// Bumped on every heap insertion; older heap entries are stale.
     gen: u64,
-    leaf: Leaf,
+    leaf: Counted,
 }
 
 type Heap = BinaryHeap<Reverse<(u128, usize, u64)>>;
@@ -125,7 +125,7 @@ impl Wf2q {
             finish: 0,
             state: State::Idle,
             gen: 0,
-            leaf: Leaf::new(leaf),
+            leaf: Counted::new(leaf),
         });
         Ok(())
     }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::drr::test_fifo::Fifo;
+use crate::testing::fifo_leaf;
 use crate::testing::{check_random, OpSpace};
 
 const LINK: Rate = Rate::mbps(10);
@@ -23,7 +23,7 @@ fn tree(leaves: &[(u32, Rate, u8, bool)]) -> Cbq {
             ClassId(id),
             Some(ClassId(1)),
             params(rate, prio, borrow),
-            Some(Fifo::boxed(1_000_000)),
+            Some(fifo_leaf(1_000_000)),
         )
         .unwrap();
     }
@@ -173,7 +173,7 @@ fn borrowing_follows_the_chain_only_through_borrowing_classes() {
         ClassId(3),
         Some(ClassId(2)),
         params(LINK.percent(10), 3, true),
-        Some(Fifo::boxed(1_000_000)),
+        Some(fifo_leaf(1_000_000)),
     )
     .unwrap();
     let span = Duration::from_secs(5);
@@ -244,7 +244,7 @@ fn next_wakeup_is_when_tokens_return() {
         ClassId(5),
         None,
         params(Rate::mbps(1), 0, false),
-        Some(Fifo::boxed(100)),
+        Some(fifo_leaf(100)),
     )
     .unwrap();
     let mut drops = Vec::new();
@@ -341,7 +341,7 @@ fn hierarchy() -> Box<dyn Qdisc> {
             ClassId(id),
             parent.map(ClassId),
             params(link.percent(pct), prio, borrow),
-            leaf.then(|| Fifo::boxed(12)),
+            leaf.then(|| fifo_leaf(12)),
         )
         .unwrap();
     };
@@ -494,7 +494,7 @@ fn interior_tree(web_borrow: bool) -> Cbq {
         ClassId(2),
         Some(ClassId(1)),
         params(pct(10), 1, false),
-        Some(Fifo::boxed(1_000_000)),
+        Some(fifo_leaf(1_000_000)),
     )
     .unwrap();
     q.add_class(
@@ -509,11 +509,11 @@ fn interior_tree(web_borrow: bool) -> Cbq {
             ClassId(id),
             Some(ClassId(3)),
             params(pct(40), 1, true),
-            Some(Fifo::boxed(1_000_000)),
+            Some(fifo_leaf(1_000_000)),
         )
         .unwrap();
     }
-    q.add_queue(ClassId(3), Fifo::boxed(1_000_000)).unwrap();
+    q.add_queue(ClassId(3), fifo_leaf(1_000_000)).unwrap();
     q.set_default(ClassId(2)).unwrap();
     q
 }
@@ -522,11 +522,11 @@ fn interior_tree(web_borrow: bool) -> Cbq {
 fn an_interior_class_queues_packets_within_the_allocation_it_shares() {
     let mut q = interior_tree(false);
     assert_eq!(
-        q.add_queue(ClassId(3), Fifo::boxed(1)),
+        q.add_queue(ClassId(3), fifo_leaf(1)),
         Err(ClassError::HasQueue(ClassId(3)))
     );
     assert_eq!(
-        q.add_queue(ClassId(9), Fifo::boxed(1)),
+        q.add_queue(ClassId(9), fifo_leaf(1)),
         Err(ClassError::Unknown(ClassId(9)))
     );
     // web's own packets and web_in's, both backlogged: together they get

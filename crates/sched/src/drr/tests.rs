@@ -1,13 +1,13 @@
 use super::*;
+use crate::testing::fifo_leaf;
 use crate::testing::{check_random, OpSpace};
-use test_fifo::Fifo;
 
 const SIZES: [u32; 7] = [1500, 64, 576, 1200, 40, 900, 1500];
 
 fn drr(base: u32, weights: &[u32]) -> Drr {
     let mut d = Drr::new(base);
     for (n, &w) in weights.iter().enumerate() {
-        d.add_class(ClassId(n as u32 + 1), w, Fifo::boxed(100_000))
+        d.add_class(ClassId(n as u32 + 1), w, fifo_leaf(100_000))
             .unwrap();
     }
     d
@@ -139,15 +139,15 @@ fn unknown_class_goes_to_default_or_is_refused() {
 fn configuration_errors_are_reported() {
     let mut d = drr(1500, &[1]);
     assert_eq!(
-        d.add_class(ClassId(5), 0, Fifo::boxed(1)),
+        d.add_class(ClassId(5), 0, fifo_leaf(1)),
         Err(ClassError::Weight(0))
     );
     assert_eq!(
-        d.add_class(ClassId(5), 101, Fifo::boxed(1)),
+        d.add_class(ClassId(5), 101, fifo_leaf(1)),
         Err(ClassError::Weight(101))
     );
     assert_eq!(
-        d.add_class(ClassId(1), 1, Fifo::boxed(1)),
+        d.add_class(ClassId(1), 1, fifo_leaf(1)),
         Err(ClassError::Duplicate(ClassId(1)))
     );
     assert_eq!(
@@ -159,7 +159,7 @@ fn configuration_errors_are_reported() {
 #[test]
 fn leaf_refusals_are_counted_against_the_class() {
     let mut d = Drr::new(1500);
-    d.add_class(ClassId(1), 1, Fifo::boxed(2)).unwrap();
+    d.add_class(ClassId(1), 1, fifo_leaf(2)).unwrap();
     let mut drops = Vec::new();
     for id in 0..3 {
         d.enqueue(
@@ -184,7 +184,7 @@ fn model_check_three_classes(wake: u32) {
     let r = check_random(
         || {
             let mut d = drr(300, &[1, 4, 100]).wake_first(wake);
-            d.add_class(ClassId(9), 2, Fifo::boxed(3)).unwrap();
+            d.add_class(ClassId(9), 2, fifo_leaf(3)).unwrap();
             d.set_default(ClassId(9)).unwrap();
             Box::new(d)
         },

@@ -3,7 +3,7 @@
 use super::*;
 use crate::testing::check_aqm;
 use crate::Ecn;
-use sluice_time::Rate;
+use sluice_time::{Duration, Rate};
 
 const MS: u64 = 1_000_000;
 

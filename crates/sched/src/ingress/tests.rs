@@ -39,88 +39,9 @@ fn off_charges_nothing_and_all_charges_every_class() {
 // ---- Shapers in ingress mode, in virtual time ----
 
 use crate::fq_codel::{self, FqCodel};
-use crate::testing::{check_random, OpSpace, Rng};
-use crate::{hfsc, pipe, priq, tbr, Drops, Enqueue, Qdisc, QueueStats};
+use crate::testing::{check_random, Lossy, OpSpace, Rng};
+use crate::{hfsc, pipe, priq, tbr, Qdisc};
 use sluice_time::{Instant, Rate};
-use std::collections::VecDeque;
-
-/// A FIFO whose AQM drops, at dequeue, every head whose id is a multiple
-/// of `every` (0: none): a drop share known in advance. Refuses arrivals
-/// beyond `limit` packets with `QueueFull`.
-struct Lossy {
-    q: VecDeque<Packet>,
-    every: u64,
-    limit: usize,
-    bytes: u64,
-    stats: QueueStats,
-}
-
-impl Lossy {
-    fn boxed(every: u64, limit: usize) -> Box<dyn Qdisc> {
-        Box::new(Lossy {
-            q: VecDeque::new(),
-            every,
-            limit,
-            bytes: 0,
-            stats: QueueStats::default(),
-        })
-    }
-
-    fn cull(&mut self, drops: &mut Drops) {
-        // Bound: each iteration removes a packet.
-        while let Some(h) = self.q.front() {
-            if self.every == 0 || h.id % self.every != 0 {
-                return;
-            }
-            let Some(p) = self.q.pop_front() else { return };
-            self.bytes -= u64::from(p.len);
-            self.stats.push_drop_resident(p, DropReason::Aqm, drops);
-        }
-    }
-}
-
-impl Qdisc for Lossy {
-    fn enqueue(&mut self, mut pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        if self.q.len() >= self.limit {
-            self.stats.push_drop(pkt, DropReason::QueueFull, drops);
-            return Enqueue::Rejected;
-        }
-        pkt.enqueued_at = now;
-        self.stats.on_enqueue(&pkt);
-        self.bytes += u64::from(pkt.len);
-        self.q.push_back(pkt);
-        Enqueue::Queued
-    }
-    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        self.cull(drops);
-        let p = self.q.pop_front()?;
-        self.bytes -= u64::from(p.len);
-        self.stats.on_dequeue(&p, now);
-        Some(p)
-    }
-    fn peek_len(&mut self, _now: Instant, drops: &mut Drops) -> Option<u32> {
-        self.cull(drops);
-        self.q.front().map(|p| p.cost)
-    }
-    fn next_wakeup(&self) -> Option<Instant> {
-        None
-    }
-    fn len(&self) -> usize {
-        self.q.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.bytes
-    }
-    fn purge(&mut self, drops: &mut Drops) {
-        while let Some(p) = self.q.pop_front() {
-            self.stats.push_drop_resident(p, DropReason::Purge, drops);
-        }
-        self.bytes = 0;
-    }
-    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        f(ClassId::ROOT, &self.stats);
-    }
-}
 
 /// What a saturated shaper did between the first arrival and its last send.
 #[derive(Debug)]
@@ -184,7 +105,7 @@ fn tbr_over(every: u64, rate: Rate, ingress: Ingress) -> tbr::Tbr {
             rate,
             bucket_bytes: 3000,
         },
-        Lossy::boxed(every, usize::MAX),
+        Lossy::boxed(usize::MAX, every, every),
     );
     t.set_ingress(ingress);
     t
@@ -197,7 +118,7 @@ fn pipe_over(every: u64, rate: Rate, ingress: Ingress) -> pipe::Pipe {
             queue_limit_packets: 0,
             ..pipe::Params::default()
         },
-        Lossy::boxed(every, usize::MAX),
+        Lossy::boxed(usize::MAX, every, every),
     );
     p.set_ingress(ingress);
     p
@@ -302,7 +223,7 @@ fn the_charge_of_a_burst_of_drops_is_bounded_and_the_failsafe_keeps_sending() {
             rate,
             bucket_bytes: 1500,
         },
-        Lossy::boxed(0, 10),
+        Lossy::boxed(10, 0, 0),
     );
     t.set_ingress(Ingress::all());
     let mut drops = Vec::new();

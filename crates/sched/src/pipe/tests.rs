@@ -1,6 +1,6 @@
 use super::*;
-use crate::drr::test_fifo::Fifo;
 use crate::drr::Drr;
+use crate::testing::fifo_leaf;
 use crate::testing::{check_random, OpSpace, Rng};
 
 fn pkt(id: u64, len: u32) -> Packet {
@@ -52,7 +52,7 @@ fn back_to_back_packets_leave_at_rate_plus_delay_exactly() {
     // 10 Mbit/s: 1000 B = 800 us. Delay 20 ms.
     let mut p = Pipe::new(
         params(Rate::mbps(10), Duration::from_millis(20)),
-        Fifo::boxed(10_000),
+        fifo_leaf(10_000),
     );
     let t0 = Instant(1_000_000_000);
     let arrivals: Vec<_> = (0..1000).map(|i| (t0, pkt(i, 1000))).collect();
@@ -69,7 +69,7 @@ fn back_to_back_packets_leave_at_rate_plus_delay_exactly() {
 fn random_arrivals_exit_at_serialisation_end_plus_delay() {
     let rate = Rate::kbps(3_000);
     let delay = Duration::from_millis(7);
-    let mut p = Pipe::new(params(rate, delay), Fifo::boxed(100_000));
+    let mut p = Pipe::new(params(rate, delay), fifo_leaf(100_000));
     let mut rng = Rng::new(42);
     let mut t = Instant(5_000_000);
     let mut arrivals = Vec::new();
@@ -120,9 +120,9 @@ fn polling_often_sees_the_same_exit_times_as_waking_exactly() {
         t += Duration::from_micros(50 * rng.below(200)); // on the poll grid
         arrivals.push((t, pkt(i, 40 + rng.below(1461) as u32)));
     }
-    let mut exact = Pipe::new(params(rate, delay), Fifo::boxed(10_000));
+    let mut exact = Pipe::new(params(rate, delay), fifo_leaf(10_000));
     let reference = drive(&mut exact, &arrivals);
-    let mut polled = Pipe::new(params(rate, delay), Fifo::boxed(10_000));
+    let mut polled = Pipe::new(params(rate, delay), fifo_leaf(10_000));
     let mut drops = Vec::new();
     let mut out = Vec::new();
     let mut now = arrivals[0].0;
@@ -159,7 +159,7 @@ fn loss_rate_within_binomial_bounds_and_deterministic() {
                 queue_limit_packets: 0,
                 ..Params::default()
             },
-            Fifo::boxed(100_000),
+            fifo_leaf(100_000),
         );
         let mut drops = Vec::new();
         for i in 0..10_000 {
@@ -202,7 +202,7 @@ fn no_loss_and_full_loss_are_exact() {
             queue_limit_packets: 0,
             ..Params::default()
         },
-        Fifo::boxed(100_000),
+        fifo_leaf(100_000),
     );
     let mut always = Pipe::new(
         Params {
@@ -210,7 +210,7 @@ fn no_loss_and_full_loss_are_exact() {
             queue_limit_packets: 0,
             ..Params::default()
         },
-        Fifo::boxed(100_000),
+        fifo_leaf(100_000),
     );
     for i in 0..5_000 {
         never.enqueue(pkt(i, 100), Instant(0), &mut drops);
@@ -230,7 +230,7 @@ fn queue_limit_counts_packets_waiting_for_the_link() {
             queue_limit_packets: 5,
             ..Params::default()
         },
-        Fifo::boxed(1000),
+        fifo_leaf(1000),
     );
     let mut drops = Vec::new();
     let mut refused = 0;
@@ -257,7 +257,7 @@ fn burst_after_idle_passes_at_line_speed() {
             queue_limit_packets: 0,
             ..Params::default()
         },
-        Fifo::boxed(100),
+        fifo_leaf(100),
     );
     let t0 = Instant(10_000_000_000);
     let arrivals: Vec<_> = (0..5).map(|i| (t0, pkt(i, 1000))).collect();
@@ -270,8 +270,8 @@ fn burst_after_idle_passes_at_line_speed() {
 #[test]
 fn pipe_over_drr_keeps_weights_at_the_pipe_rate() {
     let mut drr = Drr::new(1500);
-    drr.add_class(ClassId(1), 10, Fifo::boxed(10_000)).unwrap();
-    drr.add_class(ClassId(2), 1, Fifo::boxed(10_000)).unwrap();
+    drr.add_class(ClassId(1), 10, fifo_leaf(10_000)).unwrap();
+    drr.add_class(ClassId(2), 1, fifo_leaf(10_000)).unwrap();
     let mut p = Pipe::new(
         params(Rate::mbps(8), Duration::from_millis(10)),
         Box::new(drr),
@@ -305,7 +305,7 @@ fn model_checker_pipe_with_loss_and_delay() {
                     seed: 9,
                     queue_limit_packets: 20,
                 },
-                Fifo::boxed(30),
+                fifo_leaf(30),
             ))
         },
         &space,
@@ -321,8 +321,8 @@ fn model_checker_pipe_over_drr_unlimited_rate() {
     let r = check_random(
         || {
             let mut drr = Drr::new(600);
-            drr.add_class(ClassId(1), 1, Fifo::boxed(8)).unwrap();
-            drr.add_class(ClassId(2), 7, Fifo::boxed(8)).unwrap();
+            drr.add_class(ClassId(1), 1, fifo_leaf(8)).unwrap();
+            drr.add_class(ClassId(2), 7, fifo_leaf(8)).unwrap();
             let p = Params {
                 delay: Duration::from_millis(2),
                 loss_ppm: 10_000,
@@ -342,7 +342,7 @@ fn model_checker_pipe_over_drr_unlimited_rate() {
 fn a_rate_step_with_packets_queued_loses_nothing_and_paces_each_side() {
     // 300 packets of 1000 B wait at t0; 8 Mbit/s (1 ms each) until 100 ms,
     // then 2 Mbit/s (4 ms each). No delay, so exits are serialisation ends.
-    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), Fifo::boxed(10_000));
+    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), fifo_leaf(10_000));
     let mut drops = Vec::new();
     let t0 = Instant(1_000_000_000);
     for i in 0..300 {
@@ -388,7 +388,7 @@ fn a_hold_keeps_the_link_silent_for_its_length_and_loses_nothing() {
     // of 30 ms at 10 ms: the packet in service at 10 ms (its turn came at
     // 10 ms) still goes, then the link is silent until 41 ms, and the rest
     // follows at the rate.
-    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), Fifo::boxed(10_000));
+    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), fifo_leaf(10_000));
     let mut drops = Vec::new();
     let t0 = Instant(1_000_000_000);
     for i in 0..100 {
@@ -438,7 +438,7 @@ fn a_hold_lets_small_packets_by_at_the_rate_and_ends_their_time_later() {
     // ten ACK-sized packets at 5 ms leave one after the other at the rate
     // (5.1 … 6.0 ms); a full-sized one at 6 ms waits for the hold's end,
     // moved by the small ones' 1 ms, and leaves at 31 + 1 ms.
-    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), Fifo::boxed(100));
+    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), fifo_leaf(100));
     let t0 = Instant(1_000_000_000);
     let us = |n: u64| t0 + Duration::from_micros(n);
     assert!(p.hold(Duration::from_millis(30), t0, &mut Vec::new()));

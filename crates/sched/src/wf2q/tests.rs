@@ -1,5 +1,5 @@
 use super::*;
-use crate::drr::test_fifo::Fifo;
+use crate::testing::fifo_leaf;
 use crate::testing::{check_random, OpSpace, Rng};
 
 const L_MAX: i64 = 1500;
@@ -7,7 +7,7 @@ const L_MAX: i64 = 1500;
 fn wf2q(weights: &[u32]) -> Wf2q {
     let mut q = Wf2q::new();
     for (n, &w) in weights.iter().enumerate() {
-        q.add_class(ClassId(n as u32 + 1), w, Fifo::boxed(1_000_000))
+        q.add_class(ClassId(n as u32 + 1), w, fifo_leaf(1_000_000))
             .unwrap();
     }
     q
@@ -187,11 +187,11 @@ fn a_class_that_just_emptied_cannot_reenter_ahead_of_its_finish_tag() {
 fn configuration_errors_are_reported() {
     let mut q = wf2q(&[1]);
     assert_eq!(
-        q.add_class(ClassId(2), 0, Fifo::boxed(1)),
+        q.add_class(ClassId(2), 0, fifo_leaf(1)),
         Err(ClassError::Weight(0))
     );
     assert_eq!(
-        q.add_class(ClassId(1), 5, Fifo::boxed(1)),
+        q.add_class(ClassId(1), 5, fifo_leaf(1)),
         Err(ClassError::Duplicate(ClassId(1)))
     );
     assert_eq!(
@@ -206,9 +206,9 @@ fn model_checker_three_classes_and_default() {
     let r = check_random(
         || {
             let mut q = Wf2q::new();
-            q.add_class(ClassId(1), 1, Fifo::boxed(50)).unwrap();
-            q.add_class(ClassId(2), 10, Fifo::boxed(50)).unwrap();
-            q.add_class(ClassId(3), 100, Fifo::boxed(3)).unwrap();
+            q.add_class(ClassId(1), 1, fifo_leaf(50)).unwrap();
+            q.add_class(ClassId(2), 10, fifo_leaf(50)).unwrap();
+            q.add_class(ClassId(3), 100, fifo_leaf(3)).unwrap();
             q.set_default(ClassId(1)).unwrap();
             Box::new(q)
         },

@@ -1,6 +1,7 @@
 //! The Qdisc contract, validation, stats, purge, the FIFO reference.
 
 use super::support::*;
+use crate::testing::Lossy;
 use std::collections::VecDeque;
 
 #[test]
@@ -435,45 +436,6 @@ fn extreme_curves_neither_panic_nor_lose_packets() {
     assert!(r.dequeued > 100 && r.throttled > 10, "{r:?}");
 }
 
-/// A leaf with an AQM's habits: `peek_len` and `dequeue` may drop packets
-/// (here by packet id), and may find the queue empty after dropping.
-struct Lossy(DropTail);
-
-impl Lossy {
-    fn boxed() -> Option<Box<dyn Qdisc>> {
-        Some(Box::new(Lossy(DropTail::new(8))))
-    }
-}
-
-impl Qdisc for Lossy {
-    fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
-        self.0.enqueue(pkt, now, drops)
-    }
-    fn dequeue(&mut self, now: Instant, drops: &mut Drops) -> Option<Packet> {
-        self.0.drop_heads(|p| p.id % 3 == 0, drops);
-        self.0.dequeue(now, drops)
-    }
-    fn peek_len(&mut self, now: Instant, drops: &mut Drops) -> Option<u32> {
-        self.0.drop_heads(|p| p.id % 5 == 0, drops);
-        self.0.peek_len(now, drops)
-    }
-    fn next_wakeup(&self) -> Option<Instant> {
-        self.0.next_wakeup()
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.0.backlog_bytes()
-    }
-    fn purge(&mut self, drops: &mut Drops) {
-        self.0.purge(drops)
-    }
-    fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats)) {
-        self.0.visit_stats(f)
-    }
-}
-
 #[test]
 fn leaves_that_drop_on_peek_and_dequeue_keep_the_books_straight() {
     let link = Rate::mbps(1);
@@ -501,7 +463,7 @@ fn leaves_that_drop_on_peek_and_dequeue_keep_the_books_straight() {
             },
         ];
         for (i, p) in classes.into_iter().enumerate() {
-            q.add_class(ClassId(i as u32 + 1), None, p, Lossy::boxed())
+            q.add_class(ClassId(i as u32 + 1), None, p, Some(Lossy::boxed(8, 3, 5)))
                 .unwrap();
         }
         Box::new(q)

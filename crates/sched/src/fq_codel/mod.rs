@@ -1,227 +1,54 @@
-//! FQ-CoDel: flow queueing with CoDel per flow (RFC 8290).
+//! FQ-CoDel: flow queueing with CoDel per flow (RFC 8290), with CAKE's
+//! set-associative queues, sparse flows and host isolation.
 //!
 //! # Principles
-//! - Packets are bucketed by [`Packet::flow`] (the caller's keyed hash) into
-//!   `flows` queues with a multiply-shift reduction (`flow * n >> 64`), which
-//!   uses the hash's high bits and needs no modulo (RFC 8290 §4.1.1). The
-//!   queues are set-associative, eight to a set (CAKE's answer to the hash
-//!   collisions RFC 8290 accepts): a flow whose bucket another holds takes
-//!   a free queue of the set and keeps it while it has packets (each queue
-//!   remembers the whole hash of its flow), so a ping hashed onto a bulk
-//!   flow's bucket is not served behind that flow's backlog. Only with all
-//!   eight busy does a flow share its bucket (counted), and then it stays
-//!   there until that queue empties, so no packet overtakes another of its
-//!   flow.
-//! - Scheduling is deficit round robin over two lists (§4.2): a flow that
-//!   becomes active joins `new_flows` with one `quantum_bytes` of deficit and is
-//!   served before any `old_flows`, until it uses its quantum or empties. A
-//!   flow leaves `new_flows` for the tail of `old_flows`, so a flow that keeps
-//!   a queue can never stay "new" (no starvation of old flows). Deficits count
-//!   [`Packet::cost`] bytes, so bandwidth is shared in bytes, not packets.
-//! - Sparse flows stay new (CAKE's sparse set, not RFC 8290): a flow that
-//!   empties on the new list having sent at most a quarter of its
-//!   quantum, or at most three packets of at most that size each, with
-//!   CoDel not dropping from it, leaves the lists instead of joining the
-//!   old one, so its next packet is new again and waits only for the
-//!   packet on the link. Under RFC 8290's rule a call's packet every 20 ms
-//!   found its flow still on the old list whenever a round of the bulk
-//!   flows' quanta took longer than that (four full frames at 450 kbit/s:
-//!   108 ms) and waited for the round. The three packets: at 450 kbit/s
-//!   the frame on the link and the one the shaper took next outlast a
-//!   call's interval, and two or three of its packets queue behind them
-//!   (a quarter quantum in bytes is one and a half). Bytes, not packets,
-//!   bound a train of ACKs: with a quantum's worth of them sparse, every
-//!   download's ACKs went ahead of the ping (lab, `rrul` at 29/4.9
-//!   Mbit/s: ping p50 + 1.7 ms). The price, as in CAKE: a flow of small
-//!   packets that empties within each run goes first however many there
-//!   are (a ping, a call, a lone ACK are such flows; a bulk flow never is,
-//!   nor one of full frames). With host isolation the run's quantum is a
-//!   host's share and RFC 8290's rule stands.
-//! - Each flow runs the shared CoDel control step ([`crate::codel::select`])
-//!   with its own [`codel::Vars`]; sojourn is measured from enqueue. As in
-//!   Linux, the "≤ 1 MTU" test uses the total backlog of the discipline.
-//! - Limits: at most `limit_packets` packets and `memory_limit_bytes` bytes of
-//!   memory are resident after every enqueue. Memory is each packet's
-//!   [`Packet::truesize`] (its buffer's capacity plus a fixed overhead), as
-//!   Linux's `memory_limit` counts `skb->truesize` (tc-fq_codel(8)): a flood
-//!   of small frames in MTU-sized buffers is bounded by what it really
-//!   holds, not by its wire bytes. `backlog_bytes` stays wire length. On overflow packets are dropped
-//!   from the head of the flow with the largest backlog (§4.1), in batches of
-//!   up to `drop_batch` packets or half that flow's bytes (Linux's amortization
-//!   of the fattest-flow scan); the newcomer may be among them if its flow is
-//!   the fattest.
-//! - Memory: flow tables are allocated once at construction; the packet slab
-//!   grows on demand up to `limit_packets` slots and is reused (free list), so
-//!   the steady state never allocates. A packet slot and a flow each take
-//!   exactly one aligned cache line. Enqueue and dequeue are O(1); only the
-//!   overflow path scans the per-flow backlog array (O(flows), amortized over
-//!   a batch).
-//! - With `ack_filter` on, an arriving ACK may remove one older redundant
-//!   pure ACK of its connection from its own flow queue (at most
-//!   [`SCAN_LIMIT`](crate::ack_filter::SCAN_LIMIT) packets looked at,
-//!   [`DropReason::AckFilter`]); the flow's other packets keep their order
-//!   and the newcomer is always queued (see [`crate::ack_filter`]).
-//! - Host isolation ([`Isolation`], CAKE's `dual-srchost`, `dual-dsthost`
-//!   and `triple-isolate`; docs/host-isolation.md): fairness first between
-//!   hosts, then between a host's flows. A flow's quantum is divided by
-//!   its host's *load*, the number of the host's flows that were bulk in
-//!   the current or the last CoDel interval, so a host with 64 bulk flows
-//!   gets per round the bytes a host with one gets. A flow is bulk when it
-//!   runs out of credit with packets left (CAKE's rule) or comes back with
-//!   its credit used up. It keeps its debt (never its credit) across
-//!   absences, and an empty flow out of credit leaves without a fresh
-//!   quantum: so flows that send a packet and empty (TCP at a one- or
-//!   two-segment window) pay for every packet and come back behind the
-//!   others (without this, 32 of them took 97 % from a host with one greedy
-//!   flow), while sparse flows (a ping, a call, a download's ACKs), which
-//!   never use their credit, neither dilute their host's share nor lose
-//!   the new-flow priority. A host's newcomers share one quantum of
-//!   first-in-line credit: a flow joining gets its quantum divided by its
-//!   host's load plus the host's flows already on the new list, and one
-//!   whose credit does not cover its packet waits on the old list, sending
-//!   only when its credit covers a packet until it empties. A host opening
-//!   64 connections at once thus sends about one frame ahead of another
-//!   host's ping, not 64 (390 ms at 2 Mbit/s), while a ping or a call
-//!   packet, smaller than its share, still goes first; the 64 start within
-//!   one to two quanta's rounds, phases spread. In `triple-isolate` the
-//!   load is the larger of the source's and the destination's, so neither
-//!   end can take more by opening flows. The hosts are the 16-bit hashes
-//!   in [`Packet::flow`]'s low bits ([`Packet::flow_key`]), counted in a
-//!   table of 16 384 entries
-//!   (allocated only when isolating); two hosts in one entry count as one.
-//!   Deficits are kept in 1/65536 bytes so a share of a quantum keeps its
-//!   fraction: with 64 flows each gets 1514/64 bytes per round, not 23.
-//!   Cost: a host's flow with load L waits about L rounds per packet, so a
-//!   dequeue visits up to ~L flows (bounded as every DRR pass is, by
-//!   [`MAX_VISITS_PER_DEQUEUE`]).
+//! - Packets are bucketed by [`Packet::flow`] (the caller's keyed hash) with
+//!   a multiply-shift reduction (RFC 8290 §4.1.1). Queues are
+//!   set-associative, eight to a set (CAKE): a flow whose bucket another
+//!   holds takes a free queue of its set, so a ping hashed onto a bulk
+//!   flow's bucket is not served behind it; only with all eight busy does
+//!   a flow share its bucket (counted), until that queue empties, so no
+//!   packet overtakes another of its flow (`sets.rs`).
+//! - Deficit round robin over a new and an old list (§4.2), in
+//!   [`Packet::cost`] bytes: a flow that becomes active is served first,
+//!   with one quantum, then joins the old list's tail, so no flow stays new
+//!   while it keeps a queue. A sparse flow, one that empties having sent
+//!   little (CAKE's sparse set, not RFC 8290), leaves the lists instead and
+//!   is new again next time (`lists.rs`, [`FqCodel::sparse_run`]).
+//! - Each flow runs the shared CoDel step ([`crate::codel::select`]) with
+//!   its own [`codel::Vars`]; sojourn is measured from enqueue; the "≤ 1
+//!   MTU" test uses the discipline's total backlog, as Linux does.
+//! - Limits: after every enqueue at most `limit_packets` packets and
+//!   `memory_limit_bytes` of [`Packet::truesize`] (Linux's `memory_limit`,
+//!   tc-fq_codel(8)) are resident; `backlog_bytes` stays wire length. On
+//!   overflow the fattest flow loses up to `drop_batch` packets or half its
+//!   bytes from its head (§4.1), the newcomer possibly among them.
+//! - Memory: flow tables are allocated once; the packet slab grows up to
+//!   `limit_packets` and is reused, so the steady state never allocates. A
+//!   flow and a packet slot each take one cache line. Enqueue and dequeue
+//!   are O(1) (a dequeue visits at most [`MAX_VISITS_PER_DEQUEUE`] flows);
+//!   only the overflow path scans the backlog array, once per batch.
+//! - With `ack_filter`, an arriving ACK may remove one older redundant pure
+//!   ACK of its flow queue ([`crate::ack_filter`], [`DropReason::AckFilter`]).
+//! - Host isolation ([`Isolation`]): fair between hosts, then between a
+//!   host's flows (`hosts.rs`; docs/host-isolation.md).
 
-use crate::ack_filter::{self, AckFilter};
+use crate::ack_filter;
 use crate::codel;
 use crate::qdisc::clamp;
 use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, Qdisc, QueueStats};
-use sluice_time::{Duration, Instant};
+use sluice_time::Instant;
 use std::fmt;
 
+mod hosts;
+mod lists;
+mod params;
+mod sets;
 mod slab;
+use hosts::{HostLoad, HOST_BITS, NEVER};
+use lists::{FlowList, OnList, Run, SPARSE_SHARE};
+pub use params::{Isolation, ParamError, Params, MAX_FLOWS};
 use slab::{Slab, NIL};
-
-/// Largest `flows` value (Linux's limit too).
-pub const MAX_FLOWS: u32 = 65_536;
-
-/// Configuration of [`FqCodel`]. Defaults are Linux's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Params {
-    /// Number of flow queues, 1..=65536.
-    pub flows: u32,
-    /// Bytes of `cost` a flow may send per round.
-    pub quantum_bytes: u32,
-    /// Maximum resident packets.
-    pub limit_packets: u32,
-    /// Maximum resident memory (sum of [`Packet::truesize`]).
-    pub memory_limit_bytes: u64,
-    /// CoDel target (acceptable standing delay).
-    pub target: Duration,
-    /// CoDel interval.
-    pub interval: Duration,
-    /// Mark ECT packets instead of dropping them (CoDel decisions only;
-    /// overflow always drops).
-    pub ecn: bool,
-    /// Most packets dropped from the fattest flow per overflow.
-    pub drop_batch: u32,
-    /// Thin redundant pure ACKs on enqueue (off by default).
-    pub ack_filter: AckFilter,
-    /// Fairness between hosts before flows (off: per flow only).
-    pub isolation: Isolation,
-}
-
-/// Which hosts share fairly before their flows do (CAKE's flow modes with
-/// per-flow fairness inside a host; see the module's principles).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Isolation {
-    /// Per-flow fairness only (RFC 8290).
-    #[default]
-    Flows,
-    /// Between source hosts (`dual-srchost`): a LAN's hosts on the upload.
-    SrcHost,
-    /// Between destination hosts (`dual-dsthost`): a LAN's hosts on the
-    /// download.
-    DstHost,
-    /// Between source and destination hosts at once (`triple-isolate`).
-    Both,
-}
-
-impl Isolation {
-    pub fn is_on(self) -> bool {
-        self != Isolation::Flows
-    }
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Params {
-            flows: 1024,
-            quantum_bytes: 1514,
-            limit_packets: 10_240,
-            memory_limit_bytes: 32 << 20,
-            target: Duration::from_millis(5),
-            interval: Duration::from_millis(100),
-            ecn: true,
-            drop_batch: 64,
-            ack_filter: AckFilter::Off,
-            isolation: Isolation::Flows,
-        }
-    }
-}
-
-/// A parameter outside its range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ParamError {
-    Flows(u32),
-    Quantum(u32),
-    Limit(u32),
-    DropBatch(u32),
-}
-
-impl fmt::Display for ParamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParamError::Flows(v) => write!(f, "fq_codel: flows {v} out of range (1..=65536)"),
-            ParamError::Quantum(v) => write!(f, "fq_codel: quantum {v} must be at least 1 byte"),
-            ParamError::Limit(v) => write!(f, "fq_codel: limit {v} must be at least 1 packet"),
-            ParamError::DropBatch(v) => write!(f, "fq_codel: drop batch {v} must be at least 1"),
-        }
-    }
-}
-
-impl std::error::Error for ParamError {}
-
-impl Params {
-    /// Checks the ranges; [`FqCodel::new`] clamps instead of failing.
-    pub fn validate(&self) -> Result<(), ParamError> {
-        if self.flows == 0 || self.flows > MAX_FLOWS {
-            return Err(ParamError::Flows(self.flows));
-        }
-        if self.quantum_bytes == 0 {
-            return Err(ParamError::Quantum(self.quantum_bytes));
-        }
-        if self.limit_packets == 0 {
-            return Err(ParamError::Limit(self.limit_packets));
-        }
-        if self.drop_batch == 0 {
-            return Err(ParamError::DropBatch(self.drop_batch));
-        }
-        Ok(())
-    }
-}
-
-/// Which list a flow is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-enum OnList {
-    None,
-    New,
-    Old,
-}
 
 /// Per-flow state. Small on purpose: there are up to 65536 of them.
 #[derive(Clone, Copy, Debug)]
@@ -249,43 +76,6 @@ struct Flow {
     src_host: u16,
     dst_host: u16,
     vars: codel::Vars,
-}
-
-/// Marks of a flow's active run (one byte: [`Flow`] fills its cache line).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Run(u8);
-
-impl Run {
-    const EMPTY: Run = Run(0);
-    /// Its phase was spread (isolation only).
-    const SPREAD: u8 = 1;
-    /// A newcomer whose credit did not cover its packet: until it empties
-    /// it sends when its credit covers its packet, not as soon as it is
-    /// positive (isolation only).
-    const WAITS: u8 = 2;
-    /// A packet over the sparse size ([`SPARSE_SHARE`]) left: the run is
-    /// not sparse ([`FqCodel::sparse_run`]).
-    const LARGE: u8 = 4;
-    /// Packets sent, saturating at seven (three bits).
-    const SENT_SHIFT: u32 = 3;
-    const SENT_MASK: u8 = 7 << Self::SENT_SHIFT;
-
-    fn has(self, mark: u8) -> bool {
-        self.0 & mark != 0
-    }
-
-    fn set(&mut self, mark: u8) {
-        self.0 |= mark;
-    }
-
-    fn sent(self) -> u8 {
-        (self.0 & Self::SENT_MASK) >> Self::SENT_SHIFT
-    }
-
-    fn count_sent(&mut self) {
-        let n = (self.sent() + 1).min(7);
-        self.0 = (self.0 & !Self::SENT_MASK) | (n << Self::SENT_SHIFT);
-    }
 }
 
 impl Flow {
@@ -317,71 +107,6 @@ const FRAC_BITS: u32 = 16;
 /// up what it had, where a fresh flow has not.
 const FRESH: i64 = 1 << FRAC_BITS;
 
-/// A run of a flow on the new list that sends at most a quantum over this
-/// (378 bytes of the default 1514), or a few packets each at most that
-/// size, is sparse ([`FqCodel::sparse_run`]).
-const SPARSE_SHARE: i64 = 4;
-
-/// A run of at most this many small packets is sparse whatever their
-/// bytes: those of a call that queue behind the frame on the link and the
-/// one the shaper has taken to send next (two full frames at 450 kbit/s,
-/// 54 ms, against a packet every 20 ms). A train of ACKs is not: three
-/// are under a quarter quantum anyway, and more are the bytes' rule.
-const SPARSE_PACKETS: u8 = 3;
-
-/// A flow's `bulk_epoch` before it was ever bulk.
-const NEVER: u32 = u32::MAX;
-
-/// Host table entries: the low 14 bits of the 16-bit host hashes.
-const HOST_BITS: u32 = 14;
-
-/// Bulk flows of one host as a source or as a destination: in the interval
-/// `epoch` (`cur`) and the one before (`prev`).
-#[derive(Clone, Copy, Debug, Default)]
-struct Load {
-    epoch: u32,
-    cur: u16,
-    prev: u16,
-}
-
-impl Load {
-    /// The host's load in interval `e`: its bulk flows over this interval
-    /// and the last, as if rolled to `e`.
-    fn at(&self, e: u32) -> u32 {
-        if self.epoch == e {
-            u32::from(self.cur.max(self.prev))
-        } else if self.epoch.wrapping_add(1) == e {
-            u32::from(self.cur)
-        } else {
-            0
-        }
-    }
-
-    /// Counts one more bulk flow in interval `e`.
-    fn add(&mut self, e: u32) {
-        if self.epoch != e {
-            self.prev = if self.epoch.wrapping_add(1) == e {
-                self.cur
-            } else {
-                0
-            };
-            self.cur = 0;
-            self.epoch = e;
-        }
-        self.cur = self.cur.saturating_add(1);
-    }
-}
-
-/// A host's loads as source and as destination, and its flows on the new
-/// list as each (isolation only).
-#[derive(Clone, Copy, Debug, Default)]
-struct HostLoad {
-    src: Load,
-    dst: Load,
-    new_src: u16,
-    new_dst: u16,
-}
-
 /// A flow padded to one aligned cache line. The pull path reads and writes
 /// most of a flow; at a 56-byte stride 7 flows in 8 straddle two lines, so
 /// touching a cold flow cost two misses. 1024 flows take 64 KiB instead of 56.
@@ -398,20 +123,6 @@ const _: () = assert!(std::mem::size_of::<FlowLine>() == 64);
 struct Slot {
     backlog: u32,
     tag: u32,
-}
-
-/// Intrusive singly linked list of flows; only the head is ever removed.
-#[derive(Clone, Copy, Debug)]
-struct FlowList {
-    head: u32,
-    tail: u32,
-}
-
-impl FlowList {
-    const EMPTY: FlowList = FlowList {
-        head: NIL,
-        tail: NIL,
-    };
 }
 
 /// FQ-CoDel's own counters.
@@ -500,11 +211,6 @@ impl codel::Source for FlowSource<'_> {
     }
 }
 
-/// Queues in a set: a flow takes a free queue of its bucket's set when
-/// another flow holds its own (CAKE's set-associative hashing), so two
-/// flows share a queue only when eight are busy in one set.
-const SET_WAYS: u32 = 8;
-
 /// Bounds `dequeue`'s search. Each DRR pass adds a quantum to every visited
 /// flow, so a packet is found within `cost/quantum` passes; past this cap the
 /// head flow is served regardless of deficit (never reached with sane
@@ -554,9 +260,11 @@ impl FqCodel {
     pub fn params(&self) -> &Params {
         &self.params
     }
+
     pub fn fq_stats(&self) -> &Stats {
         &self.fq_stats
     }
+
     /// The queue's statistics. Every packet that enters is resident until it
     /// leaves or is dropped (FQ-CoDel refuses none at the door: an overflow
     /// drops residents, the newcomer possibly among them), so the arrival
@@ -581,46 +289,6 @@ impl FqCodel {
         ((flow_hash as u128 * self.params.flows as u128) >> 64) as u32
     }
 
-    /// The queue a packet of flow `hash` goes to: the queue it holds in
-    /// its set, else its own bucket or another free queue of the set
-    /// (taken with a fresh state), else its own bucket, shared (`true`).
-    /// A busy bucket already shared keeps every flow without a queue of
-    /// its own: one of them may have packets there.
-    #[inline]
-    fn place(&mut self, hash: u64) -> (u32, bool) {
-        let b = self.bucket(hash);
-        let tag = (hash ^ (hash >> 32)) as u32;
-        if self.slots.get(b as usize).map(|s| s.tag) == Some(tag) {
-            return (b, false);
-        }
-        let start = b - b % SET_WAYS;
-        let end = (start + SET_WAYS).min(self.params.flows);
-        if let Some(i) = (start..end).find(|&i| self.slots[i as usize].tag == tag) {
-            return (i, false);
-        }
-        let free = |i: u32| self.flows[i as usize].0.list == OnList::None;
-        let own = &self.flows[b as usize].0;
-        let pick = if free(b) {
-            Some(b)
-        } else if own.shared {
-            None
-        } else {
-            (start..end).find(|&i| free(i))
-        };
-        let Some(i) = pick else {
-            self.fq_stats.collisions += 1;
-            return (b, true);
-        };
-        // Another flow's queue, idle: none of its state is this flow's.
-        self.slots[i as usize].tag = tag;
-        let f = &mut self.flows[i as usize].0;
-        f.deficit = FRESH;
-        f.bulk_epoch = NEVER;
-        f.run = Run::EMPTY;
-        f.vars.reset();
-        (i, false)
-    }
-
     /// Bytes queued in flow queue `bucket` (for tests and `show`).
     pub fn flow_backlog(&self, bucket: u32) -> u32 {
         self.slots.get(bucket as usize).map_or(0, |s| s.backlog)
@@ -629,164 +297,6 @@ impl FqCodel {
     #[inline]
     fn over_limit(&self) -> bool {
         self.queued > self.params.limit_packets || self.queued_mem > self.params.memory_limit_bytes
-    }
-
-    /// The interval `now` falls in: host loads count bulk flows over the
-    /// current and the last CoDel `interval` (100 ms by default).
-    #[inline]
-    fn epoch(&self, now: Instant) -> u32 {
-        (now.0 / self.params.interval.0.max(1)) as u32
-    }
-
-    #[inline]
-    fn host_slot(h: u16) -> usize {
-        usize::from(h) & ((1 << HOST_BITS) - 1)
-    }
-
-    /// What flow `idx` adds to its deficit per round: a quantum, divided by
-    /// its host's load when isolating. Joining (`joining`), the host's flows
-    /// already on the new list count too: a host's newcomers share one
-    /// quantum of first-in-line credit, however many arrive together.
-    #[inline]
-    fn flow_quantum(&self, idx: u32, now: Instant, joining: bool) -> i64 {
-        let q = i64::from(self.params.quantum_bytes) << FRAC_BITS;
-        if !self.params.isolation.is_on() {
-            return q;
-        }
-        let Some(f) = self.flows.get(idx as usize).map(|l| &l.0) else {
-            return q;
-        };
-        let e = self.epoch(now);
-        let host = |h: u16| {
-            self.hosts
-                .get(Self::host_slot(h))
-                .copied()
-                .unwrap_or_default()
-        };
-        let (sh, dh) = (host(f.src_host), host(f.dst_host));
-        let (mut src, mut dst) = (sh.src.at(e), dh.dst.at(e));
-        if joining {
-            src = src.max(1) + u32::from(sh.new_src);
-            dst = dst.max(1) + u32::from(dh.new_dst);
-        }
-        let load = match self.params.isolation {
-            Isolation::Flows => 1,
-            Isolation::SrcHost => src,
-            Isolation::DstHost => dst,
-            Isolation::Both => src.max(dst),
-        };
-        q / i64::from(load.max(1))
-    }
-
-    /// Flow `idx` is bulk now (out of credit with packets left, or back
-    /// with its credit used up): it counts in its hosts' loads for this
-    /// interval and the next.
-    #[inline]
-    fn mark_bulk(&mut self, idx: u32, now: Instant) {
-        let e = self.epoch(now);
-        let Some(f) = self.flows.get_mut(idx as usize).map(|l| &mut l.0) else {
-            return;
-        };
-        if f.bulk_epoch == e || self.hosts.is_empty() {
-            return;
-        }
-        f.bulk_epoch = e;
-        let (s, d) = (Self::host_slot(f.src_host), Self::host_slot(f.dst_host));
-        if let Some(h) = self.hosts.get_mut(s) {
-            h.src.add(e);
-        }
-        if let Some(h) = self.hosts.get_mut(d) {
-            h.dst.add(e);
-        }
-    }
-
-    /// Flow `idx` used up its quantum with packets left, the first time
-    /// since it last emptied: spread the flows' phases. A host's flows that
-    /// start together would otherwise all reach a positive deficit in the
-    /// same round, every `load` rounds, and that round would send one
-    /// packet of each (a 77 ms burst for 64 flows at 10 Mbit/s) while a
-    /// sparse flow waits on the old list. A fraction of one quantum, from
-    /// the bucket (a keyed hash: uniform), once per active run.
-    #[inline]
-    fn spread_phase(&mut self, idx: u32) {
-        let Some(f) = self.flows.get_mut(idx as usize).map(|l| &mut l.0) else {
-            return;
-        };
-        if f.run.has(Run::SPREAD) || self.hosts.is_empty() {
-            return;
-        }
-        f.run.set(Run::SPREAD);
-        let spread = (u64::from(idx).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as i64;
-        f.deficit -= (i64::from(self.params.quantum_bytes) * spread) << (FRAC_BITS - 16);
-    }
-
-    /// Hosts with bulk flows over the last interval or two at `now`, as
-    /// sources and as destinations (a scan of the host table, for tests).
-    pub fn bulk_hosts(&self, now: Instant) -> (u32, u32) {
-        let e = self.epoch(now);
-        let n =
-            |f: &dyn Fn(&HostLoad) -> u32| self.hosts.iter().filter(|h| f(h) > 0).count() as u32;
-        (n(&|h| h.src.at(e)), n(&|h| h.dst.at(e)))
-    }
-
-    /// Counts flow `idx` on (`+1`) or off (`-1`) the new list in its hosts'
-    /// newcomers (isolation only).
-    #[inline]
-    fn count_new(&mut self, idx: u32, delta: i16) {
-        if self.hosts.is_empty() {
-            return;
-        }
-        let f = &self.flows[idx as usize].0;
-        let (s, d) = (Self::host_slot(f.src_host), Self::host_slot(f.dst_host));
-        if let Some(h) = self.hosts.get_mut(s) {
-            h.new_src = h.new_src.saturating_add_signed(delta);
-        }
-        if let Some(h) = self.hosts.get_mut(d) {
-            h.new_dst = h.new_dst.saturating_add_signed(delta);
-        }
-    }
-
-    #[inline]
-    fn push_tail(&mut self, which: OnList, idx: u32) {
-        if which == OnList::New {
-            self.count_new(idx, 1);
-        }
-        let list = match which {
-            OnList::New => &mut self.new_flows,
-            OnList::Old => &mut self.old_flows,
-            OnList::None => return,
-        };
-        self.flows[idx as usize].0.next = NIL;
-        self.flows[idx as usize].0.list = which;
-        if list.tail == NIL {
-            list.head = idx;
-        } else {
-            self.flows[list.tail as usize].0.next = idx;
-        }
-        list.tail = idx;
-    }
-
-    #[inline]
-    fn pop_head(&mut self, which: OnList) -> Option<u32> {
-        let list = match which {
-            OnList::New => &mut self.new_flows,
-            OnList::Old => &mut self.old_flows,
-            OnList::None => return None,
-        };
-        let idx = list.head;
-        if idx == NIL {
-            return None;
-        }
-        list.head = self.flows[idx as usize].0.next;
-        if list.head == NIL {
-            list.tail = NIL;
-        }
-        self.flows[idx as usize].0.next = NIL;
-        self.flows[idx as usize].0.list = OnList::None;
-        if which == OnList::New {
-            self.count_new(idx, -1);
-        }
-        Some(idx)
     }
 
     /// Drops one batch from the head of the fattest flow (RFC 8290 §4.1).
@@ -963,25 +473,6 @@ impl FqCodel {
         }
     }
 
-    /// Whether flow `idx`, emptied on the new list, was sparse in the run
-    /// that ends (the module's principles): each packet it sent was at most
-    /// a [`SPARSE_SHARE`]th of its quantum, together at most that much or
-    /// at most [`SPARSE_PACKETS`] of them, and CoDel is not dropping from
-    /// it.
-    /// A run's quantum is known only without isolation (with it, it is a
-    /// host's share), so there no flow is sparse.
-    fn sparse_run(&self, idx: u32) -> bool {
-        if self.params.isolation.is_on() {
-            return false;
-        }
-        let Some(f) = self.flows.get(idx as usize).map(|l| &l.0) else {
-            return false;
-        };
-        let q = i64::from(self.params.quantum_bytes) << FRAC_BITS;
-        let small = q - f.deficit <= q / SPARSE_SHARE || f.run.sent() <= SPARSE_PACKETS;
-        !f.vars.dropping() && !f.run.has(Run::LARGE) && small
-    }
-
     /// Removes the head packet of flow `idx` (chosen by `pull`) and charges
     /// it to the flow's deficit and the backlogs.
     #[inline(always)]
@@ -1048,7 +539,7 @@ impl FqCodel {
     /// the next packet long before it sends it; held, a bulk frame would
     /// go before a ping that arrives meanwhile, and the ping would wait for
     /// two frames instead of one (at 950 kbit/s: up to 25 ms instead of
-    /// 12.7; `tcp_1up` measured p99 idle + 21 ms). The parent charges what
+    /// 12.7). The parent charges what
     /// it finally dequeues, so a stale peeked cost only shifts a decision.
     #[cold]
     fn unhold(&mut self) {

@@ -18,14 +18,16 @@ pub(crate) struct Delta {
     pub bytes: i64,
 }
 
-pub(crate) struct Leaf {
+/// A class's child queue and the class's counters (the child alone, with
+/// a FIFO kept unboxed, is [`crate::leaf::Leaf`], which PRIQ uses).
+pub(crate) struct Counted {
     pub q: Box<dyn Qdisc>,
     pub stats: QueueStats,
 }
 
-impl Leaf {
-    pub fn new(q: Box<dyn Qdisc>) -> Leaf {
-        Leaf {
+impl Counted {
+    pub fn new(q: Box<dyn Qdisc>) -> Counted {
+        Counted {
             q,
             stats: QueueStats::default(),
         }
