@@ -19,9 +19,10 @@ use crate::ring::{
     TPACKET_V3,
 };
 use crate::sockopt::{self, ifindex, setsockopt};
-use crate::sys::{bind, cvt};
+use crate::sys::cvt;
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Room in a V2 slot before the frame: tpacket2_hdr (32) + sockaddr_ll (20),
@@ -121,23 +122,40 @@ pub struct PacketSocket {
 /// A raw AF_PACKET socket with protocol 0 (nothing is queued to it until
 /// it is bound with a protocol).
 pub fn packet_socket(nonblock: bool) -> io::Result<OwnedFd> {
-    let flags =
-        libc::SOCK_RAW | libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
-    // SAFETY: plain syscall without pointers.
-    let raw = cvt(unsafe { libc::socket(libc::AF_PACKET, flags, 0) })?;
-    // SAFETY: `raw` is a fresh descriptor owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+    let mut flags = SocketFlags::CLOEXEC;
+    if nonblock {
+        flags |= SocketFlags::NONBLOCK;
+    }
+    Ok(rustix::net::socket_with(
+        AddressFamily::PACKET,
+        SocketType::RAW,
+        flags,
+        None,
+    )?)
 }
 
 /// Binds a packet socket to interface `ifindex` for `protocol` (an
 /// ETH_P_* value in host order; 0: receive nothing, transmit only).
 pub fn bind_ll(fd: RawFd, ifindex: libc::c_int, protocol: u16) -> io::Result<()> {
-    // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = protocol.to_be();
-    sll.sll_ifindex = ifindex;
-    bind(fd, &sll)?;
+    // rustix has no link-layer address type; libc's, every field named.
+    let sll = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: protocol.to_be(),
+        sll_ifindex: ifindex,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    };
+    // SAFETY: `sll` is a live sockaddr_ll the kernel only reads, for its
+    // exact size.
+    cvt(unsafe {
+        libc::bind(
+            fd,
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
     Ok(())
 }
 
