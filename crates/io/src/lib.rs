@@ -27,8 +27,8 @@
 //! - Packet I/O by AF_XDP (`Method::Xdp`, the default: an AF_XDP socket
 //!   per RX queue of each interface and one for TX, `xdp/`: the BPF
 //!   program in `program.rs`, UMEM and rings in `umem.rs`, one queue's
-//!   socket in `queue.rs`, the interface's in `socket.rs`), falling back to a TPACKET_V2 RX ring (`Method::Ring`;
-//!   the V3 block ring is `Method::RingV3`) with sendmmsg on a
+//!   socket in `queue.rs`, the interface's in `socket.rs`), falling back
+//!   to a TPACKET_V2 RX ring (`Method::Ring`) with sendmmsg on a
 //!   transmit-only socket, which falls back to recvmmsg (`Method::Mmsg`)
 //!   where the kernel refuses the ring (docs/adr/0002-packet-io.md has the
 //!   numbers).

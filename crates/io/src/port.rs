@@ -23,7 +23,7 @@
 //!   second: the AF_XDP socket stays bound and in the map meanwhile.
 
 use crate::offload::{self, OffloadResult};
-use crate::sock::{PacketSocket, RingConfig, RingVersion, RxFrame};
+use crate::sock::{PacketSocket, RingConfig, RxFrame};
 use crate::sockopt;
 use crate::xdp::{QueueInfo, XdpSocket};
 use std::io;
@@ -52,9 +52,6 @@ pub enum Method {
     /// `Bridge::method` says which one runs. More frames and more TCP
     /// throughput per core than recvmmsg, at the same latency.
     Ring,
-    /// TPACKET_V3 RX ring (blocks handed over whole; a partly filled block
-    /// waits for the retire timer), falling back to recvmmsg.
-    RingV3,
     /// AF_XDP sockets on every RX queue of each interface and one for TX,
     /// fed by an XDP redirect program (native mode, else generic; generic
     /// first on veth; zero-copy per queue where the driver offers it);
@@ -77,8 +74,6 @@ pub struct IoOptions {
     pub disable_offloads: bool,
     pub ring_block_bytes: u32,
     pub ring_blocks: u32,
-    /// Block retire timeout: the latency bound of a lone packet on the ring.
-    pub ring_retire_ms: u32,
     /// A deadline closer than this is busy-waited instead of slept on, as
     /// timer wake-up latency would overshoot it.
     pub spin_ns: u64,
@@ -91,7 +86,6 @@ impl Default for IoOptions {
             disable_offloads: true,
             ring_block_bytes: 1 << 18,
             ring_blocks: 64,
-            ring_retire_ms: 1,
             spin_ns: 50_000,
         }
     }
@@ -256,19 +250,14 @@ pub struct Opened {
 }
 
 fn open_sock(name: &str, o: &IoOptions) -> io::Result<PacketSocket> {
-    let ring = |version| RingConfig {
+    if o.method == Method::Mmsg {
+        return PacketSocket::open(name, None);
+    }
+    let ring = RingConfig {
         block_bytes: o.ring_block_bytes,
         blocks: o.ring_blocks,
-        retire_ms: o.ring_retire_ms,
-        version,
     };
-    let version = match o.method {
-        Method::Mmsg => return PacketSocket::open(name, None),
-        Method::Ring => RingVersion::V2,
-        Method::RingV3 => RingVersion::V3,
-        Method::Xdp | Method::XdpGeneric => RingVersion::V2,
-    };
-    PacketSocket::open(name, Some(ring(version))).or_else(|_| PacketSocket::open(name, None))
+    PacketSocket::open(name, Some(ring)).or_else(|_| PacketSocket::open(name, None))
 }
 
 /// Why AF_XDP could not be had: a reason to fall back (the kernel or
@@ -355,7 +344,6 @@ pub fn open_pair(names: [&str; 2], o: &IoOptions) -> io::Result<Opened> {
     let s0 = open_sock(names[0], o)?;
     let s1 = open_sock(names[1], o)?;
     let method = match (s0.has_ring(), s1.has_ring()) {
-        (true, true) if o.method == Method::RingV3 => "af_packet-tpacket_v3+sendmmsg",
         (true, true) => "af_packet-tpacket_v2+sendmmsg",
         (false, false) => "af_packet-recvmmsg+sendmmsg",
         _ => "af_packet-mixed",

@@ -1,22 +1,20 @@
-//! One AF_PACKET socket bound to one interface: a TPACKET_V2 (per-frame) or
-//! TPACKET_V3 (per-block) RX ring when the kernel offers it, plain
-//! `recvmmsg` otherwise; TX by `sendmmsg`.
+//! One AF_PACKET socket bound to one interface: a TPACKET_V2 RX ring when
+//! the kernel offers it, plain `recvmmsg` otherwise; TX by `sendmmsg`.
 //!
 //! # Principles
 //! - The socket sees every frame of the interface (promiscuous membership,
 //!   ETH_P_ALL) except those it sent itself (PACKET_IGNORE_OUTGOING, and the
 //!   `PACKET_OUTGOING` pkttype is skipped as a second line on older kernels).
-//! - A ring block (V3) or frame slot (V2) is read only once its status says
-//!   user space owns it (acquire load), and handed back (release store) after
-//!   its frames were copied out; no reference into the ring outlives that.
+//! - A ring slot is read only once its status says user space owns it
+//!   (acquire load), and handed back (release store) after its frame was
+//!   copied out; no reference into the ring outlives that.
 //! - A V2 slot holds one MTU-sized frame: a longer frame arrives truncated
 //!   and is reported as such, never forwarded as if whole.
 //! - TX never blocks: `MSG_DONTWAIT`, and the caller keeps what was not sent.
 
 use crate::ring::{
-    self, Frames, PACKET_ADD_MEMBERSHIP, PACKET_IGNORE_OUTGOING, PACKET_MR_PROMISC,
-    PACKET_OUTGOING, PACKET_RX_RING, PACKET_STATISTICS, PACKET_VERSION, SOL_PACKET, TPACKET_V2,
-    TPACKET_V3,
+    self, PACKET_ADD_MEMBERSHIP, PACKET_IGNORE_OUTGOING, PACKET_MR_PROMISC, PACKET_OUTGOING,
+    PACKET_RX_RING, PACKET_STATISTICS, PACKET_VERSION, SOL_PACKET, TPACKET_V2,
 };
 use crate::sockopt::{self, ifindex, setsockopt};
 use crate::sys::cvt;
@@ -38,15 +36,13 @@ pub const MMSG_BATCH: usize = 64;
 /// seen whole and counted rather than truncated.
 const MMSG_FRAME_BYTES: usize = 65536 + 64;
 
+/// `struct tpacket_req`, the ring geometry of TPACKET_V1/V2.
 #[repr(C)]
-struct TpacketReq3 {
+struct TpacketReq {
     tp_block_size: u32,
     tp_block_nr: u32,
     tp_frame_size: u32,
     tp_frame_nr: u32,
-    tp_retire_blk_tov: u32,
-    tp_sizeof_priv: u32,
-    tp_feature_req_word: u32,
 }
 
 #[repr(C)]
@@ -57,25 +53,13 @@ struct PacketMreq {
     mr_address: [u8; 8],
 }
 
-/// Which ring layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RingVersion {
-    /// Fixed-size slots, each with its own status word: a frame is visible
-    /// as soon as the kernel wrote it (no retire timer).
-    V2,
-    /// Variable-size frames packed in blocks handed over whole: a partly
-    /// filled block waits for the retire timer.
-    V3,
-}
-
-/// Ring geometry.
+/// Ring geometry: `blocks` blocks of `block_bytes`, cut into fixed-size
+/// slots (one frame each, its own status word, visible as soon as the
+/// kernel wrote it).
 #[derive(Clone, Copy, Debug)]
 pub struct RingConfig {
     pub block_bytes: u32,
     pub blocks: u32,
-    /// How long a partly filled block waits before the kernel hands it over (V3).
-    pub retire_ms: u32,
-    pub version: RingVersion,
 }
 
 struct Ring {
@@ -83,9 +67,9 @@ struct Ring {
     len: usize,
     block_bytes: usize,
     blocks: usize,
-    /// Next block (V3) or frame slot (V2) to read.
+    /// Next slot to read.
     next: usize,
-    /// V2 only: slot size and slots per block (0 for V3).
+    /// Slot size and slots per block.
     frame_bytes: usize,
     frames_per_block: usize,
 }
@@ -222,13 +206,10 @@ impl PacketSocket {
         self.ring.is_some()
     }
 
-    /// Receives up to about `max_frames` frames (a V3 ring consumes whole
-    /// blocks, so it may exceed it by one block's worth) and passes each
-    /// one to `f`. Returns the number of frames taken from the kernel
+    /// Receives up to `max_frames` frames and passes each one to `f`. Returns the number of frames taken from the kernel
     /// (including own outgoing ones that were skipped).
     pub fn recv(&mut self, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> io::Result<usize> {
         match self.ring.as_mut() {
-            Some(r) if r.frame_bytes > 0 => Ok(recv_ring_v2(r, max_frames, f)),
             Some(r) => Ok(recv_ring(r, max_frames, f)),
             None => {
                 // Several recvmmsg calls fill one batch; a short one means
@@ -286,9 +267,8 @@ impl PacketSocket {
 
     /// Kernel drop counter since the last call (PACKET_STATISTICS resets it).
     pub fn take_drops(&self) -> u64 {
-        // struct tpacket_stats: packets, drops (tpacket_stats_v3 adds a
-        // third word the kernel writes only for V3).
-        let mut st = [0u32; 3];
+        // struct tpacket_stats: packets, drops.
+        let mut st = [0u32; 2];
         match sockopt::getsockopt(self.fd.as_raw_fd(), SOL_PACKET, PACKET_STATISTICS, &mut st) {
             Ok(_) => u64::from(st[1]),
             Err(_) => 0,
@@ -306,24 +286,14 @@ pub fn v2_frame_bytes(mtu: usize) -> usize {
 }
 
 fn setup_ring(fd: &OwnedFd, cfg: RingConfig, mtu: usize) -> io::Result<Ring> {
-    let (version, frame_size, block_bytes) = match cfg.version {
-        RingVersion::V2 => {
-            let fb = v2_frame_bytes(mtu).min(1 << 20) as u32;
-            (TPACKET_V2, fb, cfg.block_bytes.max(fb))
-        }
-        // frame_size is only a sanity value for V3 (frames are variable-sized).
-        RingVersion::V3 => (TPACKET_V3, 2048u32, cfg.block_bytes),
-    };
-    setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &version)?;
-    // The kernel reads only the first four fields (struct tpacket_req) for V2.
-    let req = TpacketReq3 {
+    let frame_size = v2_frame_bytes(mtu).min(1 << 20) as u32;
+    let block_bytes = cfg.block_bytes.max(frame_size);
+    setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &TPACKET_V2)?;
+    let req = TpacketReq {
         tp_block_size: block_bytes,
         tp_block_nr: cfg.blocks,
         tp_frame_size: frame_size,
         tp_frame_nr: block_bytes / frame_size * cfg.blocks,
-        tp_retire_blk_tov: cfg.retire_ms,
-        tp_sizeof_priv: 0,
-        tp_feature_req_word: 0,
     };
     setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_RX_RING, &req)?;
     let len = block_bytes as usize * cfg.blocks as usize;
@@ -342,68 +312,18 @@ fn setup_ring(fd: &OwnedFd, cfg: RingConfig, mtu: usize) -> io::Result<Ring> {
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    let (frame_bytes, frames_per_block) = match cfg.version {
-        RingVersion::V2 => (
-            frame_size as usize,
-            (block_bytes / frame_size).max(1) as usize,
-        ),
-        RingVersion::V3 => (0, 0),
-    };
     Ok(Ring {
         base: base.cast(),
         len,
         block_bytes: block_bytes as usize,
         blocks: cfg.blocks as usize,
         next: 0,
-        frame_bytes,
-        frames_per_block,
+        frame_bytes: frame_size as usize,
+        frames_per_block: (block_bytes / frame_size).max(1) as usize,
     })
 }
 
-fn block_status(r: &Ring, idx: usize) -> &AtomicU32 {
-    // SAFETY: block `idx < blocks` starts page-aligned inside the mapping and
-    // its status word (offset 8) is a naturally aligned u32 the kernel
-    // updates concurrently, hence the atomic view. The mapping lives as long
-    // as `r`.
-    unsafe { AtomicU32::from_ptr(r.base.add(idx * r.block_bytes + 8).cast()) }
-}
-
 fn recv_ring(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
-    let mut got = 0usize;
-    // At most one pass over the ring: every block is visited once per call.
-    for _ in 0..r.blocks {
-        if got >= max_frames {
-            break;
-        }
-        let idx = r.next;
-        let status = block_status(r, idx);
-        if status.load(Ordering::Acquire) & ring::TP_STATUS_USER == 0 {
-            break;
-        }
-        // SAFETY: the block belongs to user space until we store
-        // TP_STATUS_KERNEL below; the kernel does not write it meanwhile, and
-        // the slice is dropped before that store.
-        let block =
-            unsafe { std::slice::from_raw_parts(r.base.add(idx * r.block_bytes), r.block_bytes) };
-        for fr in Frames::new(block) {
-            if fr.pkttype == PACKET_OUTGOING {
-                continue;
-            }
-            got += 1;
-            f(RxFrame {
-                data: fr.data,
-                vlan: fr.vlan,
-                truncated: (fr.wire_len as usize) > fr.data.len(),
-                csum: ring::csum_of(fr.status),
-            });
-        }
-        status.store(0, Ordering::Release);
-        r.next = (idx + 1) % r.blocks;
-    }
-    got
-}
-
-fn recv_ring_v2(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
     let slots = r.blocks * r.frames_per_block;
     let mut taken = 0usize;
     // At most one pass over the ring, and at most `max_frames` slots.
