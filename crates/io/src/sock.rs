@@ -233,35 +233,11 @@ impl PacketSocket {
     /// A frame the kernel rejects for itself (too large, …) is reported as
     /// `Err((n, e))`: frames before `n` were sent, frame `n` is unsendable.
     pub fn send(&self, frames: &[Vec<u8>]) -> Result<usize, (usize, io::Error)> {
-        let n = frames.len().min(MMSG_BATCH);
-        // SAFETY: all-zero iovec/mmsghdr arrays are valid values.
-        let mut iov: [libc::iovec; MMSG_BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut msgs: [libc::mmsghdr; MMSG_BATCH] = unsafe { std::mem::zeroed() };
-        for i in 0..n {
-            iov[i].iov_base = frames[i].as_ptr() as *mut libc::c_void;
-            iov[i].iov_len = frames[i].len();
-            msgs[i].msg_hdr.msg_iov = &mut iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: `msgs[..n]` point at `iov[..n]`, which point at live frame
-        // buffers borrowed for this call; the socket is bound, so no address
-        // is needed.
-        let r = unsafe {
-            libc::sendmmsg(
-                self.fd.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => Ok(0),
-            _ => Err((0, e)),
+        use rustix::io::Errno;
+        match send_batch(&self.fd, frames) {
+            Ok(n) => Ok(n),
+            Err(Errno::AGAIN) | Err(Errno::NOBUFS) | Err(Errno::INTR) => Ok(0),
+            Err(e) => Err((0, e.into())),
         }
     }
 
@@ -274,6 +250,25 @@ impl PacketSocket {
             Err(_) => 0,
         }
     }
+}
+
+/// One non-blocking sendmmsg(2) of up to [`MMSG_BATCH`] `frames` on a
+/// bound socket (no address): how many the kernel took. The headers are
+/// built on the stack, so sending allocates nothing.
+fn send_batch(fd: &OwnedFd, frames: &[Vec<u8>]) -> rustix::io::Result<usize> {
+    use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags};
+    use std::io::IoSlice;
+    let n = frames.len().min(MMSG_BATCH);
+    let iov: [IoSlice<'_>; MMSG_BATCH] =
+        std::array::from_fn(|i| IoSlice::new(frames.get(i).map_or(&[], Vec::as_slice)));
+    // No control messages: one empty buffer per header, as rustix wants.
+    let mut ctl: [SendAncillaryBuffer<'_, '_, '_>; MMSG_BATCH] =
+        std::array::from_fn(|_| SendAncillaryBuffer::default());
+    let mut slots = iov.iter();
+    let mut msgs = ctl
+        .each_mut()
+        .map(|c| MMsgHdr::new(slots.next().map_or(&[], std::slice::from_ref), c));
+    rustix::net::sendmmsg(fd, &mut msgs[..n], SendFlags::DONTWAIT)
 }
 
 /// V2 slot size for an interface MTU: headroom plus the largest frame
