@@ -96,14 +96,14 @@ pub fn epoll_event() -> epoll::Event {
     }
 }
 
-/// Waits for events; EINTR is reported as zero events (a signal arrived).
+/// Waits for events, at most `timeout_ms` (negative: for ever, as in
+/// epoll_wait(2)); EINTR is reported as zero events (a signal arrived).
 pub fn epoll_wait(ep: &OwnedFd, events: &mut [epoll::Event], timeout_ms: i32) -> io::Result<usize> {
-    let ms = u64::try_from(timeout_ms).unwrap_or(0);
-    let timeout = Timespec {
+    let timeout = u64::try_from(timeout_ms).ok().map(|ms| Timespec {
         tv_sec: (ms / 1000) as i64,
         tv_nsec: (ms % 1000 * 1_000_000) as i64,
-    };
-    match epoll::wait(ep, events, Some(&timeout)) {
+    });
+    match epoll::wait(ep, events, timeout.as_ref()) {
         Ok(n) => Ok(n),
         Err(rustix::io::Errno::INTR) => Ok(0),
         Err(e) => Err(e.into()),
@@ -263,5 +263,84 @@ pub fn recv_wait(fd: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
             }
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn watch(ep: &OwnedFd, fd: &OwnedFd, token: u64) {
+        let ev = epoll::EventFlags::IN;
+        epoll_ctl(ep, EpollOp::Add, fd.as_raw_fd(), ev, token).unwrap();
+    }
+
+    #[test]
+    fn an_eventfd_bump_wakes_epoll_with_its_token_and_drains_once() {
+        let (ep, efd) = (epoll_create().unwrap(), eventfd().unwrap());
+        watch(&ep, &efd, 7);
+        let mut evs = [epoll_event(), epoll_event()];
+        assert_eq!(epoll_wait(&ep, &mut evs, 0).unwrap(), 0, "nothing yet");
+        bump_counter(efd.as_fd());
+        bump_counter(efd.as_fd());
+        assert_eq!(epoll_wait(&ep, &mut evs, 100).unwrap(), 1);
+        assert_eq!(evs[0].data.u64(), 7);
+        assert_eq!(drain_counter(efd.as_fd()), 2);
+        assert_eq!(drain_counter(efd.as_fd()), 0, "non-blocking and empty");
+        epoll_ctl(
+            &ep,
+            EpollOp::Delete,
+            efd.as_raw_fd(),
+            epoll::EventFlags::empty(),
+            0,
+        )
+        .unwrap();
+        bump_counter(efd.as_fd());
+        assert_eq!(
+            epoll_wait(&ep, &mut evs, 0).unwrap(),
+            0,
+            "no longer watched"
+        );
+    }
+
+    #[test]
+    fn a_timer_armed_in_the_past_fires_at_once_and_disarming_silences_it() {
+        let (ep, t) = (epoll_create().unwrap(), timerfd().unwrap());
+        watch(&ep, &t, 3);
+        let mut evs = [epoll_event()];
+        timer_set(&t, Some(now())).unwrap();
+        assert_eq!(epoll_wait(&ep, &mut evs, 1000).unwrap(), 1);
+        assert_eq!(evs[0].data.u64(), 3);
+        assert_eq!(drain_counter(t.as_fd()), 1);
+        let later = now() + sluice_time::Duration::from_secs(3600);
+        timer_set(&t, Some(later)).unwrap();
+        timer_set(&t, None).unwrap();
+        assert_eq!(epoll_wait(&ep, &mut evs, 0).unwrap(), 0);
+    }
+
+    #[test]
+    fn the_clock_runs_forward_and_keys_differ() {
+        let a = now();
+        assert!(now() >= a);
+        assert!(
+            a > Instant::ZERO,
+            "CLOCK_MONOTONIC starts at boot, not at 0"
+        );
+        assert_ne!(random_key().unwrap(), random_key().unwrap());
+    }
+
+    #[test]
+    fn netlink_requests_time_out_rather_than_hang() {
+        let fd = netlink_route_requests(std::time::Duration::from_millis(20)).unwrap();
+        let mut buf = [0u8; 64];
+        let e = recv_wait(&fd, &mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        let fd = netlink_route(0).unwrap();
+        assert_eq!(
+            recv(&fd, &mut buf).unwrap(),
+            0,
+            "non-blocking: nothing queued"
+        );
     }
 }
