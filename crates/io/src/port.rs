@@ -522,11 +522,13 @@ mod tests {
                     rx: PacketSocket::open("b0", cfg).unwrap(),
                     tx: None,
                 };
-                assert_eq!(tx.send(std::slice::from_ref(&frame)).unwrap(), 1);
                 let mut pool = Pool::new(2048, 16);
                 let mut got = Vec::new();
-                // Bounded wait for the one frame (others: IPv6 on link-up).
+                // Bounded wait for the frame (others: IPv6 on link-up),
+                // sent again each time: until link-up's deferred qdisc
+                // activation, a0 drops what it is given.
                 for _ in 0..200 {
+                    assert_eq!(tx.send(std::slice::from_ref(&frame)).unwrap(), 1);
                     let b = port
                         .recv_copies(&mut pool, &mut |_, v| got.push(v))
                         .unwrap();
