@@ -142,31 +142,29 @@ pub fn lookup_user(name: &str) -> io::Result<Option<User>> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the user name"))?;
     let mut buf = vec![0u8; 4096];
     loop {
-        // SAFETY: an all-zero passwd is valid for getpwnam_r to fill.
-        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut pw = std::mem::MaybeUninit::<libc::passwd>::uninit();
         let mut found: *mut libc::passwd = std::ptr::null_mut();
         // SAFETY: `cname` is NUL-terminated; `pw`, `buf` (its length
-        // given) and `found` outlive the call; the strings it points `pw`
-        // into live in `buf`, and only the numeric fields are read.
-        let r = unsafe {
-            libc::getpwnam_r(
+        // given) and `found` outlive the call. On success with an entry,
+        // `found` points at `pw`, which getpwnam_r filled (its strings
+        // live in `buf`); only its numeric fields are read, before `pw`
+        // or `buf` change.
+        let (r, ids) = unsafe {
+            let r = libc::getpwnam_r(
                 cname.as_ptr(),
-                &mut pw,
+                pw.as_mut_ptr(),
                 buf.as_mut_ptr().cast(),
                 buf.len(),
                 &mut found,
-            )
+            );
+            let ids = (r == 0 && !found.is_null()).then(|| ((*found).pw_uid, (*found).pw_gid));
+            (r, ids)
         };
-        match r {
-            0 if found.is_null() => break,
-            0 => {
-                return Ok(Some(User {
-                    uid: pw.pw_uid,
-                    gid: pw.pw_gid,
-                }))
-            }
-            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
-            e => return Err(io::Error::from_raw_os_error(e)),
+        match (r, ids) {
+            (0, None) => break,
+            (0, Some((uid, gid))) => return Ok(Some(User { uid, gid })),
+            (libc::ERANGE, _) if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
+            (e, _) => return Err(io::Error::from_raw_os_error(e)),
         }
     }
     Ok(name.parse::<u32>().ok().map(|uid| User { uid, gid: uid }))

@@ -378,12 +378,23 @@ fn recv_mmsg(
     f: &mut dyn FnMut(RxFrame<'_>),
 ) -> io::Result<(usize, usize)> {
     let n = max_frames.clamp(1, MMSG_BATCH);
-    // SAFETY: all-zero arrays of these C structs are valid values.
-    let mut iov: [libc::iovec; MMSG_BATCH] = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MMSG_BATCH];
+    // SAFETY: an all-zero array of mmsghdr is a valid value (null pointers,
+    // zero lengths); its fields differ by libc (musl pads them), hence not
+    // spelled out.
     let mut msgs: [libc::mmsghdr; MMSG_BATCH] = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut addrs: [libc::sockaddr_ll; MMSG_BATCH] = unsafe { std::mem::zeroed() };
+    let mut addrs = [libc::sockaddr_ll {
+        sll_family: 0,
+        sll_protocol: 0,
+        sll_ifindex: 0,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    }; MMSG_BATCH];
     // u64 elements keep each control buffer aligned for struct cmsghdr.
     let mut control = [[0u64; CONTROL_WORDS]; MMSG_BATCH];
     let mut chunks = scratch.chunks_exact_mut(MMSG_FRAME_BYTES);
