@@ -347,7 +347,6 @@ pub fn run(a: Args) -> ExitCode {
         spin_ns: a.spin_us.saturating_mul(1000),
         ring_block_bytes: a.ring_block_kib.saturating_mul(1024),
         ring_blocks: (16384 / a.ring_block_kib.max(4)).max(8),
-        ..IoOptions::default()
     };
     // One sluice per interface, whatever its control socket (sluice_io::lock_interfaces);
     // taken before the take-back below, so one sluice never undoes another's hand-over.

@@ -11,7 +11,9 @@
 
 use crate::offload::OffloadResult;
 use crate::pool::Pool;
-use crate::port::{self, IoOptions, Port, XdpQueues};
+use crate::port::{
+    self, IoOptions, Port, XdpQueues, L2_MAX_OVERHEAD, RX_BATCH_FRAMES, STATS_PERIOD,
+};
 use crate::reactor::{Log, Policy, Reactor, Waker, Want};
 use crate::sys;
 use sluice_engine::Engine;
@@ -21,9 +23,6 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Frames read per socket per loop turn: bounds how long the engine lock is
-/// held and keeps both directions served fairly.
-const RX_BATCH_FRAMES: usize = 256;
 /// Frames taken from the engine per interface per turn.
 const TX_DRAIN_FRAMES: usize = 256;
 /// Frames held per interface while the kernel pushes back; beyond this the
@@ -32,8 +31,6 @@ const PENDING_CAP: usize = 256;
 /// Loop turns in a row that may skip epoll_wait while a socket keeps
 /// filling whole batches.
 const EPOLL_SKIP_MAX: u32 = 8;
-/// How often the kernel ring-drop counters are collected.
-const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// Deadlines farther than this are slept on with the timer armed early by
 /// its measured wake-up latency (then the rest is spun). That is the
 /// low-rate regime (one frame ≥ 1 ms, ≤ 12 Mbit/s). Up to 1 Mbit/s pf's
@@ -46,9 +43,6 @@ const STATS_PERIOD: Duration = Duration::from_secs(1);
 const EARLY_ARM_MIN: Duration = Duration::from_millis(1);
 /// Buffers kept in the free list.
 const POOL_BUFFERS: usize = 4096;
-/// Ethernet header + one VLAN tag: a frame longer than MTU + this is a
-/// super-packet that slipped past the offload settings.
-const L2_MAX_OVERHEAD: usize = 18;
 
 /// Counters of one interface, updated by the loop, readable from anywhere.
 #[derive(Debug, Default)]
@@ -362,20 +356,10 @@ impl Bridge {
             }
             let st = &self.stats.ifaces[i];
             let limit = self.mtu[i] + L2_MAX_OVERHEAD;
-            let pool = &mut self.pool;
             // Summed per batch: an atomic add per frame and counter is a
             // locked instruction each, for readers that look once a second.
-            let (mut frames, mut bytes, mut oversize, mut truncated) = (0u64, 0u64, 0u64, 0u64);
-            let mut completed = 0u64;
-            let got = self.ports[i].recv(RX_BATCH_FRAMES, &mut |f| {
-                if f.truncated {
-                    truncated += 1;
-                    return;
-                }
-                let mut v = pool.take_copy(&[]);
-                if crate::ring::copy_frame(&mut v, f.data, f.vlan, f.csum) {
-                    completed += 1;
-                }
+            let (mut frames, mut bytes, mut oversize) = (0u64, 0u64, 0u64);
+            let b = self.ports[i].recv_copies(&mut self.pool, &mut |_, v| {
                 frames += 1;
                 bytes += v.len() as u64;
                 if v.len() > limit {
@@ -387,16 +371,14 @@ impl Bridge {
                 (&st.rx_frames, frames),
                 (&st.rx_bytes, bytes),
                 (&st.oversize, oversize),
-                (&st.truncated, truncated),
-                (&st.csum_completed, completed),
+                (&st.truncated, b.truncated),
+                (&st.csum_completed, b.completed),
             ] {
                 if n > 0 {
                     c.fetch_add(n, Ordering::Relaxed);
                 }
             }
-            // Level-triggered epoll tells us again if more is waiting; a
-            // partial batch means the socket is (momentarily) empty.
-            *ready = got >= RX_BATCH_FRAMES;
+            *ready = b.full();
         }
         Ok(())
     }

@@ -27,8 +27,11 @@
 //!   later gains a capability the daemon no longer has (capabilities(7),
 //!   "Capabilities and execution of programs by root"; prctl(2)).
 //! - Capabilities are per thread and inherited at creation: this runs
-//!   before any other thread exists, and refuses to run otherwise.
+//!   before any other thread exists, and refuses to run otherwise. So do
+//!   the id changes, which `rustix` makes for the calling thread only (the
+//!   raw syscalls; glibc's `setresuid` would signal every thread).
 
+use rustix::thread::{self as th, CapabilitySet, CapabilitySets};
 use std::io;
 
 pub const CAP_DAC_OVERRIDE: u32 = 1;
@@ -39,23 +42,6 @@ pub const CAP_NET_RAW: u32 = 13;
 pub const CAP_IPC_LOCK: u32 = 14;
 pub const CAP_SYS_ADMIN: u32 = 21;
 pub const CAP_BPF: u32 = 39;
-
-/// `_LINUX_CAPABILITY_VERSION_3`: 64-bit sets in two 32-bit halves.
-const CAP_VERSION_3: u32 = 0x2008_0522;
-
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
 
 /// The thread's privileges after [`restrict_to`] (bit `n` is capability `n`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,61 +105,25 @@ pub fn names(m: u64) -> String {
     }
 }
 
-fn prctl(op: libc::c_int, a: libc::c_ulong) -> io::Result<libc::c_int> {
-    // SAFETY: the prctl operations used here take integer arguments only.
-    let r = unsafe {
-        libc::prctl(
-            op,
-            a,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
-    crate::sys::cvt(r)
-}
-
-fn capget() -> io::Result<[CapData; 2]> {
-    let mut h = CapHeader {
-        version: CAP_VERSION_3,
-        pid: 0,
-    };
-    let mut d = [CapData::default(); 2];
-    // SAFETY: a version-3 header and the two data structs version 3 writes.
-    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut CapHeader, d.as_mut_ptr()) };
-    crate::sys::cvt(r as libc::c_int)?;
-    Ok(d)
-}
-
-fn capset(d: &[CapData; 2]) -> io::Result<()> {
-    let mut h = CapHeader {
-        version: CAP_VERSION_3,
-        pid: 0,
-    };
-    // SAFETY: a version-3 header and the two data structs version 3 reads.
-    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut CapHeader, d.as_ptr()) };
-    crate::sys::cvt(r as libc::c_int)?;
-    Ok(())
-}
-
-fn join(lo: u32, hi: u32) -> u64 {
-    u64::from(lo) | u64::from(hi) << 32
+/// Capability `c` as a one-bit set (rustix takes sets; `c` < 64).
+fn cap(c: u32) -> CapabilitySet {
+    CapabilitySet::from_bits_retain(1 << c)
 }
 
 /// The calling thread's privileges as they are.
 pub fn current() -> io::Result<Privileges> {
-    let d = capget()?;
+    let d = th::capabilities(None)?;
     let mut bounding = 0u64;
     for c in 0..=last_cap() {
-        if prctl(libc::PR_CAPBSET_READ, c.into())? == 1 {
+        if th::capability_is_in_bounding_set(cap(c))? {
             bounding |= 1 << c;
         }
     }
     Ok(Privileges {
-        effective: join(d[0].effective, d[1].effective),
-        permitted: join(d[0].permitted, d[1].permitted),
+        effective: d.effective.bits(),
+        permitted: d.permitted.bits(),
         bounding,
-        no_new_privs: prctl(libc::PR_GET_NO_NEW_PRIVS, 0)? == 1,
+        no_new_privs: th::no_new_privs()?,
         bounding_reduced: true,
     })
 }
@@ -192,31 +142,29 @@ pub fn lookup_user(name: &str) -> io::Result<Option<User>> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the user name"))?;
     let mut buf = vec![0u8; 4096];
     loop {
-        // SAFETY: an all-zero passwd is valid for getpwnam_r to fill.
-        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut pw = std::mem::MaybeUninit::<libc::passwd>::uninit();
         let mut found: *mut libc::passwd = std::ptr::null_mut();
         // SAFETY: `cname` is NUL-terminated; `pw`, `buf` (its length
-        // given) and `found` outlive the call; the strings it points `pw`
-        // into live in `buf`, and only the numeric fields are read.
-        let r = unsafe {
-            libc::getpwnam_r(
+        // given) and `found` outlive the call. On success with an entry,
+        // `found` points at `pw`, which getpwnam_r filled (its strings
+        // live in `buf`); only its numeric fields are read, before `pw`
+        // or `buf` change.
+        let (r, ids) = unsafe {
+            let r = libc::getpwnam_r(
                 cname.as_ptr(),
-                &mut pw,
+                pw.as_mut_ptr(),
                 buf.as_mut_ptr().cast(),
                 buf.len(),
                 &mut found,
-            )
+            );
+            let ids = (r == 0 && !found.is_null()).then(|| ((*found).pw_uid, (*found).pw_gid));
+            (r, ids)
         };
-        match r {
-            0 if found.is_null() => break,
-            0 => {
-                return Ok(Some(User {
-                    uid: pw.pw_uid,
-                    gid: pw.pw_gid,
-                }))
-            }
-            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
-            e => return Err(io::Error::from_raw_os_error(e)),
+        match (r, ids) {
+            (0, None) => break,
+            (0, Some((uid, gid))) => return Ok(Some(User { uid, gid })),
+            (libc::ERANGE, _) if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
+            (e, _) => return Err(io::Error::from_raw_os_error(e)),
         }
     }
     Ok(name.parse::<u32>().ok().map(|uid| User { uid, gid: uid }))
@@ -239,40 +187,38 @@ pub fn restrict_as(keep: u64, user: Option<User>) -> io::Result<Privileges> {
             "{threads} threads already run; capabilities are per thread"
         )));
     }
-    prctl(libc::PR_SET_NO_NEW_PRIVS, 1)?;
+    th::set_no_new_privs(true)?;
     let mut bounding_reduced = true;
     for c in 0..=last_cap() {
-        if keep & (1 << c) != 0 || prctl(libc::PR_CAPBSET_READ, c.into())? != 1 {
+        if keep & (1 << c) != 0 || !th::capability_is_in_bounding_set(cap(c))? {
             continue;
         }
-        match prctl(libc::PR_CAPBSET_DROP, c.into()) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+        match th::remove_capability_from_bounding_set(cap(c)) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::PERM) => {
                 bounding_reduced = false;
                 break;
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
     // Older kernels have no ambient set (EINVAL): nothing to clear.
-    match prctl(
-        libc::PR_CAP_AMBIENT,
-        libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-    ) {
-        Err(e) if e.raw_os_error() != Some(libc::EINVAL) => return Err(e),
+    match th::clear_ambient_capability_set() {
+        Err(e) if e != rustix::io::Errno::INVAL => return Err(e.into()),
         _ => {}
     }
     if let Some(u) = user {
         become_user(u)?;
     }
-    let mut d = capget()?;
-    for (k, half) in d.iter_mut().enumerate() {
-        let keep = (keep >> (32 * k)) as u32;
-        half.permitted &= keep;
-        half.effective = half.permitted;
-        half.inheritable = 0;
-    }
-    capset(&d)?;
+    let permitted = th::capabilities(None)?.permitted & CapabilitySet::from_bits_retain(keep);
+    th::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: permitted,
+            permitted,
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
     let mut p = current()?;
     p.bounding_reduced = bounding_reduced;
     Ok(p)
@@ -282,14 +228,14 @@ pub fn restrict_as(keep: u64, user: Option<User>) -> io::Result<Privileges> {
 /// (the effective one is emptied by the uid change and restored by the
 /// caller's `capset`).
 fn become_user(u: User) -> io::Result<()> {
-    prctl(libc::PR_SET_KEEPCAPS, 1)?;
-    // SAFETY: an empty list: no pointer is read.
-    crate::sys::cvt(unsafe { libc::setgroups(0, std::ptr::null()) })?;
-    // SAFETY: integer arguments only.
-    crate::sys::cvt(unsafe { libc::setresgid(u.gid, u.gid, u.gid) })?;
-    // SAFETY: integer arguments only.
-    crate::sys::cvt(unsafe { libc::setresuid(u.uid, u.uid, u.uid) })?;
-    prctl(libc::PR_SET_KEEPCAPS, 0)?;
+    use rustix::thread::{Gid, Uid};
+    th::set_keep_capabilities(true)?;
+    th::set_thread_groups(&[])?;
+    let gid = Gid::from_raw(u.gid);
+    th::set_thread_res_gid(gid, gid, gid)?;
+    let uid = Uid::from_raw(u.uid);
+    th::set_thread_res_uid(uid, uid, uid)?;
+    th::set_keep_capabilities(false)?;
     Ok(())
 }
 

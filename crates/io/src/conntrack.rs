@@ -19,7 +19,7 @@
 use crate::rtnl::{self, Req, NLMSG_DONE, NLMSG_ERROR};
 use std::io;
 use std::net::IpAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 /// `NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_GET`.
@@ -116,7 +116,7 @@ pub struct Conntrack {
 impl Conntrack {
     pub fn open() -> io::Result<Conntrack> {
         Ok(Conntrack {
-            fd: crate::sys::netlink_requests(libc::NETLINK_NETFILTER, ANSWER_WAIT)?,
+            fd: crate::sys::netlink_requests(Some(rustix::net::netlink::NETFILTER), ANSWER_WAIT)?,
             seq: 0,
             buf: vec![0; 16 << 10],
         })
@@ -127,10 +127,10 @@ impl Conntrack {
     pub fn original_source(&mut self, reply: &Tuple) -> io::Result<Option<IpAddr>> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        crate::sys::send(self.fd.as_raw_fd(), &request(reply).finish(seq))?;
+        crate::sys::send(&self.fd, &request(reply).finish(seq))?;
         let mut found = None;
         for _ in 0..8 {
-            let n = crate::sys::recv_wait(self.fd.as_raw_fd(), &mut self.buf)?;
+            let n = crate::sys::recv_wait(&self.fd, &mut self.buf)?;
             for m in rtnl::messages(&self.buf[..n]).filter(|m| m.seq == seq) {
                 match m.kind {
                     CT_NEW => found = original_source(m.body),

@@ -38,7 +38,7 @@
 
 use crate::offload::{self, OffloadResult};
 use crate::pool::Pool;
-use crate::port::Port;
+use crate::port::{Port, L2_MAX_OVERHEAD, STATS_PERIOD};
 use crate::reactor::{Log, Policy, Reactor, Waker, Want, TX_RETRY};
 use crate::sock::{PacketSocket, MMSG_BATCH};
 use crate::sockopt;
@@ -50,18 +50,11 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Frames read per socket per loop turn, so one direction cannot starve
-/// the other or the due frames' departure.
-const RX_BATCH_FRAMES: usize = 256;
 /// Frames sent per direction per loop turn (a few `sendmmsg` calls); the
 /// rest are sent on the next turn, which follows at once (spin).
 const TX_TURN_FRAMES: usize = 1024;
-/// How often the kernel's receive-drop counters are collected.
-const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// Free buffers kept for reuse.
 const POOL_BUFFERS: usize = 8192;
-/// Ethernet header + one VLAN tag beyond the MTU.
-const L2_MAX_OVERHEAD: usize = 18;
 /// Upper bounds (ns) of the lateness histogram buckets; the last bucket is
 /// everything above the last bound.
 pub const LATE_BOUNDS_NS: [u64; 7] = [
@@ -460,15 +453,13 @@ impl DelayLine {
                 continue;
             }
             let st = &self.stats.dirs[i];
-            let (pool, queue) = (&mut self.pool, &mut self.queues[i]);
+            let queue = &mut self.queues[i];
             let loss = &mut self.loss[i];
             let hook = &mut self.hook;
             let now = sys::now();
             // A down interface reads as empty (port.rs); the reactor
             // decides whether it is down or gone.
-            let got = self.ports[i].recv(RX_BATCH_FRAMES, &mut |f| {
-                let mut v = pool.take_copy(&[]);
-                crate::ring::copy_frame(&mut v, f.data, f.vlan, f.csum);
+            let b = self.ports[i].recv_copies(&mut self.pool, &mut |pool, mut v| {
                 st.rx_frames.fetch_add(1, Ordering::Relaxed);
                 if loss.lose() {
                     st.drops_loss.fetch_add(1, Ordering::Relaxed);
@@ -483,9 +474,7 @@ impl DelayLine {
                     pool.put(v);
                 }
             })?;
-            // Level-triggered epoll reports a socket again if more waits;
-            // a partial batch means it is (momentarily) empty.
-            *ready = got >= RX_BATCH_FRAMES;
+            *ready = b.full();
             st.held.store(queue.len() as u64, Ordering::Relaxed);
         }
         Ok(())

@@ -36,7 +36,7 @@ use crate::rtnl::{
 use crate::sockopt;
 use crate::sys;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 /// The start of the alias that marks a bridge as sluice's.
@@ -222,10 +222,10 @@ impl Rtnl {
     fn call(&mut self, mut req: Req) -> io::Result<Vec<LinkInfo>> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        sys::send(self.fd.as_raw_fd(), &req.finish(seq))?;
+        sys::send(&self.fd, &req.finish(seq))?;
         let mut links = Vec::new();
         for _ in 0..ANSWER_DATAGRAMS {
-            let n = sys::recv_wait(self.fd.as_raw_fd(), &mut self.buf)?;
+            let n = sys::recv_wait(&self.fd, &mut self.buf)?;
             for a in parse_answers(&self.buf[..n]) {
                 match a {
                     Answer::Ack { seq: s, error } if s == seq => {

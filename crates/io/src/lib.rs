@@ -27,21 +27,27 @@
 //! - Packet I/O by AF_XDP (`Method::Xdp`, the default: an AF_XDP socket
 //!   per RX queue of each interface and one for TX, `xdp/`: the BPF
 //!   program in `program.rs`, UMEM and rings in `umem.rs`, one queue's
-//!   socket in `queue.rs`, the interface's in `socket.rs`), falling back to a TPACKET_V2 RX ring (`Method::Ring`;
-//!   the V3 block ring is `Method::RingV3`) with sendmmsg on a
+//!   socket in `queue.rs`, the interface's in `socket.rs`), falling back
+//!   to a TPACKET_V2 RX ring (`Method::Ring`) with sendmmsg on a
 //!   transmit-only socket, which falls back to recvmmsg (`Method::Mmsg`)
 //!   where the kernel refuses the ring (docs/adr/0002-packet-io.md has the
 //!   numbers).
 //! - When sluice stops, the interfaces may be handed to the kernel's own
 //!   bridge (`kernel_bridge.rs`, rtnetlink) so the LAN stays online,
 //!   unshaped; `run` takes them back at start.
-//! - This is the only crate of the workspace with `unsafe`, confined to
-//!   `sys.rs` (syscalls: clock, epoll, timers, netlink, scheduling),
-//!   `sockopt.rs` (socket options, interface ioctls), `sock.rs` (packet
-//!   sockets and the TPACKET ring), `xdp/` (BPF, UMEM, AF_XDP rings),
-//!   `signals.rs`, `caps.rs` (capabilities, prctl), `lock.rs` (flock) and
-//!   the generator in `blast.rs`; each block says why it
-//!   is sound. The reactor, the ports and both loops have none.
+//! - This is the only crate of the workspace with `unsafe`. Syscalls go
+//!   through `rustix` where it has them typed (clock, epoll, timerfd,
+//!   eventfd, getrandom, netlink, capabilities and ids, flock, socket
+//!   creation, AF_XDP options and addresses, sendmmsg), so those need
+//!   none. What is left is what rustix lacks: the mmap'd TPACKET ring
+//!   (`sock.rs`) and AF_XDP rings and UMEM (`xdp/umem.rs`, `queue.rs`,
+//!   `socket.rs`), the BPF syscall (`xdp/program.rs`), recvmmsg and the
+//!   packet-socket bind (`sock.rs`), typed setsockopt/getsockopt and the
+//!   interface ioctls (`sockopt.rs`), sigaction and the handler's eventfd
+//!   (`signals.rs`), getpwnam_r (`caps.rs`), SCHED_FIFO and a borrowed
+//!   descriptor for epoll (`sys.rs`), and the generator in `blast.rs`;
+//!   each block says why it is sound. The reactor, the ports and both
+//!   loops have none.
 
 // A failed write to stderr must not panic the data plane: messages go
 // through the caller's log callback (`Log`), never print!/eprint!.

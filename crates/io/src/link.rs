@@ -116,7 +116,7 @@ impl LinkWatch {
     /// interface `i`.
     pub fn read(&mut self, f: &mut dyn FnMut(usize, LinkChange)) -> io::Result<()> {
         for _ in 0..RECV_MAX {
-            match sys::recv(self.fd.as_raw_fd(), &mut self.buf) {
+            match sys::recv(&self.fd, &mut self.buf) {
                 Ok(0) => return Ok(()),
                 Ok(n) => {
                     for m in parse(&self.buf[..n]) {

@@ -33,10 +33,11 @@
 
 use crate::link::{LinkChange, LinkWatch};
 use crate::sockopt;
-use crate::sys;
+use crate::sys::{self, EpollOp};
+use rustix::event::epoll::{Event, EventFlags};
 use sluice_time::{Duration, Instant};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 /// Retry delay after the kernel pushed back (no EPOLLOUT comes for a full
@@ -89,7 +90,7 @@ pub struct Waker(Arc<OwnedFd>);
 
 impl Waker {
     pub fn wake(&self) {
-        sys::bump_counter(self.0.as_raw_fd());
+        sys::bump_counter(self.0.as_fd());
     }
 }
 
@@ -245,7 +246,7 @@ pub struct Reactor {
     want_out: [bool; 2],
     log: Log,
     /// Room for every descriptor's event in one wait.
-    events: Vec<libc::epoll_event>,
+    events: Vec<Event>,
 }
 
 impl Reactor {
@@ -265,23 +266,17 @@ impl Reactor {
         let timer = sys::timerfd()?;
         let wfd = sys::eventfd()?;
         let links = LinkWatch::open(&names)?;
-        let inn = libc::EPOLLIN as u32;
+        let inn = EventFlags::IN;
         for (i, fds) in rx_fds.iter().enumerate() {
             for (k, fd) in fds.iter().enumerate() {
-                sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, *fd, inn, rx_token(i, k))?;
+                sys::epoll_ctl(&epoll, EpollOp::Add, *fd, inn, rx_token(i, k))?;
             }
         }
         // The receiving sockets, the timer, the waker, netlink, two EPOLLOUTs.
         let slots = rx_fds[0].len() + rx_fds[1].len() + 5;
-        sys::epoll_ctl(
-            &epoll,
-            libc::EPOLL_CTL_ADD,
-            timer.as_raw_fd(),
-            inn,
-            TOK_TIMER,
-        )?;
-        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, wfd.as_raw_fd(), inn, TOK_WAKER)?;
-        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, links.fd(), inn, TOK_LINK)?;
+        sys::epoll_ctl(&epoll, EpollOp::Add, timer.as_raw_fd(), inn, TOK_TIMER)?;
+        sys::epoll_ctl(&epoll, EpollOp::Add, wfd.as_raw_fd(), inn, TOK_WAKER)?;
+        sys::epoll_ctl(&epoll, EpollOp::Add, links.fd(), inn, TOK_LINK)?;
         Ok(Reactor {
             epoll,
             timer,
@@ -296,7 +291,7 @@ impl Reactor {
             rx_fd: rx_fds.map(<[RawFd]>::to_vec),
             want_out: [false; 2],
             log: stderr_log(),
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; slots],
+            events: (0..slots).map(|_| sys::epoll_event()).collect(),
         })
     }
 
@@ -348,15 +343,15 @@ impl Reactor {
         let n = sys::epoll_wait(&self.epoll, &mut self.events, ms)?;
         let mut link_ready = false;
         for k in 0..n {
-            let (tok, bits) = (self.events[k].u64, self.events[k].events);
+            let (tok, bits) = (self.events[k].data.u64(), self.events[k].flags);
             if let Some((i, k)) = rx_of(tok) {
-                if bits & libc::EPOLLIN as u32 != 0 {
+                if bits.contains(EventFlags::IN) {
                     readable[i] = true;
                 }
-                if bits & libc::EPOLLOUT as u32 != 0 {
+                if bits.contains(EventFlags::OUT) {
                     ev.writable[i] = true;
                 }
-                if bits & libc::EPOLLERR as u32 != 0 {
+                if bits.contains(EventFlags::ERR) {
                     // ENETDOWN and the like: netlink tells the state;
                     // the error only has to stop being reported.
                     if let Some(&fd) = self.rx_fd[i].get(k) {
@@ -367,7 +362,7 @@ impl Reactor {
             }
             match tok {
                 TOK_TIMER => {
-                    if sys::drain_counter(self.timer.as_raw_fd()) > 0 {
+                    if sys::drain_counter(self.timer.as_fd()) > 0 {
                         if let Some(at) = self.armed_at.take() {
                             self.wake
                                 .observe(sys::now().saturating_since(at).as_nanos());
@@ -377,7 +372,7 @@ impl Reactor {
                     }
                 }
                 TOK_WAKER => {
-                    sys::drain_counter(self.waker.0.as_raw_fd());
+                    sys::drain_counter(self.waker.0.as_fd());
                 }
                 TOK_LINK => link_ready = true,
                 t => {
@@ -446,16 +441,12 @@ impl Reactor {
         if want == self.want_out[i] {
             return Ok(());
         }
-        let out = libc::EPOLLOUT as u32;
+        let out = EventFlags::OUT;
         if let Some(k) = self.rx_fd[i].iter().position(|&r| r == fd) {
-            let bits = libc::EPOLLIN as u32 | if want { out } else { 0 };
-            sys::epoll_ctl(&self.epoll, libc::EPOLL_CTL_MOD, fd, bits, rx_token(i, k))?;
+            let bits = EventFlags::IN | if want { out } else { EventFlags::empty() };
+            sys::epoll_ctl(&self.epoll, EpollOp::Modify, fd, bits, rx_token(i, k))?;
         } else {
-            let op = if want {
-                libc::EPOLL_CTL_ADD
-            } else {
-                libc::EPOLL_CTL_DEL
-            };
+            let op = if want { EpollOp::Add } else { EpollOp::Delete };
             sys::epoll_ctl(&self.epoll, op, fd, out, TOK_OUT + i as u64)?;
         }
         self.want_out[i] = want;

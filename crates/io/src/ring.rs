@@ -1,22 +1,23 @@
-//! TPACKET_V2 frame and TPACKET_V3 block/frame headers, parsed from bytes.
+//! TPACKET_V2 frame slots and PACKET_AUXDATA control messages, parsed
+//! from bytes.
 //!
 //! # Principles
-//! The kernel hands a whole block of frames to user space at once
-//! (`block_status & TP_STATUS_USER`); each frame starts with a
-//! `struct tpacket3_hdr` and is chained by `tp_next_offset`
-//! (linux/if_packet.h, Documentation/networking/packet_mmap.rst). This module
-//! only reads byte slices: every offset from the kernel is bounds-checked, a
-//! corrupt header ends the walk instead of panicking, and the walk is capped
-//! by `num_pkts`. TPACKET_V2 slots are fixed-size and carry their own
-//! status word (no block, no retire timer). The mmap itself lives in `sock.rs`; here nothing is unsafe,
-//! so it is unit-tested from byte arrays.
+//! A TPACKET_V2 slot is fixed-size and carries its own status word
+//! (`tp_status & TP_STATUS_USER`: user space owns it), then a
+//! `struct tpacket2_hdr`, a `sockaddr_ll` and the frame at `tp_mac`
+//! (linux/if_packet.h, Documentation/networking/packet_mmap.rst). This
+//! module only reads byte slices: every offset from the kernel is
+//! bounds-checked and a corrupt header yields nothing instead of a panic.
+//! The mmap itself lives in `sock.rs`; here nothing is unsafe, so it is
+//! unit-tested from byte arrays. (The TPACKET_V3 block ring was removed:
+//! docs/adr/0002-packet-io.md has why V2 replaced it.)
 //! A frame whose status (or `PACKET_AUXDATA`'s, on recvmmsg) says
 //! `TP_STATUS_CSUMNOTREADY` gets its TCP/UDP checksum completed as it is
 //! copied out of the ring, before the engine reads or rewrites it: sent
 //! on as it came, it would carry a pseudo-header sum onto a wire where no
 //! offload completes it (security review L7).
 
-/// `block_status` bit: the block belongs to user space.
+/// `tp_status` bit: the slot belongs to user space.
 pub const TP_STATUS_USER: u32 = 1;
 /// `tp_status` bit: the kernel removed a VLAN tag into `tp_vlan_tci`.
 pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
@@ -32,12 +33,6 @@ pub const TP_STATUS_CSUM_VALID: u32 = 1 << 7;
 /// `sll_pkttype` of a frame this host sent.
 pub const PACKET_OUTGOING: u8 = 4;
 
-/// Size of `struct tpacket3_hdr` (48 bytes, already TPACKET_ALIGNed); the
-/// `struct sockaddr_ll` follows it.
-pub const TPACKET3_HDRLEN: usize = 48;
-/// Offset of `h1` (`struct tpacket_hdr_v1`) in `struct tpacket_block_desc`.
-const BLOCK_H1: usize = 8;
-
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     let s = b.get(off..off.checked_add(4)?)?;
     Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
@@ -48,31 +43,7 @@ fn u16_at(b: &[u8], off: usize) -> Option<u16> {
     Some(u16::from_ne_bytes([s[0], s[1]]))
 }
 
-/// The header fields of a block descriptor that the walk needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BlockHeader {
-    pub status: u32,
-    pub num_pkts: u32,
-    pub offset_to_first_pkt: u32,
-    pub blk_len: u32,
-}
-
-impl BlockHeader {
-    pub fn parse(block: &[u8]) -> Option<BlockHeader> {
-        Some(BlockHeader {
-            status: u32_at(block, BLOCK_H1)?,
-            num_pkts: u32_at(block, BLOCK_H1 + 4)?,
-            offset_to_first_pkt: u32_at(block, BLOCK_H1 + 8)?,
-            blk_len: u32_at(block, BLOCK_H1 + 12)?,
-        })
-    }
-
-    pub fn is_user(&self) -> bool {
-        self.status & TP_STATUS_USER != 0
-    }
-}
-
-/// One received frame inside a block.
+/// One received frame in a ring slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame<'a> {
     /// The captured bytes, from the MAC header on.
@@ -84,95 +55,6 @@ pub struct Frame<'a> {
     pub vlan: Option<(u16, u16)>,
     /// `sll_pkttype` (host, broadcast, other host, outgoing …).
     pub pkttype: u8,
-}
-
-/// Walks the frames of a user-owned block. Yields nothing for a block the
-/// kernel still owns; stops at the first malformed header.
-pub struct Frames<'a> {
-    block: &'a [u8],
-    next: usize,
-    left: u32,
-}
-
-impl<'a> Frames<'a> {
-    pub fn new(block: &'a [u8]) -> Frames<'a> {
-        match BlockHeader::parse(block) {
-            Some(h) if h.is_user() => Frames {
-                // blk_len bounds the walk to what the kernel filled.
-                block: block.get(..h.blk_len as usize).unwrap_or(block),
-                next: h.offset_to_first_pkt as usize,
-                left: h.num_pkts,
-            },
-            _ => Frames {
-                block,
-                next: 0,
-                left: 0,
-            },
-        }
-    }
-}
-
-impl<'a> Iterator for Frames<'a> {
-    type Item = Frame<'a>;
-
-    fn next(&mut self) -> Option<Frame<'a>> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let at = self.next;
-        let parsed = parse_frame(self.block, at);
-        match parsed {
-            Some((frame, next_offset)) => {
-                // next_offset 0 marks the last frame of the block.
-                if next_offset == 0 {
-                    self.left = 0;
-                } else {
-                    self.next = at.saturating_add(next_offset as usize);
-                }
-                Some(frame)
-            }
-            None => {
-                self.left = 0;
-                None
-            }
-        }
-    }
-}
-
-fn parse_frame(block: &[u8], at: usize) -> Option<(Frame<'_>, u32)> {
-    let hdr = block.get(at..at.checked_add(TPACKET3_HDRLEN)?)?;
-    let next_offset = u32_at(hdr, 0)?;
-    let snaplen = u32_at(hdr, 12)? as usize;
-    let wire_len = u32_at(hdr, 16)?;
-    let status = u32_at(hdr, 20)?;
-    let mac = u16_at(hdr, 24)? as usize;
-    let vlan_tci = u32_at(hdr, 32)?;
-    let vlan_tpid = u16_at(hdr, 36)?;
-    // sockaddr_ll.sll_pkttype is at offset 10 of the address that follows.
-    let pkttype = *block.get(at.checked_add(TPACKET3_HDRLEN + 10)?)?;
-    let start = at.checked_add(mac)?;
-    let data = block.get(start..start.checked_add(snaplen)?)?;
-    let vlan = if status & TP_STATUS_VLAN_VALID != 0 {
-        let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 && vlan_tpid != 0 {
-            vlan_tpid
-        } else {
-            0x8100
-        };
-        Some((tpid, vlan_tci as u16))
-    } else {
-        None
-    };
-    Some((
-        Frame {
-            data,
-            wire_len,
-            status,
-            vlan,
-            pkttype,
-        },
-        next_offset,
-    ))
 }
 
 /// AF_PACKET socket options (linux/if_packet.h), for every packet socket
@@ -188,7 +70,6 @@ pub const PACKET_QDISC_BYPASS: i32 = 20;
 pub const PACKET_IGNORE_OUTGOING: i32 = 23;
 pub const PACKET_MR_PROMISC: u16 = 1;
 pub const TPACKET_V2: i32 = 1;
-pub const TPACKET_V3: i32 = 2;
 /// `struct cmsghdr` on 64-bit Linux: `size_t cmsg_len; int level; int type`.
 const CMSG_HDR: usize = 16;
 /// Messages walked per control buffer: the kernel sends one auxdata message;
@@ -333,45 +214,6 @@ mod tests {
         b[off..off + 2].copy_from_slice(&v.to_ne_bytes());
     }
 
-    /// Builds a block as the kernel lays it out: descriptor, then frames
-    /// each with header, sockaddr_ll, padding to `mac`, data.
-    /// (data, wire length, pkttype, stripped VLAN tag)
-    type TestFrame<'a> = (&'a [u8], u32, u8, Option<(u16, u16)>);
-
-    fn block(frames: &[TestFrame<'_>], status: u32) -> Vec<u8> {
-        let mut b = vec![0u8; 4096];
-        let first = 48usize;
-        put32(&mut b, BLOCK_H1, status);
-        put32(&mut b, BLOCK_H1 + 4, frames.len() as u32);
-        put32(&mut b, BLOCK_H1 + 8, first as u32);
-        let mut at = first;
-        for (i, (data, wire_len, pkttype, vlan)) in frames.iter().enumerate() {
-            let mac = 80u16; // header (48) + sockaddr_ll (20) + padding
-            let total = (mac as usize + data.len()).next_multiple_of(16);
-            let next = if i + 1 == frames.len() {
-                0
-            } else {
-                total as u32
-            };
-            put32(&mut b, at, next);
-            put32(&mut b, at + 12, data.len() as u32);
-            put32(&mut b, at + 16, *wire_len);
-            let mut st = 1;
-            if let Some((tpid, tci)) = vlan {
-                st |= TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID;
-                put32(&mut b, at + 32, *tci as u32);
-                put16(&mut b, at + 36, *tpid);
-            }
-            put32(&mut b, at + 20, st);
-            put16(&mut b, at + 24, mac);
-            b[at + 48 + 10] = *pkttype;
-            b[at + mac as usize..at + mac as usize + data.len()].copy_from_slice(data);
-            at += total;
-        }
-        put32(&mut b, BLOCK_H1 + 12, at as u32);
-        b
-    }
-
     fn v2_slot(data: &[u8], wire_len: u32, pkttype: u8, vlan: Option<(u16, u16)>) -> Vec<u8> {
         // Layout as the kernel writes it: header, sockaddr_ll, data at 66.
         let mac = 66usize;
@@ -425,61 +267,8 @@ mod tests {
     }
 
     #[test]
-    fn walks_all_frames_of_a_user_block() {
-        let a = [0xaau8; 60];
-        let c = [0xccu8; 1514];
-        let b = block(
-            &[(&a, 60, 0, None), (&c, 1514, 3, Some((0x8100, 42)))],
-            TP_STATUS_USER,
-        );
-        let got: Vec<Frame> = Frames::new(&b).collect();
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[0].data, &a[..]);
-        assert_eq!(got[0].vlan, None);
-        assert_eq!(got[1].data.len(), 1514);
-        assert_eq!(got[1].wire_len, 1514);
-        assert_eq!(got[1].pkttype, 3);
-        assert_eq!(got[1].vlan, Some((0x8100, 42)));
-    }
-
-    #[test]
-    fn kernel_owned_block_yields_nothing() {
-        let a = [1u8; 60];
-        let b = block(&[(&a, 60, 0, None)], 0);
-        assert_eq!(Frames::new(&b).count(), 0);
-    }
-
-    #[test]
-    fn outgoing_frames_are_recognised() {
-        let a = [1u8; 60];
-        let b = block(&[(&a, 60, PACKET_OUTGOING, None)], TP_STATUS_USER);
-        let f: Vec<Frame> = Frames::new(&b).collect();
-        assert_eq!(f[0].pkttype, PACKET_OUTGOING);
-    }
-
-    #[test]
-    fn corrupt_offsets_stop_the_walk_without_panic() {
-        let a = [1u8; 60];
-        let mut b = block(&[(&a, 60, 0, None), (&a, 60, 0, None)], TP_STATUS_USER);
-        // First frame points far outside the block.
-        put32(&mut b, 48, 1 << 30);
-        assert_eq!(Frames::new(&b).count(), 1);
-        // Snaplen beyond the block.
-        let mut b = block(&[(&a, 60, 0, None)], TP_STATUS_USER);
-        put32(&mut b, 48 + 12, 1 << 20);
-        assert_eq!(Frames::new(&b).count(), 0);
-        // num_pkts lies: more than present; the walk ends at next_offset 0.
-        let mut b = block(&[(&a, 60, 0, None)], TP_STATUS_USER);
-        put32(&mut b, BLOCK_H1 + 4, 1000);
-        assert_eq!(Frames::new(&b).count(), 1);
-        // Truncated descriptor.
-        assert_eq!(Frames::new(&b[..10]).count(), 0);
-        assert!(BlockHeader::parse(&[0u8; 8]).is_none());
-    }
-
-    #[test]
     fn arbitrary_bytes_never_panic() {
-        // A cheap deterministic scramble: every prefix of a pseudo-random block.
+        // A cheap deterministic scramble: every prefix of a pseudo-random slot.
         let mut x: u32 = 0x1234_5678;
         let mut b = vec![0u8; 512];
         for v in b.iter_mut() {
@@ -488,10 +277,11 @@ mod tests {
             x ^= x << 5;
             *v = x as u8;
         }
-        put32(&mut b, BLOCK_H1, TP_STATUS_USER);
+        put32(&mut b, 0, TP_STATUS_USER);
         for len in 0..b.len() {
-            let n = Frames::new(&b[..len]).count();
-            assert!(n <= u32::from_ne_bytes([b[12], b[13], b[14], b[15]]) as usize);
+            if let Some(f) = parse_v2_frame(&b[..len]) {
+                assert!(f.data.len() <= len, "{len}-byte slot");
+            }
         }
     }
 

@@ -8,7 +8,7 @@
 
 use crate::sys;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static FD: AtomicI32 = AtomicI32::new(-1);
@@ -37,7 +37,10 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
     let fd = FD.load(Ordering::SeqCst);
     if fd >= 0 {
-        sys::bump_counter(fd);
+        // SAFETY: `FD` holds the eventfd of the live `Signals` (set after
+        // it was created; the process keeps one for its lifetime), so the
+        // descriptor is open for this borrow, which ends with the write.
+        sys::bump_counter(unsafe { BorrowedFd::borrow_raw(fd) });
     }
 }
 
@@ -46,8 +49,7 @@ impl Signals {
     pub fn install() -> io::Result<Signals> {
         let efd = sys::eventfd()?;
         // The waiting thread blocks; make this eventfd blocking.
-        // SAFETY: F_SETFL on a descriptor we own, no pointers.
-        sys::cvt(unsafe { libc::fcntl(efd.as_raw_fd(), libc::F_SETFL, 0) })?;
+        rustix::fs::fcntl_setfl(&efd, rustix::fs::OFlags::empty())?;
         FD.store(efd.as_raw_fd(), Ordering::SeqCst);
         for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
             // SAFETY: an all-zero sigaction is valid; the handler is an
@@ -70,7 +72,7 @@ impl Signals {
             if HUP.swap(false, Ordering::SeqCst) {
                 return Signal::Reload;
             }
-            sys::drain_counter(self.fd.as_raw_fd());
+            sys::drain_counter(self.fd.as_fd());
         }
     }
 
@@ -78,6 +80,6 @@ impl Signals {
     /// on its own and the signal thread must exit).
     pub fn stop(&self) {
         TERM.store(true, Ordering::SeqCst);
-        sys::bump_counter(self.fd.as_raw_fd());
+        sys::bump_counter(self.fd.as_fd());
     }
 }

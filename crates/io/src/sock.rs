@@ -1,27 +1,26 @@
-//! One AF_PACKET socket bound to one interface: a TPACKET_V2 (per-frame) or
-//! TPACKET_V3 (per-block) RX ring when the kernel offers it, plain
-//! `recvmmsg` otherwise; TX by `sendmmsg`.
+//! One AF_PACKET socket bound to one interface: a TPACKET_V2 RX ring when
+//! the kernel offers it, plain `recvmmsg` otherwise; TX by `sendmmsg`.
 //!
 //! # Principles
 //! - The socket sees every frame of the interface (promiscuous membership,
 //!   ETH_P_ALL) except those it sent itself (PACKET_IGNORE_OUTGOING, and the
 //!   `PACKET_OUTGOING` pkttype is skipped as a second line on older kernels).
-//! - A ring block (V3) or frame slot (V2) is read only once its status says
-//!   user space owns it (acquire load), and handed back (release store) after
-//!   its frames were copied out; no reference into the ring outlives that.
+//! - A ring slot is read only once its status says user space owns it
+//!   (acquire load), and handed back (release store) after its frame was
+//!   copied out; no reference into the ring outlives that.
 //! - A V2 slot holds one MTU-sized frame: a longer frame arrives truncated
 //!   and is reported as such, never forwarded as if whole.
 //! - TX never blocks: `MSG_DONTWAIT`, and the caller keeps what was not sent.
 
 use crate::ring::{
-    self, Frames, PACKET_ADD_MEMBERSHIP, PACKET_IGNORE_OUTGOING, PACKET_MR_PROMISC,
-    PACKET_OUTGOING, PACKET_RX_RING, PACKET_STATISTICS, PACKET_VERSION, SOL_PACKET, TPACKET_V2,
-    TPACKET_V3,
+    self, PACKET_ADD_MEMBERSHIP, PACKET_IGNORE_OUTGOING, PACKET_MR_PROMISC, PACKET_OUTGOING,
+    PACKET_RX_RING, PACKET_STATISTICS, PACKET_VERSION, SOL_PACKET, TPACKET_V2,
 };
 use crate::sockopt::{self, ifindex, setsockopt};
-use crate::sys::{bind, cvt};
+use crate::sys::cvt;
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Room in a V2 slot before the frame: tpacket2_hdr (32) + sockaddr_ll (20),
@@ -37,15 +36,13 @@ pub const MMSG_BATCH: usize = 64;
 /// seen whole and counted rather than truncated.
 const MMSG_FRAME_BYTES: usize = 65536 + 64;
 
+/// `struct tpacket_req`, the ring geometry of TPACKET_V1/V2.
 #[repr(C)]
-struct TpacketReq3 {
+struct TpacketReq {
     tp_block_size: u32,
     tp_block_nr: u32,
     tp_frame_size: u32,
     tp_frame_nr: u32,
-    tp_retire_blk_tov: u32,
-    tp_sizeof_priv: u32,
-    tp_feature_req_word: u32,
 }
 
 #[repr(C)]
@@ -56,25 +53,13 @@ struct PacketMreq {
     mr_address: [u8; 8],
 }
 
-/// Which ring layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RingVersion {
-    /// Fixed-size slots, each with its own status word: a frame is visible
-    /// as soon as the kernel wrote it (no retire timer).
-    V2,
-    /// Variable-size frames packed in blocks handed over whole: a partly
-    /// filled block waits for the retire timer.
-    V3,
-}
-
-/// Ring geometry.
+/// Ring geometry: `blocks` blocks of `block_bytes`, cut into fixed-size
+/// slots (one frame each, its own status word, visible as soon as the
+/// kernel wrote it).
 #[derive(Clone, Copy, Debug)]
 pub struct RingConfig {
     pub block_bytes: u32,
     pub blocks: u32,
-    /// How long a partly filled block waits before the kernel hands it over (V3).
-    pub retire_ms: u32,
-    pub version: RingVersion,
 }
 
 struct Ring {
@@ -82,9 +67,9 @@ struct Ring {
     len: usize,
     block_bytes: usize,
     blocks: usize,
-    /// Next block (V3) or frame slot (V2) to read.
+    /// Next slot to read.
     next: usize,
-    /// V2 only: slot size and slots per block (0 for V3).
+    /// Slot size and slots per block.
     frame_bytes: usize,
     frames_per_block: usize,
 }
@@ -121,23 +106,40 @@ pub struct PacketSocket {
 /// A raw AF_PACKET socket with protocol 0 (nothing is queued to it until
 /// it is bound with a protocol).
 pub fn packet_socket(nonblock: bool) -> io::Result<OwnedFd> {
-    let flags =
-        libc::SOCK_RAW | libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
-    // SAFETY: plain syscall without pointers.
-    let raw = cvt(unsafe { libc::socket(libc::AF_PACKET, flags, 0) })?;
-    // SAFETY: `raw` is a fresh descriptor owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+    let mut flags = SocketFlags::CLOEXEC;
+    if nonblock {
+        flags |= SocketFlags::NONBLOCK;
+    }
+    Ok(rustix::net::socket_with(
+        AddressFamily::PACKET,
+        SocketType::RAW,
+        flags,
+        None,
+    )?)
 }
 
 /// Binds a packet socket to interface `ifindex` for `protocol` (an
 /// ETH_P_* value in host order; 0: receive nothing, transmit only).
 pub fn bind_ll(fd: RawFd, ifindex: libc::c_int, protocol: u16) -> io::Result<()> {
-    // SAFETY: an all-zero sockaddr_ll is valid; fields are set below.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = protocol.to_be();
-    sll.sll_ifindex = ifindex;
-    bind(fd, &sll)?;
+    // rustix has no link-layer address type; libc's, every field named.
+    let sll = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: protocol.to_be(),
+        sll_ifindex: ifindex,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    };
+    // SAFETY: `sll` is a live sockaddr_ll the kernel only reads, for its
+    // exact size.
+    cvt(unsafe {
+        libc::bind(
+            fd,
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
     Ok(())
 }
 
@@ -204,13 +206,10 @@ impl PacketSocket {
         self.ring.is_some()
     }
 
-    /// Receives up to about `max_frames` frames (a V3 ring consumes whole
-    /// blocks, so it may exceed it by one block's worth) and passes each
-    /// one to `f`. Returns the number of frames taken from the kernel
+    /// Receives up to `max_frames` frames and passes each one to `f`. Returns the number of frames taken from the kernel
     /// (including own outgoing ones that were skipped).
     pub fn recv(&mut self, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> io::Result<usize> {
         match self.ring.as_mut() {
-            Some(r) if r.frame_bytes > 0 => Ok(recv_ring_v2(r, max_frames, f)),
             Some(r) => Ok(recv_ring(r, max_frames, f)),
             None => {
                 // Several recvmmsg calls fill one batch; a short one means
@@ -234,48 +233,42 @@ impl PacketSocket {
     /// A frame the kernel rejects for itself (too large, …) is reported as
     /// `Err((n, e))`: frames before `n` were sent, frame `n` is unsendable.
     pub fn send(&self, frames: &[Vec<u8>]) -> Result<usize, (usize, io::Error)> {
-        let n = frames.len().min(MMSG_BATCH);
-        // SAFETY: all-zero iovec/mmsghdr arrays are valid values.
-        let mut iov: [libc::iovec; MMSG_BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut msgs: [libc::mmsghdr; MMSG_BATCH] = unsafe { std::mem::zeroed() };
-        for i in 0..n {
-            iov[i].iov_base = frames[i].as_ptr() as *mut libc::c_void;
-            iov[i].iov_len = frames[i].len();
-            msgs[i].msg_hdr.msg_iov = &mut iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: `msgs[..n]` point at `iov[..n]`, which point at live frame
-        // buffers borrowed for this call; the socket is bound, so no address
-        // is needed.
-        let r = unsafe {
-            libc::sendmmsg(
-                self.fd.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => Ok(0),
-            _ => Err((0, e)),
+        use rustix::io::Errno;
+        match send_batch(&self.fd, frames) {
+            Ok(n) => Ok(n),
+            Err(Errno::AGAIN) | Err(Errno::NOBUFS) | Err(Errno::INTR) => Ok(0),
+            Err(e) => Err((0, e.into())),
         }
     }
 
     /// Kernel drop counter since the last call (PACKET_STATISTICS resets it).
     pub fn take_drops(&self) -> u64 {
-        // struct tpacket_stats: packets, drops (tpacket_stats_v3 adds a
-        // third word the kernel writes only for V3).
-        let mut st = [0u32; 3];
+        // struct tpacket_stats: packets, drops.
+        let mut st = [0u32; 2];
         match sockopt::getsockopt(self.fd.as_raw_fd(), SOL_PACKET, PACKET_STATISTICS, &mut st) {
             Ok(_) => u64::from(st[1]),
             Err(_) => 0,
         }
     }
+}
+
+/// One non-blocking sendmmsg(2) of up to [`MMSG_BATCH`] `frames` on a
+/// bound socket (no address): how many the kernel took. The headers are
+/// built on the stack, so sending allocates nothing.
+fn send_batch(fd: &OwnedFd, frames: &[Vec<u8>]) -> rustix::io::Result<usize> {
+    use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags};
+    use std::io::IoSlice;
+    let n = frames.len().min(MMSG_BATCH);
+    let iov: [IoSlice<'_>; MMSG_BATCH] =
+        std::array::from_fn(|i| IoSlice::new(frames.get(i).map_or(&[], Vec::as_slice)));
+    // No control messages: one empty buffer per header, as rustix wants.
+    let mut ctl: [SendAncillaryBuffer<'_, '_, '_>; MMSG_BATCH] =
+        std::array::from_fn(|_| SendAncillaryBuffer::default());
+    let mut slots = iov.iter();
+    let mut msgs = ctl
+        .each_mut()
+        .map(|c| MMsgHdr::new(slots.next().map_or(&[], std::slice::from_ref), c));
+    rustix::net::sendmmsg(fd, &mut msgs[..n], SendFlags::DONTWAIT)
 }
 
 /// V2 slot size for an interface MTU: headroom plus the largest frame
@@ -288,24 +281,14 @@ pub fn v2_frame_bytes(mtu: usize) -> usize {
 }
 
 fn setup_ring(fd: &OwnedFd, cfg: RingConfig, mtu: usize) -> io::Result<Ring> {
-    let (version, frame_size, block_bytes) = match cfg.version {
-        RingVersion::V2 => {
-            let fb = v2_frame_bytes(mtu).min(1 << 20) as u32;
-            (TPACKET_V2, fb, cfg.block_bytes.max(fb))
-        }
-        // frame_size is only a sanity value for V3 (frames are variable-sized).
-        RingVersion::V3 => (TPACKET_V3, 2048u32, cfg.block_bytes),
-    };
-    setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &version)?;
-    // The kernel reads only the first four fields (struct tpacket_req) for V2.
-    let req = TpacketReq3 {
+    let frame_size = v2_frame_bytes(mtu).min(1 << 20) as u32;
+    let block_bytes = cfg.block_bytes.max(frame_size);
+    setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &TPACKET_V2)?;
+    let req = TpacketReq {
         tp_block_size: block_bytes,
         tp_block_nr: cfg.blocks,
         tp_frame_size: frame_size,
         tp_frame_nr: block_bytes / frame_size * cfg.blocks,
-        tp_retire_blk_tov: cfg.retire_ms,
-        tp_sizeof_priv: 0,
-        tp_feature_req_word: 0,
     };
     setsockopt(fd.as_raw_fd(), SOL_PACKET, PACKET_RX_RING, &req)?;
     let len = block_bytes as usize * cfg.blocks as usize;
@@ -324,68 +307,18 @@ fn setup_ring(fd: &OwnedFd, cfg: RingConfig, mtu: usize) -> io::Result<Ring> {
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    let (frame_bytes, frames_per_block) = match cfg.version {
-        RingVersion::V2 => (
-            frame_size as usize,
-            (block_bytes / frame_size).max(1) as usize,
-        ),
-        RingVersion::V3 => (0, 0),
-    };
     Ok(Ring {
         base: base.cast(),
         len,
         block_bytes: block_bytes as usize,
         blocks: cfg.blocks as usize,
         next: 0,
-        frame_bytes,
-        frames_per_block,
+        frame_bytes: frame_size as usize,
+        frames_per_block: (block_bytes / frame_size).max(1) as usize,
     })
 }
 
-fn block_status(r: &Ring, idx: usize) -> &AtomicU32 {
-    // SAFETY: block `idx < blocks` starts page-aligned inside the mapping and
-    // its status word (offset 8) is a naturally aligned u32 the kernel
-    // updates concurrently, hence the atomic view. The mapping lives as long
-    // as `r`.
-    unsafe { AtomicU32::from_ptr(r.base.add(idx * r.block_bytes + 8).cast()) }
-}
-
 fn recv_ring(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
-    let mut got = 0usize;
-    // At most one pass over the ring: every block is visited once per call.
-    for _ in 0..r.blocks {
-        if got >= max_frames {
-            break;
-        }
-        let idx = r.next;
-        let status = block_status(r, idx);
-        if status.load(Ordering::Acquire) & ring::TP_STATUS_USER == 0 {
-            break;
-        }
-        // SAFETY: the block belongs to user space until we store
-        // TP_STATUS_KERNEL below; the kernel does not write it meanwhile, and
-        // the slice is dropped before that store.
-        let block =
-            unsafe { std::slice::from_raw_parts(r.base.add(idx * r.block_bytes), r.block_bytes) };
-        for fr in Frames::new(block) {
-            if fr.pkttype == PACKET_OUTGOING {
-                continue;
-            }
-            got += 1;
-            f(RxFrame {
-                data: fr.data,
-                vlan: fr.vlan,
-                truncated: (fr.wire_len as usize) > fr.data.len(),
-                csum: ring::csum_of(fr.status),
-            });
-        }
-        status.store(0, Ordering::Release);
-        r.next = (idx + 1) % r.blocks;
-    }
-    got
-}
-
-fn recv_ring_v2(r: &mut Ring, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
     let slots = r.blocks * r.frames_per_block;
     let mut taken = 0usize;
     // At most one pass over the ring, and at most `max_frames` slots.
@@ -445,12 +378,23 @@ fn recv_mmsg(
     f: &mut dyn FnMut(RxFrame<'_>),
 ) -> io::Result<(usize, usize)> {
     let n = max_frames.clamp(1, MMSG_BATCH);
-    // SAFETY: all-zero arrays of these C structs are valid values.
-    let mut iov: [libc::iovec; MMSG_BATCH] = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MMSG_BATCH];
+    // SAFETY: an all-zero array of mmsghdr is a valid value (null pointers,
+    // zero lengths); its fields differ by libc (musl pads them), hence not
+    // spelled out.
     let mut msgs: [libc::mmsghdr; MMSG_BATCH] = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut addrs: [libc::sockaddr_ll; MMSG_BATCH] = unsafe { std::mem::zeroed() };
+    let mut addrs = [libc::sockaddr_ll {
+        sll_family: 0,
+        sll_protocol: 0,
+        sll_ifindex: 0,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    }; MMSG_BATCH];
     // u64 elements keep each control buffer aligned for struct cmsghdr.
     let mut control = [[0u64; CONTROL_WORDS]; MMSG_BATCH];
     let mut chunks = scratch.chunks_exact_mut(MMSG_FRAME_BYTES);

@@ -10,7 +10,6 @@
 //!   in `xdp/`; nothing here knows a protocol.
 
 use crate::sys::cvt;
-use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -66,63 +65,91 @@ pub fn take_error(fd: RawFd) -> Option<io::Error> {
     }
 }
 
+/// The index of interface `name` in this network namespace (SIOCGIFINDEX
+/// on a throw-away socket, as if_nametoindex(3) does).
 pub fn ifindex(name: &str) -> io::Result<libc::c_int> {
-    let c = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `c` is a valid NUL-terminated string.
-    let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if idx == 0 {
-        Err(io::Error::new(
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    let sock = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    match rustix::net::netdevice::name_to_index(&sock, name) {
+        Ok(i) if i > 0 => Ok(i as libc::c_int),
+        _ => Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!("no interface {name}"),
-        ))
-    } else {
-        Ok(idx as libc::c_int)
+        )),
     }
 }
 
-fn ifreq(name: &str) -> io::Result<libc::ifreq> {
-    // SAFETY: an all-zero ifreq is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    let b = name.as_bytes();
-    if b.len() >= ifr.ifr_name.len() || b.contains(&0) {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    }
-    for (d, s) in ifr.ifr_name.iter_mut().zip(b) {
-        *d = *s as libc::c_char;
-    }
-    Ok(ifr)
+/// `struct ifreq`: the name, then a union read here as plain words (the
+/// kernel writes an int, a short or reads a pointer at its start), so no
+/// union access needs `unsafe`.
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    value: [usize; IFREQ_VALUE_WORDS],
 }
 
-fn ifreq_ioctl(fd: RawFd, req: libc::c_ulong, ifr: &mut libc::ifreq) -> io::Result<()> {
-    // SAFETY: `ifr` is a valid ifreq with the name set; the requests used
-    // here (SIOCGIFMTU, SIOCGIFFLAGS, SIOCETHTOOL) read and write only it
-    // and, for SIOCETHTOOL, the buffer its `ifru_data` points at, which
-    // [`ethtool`] keeps alive for the call.
-    cvt(unsafe { libc::ioctl(fd, req as _, ifr) })?;
+const IFREQ_VALUE_WORDS: usize =
+    (std::mem::size_of::<libc::ifreq>() - libc::IFNAMSIZ) / std::mem::size_of::<usize>();
+const _: () = assert!(std::mem::size_of::<IfReq>() == std::mem::size_of::<libc::ifreq>());
+const _: () = assert!(std::mem::align_of::<IfReq>() == std::mem::align_of::<libc::ifreq>());
+
+impl IfReq {
+    fn new(name: &str) -> io::Result<IfReq> {
+        let b = name.as_bytes();
+        let mut ifr = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            value: [0; IFREQ_VALUE_WORDS],
+        };
+        if b.len() >= ifr.name.len() || b.contains(&0) {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        ifr.name[..b.len()].copy_from_slice(b);
+        Ok(ifr)
+    }
+
+    /// The union's first bytes, as the kernel left them.
+    fn head<const N: usize>(&self) -> [u8; N] {
+        let mut out = [0u8; N];
+        out.copy_from_slice(&self.value[0].to_ne_bytes()[..N]);
+        out
+    }
+}
+
+fn ifreq_ioctl(fd: RawFd, req: libc::c_ulong, ifr: &mut IfReq) -> io::Result<()> {
+    // SAFETY: `ifr` is laid out as a `struct ifreq` (same size and
+    // alignment, asserted above) with the name set; the requests used here
+    // (SIOCGIFMTU, SIOCGIFFLAGS, SIOCETHTOOL) read and write only it and,
+    // for SIOCETHTOOL, the buffer its first word points at, which
+    // [`ethtool`] keeps borrowed for the call.
+    cvt(unsafe { libc::ioctl(fd, req as _, ifr as *mut IfReq) })?;
     Ok(())
 }
 
 /// Interface MTU via SIOCGIFMTU (`fd`: any socket).
 pub fn mtu(fd: RawFd, name: &str) -> io::Result<u32> {
-    let mut ifr = ifreq(name)?;
+    let mut ifr = IfReq::new(name)?;
     ifreq_ioctl(fd, libc::SIOCGIFMTU as _, &mut ifr)?;
-    // SAFETY: SIOCGIFMTU filled the ifru_mtu member of the union.
-    Ok(unsafe { ifr.ifr_ifru.ifru_mtu } as u32)
+    Ok(i32::from_ne_bytes(ifr.head()) as u32)
 }
 
 /// Interface flags (IFF_*) via SIOCGIFFLAGS (`fd`: any socket).
 pub fn if_flags(fd: RawFd, name: &str) -> io::Result<u32> {
-    let mut ifr = ifreq(name)?;
+    let mut ifr = IfReq::new(name)?;
     ifreq_ioctl(fd, libc::SIOCGIFFLAGS as _, &mut ifr)?;
-    // SAFETY: SIOCGIFFLAGS filled the ifru_flags member of the union.
-    Ok(u32::from(unsafe { ifr.ifr_ifru.ifru_flags } as u16))
+    Ok(u32::from(u16::from_ne_bytes(ifr.head())))
 }
 
 /// One SIOCETHTOOL command on `name`: `cmd` is a `struct ethtool_*`
 /// starting with its command word, read and written by the kernel.
 pub fn ethtool<T>(fd: RawFd, name: &str, cmd: &mut T) -> io::Result<()> {
-    let mut ifr = ifreq(name)?;
-    ifr.ifr_ifru.ifru_data = (cmd as *mut T).cast();
+    let mut ifr = IfReq::new(name)?;
+    // The kernel follows this address: exposed, and `cmd` stays borrowed.
+    ifr.value[0] = (cmd as *mut T).expose_provenance();
     ifreq_ioctl(fd, libc::SIOCETHTOOL as _, &mut ifr)
 }
 
@@ -194,6 +221,40 @@ pub fn driver(fd: RawFd, name: &str) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn any_socket() -> std::os::fd::OwnedFd {
+        use rustix::net::{AddressFamily, SocketFlags, SocketType};
+        let t = SocketType::DGRAM;
+        rustix::net::socket_with(AddressFamily::UNIX, t, SocketFlags::CLOEXEC, None).unwrap()
+    }
+
+    #[test]
+    fn loopback_is_read_through_ifreq() {
+        use std::os::fd::AsRawFd;
+        let s = any_socket();
+        // Loopback is interface 1 in every namespace.
+        assert_eq!(ifindex("lo").unwrap(), 1);
+        let flags = if_flags(s.as_raw_fd(), "lo").unwrap();
+        assert_ne!(flags & libc::IFF_LOOPBACK as u32, 0, "{flags:#x}");
+        let mtu = mtu(s.as_raw_fd(), "lo").unwrap();
+        if let Ok(sys) = std::fs::read_to_string("/sys/class/net/lo/mtu") {
+            assert_eq!(mtu.to_string(), sys.trim());
+        }
+        assert!(mtu >= 1280, "{mtu}");
+    }
+
+    #[test]
+    fn unknown_or_malformed_interface_names_are_errors() {
+        use std::os::fd::AsRawFd;
+        let e = ifindex("no-such-if9").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(e.to_string().contains("no-such-if9"), "{e}");
+        assert!(ifindex("a\0b").is_err());
+        assert!(ifindex("sixteen-bytes-xx").is_err());
+        let s = any_socket();
+        let e = mtu(s.as_raw_fd(), "sixteen-bytes-xx").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
 
     #[test]
     fn rx_queues_are_counted_from_a_sysfs_listing() {

@@ -2,15 +2,20 @@
 //!
 //! # Principles
 //! The syscalls without a socket family of their own (clock, epoll,
-//! timerfd, eventfd, netlink, getrandom) live here, each `unsafe` block with
-//! the reason it is sound; socket options and interface ioctls are in
-//! `sockopt.rs`, packet and XDP sockets in `sock.rs` and `xdp/`. Wrappers
-//! turn `-1` into `io::Error` and own their descriptors (`OwnedFd`), so no
-//! path leaks one.
+//! timerfd, eventfd, netlink, getrandom) live here. They go through
+//! `rustix`, which types their flags and owns every descriptor it returns
+//! (`OwnedFd`), so no path leaks one and none needs `unsafe`; what rustix
+//! lacks (SCHED_FIFO) stays on libc with the reason it is sound. Socket
+//! options and interface ioctls are in `sockopt.rs`, packet and XDP
+//! sockets in `sock.rs` and `xdp/`.
 
+use rustix::event::epoll;
+use rustix::net::netlink::SocketAddrNetlink;
+use rustix::net::{AddressFamily, Protocol, SocketFlags, SocketType};
+use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
 use sluice_time::Instant;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 
 pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
@@ -20,15 +25,9 @@ pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// Current CLOCK_MONOTONIC time, the engine's clock.
+/// Current CLOCK_MONOTONIC time, the engine's clock (vDSO, no syscall).
 pub fn now() -> Instant {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists
-    // on Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     Instant::from_nanos((ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64)
 }
 
@@ -42,16 +41,10 @@ pub fn random_key() -> io::Result<[u8; 16]> {
         if filled == key.len() {
             return Ok(key);
         }
-        let rest = &mut key[filled..];
-        // SAFETY: the pointer/length pair describes the writable tail of `key`.
-        let r = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        } else {
-            filled += r as usize;
+        match rustix::rand::getrandom(&mut key[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     if filled == key.len() {
@@ -61,167 +54,145 @@ pub fn random_key() -> io::Result<[u8; 16]> {
     }
 }
 
-fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
-    let fd = cvt(fd)?;
-    // SAFETY: `fd` was just returned by a successful syscall and is owned by
-    // nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 pub fn epoll_create() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall without pointers.
-    owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })
+    Ok(epoll::create(epoll::CreateFlags::CLOEXEC)?)
 }
 
+/// What [`epoll_ctl`] does with a descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EpollOp {
+    Add,
+    Modify,
+    Delete,
+}
+
+/// Adds, changes or removes `fd`'s entry: `events` with `token` as its data.
+/// `fd` is a socket of a port or the reactor's own, open for the call.
 pub fn epoll_ctl(
     ep: &OwnedFd,
-    op: libc::c_int,
+    op: EpollOp,
     fd: RawFd,
-    events: u32,
+    events: epoll::EventFlags,
     token: u64,
 ) -> io::Result<()> {
-    let mut ev = libc::epoll_event { events, u64: token };
-    // SAFETY: `ev` is a valid epoll_event for the duration of the call; the
-    // kernel copies it.
-    cvt(unsafe { libc::epoll_ctl(ep.as_raw_fd(), op, fd, &mut ev) })?;
+    // SAFETY: the caller owns `fd` (a port's socket, or the reactor's timer,
+    // waker or netlink socket) and keeps it open past this call; the borrow
+    // ends with it (epoll keeps no reference, only the open file).
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let data = epoll::EventData::new_u64(token);
+    match op {
+        EpollOp::Add => epoll::add(ep, fd, data, events)?,
+        EpollOp::Modify => epoll::modify(ep, fd, data, events)?,
+        EpollOp::Delete => epoll::delete(ep, fd)?,
+    }
     Ok(())
 }
 
-/// Waits for events; EINTR is reported as zero events (a signal arrived).
-pub fn epoll_wait(
-    ep: &OwnedFd,
-    events: &mut [libc::epoll_event],
-    timeout_ms: i32,
-) -> io::Result<usize> {
-    let cap = events.len().min(i32::MAX as usize) as i32;
-    // SAFETY: `events` is a writable array of `cap` epoll_event entries.
-    let r = unsafe { libc::epoll_wait(ep.as_raw_fd(), events.as_mut_ptr(), cap, timeout_ms) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(0);
-        }
-        return Err(e);
+/// An empty slot for [`epoll_wait`] to fill.
+pub fn epoll_event() -> epoll::Event {
+    epoll::Event {
+        flags: epoll::EventFlags::empty(),
+        data: epoll::EventData::new_u64(0),
     }
-    Ok(r as usize)
+}
+
+/// Waits for events, at most `timeout_ms` (negative: for ever, as in
+/// epoll_wait(2)); EINTR is reported as zero events (a signal arrived).
+pub fn epoll_wait(ep: &OwnedFd, events: &mut [epoll::Event], timeout_ms: i32) -> io::Result<usize> {
+    let timeout = u64::try_from(timeout_ms).ok().map(|ms| Timespec {
+        tv_sec: (ms / 1000) as i64,
+        tv_nsec: (ms % 1000 * 1_000_000) as i64,
+    });
+    match epoll::wait(ep, events, timeout.as_ref()) {
+        Ok(n) => Ok(n),
+        Err(rustix::io::Errno::INTR) => Ok(0),
+        Err(e) => Err(e.into()),
+    }
 }
 
 pub fn timerfd() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall without pointers.
-    owned(unsafe {
-        libc::timerfd_create(
-            libc::CLOCK_MONOTONIC,
-            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-        )
-    })
+    Ok(rustix::time::timerfd_create(
+        TimerfdClockId::Monotonic,
+        TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+    )?)
 }
 
 /// Arms the timer at the absolute CLOCK_MONOTONIC time `at`, or disarms it.
 pub fn timer_set(fd: &OwnedFd, at: Option<Instant>) -> io::Result<()> {
     // A zero it_value disarms; an absolute deadline of 0 ns is "now" anyway.
     let ns = at.map_or(0, |t| t.as_nanos().max(1));
-    let spec = libc::itimerspec {
-        it_interval: libc::timespec {
+    let spec = Itimerspec {
+        it_interval: Timespec {
             tv_sec: 0,
             tv_nsec: 0,
         },
-        it_value: libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        it_value: Timespec {
+            tv_sec: (ns / 1_000_000_000) as i64,
+            tv_nsec: (ns % 1_000_000_000) as i64,
         },
     };
-    // SAFETY: `spec` is valid for reading; the old value pointer may be null.
-    cvt(unsafe {
-        libc::timerfd_settime(
-            fd.as_raw_fd(),
-            libc::TFD_TIMER_ABSTIME,
-            &spec,
-            std::ptr::null_mut(),
-        )
-    })?;
+    rustix::time::timerfd_settime(fd, TimerfdTimerFlags::ABSTIME, &spec)?;
     Ok(())
 }
 
 pub fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall without pointers.
-    owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })
+    use rustix::event::EventfdFlags;
+    Ok(rustix::event::eventfd(
+        0,
+        EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC,
+    )?)
 }
 
 /// Reads and discards the 8-byte counter of an eventfd/timerfd; a
 /// non-blocking fd with nothing to read is fine.
-pub fn drain_counter(fd: RawFd) -> u64 {
-    let mut v = 0u64;
-    // SAFETY: reads at most 8 bytes into `v`, which is 8 bytes long.
-    let r = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-    if r == 8 {
-        v
-    } else {
-        0
+pub fn drain_counter(fd: BorrowedFd<'_>) -> u64 {
+    let mut v = [0u8; 8];
+    match rustix::io::read(fd, &mut v) {
+        Ok(8) => u64::from_ne_bytes(v),
+        _ => 0,
     }
 }
 
 /// Adds one to an eventfd counter. Async-signal-safe (only write(2)).
-pub fn bump_counter(fd: RawFd) {
-    let v = 1u64;
-    // SAFETY: writes the 8 bytes of `v`; an error (counter overflow) only
-    // means a wake-up is already pending.
-    unsafe { libc::write(fd, (&v as *const u64).cast(), 8) };
+pub fn bump_counter(fd: BorrowedFd<'_>) {
+    // An error (counter overflow) only means a wake-up is already pending.
+    let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
 }
 
-/// Binds `fd` to `addr`, one of libc's `sockaddr_*` structs (its size is
-/// the length the kernel expects for the family).
-pub fn bind<T>(fd: RawFd, addr: &T) -> io::Result<()> {
-    // SAFETY: `addr` is a live `T` the kernel only reads, for its exact size;
-    // the kernel checks the family and the length itself.
-    cvt(unsafe {
-        libc::bind(
-            fd,
-            (addr as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
+/// A netlink socket of `protocol` (None: NETLINK_ROUTE, whose number is 0)
+/// bound to the multicast `groups` (RTMGRP_*; 0: none), the kernel picking
+/// the port id.
+fn netlink(protocol: Option<Protocol>, groups: u32, flags: SocketFlags) -> io::Result<OwnedFd> {
+    let fd = rustix::net::socket_with(
+        AddressFamily::NETLINK,
+        SocketType::RAW,
+        flags | SocketFlags::CLOEXEC,
+        protocol,
+    )?;
+    rustix::net::bind(&fd, &SocketAddrNetlink::new(0, groups))?;
+    Ok(fd)
 }
 
 /// A NETLINK_ROUTE socket bound to the multicast `groups` (RTMGRP_*),
 /// non-blocking.
 pub fn netlink_route(groups: u32) -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall without pointers.
-    let fd = owned(unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
-    })?;
-    // SAFETY: an all-zero sockaddr_nl is valid; fields are set below.
-    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    sa.nl_groups = groups;
-    bind(fd.as_raw_fd(), &sa)?;
-    Ok(fd)
+    netlink(None, groups, SocketFlags::NONBLOCK)
 }
 
 /// One non-blocking receive into `buf`; `Ok(0)` when nothing is queued.
-pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is writable for its length for the call's duration.
-    let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
-            _ => Err(e),
-        };
+pub fn recv(fd: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    match rustix::net::recv(fd, buf, rustix::net::RecvFlags::DONTWAIT) {
+        Ok((n, _)) => Ok(n),
+        Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => Ok(0),
+        Err(e) => Err(e.into()),
     }
-    Ok(r as usize)
 }
 
 /// Timer slack of this thread: the kernel may postpone a timer by up to
 /// its slack (50 µs by default) to batch wake-ups; a delay line wants none.
 pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer argument, no pointers; it
-    // only affects the calling thread.
-    cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })?;
+    // 0 (None) resets it to the thread's default, as prctl(2) says.
+    rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(ns))?;
     Ok(())
 }
 
@@ -246,44 +217,31 @@ pub fn set_thread_fifo(priority: u8) -> io::Result<()> {
 /// groups), blocking, with receives bounded by `timeout`: a request of
 /// the exit path must not hang it.
 pub fn netlink_route_requests(timeout: std::time::Duration) -> io::Result<OwnedFd> {
-    netlink_requests(libc::NETLINK_ROUTE, timeout)
+    netlink_requests(None, timeout)
 }
 
 /// [`netlink_route_requests`] for another netlink family (`protocol`:
-/// `NETLINK_NETFILTER` for conntrack).
+/// `rustix::net::netlink::NETFILTER` for conntrack).
 pub fn netlink_requests(
-    protocol: libc::c_int,
+    protocol: Option<Protocol>,
     timeout: std::time::Duration,
 ) -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall without pointers.
-    let fd = owned(unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            protocol,
-        )
-    })?;
-    // SAFETY: an all-zero sockaddr_nl is valid (port id 0: the kernel picks one).
-    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    bind(fd.as_raw_fd(), &sa)?;
-    let tv = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
-    };
-    crate::sockopt::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv)?;
+    let fd = netlink(protocol, 0, SocketFlags::empty())?;
+    // Zero is the kernel's "for ever" (rustix refuses it): the least bound.
+    let timeout = timeout.max(std::time::Duration::from_micros(1));
+    rustix::net::sockopt::set_socket_timeout(
+        &fd,
+        rustix::net::sockopt::Timeout::Recv,
+        Some(timeout),
+    )?;
     Ok(fd)
 }
 
 /// Sends all of `buf` as one datagram (to the kernel, for an unconnected
 /// netlink socket).
-pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<()> {
-    // SAFETY: `buf` is readable for its length for the call's duration.
-    let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), 0) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if r as usize != buf.len() {
+pub fn send(fd: impl AsFd, buf: &[u8]) -> io::Result<()> {
+    let n = rustix::net::send(fd, buf, rustix::net::SendFlags::empty())?;
+    if n != buf.len() {
         return Err(io::Error::other("short send on a datagram socket"));
     }
     Ok(())
@@ -291,23 +249,98 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<()> {
 
 /// One blocking receive into `buf` (EINTR retried); the socket's receive
 /// timeout ends the wait with `TimedOut`.
-pub fn recv_wait(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub fn recv_wait(fd: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    let fd = fd.as_fd();
     loop {
-        // SAFETY: `buf` is writable for its length for the call's duration.
-        let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EAGAIN) => {
+        match rustix::net::recv(fd, &mut *buf, rustix::net::RecvFlags::empty()) {
+            Ok((n, _)) => return Ok(n),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) => {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "the kernel did not answer a netlink request",
                 ))
             }
-            _ => return Err(e),
+            Err(e) => return Err(e.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn watch(ep: &OwnedFd, fd: &OwnedFd, token: u64) {
+        let ev = epoll::EventFlags::IN;
+        epoll_ctl(ep, EpollOp::Add, fd.as_raw_fd(), ev, token).unwrap();
+    }
+
+    #[test]
+    fn an_eventfd_bump_wakes_epoll_with_its_token_and_drains_once() {
+        let (ep, efd) = (epoll_create().unwrap(), eventfd().unwrap());
+        watch(&ep, &efd, 7);
+        let mut evs = [epoll_event(), epoll_event()];
+        assert_eq!(epoll_wait(&ep, &mut evs, 0).unwrap(), 0, "nothing yet");
+        bump_counter(efd.as_fd());
+        bump_counter(efd.as_fd());
+        assert_eq!(epoll_wait(&ep, &mut evs, 100).unwrap(), 1);
+        assert_eq!(evs[0].data.u64(), 7);
+        assert_eq!(drain_counter(efd.as_fd()), 2);
+        assert_eq!(drain_counter(efd.as_fd()), 0, "non-blocking and empty");
+        epoll_ctl(
+            &ep,
+            EpollOp::Delete,
+            efd.as_raw_fd(),
+            epoll::EventFlags::empty(),
+            0,
+        )
+        .unwrap();
+        bump_counter(efd.as_fd());
+        assert_eq!(
+            epoll_wait(&ep, &mut evs, 0).unwrap(),
+            0,
+            "no longer watched"
+        );
+    }
+
+    #[test]
+    fn a_timer_armed_in_the_past_fires_at_once_and_disarming_silences_it() {
+        let (ep, t) = (epoll_create().unwrap(), timerfd().unwrap());
+        watch(&ep, &t, 3);
+        let mut evs = [epoll_event()];
+        timer_set(&t, Some(now())).unwrap();
+        assert_eq!(epoll_wait(&ep, &mut evs, 1000).unwrap(), 1);
+        assert_eq!(evs[0].data.u64(), 3);
+        assert_eq!(drain_counter(t.as_fd()), 1);
+        let later = now() + sluice_time::Duration::from_secs(3600);
+        timer_set(&t, Some(later)).unwrap();
+        timer_set(&t, None).unwrap();
+        assert_eq!(epoll_wait(&ep, &mut evs, 0).unwrap(), 0);
+    }
+
+    #[test]
+    fn the_clock_runs_forward_and_keys_differ() {
+        let a = now();
+        assert!(now() >= a);
+        assert!(
+            a > Instant::ZERO,
+            "CLOCK_MONOTONIC starts at boot, not at 0"
+        );
+        assert_ne!(random_key().unwrap(), random_key().unwrap());
+    }
+
+    #[test]
+    fn netlink_requests_time_out_rather_than_hang() {
+        let fd = netlink_route_requests(std::time::Duration::from_millis(20)).unwrap();
+        let mut buf = [0u8; 64];
+        let e = recv_wait(&fd, &mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        let fd = netlink_route(0).unwrap();
+        assert_eq!(
+            recv(&fd, &mut buf).unwrap(),
+            0,
+            "non-blocking: nothing queued"
+        );
     }
 }

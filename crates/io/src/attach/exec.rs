@@ -21,7 +21,7 @@ use crate::rtnl::{
 };
 use crate::{sockopt, sys};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 const ANSWER_WAIT: Duration = Duration::from_secs(2);
@@ -49,10 +49,10 @@ impl Nl {
     fn exchange(&mut self, mut req: Req, kind: u16) -> io::Result<Vec<Vec<u8>>> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        sys::send(self.fd.as_raw_fd(), &req.finish(seq))?;
+        sys::send(&self.fd, &req.finish(seq))?;
         let mut out = Vec::new();
         for _ in 0..DUMP_DATAGRAMS {
-            let n = sys::recv_wait(self.fd.as_raw_fd(), &mut self.buf)?;
+            let n = sys::recv_wait(&self.fd, &mut self.buf)?;
             for m in rtnl::messages(&self.buf[..n]).filter(|m| m.seq == seq) {
                 match m.kind {
                     NLMSG_DONE => return Ok(out),

@@ -6,9 +6,13 @@ use super::program::XdpMode;
 use super::umem::*;
 use crate::ring::Csum;
 use crate::sock::RxFrame;
-use crate::sys::{bind, cvt};
+use rustix::net::sockopt as so;
+use rustix::net::xdp::{
+    SocketAddrXdp, SocketAddrXdpFlags, XdpOptionsFlags, XdpUmemReg, XdpUmemRegFlags,
+};
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// Fewest RX chunks a queue gets however many queues share the budget:
 /// 1024 full-sized frames absorb ~12 ms of line rate at 1 Gbit/s while the
@@ -53,9 +57,14 @@ pub(super) fn bind_order(mode: XdpMode) -> (&'static [BindMode], Option<&'static
     }
 }
 
-fn owned(fd: libc::c_int) -> OwnedFd {
-    // SAFETY: `fd` comes from a successful syscall and has no other owner.
-    unsafe { OwnedFd::from_raw_fd(fd) }
+/// A fresh AF_XDP socket (not yet bound).
+pub(super) fn xdp_socket() -> io::Result<OwnedFd> {
+    Ok(rustix::net::socket_with(
+        AddressFamily::XDP,
+        SocketType::RAW,
+        SocketFlags::CLOEXEC,
+        None,
+    )?)
 }
 
 /// A UMEM-owning socket bound to one queue, before it becomes an `RxQueue`.
@@ -115,9 +124,8 @@ impl RxQueue {
         for &c in order {
             match bind_queue(&umem, &spec, c) {
                 Ok(b) => {
-                    let mut opts = 0u32;
-                    let zerocopy = get(b.fd.as_raw_fd(), XDP_OPTIONS, &mut opts).is_ok()
-                        && opts & XDP_OPTIONS_ZEROCOPY != 0;
+                    let zerocopy = so::xdp_options(&b.fd)
+                        .is_ok_and(|o| o.contains(XdpOptionsFlags::XDP_OPTIONS_ZEROCOPY));
                     if zerocopy {
                         why = None;
                     }
@@ -150,6 +158,10 @@ impl RxQueue {
 
     pub(super) fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    pub(super) fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 
     pub(super) fn queue(&self) -> u32 {
@@ -234,29 +246,18 @@ impl RxQueue {
     }
 
     fn wake_rx(&self) {
-        // SAFETY: a zero-length receive without buffer: only a wake-up.
-        unsafe {
-            libc::recvfrom(
-                self.fd(),
-                std::ptr::null_mut(),
-                0,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
+        // A zero-length receive: only a wake-up; nothing to report.
+        let _ = rustix::net::recv(&self.fd, &mut [0u8; 0], rustix::net::RecvFlags::DONTWAIT);
     }
 
     /// Kernel-side receive drops since the last call: frames dropped for
     /// want of a fill-ring chunk or as too long (`rx_dropped`, which
     /// includes the fill-ring-empty case) and for a full RX ring.
     pub(super) fn take_drops(&mut self) -> u64 {
-        // SAFETY: all-zero is a valid xdp_statistics.
-        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
-        if get(self.fd(), XDP_STATISTICS, &mut st).is_err() {
+        let Ok(st) = so::xdp_statistics(&self.fd) else {
             return 0;
-        }
-        let total = st.rx_dropped + st.rx_ring_full;
+        };
+        let total = st.rx_dropped + st.rx_ring_full.unwrap_or(0);
         let d = total.saturating_sub(self.drops_seen);
         self.drops_seen = total;
         self.drops += d;
@@ -268,42 +269,27 @@ impl RxQueue {
 /// `rx_frames` chunks in the fill ring, and binds it to the queue as `c`
 /// asks.
 fn bind_queue(umem: &Umem, spec: &QueueSpec, c: BindMode) -> io::Result<Bound> {
-    // SAFETY: plain syscall without pointers.
-    let fd = owned(cvt(unsafe {
-        libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0)
-    })?);
+    let fd = xdp_socket()?;
     let raw = fd.as_raw_fd();
-    let reg = libc::xdp_umem_reg {
+    let reg = XdpUmemReg {
         addr: umem.base as u64,
         len: umem.len as u64,
         chunk_size: spec.chunk as u32,
         headroom: 0,
-        flags: 0,
+        flags: XdpUmemRegFlags::empty(),
         tx_metadata_len: 0,
     };
-    set(raw, XDP_UMEM_REG, &reg)?;
+    so::set_xdp_umem_reg(&fd, reg)?;
     let comp_size = if spec.tx_frames > 0 {
         spec.tx_frames
     } else {
         COMP_UNUSED
     };
     // Ring sizes (powers of two): each ring can hold every chunk of its side.
-    for (opt, size) in [
-        (XDP_UMEM_FILL_RING, spec.rx_frames),
-        (XDP_UMEM_COMPLETION_RING, comp_size),
-        (XDP_RX_RING, spec.rx_frames),
-    ] {
-        set(raw, opt, &size)?;
-    }
-    // SAFETY: all-zero is a valid xdp_mmap_offsets.
-    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-    let got = get(raw, XDP_MMAP_OFFSETS, &mut off)?;
-    if got != std::mem::size_of::<libc::xdp_mmap_offsets>() {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "kernel without ring flags (XDP_MMAP_OFFSETS v1)",
-        ));
-    }
+    so::set_xdp_umem_fill_ring_size(&fd, spec.rx_frames)?;
+    so::set_xdp_umem_completion_ring_size(&fd, comp_size)?;
+    so::set_xdp_rx_ring_size(&fd, spec.rx_frames)?;
+    let off = so::xdp_mmap_offsets(&fd)?;
     let d = std::mem::size_of::<libc::xdp_desc>();
     let rx = map_ring(raw, &off.rx, XDP_PGOFF_RX_RING, spec.rx_frames, d)?;
     let mut fill = map_ring(raw, &off.fr, XDP_UMEM_PGOFF_FILL_RING, spec.rx_frames, 8)?;
@@ -328,17 +314,12 @@ fn bind_queue(umem: &Umem, spec: &QueueSpec, c: BindMode) -> io::Result<Bound> {
         };
     }
     fill.prod_submit(n);
-    // SAFETY: all-zero is a valid sockaddr_xdp; fields set below.
-    let mut sxdp: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
-    sxdp.sxdp_family = libc::AF_XDP as u16;
-    sxdp.sxdp_ifindex = spec.ifindex;
-    sxdp.sxdp_queue_id = spec.queue;
-    sxdp.sxdp_flags = XDP_USE_NEED_WAKEUP
+    let flags = SocketAddrXdpFlags::XDP_USE_NEED_WAKEUP
         | match c {
-            BindMode::ZeroCopy => XDP_ZEROCOPY,
-            BindMode::Copy => XDP_COPY,
+            BindMode::ZeroCopy => SocketAddrXdpFlags::XDP_ZEROCOPY,
+            BindMode::Copy => SocketAddrXdpFlags::XDP_COPY,
         };
-    bind(raw, &sxdp)?;
+    rustix::net::bind(&fd, &SocketAddrXdp::new(flags, spec.ifindex, spec.queue))?;
     Ok(Bound { fd, rx, fill, comp })
 }
 

@@ -2,14 +2,15 @@
 //! queue, transmit on one (see `xdp/mod.rs` for the principles).
 
 use super::program::{self, XdpMode};
-use super::queue::{rx_frames_per_queue, QueueSpec, RxQueue};
+use super::queue::{rx_frames_per_queue, xdp_socket, QueueSpec, RxQueue};
 use super::umem::*;
 use crate::ring::Csum;
 use crate::sock::RxFrame;
 use crate::sockopt;
-use crate::sys::{bind, cvt};
+use rustix::net::xdp::{SocketAddrXdp, SocketAddrXdpFlags, SocketAddrXdpWithSharedUmem};
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// Send buffer of the transmit socket (copy mode charges each frame's skb to it).
 const TX_SNDBUF: libc::c_int = 8 << 20;
@@ -81,45 +82,32 @@ pub struct XdpSocket {
     queues_seen: u32,
 }
 
-fn owned(fd: libc::c_int) -> OwnedFd {
-    // SAFETY: `fd` comes from a successful syscall and has no other owner.
-    unsafe { OwnedFd::from_raw_fd(fd) }
-}
-
 fn context(what: &str) -> impl Fn(io::Error) -> io::Error + '_ {
     move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
 }
 
 /// The transmit-only socket: a TX ring on the UMEM of `owner` (same
 /// interface and queue, so it shares its fill and completion rings).
-fn open_tx(owner: RawFd, ifindex: u32) -> io::Result<(OwnedFd, Ring)> {
-    // SAFETY: plain syscall without pointers.
-    let fd = owned(cvt(unsafe {
-        libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0)
-    })?);
+fn open_tx(owner: BorrowedFd<'_>, ifindex: u32) -> io::Result<(OwnedFd, Ring)> {
+    let fd = xdp_socket()?;
     let raw = fd.as_raw_fd();
-    set(raw, XDP_TX_RING, &TX_FRAMES)?;
+    rustix::net::sockopt::set_xdp_tx_ring_size(&fd, TX_FRAMES)?;
     // Copy mode allocates an skb per frame against the socket's send
     // buffer: with the default (~200 KiB) a kick stops (EAGAIN) after ~90
     // frames of 1.5 KB still in flight. Room for the whole TX ring.
     sockopt::set_buf(raw, true, TX_SNDBUF);
     // Larger kicks where the kernel allows (≥ 6.17); a refusal is fine.
     let _ = set(raw, XDP_MAX_TX_SKB_BUDGET, &TX_FRAMES);
-    // SAFETY: all-zero is a valid xdp_mmap_offsets.
-    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-    get(raw, XDP_MMAP_OFFSETS, &mut off)?;
+    let off = rustix::net::sockopt::xdp_mmap_offsets(&fd)?;
     let d = std::mem::size_of::<libc::xdp_desc>();
     let ring = map_ring(raw, &off.tx, XDP_PGOFF_TX_RING, TX_FRAMES, d)?;
-    // SAFETY: all-zero is a valid sockaddr_xdp; fields set below.
-    let mut sxdp: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
-    sxdp.sxdp_family = libc::AF_XDP as u16;
-    sxdp.sxdp_ifindex = ifindex;
-    sxdp.sxdp_queue_id = TX_QUEUE;
     // A socket sharing a UMEM takes no other flag: need-wakeup and
     // copy/zero-copy come from the owner.
-    sxdp.sxdp_flags = XDP_SHARED_UMEM;
-    sxdp.sxdp_shared_umem_fd = owner as u32;
-    bind(raw, &sxdp)?;
+    let addr = SocketAddrXdpWithSharedUmem {
+        addr: SocketAddrXdp::new(SocketAddrXdpFlags::XDP_SHARED_UMEM, ifindex, TX_QUEUE),
+        shared_umem_fd: owner,
+    };
+    rustix::net::bind(&fd, &addr)?;
     Ok((fd, ring))
 }
 
@@ -223,10 +211,12 @@ impl XdpSocket {
             .get_mut(TX_QUEUE as usize)
             .ok_or_else(|| io::Error::other("no RX queue to transmit on"))?;
         let tx = Tx::open(owner, ifindex)?;
-        // SAFETY: plain syscall without pointers.
-        let ctl = owned(cvt(unsafe {
-            libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
-        })?);
+        let ctl = rustix::net::socket_with(
+            AddressFamily::INET,
+            SocketType::DGRAM,
+            SocketFlags::CLOEXEC,
+            None,
+        )?;
         Ok(XdpSocket {
             tx,
             link,
@@ -359,7 +349,7 @@ impl Tx {
             .comp
             .take()
             .ok_or_else(|| io::Error::other("the TX queue has no completion ring"))?;
-        let (fd, ring) = open_tx(owner.fd(), ifindex).map_err(context("AF_XDP TX socket"))?;
+        let (fd, ring) = open_tx(owner.as_fd(), ifindex).map_err(context("AF_XDP TX socket"))?;
         let (rx_frames, chunk) = (owner.spec.rx_frames, owner.spec.chunk);
         let free = (rx_frames..rx_frames + owner.spec.tx_frames)
             .rev()
@@ -397,31 +387,19 @@ impl Tx {
             if before == 0 || (self.zerocopy && !self.ring.need_wakeup()) {
                 break;
             }
-            // SAFETY: a zero-length send without buffer or address: the
-            // kernel transmits from the TX ring.
-            let r = unsafe {
-                libc::sendto(
-                    self.fd.as_raw_fd(),
-                    std::ptr::null(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null(),
-                    0,
-                )
-            };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    // More than one budget queued: go on while it moves.
-                    Some(libc::EAGAIN) | Some(libc::EINTR) => {
-                        if self.ring.unconsumed() >= before {
-                            break;
-                        }
+            // A zero-length send: the kernel transmits from the TX ring.
+            use rustix::io::Errno;
+            match rustix::net::send(&self.fd, &[], rustix::net::SendFlags::DONTWAIT) {
+                Ok(_) => {}
+                // More than one budget queued: go on while it moves.
+                Err(Errno::AGAIN) | Err(Errno::INTR) => {
+                    if self.ring.unconsumed() >= before {
+                        break;
                     }
-                    // The device is busy or a frame was dropped by it: try later.
-                    Some(libc::EBUSY) | Some(libc::ENOBUFS) => break,
-                    _ => return Err(e),
                 }
+                // The device is busy or a frame was dropped by it: try later.
+                Err(Errno::BUSY) | Err(Errno::NOBUFS) => break,
+                Err(e) => return Err(e.into()),
             }
         }
         self.reclaim();

@@ -2,27 +2,18 @@
 //! `xdp/mod.rs` for the principles).
 
 use crate::sockopt;
+use rustix::net::xdp::XdpRingOffset;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+// The socket options, addresses and flags of AF_XDP come typed from
+// `rustix::net` (`sockopt::set_xdp_*`, `xdp::SocketAddrXdp`); what it
+// lacks is here.
 pub(super) const SOL_XDP: libc::c_int = 283;
-pub(super) const XDP_MMAP_OFFSETS: libc::c_int = 1;
-pub(super) const XDP_RX_RING: libc::c_int = 2;
-pub(super) const XDP_TX_RING: libc::c_int = 3;
-pub(super) const XDP_UMEM_REG: libc::c_int = 4;
-pub(super) const XDP_UMEM_FILL_RING: libc::c_int = 5;
-pub(super) const XDP_UMEM_COMPLETION_RING: libc::c_int = 6;
-pub(super) const XDP_STATISTICS: libc::c_int = 7;
-pub(super) const XDP_OPTIONS: libc::c_int = 8;
 /// Frames one `sendto` kick may transmit in copy mode (Linux ≥ 6.17;
 /// older kernels refuse the option and keep their 32).
 pub(super) const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
-pub(super) const XDP_OPTIONS_ZEROCOPY: u32 = 1;
-pub(super) const XDP_SHARED_UMEM: u16 = 1;
-pub(super) const XDP_COPY: u16 = 1 << 1;
-pub(super) const XDP_ZEROCOPY: u16 = 1 << 2;
-pub(super) const XDP_USE_NEED_WAKEUP: u16 = 1 << 3;
 pub(super) const XDP_RING_NEED_WAKEUP: u32 = 1;
 pub(super) const XDP_PGOFF_RX_RING: libc::off_t = 0;
 pub(super) const XDP_PGOFF_TX_RING: libc::off_t = 0x8000_0000;
@@ -196,18 +187,20 @@ pub fn set<T>(fd: RawFd, name: libc::c_int, val: &T) -> io::Result<()> {
     sockopt::setsockopt(fd, SOL_XDP, name, val)
 }
 
-/// getsockopt at SOL_XDP; the length the kernel wrote.
-pub fn get<T>(fd: RawFd, name: libc::c_int, val: &mut T) -> io::Result<usize> {
-    sockopt::getsockopt(fd, SOL_XDP, name, val)
-}
-
 pub(super) fn map_ring(
     fd: RawFd,
-    off: &libc::xdp_ring_offset,
+    off: &XdpRingOffset,
     pgoff: libc::off_t,
     size: u32,
     desc_bytes: usize,
 ) -> io::Result<Ring> {
+    // Need-wakeup lives in the flags word (XDP_MMAP_OFFSETS v2, Linux ≥ 5.4).
+    let flags_at = off.flags.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            "kernel without ring flags (XDP_MMAP_OFFSETS v1)",
+        )
+    })?;
     let map_len = off.desc as usize + size as usize * desc_bytes;
     // SAFETY: maps the ring the kernel allocated for this socket at its
     // documented page offset; the length covers the descriptors it sized.
@@ -231,7 +224,7 @@ pub(super) fn map_ring(
         (
             map.add(off.producer as usize).cast::<AtomicU32>(),
             map.add(off.consumer as usize).cast::<AtomicU32>(),
-            map.add(off.flags as usize).cast::<AtomicU32>(),
+            map.add(flags_at as usize).cast::<AtomicU32>(),
             map.add(off.desc as usize),
         )
     };
