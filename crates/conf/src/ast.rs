@@ -84,6 +84,8 @@ pub struct AltqDecl {
     pub autorate: Option<AutorateAst>,
     /// `altq on { IF1 IF2 … }`: the interfaces after the first.
     pub on_more: Vec<Sp<String>>,
+    /// `altq on IF cbq(red ecn) …`: the scheduler's flags on the altq line.
+    pub root_flags: Option<Sp<crate::ir::RootFlags>>,
 }
 
 /// `autorate [(min BW, max BW, dry-run, probe ADDR, reconfig …)]` as

@@ -277,6 +277,45 @@ impl TimeoutKind {
     }
 }
 
+/// The language a queue tree was written in, so it prints back in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dialect {
+    /// `altq on IF SCHED … queue { … }` and `queue NAME … SCHED(…)`.
+    #[default]
+    Altq,
+    /// OpenBSD 5.5+: `queue NAME on IF bandwidth …` / `parent NAME`.
+    OpenBsd,
+}
+
+/// Flags written on the `altq on` line itself (`altq on em0 cbq(red ecn)
+/// …`). pfctl gives them to ALTQ's root class, which holds no packets:
+/// kept to print back, not acted on (a warning says so).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RootFlags {
+    pub default: bool,
+    pub borrow: bool,
+    pub red: bool,
+    pub ecn: bool,
+    pub rio: bool,
+    pub codel: bool,
+}
+
+impl RootFlags {
+    /// The flags set, in the printer's order and spelling.
+    pub fn words(self) -> impl Iterator<Item = &'static str> {
+        [
+            (self.default, "default"),
+            (self.borrow, "borrow"),
+            (self.red, "red"),
+            (self.ecn, "ecn"),
+            (self.rio, "rio"),
+            (self.codel, "codel"),
+        ]
+        .into_iter()
+        .filter_map(|(on, w)| on.then_some(w))
+    }
+}
+
 /// Which scheduler runs an interface's queue tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedKind {
@@ -309,6 +348,10 @@ pub struct IfaceQueueing {
     pub pipe: Option<Pipe>,
     /// Line of the defining statement, for messages.
     pub line: u32,
+    /// The dialect it was written in ([`Dialect::Altq`] for pipes).
+    pub dialect: Dialect,
+    /// Flags of the `altq on` line (none for other dialects).
+    pub root_flags: RootFlags,
 }
 
 impl IfaceQueueing {

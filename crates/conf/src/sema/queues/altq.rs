@@ -3,7 +3,7 @@
 use super::{curve, resolve, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::ast::{AltqDecl, QueueDecl, Sp};
 use crate::diag::Diagnostic;
-use crate::ir::{CodelParams, IfaceQueueing, Queue, SchedKind, ServiceCurve};
+use crate::ir::{CodelParams, Dialect, IfaceQueueing, Queue, RootFlags, SchedKind, ServiceCurve};
 use crate::parse::FAIRQ_MAX_BUCKETS;
 use crate::units::Bw;
 use sluice_time::Rate;
@@ -121,6 +121,21 @@ impl B<'_, '_, '_> {
         self.ack_filter_warnings(&t, false);
         let iface_abs = matches!(&a.bandwidth, Some(Sp { v: Bw::Abs(r), .. }) if r.0 > 0);
         self.tcp_rate_warnings(&t, &a.iface, iface_abs);
+        if let Some(f) = &a.root_flags {
+            let words: Vec<&str> = f.v.words().collect();
+            self.cx.err(
+                Diagnostic::warning(
+                    format!("`{}` on the altq line has no effect", words.join(" ")),
+                    f.span,
+                )
+                .label("pfctl gives these to ALTQ's root class, which holds no packets")
+                .hint(format!(
+                    "to act on them, write them on the queues: `queue NAME … {}({})`",
+                    sched_name(sched),
+                    words.join(" ")
+                )),
+            );
+        }
         Some(IfaceQueueing {
             ifname: a.iface.v.clone(),
             sched,
@@ -130,6 +145,8 @@ impl B<'_, '_, '_> {
             default_queue,
             pipe: None,
             line: self.cx.line(a.span),
+            dialect: Dialect::Altq,
+            root_flags: a.root_flags.as_ref().map(|f| f.v).unwrap_or_default(),
         })
     }
 
@@ -160,6 +177,8 @@ impl B<'_, '_, '_> {
             default_queue: 0,
             pipe: None,
             line: self.cx.line(a.span),
+            dialect: Dialect::Altq,
+            root_flags: RootFlags::default(),
         })
     }
 
@@ -330,6 +349,12 @@ impl B<'_, '_, '_> {
         }
         if matches!(sched, SchedKind::Hfsc | SchedKind::Fairq) && q.linkshare.is_none() {
             q.linkshare = q.bandwidth.map(ServiceCurve::linear);
+        }
+        // pfctl's queue_opts start at `bw_percent = 100`, and an HFSC
+        // class's linkshare defaults to its bandwidth: without either, it
+        // shares as its parent's rate (written out when printed).
+        if sched == SchedKind::Hfsc && q.linkshare.is_none() {
+            q.linkshare = Some(ServiceCurve::linear(parent_rate));
         }
         let rate = q.bandwidth.unwrap_or(parent_rate);
         let idx = t.queues.len();

@@ -199,6 +199,8 @@ impl B<'_, '_, '_> {
                 tcp: pipe_tcp,
             }),
             line: self.cx.line(p.span),
+            dialect: crate::ir::Dialect::Altq,
+            root_flags: crate::ir::RootFlags::default(),
         })
     }
 }
