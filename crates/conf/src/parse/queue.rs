@@ -425,7 +425,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             }
             "flows" => {
                 mark(&mut q.new_style, "flows", w.span);
-                q.flows = Some(p.number("flows", 1, 32_768)?);
+                q.flows = Some(p.number("number of flows", 1, 32_767)?);
             }
             "quantum" => {
                 mark(&mut q.new_style, "quantum", w.span);
