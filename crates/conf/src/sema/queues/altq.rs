@@ -89,9 +89,12 @@ impl B<'_, '_, '_> {
                 &mut path,
             );
         }
-        // pfctl sums FAIRQ's link-sharing curves (its bandwidth by default)
-        // against the interface, as for HFSC.
-        if sched != SchedKind::Priq {
+        // pfctl sums CBQ's bandwidths and FAIRQ's link-sharing curves (its
+        // bandwidth by default) against the parent; HFSC's curves are
+        // checked as curves (hfsc_admit).
+        if sched == SchedKind::Hfsc {
+            self.hfsc_admission(&t, bw);
+        } else if sched != SchedKind::Priq {
             self.children_sum(
                 &t,
                 None,
@@ -373,6 +376,9 @@ impl B<'_, '_, '_> {
             self.altq_queue(iface, sched, def_qlimit, c, Some(idx), rate, t, path);
         }
         path.pop();
+        if sched == SchedKind::Hfsc {
+            return;
+        }
         self.children_sum(
             t,
             Some(idx),

@@ -16,6 +16,7 @@
 //!   its queues (which may add TCP control of their own).
 
 mod altq;
+mod hfsc_admit;
 mod openbsd;
 mod pipe;
 mod warnings;
