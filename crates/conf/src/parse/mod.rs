@@ -12,6 +12,7 @@
 
 mod autorate;
 mod queue;
+mod values;
 pub(crate) use queue::FAIRQ_MAX_BUCKETS;
 mod rule;
 
