@@ -10,7 +10,11 @@
 //!   as `altq on …` and `queue … SCHED(…)`; pipes in the dummynet dialect.
 
 use crate::ir::*;
-pub use crate::sema::sched_name;
+
+/// The scheduler's word in pf.conf (`sluice show` names a tree's by it).
+pub fn sched_name(s: SchedKind) -> &'static str {
+    s.name()
+}
 use crate::units::{proto_name, tcp_flags_str};
 use std::fmt::Write as _;
 
@@ -243,7 +247,7 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
         o,
         "altq on {} {}{flags} bandwidth {}",
         iq.ifname,
-        sched_name(iq.sched),
+        iq.sched.name(),
         iq.bandwidth
     );
     if let Some(t) = iq.tbrsize {
@@ -258,7 +262,7 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
         let _ = write!(o, " priority {} qlimit {}", q.priority, q.qlimit);
         let opts = sched_options(q);
         if !opts.is_empty() {
-            let _ = write!(o, " {}({})", sched_name(iq.sched), opts.join(" "));
+            let _ = write!(o, " {}({})", iq.sched.name(), opts.join(" "));
         }
         if !q.children.is_empty() {
             let kids: Vec<&str> = q

@@ -75,6 +75,32 @@ pub enum SchedKind {
     Fairq,
 }
 
+impl SchedKind {
+    /// The scheduler's word in pf.conf (`priq`, `cbq`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedKind::Priq => "priq",
+            SchedKind::Cbq => "cbq",
+            SchedKind::Hfsc => "hfsc",
+            SchedKind::Pipe => "pipe",
+            SchedKind::Fairq => "fairq",
+        }
+    }
+
+    /// Its options' form, for messages (`cbq(…)`).
+    pub fn opts_name(self) -> &'static str {
+        match self {
+            SchedKind::Priq => "priq(…)",
+            SchedKind::Cbq => "cbq(…)",
+            SchedKind::Fairq => "fairq(…)",
+            _ => "hfsc(…)",
+        }
+    }
+}
+
+/// ALTQ's `FAIRQ_MAX_BUCKETS`: the most flow buckets a FAIRQ class has.
+pub const FAIRQ_MAX_BUCKETS: u64 = 2048;
+
 /// The queueing of one interface.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IfaceQueueing {

@@ -11,8 +11,6 @@ use crate::units;
 use sluice_time::Duration;
 
 const MS: u64 = 1_000_000;
-/// ALTQ's `FAIRQ_MAX_BUCKETS`.
-pub(crate) const FAIRQ_MAX_BUCKETS: u64 = 2048;
 
 /// Every word a `queue` statement takes, in any dialect (for "did you mean").
 const QUEUE_WORDS: &[&str] = &[
@@ -186,7 +184,7 @@ fn root_flags(p: &mut P, k: SchedKind, w: &Sp<String>) -> PResult<Sp<crate::ir::
     if let Some((word, Some(at))) = queue_only.into_iter().find(|(_, at)| at.is_some()) {
         return Err(Diagnostic::error(format!("`{word}` on the altq line"), at)
             .label("the interface's rate is its `bandwidth`; this option belongs to a queue")
-            .hint(format!("write it on a queue, e.g. `queue NAME … {}(default {word} …)`; on a parent it covers the queues under it", crate::sema::sched_name(k))));
+            .hint(format!("write it on a queue, e.g. `queue NAME … {}(default {word} …)`; on a parent it covers the queues under it", k.name())));
     }
     Ok(Sp::new(
         crate::ir::RootFlags {
@@ -430,7 +428,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             }
             s => match sched_kind(s) {
                 Some(k) => {
-                    mark(&mut q.old_style, crate::sema::sched_opts_name(k), w.span);
+                    mark(&mut q.old_style, k.opts_name(), w.span);
                     q.sched = Some(Sp::new(k, w.span));
                     if p.peek() == Some(&Tok::LParen) {
                         sched_opts(p, &mut q, k)?;
@@ -545,7 +543,7 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
         let w = p.word("a scheduler option")?;
         if !sched_allowed(k).contains(&w.v.as_str()) {
             // pfctl's words: `unknown cbq flag "foo"`.
-            let name = crate::sema::sched_name(k);
+            let name = k.name();
             return Err(
                 Diagnostic::error(format!("unknown {name} flag \"{}\"", w.v), w.span)
                     .label(format!(

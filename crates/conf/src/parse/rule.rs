@@ -13,41 +13,8 @@ use crate::ir::{
     MAX_MSS_MIN,
 };
 use crate::lex::Tok;
-use crate::units;
+use crate::units::{self, ipnet};
 use std::net::IpAddr;
-
-/// `10.0.0.0/8`, `192.0.2.1`, `2001:db8::/32`.
-pub fn ipnet(s: &str) -> Option<IpNet> {
-    let (a, pfx) = match s.split_once('/') {
-        Some((a, p)) => (a, Some(p)),
-        None => (s, None),
-    };
-    let addr: IpAddr = match a.parse() {
-        Ok(a) => a,
-        // pf's shorthand `10/8`, `192.168/16`: missing IPv4 octets are zero.
-        Err(_) if pfx.is_some() && a.split('.').count() < 4 => {
-            let parts: Vec<&str> = a.split('.').collect();
-            let mut full = parts.join(".");
-            for _ in parts.len()..4 {
-                full.push_str(".0");
-            }
-            full.parse().ok()?
-        }
-        Err(_) => return None,
-    };
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix = match pfx {
-        Some(p) => {
-            let n: u8 = p.parse().ok()?;
-            if n > max {
-                return None;
-            }
-            n
-        }
-        None => max,
-    };
-    Some(IpNet { addr, prefix })
-}
 
 fn iface_addr(w: &str, span: Span) -> PResult<AddrMatch> {
     let name = w.split_once(':').map_or(w, |(n, _)| n);

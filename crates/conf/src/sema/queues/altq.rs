@@ -1,10 +1,12 @@
 //! ALTQ trees: `altq on IF SCHED … queue { … }` and the `queue` lines it reaches.
 
-use super::{curve, resolve, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use super::{curve, resolve, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::ast::{AltqDecl, QueueDecl, Sp};
 use crate::diag::Diagnostic;
-use crate::ir::{CodelParams, Dialect, IfaceQueueing, Queue, RootFlags, SchedKind, ServiceCurve};
-use crate::parse::FAIRQ_MAX_BUCKETS;
+use crate::ir::{
+    CodelParams, Dialect, IfaceQueueing, Queue, RootFlags, SchedKind, ServiceCurve,
+    FAIRQ_MAX_BUCKETS,
+};
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -134,7 +136,7 @@ impl B<'_, '_, '_> {
                 .label("pfctl gives these to ALTQ's root class, which holds no packets")
                 .hint(format!(
                     "to act on them, write them on the queues: `queue NAME … {}({})`",
-                    sched_name(sched),
+                    sched.name(),
                     words.join(" ")
                 )),
             );
@@ -276,7 +278,7 @@ impl B<'_, '_, '_> {
                         format!("scheduler options do not match `altq on {iface}`"),
                         s.span,
                     )
-                    .label(format!("this interface runs {}", sched_name(sched))),
+                    .label(format!("this interface runs {}", sched.name())),
                 );
             }
         }
@@ -308,7 +310,7 @@ impl B<'_, '_, '_> {
             if p.v > max_prio {
                 self.cx.err(
                     Diagnostic::error(format!("priority out of range: {}", p.v), p.span)
-                        .label(format!("allowed 0..{max_prio} for {}", sched_name(sched))),
+                        .label(format!("allowed 0..{max_prio} for {}", sched.name())),
                 );
             }
             // Keep the written value even when out of range: the file is
