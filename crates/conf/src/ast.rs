@@ -185,6 +185,9 @@ pub struct QueueDecl {
     pub buckets: Option<Sp<u64>>,
     /// `fairq(hogs BW)`.
     pub hogs: Option<Sp<Bw>>,
+    /// `cbq( wrr root )`: the flags `pfctl -nv` prints on the root class
+    /// it makes (`queue root_IF …`); only that line may carry them.
+    pub pfctl_root: Option<Sp<String>>,
     /// `autorate (…)`, where written.
     pub autorate: Option<AutorateAst>,
 }

@@ -541,6 +541,13 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
             continue;
         }
         let w = p.word("a scheduler option")?;
+        // `pfctl -nv` prints the root class it makes as `queue root_IF …
+        // cbq( wrr root ) { … }`; sema takes that line for what it is
+        // and refuses the flags anywhere else, as pfctl does.
+        if k == SchedKind::Cbq && matches!(w.v.as_str(), "wrr" | "root") {
+            q.pfctl_root.get_or_insert(w.clone());
+            continue;
+        }
         if !sched_allowed(k).contains(&w.v.as_str()) {
             // pfctl's words: `unknown cbq flag "foo"`.
             let name = k.name();

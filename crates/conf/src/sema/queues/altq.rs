@@ -76,6 +76,7 @@ impl B<'_, '_, '_> {
             );
             return None;
         }
+        self.pfctl_root_class(a, sched);
         let altq_qlimit = self.outer_qlimit(&a.qlimit);
         let mut t = Tree::default();
         let mut path = Vec::new();
@@ -153,6 +154,32 @@ impl B<'_, '_, '_> {
             dialect: Dialect::Altq,
             root_flags: a.root_flags.as_ref().map(|f| f.v).unwrap_or_default(),
         })
+    }
+
+    /// The root class `pfctl -nv` prints for a CBQ or HFSC `altq on IF`:
+    /// `queue root_IF on IF bandwidth BW priority 0 [cbq( wrr root )]
+    /// {q1, q2}` with the altq's own queues as children. It is the altq
+    /// line again: taken as read, not a queue of its own.
+    fn pfctl_root_class(&mut self, a: &AltqDecl, sched: SchedKind) {
+        if !matches!(sched, SchedKind::Cbq | SchedKind::Hfsc) {
+            return;
+        }
+        let name = format!("root_{}", a.iface.v);
+        let mut want: Vec<&str> = a.children.iter().map(|c| c.v.as_str()).collect();
+        want.sort_unstable();
+        let found = (0..self.decls.len()).find(|&i| {
+            let d = &self.decls[i];
+            let mut kids: Vec<&str> = d.children.iter().map(|c| c.v.as_str()).collect();
+            kids.sort_unstable();
+            !self.dup[i]
+                && self.kinds[i] == Kind::Altq
+                && d.name.v == name
+                && d.on.as_ref().is_none_or(|o| o.v == a.iface.v)
+                && kids == want
+        });
+        if let Some(i) = found {
+            self.used[i] = true;
+        }
     }
 
     /// `altq on IF codel[(…)] bandwidth BW [qlimit N]` (FreeBSD ALTQ,
@@ -244,6 +271,13 @@ impl B<'_, '_, '_> {
         }
         self.used[i] = true;
         let d = &self.decls[i];
+        if let Some(w) = &d.pfctl_root {
+            self.cx.err(
+                Diagnostic::error(format!("unknown cbq flag \"{}\"", w.v), w.span)
+                    .label("pfctl prints `wrr root` on the root class it makes, and refuses them as input")
+                    .hint(format!("drop them; only `queue root_{iface} …` as `pfctl -nv` prints it may carry them")),
+            );
+        }
         if let Some(ns) = &d.new_style {
             let hint = match ns.v {
                 "flows" | "quantum" => "ALTQ queues have no flows; for FQ-CoDel use OpenBSD 5.5+ queues (`queue NAME on IF …` with `flows N`) instead of altq",
