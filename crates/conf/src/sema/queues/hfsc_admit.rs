@@ -42,6 +42,12 @@ fn under(curves: &[ServiceCurve], limit: &ServiceCurve) -> bool {
 impl B<'_, '_, '_> {
     /// pfctl's HFSC checks over the ALTQ tree `t` on an interface of rate `iface`.
     pub(super) fn hfsc_admission(&mut self, t: &Tree, iface: Rate) {
+        self.hfsc_curves(t, iface);
+        self.hfsc_sibling_sums(t, iface);
+    }
+
+    /// Each queue's own curves: concave, `m2` set, upper limit in range.
+    fn hfsc_curves(&mut self, t: &Tree, iface: Rate) {
         for (q, m) in t.queues.iter().zip(&t.meta) {
             for (what, c) in [
                 ("realtime", q.realtime),
@@ -82,6 +88,12 @@ impl B<'_, '_, '_> {
                 }
             }
         }
+    }
+
+    /// Siblings' realtime curves against 80 % of the interface, their
+    /// linkshare curves against their parent's; each reported once, at
+    /// the queue that tips the sum over.
+    fn hfsc_sibling_sums(&mut self, t: &Tree, iface: Rate) {
         let rt_cap = ServiceCurve::linear(Rate(iface.0 / 100 * 80));
         let parents = std::iter::once(None).chain((0..t.queues.len()).map(Some));
         for p in parents {
