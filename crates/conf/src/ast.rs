@@ -84,6 +84,8 @@ pub struct AltqDecl {
     pub autorate: Option<AutorateAst>,
     /// `altq on { IF1 IF2 … }`: the interfaces after the first.
     pub on_more: Vec<Sp<String>>,
+    /// `altq on IF cbq(red ecn) …`: the scheduler's flags on the altq line.
+    pub root_flags: Option<Sp<crate::ir::RootFlags>>,
 }
 
 /// `autorate [(min BW, max BW, dry-run, probe ADDR, reconfig …)]` as
@@ -183,6 +185,9 @@ pub struct QueueDecl {
     pub buckets: Option<Sp<u64>>,
     /// `fairq(hogs BW)`.
     pub hogs: Option<Sp<Bw>>,
+    /// `cbq( wrr root )`: the flags `pfctl -nv` prints on the root class
+    /// it makes (`queue root_IF …`); only that line may carry them.
+    pub pfctl_root: Option<Sp<String>>,
     /// `autorate (…)`, where written.
     pub autorate: Option<AutorateAst>,
 }

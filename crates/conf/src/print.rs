@@ -5,11 +5,16 @@
 //!   and printing that yields the same text. Golden tests hold us to it.
 //! - Everything resolved is written out: percentages as rates, defaults
 //!   (qlimit, priority) explicitly, lists expanded one rule per line.
-//! - ALTQ syntax unless a tree uses what only OpenBSD 5.5+ queues can say
-//!   (`flows`, `quantum`); pipes in the dummynet dialect.
+//! - Each tree in the dialect it was written in ([`Dialect`]): OpenBSD
+//!   5.5+ queues as `queue … parent … bandwidth … burst … for …ms`, ALTQ
+//!   as `altq on …` and `queue … SCHED(…)`; pipes in the dummynet dialect.
 
 use crate::ir::*;
-pub use crate::sema::sched_name;
+
+/// The scheduler's word in pf.conf (`sluice show` names a tree's by it).
+pub fn sched_name(s: SchedKind) -> &'static str {
+    s.name()
+}
 use crate::units::{proto_name, tcp_flags_str};
 use std::fmt::Write as _;
 
@@ -56,7 +61,7 @@ pub fn print(cfg: &Config) -> String {
         let start = o.len();
         match iq.sched {
             SchedKind::Pipe => pipe(&mut o, iq),
-            SchedKind::Hfsc if needs_new_style(iq) => new_style(&mut o, iq),
+            _ if iq.dialect == Dialect::OpenBsd => new_style(&mut o, iq),
             _ => altq(&mut o, iq),
         }
         if let Some(a) = cfg.options.autorate_of(&iq.ifname) {
@@ -91,49 +96,6 @@ fn autorate(o: &mut String, start: usize, a: crate::ir::Autorate) {
         Some(i) => o.insert_str(start + i, &words),
         None => o.push_str(&words),
     }
-}
-
-/// ALTQ cannot say `flows`/`quantum`, and rejects children that ask for more
-/// than their parent (OpenBSD 5.5+ accepts it as shares): such trees print in
-/// 5.5+ syntax. Everything else prints as ALTQ, which can say more (priority,
-/// red, ecn, rio).
-fn needs_new_style(iq: &IfaceQueueing) -> bool {
-    if iq
-        .queues
-        .iter()
-        .any(|q| q.flows.is_some() || q.quantum.is_some())
-    {
-        return true;
-    }
-    // Parents come before children, so one pass fills every rate.
-    let mut rate: Vec<u64> = Vec::with_capacity(iq.queues.len());
-    for q in &iq.queues {
-        let parent = q
-            .parent
-            .and_then(|p| rate.get(p).copied())
-            .unwrap_or(iq.bandwidth.0);
-        rate.push(q.bandwidth.map_or(parent, |b| b.0));
-    }
-    let parents = std::iter::once(None).chain((0..iq.queues.len()).map(Some));
-    for p in parents {
-        let limit = p
-            .and_then(|p| rate.get(p).copied())
-            .unwrap_or(iq.bandwidth.0);
-        let kids = iq
-            .queues
-            .iter()
-            .filter(|q| q.parent == p)
-            .filter_map(|q| q.bandwidth);
-        let (mut sum, mut over) = (0u128, false);
-        for b in kids {
-            sum += u128::from(b.0);
-            over |= b.0 > limit;
-        }
-        if over || sum > u128::from(limit) {
-            return true;
-        }
-    }
-    false
 }
 
 fn net(n: &IpNet) -> String {
@@ -275,11 +237,17 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
         .filter(|q| q.parent.is_none())
         .map(|q| q.name.as_str())
         .collect();
+    let flags: Vec<&str> = iq.root_flags.words().collect();
+    let flags = if flags.is_empty() {
+        String::new()
+    } else {
+        format!("({})", flags.join(" "))
+    };
     let _ = write!(
         o,
-        "altq on {} {} bandwidth {}",
+        "altq on {} {}{flags} bandwidth {}",
         iq.ifname,
-        sched_name(iq.sched),
+        iq.sched.name(),
         iq.bandwidth
     );
     if let Some(t) = iq.tbrsize {
@@ -294,7 +262,7 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
         let _ = write!(o, " priority {} qlimit {}", q.priority, q.qlimit);
         let opts = sched_options(q);
         if !opts.is_empty() {
-            let _ = write!(o, " {}({})", sched_name(iq.sched), opts.join(" "));
+            let _ = write!(o, " {}({})", iq.sched.name(), opts.join(" "));
         }
         if !q.children.is_empty() {
             let kids: Vec<&str> = q
@@ -309,12 +277,19 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
     }
 }
 
+/// `BW [burst BW for Nms]`: pfctl's `scspec` takes the time in whole
+/// milliseconds only, so a finer one keeps sluice's own unit.
 fn curve55(c: &ServiceCurve) -> String {
     if c.m1.0 == 0 && c.d.0 == 0 {
-        c.m2.to_string()
-    } else {
-        format!("{} burst {} for {}", c.m2, c.m1, c.d)
+        return c.m2.to_string();
     }
+    let ms = 1_000_000;
+    let d = if c.d.0.is_multiple_of(ms) {
+        format!("{}ms", c.d.0 / ms)
+    } else {
+        c.d.to_string()
+    };
+    format!("{} burst {} for {d}", c.m2, c.m1)
 }
 
 fn new_style(o: &mut String, iq: &IfaceQueueing) {

@@ -295,6 +295,39 @@ pub fn overhead_preset(name: &str) -> Option<Overhead> {
     })
 }
 
+/// `10.0.0.0/8`, `192.0.2.1`, `2001:db8::/32`.
+pub fn ipnet(s: &str) -> Option<crate::ir::IpNet> {
+    let (a, pfx) = match s.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (s, None),
+    };
+    let addr: std::net::IpAddr = match a.parse() {
+        Ok(a) => a,
+        // pf's shorthand `10/8`, `192.168/16`: missing IPv4 octets are zero.
+        Err(_) if pfx.is_some() && a.split('.').count() < 4 => {
+            let parts: Vec<&str> = a.split('.').collect();
+            let mut full = parts.join(".");
+            for _ in parts.len()..4 {
+                full.push_str(".0");
+            }
+            full.parse().ok()?
+        }
+        Err(_) => return None,
+    };
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let prefix = match pfx {
+        Some(p) => {
+            let n: u8 = p.parse().ok()?;
+            if n > max {
+                return None;
+            }
+            n
+        }
+        None => max,
+    };
+    Some(crate::ir::IpNet { addr, prefix })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -120,6 +120,26 @@ const WORDS: &[&str] = &[
     "ingress",
     "ack-pacing",
     "window-clamp",
+    // pfctl's own spellings (docs/pf-compat.md): flags on the altq line,
+    // grouped rule settings, glued curves, a single child, 5.5+ options.
+    "cbq(ecn)",
+    "hfsc(default",
+    "codel)",
+    "rio",
+    "red",
+    "borrow",
+    "upperlimit",
+    "realtime(1Mb",
+    "set (",
+    "prio(5,",
+    "queue(q,",
+    "q)",
+    "wrr",
+    "root",
+    "quantum",
+    "1514",
+    "4.50Mb",
+    "1s",
 ];
 
 fn soup() -> impl Strategy<Value = String> {

@@ -567,7 +567,7 @@ pass out on wan0 proto udp to port 53 queue bulk
         // As `sluice check -v` prints them (conf's printer): d with its unit.
         assert_eq!(opts("voip"), ["realtime (160Kb 20ms 64Kb)"]);
         assert_eq!(opts("interactive"), ["red"]);
-        assert_eq!(opts("bulk"), ["default", "ecn", "upperlimit 950Kb"]);
+        assert_eq!(opts("bulk"), ["default", "red", "ecn", "upperlimit 950Kb"]);
         assert!(opts("parent").is_empty());
         // Without the config, the counters are still there.
         let bare = queues_from(&e.report(), None);

@@ -94,6 +94,8 @@ pub fn iface_queueing(ifname: &str, sched: SchedKind, queues: Vec<Queue>) -> Ifa
         default_queue: 0,
         pipe: None,
         line: 0,
+        dialect: Default::default(),
+        root_flags: Default::default(),
     }
 }
 

@@ -14,7 +14,7 @@
 //!   follow, and `at 12` could be 12 s or 12 ms — a guess either way would
 //!   shape at the wrong moments without a word. Only a bare `0` is taken.
 
-use super::queue::{bandwidth, duration_of};
+use super::values::{bandwidth, duration_of};
 use super::{PResult, P};
 use crate::ast::{AutorateAst, ReconfigAst, Sp, PROBE_HINT};
 use crate::diag::{Diagnostic, Span};

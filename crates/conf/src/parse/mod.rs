@@ -12,10 +12,10 @@
 
 mod autorate;
 mod queue;
-pub(crate) use queue::FAIRQ_MAX_BUCKETS;
 mod rule;
+mod values;
 
-pub use rule::ipnet;
+pub use crate::units::ipnet;
 
 use crate::ast::{Sp, Stmt, TableDecl, TimeoutName};
 use crate::diag::{Diagnostic, Span};
@@ -489,7 +489,7 @@ fn table(p: &mut P) -> PResult<Stmt> {
             let mut item = |p: &mut P| -> PResult<Option<(crate::ir::IpNet, bool)>> {
                 let neg = p.eat(&Tok::Bang);
                 let w = p.word("a table entry")?;
-                Ok(rule::ipnet(&w.v).map(|n| (n, neg)))
+                Ok(ipnet(&w.v).map(|n| (n, neg)))
             };
             // Non-address entries (interface names, `self`, host names) are ignored: sluice
             // resolves nothing at run time.

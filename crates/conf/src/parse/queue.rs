@@ -1,17 +1,16 @@
 //! `altq on …`, `queue …` (ALTQ, OpenBSD 5.5+ and dummynet forms) and `pipe …`.
 
 use super::autorate::autorate;
+use super::values::{bandwidth, duration};
 use super::{PResult, P};
 use crate::ast::{AltqDecl, CurveAst, PipeDecl, QueueDecl, Sp};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{AckFilterMode, FqCodelParams, HostIsolation, PipeSched, SchedKind};
 use crate::lex::Tok;
-use crate::units::{self, Bw};
+use crate::units;
 use sluice_time::Duration;
 
 const MS: u64 = 1_000_000;
-/// ALTQ's `FAIRQ_MAX_BUCKETS`.
-pub(crate) const FAIRQ_MAX_BUCKETS: u64 = 2048;
 
 /// Every word a `queue` statement takes, in any dialect (for "did you mean").
 const QUEUE_WORDS: &[&str] = &[
@@ -41,39 +40,6 @@ const QUEUE_WORDS: &[&str] = &[
     "window-clamp",
     "autorate",
 ];
-
-pub fn bandwidth(p: &mut P) -> PResult<Sp<Bw>> {
-    let w = p.word("a bandwidth")?;
-    units::bandwidth(&w.v)
-        .map(|b| Sp::new(b, w.span))
-        .ok_or_else(|| {
-            if sluice_time::units::parse_rate(&w.v) == Err(sluice_time::units::UnitError::TooLarge) {
-                return Diagnostic::error(format!("bandwidth `{}` is too large", w.v), w.span)
-                    .label("over the 64-bit limit of 18446744073709551615 bit/s")
-                    .hint("sluice shapes up to the link's rate; e.g. 10Gb, 100Gb");
-            }
-            Diagnostic::error(format!("invalid bandwidth `{}`", w.v), w.span)
-                .label("expected a number with b, Kb, Mb, Gb, or a percentage")
-                .hint("e.g. 970Kb, 20Mb, 1.5Gb, 25%; pfctl's other spellings work too: K, Kbit, KB (bits, as in pfctl), and the same with M and G")
-        })
-}
-
-fn duration(p: &mut P, default_unit_ns: u64) -> PResult<Duration> {
-    let w = p.word("a duration")?;
-    let d = duration_of(&w, default_unit_ns)?;
-    // pf writes `for 100 ms` as well as `for 100ms`.
-    p.eat_word("ms");
-    Ok(d)
-}
-
-/// The duration word `w` says (a bare number in `default_unit_ns`), or why
-/// it says none.
-pub(super) fn duration_of(w: &Sp<String>, default_unit_ns: u64) -> PResult<Duration> {
-    units::duration(&w.v, default_unit_ns).ok_or_else(|| {
-        Diagnostic::error(format!("invalid duration `{}`", w.v), w.span)
-            .label("expected e.g. 20ms, 1s, 500us")
-    })
-}
 
 fn sched_kind(w: &str) -> Option<SchedKind> {
     match w {
@@ -119,6 +85,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
         span: start,
         codel: None,
         autorate: None,
+        root_flags: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -126,6 +93,16 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
             continue;
         }
         let w = p.word("bandwidth, qlimit, tbrsize, queue or a scheduler")?;
+        let n = |x: &Option<Sp<u64>>| x.as_ref().map(|c| c.span);
+        match w.v.as_str() {
+            "bandwidth" => once(a.bandwidth.as_ref().map(|b| b.span), "bandwidth", w.span)?,
+            "qlimit" => once(n(&a.qlimit), "qlimit", w.span)?,
+            "tbrsize" => once(n(&a.tbrsize), "tbrsize", w.span)?,
+            s if sched_kind(s).is_some() || s == "codel" || s == "codelq" => {
+                once(a.sched.as_ref().map(|x| x.span), "scheduler", w.span)?
+            }
+            _ => {}
+        }
         match w.v.as_str() {
             "bandwidth" => a.bandwidth = Some(bandwidth(p)?),
             "qlimit" => a.qlimit = Some(p.number("qlimit", 0, u64::MAX)?),
@@ -143,7 +120,12 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
             }
             "autorate" => a.autorate = Some(autorate(p, w.span)?),
             s => match sched_kind(s) {
-                Some(k) => a.sched = Some(Sp::new(k, w.span)),
+                Some(k) => {
+                    a.sched = Some(Sp::new(k, w.span));
+                    if p.peek() == Some(&Tok::LParen) {
+                        a.root_flags = Some(root_flags(p, k, &w)?);
+                    }
+                }
                 None if HostIsolation::from_word(s).is_some() => {
                     return Err(Diagnostic::error(format!("unexpected `{s}` in altq"), w.span)
                         .label("host isolation shares flow queues, which ALTQ has not")
@@ -173,6 +155,48 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
     }
     a.span = start.to(p.prev_span());
     Ok(a)
+}
+
+/// The scheduler's options on the `altq on` line (`cbq(red ecn)`): pfctl
+/// reads them with a queue's grammar and gives them to the root class.
+/// Its flags are kept; a curve, `buckets` or `hogs` there would set the
+/// root class's rate, which sluice takes from `bandwidth`, and sluice's
+/// own options belong to a queue: both are refused with a hint.
+fn root_flags(p: &mut P, k: SchedKind, w: &Sp<String>) -> PResult<Sp<crate::ir::RootFlags>> {
+    let start = p.here();
+    let mut q = QueueDecl {
+        name: w.clone(),
+        ..QueueDecl::default()
+    };
+    sched_opts(p, &mut q, k)?;
+    let span = start.to(p.prev_span());
+    let queue_only = [
+        ("realtime", q.realtime.as_ref().map(|c| c.span)),
+        ("linkshare", q.linkshare.as_ref().map(|c| c.span)),
+        ("upperlimit", q.upperlimit.as_ref().map(|c| c.span)),
+        ("buckets", q.buckets.as_ref().map(|c| c.span)),
+        ("hogs", q.hogs.as_ref().map(|c| c.span)),
+        ("ingress", q.ingress),
+        ("ack-filter", q.ack_filter.as_ref().map(|c| c.span)),
+        ("ack-pacing", q.ack_pacing),
+        ("window-clamp", q.window_clamp),
+    ];
+    if let Some((word, Some(at))) = queue_only.into_iter().find(|(_, at)| at.is_some()) {
+        return Err(Diagnostic::error(format!("`{word}` on the altq line"), at)
+            .label("the interface's rate is its `bandwidth`; this option belongs to a queue")
+            .hint(format!("write it on a queue, e.g. `queue NAME … {}(default {word} …)`; on a parent it covers the queues under it", k.name())));
+    }
+    Ok(Sp::new(
+        crate::ir::RootFlags {
+            default: q.default.is_some(),
+            borrow: q.borrow,
+            red: q.red,
+            ecn: q.ecn,
+            rio: q.rio,
+            codel: q.codel.is_some(),
+        },
+        span,
+    ))
 }
 
 /// `BW` or `(m1 d m2)`. pfctl's grammar puts an optional comma between
@@ -272,6 +296,20 @@ fn isolate_word(
     Ok(())
 }
 
+/// pfctl's "X cannot be respecified" when `first` (where X was given
+/// before in this statement) is set.
+fn once(first: Option<Span>, what: &str, at: Span) -> PResult<()> {
+    match first {
+        Some(f) => Err(
+            Diagnostic::error(format!("{what} cannot be respecified"), at)
+                .label("given a second time in this statement")
+                .note(f, "first given here")
+                .hint("write it once; pfctl refuses the second as well"),
+        ),
+        None => Ok(()),
+    }
+}
+
 fn mark(slot: &mut Option<Sp<&'static str>>, what: &'static str, at: Span) {
     if slot.is_none() {
         *slot = Some(Sp::new(what, at));
@@ -299,6 +337,32 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             continue;
         }
         let w = p.word("a queue option")?;
+        let sp = |x: &Option<Sp<CurveAst>>| x.as_ref().map(|c| c.span);
+        let n = |x: &Option<Sp<u64>>| x.as_ref().map(|c| c.span);
+        match w.v.as_str() {
+            "on" | "parent" | "pipe" => once(
+                match w.v.as_str() {
+                    "on" => q.on.as_ref().map(|x| x.span),
+                    "parent" => q.parent.as_ref().map(|x| x.span),
+                    _ => q.pipe.as_ref().map(|x| x.span),
+                },
+                &w.v,
+                w.span,
+            )?,
+            "bandwidth" => once(sp(&q.bandwidth), "bandwidth", w.span)?,
+            "min" => once(sp(&q.min), "min", w.span)?,
+            "max" => once(sp(&q.max), "max", w.span)?,
+            "priority" => once(n(&q.priority), "priority", w.span)?,
+            "qlimit" => once(n(&q.qlimit), "qlimit", w.span)?,
+            "flows" => once(n(&q.flows), "number of flows", w.span)?,
+            "quantum" => once(n(&q.quantum), "quantum", w.span)?,
+            "weight" => once(n(&q.weight), "weight", w.span)?,
+            "default" => once(q.default, "default", w.span)?,
+            s if sched_kind(s).is_some() => {
+                once(q.sched.as_ref().map(|x| x.span), "scheduler", w.span)?
+            }
+            _ => {}
+        }
         match w.v.as_str() {
             "on" => {
                 // OpenBSD 5.5+: `queue down on { em1 em2 } …` is one tree
@@ -327,7 +391,7 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             }
             "flows" => {
                 mark(&mut q.new_style, "flows", w.span);
-                q.flows = Some(p.number("flows", 1, 32_768)?);
+                q.flows = Some(p.number("number of flows", 1, 32_767)?);
             }
             "quantum" => {
                 mark(&mut q.new_style, "quantum", w.span);
@@ -364,11 +428,22 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
             }
             s => match sched_kind(s) {
                 Some(k) => {
-                    mark(&mut q.old_style, crate::sema::sched_opts_name(k), w.span);
+                    mark(&mut q.old_style, k.opts_name(), w.span);
                     q.sched = Some(Sp::new(k, w.span));
                     if p.peek() == Some(&Tok::LParen) {
                         sched_opts(p, &mut q, k)?;
                     }
+                }
+                // pfctl's `qassign_item`: one child queue without braces as
+                // the statement's last word (`queue drei bandwidth 30%
+                // subseven`). A near miss of an option stays a typo.
+                None if p.at_end()
+                    && q.children.is_empty()
+                    && unsupported_sched(&w).is_none()
+                    && crate::suggest::nearest(s, QUEUE_WORDS.iter().copied()).is_none() =>
+                {
+                    mark(&mut q.old_style, "{ children }", w.span);
+                    q.children = vec![w.clone()];
                 }
                 None => {
                     return Err(unsupported_sched(&w).unwrap_or_else(|| {
@@ -385,6 +460,76 @@ pub fn queue(p: &mut P, start: Span) -> PResult<QueueDecl> {
     Ok(q)
 }
 
+/// The flags and options each scheduler takes in its parentheses, in
+/// pfctl's grammar (`cbqflags_item`, `priqflags_item`, `hfscopts_item`,
+/// `fairqopts_item`) and then sluice's own.
+fn sched_allowed(k: SchedKind) -> &'static [&'static str] {
+    const EXT: [&str; 5] = [
+        "ingress",
+        "ack-filter",
+        "ack-filter-aggressive",
+        "ack-pacing",
+        "window-clamp",
+    ];
+    match k {
+        SchedKind::Priq => &[
+            "default", "red", "ecn", "rio", "codel", EXT[0], EXT[1], EXT[2], EXT[3], EXT[4],
+        ],
+        SchedKind::Cbq => &[
+            "default", "borrow", "red", "ecn", "rio", "codel", EXT[0], EXT[1], EXT[2], EXT[3],
+            EXT[4],
+        ],
+        SchedKind::Fairq => &[
+            "default",
+            "red",
+            "ecn",
+            "rio",
+            "codel",
+            "buckets",
+            "hogs",
+            "linkshare",
+            EXT[0],
+            EXT[1],
+            EXT[2],
+            EXT[3],
+            EXT[4],
+        ],
+        _ => &[
+            "default",
+            "red",
+            "ecn",
+            "rio",
+            "codel",
+            "realtime",
+            "linkshare",
+            "upperlimit",
+            EXT[0],
+            EXT[1],
+            EXT[2],
+            EXT[3],
+            EXT[4],
+        ],
+    }
+}
+
+/// A service curve of `hfsc(…)`/`fairq(…)` into `slot`; pfctl refuses
+/// one given twice ("linkshare already specified").
+fn curve_once(p: &mut P, slot: &mut Option<Sp<CurveAst>>, w: &Sp<String>) -> PResult<()> {
+    if let Some(first) = slot {
+        return Err(
+            Diagnostic::error(format!("{} already specified", w.v), w.span)
+                .label("a second service curve of the same kind")
+                .note(first.span, "first given here")
+                .hint(format!(
+                    "one `{} X` per queue, X = BW or (m1 d m2); pfctl refuses the second too",
+                    w.v
+                )),
+        );
+    }
+    *slot = Some(curve(p)?);
+    Ok(())
+}
+
 fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
     p.expect(Tok::LParen, "`(`")?;
     // Each iteration consumes at least one token or returns.
@@ -396,85 +541,50 @@ fn sched_opts(p: &mut P, q: &mut QueueDecl, k: SchedKind) -> PResult<()> {
             continue;
         }
         let w = p.word("a scheduler option")?;
-        let ok = match (w.v.as_str(), k) {
-            ("default", _) => {
-                q.default = Some(w.span);
-                true
-            }
-            ("red", _) => {
+        // `pfctl -nv` prints the root class it makes as `queue root_IF …
+        // cbq( wrr root ) { … }`; sema takes that line for what it is
+        // and refuses the flags anywhere else, as pfctl does.
+        if k == SchedKind::Cbq && matches!(w.v.as_str(), "wrr" | "root") {
+            q.pfctl_root.get_or_insert(w.clone());
+            continue;
+        }
+        if !sched_allowed(k).contains(&w.v.as_str()) {
+            // pfctl's words: `unknown cbq flag "foo"`.
+            let name = k.name();
+            return Err(
+                Diagnostic::error(format!("unknown {name} flag \"{}\"", w.v), w.span)
+                    .label(format!(
+                        "allowed in {name}(…): {}",
+                        sched_allowed(k).join(" ")
+                    ))
+                    .did_you_mean(&w.v, sched_allowed(k).iter().copied()),
+            );
+        }
+        match w.v.as_str() {
+            "default" => q.default = Some(w.span),
+            "red" => q.red = true,
+            // ALTQ's `ecn` is RED that marks: pfctl sets RED|ECN.
+            "ecn" => {
                 q.red = true;
-                true
-            }
-            ("ecn", _) => {
                 q.ecn = true;
-                true
             }
-            ("rio", SchedKind::Cbq | SchedKind::Hfsc | SchedKind::Fairq) => {
-                q.rio = true;
-                true
-            }
-            ("borrow", SchedKind::Cbq) => {
-                q.borrow = true;
-                true
-            }
-            ("cleardscp", _) => true,
+            "rio" => q.rio = true,
+            "borrow" => q.borrow = true,
             // FreeBSD ALTQ: the class queues in CoDel (pf.conf(5) of FreeBSD).
-            ("codel", _) => {
-                q.codel = Some(w.span);
-                true
-            }
-            (s, _) if AckFilterMode::from_word(s).is_some() => {
-                q.ack_filter = AckFilterMode::from_word(s).map(|m| Sp::new(m, w.span));
-                true
-            }
-            ("realtime", SchedKind::Hfsc) => {
-                q.realtime = Some(curve(p)?);
-                true
-            }
-            ("linkshare", SchedKind::Hfsc | SchedKind::Fairq) => {
-                q.linkshare = Some(curve(p)?);
-                true
-            }
-            ("buckets", SchedKind::Fairq) => {
-                q.buckets = Some(p.number("buckets", 0, u64::from(u32::MAX))?);
-                true
-            }
-            ("hogs", SchedKind::Fairq) => {
-                q.hogs = Some(bandwidth(p)?);
-                true
-            }
-            ("upperlimit", SchedKind::Hfsc) => {
-                q.upperlimit = Some(curve(p)?);
-                true
-            }
-            ("ingress", _) => {
-                q.ingress = Some(w.span);
-                true
-            }
-            ("ack-pacing", _) => {
-                tcp_word(&mut q.ack_pacing, &w, &format!("queue `{}`", q.name.v))?;
-                true
-            }
-            ("window-clamp", _) => {
-                tcp_word(&mut q.window_clamp, &w, &format!("queue `{}`", q.name.v))?;
-                true
-            }
-            _ => false,
-        };
-        if !ok {
-            let allowed = match k {
-                SchedKind::Priq => "default red ecn codel ingress ack-filter ack-pacing window-clamp",
-                SchedKind::Cbq => {
-                    "default borrow red ecn rio codel ingress ack-filter ack-pacing window-clamp"
+            "codel" => q.codel = Some(w.span),
+            "realtime" => curve_once(p, &mut q.realtime, &w)?,
+            "linkshare" => curve_once(p, &mut q.linkshare, &w)?,
+            "upperlimit" => curve_once(p, &mut q.upperlimit, &w)?,
+            "buckets" => q.buckets = Some(p.number("buckets", 0, u64::from(u32::MAX))?),
+            "hogs" => q.hogs = Some(bandwidth(p)?),
+            "ingress" => q.ingress = Some(w.span),
+            "ack-pacing" => tcp_word(&mut q.ack_pacing, &w, &format!("queue `{}`", q.name.v))?,
+            "window-clamp" => tcp_word(&mut q.window_clamp, &w, &format!("queue `{}`", q.name.v))?,
+            s => {
+                if let Some(m) = AckFilterMode::from_word(s) {
+                    q.ack_filter = Some(Sp::new(m, w.span));
                 }
-                SchedKind::Fairq => "default red ecn rio codel buckets hogs linkshare ingress ack-filter ack-pacing window-clamp",
-                _ => "default red ecn rio codel realtime linkshare upperlimit ingress ack-filter ack-pacing window-clamp",
-            };
-            return Err(Diagnostic::error(
-                format!("unknown option `{}` for this scheduler", w.v),
-                w.span,
-            )
-            .label(format!("allowed: {allowed}")));
+            }
         }
     }
 }

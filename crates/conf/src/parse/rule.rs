@@ -13,41 +13,8 @@ use crate::ir::{
     MAX_MSS_MIN,
 };
 use crate::lex::Tok;
-use crate::units;
+use crate::units::{self, ipnet};
 use std::net::IpAddr;
-
-/// `10.0.0.0/8`, `192.0.2.1`, `2001:db8::/32`.
-pub fn ipnet(s: &str) -> Option<IpNet> {
-    let (a, pfx) = match s.split_once('/') {
-        Some((a, p)) => (a, Some(p)),
-        None => (s, None),
-    };
-    let addr: IpAddr = match a.parse() {
-        Ok(a) => a,
-        // pf's shorthand `10/8`, `192.168/16`: missing IPv4 octets are zero.
-        Err(_) if pfx.is_some() && a.split('.').count() < 4 => {
-            let parts: Vec<&str> = a.split('.').collect();
-            let mut full = parts.join(".");
-            for _ in parts.len()..4 {
-                full.push_str(".0");
-            }
-            full.parse().ok()?
-        }
-        Err(_) => return None,
-    };
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix = match pfx {
-        Some(p) => {
-            let n: u8 = p.parse().ok()?;
-            if n > max {
-                return None;
-            }
-            n
-        }
-        None => max,
-    };
-    Some(IpNet { addr, prefix })
-}
 
 fn iface_addr(w: &str, span: Span) -> PResult<AddrMatch> {
     let name = w.split_once(':').map_or(w, |(n, _)| n);
@@ -189,13 +156,16 @@ fn endpoint(p: &mut P) -> PResult<(Hosts, Ports)> {
     Ok((hosts, ports))
 }
 
+/// `NAME` or `(NAME [,] PRI_NAME)`: parse.y's `comma` is optional, so
+/// `(bulk ack)` is the same pair as `(bulk, ack)`.
 fn queue_pair(p: &mut P) -> PResult<(Sp<String>, Option<Sp<String>>)> {
     if p.eat(&Tok::LParen) {
         let a = p.name("queue name")?;
-        let b = if p.eat(&Tok::Comma) {
-            Some(p.name("queue name")?)
-        } else {
+        p.eat(&Tok::Comma);
+        let b = if p.peek() == Some(&Tok::RParen) {
             None
+        } else {
+            Some(p.name("queue name")?)
         };
         p.expect(Tok::RParen, "`)`")?;
         Ok((a, b))
@@ -255,13 +225,49 @@ fn max_mss(p: &mut P, r: &mut RuleAst, w: &Sp<String>) -> PResult<()> {
     Ok(())
 }
 
+/// One `set` of a pass or match rule (`set` itself is `w`): queue, prio,
+/// tos or delay. Twice in one rule is pfctl's "cannot be redefined".
+fn rule_set(p: &mut P, r: &mut RuleAst, w: &Sp<String>) -> PResult<()> {
+    let what = p.word("queue, prio, tos or delay")?;
+    rule_setting(p, r, w, what)
+}
+
+/// The setting `what` (after `set`, or a bare `queue`, which `w` names).
+fn rule_setting(p: &mut P, r: &mut RuleAst, w: &Sp<String>, what: Sp<String>) -> PResult<()> {
+    let again = |what: &Sp<String>| {
+        Diagnostic::error(format!("{} cannot be redefined", what.v), what.span)
+            .label("given a second time in this rule")
+            .hint("a rule sets one queue and one prio; pfctl refuses the second as well")
+    };
+    match what.v.as_str() {
+        "queue" if r.queue.is_some() => return Err(again(&what)),
+        "prio" if r.prio.is_some() => return Err(again(&what)),
+        "queue" => r.queue = Some(queue_pair(p)?),
+        "prio" => r.prio = Some(prio_pair(p)?),
+        "tos" | "delay" => {
+            r.ignored
+                .push(Sp::new(format!("set {}", what.v), w.span.to(what.span)));
+            p.skip_value("a value")?
+        }
+        o => {
+            return Err(
+                Diagnostic::error(format!("unknown `set {o}` in rule"), what.span)
+                    .label("expected queue, prio, tos or delay"),
+            )
+        }
+    }
+    Ok(())
+}
+
+/// `N` or `(N [,] PRI_N)`, the comma optional as in [`queue_pair`].
 fn prio_pair(p: &mut P) -> PResult<(u8, Option<u8>)> {
     if p.eat(&Tok::LParen) {
         let a = p.number("prio", 0, 7)?.v as u8;
-        let b = if p.eat(&Tok::Comma) {
-            Some(p.number("prio", 0, 7)?.v as u8)
-        } else {
+        p.eat(&Tok::Comma);
+        let b = if p.peek() == Some(&Tok::RParen) {
             None
+        } else {
+            Some(p.number("prio", 0, 7)?.v as u8)
         };
         p.expect(Tok::RParen, "`)`")?;
         Ok((a, b))
@@ -569,26 +575,20 @@ pub fn rule(p: &mut P, first: &Sp<String>) -> PResult<RuleAst> {
                     state_opts(p, &mut r.state_opts)?;
                 }
             }
-            "queue" => r.queue = Some(queue_pair(p)?),
-            "set" => {
-                let what = p.word("queue, prio, tos or delay")?;
-                match what.v.as_str() {
-                    "queue" => r.queue = Some(queue_pair(p)?),
-                    "prio" => r.prio = Some(prio_pair(p)?),
-                    "tos" | "delay" => {
-                        r.ignored
-                            .push(Sp::new(format!("set {}", what.v), w.span.to(what.span)));
-                        p.skip_value("a value")?
+            "queue" => rule_setting(p, &mut r, &w, w.clone())?,
+            // `set queue q` or, as `pfctl -nv` prints them, several in
+            // parentheses: `set ( prio 3, queue (bulk, ack) )`.
+            "set" if p.eat(&Tok::LParen) => {
+                // Each iteration consumes a setting or returns.
+                loop {
+                    p.eat(&Tok::Comma);
+                    if p.eat(&Tok::RParen) {
+                        break;
                     }
-                    o => {
-                        return Err(Diagnostic::error(
-                            format!("unknown `set {o}` in rule"),
-                            what.span,
-                        )
-                        .label("expected queue, prio, tos or delay"))
-                    }
+                    rule_set(p, &mut r, &w)?;
                 }
             }
+            "set" => rule_set(p, &mut r, &w)?,
             // pfSense writes `tracker N`, `ridentifier N` and its own dummynet
             // hooks `dnpipe (1, 2)` / `dnqueue (3, 4)` (numbered pipes we cannot name).
             // pf 4.6+: `scrub (max-mss 1440 no-df …)`; before, the same

@@ -13,7 +13,6 @@ mod hosts;
 mod ignored;
 mod queues;
 mod tables;
-pub use queues::{sched_name, sched_opts_name};
 
 use crate::ast::{AltqDecl, RuleAst, Sp, Stmt, TimeoutName};
 use crate::diag::{line_col, Diagnostic, Span};

@@ -81,7 +81,7 @@ fn entries(text: &str) -> (Vec<Entry>, Vec<(String, usize)>) {
                 Some(a) => (true, a),
                 None => (false, tok),
             };
-            match crate::parse::ipnet(addr) {
+            match crate::units::ipnet(addr) {
                 Some(net) => out.push((net, neg)),
                 None => skipped.push((tok.to_string(), n + 1)),
             }

@@ -1,10 +1,12 @@
 //! ALTQ trees: `altq on IF SCHED … queue { … }` and the `queue` lines it reaches.
 
-use super::{curve, resolve, sched_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use super::{curve, resolve, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::ast::{AltqDecl, QueueDecl, Sp};
 use crate::diag::Diagnostic;
-use crate::ir::{CodelParams, IfaceQueueing, Queue, SchedKind, ServiceCurve};
-use crate::parse::FAIRQ_MAX_BUCKETS;
+use crate::ir::{
+    CodelParams, Dialect, IfaceQueueing, Queue, RootFlags, SchedKind, ServiceCurve,
+    FAIRQ_MAX_BUCKETS,
+};
 use crate::units::Bw;
 use sluice_time::Rate;
 
@@ -74,6 +76,7 @@ impl B<'_, '_, '_> {
             );
             return None;
         }
+        self.pfctl_root_class(a, sched);
         let altq_qlimit = self.outer_qlimit(&a.qlimit);
         let mut t = Tree::default();
         let mut path = Vec::new();
@@ -89,9 +92,12 @@ impl B<'_, '_, '_> {
                 &mut path,
             );
         }
-        // pfctl sums FAIRQ's link-sharing curves (its bandwidth by default)
-        // against the interface, as for HFSC.
-        if sched != SchedKind::Priq {
+        // pfctl sums CBQ's bandwidths and FAIRQ's link-sharing curves (its
+        // bandwidth by default) against the parent; HFSC's curves are
+        // checked as curves (hfsc_admit).
+        if sched == SchedKind::Hfsc {
+            self.hfsc_admission(&t, bw);
+        } else if sched != SchedKind::Priq {
             self.children_sum(
                 &t,
                 None,
@@ -121,6 +127,21 @@ impl B<'_, '_, '_> {
         self.ack_filter_warnings(&t, false);
         let iface_abs = matches!(&a.bandwidth, Some(Sp { v: Bw::Abs(r), .. }) if r.0 > 0);
         self.tcp_rate_warnings(&t, &a.iface, iface_abs);
+        if let Some(f) = &a.root_flags {
+            let words: Vec<&str> = f.v.words().collect();
+            self.cx.err(
+                Diagnostic::warning(
+                    format!("`{}` on the altq line has no effect", words.join(" ")),
+                    f.span,
+                )
+                .label("pfctl gives these to ALTQ's root class, which holds no packets")
+                .hint(format!(
+                    "to act on them, write them on the queues: `queue NAME … {}({})`",
+                    sched.name(),
+                    words.join(" ")
+                )),
+            );
+        }
         Some(IfaceQueueing {
             ifname: a.iface.v.clone(),
             sched,
@@ -130,7 +151,35 @@ impl B<'_, '_, '_> {
             default_queue,
             pipe: None,
             line: self.cx.line(a.span),
+            dialect: Dialect::Altq,
+            root_flags: a.root_flags.as_ref().map(|f| f.v).unwrap_or_default(),
         })
+    }
+
+    /// The root class `pfctl -nv` prints for a CBQ or HFSC `altq on IF`:
+    /// `queue root_IF on IF bandwidth BW priority 0 [cbq( wrr root )]
+    /// {q1, q2}` with the altq's own queues as children. It is the altq
+    /// line again: taken as read, not a queue of its own.
+    fn pfctl_root_class(&mut self, a: &AltqDecl, sched: SchedKind) {
+        if !matches!(sched, SchedKind::Cbq | SchedKind::Hfsc) {
+            return;
+        }
+        let name = format!("root_{}", a.iface.v);
+        let mut want: Vec<&str> = a.children.iter().map(|c| c.v.as_str()).collect();
+        want.sort_unstable();
+        let found = (0..self.decls.len()).find(|&i| {
+            let d = &self.decls[i];
+            let mut kids: Vec<&str> = d.children.iter().map(|c| c.v.as_str()).collect();
+            kids.sort_unstable();
+            !self.dup[i]
+                && self.kinds[i] == Kind::Altq
+                && d.name.v == name
+                && d.on.as_ref().is_none_or(|o| o.v == a.iface.v)
+                && kids == want
+        });
+        if let Some(i) = found {
+            self.used[i] = true;
+        }
     }
 
     /// `altq on IF codel[(…)] bandwidth BW [qlimit N]` (FreeBSD ALTQ,
@@ -160,6 +209,8 @@ impl B<'_, '_, '_> {
             default_queue: 0,
             pipe: None,
             line: self.cx.line(a.span),
+            dialect: Dialect::Altq,
+            root_flags: RootFlags::default(),
         })
     }
 
@@ -220,6 +271,13 @@ impl B<'_, '_, '_> {
         }
         self.used[i] = true;
         let d = &self.decls[i];
+        if let Some(w) = &d.pfctl_root {
+            self.cx.err(
+                Diagnostic::error(format!("unknown cbq flag \"{}\"", w.v), w.span)
+                    .label("pfctl prints `wrr root` on the root class it makes, and refuses them as input")
+                    .hint(format!("drop them; only `queue root_{iface} …` as `pfctl -nv` prints it may carry them")),
+            );
+        }
         if let Some(ns) = &d.new_style {
             let hint = match ns.v {
                 "flows" | "quantum" => "ALTQ queues have no flows; for FQ-CoDel use OpenBSD 5.5+ queues (`queue NAME on IF …` with `flows N`) instead of altq",
@@ -254,7 +312,7 @@ impl B<'_, '_, '_> {
                         format!("scheduler options do not match `altq on {iface}`"),
                         s.span,
                     )
-                    .label(format!("this interface runs {}", sched_name(sched))),
+                    .label(format!("this interface runs {}", sched.name())),
                 );
             }
         }
@@ -286,7 +344,7 @@ impl B<'_, '_, '_> {
             if p.v > max_prio {
                 self.cx.err(
                     Diagnostic::error(format!("priority out of range: {}", p.v), p.span)
-                        .label(format!("allowed 0..{max_prio} for {}", sched_name(sched))),
+                        .label(format!("allowed 0..{max_prio} for {}", sched.name())),
                 );
             }
             // Keep the written value even when out of range: the file is
@@ -331,6 +389,12 @@ impl B<'_, '_, '_> {
         if matches!(sched, SchedKind::Hfsc | SchedKind::Fairq) && q.linkshare.is_none() {
             q.linkshare = q.bandwidth.map(ServiceCurve::linear);
         }
+        // pfctl's queue_opts start at `bw_percent = 100`, and an HFSC
+        // class's linkshare defaults to its bandwidth: without either, it
+        // shares as its parent's rate (written out when printed).
+        if sched == SchedKind::Hfsc && q.linkshare.is_none() {
+            q.linkshare = Some(ServiceCurve::linear(parent_rate));
+        }
         let rate = q.bandwidth.unwrap_or(parent_rate);
         let idx = t.queues.len();
         if let Some(p) = parent {
@@ -348,6 +412,9 @@ impl B<'_, '_, '_> {
             self.altq_queue(iface, sched, def_qlimit, c, Some(idx), rate, t, path);
         }
         path.pop();
+        if sched == SchedKind::Hfsc {
+            return;
+        }
         self.children_sum(
             t,
             Some(idx),

@@ -16,6 +16,7 @@
 //!   its queues (which may add TCP control of their own).
 
 mod altq;
+mod hfsc_admit;
 mod openbsd;
 mod pipe;
 mod warnings;
@@ -575,7 +576,7 @@ impl B<'_, '_, '_> {
                     .note(first, "first used here")
                     .hint(format!(
                         "{} priorities must be unique per interface; the default priority is 1",
-                        sched_name(sched).to_uppercase()
+                        sched.name().to_uppercase()
                     )),
                 );
             }
@@ -657,24 +658,5 @@ impl B<'_, '_, '_> {
             };
             self.cx.err(diag);
         }
-    }
-}
-
-pub fn sched_name(s: SchedKind) -> &'static str {
-    match s {
-        SchedKind::Priq => "priq",
-        SchedKind::Cbq => "cbq",
-        SchedKind::Hfsc => "hfsc",
-        SchedKind::Pipe => "pipe",
-        SchedKind::Fairq => "fairq",
-    }
-}
-
-pub fn sched_opts_name(s: SchedKind) -> &'static str {
-    match s {
-        SchedKind::Priq => "priq(…)",
-        SchedKind::Cbq => "cbq(…)",
-        SchedKind::Fairq => "fairq(…)",
-        _ => "hfsc(…)",
     }
 }

@@ -1,5 +1,6 @@
 //! OpenBSD 5.5+ trees: a root `queue NAME on IF` and children by `parent`, mapped to HFSC.
 
+use super::altq::ASSUMED_IFSPEED;
 use super::{curve, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::diag::Diagnostic;
 use crate::ir::{IfaceQueueing, Queue, SchedKind};
@@ -97,6 +98,27 @@ impl B<'_, '_, '_> {
             );
             return Some(idx);
         }
+        if let (Some(f), Some(&j)) = (&d.flows, kids.first()) {
+            self.cx.err(
+                Diagnostic::error(
+                    format!("queue `{}` has flows and child queues", name.v),
+                    f.span,
+                )
+                .label("`flows` makes a leaf an FQ-CoDel queue")
+                .note(self.decls[j].name.span, "a child of it")
+                .hint("give `flows N` to the leaves under it"),
+            );
+        }
+        if parent.is_some() && d.bandwidth.is_none() && d.flows.is_none() {
+            self.cx.err(
+                Diagnostic::error(
+                    format!("queue `{}` has neither bandwidth nor flows", name.v),
+                    name.span,
+                )
+                .label("under a shaped root every queue needs its share")
+                .hint("add `bandwidth BW` (its share of the parent), or `flows N` for an FQ-CoDel leaf"),
+            );
+        }
         for j in kids {
             if self.used[j] && t.queues.iter().any(|q| q.name == self.decls[j].name.v) {
                 continue;
@@ -119,6 +141,21 @@ impl B<'_, '_, '_> {
         let on = d.on.clone()?;
         let bw = match d.bandwidth.as_ref().map(|b| b.v.m2) {
             Some(Bw::Abs(r)) if r.0 > 0 => r,
+            // OpenBSD: a root with `flows` and no bandwidth is FQ-CoDel
+            // on the interface, unshaped: pf sends at the link's speed.
+            // sluice decides before it sees the interface, so it assumes
+            // the common NIC speed, as for ALTQ without a bandwidth.
+            None if d.flows.is_some() => {
+                self.cx.err(
+                    Diagnostic::warning(
+                        format!("root queue `{}` names no bandwidth: {ASSUMED_IFSPEED} assumed", d.name.v),
+                        d.name.span,
+                    )
+                    .label(format!("pf would send at the interface's speed; sluice assumes {ASSUMED_IFSPEED}"))
+                    .hint("FQ-CoDel only helps where the queue forms: give the bottleneck's rate, ~95% of the line, e.g. `bandwidth 95M`"),
+                );
+                ASSUMED_IFSPEED
+            }
             _ => {
                 self.used[i] = true;
                 self.cx.err(
@@ -127,7 +164,7 @@ impl B<'_, '_, '_> {
                         d.name.span,
                     )
                     .label(format!("the root of `{}`", on.v))
-                    .hint("write e.g. `queue main on em0 bandwidth 20M`"),
+                    .hint("write e.g. `queue main on em0 bandwidth 20M`, or `flows N` alone for FQ-CoDel at the link's speed"),
                 );
                 return None;
             }
@@ -149,6 +186,8 @@ impl B<'_, '_, '_> {
             default_queue,
             pipe: None,
             line: self.cx.line(span),
+            dialect: crate::ir::Dialect::OpenBsd,
+            root_flags: crate::ir::RootFlags::default(),
         })
     }
 }

@@ -1,6 +1,6 @@
 //! dummynet pipes and the weighted queues that feed them.
 
-use super::{sched_opts_name, Kind, QMeta, Tree, B, DEFAULT_QLIMIT};
+use super::{Kind, QMeta, Tree, B, DEFAULT_QLIMIT};
 use crate::ast::{PipeDecl, Sp};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{IfaceQueueing, Pipe, PipeSched, Queue, SchedKind, TcpControl};
@@ -59,7 +59,7 @@ impl B<'_, '_, '_> {
                 .as_ref()
                 .map(|b| (b.span, "bandwidth"))
                 .or(d.priority.as_ref().map(|x| (x.span, "priority")))
-                .or(d.sched.as_ref().map(|x| (x.span, sched_opts_name(x.v))))
+                .or(d.sched.as_ref().map(|x| (x.span, x.v.opts_name())))
                 .or(d.children.first().map(|x| (x.span, "child queues")))
                 .or(d.parent.as_ref().map(|x| (x.span, "parent")))
                 .or(d.min.as_ref().map(|x| (x.span, "min")))
@@ -199,6 +199,8 @@ impl B<'_, '_, '_> {
                 tcp: pipe_tcp,
             }),
             line: self.cx.line(p.span),
+            dialect: crate::ir::Dialect::Altq,
+            root_flags: crate::ir::RootFlags::default(),
         })
     }
 }
