@@ -445,7 +445,10 @@ pub fn run(a: Args) -> ExitCode {
             io_stats: Arc::new(move || io_counters(&names, &stats)),
             wake: Arc::new(move || waker.wake()),
             stop: stop.clone(),
-            clients: Default::default(),
+            clients: sluice_control::conn::Clients::new(
+                sluice_control::server::MAX_CLIENTS,
+                sluice_control::metrics::MAX_CLIENTS,
+            ),
         })
     };
     let control =
