@@ -19,7 +19,7 @@
 //!   set-up fail before its step K+1, to prove the roll-back.
 
 use crate::out::{ewriteln, owriteln};
-use crate::run::{log, Level};
+use crate::out::{log, Level};
 use clap::{Args as ClapArgs, ValueEnum};
 use sluice_engine::nat::NatKey;
 use sluice_engine::Engine;

@@ -31,7 +31,7 @@
 //!   long as the daemon runs.
 
 use crate::out::ewriteln;
-use crate::run::{log, Level};
+use crate::out::{log, Level};
 use clap::{Args as ClapArgs, ValueEnum};
 use sluice_io::kernel_bridge;
 use std::path::Path;
@@ -117,7 +117,7 @@ pub struct Args {
     #[arg(value_enum, value_name = "MODE", required_unless_present = "attach")]
     mode: Option<Mode>,
     /// The two interfaces, as given to `run --bridge`: LAN and WAN.
-    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = crate::run::parse_bridge,
+    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = crate::args::parse_bridge,
           required_unless_present = "attach")]
     bridge: Option<(String, String)>,
     /// The interface given to `run --attach`: give it back to the host as

@@ -10,6 +10,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod args;
 mod attach;
 mod autorate_log;
 mod check;

@@ -8,15 +8,15 @@
 //! SIGTERM/SIGINT into a clean stop. Exit 0 on a clean stop, 1 otherwise.
 //! What the interfaces do afterwards is `--on-exit`'s (`failopen.rs`).
 
-use crate::out::ewrite;
+use crate::args::{parse_bridge, parse_define, parse_iface_addr, parse_memory_limit, parse_method};
+use crate::out::{debug, error, info, log_text, warn, Level};
 use clap::Args as ClapArgs;
 use sluice_conf::ir::IpNet;
 use sluice_control::{DaemonState, Running};
 use sluice_engine::{Engine, Options};
 use sluice_io::{caps, Bridge, IoOptions, IoStats, Method, Signal, Signals};
-use std::net::IpAddr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 #[derive(ClapArgs)]
@@ -111,31 +111,6 @@ pub struct Args {
     user: Option<String>,
 }
 
-/// Smallest `--memory-limit`: room for a few dozen full-sized frames; below
-/// it a queue could not even absorb one burst.
-const MEMORY_LIMIT_MIN: u64 = 64 << 10;
-
-fn parse_memory_limit(s: &str) -> Result<u64, String> {
-    let n = sluice_time::units::parse_bytes(s).map_err(|e| {
-        format!("`{s}`: {e}; write bytes with an optional K, M or G (powers of 1024), e.g. 64MiB")
-    })?;
-    if n < MEMORY_LIMIT_MIN {
-        return Err(format!(
-            "`{s}` is below the smallest memory limit, {}; the default is {}",
-            sluice_time::units::format_bytes(MEMORY_LIMIT_MIN),
-            sluice_time::units::format_bytes(sluice_engine::DEFAULT_MEMORY_LIMIT)
-        ));
-    }
-    Ok(n)
-}
-
-fn parse_define(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((n, v)) if !n.is_empty() => Ok((n.to_string(), v.to_string())),
-        _ => Err(format!("expected NAME=VALUE, got `{s}`")),
-    }
-}
-
 /// The two ports, LAN and WAN: `--bridge`'s, or those `--attach` makes
 /// (nothing is changed yet).
 fn ports(a: &Args) -> Result<(String, String), String> {
@@ -152,93 +127,11 @@ fn ports(a: &Args) -> Result<(String, String), String> {
     }
 }
 
-pub(crate) fn parse_bridge(s: &str) -> Result<(String, String), String> {
-    match s.split_once(',') {
-        Some((a, b)) if !a.is_empty() && !b.is_empty() && a != b => {
-            Ok((a.to_string(), b.to_string()))
-        }
-        _ => Err(format!(
-            "expected LAN_IF,WAN_IF (two different names), got `{s}`"
-        )),
-    }
-}
-
-fn parse_method(s: &str) -> Result<Method, String> {
-    match s {
-        "ring" => Ok(Method::Ring),
-        "mmsg" => Ok(Method::Mmsg),
-        "xdp" => Ok(Method::Xdp),
-        "xdp-generic" => Ok(Method::XdpGeneric),
-        _ => Err(format!(
-            "expected mmsg, ring, xdp or xdp-generic, got `{s}`"
-        )),
-    }
-}
-
-/// Log levels, in increasing verbosity.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Level {
-    Error = 0,
-    Warn = 1,
-    Info = 2,
-    Debug = 3,
-}
-
-/// Default verbosity shows warnings; each -v adds one level.
-static VERBOSITY: AtomicU8 = AtomicU8::new(Level::Warn as u8);
-
-/// Whether stderr is the journal: lines then carry `<N>` priorities
-/// instead of the `sluice:` prefix journald adds itself (`notify`).
-static JOURNAL: AtomicBool = AtomicBool::new(false);
-
-/// The daemon's one way to log, from every thread: never panics (a line
-/// that cannot be written is counted in `log_write_errors`, see `out`).
-pub(crate) fn log(level: Level, msg: std::fmt::Arguments<'_>) {
-    if level as u8 <= VERBOSITY.load(Ordering::Relaxed) {
-        let tag = match level {
-            Level::Error => "error",
-            Level::Warn => "warn",
-            Level::Info => "info",
-            Level::Debug => "debug",
-        };
-        if JOURNAL.load(Ordering::Relaxed) {
-            log_text(level, &format!("{tag}: {msg}\n"));
-        } else {
-            ewrite!("sluice: {tag}: {msg}\n");
-        }
-    }
-}
-
-/// Text already formatted (a configuration's diagnostics), every line at
-/// `level`'s priority when stderr is the journal.
-fn log_text(level: Level, text: &str) {
-    if JOURNAL.load(Ordering::Relaxed) {
-        ewrite!(
-            "{}",
-            crate::notify::with_priority(crate::notify::priority(level), text)
-        );
-    } else {
-        ewrite!("{text}");
-    }
-}
-
-macro_rules! error { ($($t:tt)*) => { log(Level::Error, format_args!($($t)*)) } }
-macro_rules! warn { ($($t:tt)*) => { log(Level::Warn, format_args!($($t)*)) } }
-macro_rules! info { ($($t:tt)*) => { log(Level::Info, format_args!($($t)*)) } }
-macro_rules! debug { ($($t:tt)*) => { log(Level::Debug, format_args!($($t)*)) } }
-
-// After the log macros, which it uses.
 mod privs;
 use privs::{drop_privileges, lookup_user, Dirs};
 
 pub fn run(a: Args) -> ExitCode {
-    VERBOSITY.store(
-        (Level::Warn as u8)
-            .saturating_add(a.verbose)
-            .min(Level::Debug as u8),
-        Ordering::Relaxed,
-    );
-    JOURNAL.store(crate::notify::stderr_is_journal(), Ordering::Relaxed);
+    crate::out::set_log(a.verbose, crate::notify::stderr_is_journal());
     let user = match a.user.as_deref().map(lookup_user).transpose() {
         Ok(u) => u,
         Err(e) => {
@@ -617,30 +510,6 @@ fn xdp_queues_json(
     })
 }
 
-fn parse_iface_addr(s: &str) -> Result<(String, IpNet), String> {
-    let hint = "expected IF=ADDR[/LEN], e.g. wan0=203.0.113.2/24 or wan0=2001:db8::2";
-    let Some((name, net)) = s.split_once('=').filter(|(n, _)| !n.is_empty()) else {
-        return Err(format!("{hint}, got `{s}`"));
-    };
-    let (addr, len) = match net.split_once('/') {
-        Some((a, l)) => (a, Some(l)),
-        None => (net, None),
-    };
-    let addr: IpAddr = addr
-        .parse()
-        .map_err(|_| format!("`{addr}` is not an IPv4 or IPv6 address ({hint})"))?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix = match len {
-        None => max,
-        Some(l) => l
-            .parse::<u8>()
-            .ok()
-            .filter(|n| *n <= max)
-            .ok_or_else(|| format!("prefix length `{l}` of {addr}: 0 to {max}"))?,
-    };
-    Ok((name.to_string(), IpNet { addr, prefix }))
-}
-
 /// `--iface-addr` grouped by engine interface index (0 = LAN, 1 = WAN);
 /// an interface that is not bridged is an error.
 fn configured_addrs(
@@ -664,27 +533,6 @@ fn configured_addrs(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn iface_addr_values() {
-        let (n, net) = parse_iface_addr("wan0=203.0.113.2/24").unwrap();
-        assert_eq!(
-            (n.as_str(), net.addr.to_string(), net.prefix),
-            ("wan0", "203.0.113.2".into(), 24)
-        );
-        let (_, net) = parse_iface_addr("wan0=2001:db8::2").unwrap();
-        assert_eq!(net.prefix, 128);
-        for (bad, says) in [
-            ("wan0", "expected IF=ADDR"),
-            ("=1.2.3.4", "expected IF=ADDR"),
-            ("wan0=1.2.3", "not an IPv4 or IPv6 address"),
-            ("wan0=1.2.3.4/33", "0 to 32"),
-            ("wan0=::1/129", "0 to 128"),
-        ] {
-            let e = parse_iface_addr(bad).unwrap_err();
-            assert!(e.contains(says), "{bad}: {e}");
-        }
-    }
 
     #[test]
     fn iface_addrs_by_bridged_interface() {
