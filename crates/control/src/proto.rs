@@ -497,6 +497,25 @@ pub struct IfaceCountersJson {
 mod tests {
     use super::*;
 
+    /// The counters of `show queues --json` and the metrics: the engine's
+    /// report serialised as it is, so its spelling is pinned here.
+    #[test]
+    fn tcp_control_counters_have_the_documented_spelling() {
+        let full = r#"{"flows":2,"acks_passed":10,"acks_held":20,"held_now":3,"acks_paced":12,"acks_flushed":4,"acks_capped":1,"windows_clamped":30,"windows_untouched":5,"acks_unsent":6,"syns_ignored":7,"pace_bps":8000000,"path_queue_ns":3000000}"#;
+        let t: TcpControlJson = serde_json::from_str(full).unwrap();
+        assert_eq!((t.flows, t.acks_capped, t.pace_bps), (2, 1, 8_000_000));
+        assert_eq!(serde_json::to_string(&t).unwrap(), full);
+        // An older daemon's answer, without the later counters; no queue
+        // standing before sluice is left out.
+        let old = r#"{"flows":1,"acks_passed":1,"acks_held":1,"held_now":0,"acks_paced":1,"acks_flushed":0,"acks_capped":0,"windows_clamped":0,"windows_untouched":0}"#;
+        let t: TcpControlJson = serde_json::from_str(old).unwrap();
+        assert_eq!((t.acks_unsent, t.syns_ignored, t.pace_bps), (0, 0, 0));
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            r#"{"flows":1,"acks_passed":1,"acks_held":1,"held_now":0,"acks_paced":1,"acks_flushed":0,"acks_capped":0,"windows_clamped":0,"windows_untouched":0,"acks_unsent":0,"syns_ignored":0,"pace_bps":0}"#
+        );
+    }
+
     #[test]
     fn xdp_queues_have_the_documented_spelling() {
         let q = XdpIfaceJson {
