@@ -184,8 +184,8 @@ pub fn format_queues_measured(r: &QueuesReply, prev: Option<(&QueuesReply, f64)>
                     );
                 }
                 let before = t
-                    .path_queue_ns
-                    .map(|ns| format!("  queue before sluice {}", ms(Some(ns))))
+                    .path_queue
+                    .map(|d| format!("  queue before sluice {}", ms(Some(d.as_nanos()))))
                     .unwrap_or_default();
                 let _ = writeln!(
                     o,

@@ -83,7 +83,7 @@ fn a_tcp_controlled_queue_shows_its_acks_and_windows() {
         qlength: 4,
         ingress_charged_packets: Some(0),
         ingress_charged_bytes: Some(0),
-        tcp: Some(TcpControlJson {
+        tcp: Some(TcpControlReport {
             flows: 12,
             acks_passed: 3400,
             acks_held: 900,
@@ -96,7 +96,7 @@ fn a_tcp_controlled_queue_shows_its_acks_and_windows() {
             acks_unsent: 3,
             syns_ignored: 0,
             pace_bps: 4_600_000,
-            path_queue_ns: Some(3_000_000),
+            path_queue: Some(sluice_time::Duration::from_millis(3)),
         }),
         ..queue(1, "dl")
     };
