@@ -11,9 +11,9 @@
 //! stops with status 1, silently for a closed pipe (`sluice show rules |
 //! head -1`), with one line on stderr otherwise.
 //!
-//! The daemon's log ([`log`], `error!` … `debug!`) is written here too:
-//! every module that logs depends on this one, and this one on nothing
-//! of the binary's but `notify`'s journal prefix.
+//! The daemon's log (`sluice_control::log`, the `error!` … `debug!`
+//! macros) is written here too ([`set_log`]): `-v`'s verbosity, and
+//! journald's `<N>` priorities when stderr is the journal.
 
 use std::fmt;
 use std::io::Write;
@@ -112,99 +112,66 @@ macro_rules! owriteln {
 
 pub(crate) use {ewrite, ewriteln, owrite, owriteln};
 
-/// Log levels, in increasing verbosity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Error = 0,
-    Warn = 1,
-    Info = 2,
-    Debug = 3,
-}
-
-impl Level {
-    /// journald's priority for the level (syslog(3)'s numbers).
-    pub fn priority(self) -> u8 {
-        match self {
-            Level::Error => 3,
-            Level::Warn => 4,
-            Level::Info => 6,
-            Level::Debug => 7,
-        }
-    }
-
-    fn tag(self) -> &'static str {
-        match self {
-            Level::Error => "error",
-            Level::Warn => "warn",
-            Level::Info => "info",
-            Level::Debug => "debug",
-        }
-    }
-}
+pub use sluice_control::log::Level;
 
 /// Default verbosity shows warnings; each -v adds one level.
 static VERBOSITY: AtomicU8 = AtomicU8::new(Level::Warn as u8);
 
 /// Whether stderr is the journal: lines then carry `<N>` priorities
-/// instead of the `sluice:` prefix journald adds itself (`notify`).
+/// instead of the `sluice:` prefix journald adds itself
+/// (`sluice_control::daemon::notify`).
 static JOURNAL: AtomicBool = AtomicBool::new(false);
 
+/// The daemon's log writer (sluice_control::log): stderr, through
+/// [`STDERR`]'s count of lost lines.
+struct Log;
+
+impl sluice_control::log::Writer for Log {
+    fn line(&self, level: Level, msg: fmt::Arguments<'_>) {
+        if level as u8 <= VERBOSITY.load(Ordering::Relaxed) {
+            let tag = level.tag();
+            if JOURNAL.load(Ordering::Relaxed) {
+                self.text(level, &format!("{tag}: {msg}\n"));
+            } else {
+                ewrite!("sluice: {tag}: {msg}\n");
+            }
+        }
+    }
+
+    fn text(&self, level: Level, text: &str) {
+        if JOURNAL.load(Ordering::Relaxed) {
+            ewrite!(
+                "{}",
+                sluice_control::daemon::notify::with_priority(level.priority(), text)
+            );
+        } else {
+            ewrite!("{text}");
+        }
+    }
+
+    fn lost(&self) -> u64 {
+        log_write_errors()
+    }
+}
+
 /// Sets the log's verbosity (`-v` given `extra` times) and whether stderr
-/// is the journal; the daemon calls it once, before its first line.
+/// is the journal, and makes this the daemon's log writer; called once,
+/// before the first line.
 pub fn set_log(extra: u8, journal: bool) {
     let v = (Level::Warn as u8)
         .saturating_add(extra)
         .min(Level::Debug as u8);
     VERBOSITY.store(v, Ordering::Relaxed);
     JOURNAL.store(journal, Ordering::Relaxed);
+    sluice_control::log::set_writer(&Log);
 }
 
-/// The daemon's one way to log, from every thread: never panics (a line
-/// that cannot be written is counted in `log_write_errors`).
-pub fn log(level: Level, msg: fmt::Arguments<'_>) {
-    if level as u8 <= VERBOSITY.load(Ordering::Relaxed) {
-        let tag = level.tag();
-        if JOURNAL.load(Ordering::Relaxed) {
-            log_text(level, &format!("{tag}: {msg}\n"));
-        } else {
-            ewrite!("sluice: {tag}: {msg}\n");
-        }
-    }
-}
-
-/// Text already formatted (a configuration's diagnostics), every line at
-/// `level`'s priority when stderr is the journal.
-pub fn log_text(level: Level, text: &str) {
-    if JOURNAL.load(Ordering::Relaxed) {
-        ewrite!("{}", crate::notify::with_priority(level.priority(), text));
-    } else {
-        ewrite!("{text}");
-    }
-}
-
-/// A log line at [`Level::Error`].
-macro_rules! error {
-    ($($t:tt)*) => { $crate::out::log($crate::out::Level::Error, format_args!($($t)*)) }
-}
-
-/// A log line at [`Level::Warn`].
-macro_rules! warn_ {
-    ($($t:tt)*) => { $crate::out::log($crate::out::Level::Warn, format_args!($($t)*)) }
-}
-
-/// A log line at [`Level::Info`].
-macro_rules! info {
-    ($($t:tt)*) => { $crate::out::log($crate::out::Level::Info, format_args!($($t)*)) }
-}
-
-/// A log line at [`Level::Debug`].
-macro_rules! debug {
-    ($($t:tt)*) => { $crate::out::log($crate::out::Level::Debug, format_args!($($t)*)) }
-}
-
-// `warn` is also a built-in attribute: the macro is defined under another
-// name and exported as `warn`, so that `use crate::out::warn` is a path.
-pub(crate) use {debug, error, info, warn_ as warn};
+// The log for every subcommand, under the names the binary has always
+// used: sluice_control's (its writer is the one above).
+#[allow(unused_imports)]
+pub(crate) use sluice_control::log::{log, log_text};
+#[allow(unused_imports)]
+pub(crate) use sluice_control::{debug, error, info, log_warn as warn};
 
 #[cfg(test)]
 mod tests {
@@ -269,14 +236,5 @@ mod tests {
             sink.write(&mut Closed, format_args!("x\n"));
         }
         assert_eq!(sink.errors(), 3);
-    }
-
-    #[test]
-    fn each_level_has_journald_s_priority() {
-        let p: Vec<u8> = [Level::Error, Level::Warn, Level::Info, Level::Debug]
-            .iter()
-            .map(|l| l.priority())
-            .collect();
-        assert_eq!(p, [3, 4, 6, 7]);
     }
 }
