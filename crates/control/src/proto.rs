@@ -472,6 +472,26 @@ mod tests {
         );
     }
 
+    /// docs/control.md's table of TCP control's fields is written by hand:
+    /// every field the engine's report serialises has its row.
+    #[test]
+    fn every_tcp_control_counter_has_its_row_in_the_docs() {
+        let doc = include_str!("../../../docs/control.md");
+        let t = TcpControlReport {
+            path_queue: Some(sluice_time::Duration::from_millis(1)),
+            ..TcpControlReport::default()
+        };
+        let v = serde_json::to_value(t).unwrap();
+        let fields = v.as_object().unwrap();
+        assert_eq!(fields.len(), 13);
+        for name in fields.keys() {
+            assert!(
+                doc.contains(&format!("| `{name}` |")),
+                "docs/control.md has no row for `{name}`"
+            );
+        }
+    }
+
     #[test]
     fn xdp_queues_have_the_documented_spelling() {
         let q = XdpIfaceJson {
