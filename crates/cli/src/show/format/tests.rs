@@ -1,6 +1,7 @@
 //! Golden tests of the `show` layouts.
 
 use super::*;
+use sluice_control::proto::*;
 
 fn queue(id: u32, name: &str) -> QueueJson {
     QueueJson {
