@@ -125,4 +125,44 @@ mod tests {
             .collect();
         assert_eq!(p, [3, 4, 6, 7]);
     }
+
+    /// Captures what the daemon logs (other tests of the crate may log
+    /// into it too: only this test's lines are looked for).
+    struct Capture(std::sync::Mutex<Vec<String>>);
+
+    impl Writer for Capture {
+        fn line(&self, level: Level, msg: fmt::Arguments<'_>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{}: {msg}", level.tag()));
+        }
+        fn text(&self, level: Level, text: &str) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} text: {text}", level.tag()));
+        }
+        fn lost(&self) -> u64 {
+            7
+        }
+    }
+
+    #[test]
+    fn the_daemon_logs_through_the_writer_the_binary_installed() {
+        static CAPTURE: Capture = Capture(std::sync::Mutex::new(Vec::new()));
+        set_writer(&CAPTURE);
+        crate::log_warn!("link {} down", "wan0");
+        crate::debug!("a debug line, {}", 1);
+        log_text(Level::Error, "conf:1: bad\n");
+        let got = CAPTURE.0.lock().unwrap().clone();
+        for want in [
+            "warn: link wan0 down",
+            "debug: a debug line, 1",
+            "error text: conf:1: bad\n",
+        ] {
+            assert!(got.iter().any(|l| l == want), "{want} in {got:?}");
+        }
+        assert_eq!(lost(), 7);
+    }
 }
