@@ -9,11 +9,11 @@
 //!   file in order, and nothing on stderr; `--explain --json` prints one
 //!   object per file instead (docs/config.md has both schemas).
 
-use crate::notify::for_stderr;
 use crate::out::{ewrite, owrite, owriteln};
 use clap::Args as ClapArgs;
 use serde_json::{json, Value};
 use sluice_conf::{Diagnostic, Severity};
+use sluice_control::daemon::notify::for_stderr;
 use std::process::ExitCode;
 
 #[derive(ClapArgs)]
@@ -166,7 +166,7 @@ pub fn run(a: Args) -> ExitCode {
             if a.json {
                 file_json.push(diag_json(name, &text, d));
             } else {
-                let prio = crate::notify::diag_priority(d.severity);
+                let prio = sluice_control::daemon::notify::diag_priority(d.severity);
                 ewrite!("{}", for_stderr(prio, &d.render(name, &text)));
             }
         }

@@ -8,7 +8,7 @@
 //! - `bridge` (fail-open): on every exit the process itself sees —
 //!   SIGTERM/SIGINT, `sluice stop`, a packet loop that failed (a deleted
 //!   interface), a start that failed after the interfaces were opened, a
-//!   panic (the binary unwinds, and unwinding drops [`OnExit`]; a build
+//!   panic (the binary unwinds, and unwinding drops the daemon's `OnExit`; a build
 //!   with `panic = "abort"` would leave it to the service manager) — the XDP
 //!   program and the sockets are released first (the guard is made before
 //!   the bridge loop and so dropped after it), then the interfaces are
@@ -24,14 +24,14 @@
 //!   and taking back are idempotent.
 //! - `run` takes the interfaces back when it starts, whatever its own
 //!   mode, before it opens them; only from a bridge sluice made, never from
-//!   another master (an error naming it instead).
+//!   another master (an error naming it instead). The daemon's guard is
+//!   `sluice_control::daemon::on_exit`.
 //! - `--attach IF` has no mode: at exit IF goes back to the host
 //!   (`attach.rs`); `sluice on-exit --attach IF` does that after a crash.
 //! - The exit path needs CAP_NET_ADMIN (rtnetlink link changes) for as
 //!   long as the daemon runs.
 
 use crate::out::ewriteln;
-use crate::run::{log, Level};
 use clap::{Args as ClapArgs, ValueEnum};
 use sluice_io::kernel_bridge;
 use std::path::Path;
@@ -47,67 +47,6 @@ pub enum Mode {
     Bridge,
 }
 
-/// Takes `lan` and `wan` back from sluice's kernel bridge, if an earlier
-/// exit left them there; the guard for this run's exit, to be made before
-/// the bridge loop (so that it is dropped after it) and armed once the
-/// interfaces are open ([`OnExit::arm`]).
-pub fn take_back(mode: Mode, lan: &str, wan: &str) -> Result<OnExit, String> {
-    match kernel_bridge::take_back(lan, wan) {
-        Ok(gone) => {
-            for b in gone {
-                log(
-                    Level::Info,
-                    format_args!("took {lan},{wan} back from the kernel bridge {b} (deleted)"),
-                );
-            }
-        }
-        Err(e) => return Err(format!("cannot take {lan},{wan} back: {e}")),
-    }
-    Ok(OnExit {
-        mode,
-        armed: false,
-        ifaces: (lan.to_string(), wan.to_string()),
-    })
-}
-
-/// Acts out the `--on-exit` mode when dropped, once armed.
-pub struct OnExit {
-    mode: Mode,
-    armed: bool,
-    ifaces: (String, String),
-}
-
-impl OnExit {
-    /// This process holds the interfaces now: its exit hands them over.
-    pub fn arm(&mut self) {
-        self.armed = true;
-    }
-}
-
-impl Drop for OnExit {
-    fn drop(&mut self) {
-        if !self.armed || self.mode != Mode::Bridge {
-            return;
-        }
-        let (lan, wan) = (&self.ifaces.0, &self.ifaces.1);
-        // Never panics (a panic here, while unwinding, would abort).
-        match kernel_bridge::hand_over(lan, wan) {
-            Ok(h) => log(
-                Level::Warn,
-                format_args!(
-                    "--on-exit bridge: {lan},{wan} handed to the kernel bridge {}: \
-                     traffic flows unshaped and unfiltered until sluice runs again",
-                    h.bridge
-                ),
-            ),
-            Err(e) => log(
-                Level::Error,
-                format_args!("--on-exit bridge: {e}; nothing forwards between {lan},{wan}"),
-            ),
-        }
-    }
-}
-
 #[derive(ClapArgs)]
 pub struct Args {
     /// `bridge`: hand the two interfaces to a kernel bridge (made if
@@ -117,7 +56,7 @@ pub struct Args {
     #[arg(value_enum, value_name = "MODE", required_unless_present = "attach")]
     mode: Option<Mode>,
     /// The two interfaces, as given to `run --bridge`: LAN and WAN.
-    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = crate::run::parse_bridge,
+    #[arg(long, value_name = "LAN_IF,WAN_IF", value_parser = crate::args::parse_bridge,
           required_unless_present = "attach")]
     bridge: Option<(String, String)>,
     /// The interface given to `run --attach`: give it back to the host as

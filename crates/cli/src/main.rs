@@ -10,8 +10,8 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod args;
 mod attach;
-mod autorate_log;
 mod check;
 #[cfg(feature = "lab")]
 mod delay_line;
@@ -22,7 +22,6 @@ mod init;
 #[cfg(feature = "lab")]
 mod lab;
 mod metrics;
-mod notify;
 mod out;
 mod run;
 mod show;

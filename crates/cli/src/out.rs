@@ -10,10 +10,14 @@
 //! command's stdout is its result: when it cannot be written the command
 //! stops with status 1, silently for a closed pipe (`sluice show rules |
 //! head -1`), with one line on stderr otherwise.
+//!
+//! The daemon's log (`sluice_control::log`, the `error!` … `debug!`
+//! macros) is written here too ([`set_log`]): `-v`'s verbosity, and
+//! journald's `<N>` priorities when stderr is the journal.
 
 use std::fmt;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 /// Best-effort writes to one stream, with a count of the lost ones.
 pub struct Sink {
@@ -106,6 +110,67 @@ macro_rules! owriteln {
 }
 
 pub(crate) use {ewrite, ewriteln, owrite, owriteln};
+
+pub use sluice_control::log::Level;
+
+/// Default verbosity shows warnings; each -v adds one level.
+static VERBOSITY: AtomicU8 = AtomicU8::new(Level::Warn as u8);
+
+/// Whether stderr is the journal: lines then carry `<N>` priorities
+/// instead of the `sluice:` prefix journald adds itself
+/// (`sluice_control::daemon::notify`).
+static JOURNAL: AtomicBool = AtomicBool::new(false);
+
+/// The daemon's log writer (sluice_control::log): stderr, through
+/// [`STDERR`]'s count of lost lines.
+struct Log;
+
+impl sluice_control::log::Writer for Log {
+    fn line(&self, level: Level, msg: fmt::Arguments<'_>) {
+        if level as u8 <= VERBOSITY.load(Ordering::Relaxed) {
+            let tag = level.tag();
+            if JOURNAL.load(Ordering::Relaxed) {
+                self.text(level, &format!("{tag}: {msg}\n"));
+            } else {
+                ewrite!("sluice: {tag}: {msg}\n");
+            }
+        }
+    }
+
+    fn text(&self, level: Level, text: &str) {
+        if JOURNAL.load(Ordering::Relaxed) {
+            ewrite!(
+                "{}",
+                sluice_control::daemon::notify::with_priority(level.priority(), text)
+            );
+        } else {
+            ewrite!("{text}");
+        }
+    }
+
+    fn lost(&self) -> u64 {
+        log_write_errors()
+    }
+}
+
+/// Sets the log's verbosity (`-v` given `extra` times) and whether stderr
+/// is the journal, and makes this the daemon's log writer; called once,
+/// before the first line.
+pub fn set_log(extra: u8, journal: bool) {
+    let v = (Level::Warn as u8)
+        .saturating_add(extra)
+        .min(Level::Debug as u8);
+    VERBOSITY.store(v, Ordering::Relaxed);
+    JOURNAL.store(journal, Ordering::Relaxed);
+    sluice_control::log::set_writer(&Log);
+}
+
+// The log for every subcommand, under the names the binary has always
+// used: sluice_control's (its writer is the one above).
+#[allow(unused_imports)]
+pub(crate) use sluice_control::log::{log, log_text};
+#[allow(unused_imports)]
+pub(crate) use sluice_control::{debug, error, info, log_warn as warn};
 
 #[cfg(test)]
 mod tests {

@@ -107,7 +107,7 @@ fn fail(msg: &str) -> ExitCode {
     if !msg.ends_with('\n') {
         msg.push('\n');
     }
-    ewrite!("{}", crate::notify::for_stderr(3, &msg));
+    ewrite!("{}", sluice_control::daemon::notify::for_stderr(3, &msg));
     ExitCode::FAILURE
 }
 
@@ -219,7 +219,10 @@ pub fn run_reload(a: ReloadArgs) -> ExitCode {
         Err(m) => fail(&format!("error: {m}")),
         Ok(Reply::Error { message }) => fail(&message),
         Ok(Reply::Reloaded(r)) => {
-            ewrite!("{}", crate::notify::for_stderr(4, &r.warnings));
+            ewrite!(
+                "{}",
+                sluice_control::daemon::notify::for_stderr(4, &r.warnings)
+            );
             owriteln!(
                 "reloaded {}: {} packets kept, {} dropped",
                 r.file,

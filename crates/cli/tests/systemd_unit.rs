@@ -310,7 +310,7 @@ fn exec_start_bridges_the_interfaces_the_check_defined() {
     let (lan, wan) = bridge
         .split_once(',')
         .unwrap_or_else(|| panic!("--bridge {bridge}: expected LAN,WAN"));
-    // What run loads (crates/cli/src/run.rs): its own -D first, then
+    // What run loads (sluice_control::daemon::check): its own -D first, then
     // int_if/ext_if from --bridge. The check must have defined the same.
     let mut run_defs = defines(&run);
     run_defs

@@ -181,11 +181,13 @@ pub struct Clients {
     pub metrics: Arc<Slots>,
 }
 
-impl Default for Clients {
-    fn default() -> Self {
+impl Clients {
+    /// Slots for at most `control` clients of the control socket and
+    /// `metrics` scrapes at once (each server's `MAX_CLIENTS`).
+    pub fn new(control: usize, metrics: usize) -> Clients {
         Clients {
-            control: Arc::new(Slots::new(crate::server::MAX_CLIENTS)),
-            metrics: Arc::new(Slots::new(crate::metrics::MAX_CLIENTS)),
+            control: Arc::new(Slots::new(control)),
+            metrics: Arc::new(Slots::new(metrics)),
         }
     }
 }

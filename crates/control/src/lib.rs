@@ -49,6 +49,8 @@
 
 mod client;
 pub mod conn;
+pub mod daemon;
+pub mod log;
 pub mod metrics;
 pub mod proto;
 pub mod server;

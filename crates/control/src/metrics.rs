@@ -23,7 +23,7 @@
 //!   (`_bytes`, `_seconds`), labels `iface`, `queue`, `reason`, `cause`,
 //!   `action`.
 
-use crate::proto::{IfaceCountersJson, InfoReply, QueueJson, QueuesReply, TcpControlJson};
+use crate::proto::{IfaceCountersJson, InfoReply, QueueJson, QueuesReply, TcpControlReport};
 use crate::{snapshot, DaemonState};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -407,7 +407,7 @@ fn tcp_families(o: &mut Out, q: &QueuesReply) {
                 .filter_map(move |c| Some((i.name.as_str(), c.name.as_str(), c.tcp?)))
         })
     };
-    type Get = fn(&TcpControlJson) -> u64;
+    type Get = fn(&TcpControlReport) -> u64;
     /// A family's name, help, and its `action` labels with their counter.
     type ByAction = (&'static str, &'static str, &'static [(&'static str, Get)]);
     let by_action: [ByAction; 3] = [

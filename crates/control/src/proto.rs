@@ -3,6 +3,9 @@
 //! objects as they arrive.
 
 use serde::{Deserialize, Serialize};
+/// A queue's TCP control counters: the engine's report, serialised as it
+/// is (its one definition, with their meaning).
+pub use sluice_engine::TcpControlReport;
 
 /// A request line longer than this is refused (requests are a few dozen
 /// bytes; a reload path is at most PATH_MAX).
@@ -176,54 +179,7 @@ pub struct QueueJson {
     /// what it did to the connections whose data uses this queue; none when
     /// the queue has neither option.
     #[serde(default)]
-    pub tcp: Option<TcpControlJson>,
-}
-
-/// What TCP control did for one queue's connections, through the segments
-/// their receivers sent back. Counters since the queue was created, except
-/// the gauges `flows` and `held_now`. `acks_passed + acks_held` are the pure
-/// ACKs seen; `acks_paced`, `acks_flushed`, `acks_capped` count the held
-/// ones as they leave.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TcpControlJson {
-    /// Connections under control now.
-    pub flows: u64,
-    /// Pure ACKs let through on arrival.
-    pub acks_passed: u64,
-    /// Pure ACKs held to pace their flow.
-    pub acks_held: u64,
-    /// ACKs held now.
-    pub held_now: u64,
-    /// Held ACKs released at their paced time.
-    pub acks_paced: u64,
-    /// Held ACKs released early, in order, ahead of a segment that must pass
-    /// at once (duplicate ACK, SACK, data, SYN/FIN/RST, ECE).
-    pub acks_flushed: u64,
-    /// Held ACKs released early by a cap (per flow, total, or hold time).
-    pub acks_capped: u64,
-    /// Segments whose advertised window was lowered.
-    pub windows_clamped: u64,
-    /// Segments of controlled connections whose window could not be
-    /// controlled (handshake not seen, malformed options, signed), passed
-    /// untouched.
-    pub windows_untouched: u64,
-    /// ACKs of data the sender never sent: forwarded, neither paced nor
-    /// charged.
-    #[serde(default)]
-    pub acks_unsent: u64,
-    /// SYNs that answer no SYN of the connection, or come after its
-    /// handshake: forwarded, ignored by the clamp and the shares.
-    #[serde(default)]
-    pub syns_ignored: u64,
-    /// The pace now, bit/s: the queue's rate, less while a queue stood in
-    /// sluice or before it (docs/tcp-control.md).
-    #[serde(default)]
-    pub pace_bps: u64,
-    /// The queue standing before sluice that the connections' data met on
-    /// the way in, from their senders' timestamps (a download's: the
-    /// modem's); absent where it is not read or not known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_queue_ns: Option<u64>,
+    pub tcp: Option<TcpControlReport>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -496,6 +452,45 @@ pub struct IfaceCountersJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The counters of `show queues --json` and the metrics: the engine's
+    /// report serialised as it is, so its spelling is pinned here.
+    #[test]
+    fn tcp_control_counters_have_the_documented_spelling() {
+        let full = r#"{"flows":2,"acks_passed":10,"acks_held":20,"held_now":3,"acks_paced":12,"acks_flushed":4,"acks_capped":1,"windows_clamped":30,"windows_untouched":5,"acks_unsent":6,"syns_ignored":7,"pace_bps":8000000,"path_queue_ns":3000000}"#;
+        let t: TcpControlReport = serde_json::from_str(full).unwrap();
+        assert_eq!((t.flows, t.acks_capped, t.pace_bps), (2, 1, 8_000_000));
+        assert_eq!(serde_json::to_string(&t).unwrap(), full);
+        // An older daemon's answer, without the later counters; no queue
+        // standing before sluice is left out.
+        let old = r#"{"flows":1,"acks_passed":1,"acks_held":1,"held_now":0,"acks_paced":1,"acks_flushed":0,"acks_capped":0,"windows_clamped":0,"windows_untouched":0}"#;
+        let t: TcpControlReport = serde_json::from_str(old).unwrap();
+        assert_eq!((t.acks_unsent, t.syns_ignored, t.pace_bps), (0, 0, 0));
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            r#"{"flows":1,"acks_passed":1,"acks_held":1,"held_now":0,"acks_paced":1,"acks_flushed":0,"acks_capped":0,"windows_clamped":0,"windows_untouched":0,"acks_unsent":0,"syns_ignored":0,"pace_bps":0}"#
+        );
+    }
+
+    /// docs/control.md's table of TCP control's fields is written by hand:
+    /// every field the engine's report serialises has its row.
+    #[test]
+    fn every_tcp_control_counter_has_its_row_in_the_docs() {
+        let doc = include_str!("../../../docs/control.md");
+        let t = TcpControlReport {
+            path_queue: Some(sluice_time::Duration::from_millis(1)),
+            ..TcpControlReport::default()
+        };
+        let v = serde_json::to_value(t).unwrap();
+        let fields = v.as_object().unwrap();
+        assert_eq!(fields.len(), 13);
+        for name in fields.keys() {
+            assert!(
+                doc.contains(&format!("| `{name}` |")),
+                "docs/control.md has no row for `{name}`"
+            );
+        }
+    }
 
     #[test]
     fn xdp_queues_have_the_documented_spelling() {

@@ -6,7 +6,7 @@ use crate::{lock, DaemonState};
 use sluice_classify::StateView;
 use sluice_conf::ir::{self, Direction};
 use sluice_conf::{queue_options, sched_name};
-use sluice_engine::{ClassReport, IfaceCounters, IfaceReport, MemoryReport, TcpControlReport};
+use sluice_engine::{ClassReport, IfaceCounters, IfaceReport, MemoryReport};
 use sluice_time::Instant;
 
 fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueueing>) -> QueueJson {
@@ -50,25 +50,7 @@ fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueue
         sojourn_max_ns: c.sojourn_max.map(|d| d.as_nanos()),
         ingress_charged_packets: c.ingress_charged.map(|x| x.0),
         ingress_charged_bytes: c.ingress_charged.map(|x| x.1),
-        tcp: c.tcp.as_ref().map(tcp_json),
-    }
-}
-
-fn tcp_json(t: &TcpControlReport) -> TcpControlJson {
-    TcpControlJson {
-        flows: t.flows,
-        acks_passed: t.acks_passed,
-        acks_held: t.acks_held,
-        held_now: t.held_now,
-        acks_paced: t.acks_paced,
-        acks_flushed: t.acks_flushed,
-        acks_capped: t.acks_capped,
-        windows_clamped: t.windows_clamped,
-        windows_untouched: t.windows_untouched,
-        acks_unsent: t.acks_unsent,
-        syns_ignored: t.syns_ignored,
-        pace_bps: t.pace_bps,
-        path_queue_ns: t.path_queue.map(|d| d.as_nanos()),
+        tcp: c.tcp,
     }
 }
 
@@ -678,7 +660,7 @@ pass out on wan0 proto udp to port 53 queue bulk
         let bulk = wan.queues.iter().find(|q| q.name == "bulk").unwrap();
         assert_eq!(
             bulk.tcp,
-            Some(TcpControlJson {
+            Some(TcpControlReport {
                 flows: 12,
                 acks_passed: 3400,
                 acks_held: 900,
@@ -691,7 +673,7 @@ pass out on wan0 proto udp to port 53 queue bulk
                 acks_unsent: 7,
                 syns_ignored: 5,
                 pace_bps: 4_600_000,
-                path_queue_ns: Some(3_000_000),
+                path_queue: Some(sluice_time::Duration::from_millis(3)),
             })
         );
         let others: Vec<_> = q

@@ -121,7 +121,7 @@ pub fn example_daemon(name: &str) -> TestDaemon {
             w.fetch_add(1, Ordering::SeqCst);
         }),
         stop: Arc::new(AtomicBool::new(false)),
-        clients: Default::default(),
+        clients: crate::conn::Clients::new(crate::server::MAX_CLIENTS, crate::metrics::MAX_CLIENTS),
     });
     let sock = dir.join("ctl.sock");
     let handle = crate::spawn_control(&sock, state.clone()).expect("serve the control socket");

@@ -58,10 +58,16 @@ impl TcpControlReport {
     }
 }
 
-/// What TCP control did for one class's connections (docs/tcp-control.md):
-/// the ACKs and windows of segments their receivers sent back. Counters
-/// since start, except the two gauges.
+/// What TCP control did for one queue's connections (docs/tcp-control.md),
+/// through the segments their receivers sent back. Counters since the
+/// queue was created, except the gauges `flows`, `held_now`, `pace_bps` and
+/// `path_queue`. `acks_passed + acks_held` are the pure ACKs seen;
+/// `acks_paced`, `acks_flushed`, `acks_capped` count the held ones as they
+/// leave. The control protocol carries it as it is (`show queues --json`,
+/// the metrics; `path_queue` as `path_queue_ns`): this is its one
+/// definition.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TcpControlReport {
     /// Connections under control now (gauge).
     pub flows: u64,
@@ -86,17 +92,48 @@ pub struct TcpControlReport {
     pub windows_untouched: u64,
     /// ACKs of data the sender never sent: forwarded, neither paced nor
     /// charged (docs/tcp-control.md, hostile peers).
+    #[cfg_attr(feature = "serde", serde(default))]
     pub acks_unsent: u64,
     /// SYNs that answer no SYN of the connection, or come after its
     /// handshake: forwarded, ignored by the clamp and the shares.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub syns_ignored: u64,
-    /// The pace now, bit/s (gauge): the class's rate, less while a queue
+    /// The pace now, bit/s (gauge): the queue's rate, less while a queue
     /// stood in sluice or before it.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub pace_bps: u64,
-    /// The queue standing before sluice that the class's flows met on
-    /// their way in (gauge; crate::owd), where it is read (a LAN-side
-    /// interface) and known.
-    pub path_queue: Option<sluice_time::Duration>,
+    /// The queue standing before sluice that the connections' data met on
+    /// the way in, from their senders' timestamps (a download's: the
+    /// modem's; gauge, crate::owd); `None` where it is not read (not a
+    /// LAN-side interface) or not known.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            rename = "path_queue_ns",
+            with = "nanos",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
+    pub path_queue: Option<Duration>,
+}
+
+/// A duration in the protocol: whole nanoseconds, as every `*_ns` field.
+#[cfg(feature = "serde")]
+mod nanos {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use sluice_time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_nanos()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_nanos))
+    }
 }
 
 impl ClassReport {

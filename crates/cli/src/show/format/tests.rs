@@ -1,6 +1,21 @@
 //! Golden tests of the `show` layouts.
 
 use super::*;
+use sluice_control::proto::*;
+
+/// Compares `got` with `tests/golden/show/NAME.txt`; `UPDATE_GOLDEN=1`
+/// rewrites the file instead (then review the diff).
+fn golden(name: &str, got: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/show")
+        .join(format!("{name}.txt"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, got).expect("write the golden file");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(got, want, "{} differs", path.display());
+}
 
 fn queue(id: u32, name: &str) -> QueueJson {
     QueueJson {
@@ -55,14 +70,7 @@ fn an_ingress_queue_shows_what_its_drops_were_charged() {
             queues: vec![q],
         }],
     };
-    let want = "\
-queue dl on lan0 qlimit 50 hfsc( default ingress )
-  [ pkts:          0  bytes:          0  dropped pkts:      3 bytes:     4500 ]
-  [ qlength:    0/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
-  [ sojourn p50: -  p99: -  max: -  drops: aqm 3 ]
-  [ ingress: dropped and charged as sent: 3 pkts, 4542 bytes ]
-";
-    assert_eq!(format_queues(&r), want);
+    golden("ingress", &format_queues(&r));
 }
 
 /// A download queue with TCP control (and ingress mode, as it would be
@@ -83,7 +91,7 @@ fn a_tcp_controlled_queue_shows_its_acks_and_windows() {
         qlength: 4,
         ingress_charged_packets: Some(0),
         ingress_charged_bytes: Some(0),
-        tcp: Some(TcpControlJson {
+        tcp: Some(TcpControlReport {
             flows: 12,
             acks_passed: 3400,
             acks_held: 900,
@@ -96,7 +104,7 @@ fn a_tcp_controlled_queue_shows_its_acks_and_windows() {
             acks_unsent: 3,
             syns_ignored: 0,
             pace_bps: 4_600_000,
-            path_queue_ns: Some(3_000_000),
+            path_queue: Some(sluice_time::Duration::from_millis(3)),
         }),
         ..queue(1, "dl")
     };
@@ -109,21 +117,7 @@ fn a_tcp_controlled_queue_shows_its_acks_and_windows() {
             queues: vec![q, queue(2, "other")],
         }],
     };
-    let want = "\
-queue dl on lan0 qlimit 1000 hfsc( default ingress ack-pacing window-clamp )
-  [ pkts:      51200  bytes:   74000000  dropped pkts:      0 bytes:        0 ]
-  [ qlength:    4/1000  borrows:      0  suspends:      0  ecn marks:      0 ]
-  [ sojourn p50: -  p99: -  max: -  drops: none ]
-  [ ingress: dropped and charged as sent: 0 pkts, 0 bytes ]
-  [ tcp: flows 12  acks passed 3400 held 900 (now 14) paced 880 flushed 6 capped 1  windows clamped 4100 untouched 2 ]
-  [ tcp: ignored acks of unsent data 3  syns 0 ]
-  [ tcp: pace 4.60Mb/s  queue before sluice 3.0 ms ]
-queue other on lan0 hfsc
-  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
-  [ qlength:    0/   -  borrows:      0  suspends:      0  ecn marks:      0 ]
-  [ sojourn p50: -  p99: -  max: -  drops: none ]
-";
-    assert_eq!(format_queues(&r), want);
+    golden("tcp-control", &format_queues(&r));
 }
 
 #[test]
@@ -170,22 +164,7 @@ fn queues_golden() {
             },
         ],
     };
-    let want = "\
-# lan0: no queueing (frames leave in arrival order)
-queue root_wan0 on wan0 bandwidth 100Kb priq { q_pri, q_def }
-  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
-  [ qlength:    0/   -  borrows:      0  suspends:      0  ecn marks:      0 ]
-  [ sojourn p50: -  p99: -  max: -  drops: none ]
-queue q_pri on wan0 priority 7 qlimit 50 priq
-  [ pkts:          0  bytes:          0  dropped pkts:      0 bytes:        0 ]
-  [ qlength:    0/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
-  [ sojourn p50: -  p99: -  max: -  drops: none ]
-queue q_def on wan0 priority 1 qlimit 50 priq( default )
-  [ pkts:       1234  bytes:    1800000  dropped pkts:     12 bytes:    18000 ]
-  [ qlength:    7/  50  borrows:      0  suspends:      0  ecn marks:      0 ]
-  [ sojourn p50: 48.0 ms  p99: 96.1 ms  max: 120.0 ms  drops: queue-full 12 ]
-";
-    assert_eq!(format_queues(&r), want);
+    golden("queues", &format_queues(&r));
 }
 
 #[test]
@@ -298,17 +277,7 @@ fn states_golden() {
         limit: 10_000,
         states: vec![timed, unscaled],
     };
-    let want = "\
-all tcp 10.0.0.2:51234 -> 192.0.2.1:80       ESTABLISHED:ESTABLISHED
-   [1000000 + 262144] wscale 7  [4294967196 + 64240] wscale 9
-   queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule 0
-   rtt to 10.0.0.2:51234: -, to 192.0.2.1:80: 43.0 ms (min 41.2)
-all tcp 2001:db8::1[80] <- 2001:db8::2[51234]       ESTABLISHED:ESTABLISHED
-   [5 + 65535]  [9 + 0]
-   queue (q_def, q_pri), age 00:00:12, expires in 23:59:48, 14:12 pkts, 1200:9000 bytes, rule -
-# 2 of 3 states shown
-";
-    assert_eq!(format_states(&r), want);
+    golden("states", &format_states(&r));
 }
 
 #[test]
@@ -341,16 +310,7 @@ fn rules_golden() {
             },
         ],
     };
-    let want = "\
-@0 pass out on wan0 proto tcp all flags S/SA queue (q_def, q_pri)
-  [ Evaluations: 1234       Packets: 5678       Bytes: 1234567      States: 3      ]
-  [ Matches: 99         State Creations: 9          Line: 10 ]
-  [ MSS clamped: 2 ]
-@1 (line 12: text unavailable, the file changed since it was loaded)
-  [ Evaluations: 0          Packets: 0          Bytes: 0            States: 0      ]
-  [ Matches: 0          State Creations: 0          Line: 12 ]
-";
-    assert_eq!(format_rules(&r), want);
+    golden("rules", &format_rules(&r));
 }
 
 #[test]
@@ -431,58 +391,7 @@ fn info_golden() {
         state_rule_limit_hits: 1,
         xdp: vec![],
     };
-    let want = "\
-Status: Running for 1d 01:01:01    sluice 0.1.0 (pid 42)
-Bridge: lan0 (lan) <-> wan0 (wan)    I/O: af_packet
-Config: /etc/sluice/pf.conf
-
-Counters                              lan0            wan0
-  received packets                      21               0
-  received bytes                     21000               0
-  sent packets                           0               3
-  sent bytes                             0            3000
-  non-IP forwarded                       0               0
-  ECN marked                             0               0
-  SYN MSS clamped                        0               3
-  SYN MSS untouched                      0               0
-  autorate probes sent                   0               5
-  probe replies taken                    0               4
-Drops
-  malformed                              0               0
-  blocked                                1               0
-  state-limit                            0               0
-  bad-state                              0               0
-  no-route                               0               0
-  queue (egress)                         0              11
-    queue-full                           0              11
-  reload                                 0               0
-  memory-limit                           0               4
-State Table
-  current entries                        5
-  limit                              10000
-  inserts                                7
-  removals                               2
-  limit hits                             0
-  evictions                              4
-  rule max hits                          1
-Memory (queued frames, bytes)
-  held now                         2801988
-  peak                             3000000
-  limit (64MiB)                   67108864
-  frames queued                      20000
-  right-sized frames                 19999
-  limit drops                            4
-  wan0/bulk (32MiB)               33554432
-I/O (af_packet)
-  rx_ring_drops                          3
-Clients                       serving     cap refused
-  control                            1       4       2
-Learned Addresses of lan0, wan0 (1, 2 refused)
-  192.168.1.10                             age 01:02:03  idle 00:00:04
-Configured Addresses of wan1
-  203.0.113.2/24
-";
-    assert_eq!(format_info(&i), want);
+    golden("info", &format_info(&i));
 }
 
 /// An upload queue with `ack-filter` after ten ACKs of one download,

@@ -138,17 +138,6 @@ impl Watchdog {
     }
 }
 
-/// journald's priority for a log level (syslog(3)'s numbers).
-pub fn priority(level: crate::run::Level) -> u8 {
-    use crate::run::Level;
-    match level {
-        Level::Error => 3,
-        Level::Warn => 4,
-        Level::Info => 6,
-        Level::Debug => 7,
-    }
-}
-
 /// Whether `$JOURNAL_STREAM` (`DEVICE:INODE`, decimal) names the stream
 /// whose device and inode are given.
 pub fn is_journal_stream(var: Option<&str>, dev: u64, ino: u64) -> bool {
@@ -205,7 +194,6 @@ pub fn with_priority(prio: u8, text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::Level;
 
     #[test]
     fn notify_socket_paths_and_abstract_names() {
@@ -270,17 +258,7 @@ mod tests {
     }
 
     #[test]
-    fn every_line_gets_the_level_s_priority() {
-        let p = |l| priority(l);
-        assert_eq!(
-            (
-                p(Level::Error),
-                p(Level::Warn),
-                p(Level::Info),
-                p(Level::Debug)
-            ),
-            (3, 4, 6, 7)
-        );
+    fn every_line_gets_the_priority() {
         assert_eq!(
             with_priority(4, "warn: a\n  | caret\n"),
             "<4>warn: a\n<4>  | caret\n"

@@ -256,8 +256,8 @@ pub fn check_dir(dir: &Path, user: Option<u32>) -> Result<bool, String> {
 fn open_in(dir: &Path, file: &str, header: &'static str) -> Option<Log> {
     Log::open(dir, file, header, ROTATE_BYTES)
         .map_err(|e| {
-            crate::run::log(
-                crate::run::Level::Warn,
+            crate::log::log(
+                crate::log::Level::Warn,
                 format_args!("autorate log {}: {e}", dir.join(file).display()),
             )
         })
@@ -330,8 +330,8 @@ pub fn spawn(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
             if samples.is_some() && lost > lost_seen {
-                crate::run::log(
-                    crate::run::Level::Warn,
+                crate::log::log(
+                    crate::log::Level::Warn,
                     format_args!(
                         "autorate trace: {} samples dropped for want of room",
                         lost - lost_seen
@@ -352,8 +352,8 @@ pub fn spawn(
                     // After the drop: the directory is checked again as it is now.
                     file = check_dir(&dir, None)
                         .map_err(|e| {
-                            crate::run::log(
-                                crate::run::Level::Warn,
+                            crate::log::log(
+                                crate::log::Level::Warn,
                                 format_args!("autorate log not written: state directory {e}"),
                             )
                         })
@@ -387,8 +387,8 @@ fn append_or_close(log: &mut Option<Log>, text: &str) -> bool {
     match f.append(text) {
         Ok(()) => true,
         Err(e) => {
-            crate::run::log(
-                crate::run::Level::Warn,
+            crate::log::log(
+                crate::log::Level::Warn,
                 format_args!("autorate log {}: {e}", f.path().display()),
             );
             *log = None;
@@ -400,8 +400,8 @@ fn append_or_close(log: &mut Option<Log>, text: &str) -> bool {
 /// The decisions that moved a rate, at info level.
 fn log_rate_changes(got: &[(String, Decision)]) {
     for (iface, d) in got.iter().filter(|(_, d)| d.new != d.old) {
-        crate::run::log(
-            crate::run::Level::Info,
+        crate::log::log(
+            crate::log::Level::Info,
             format_args!(
                 "autorate {iface}: {} -> {} ({}, delay {:?}, {} flows){}",
                 d.old,

@@ -1,7 +1,9 @@
-//! `run`'s privileges: the `--user` to run as, the directories it must
-//! own, and the drop to the packet loop's capabilities once set up.
+//! The daemon's privileges: the `--user` to run as, the directories it
+//! must own, and the drop to the packet loop's capabilities once set up.
 
-use super::*;
+use super::{autorate_log, Config};
+use crate::{debug, info, log_warn as warn};
+use sluice_io::{caps, Bridge};
 
 /// `--user NAME`: the user, or an error saying there is none (before
 /// anything is set up).
@@ -33,18 +35,19 @@ impl Dirs {
     /// over. `/run/sluice` left to a user by an earlier `--user` run is
     /// taken back by a run without.
     pub(super) fn check(
-        a: &Args,
+        cfg: &Config,
         user: Option<caps::User>,
         logs_now: bool,
     ) -> Result<Dirs, String> {
         use std::os::unix::fs::MetadataExt;
-        let control = std::path::Path::new(&a.control)
+        let control = cfg
+            .control
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."))
             .to_path_buf();
-        let state = a.state_dir.clone().map_or(control.clone(), Into::into);
-        let runtime = std::path::Path::new(sluice_control::RUNTIME_DIR);
+        let state = cfg.state_dir.clone().unwrap_or_else(|| control.clone());
+        let runtime = std::path::Path::new(crate::RUNTIME_DIR);
         let me = caps::User {
             uid: rustix::process::geteuid().as_raw(),
             gid: rustix::process::getegid().as_raw(),
@@ -52,12 +55,12 @@ impl Dirs {
         let target = user.unwrap_or(me);
         let mut checked: Vec<(&std::path::Path, &str, bool)> = Vec::new();
         if logs_now || user.is_some() {
-            let made = crate::autorate_log::check_dir(&state, user.map(|u| u.uid))
+            let made = autorate_log::check_dir(&state, user.map(|u| u.uid))
                 .map_err(|e| format!("state directory (--state-dir) {e}"))?;
             checked.push((&state, "--state-dir", made));
         }
         if user.is_some() {
-            let made = crate::autorate_log::check_dir(&control, user.map(|u| u.uid))
+            let made = autorate_log::check_dir(&control, user.map(|u| u.uid))
                 .map_err(|e| format!("control socket directory (--control) {e}"))?;
             checked.push((&control, "--control", made));
         } else if control == runtime {
@@ -89,7 +92,7 @@ impl Dirs {
             give.push((dir.to_path_buf(), target));
         }
         if let Some(u) = user {
-            warn_unreadable(&a.file, u);
+            warn_unreadable(&cfg.file, u);
         }
         Ok(Dirs { state, give })
     }
@@ -105,7 +108,7 @@ impl Dirs {
 }
 
 /// `--user`: a configuration the user cannot read would fail every reload.
-fn warn_unreadable(conf: &str, u: caps::User) {
+fn warn_unreadable(conf: &std::path::Path, u: caps::User) {
     use std::os::unix::fs::MetadataExt;
     let readable = std::fs::metadata(conf).is_ok_and(|m| {
         let mode = m.mode();
@@ -114,7 +117,11 @@ fn warn_unreadable(conf: &str, u: caps::User) {
             || mode & 0o004 != 0
     });
     if !readable {
-        warn!("{conf} is not readable by uid {}: reloads will fail", u.uid);
+        warn!(
+            "{} is not readable by uid {}: reloads will fail",
+            conf.display(),
+            u.uid
+        );
     }
 }
 
