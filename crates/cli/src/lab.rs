@@ -665,7 +665,7 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
     let mut dirs = Vec::with_capacity(plan.len());
     let n = plan.len();
     for (i, (spec, s)) in plan.iter().enumerate() {
-        let label = sluice_lab::attack::run_label(&spec.label(), s);
+        let label = s.run_label(&spec.label());
         let dir = if compare {
             base.join(format!("{}-{}", i + 1, slug(&label)))
         } else {

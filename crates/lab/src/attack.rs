@@ -20,7 +20,6 @@
 //!   download is under way, and ends with that phase (a SYN flood after
 //!   its 5 s).
 
-use crate::model::Scenario;
 use serde::{Deserialize, Serialize};
 
 /// How long after the first loaded phase begins the attack starts.
@@ -169,55 +168,12 @@ impl Attack {
     }
 }
 
-/// A run's label in tables and plots: the shaper's, and the attack it
-/// ran under (`tcp1down-paced.conf + forged-ack`, `… + lying-clock 6
-/// frozen`), so a comparison with
-/// and without an attack lines up as rows of one table.
-pub fn run_label(shaper: &str, s: &Scenario) -> String {
-    match s.attack {
-        Some(Attack::LyingClock) => format!(
-            "{shaper} + {} {} {}",
-            Attack::LyingClock.name(),
-            s.lying.liars,
-            s.lying.clock.name()
-        ),
-        Some(a) => format!("{shaper} + {}", a.name()),
-        None => shaper.to_string(),
-    }
-}
-
 /// When an attack runs in a scenario: `[start_s, start_s + secs)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Plan {
     pub attack: Attack,
     pub start_s: f64,
     pub secs: f64,
-}
-
-/// The scenario's attack, timed against its first loaded phase (phase 1;
-/// a scenario of one phase is attacked from its start). `None` without one.
-pub fn plan(s: &Scenario) -> Option<Plan> {
-    let attack = s.attack?;
-    let (mut start, mut end) = (0.0, 0.0);
-    let loaded = if s.phases.len() > 1 { 1 } else { 0 };
-    for (i, p) in s.phases.iter().enumerate() {
-        if i == loaded {
-            end = start + p.secs;
-            break;
-        }
-        start += p.secs;
-    }
-    let start_s = start + LEAD_S.min((end - start) / 4.0);
-    let secs = match attack {
-        Attack::SynFlood => SYN_FLOOD_S,
-        _ => end - start_s,
-    }
-    .clamp(0.1, MAX_SECS);
-    Some(Plan {
-        attack,
-        start_s,
-        secs,
-    })
 }
 
 /// What the attack did (`summary.json`'s `attack`).
@@ -274,15 +230,15 @@ mod tests {
         assert!(Clock::parse("1.2x").unwrap_err().contains("frozen"));
         assert_eq!(Clock::Fast.rate(), (6, 5));
         let mut s = crate::scenario::tcp_1down();
-        assert_eq!(run_label("x.conf", &s), "x.conf");
+        assert_eq!(s.run_label("x.conf"), "x.conf");
         s.attack = Some(Attack::LyingClock);
         s.lying = Lying {
             liars: 50,
             clock: Clock::Slow,
         };
-        assert_eq!(run_label("x.conf", &s), "x.conf + lying-clock 50 slow");
+        assert_eq!(s.run_label("x.conf"), "x.conf + lying-clock 50 slow");
         s.attack = Some(Attack::SynFlood);
-        assert_eq!(run_label("x.conf", &s), "x.conf + syn-flood");
+        assert_eq!(s.run_label("x.conf"), "x.conf + syn-flood");
     }
 
     #[test]
@@ -291,16 +247,16 @@ mod tests {
         for p in &mut s.phases {
             p.secs = 20.0;
         }
-        assert_eq!(plan(&s), None);
+        assert_eq!(s.attack_plan(), None);
         s.attack = Some(Attack::ForgedAck);
-        let p = plan(&s).unwrap();
+        let p = s.attack_plan().unwrap();
         assert_eq!((p.start_s, p.secs), (25.0, 15.0));
         s.attack = Some(Attack::SynFlood);
-        assert_eq!(plan(&s).unwrap().secs, SYN_FLOOD_S);
+        assert_eq!(s.attack_plan().unwrap().secs, SYN_FLOOD_S);
         // A short phase: a quarter of it first.
         for p in &mut s.phases {
             p.secs = 8.0;
         }
-        assert_eq!(plan(&s).unwrap().start_s, 10.0);
+        assert_eq!(s.attack_plan().unwrap().start_s, 10.0);
     }
 }

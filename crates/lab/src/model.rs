@@ -76,9 +76,7 @@ impl LinkLoss {
 /// since the one before it (the first, this long).
 pub const RATE_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Slowest and fastest link the lab emulates (htb's and the host's limits).
-pub const LINK_MIN_BPS: u64 = 8_000;
-pub const LINK_MAX_BPS: u64 = 10_000_000_000;
+pub use crate::trace::{LINK_MAX_BPS, LINK_MIN_BPS};
 
 /// A full-size Ethernet frame without FCS, bytes: the unit of a `bfifo`
 /// modem's buffer.
@@ -244,6 +242,49 @@ pub fn host_name(host: usize) -> String {
 }
 
 impl Scenario {
+    /// A run's label in tables and plots: the shaper's, and the attack it
+    /// ran under (`tcp1down-paced.conf + forged-ack`, `… + lying-clock 6
+    /// frozen`), so a comparison with
+    /// and without an attack lines up as rows of one table.
+    pub fn run_label(&self, shaper: &str) -> String {
+        match self.attack {
+            Some(crate::attack::Attack::LyingClock) => format!(
+                "{shaper} + {} {} {}",
+                crate::attack::Attack::LyingClock.name(),
+                self.lying.liars,
+                self.lying.clock.name()
+            ),
+            Some(a) => format!("{shaper} + {}", a.name()),
+            None => shaper.to_string(),
+        }
+    }
+
+    /// The scenario's attack, timed against its first loaded phase (phase 1;
+    /// a scenario of one phase is attacked from its start). `None` without one.
+    pub fn attack_plan(&self) -> Option<crate::attack::Plan> {
+        let attack = self.attack?;
+        let (mut start, mut end) = (0.0, 0.0);
+        let loaded = if self.phases.len() > 1 { 1 } else { 0 };
+        for (i, p) in self.phases.iter().enumerate() {
+            if i == loaded {
+                end = start + p.secs;
+                break;
+            }
+            start += p.secs;
+        }
+        let start_s = start + crate::attack::LEAD_S.min((end - start) / 4.0);
+        let secs = match attack {
+            crate::attack::Attack::SynFlood => crate::attack::SYN_FLOOD_S,
+            _ => end - start_s,
+        }
+        .clamp(0.1, crate::attack::MAX_SECS);
+        Some(crate::attack::Plan {
+            attack,
+            start_s,
+            secs,
+        })
+    }
+
     /// Phase windows `(start_s, end_s)` in run time.
     pub fn phase_windows(&self) -> Vec<(f64, f64)> {
         let mut t = 0.0;

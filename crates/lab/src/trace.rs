@@ -36,10 +36,13 @@
 //!   plays the steps on the modem with `tc class change`, which keeps the
 //!   packets the FIFO holds (a retrain does not empty a modem's buffer).
 
-use crate::model::{LINK_MAX_BPS, LINK_MIN_BPS};
 use serde::{Deserialize, Serialize};
 use sluice_time::units;
 use std::fmt;
+
+/// Slowest and fastest link the lab emulates (htb's and the host's limits).
+pub const LINK_MIN_BPS: u64 = 8_000;
+pub const LINK_MAX_BPS: u64 = 10_000_000_000;
 
 /// Most steps a trace may have (a day at one step per second).
 pub const MAX_STEPS: usize = 86_400;

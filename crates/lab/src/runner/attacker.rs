@@ -44,7 +44,7 @@ impl Attacker {
         bin: &Path,
         dir: &Path,
     ) -> Result<Option<Attacker>, LabError> {
-        let Some(plan) = attack::plan(s) else {
+        let Some(plan) = s.attack_plan() else {
             return Ok(None);
         };
         if plan.attack.needs_sink() {

@@ -49,7 +49,7 @@ pub(super) fn collect(
     }
     let mut result = analysis::finish(
         s,
-        &crate::attack::run_label(&shaper.label(), s),
+        &s.run_label(&shaper.label()),
         series,
         rfc3339(lab.t0_wall),
         std::mem::take(&mut lab.warnings),
