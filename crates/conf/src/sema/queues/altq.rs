@@ -1,6 +1,6 @@
 //! ALTQ trees: `altq on IF SCHED … queue { … }` and the `queue` lines it reaches.
 
-use super::{curve, resolve, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use super::{curve, resolve, Kind, QMeta, SumRule, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::ast::{AltqDecl, QueueDecl, Sp};
 use crate::diag::Diagnostic;
 use crate::ir::{
@@ -92,9 +92,9 @@ impl B<'_, '_, '_> {
                 &mut path,
             );
         }
-        // pfctl sums CBQ's bandwidths and FAIRQ's link-sharing curves (its
-        // bandwidth by default) against the parent; HFSC's curves are
-        // checked as curves (hfsc_admit).
+        // pfctl sums CBQ's bandwidths (a warning) and FAIRQ's link-sharing
+        // curves (its bandwidth by default; an error) against the parent;
+        // HFSC's curves are checked as curves (hfsc_admit).
         if sched == SchedKind::Hfsc {
             self.hfsc_admission(&t, bw);
         } else if sched != SchedKind::Priq {
@@ -104,7 +104,7 @@ impl B<'_, '_, '_> {
                 bw,
                 a.iface.span,
                 &format!("`altq on {}`", a.iface.v),
-                true,
+                SumRule::of(sched),
             );
         }
         let opt = match sched {
@@ -421,7 +421,7 @@ impl B<'_, '_, '_> {
             rate,
             name.span,
             &format!("`{}`", name.v),
-            true,
+            SumRule::of(sched),
         );
     }
 

@@ -419,9 +419,11 @@ impl B<'_, '_, '_> {
         }
     }
 
-    /// ALTQ (pfctl) rejects children that ask for more than their parent;
-    /// OpenBSD 5.5+ takes bandwidth as a share and accepts it (the FAQ's own
-    /// example oversubscribes by 1K), so there it is a warning.
+    /// Children that ask for more than their parent: pfctl refuses it for
+    /// FAIRQ ("link-sharing sc exceeds parent's sc") and warns for CBQ ("the
+    /// sum of the child bandwidth … higher than parent"); OpenBSD 5.5+ takes
+    /// bandwidth as a share and accepts it (the FAQ's own example
+    /// oversubscribes by 1K), so there it is a warning too.
     fn children_sum(
         &mut self,
         t: &Tree,
@@ -429,7 +431,7 @@ impl B<'_, '_, '_> {
         rate: Rate,
         at: Span,
         what: &str,
-        strict: bool,
+        rule: SumRule,
     ) {
         let kids = t.queues.iter().filter(|q| q.parent == parent);
         if kids.clone().any(|q| q.bandwidth.is_some_and(|b| b > rate)) {
@@ -442,12 +444,14 @@ impl B<'_, '_, '_> {
         if sum > u128::from(rate.0) {
             let s = Rate(u64::try_from(sum).unwrap_or(u64::MAX));
             let msg = format!("child queues of {what} ask for {s}, more than its {rate}");
-            let d = if strict {
-                Diagnostic::error(msg, at)
-                    .hint("lower the children's bandwidth or use percentages of the parent")
-            } else {
-                Diagnostic::warning(msg, at)
-                    .hint("the shares are scaled down to fit; lower them to say what you mean")
+            let d = match rule {
+                SumRule::Refuse => Diagnostic::error(msg, at)
+                    .hint("lower the children's bandwidth or use percentages of the parent"),
+                SumRule::Bounded => Diagnostic::warning(msg, at).hint(
+                    "the parent's bandwidth bounds them together; lower them to say what you mean",
+                ),
+                SumRule::Scaled => Diagnostic::warning(msg, at)
+                    .hint("the shares are scaled down to fit; lower them to say what you mean"),
             };
             self.cx.err(d.label(format!("children sum to {s}")));
         }
@@ -657,6 +661,28 @@ impl B<'_, '_, '_> {
                 }
             };
             self.cx.err(diag);
+        }
+    }
+}
+
+/// What a tree whose children ask for more than their parent gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SumRule {
+    /// An error (ALTQ's FAIRQ, as pfctl).
+    Refuse,
+    /// A warning: the parent's rate still bounds the children (CBQ, as pfctl).
+    Bounded,
+    /// A warning: the children's rates are shares (OpenBSD 5.5+).
+    Scaled,
+}
+
+impl SumRule {
+    /// ALTQ's rule for a tree of `sched`.
+    pub(super) fn of(sched: SchedKind) -> SumRule {
+        if sched == SchedKind::Cbq {
+            SumRule::Bounded
+        } else {
+            SumRule::Refuse
         }
     }
 }

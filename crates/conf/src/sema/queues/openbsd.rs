@@ -1,7 +1,7 @@
 //! OpenBSD 5.5+ trees: a root `queue NAME on IF` and children by `parent`, mapped to HFSC.
 
 use super::altq::ASSUMED_IFSPEED;
-use super::{curve, Kind, QMeta, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
+use super::{curve, Kind, QMeta, SumRule, Tree, B, DEFAULT_QLIMIT, MAX_DEPTH};
 use crate::diag::Diagnostic;
 use crate::ir::{IfaceQueueing, Queue, SchedKind};
 use crate::units::Bw;
@@ -131,7 +131,7 @@ impl B<'_, '_, '_> {
             rate,
             name.span,
             &format!("`{}`", name.v),
-            false,
+            SumRule::Scaled,
         );
         Some(idx)
     }
