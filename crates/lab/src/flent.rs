@@ -67,18 +67,35 @@ pub fn write(dir: &Path, run: &RunResult) -> io::Result<PathBuf> {
 }
 
 /// Each flow's receiver intervals `(seconds, bit/s)` from its iperf3 JSON,
-/// in the order of `flows` (empty where the file is missing or unreadable).
+/// in the order of `flows` (empty where the files are missing or
+/// unreadable): a download's client (`-R`) is the receiver; an upload's
+/// receiver is the server, whose own JSON is `flowN-up.server.json`.
 fn flow_intervals(dir: &Path, flows: &[FlowRecord]) -> Vec<Vec<(f64, f64)>> {
+    let read = |name: String| -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(dir.join(name)).ok()?;
+        serde_json::from_str(&text).ok()
+    };
     flows
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let name = format!("flow{i}-{}.json", dir_word(f.dir));
-            std::fs::read_to_string(dir.join(name))
-                .ok()
-                .and_then(|t| crate::iperf3::parse_json(&t).ok())
-                .map(|r| r.receiver_intervals)
-                .unwrap_or_default()
+            let stem = format!("flow{i}-{}", dir_word(f.dir));
+            let client = read(format!("{stem}.json"));
+            let own = match f.dir {
+                Dir::Down => client.as_ref().and_then(|v| v.get("intervals")),
+                Dir::Up => client
+                    .as_ref()
+                    .and_then(|v| v.pointer("/server_output_json/intervals")),
+            };
+            let mut iv = crate::iperf3::intervals(own);
+            if iv.is_empty() && f.dir == Dir::Up {
+                iv = crate::iperf3::intervals(
+                    read(format!("{stem}.server.json"))
+                        .as_ref()
+                        .and_then(|v| v.get("intervals")),
+                );
+            }
+            iv
         })
         .collect()
 }

@@ -138,3 +138,26 @@ fn start_times_parse_as_utc_and_bad_ones_are_an_error() {
         "2026-11-22T05:00:00.000000Z"
     );
 }
+
+#[test]
+fn an_uploads_goodput_comes_from_the_servers_json() {
+    let dir = std::env::temp_dir().join(format!("sluice-flent-up-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut run = tiny_run();
+    run.series.flows[0].dir = Dir::Up;
+    // The client of an upload (no --get-server-output) has the sender's
+    // intervals only; the receiver's are in the server's own JSON.
+    let client = r#"{"start":{"test_start":{"reverse":0}},"intervals":[
+        {"sum":{"seconds":0.2,"bits_per_second":9e6}}]}"#;
+    let server = r#"{"start":{"test_start":{"reverse":0}},"intervals":[
+        {"sum":{"seconds":0.2,"bits_per_second":1e6}}]}"#;
+    std::fs::write(dir.join("flow0-up.json"), client).unwrap();
+    std::fs::write(dir.join("flow0-up.server.json"), server).unwrap();
+    let iv = flow_intervals(&dir, &run.series.flows);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(iv, vec![vec![(0.2, 1e6)]]);
+    let doc = document(&run, &iv).unwrap();
+    assert_eq!(doc["results"]["TCP upload BE"], json!([null, null, 1.0, null]));
+    assert_eq!(doc["results"]["TCP upload avg"], json!([null, null, 1.0, null]));
+    assert!(doc["results"].get("TCP download avg").is_none());
+}
