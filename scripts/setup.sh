@@ -13,7 +13,9 @@ set -euo pipefail
 # Packaging (scripts/package.sh, tests/package.rs): dpkg-dev comes with
 # build-essential; lintian, man-db (man -l) and systemd (systemd-analyze
 # verify, systemd-sysusers) check and install the package.
-PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd)
+# flent and python3-matplotlib (its plots; a Recommends, which --no-install-recommends
+# leaves out) read the lab's SCENARIO.flent.gz in tests/lab_flent.rs.
+PKGS=(build-essential pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd flent python3-matplotlib)
 
 missing=()
 for p in "${PKGS[@]}"; do
