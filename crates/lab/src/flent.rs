@@ -20,7 +20,7 @@
 //!   `TCP download sum`/`TCP upload sum` the link's received rate per
 //!   direction (rate.csv: Ethernet frames, as summary.json's phase rates),
 //!   `TCP download BE`, `BE2` … each bulk flow's receiver goodput from
-//!   iperf3's intervals (its end figure as `MEAN_VALUE`), `Ping (ms) ICMP`
+//!   iperf3's intervals (1 s in the lab; its end figure as `MEAN_VALUE`), `Ping (ms) ICMP`
 //!   the answered pings, `Ping (ms) UDP BE1` irtt's round trips; `avg` and
 //!   `TCP totals` are computed on the grid as flent's own runners do.
 
@@ -176,55 +176,25 @@ pub fn document(run: &RunResult, flow_intervals: &[Vec<(f64, f64)>]) -> Result<V
 /// The run's measured series, in flent's names and units.
 fn measured_series(run: &RunResult, flow_intervals: &[Vec<(f64, f64)>]) -> Vec<Series> {
     let sr = &run.series;
-    let mbit = |bps: f64| bps / 1e6;
     let mut out = vec![
         Series {
             name: "TCP download sum".into(),
             units: "Mbits/s",
-            samples: sr.rate.iter().map(|r| (r.t_s, mbit(r.down_bps))).collect(),
+            samples: sr
+                .rate
+                .iter()
+                .map(|r| (r.t_s, mbit_of(r.down_bps)))
+                .collect(),
             mean: None,
         },
         Series {
             name: "TCP upload sum".into(),
             units: "Mbits/s",
-            samples: sr.rate.iter().map(|r| (r.t_s, mbit(r.up_bps))).collect(),
+            samples: sr.rate.iter().map(|r| (r.t_s, mbit_of(r.up_bps))).collect(),
             mean: None,
         },
     ];
-    let (mut down, mut up) = (0, 0);
-    for (f, iv) in sr.flows.iter().zip(flow_intervals) {
-        let (word, n) = match f.dir {
-            Dir::Down => ("download", &mut down),
-            Dir::Up => ("upload", &mut up),
-        };
-        *n += 1;
-        if iv.is_empty() {
-            // No iperf3 intervals (its JSON is missing): no series to draw,
-            // and the next flow keeps its number.
-            continue;
-        }
-        let suffix = if *n == 1 {
-            String::new()
-        } else {
-            n.to_string()
-        };
-        // iperf3's intervals are durations from the flow's start; a point is
-        // the interval's end, as a rate sample's.
-        let mut t = f.start_s;
-        let samples = iv
-            .iter()
-            .map(|&(secs, bps)| {
-                t += secs;
-                (t, mbit(bps))
-            })
-            .collect();
-        out.push(Series {
-            name: format!("TCP {word} BE{suffix}"),
-            units: "Mbits/s",
-            samples,
-            mean: f.goodput_bps.map(mbit),
-        });
-    }
+    out.extend(flow_series(&sr.flows, flow_intervals));
     let answered = |it: &mut dyn Iterator<Item = (f64, Option<f64>)>| -> Vec<(f64, f64)> {
         it.filter_map(|(t, v)| v.map(|v| (t, v))).collect()
     };
@@ -247,6 +217,52 @@ fn measured_series(run: &RunResult, flow_intervals: &[Vec<(f64, f64)>]) -> Vec<S
         s.samples.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     out
+}
+
+/// Each flow's receiver goodput over time (Mbit/s at the end of each of
+/// iperf3's intervals), named `TCP download BE`, `BE2` … in flow order per
+/// direction; its mean is iperf3's end figure, as flent keeps netperf's.
+fn flow_series(flows: &[FlowRecord], flow_intervals: &[Vec<(f64, f64)>]) -> Vec<Series> {
+    let mut out = Vec::new();
+    let (mut down, mut up) = (0, 0);
+    for (f, iv) in flows.iter().zip(flow_intervals) {
+        let (word, n) = match f.dir {
+            Dir::Down => ("download", &mut down),
+            Dir::Up => ("upload", &mut up),
+        };
+        *n += 1;
+        if iv.is_empty() {
+            // No iperf3 intervals (its JSON is missing): no series to draw,
+            // and the next flow keeps its number.
+            continue;
+        }
+        let suffix = if *n == 1 {
+            String::new()
+        } else {
+            n.to_string()
+        };
+        // iperf3's intervals are durations from the flow's start; a point is
+        // the interval's end, as a rate sample's.
+        let mut t = f.start_s;
+        let samples = iv
+            .iter()
+            .map(|&(secs, bps)| {
+                t += secs;
+                (t, mbit_of(bps))
+            })
+            .collect();
+        out.push(Series {
+            name: format!("TCP {word} BE{suffix}"),
+            units: "Mbits/s",
+            samples,
+            mean: f.goodput_bps.map(mbit_of),
+        });
+    }
+    out
+}
+
+fn mbit_of(bps: f64) -> f64 {
+    bps / 1e6
 }
 
 /// flent's computed series (`avg`, `TCP totals`) from the grids of the
