@@ -17,7 +17,9 @@ set -euo pipefail
 # dnsmasq-base, busybox (udhcpc, nslookup) and dhcpcd-base: a router's own
 # daemons on an attached interface (tests/netns_attach_daemons.rs); none
 # ships a service.
-PKGS=(build-essential git pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd dnsmasq-base busybox dhcpcd-base)
+# flent and python3-matplotlib (its plots; a Recommends, which --no-install-recommends
+# leaves out) read the lab's SCENARIO.flent.gz in tests/lab_flent.rs.
+PKGS=(build-essential git pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd dnsmasq-base busybox dhcpcd-base flent python3-matplotlib)
 
 missing=()
 for p in "${PKGS[@]}"; do

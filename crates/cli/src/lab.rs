@@ -734,12 +734,13 @@ fn lab(exp: Experiment, shapers: &[Option<String>], compare: bool) -> Result<(),
 
 /// The run directory's outputs (report.html first, then summary.json, the
 /// CSV series and the plots), plus `series.json`: every sample in one file
-/// for tools that prefer JSON to the CSVs.
+/// for tools that prefer JSON to the CSVs, and `<scenario>.flent.gz` for flent.
 fn write_outputs(dir: &Path, run: &RunResult) -> io::Result<Vec<PathBuf>> {
     let mut written = sluice_lab::report::write_run(dir, run)?;
     let s = dir.join("series.json");
     std::fs::write(&s, serde_json::to_string(&run.series)?)?;
     written.push(s);
+    written.push(sluice_lab::flent::write(dir, run)?);
     Ok(written)
 }
 

@@ -52,7 +52,7 @@ impl UdpCounts {
     }
 }
 
-fn intervals(v: Option<&serde_json::Value>) -> Vec<(f64, f64)> {
+pub(crate) fn intervals(v: Option<&serde_json::Value>) -> Vec<(f64, f64)> {
     let Some(list) = v.and_then(|x| x.as_array()) else {
         return Vec::new();
     };

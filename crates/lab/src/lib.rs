@@ -18,6 +18,7 @@ pub mod analysis;
 pub mod attack;
 pub mod bench;
 pub mod bridge;
+pub mod flent;
 pub mod iperf3;
 pub mod model;
 pub mod netns;
