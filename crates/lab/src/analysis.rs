@@ -56,25 +56,9 @@ pub fn latency(samples: impl IntoIterator<Item = f64>) -> Option<Latency> {
     })
 }
 
-/// The DSLReports bufferbloat grade of `added_ms` of latency under load.
-pub fn grade(added_ms: f64) -> &'static str {
-    match added_ms {
-        x if x < 5.0 => "A+",
-        x if x < 30.0 => "A",
-        x if x < 60.0 => "B",
-        x if x < 200.0 => "C",
-        x if x < 400.0 => "D",
-        _ => "F",
-    }
-}
-
-/// Rank of a grade, better first (for "the worst of").
-fn grade_rank(g: &str) -> usize {
-    ["A+", "A", "B", "C", "D", "F"]
-        .iter()
-        .position(|x| *x == g)
-        .unwrap_or(5)
-}
+// One grade for the lab and the engine's health verdict.
+pub use sluice_time::grade::grade;
+use sluice_time::grade::grade_rank;
 
 /// Estimated mean opinion score (1..=4.5) of a G.711-like call.
 pub fn mos(owd_ms: f64, jitter_ms: f64, loss_pct: f64) -> f64 {
@@ -591,27 +575,6 @@ mod tests {
         let l = latency([3.0, 1.0, 2.0, f64::NAN]).unwrap();
         assert_eq!((l.p50, l.max, l.samples), (2.0, 3.0, 3));
         assert!((l.mean - 2.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn grade_thresholds_are_dslreports() {
-        let cases = [
-            (0.0, "A+"),
-            (4.99, "A+"),
-            (5.0, "A"),
-            (29.9, "A"),
-            (30.0, "B"),
-            (59.9, "B"),
-            (60.0, "C"),
-            (199.0, "C"),
-            (200.0, "D"),
-            (399.0, "D"),
-            (400.0, "F"),
-            (2000.0, "F"),
-        ];
-        for (ms, g) in cases {
-            assert_eq!(grade(ms), g, "{ms} ms");
-        }
     }
 
     #[test]
