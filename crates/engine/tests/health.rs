@@ -83,16 +83,26 @@ fn above_the_modem(line: Line, dir: Dir) {
     let Verdict::NotInControl { suggested: Some(s) } = r.verdict else {
         panic!("{:?}: {r:#?}", r.verdict);
     };
-    // Within 30 s of the load (it starts at 1 s, the run ends at 31 s).
-    let first = o
-        .health_changes
-        .iter()
-        .find(|(_, c)| matches!(c.to, Verdict::NotInControl { .. }))
-        .expect("a change to not in control");
-    assert!(first.1.at <= Instant::ZERO + Duration::from_secs(31));
+    // Once, within 20 s of the load (it starts at 1 s; the goal is 30 s,
+    // the rule takes 5 s of load and the 5 s hold), already with a
+    // suggestion within 10 % of the modem's rate; it does not flap.
     let m = modem(line, dir).as_bps() as f64;
-    let off = s.as_bps() as f64 / m - 1.0;
-    assert!(off.abs() <= 0.10, "suggested {s} for a modem at {m}: {off}");
+    let near = |s: Rate| (s.as_bps() as f64 / m - 1.0).abs() <= 0.10;
+    let [(_, first)] = &o.health_changes[..] else {
+        panic!("{:?}", o.health_changes);
+    };
+    assert!(
+        first.at <= Instant::ZERO + Duration::from_secs(1 + 20),
+        "{first:?}"
+    );
+    let Verdict::NotInControl {
+        suggested: Some(s0),
+    } = first.to
+    else {
+        panic!("{first:?}");
+    };
+    assert!(near(s0), "first suggested {s0} for a modem at {m}");
+    assert!(near(s), "suggested {s} for a modem at {m}");
     assert!(r.episodes.count >= 1 && r.episodes.longest >= Duration::from_secs(5));
     assert!(!matches!(r.grade, Some("A+") | Some("A")), "{r:#?}");
 }

@@ -31,15 +31,16 @@
 //! - **The grade** is DSLReports' (sluice_time::grade) of the mean latency
 //!   added under load over the last minute: sluice's wait plus the delay
 //!   beyond.
-//! - Bounded memory: three windows of histograms per quantity
-//!   ([`window`]) and a ring of [`EVIDENCE`] one-second slots.
+//! - Bounded memory: three windows of histograms for sluice's wait and
+//!   for the delay beyond ([`window`]), a minute for their sum, and a
+//!   ring of [`EVIDENCE`] one-second slots: 90 histograms of 1.8 KB.
 
 pub mod window;
 
 use sluice_time::{Duration, Instant, Rate};
 use std::fmt;
-use window::Windows;
 pub use window::{ByWindow, Latency};
+use window::{Window, Windows};
 
 /// How often the engine feeds each direction.
 pub const TICK: Duration = Duration::from_millis(100);
@@ -185,7 +186,8 @@ pub struct Health {
     evidence: [Second; EVIDENCE],
     sluice: Windows,
     beyond: Windows,
-    added: Windows,
+    /// Their sum, for the grade: the last minute only.
+    added: Window,
 }
 
 impl Default for Health {
@@ -203,7 +205,7 @@ impl Health {
             evidence: [Second::default(); EVIDENCE],
             sluice: Windows::default(),
             beyond: Windows::default(),
-            added: Windows::default(),
+            added: Window::minute(),
         }
     }
 
@@ -337,7 +339,7 @@ impl Health {
         let mut r = self.report.clone();
         r.sluice = self.sluice.read(now);
         r.beyond = self.beyond.read(now);
-        let added = self.added.read(now).minute;
+        let added = Latency::of(&self.added.read(now));
         r.added = added.mean;
         r.grade = added
             .mean

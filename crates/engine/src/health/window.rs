@@ -28,6 +28,11 @@ impl Window {
         }
     }
 
+    /// The last minute, in 10 s slots.
+    pub fn minute() -> Window {
+        Window::new(Duration::from_secs(10), 6)
+    }
+
     fn epoch(&self, now: Instant) -> u64 {
         now.0 / self.slot.0
     }
@@ -71,7 +76,7 @@ impl Default for Windows {
     /// histograms of 1.8 KB.
     fn default() -> Windows {
         Windows {
-            minute: Window::new(Duration::from_secs(10), 6),
+            minute: Window::minute(),
             hour: Window::new(Duration::from_secs(300), 12),
             day: Window::new(Duration::from_secs(3600), 24),
         }
@@ -89,7 +94,7 @@ pub struct Latency {
 }
 
 impl Latency {
-    fn of(h: &Histogram) -> Latency {
+    pub fn of(h: &Histogram) -> Latency {
         let n = h.count();
         Latency {
             p50: h.quantile(0.5),
