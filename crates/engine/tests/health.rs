@@ -192,3 +192,23 @@ fn slow_trickle_is_not_enough_traffic() {
     a_trickle(SLOW, Dir::Down);
     a_trickle(SLOW, Dir::Up);
 }
+
+#[test]
+fn health_is_kept_for_shaped_interfaces_only_and_ticks_while_idle() {
+    let mut e = engine(DSL, 95);
+    assert!(e.health(LAN).is_some() && e.health(WAN).is_some());
+    assert_eq!(e.health(7), None);
+    // Idle, the tick still comes: the verdict ages without traffic.
+    let now = Instant::ZERO + Duration::from_secs(3);
+    e.handle_timeout(now);
+    let next = e.poll_timeout().expect("the health tick");
+    assert!(next > now && next <= now + sluice_engine::health::TICK);
+    let text = "pipe up on wan0 bandwidth 1900Kb sched fq_codel\n\
+                queue up_q pipe up default\n\
+                pass out on wan0 keep state queue up_q\n";
+    let cfg = sluice_conf::check("health.conf", text, &[])
+        .expect("valid")
+        .config;
+    e.reload(&cfg).expect("reload");
+    assert!(e.health(LAN).is_none() && e.health(WAN).is_some());
+}

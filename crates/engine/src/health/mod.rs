@@ -143,6 +143,13 @@ pub struct HealthChange {
     pub to: Verdict,
 }
 
+impl fmt::Display for HealthChange {
+    /// The daemon's log line (after the interface's name).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (was: {})", self.to, self.from)
+    }
+}
+
 /// One direction's health, as `show health` reads it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HealthReport {
@@ -300,7 +307,7 @@ impl Health {
             let measured = (grew >= MIN_MEASURED).then(|| per_second(bytes, grew));
             let slower = measured.filter(|m| *m < rate.percent(FULL) && *m > Rate::ZERO);
             Verdict::NotInControl {
-                suggested: slower.map(|m| m.percent(MARGIN)),
+                suggested: slower.map(|m| three_figures(m.percent(MARGIN))),
             }
         } else {
             Verdict::InControl
@@ -346,6 +353,16 @@ impl Health {
             .map(|m| sluice_time::grade::grade(m.as_millis_f64()));
         r
     }
+}
+
+/// `r` rounded down to three significant figures: a rate to write in
+/// pf.conf (`9490Kb`), not a measurement's noise.
+fn three_figures(r: Rate) -> Rate {
+    let mut unit = 1;
+    while r.0 / unit >= 1000 {
+        unit *= 10;
+    }
+    Rate(r.0 / unit * unit)
 }
 
 /// `bytes` over `dt` as a rate.

@@ -187,3 +187,30 @@ fn a_gap_between_ticks_counts_as_what_was_sent_in_it() {
     assert_eq!(h.tick(t, s(u64::MAX)), None);
     assert_eq!(h.report(t).output, Rate(RATE.as_bps() / 100));
 }
+
+#[test]
+fn a_change_reads_as_one_line() {
+    let c = HealthChange {
+        at: Instant::ZERO,
+        from: Verdict::InControl,
+        to: Verdict::NotInControl {
+            suggested: Some(Rate::kbps(9500)),
+        },
+    };
+    let line = c.to_string();
+    assert!(!line.contains('\n'));
+    assert!(
+        line.starts_with("not in control: the link is slower than the rate, try 9500Kb"),
+        "{line}"
+    );
+    assert!(line.ends_with("(was: in control)"), "{line}");
+}
+
+#[test]
+fn a_suggestion_is_a_rate_to_write_down() {
+    assert_eq!(three_figures(Rate(9_499_571)), Rate(9_490_000));
+    assert_eq!(three_figures(Rate(264_423)), Rate(264_000));
+    assert_eq!(three_figures(Rate(999)), Rate(999));
+    assert_eq!(three_figures(Rate(0)), Rate(0));
+    assert_eq!(three_figures(Rate(u64::MAX)).0 / 10u64.pow(17), 184);
+}
