@@ -23,14 +23,15 @@
 //!   output at while its queue stood × [`MARGIN`] is the suggestion, or
 //!   none (enable autorate) when that output was not below [`FULL`] of
 //!   the rate; otherwise `InControl`. Sluice's output, not the bytes an
-//!   upload's far ends acknowledge: those count payload only, 4 % under
-//!   the frames the rate is in (the netsim's 0.25 Mbit/s upload: 12 %
-//!   under the modem with the margin, against 5 % from the output).
+//!   upload's far ends acknowledge: those count payload only, some 4 %
+//!   under the frames the rate is counted in.
 //!   A new verdict takes effect once it has held for [`HOLD`], so a
 //!   single burst does not flip it; each change is an event.
 //! - **The grade** is DSLReports' (sluice_time::grade) of the mean latency
 //!   added under load over the last minute: sluice's wait plus the delay
-//!   beyond.
+//!   beyond. Sluice's wait is the bulk traffic's; a ping in its own FQ
+//!   flow skips most of it, so this may read a grade worse than a speed
+//!   test's.
 //! - Bounded memory: three windows of histograms for sluice's wait and
 //!   for the delay beyond ([`window`]), a minute for their sum, and a
 //!   ring of [`EVIDENCE`] one-second slots: 90 histograms of 1.8 KB.
