@@ -19,6 +19,7 @@ pub mod autorate;
 mod bounded;
 pub mod build;
 mod engine;
+pub mod health;
 pub mod mss;
 pub mod nat;
 pub mod path;

@@ -56,25 +56,9 @@ pub fn latency(samples: impl IntoIterator<Item = f64>) -> Option<Latency> {
     })
 }
 
-/// The DSLReports bufferbloat grade of `added_ms` of latency under load.
-pub fn grade(added_ms: f64) -> &'static str {
-    match added_ms {
-        x if x < 5.0 => "A+",
-        x if x < 30.0 => "A",
-        x if x < 60.0 => "B",
-        x if x < 200.0 => "C",
-        x if x < 400.0 => "D",
-        _ => "F",
-    }
-}
-
-/// Rank of a grade, better first (for "the worst of").
-fn grade_rank(g: &str) -> usize {
-    ["A+", "A", "B", "C", "D", "F"]
-        .iter()
-        .position(|x| *x == g)
-        .unwrap_or(5)
-}
+// One grade for the lab and the engine's health verdict.
+pub use sluice_time::grade::grade;
+use sluice_time::grade::grade_rank;
 
 /// Estimated mean opinion score (1..=4.5) of a G.711-like call.
 pub fn mos(owd_ms: f64, jitter_ms: f64, loss_pct: f64) -> f64 {

@@ -185,6 +185,52 @@ pub(super) fn retune(t: &mut Tree, rate: Rate, now: Instant, drops: &mut Drops) 
     Some(old)
 }
 
+/// Verdict changes kept for [`Engine::poll_health`] when nobody collects them.
+const HEALTH_LOG_CAP: usize = 64;
+
+impl Engine {
+    /// The health tick (crate::health): each shaped direction reads what
+    /// the monitor and its interface measured, once.
+    pub(super) fn health_tick(&mut self, now: Instant) {
+        for idx in 0..self.ifaces.len() {
+            let Some(rate) = self.rate(idx) else {
+                continue;
+            };
+            let path = self.path.reading(now, idx);
+            let Some(h) = self.health.get_mut(idx).and_then(Option::as_mut) else {
+                continue;
+            };
+            let sample = crate::health::Sample {
+                sent: self.ifaces[idx].counters.tx_bytes,
+                rate,
+                own: path.own,
+                beyond: path.beyond.delay,
+            };
+            if let Some(change) = h.tick(now, sample) {
+                if self.health_log.len() >= HEALTH_LOG_CAP {
+                    self.health_log.pop_front();
+                }
+                self.health_log.push_back((idx, change));
+            }
+        }
+        self.next_health = now + crate::health::TICK;
+    }
+
+    /// The health of the direction leaving by `iface`, as of the engine's
+    /// latest `now`; `None` where it has no shaper.
+    pub fn health(&self, iface: usize) -> Option<HealthReport> {
+        let h = self.health.get(iface)?.as_ref()?;
+        Some(h.report(self.last_now))
+    }
+
+    /// The next change of a direction's verdict, with the name of its
+    /// interface: the daemon logs one line each.
+    pub fn poll_health(&mut self) -> Option<(String, HealthChange)> {
+        let (idx, c) = self.health_log.pop_front()?;
+        Some((self.ifaces[idx].name.clone(), c))
+    }
+}
+
 impl Engine {
     /// NAT-aware hosts (crate::nat): the engine records the connections
     /// whose original host it needs ([`Engine::take_nat_lookups`]) and

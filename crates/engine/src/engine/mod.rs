@@ -14,6 +14,7 @@ pub use memory::{MemoryReport, DEFAULT_MEMORY_LIMIT};
 
 use crate::autorate::{Controller, Decision as RateDecision, Reason, Tuning};
 use crate::build::{build_tree, BuildError, Tree};
+use crate::health::{Health, HealthChange, HealthReport};
 use crate::path::delay_signal::{Reading, SampleTrace};
 use crate::path::{Monitor, RxEvent};
 use crate::prio::{PrioQueue, Push, DEFAULT_PRIO};
@@ -163,6 +164,11 @@ pub struct Engine {
     wall: Option<Duration>,
     /// Every measurement of the path beyond sluice (crate::path).
     path: Monitor,
+    /// Each shaped interface's health (crate::health), its next tick, and
+    /// the verdict changes not yet collected.
+    health: Vec<Option<Health>>,
+    next_health: Instant,
+    health_log: VecDeque<(usize, HealthChange)>,
     /// Original hosts behind a masquerading router (crate::nat).
     nat: crate::nat::NatHosts,
 }
@@ -227,6 +233,9 @@ impl Engine {
         if self.next_autorate.is_some_and(|t| now >= t) {
             self.autorate(now);
         }
+        if now >= self.next_health {
+            self.health_tick(now);
+        }
         if now >= self.next_housekeeping {
             self.classifier.expire(now, EXPIRE_BUDGET);
             self.classifier.expire_iface_addrs(now);
@@ -268,6 +277,11 @@ impl Engine {
         }
         if let Some(w) = self.next_autorate {
             at(w);
+        }
+        // Health ticks while idle too: its verdict ages into "not enough
+        // traffic" without a packet to carry it.
+        if self.health.iter().any(Option::is_some) {
+            at(self.next_health);
         }
         if let Some(w) = self.path.next_probe(self.last_now) {
             at(w);

@@ -68,6 +68,9 @@ impl Engine {
             wall: None,
             path,
             nat: Default::default(),
+            health: Vec::new(),
+            next_health: Instant::ZERO,
+            health_log: VecDeque::new(),
         };
         let trees = e.build_trees(cfg)?;
         e.install(cfg, trees);
@@ -155,7 +158,19 @@ impl Engine {
             .iter()
             .filter_map(|i| i.autorate.as_ref().map(|(c, _)| c.next_tick()))
             .min();
-        self.path.set_wanted(self.next_autorate.is_some());
+        // Health: one per shaped interface; a reload keeps its history.
+        // It reads the way in and the delivery, so they are measured.
+        self.health.resize_with(self.ifaces.len(), || None);
+        for (h, i) in self.health.iter_mut().zip(&self.ifaces) {
+            let shaped = i.tree.as_ref().is_some_and(|t| t.bandwidth > Rate::ZERO);
+            match (shaped, h.is_some()) {
+                (true, false) => *h = Some(Health::new()),
+                (false, _) => *h = None,
+                _ => {}
+            }
+        }
+        let health = self.health.iter().any(Option::is_some);
+        self.path.set_wanted(self.next_autorate.is_some() || health);
         let classes: Vec<(&[crate::build::ClassInfo], Overhead, bool)> = self
             .ifaces
             .iter()

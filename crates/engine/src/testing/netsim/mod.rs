@@ -111,6 +111,10 @@ pub struct Outcome {
     /// Where autorate left the shapers (LAN side, WAN side) at the end,
     /// and how many decisions it logged; `None` without autorate.
     pub autorate: Option<(Rate, Rate, u64)>,
+    /// Each direction's health at the end (LAN side, WAN side), and the
+    /// verdict changes on the way (crate::health).
+    pub health: [Option<crate::health::HealthReport>; 2],
+    pub health_changes: Vec<(String, crate::health::HealthChange)>,
 }
 
 impl Outcome {
@@ -225,6 +229,10 @@ impl Sim {
         self.out.retransmits = self.flows.iter().map(|f| f.tx.retransmits).sum();
         self.out.timeouts = self.flows.iter().map(|f| f.tx.timeouts).sum();
         let e = &mut self.net.engine;
+        self.out.health = [e.health(LAN), e.health(WAN)];
+        while let Some(c) = e.poll_health() {
+            self.out.health_changes.push(c);
+        }
         if e.report().iter().any(|r| r.autorate.is_some()) {
             let (down, up) = (e.rate(LAN), e.rate(WAN));
             let (down, up) = (down.unwrap_or(Rate::ZERO), up.unwrap_or(Rate::ZERO));

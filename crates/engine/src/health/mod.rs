@@ -1,0 +1,379 @@
+//! Whether the shaper is in control of the link, read from the traffic it
+//! forwards: the speed test users run, without the test (issue #40).
+//!
+//! # Principles
+//! - **One direction, one tick.** A [`Health`] stands for the traffic
+//!   leaving by one shaped interface. The engine feeds it once per control
+//!   tick ([`TICK`]) with what it already measures: the bytes the
+//!   interface sent, the shaped rate, sluice's own wait and the delay
+//!   beyond sluice (crate::path). Nothing here reads a clock.
+//! - **Loaded.** A tick is *loaded* when the shaper's output reached
+//!   [`LOADED_SHARE`] of its rate, or sluice holds a standing queue (its
+//!   own wait ≥ [`STANDING`]), or the link beyond holds one (the delay
+//!   beyond ≥ [`GREW`]) while the output is at least [`BUSY_SHARE`] of
+//!   the rate: a link slower than the rate never lets the shaper reach
+//!   it. Latency is counted only on loaded ticks: idle, nothing queues
+//!   anywhere and every grade would be A+.
+//! - **The modem's queue grew** while the delay beyond is ≥ [`GREW`] on
+//!   loaded ticks: each such run is an episode (counted, total, longest).
+//! - **The verdict**, from the last [`EVIDENCE`] seconds: with less than
+//!   [`MIN_LOADED`] of loaded time, `NotEnoughTraffic`; with the modem's
+//!   queue grown for at least half the loaded time, `NotInControl` — the
+//!   link is slower than the rate, and the rate it drained sluice's
+//!   output at while its queue stood × [`MARGIN`] is the suggestion, or
+//!   none (enable autorate) when that output was not below [`FULL`] of
+//!   the rate; otherwise `InControl`. Sluice's output, not the bytes an
+//!   upload's far ends acknowledge: those count payload only, some 4 %
+//!   under the frames the rate is counted in.
+//!   A new verdict takes effect once it has held for [`HOLD`], so a
+//!   single burst does not flip it; each change is an event.
+//! - **The grade** is DSLReports' (sluice_time::grade) of the mean latency
+//!   added under load over the last minute: sluice's wait plus the delay
+//!   beyond. Sluice's wait is the bulk traffic's; a ping in its own FQ
+//!   flow skips most of it, so this may read a grade worse than a speed
+//!   test's.
+//! - Bounded memory: three windows of histograms for sluice's wait and
+//!   for the delay beyond ([`window`]), a minute for their sum, and a
+//!   ring of [`EVIDENCE`] one-second slots: 90 histograms of 1.8 KB.
+
+pub mod window;
+
+use sluice_time::{Duration, Instant, Rate};
+use std::fmt;
+pub use window::{ByWindow, Latency};
+use window::{Window, Windows};
+
+/// How often the engine feeds each direction.
+pub const TICK: Duration = Duration::from_millis(100);
+/// The shaper's output, as a share of its rate (percent), that makes a
+/// tick loaded.
+pub const LOADED_SHARE: u64 = 80;
+/// The output share that, with the link's queue grown, makes it loaded.
+pub const BUSY_SHARE: u64 = 50;
+/// Sluice's own wait that is a standing queue.
+pub const STANDING: Duration = Duration::from_millis(5);
+/// The delay beyond sluice that says the modem's queue grew: half of the
+/// grade A's edge, well over the noise of a controlled link's readings.
+pub const GREW: Duration = Duration::from_millis(15);
+/// The verdict reads this many seconds back.
+pub const EVIDENCE: usize = 20;
+/// Loaded time within [`EVIDENCE`] a verdict needs.
+pub const MIN_LOADED: Duration = Duration::from_secs(5);
+/// How long a new verdict must hold before it is the verdict.
+pub const HOLD: Duration = Duration::from_secs(5);
+/// The suggested rate's share of the delivery rate (percent).
+pub const MARGIN: u64 = 95;
+/// A delivery rate at this share of the rate (percent) or above is the
+/// rate's own: no slower rate to suggest.
+pub const FULL: u64 = 97;
+/// Time with the modem's queue grown the suggestion needs.
+const MIN_MEASURED: Duration = Duration::from_secs(2);
+
+/// Whether the shaper is in control of the link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verdict {
+    /// Too little load lately to say.
+    #[default]
+    NotEnoughTraffic,
+    /// Under load, the link beyond does not queue: sluice holds the queue.
+    InControl,
+    /// Under load the modem's queue grows: the link is slower than the
+    /// rate. `suggested`: the rate the link delivered × [`MARGIN`]; `None`:
+    /// not measured (enable autorate).
+    NotInControl { suggested: Option<Rate> },
+}
+
+impl Verdict {
+    /// Which verdict, apart from its suggestion.
+    fn kind(self) -> u8 {
+        match self {
+            Verdict::NotEnoughTraffic => 0,
+            Verdict::InControl => 1,
+            Verdict::NotInControl { .. } => 2,
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::NotEnoughTraffic => f.write_str("not enough traffic to say"),
+            Verdict::InControl => f.write_str("in control"),
+            Verdict::NotInControl { suggested: Some(r) } => write!(
+                f,
+                "not in control: the link is slower than the rate, try {}",
+                sluice_time::units::format_rate(*r)
+            ),
+            Verdict::NotInControl { suggested: None } => {
+                f.write_str("not in control: the link is slower than the rate, enable autorate")
+            }
+        }
+    }
+}
+
+/// What the engine measured of one direction over a tick (counters are
+/// running totals).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sample {
+    /// Bytes the interface sent so far.
+    pub sent: u64,
+    /// The rate it is shaped at now.
+    pub rate: Rate,
+    /// Sluice's own recent wait.
+    pub own: Duration,
+    /// The delay beyond sluice, if the traffic gives one.
+    pub beyond: Option<Duration>,
+}
+
+/// The modem's queue grown under load: how often and how long.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Episodes {
+    /// Episodes begun (the current one included).
+    pub count: u64,
+    pub total: Duration,
+    pub longest: Duration,
+    /// Since when the current one lasts, if one does.
+    pub current_since: Option<Instant>,
+}
+
+/// A verdict that took effect at `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HealthChange {
+    pub at: Instant,
+    pub from: Verdict,
+    pub to: Verdict,
+}
+
+impl fmt::Display for HealthChange {
+    /// The daemon's log line (after the interface's name).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (was: {})", self.to, self.from)
+    }
+}
+
+/// One direction's health, as `show health` reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HealthReport {
+    pub verdict: Verdict,
+    /// When the verdict took effect.
+    pub since: Instant,
+    /// The last tick's: whether loaded, the output and the rate.
+    pub loaded: bool,
+    pub output: Rate,
+    pub rate: Rate,
+    /// Loaded time within the last [`EVIDENCE`] seconds.
+    pub loaded_recent: Duration,
+    /// Latency added by sluice (its wait) and beyond it, while loaded.
+    pub sluice: ByWindow,
+    pub beyond: ByWindow,
+    pub episodes: Episodes,
+    /// The grade of the last minute's mean added latency under load
+    /// (`None`: no loaded tick in it), and that mean.
+    pub grade: Option<&'static str>,
+    pub added: Option<Duration>,
+}
+
+/// One second of evidence.
+#[derive(Clone, Copy, Debug, Default)]
+struct Second {
+    epoch: Option<u64>,
+    loaded: Duration,
+    /// Loaded time with the modem's queue grown, and the bytes delivered
+    /// meanwhile.
+    grew: Duration,
+    grew_bytes: u64,
+}
+
+/// One direction's health (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Health {
+    last: Option<(Instant, Sample)>,
+    report: HealthReport,
+    /// The verdict the evidence gives now, and since when.
+    candidate: (Verdict, Instant),
+    evidence: [Second; EVIDENCE],
+    sluice: Windows,
+    beyond: Windows,
+    /// Their sum, for the grade: the last minute only.
+    added: Window,
+}
+
+impl Default for Health {
+    fn default() -> Health {
+        Health::new()
+    }
+}
+
+impl Health {
+    pub fn new() -> Health {
+        Health {
+            last: None,
+            report: HealthReport::default(),
+            candidate: (Verdict::NotEnoughTraffic, Instant::ZERO),
+            evidence: [Second::default(); EVIDENCE],
+            sluice: Windows::default(),
+            beyond: Windows::default(),
+            added: Window::minute(),
+        }
+    }
+
+    /// The control tick at `now` with the direction's sample `s`; a
+    /// change of verdict, if one took effect.
+    pub fn tick(&mut self, now: Instant, s: Sample) -> Option<HealthChange> {
+        let prev = self.last.replace((now, s));
+        let (t0, p) = prev?;
+        let dt = now.saturating_since(t0);
+        if dt == Duration::ZERO {
+            self.last = Some((t0, p));
+            return None;
+        }
+        let sent = s.sent.saturating_sub(p.sent);
+        let output = per_second(sent, dt);
+        let grew = s.beyond.is_some_and(|b| b >= GREW);
+        let loaded = output >= s.rate.percent(LOADED_SHARE)
+            || s.own >= STANDING
+            || (grew && output >= s.rate.percent(BUSY_SHARE));
+        self.episode(now, dt, loaded && grew);
+        if loaded {
+            self.sluice.record(now, s.own);
+            let beyond = s.beyond.unwrap_or(Duration::ZERO);
+            if s.beyond.is_some() {
+                self.beyond.record(now, beyond);
+            }
+            self.added
+                .record(now, Duration(s.own.0.saturating_add(beyond.0)));
+        }
+        let sec = self.second(now);
+        if loaded {
+            sec.loaded = sec.loaded + dt;
+            if grew {
+                sec.grew = sec.grew + dt;
+                sec.grew_bytes = sec.grew_bytes.saturating_add(sent);
+            }
+        }
+        let r = &mut self.report;
+        (r.loaded, r.output, r.rate) = (loaded, output, s.rate);
+        self.decide(now, s.rate)
+    }
+
+    /// The evidence slot of `now`'s second, emptied if it held an older one.
+    fn second(&mut self, now: Instant) -> &mut Second {
+        let e = now.0 / 1_000_000_000;
+        let sec = &mut self.evidence[(e % EVIDENCE as u64) as usize];
+        if sec.epoch != Some(e) {
+            *sec = Second {
+                epoch: Some(e),
+                ..Second::default()
+            };
+        }
+        sec
+    }
+
+    /// An episode of the modem's queue grown goes on (`grew`) or ends.
+    fn episode(&mut self, now: Instant, dt: Duration, grew: bool) {
+        let ep = &mut self.report.episodes;
+        match (grew, ep.current_since) {
+            (true, None) => {
+                ep.count += 1;
+                ep.current_since = Some(now - dt);
+            }
+            (false, Some(_)) => ep.current_since = None,
+            _ => {}
+        }
+        if grew {
+            ep.total = ep.total + dt;
+            let len = now.saturating_since(ep.current_since.unwrap_or(now));
+            ep.longest = ep.longest.max(len);
+        }
+    }
+
+    /// What the last [`EVIDENCE`] seconds say at `now`.
+    fn evidence(&self, now: Instant, rate: Rate) -> (Verdict, Duration) {
+        let e = now.0 / 1_000_000_000;
+        let recent = self
+            .evidence
+            .iter()
+            .filter(|s| s.epoch.is_some_and(|x| x + EVIDENCE as u64 > e));
+        let (mut loaded, mut grew, mut bytes) = (Duration::ZERO, Duration::ZERO, 0u64);
+        for s in recent {
+            loaded = loaded + s.loaded;
+            grew = grew + s.grew;
+            bytes = bytes.saturating_add(s.grew_bytes);
+        }
+        let v = if loaded < MIN_LOADED {
+            Verdict::NotEnoughTraffic
+        } else if grew.0.saturating_mul(2) >= loaded.0 {
+            // A link that delivers what sluice sends is not the slower
+            // one: something else queues there (autorate follows it).
+            let measured = (grew >= MIN_MEASURED).then(|| per_second(bytes, grew));
+            let slower = measured.filter(|m| *m < rate.percent(FULL) && *m > Rate::ZERO);
+            Verdict::NotInControl {
+                suggested: slower.map(|m| three_figures(m.percent(MARGIN))),
+            }
+        } else {
+            Verdict::InControl
+        };
+        (v, loaded)
+    }
+
+    /// The verdict at `now`, with hysteresis: a new one after [`HOLD`].
+    fn decide(&mut self, now: Instant, rate: Rate) -> Option<HealthChange> {
+        let (v, loaded) = self.evidence(now, rate);
+        self.report.loaded_recent = loaded;
+        if v.kind() != self.candidate.0.kind() {
+            self.candidate.1 = now;
+        }
+        self.candidate.0 = v;
+        let current = self.report.verdict;
+        if v.kind() == current.kind() {
+            // The same verdict: its suggestion follows the evidence.
+            self.report.verdict = v;
+            return None;
+        }
+        if now.saturating_since(self.candidate.1) < HOLD {
+            return None;
+        }
+        self.report.verdict = v;
+        self.report.since = now;
+        Some(HealthChange {
+            at: now,
+            from: current,
+            to: v,
+        })
+    }
+
+    /// The report as of `now` (at or after the last tick).
+    pub fn report(&self, now: Instant) -> HealthReport {
+        let mut r = self.report.clone();
+        r.sluice = self.sluice.read(now);
+        r.beyond = self.beyond.read(now);
+        let added = Latency::of(&self.added.read(now));
+        r.added = added.mean;
+        r.grade = added
+            .mean
+            .map(|m| sluice_time::grade::grade(m.as_millis_f64()));
+        r
+    }
+}
+
+/// `r` rounded down to three significant figures: a rate to write in
+/// pf.conf (`9490Kb`), not a measurement's noise.
+fn three_figures(r: Rate) -> Rate {
+    let mut unit = 1;
+    while r.0 / unit >= 1000 {
+        unit *= 10;
+    }
+    Rate(r.0 / unit * unit)
+}
+
+/// `bytes` over `dt` as a rate.
+fn per_second(bytes: u64, dt: Duration) -> Rate {
+    if dt.0 == 0 {
+        return Rate::ZERO;
+    }
+    let bps = bytes as u128 * 8 * 1_000_000_000 / dt.0 as u128;
+    Rate(u64::try_from(bps).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests;
