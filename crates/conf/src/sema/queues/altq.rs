@@ -395,6 +395,10 @@ impl B<'_, '_, '_> {
         if sched == SchedKind::Hfsc && q.linkshare.is_none() {
             q.linkshare = Some(ServiceCurve::linear(parent_rate));
         }
+        // The same default for a CBQ class: its parent's rate, written out.
+        if sched == SchedKind::Cbq && q.bandwidth.is_none() {
+            q.bandwidth = Some(parent_rate);
+        }
         let rate = q.bandwidth.unwrap_or(parent_rate);
         let idx = t.queues.len();
         if let Some(p) = parent {
