@@ -44,6 +44,10 @@ pub struct RootFlags {
     pub ecn: bool,
     pub rio: bool,
     pub codel: bool,
+    /// pfctl's root-class options that share nothing (a root has no
+    /// siblings): `realtime`, `linkshare`, `buckets`, `hogs`. Read, warned
+    /// and dropped; not printed.
+    pub unshared: [bool; 4],
 }
 
 impl RootFlags {
@@ -59,6 +63,14 @@ impl RootFlags {
         ]
         .into_iter()
         .filter_map(|(on, w)| on.then_some(w))
+    }
+
+    /// The root-class options read and dropped, in pfctl's spelling.
+    pub fn dropped(self) -> impl Iterator<Item = &'static str> {
+        ["realtime", "linkshare", "buckets", "hogs"]
+            .into_iter()
+            .zip(self.unshared)
+            .filter_map(|(w, on)| on.then_some(w))
     }
 }
 

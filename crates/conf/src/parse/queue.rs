@@ -170,17 +170,22 @@ fn root_flags(p: &mut P, k: SchedKind, w: &Sp<String>) -> PResult<Sp<crate::ir::
     };
     sched_opts(p, &mut q, k)?;
     let span = start.to(p.prev_span());
+    // The root's upperlimit would cap the whole interface: pfctl takes it,
+    // sluice asks for it as the bandwidth it is. The sluice extensions
+    // belong to queues.
     let queue_only = [
-        ("realtime", q.realtime.as_ref().map(|c| c.span)),
-        ("linkshare", q.linkshare.as_ref().map(|c| c.span)),
-        ("upperlimit", q.upperlimit.as_ref().map(|c| c.span)),
-        ("buckets", q.buckets.as_ref().map(|c| c.span)),
-        ("hogs", q.hogs.as_ref().map(|c| c.span)),
         ("ingress", q.ingress),
         ("ack-filter", q.ack_filter.as_ref().map(|c| c.span)),
         ("ack-pacing", q.ack_pacing),
         ("window-clamp", q.window_clamp),
     ];
+    if let Some(at) = q.upperlimit.as_ref().map(|c| c.span) {
+        return Err(Diagnostic::error("`upperlimit` on the altq line", at)
+            .label("pfctl gives it to the root class, where it caps the whole interface")
+            .hint(
+                "write that rate as the altq's `bandwidth`, e.g. `altq on IF hfsc bandwidth 5Mb …`",
+            ));
+    }
     if let Some((word, Some(at))) = queue_only.into_iter().find(|(_, at)| at.is_some()) {
         return Err(Diagnostic::error(format!("`{word}` on the altq line"), at)
             .label("the interface's rate is its `bandwidth`; this option belongs to a queue")
@@ -194,6 +199,12 @@ fn root_flags(p: &mut P, k: SchedKind, w: &Sp<String>) -> PResult<Sp<crate::ir::
             ecn: q.ecn,
             rio: q.rio,
             codel: q.codel.is_some(),
+            unshared: [
+                q.realtime.is_some(),
+                q.linkshare.is_some(),
+                q.buckets.is_some(),
+                q.hogs.is_some(),
+            ],
         },
         span,
     ))

@@ -127,7 +127,30 @@ impl B<'_, '_, '_> {
         self.ack_filter_warnings(&t, false);
         let iface_abs = matches!(&a.bandwidth, Some(Sp { v: Bw::Abs(r), .. }) if r.0 > 0);
         self.tcp_rate_warnings(&t, &a.iface, iface_abs);
-        if let Some(f) = &a.root_flags {
+        if let Some(f) = a
+            .root_flags
+            .as_ref()
+            .filter(|f| f.v.dropped().next().is_some())
+        {
+            let words: Vec<&str> = f.v.dropped().collect();
+            self.cx.err(
+                Diagnostic::warning(
+                    format!("`{}` on the altq line shares nothing", words.join(" ")),
+                    f.span,
+                )
+                .label("pfctl gives it to ALTQ's root class, which has no siblings to share with: dropped")
+                .hint(format!(
+                    "to share a parent's bandwidth, write it on its queues: `queue NAME … {}(… {} …)`",
+                    sched.name(),
+                    words[0]
+                )),
+            );
+        }
+        if let Some(f) = a
+            .root_flags
+            .as_ref()
+            .filter(|f| f.v.words().next().is_some())
+        {
             let words: Vec<&str> = f.v.words().collect();
             self.cx.err(
                 Diagnostic::warning(
@@ -152,7 +175,14 @@ impl B<'_, '_, '_> {
             pipe: None,
             line: self.cx.line(a.span),
             dialect: Dialect::Altq,
-            root_flags: a.root_flags.as_ref().map(|f| f.v).unwrap_or_default(),
+            root_flags: a
+                .root_flags
+                .as_ref()
+                .map(|f| RootFlags {
+                    unshared: [false; 4],
+                    ..f.v
+                })
+                .unwrap_or_default(),
         })
     }
 
