@@ -29,17 +29,20 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 mod autorate;
+mod health;
 mod serve;
 use autorate::autorate_families;
+use health::health_families;
 pub use serve::{spawn_metrics, CLIENT_TIMEOUT, MAX_CLIENTS, MAX_HEAD_BYTES};
 
 /// The exposition of a running daemon, from one copy of the engine taken
 /// under one lock ([`snapshot::scrape`]).
 pub fn render(state: &DaemonState) -> String {
-    let (queues, info, rtt) = snapshot::scrape(state);
+    let s = snapshot::scrape(state);
     let mut o = Out {
-        text: render_from(&queues, &info),
+        text: render_from(&s.queues, &s.info),
     };
+    health_families(&mut o, &s.health);
     let name = "sluice_clients_refused_total";
     o.family(
         name,
@@ -53,7 +56,7 @@ pub fn render(state: &DaemonState) -> String {
         let v = slots.refused.load(Ordering::Relaxed);
         o.sample(name, &[("server", server)], v);
     }
-    rtt_histograms(&mut o, &rtt);
+    rtt_histograms(&mut o, &s.rtt);
     o.text
 }
 
