@@ -601,7 +601,8 @@ mod tests {
     }
 
     /// One scrape copies the engine under one lock (it took three: the
-    /// queues, the info and the RTT histograms each locked it).
+    /// queues, the info and the RTT histograms each locked it), the
+    /// health reports included.
     #[test]
     fn a_scrape_takes_the_engine_lock_once() {
         let d = crate::testing::example_daemon("one-lock");
@@ -613,6 +614,7 @@ mod tests {
             "sluice_queue_packets_total",
             "sluice_states",
             "sluice_tcp_rtt_seconds",
+            "sluice_health_verdict",
         ] {
             assert!(text.contains(&format!("# TYPE {family} ")), "{family}");
         }
