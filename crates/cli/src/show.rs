@@ -1,5 +1,5 @@
 //! The client commands of the control socket: `sluice show
-//! queues|states|rules|info`, `sluice reload` and `sluice stop`. Each sends
+//! queues|states|rules|info|health`, `sluice reload` and `sluice stop`. Each sends
 //! one request ([`sluice_control::request`]) and prints the reply, as text in
 //! pfctl's layouts or as JSON (docs/control.md).
 
@@ -13,7 +13,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod format;
-pub use format::{format_info, format_queues, format_queues_measured, format_rules, format_states};
+pub use format::{
+    format_health, format_info, format_queues, format_queues_measured, format_rules, format_states,
+};
 
 #[derive(Args, Clone, Debug)]
 pub struct ControlArg {
@@ -68,6 +70,16 @@ enum What {
     /// Uptime, interfaces, I/O method, packet and drop totals, state table, like `pfctl -si`.
     #[command(visible_aliases = ["i"])]
     Info {
+        /// Print the reply as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        ctl: ControlArg,
+    },
+    /// Whether each shaper is in control of its link, from the traffic it
+    /// forwards: load, latency added by sluice and beyond it, grade, verdict.
+    #[command(visible_aliases = ["h"])]
+    Health {
         /// Print the reply as JSON.
         #[arg(long)]
         json: bool,
@@ -140,6 +152,7 @@ fn format_reply(r: &Reply) -> String {
         Reply::States(s) => format_states(s),
         Reply::Rules(r) => format_rules(r),
         Reply::Info(i) => format_info(i),
+        Reply::Health(h) => format_health(h),
         Reply::Reloaded(r) => format!(
             "{}reloaded {}: {} packets kept, {} dropped\n",
             r.warnings, r.file, r.kept, r.dropped
@@ -166,6 +179,7 @@ pub fn run_show(a: ShowArgs) -> ExitCode {
         What::States { json, ctl } => once(&ctl, Request::ShowStates, json),
         What::Rules { json, ctl } => once(&ctl, Request::ShowRules, json),
         What::Info { json, ctl } => once(&ctl, Request::ShowInfo, json),
+        What::Health { json, ctl } => once(&ctl, Request::ShowHealth, json),
     }
 }
 

@@ -29,17 +29,20 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 mod autorate;
+mod health;
 mod serve;
 use autorate::autorate_families;
+use health::health_families;
 pub use serve::{spawn_metrics, CLIENT_TIMEOUT, MAX_CLIENTS, MAX_HEAD_BYTES};
 
 /// The exposition of a running daemon, from one copy of the engine taken
 /// under one lock ([`snapshot::scrape`]).
 pub fn render(state: &DaemonState) -> String {
-    let (queues, info, rtt) = snapshot::scrape(state);
+    let s = snapshot::scrape(state);
     let mut o = Out {
-        text: render_from(&queues, &info),
+        text: render_from(&s.queues, &s.info),
     };
+    health_families(&mut o, &s.health);
     let name = "sluice_clients_refused_total";
     o.family(
         name,
@@ -53,7 +56,7 @@ pub fn render(state: &DaemonState) -> String {
         let v = slots.refused.load(Ordering::Relaxed);
         o.sample(name, &[("server", server)], v);
     }
-    rtt_histograms(&mut o, &rtt);
+    rtt_histograms(&mut o, &s.rtt);
     o.text
 }
 
@@ -598,7 +601,8 @@ mod tests {
     }
 
     /// One scrape copies the engine under one lock (it took three: the
-    /// queues, the info and the RTT histograms each locked it).
+    /// queues, the info and the RTT histograms each locked it), the
+    /// health reports included.
     #[test]
     fn a_scrape_takes_the_engine_lock_once() {
         let d = crate::testing::example_daemon("one-lock");
@@ -610,6 +614,7 @@ mod tests {
             "sluice_queue_packets_total",
             "sluice_states",
             "sluice_tcp_rtt_seconds",
+            "sluice_health_verdict",
         ] {
             assert!(text.contains(&format!("# TYPE {family} ")), "{family}");
         }

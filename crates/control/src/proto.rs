@@ -22,6 +22,8 @@ pub enum Request {
     ShowStates,
     ShowRules,
     ShowInfo,
+    /// Whether each shaper is in control of its link (docs/control.md).
+    ShowHealth,
     /// `file`: an absolute path; none reloads the daemon's `-f` file.
     Reload {
         #[serde(default)]
@@ -43,6 +45,7 @@ pub enum Reply {
     Rules(RulesReply),
     /// Boxed: the largest reply, and the rarest.
     Info(Box<InfoReply>),
+    Health(HealthReply),
     Reloaded(ReloadReport),
     Stopping,
     /// The request failed; `message` is meant for a person (for a refused
@@ -410,6 +413,73 @@ pub struct LearnedAddrJson {
     pub idle_ns: u64,
 }
 
+/// `show health`: one entry per shaped direction (the engine's
+/// `health::HealthReport`, mapped: durations in `_ns`, rates in `_bps`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthReply {
+    pub directions: Vec<HealthJson>,
+}
+
+/// The health of the traffic leaving by one shaped interface.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthJson {
+    pub iface: String,
+    /// `upload` (leaving by the WAN side) or `download` (by the LAN side).
+    pub direction: String,
+    /// `not-enough-traffic`, `in-control` or `not-in-control`.
+    pub verdict: String,
+    /// Not in control: the rate to configure (the link's delivery rate ×
+    /// 0.95); none there means "enable autorate".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_bps: Option<u64>,
+    /// The verdict as a sentence (the daemon's log line says the same).
+    pub text: String,
+    /// How long the verdict has held.
+    pub since_ns: u64,
+    /// The last 100 ms tick: loaded or not, sluice's output and its rate.
+    pub loaded: bool,
+    pub output_bps: u64,
+    pub rate_bps: u64,
+    /// Loaded time within the last `evidence_ns` (the verdict's window).
+    pub loaded_ns: u64,
+    pub evidence_ns: u64,
+    /// Latency added under load by sluice (its wait) and beyond it.
+    pub sluice: LatencyWindowsJson,
+    pub beyond: LatencyWindowsJson,
+    /// The modem's queue grown under load, since the daemon started.
+    pub episodes: EpisodesJson,
+    /// DSLReports' grade of the last minute's mean added latency under
+    /// load, and that mean (none: no loaded time in the last minute).
+    pub grade: Option<String>,
+    pub added_ns: Option<u64>,
+}
+
+/// One quantity over the last minute, hour and day.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyWindowsJson {
+    pub minute: LatencyJson,
+    pub hour: LatencyJson,
+    pub day: LatencyJson,
+}
+
+/// Quantiles and mean of loaded ticks' readings (one sample per tick).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyJson {
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub mean_ns: Option<u64>,
+    pub samples: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpisodesJson {
+    pub count: u64,
+    pub total_ns: u64,
+    pub longest_ns: u64,
+    /// How long the current one lasts, if one does.
+    pub current_ns: Option<u64>,
+}
+
 /// An interface's packet counters; the drop causes add up to every frame
 /// received and not forwarded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -530,6 +600,7 @@ mod tests {
             (Request::ShowStates, r#"{"cmd":"show-states"}"#),
             (Request::ShowRules, r#"{"cmd":"show-rules"}"#),
             (Request::ShowInfo, r#"{"cmd":"show-info"}"#),
+            (Request::ShowHealth, r#"{"cmd":"show-health"}"#),
             (
                 Request::Reload {
                     file: Some("/etc/sluice/pf.conf".into()),
@@ -612,6 +683,9 @@ mod tests {
             kinds.push(doc_value["kind"].as_str().unwrap().to_string());
             rest = &body[end..];
         }
-        assert_eq!(kinds, ["queues", "states", "rules", "info", "reloaded"]);
+        assert_eq!(
+            kinds,
+            ["queues", "states", "rules", "info", "health", "reloaded"]
+        );
     }
 }

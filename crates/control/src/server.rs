@@ -189,6 +189,7 @@ pub fn handle(req: Request, state: &DaemonState) -> Reply {
         Request::ShowStates => Reply::States(snapshot::states(state)),
         Request::ShowRules => Reply::Rules(snapshot::rules(state)),
         Request::ShowInfo => Reply::Info(Box::new(snapshot::info(state))),
+        Request::ShowHealth => Reply::Health(snapshot::health(state)),
         Request::Reload { file, strict } => {
             let path = file.map(PathBuf::from);
             match reload_strict(state, path.as_deref(), strict) {

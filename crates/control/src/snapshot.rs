@@ -9,6 +9,9 @@ use sluice_conf::{queue_options, sched_name};
 use sluice_engine::{ClassReport, IfaceCounters, IfaceReport, MemoryReport};
 use sluice_time::Instant;
 
+mod health;
+pub use health::health_from;
+
 fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueueing>) -> QueueJson {
     let name = match &c.name {
         Some(n) => n.clone(),
@@ -391,6 +394,12 @@ pub fn info(state: &DaemonState) -> InfoReply {
     info_from(state, copy, &state.running.get())
 }
 
+/// `show health`: each shaped direction's report, copied under the lock.
+pub fn health(state: &DaemonState) -> HealthReply {
+    let e = lock(state);
+    health_from(&e, &state.ifaces[1], (state.now)())
+}
+
 /// What `info` and a metrics scrape copy of the engine under its lock.
 struct InfoCopy {
     report: Vec<IfaceReport>,
@@ -418,16 +427,29 @@ impl InfoCopy {
     }
 }
 
-/// A metrics scrape: `show queues`, `show info` and the RTT histograms
-/// from one copy, taken under one engine lock.
-pub fn scrape(state: &DaemonState) -> (QueuesReply, InfoReply, [sluice_time::Histogram; 2]) {
-    let (copy, rtt, running) = {
+/// A metrics scrape: `show queues`, `show info`, `show health` and the
+/// RTT histograms from one copy, taken under one engine lock.
+pub struct Scrape {
+    pub queues: QueuesReply,
+    pub info: InfoReply,
+    pub health: HealthReply,
+    pub rtt: [sluice_time::Histogram; 2],
+}
+
+pub fn scrape(state: &DaemonState) -> Scrape {
+    let (copy, rtt, health, running) = {
         let e = lock(state);
         let rtt = e.classifier().rtt_histograms().clone();
-        (InfoCopy::take(&e), rtt, state.running.get())
+        let health = health_from(&e, &state.ifaces[1], (state.now)());
+        (InfoCopy::take(&e), rtt, health, state.running.get())
     };
     let queues = queues_from(&copy.report, Some(&running.config));
-    (queues, info_from(state, copy, &running), rtt)
+    Scrape {
+        queues,
+        info: info_from(state, copy, &running),
+        health,
+        rtt,
+    }
 }
 
 fn info_from(state: &DaemonState, c: InfoCopy, running: &crate::Loaded) -> InfoReply {

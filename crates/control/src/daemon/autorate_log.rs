@@ -291,7 +291,8 @@ pub fn set_wall_clock(e: &mut Engine) {
 /// decisions go to `dir/autorate.csv` — `files[0]` if it was opened, else
 /// opened at the first decision (a reload that brings autorate) — and,
 /// for rate changes, to the log at info level; with `--autorate-trace`,
-/// the delay samples to `files[1]`.
+/// the delay samples to `files[1]`. Health verdicts' changes go to the
+/// log too (daemon::health_log).
 pub fn spawn(
     dir: PathBuf,
     files: [Option<Log>; 2],
@@ -312,19 +313,23 @@ pub fn spawn(
             if !ticks.is_multiple_of(5) && !stopping {
                 continue;
             }
-            let (got, (traced, lost)) = {
+            let (got, (traced, lost), health) = {
                 let Ok(mut e) = engine.lock() else { return };
                 // Kept in step as the clock is adjusted (NTP).
                 set_wall_clock(&mut e);
                 let got: Vec<(String, Decision)> =
                     std::iter::from_fn(|| e.poll_autorate()).collect();
+                // Health verdicts change on the same engine's ticks: one
+                // collector, one lock taken a second, for both.
+                let health: Vec<_> = std::iter::from_fn(|| e.poll_health()).collect();
                 let traced = if samples.is_some() {
                     e.poll_signal_trace()
                 } else {
                     (Vec::new(), 0)
                 };
-                (got, traced)
+                (got, traced, health)
             };
+            super::health_log::log_changes(&health);
             let mono: Instant = sluice_io::now();
             let wall = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -16,6 +16,7 @@
 
 pub mod attach;
 pub mod autorate_log;
+mod health_log;
 mod io_stats;
 pub mod notify;
 pub mod on_exit;

@@ -2,12 +2,14 @@
 //! `-si`): one module per subcommand. Pure functions of the replies;
 //! golden tests pin them (`tests/golden/show/*.txt`).
 
+mod health;
 mod info;
 mod queues;
 mod rules;
 mod states;
 mod xdp;
 
+pub use health::format_health;
 pub use info::format_info;
 pub use queues::{format_queues, format_queues_measured};
 pub use rules::format_rules;

@@ -418,3 +418,93 @@ fn filtered_acks_show_among_the_queues_drops() {
     assert!(up[1].contains("dropped pkts:      8"), "{out}");
     assert!(up[3].ends_with("drops: ack-filter 8 ]"), "{out}");
 }
+
+fn latency(p50_ms: f64, p99_ms: f64, samples: u64) -> LatencyJson {
+    let ns = |ms: f64| Some((ms * 1e6) as u64);
+    LatencyJson {
+        p50_ns: ns(p50_ms),
+        p99_ns: ns(p99_ms),
+        mean_ns: ns(p50_ms),
+        samples,
+    }
+}
+
+/// Three directions, one per verdict: the layout of each.
+#[test]
+fn health_golden() {
+    let s = 1_000_000_000u64;
+    let up = HealthJson {
+        iface: "wan0".into(),
+        direction: "upload".into(),
+        verdict: "in-control".into(),
+        text: "in control".into(),
+        since_ns: 72 * s,
+        loaded: true,
+        output_bps: 9_450_000,
+        rate_bps: 10_000_000,
+        loaded_ns: 19 * s,
+        evidence_ns: 20 * s,
+        sluice: LatencyWindowsJson {
+            minute: latency(2.0, 5.0, 600),
+            hour: latency(1.5, 6.0, 3_000),
+            day: latency(1.5, 6.0, 3_000),
+        },
+        beyond: LatencyWindowsJson {
+            minute: latency(1.1, 3.2, 600),
+            hour: latency(1.0, 4.0, 3_000),
+            day: latency(1.0, 4.0, 3_000),
+        },
+        grade: Some("A".into()),
+        added_ns: Some(3_100_000),
+        ..Default::default()
+    };
+    let down = HealthJson {
+        iface: "lan0".into(),
+        direction: "download".into(),
+        verdict: "not-in-control".into(),
+        suggested_bps: Some(25_000_000),
+        text: "not in control".into(),
+        since_ns: 9 * s,
+        loaded: true,
+        output_bps: 26_400_000,
+        rate_bps: 30_000_000,
+        loaded_ns: 20 * s,
+        evidence_ns: 20 * s,
+        sluice: LatencyWindowsJson {
+            minute: latency(0.2, 0.9, 300),
+            ..Default::default()
+        },
+        beyond: LatencyWindowsJson {
+            minute: latency(48.0, 95.0, 300),
+            ..Default::default()
+        },
+        episodes: EpisodesJson {
+            count: 1,
+            total_ns: 28 * s,
+            longest_ns: 28 * s,
+            current_ns: Some(28 * s),
+        },
+        grade: Some("C".into()),
+        added_ns: Some(52_000_000),
+    };
+    let idle = HealthJson {
+        iface: "wan1".into(),
+        direction: "upload".into(),
+        verdict: "not-enough-traffic".into(),
+        text: "not enough traffic to say".into(),
+        since_ns: 3_600 * s,
+        output_bps: 12_000,
+        rate_bps: 1_000_000,
+        loaded_ns: 1_200_000_000,
+        evidence_ns: 20 * s,
+        ..Default::default()
+    };
+    let r = HealthReply {
+        directions: vec![up, down, idle],
+    };
+    golden("health", &format_health(&r));
+    assert_eq!(
+        format_health(&HealthReply::default()),
+        "# no shaped interface: nothing to judge\n"
+    );
+}

@@ -1,0 +1,103 @@
+//! `show health`: the engine's health reports, one per shaped direction,
+//! mapped to the protocol's units.
+
+use crate::proto::{EpisodesJson, HealthJson, HealthReply, LatencyJson, LatencyWindowsJson};
+use sluice_engine::health::{ByWindow, HealthReport, Latency, Verdict, EVIDENCE};
+use sluice_engine::Engine;
+use sluice_time::Instant;
+
+/// Every shaped interface's report as of `now`; the one named `wan`
+/// carries the upload.
+pub fn health_from(e: &Engine, wan: &str, now: Instant) -> HealthReply {
+    let directions = (0..e.iface_count())
+        .filter_map(|i| {
+            let name = e.iface_name(i)?;
+            Some(health_json(name, name == wan, &e.health(i)?, now))
+        })
+        .collect();
+    HealthReply { directions }
+}
+
+fn health_json(iface: &str, upload: bool, r: &HealthReport, now: Instant) -> HealthJson {
+    let (verdict, suggested) = match r.verdict {
+        Verdict::NotEnoughTraffic => ("not-enough-traffic", None),
+        Verdict::InControl => ("in-control", None),
+        Verdict::NotInControl { suggested } => ("not-in-control", suggested),
+    };
+    let ep = &r.episodes;
+    HealthJson {
+        iface: iface.to_string(),
+        direction: if upload { "upload" } else { "download" }.into(),
+        verdict: verdict.into(),
+        suggested_bps: suggested.map(|s| s.as_bps()),
+        text: r.verdict.to_string(),
+        since_ns: now.saturating_since(r.since).as_nanos(),
+        loaded: r.loaded,
+        output_bps: r.output.as_bps(),
+        rate_bps: r.rate.as_bps(),
+        loaded_ns: r.loaded_recent.as_nanos(),
+        evidence_ns: sluice_time::Duration::from_secs(EVIDENCE as u64).as_nanos(),
+        sluice: windows(&r.sluice),
+        beyond: windows(&r.beyond),
+        episodes: EpisodesJson {
+            count: ep.count,
+            total_ns: ep.total.as_nanos(),
+            longest_ns: ep.longest.as_nanos(),
+            current_ns: ep.current_since.map(|s| now.saturating_since(s).as_nanos()),
+        },
+        grade: r.grade.map(str::to_string),
+        added_ns: r.added.map(|d| d.as_nanos()),
+    }
+}
+
+fn windows(w: &ByWindow) -> LatencyWindowsJson {
+    LatencyWindowsJson {
+        minute: latency(&w.minute),
+        hour: latency(&w.hour),
+        day: latency(&w.day),
+    }
+}
+
+fn latency(l: &Latency) -> LatencyJson {
+    LatencyJson {
+        p50_ns: l.p50.map(|d| d.as_nanos()),
+        p99_ns: l.p99.map(|d| d.as_nanos()),
+        mean_ns: l.mean.map(|d| d.as_nanos()),
+        samples: l.samples,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_engine::Options;
+    use sluice_time::Duration;
+
+    /// A shaped WAN side and an unshaped LAN side: one direction, the
+    /// upload, idle, with the rate its ticks read.
+    #[test]
+    fn each_shaped_interface_is_one_direction() {
+        let text = "altq on wan0 priq bandwidth 1Mb queue q\nqueue q priq(default)\n";
+        let cfg = sluice_conf::check("t.conf", text, &[]).unwrap().config;
+        let mut e = Engine::new(&cfg, Options::bridge("lan0", "wan0", [3; 16])).unwrap();
+        let mut now = Instant(0);
+        for _ in 0..3 {
+            now += Duration::from_millis(100);
+            e.handle_timeout(now);
+        }
+        let r = health_from(&e, "wan0", now + Duration::from_secs(1));
+        assert_eq!(r.directions.len(), 1);
+        let d = &r.directions[0];
+        assert_eq!((d.iface.as_str(), d.direction.as_str()), ("wan0", "upload"));
+        assert_eq!(d.verdict, "not-enough-traffic");
+        assert_eq!(d.text, "not enough traffic to say");
+        assert_eq!(d.rate_bps, 1_000_000);
+        assert_eq!(d.evidence_ns, 20_000_000_000);
+        assert!(!d.loaded);
+        assert_eq!(d.sluice.minute.samples, 0);
+        assert_eq!(d.grade, None);
+        // Read as the LAN side's name, the same interface is the download.
+        let r = health_from(&e, "lan0", now);
+        assert_eq!(r.directions[0].direction, "download");
+    }
+}
