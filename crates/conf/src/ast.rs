@@ -86,6 +86,8 @@ pub struct AltqDecl {
     pub on_more: Vec<Sp<String>>,
     /// `altq on IF cbq(red ecn) …`: the scheduler's flags on the altq line.
     pub root_flags: Option<Sp<crate::ir::RootFlags>>,
+    /// `altq on IF hfsc(upperlimit X) …`: the root class's cap.
+    pub upperlimit: Option<Sp<CurveAst>>,
 }
 
 /// `autorate [(min BW, max BW, dry-run, probe ADDR, reconfig …)]` as

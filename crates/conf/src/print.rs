@@ -237,7 +237,10 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
         .filter(|q| q.parent.is_none())
         .map(|q| q.name.as_str())
         .collect();
-    let flags: Vec<&str> = iq.root_flags.words().collect();
+    let mut flags: Vec<String> = iq.root_flags.words().map(str::to_string).collect();
+    if let Some(c) = &iq.root_flags.upperlimit {
+        flags.push(format!("upperlimit {}", curve(c)));
+    }
     let flags = if flags.is_empty() {
         String::new()
     } else {

@@ -218,19 +218,20 @@ fn pace_rate<'a>(q: &'a IfaceQueueing, mut qu: &'a ir::Queue) -> Rate {
     for _ in 0..=q.queues.len() {
         let own = qu.upperlimit.map(|c| c.m2).or(qu.bandwidth);
         if let Some(r) = own.filter(|r| *r != Rate::ZERO) {
-            return r.min(q.bandwidth);
+            return r.min(q.link_rate());
         }
         match qu.parent.and_then(|p| q.queues.get(p)) {
             Some(p) => qu = p,
             None => break,
         }
     }
-    q.bandwidth
+    q.link_rate()
 }
 
-/// Builds the tree of one interface.
+/// Builds the tree of one interface, served at its link rate (the
+/// bandwidth, or the altq line's upperlimit below it).
 pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
-    let bw = q.bandwidth;
+    let bw = q.link_rate();
     let pipe_isolates = q.pipe.as_ref().is_some_and(|p| p.isolate.is_some());
     let isolating = pipe_isolates || q.queues.iter().any(|qu| qu.isolate.is_some());
     let classes: Vec<ClassInfo> = q
@@ -514,6 +515,21 @@ mod tests {
     fn tree(text: &str) -> Tree {
         let c = sluice_conf::check("t.conf", text, &[]).expect("a valid config");
         build_tree(&c.config.interfaces[0]).expect("it builds")
+    }
+
+    #[test]
+    fn the_altq_lines_upperlimit_caps_the_tree_not_its_children() {
+        let text = "altq on em0 hfsc(upperlimit 80%) bandwidth 10Mb queue { a, b }\n\
+                    queue a bandwidth 50% hfsc(default)\nqueue b bandwidth 4Mb\n";
+        let c = sluice_conf::check("t.conf", text, &[]).expect("a valid config");
+        let iq = &c.config.interfaces[0];
+        // Percentages resolve against the interface, as pfctl's do.
+        assert_eq!(iq.queues[0].bandwidth, Some(Rate::mbps(5)));
+        assert_eq!(iq.link_rate(), Rate::mbps(8));
+        assert_eq!(tree(text).bandwidth, Rate::mbps(8));
+        let plain =
+            "altq on em0 hfsc bandwidth 10Mb queue { a }\nqueue a bandwidth 1Mb hfsc(default)\n";
+        assert_eq!(tree(plain).bandwidth, Rate::mbps(10));
     }
 
     /// Offers `n` packets of class `class` at once; returns the (packets,

@@ -35,7 +35,8 @@ pub enum Dialect {
 
 /// Flags written on the `altq on` line itself (`altq on em0 cbq(red ecn)
 /// …`). pfctl gives them to ALTQ's root class, which holds no packets:
-/// kept to print back, not acted on (a warning says so).
+/// kept to print back, not acted on (a warning says so); but for the
+/// root's `upperlimit`, which caps the tree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RootFlags {
     pub default: bool,
@@ -48,6 +49,9 @@ pub struct RootFlags {
     /// siblings): `realtime`, `linkshare`, `buckets`, `hogs`. Read, warned
     /// and dropped; not printed.
     pub unshared: [bool; 4],
+    /// The root class's `upperlimit`: unlike the rest, it acts — it caps
+    /// the whole tree below the interface's bandwidth (its `m2`).
+    pub upperlimit: Option<ServiceCurve>,
 }
 
 impl RootFlags {
@@ -147,7 +151,16 @@ impl IfaceQueueing {
             .iter()
             .filter(|q| q.parent.is_none())
             .map(|q| q.upperlimit.map_or(self.bandwidth, |c| c.m2));
-        caps.max().unwrap_or(self.bandwidth).min(self.bandwidth)
+        caps.max().unwrap_or(self.bandwidth).min(self.link_rate())
+    }
+
+    /// The rate the tree is served at: the interface's bandwidth, or the
+    /// altq line's `upperlimit` below it (pfctl's root class caps the
+    /// tree; children's percentages still resolve against the bandwidth).
+    pub fn link_rate(&self) -> Rate {
+        self.root_flags
+            .upperlimit
+            .map_or(self.bandwidth, |c| c.m2.min(self.bandwidth))
     }
 }
 

@@ -86,6 +86,7 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
         codel: None,
         autorate: None,
         root_flags: None,
+        upperlimit: None,
     };
     // Each iteration consumes at least one token or returns.
     while !p.at_end() {
@@ -123,7 +124,9 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
                 Some(k) => {
                     a.sched = Some(Sp::new(k, w.span));
                     if p.peek() == Some(&Tok::LParen) {
-                        a.root_flags = Some(root_flags(p, k, &w)?);
+                        let (flags, ul) = root_flags(p, k, &w)?;
+                        a.root_flags = Some(flags);
+                        a.upperlimit = ul;
                     }
                 }
                 None if HostIsolation::from_word(s).is_some() => {
@@ -162,7 +165,11 @@ pub fn altq(p: &mut P, start: Span) -> PResult<AltqDecl> {
 /// Its flags are kept; a curve, `buckets` or `hogs` there would set the
 /// root class's rate, which sluice takes from `bandwidth`, and sluice's
 /// own options belong to a queue: both are refused with a hint.
-fn root_flags(p: &mut P, k: SchedKind, w: &Sp<String>) -> PResult<Sp<crate::ir::RootFlags>> {
+/// The scheduler's parentheses on the altq line: its flags, and the root
+/// class's `upperlimit` (resolved against the bandwidth in sema).
+type RootOpts = (Sp<crate::ir::RootFlags>, Option<Sp<CurveAst>>);
+
+fn root_flags(p: &mut P, k: SchedKind, w: &Sp<String>) -> PResult<RootOpts> {
     let start = p.here();
     let mut q = QueueDecl {
         name: w.clone(),
@@ -170,43 +177,38 @@ fn root_flags(p: &mut P, k: SchedKind, w: &Sp<String>) -> PResult<Sp<crate::ir::
     };
     sched_opts(p, &mut q, k)?;
     let span = start.to(p.prev_span());
-    // The root's upperlimit would cap the whole interface: pfctl takes it,
-    // sluice asks for it as the bandwidth it is. The sluice extensions
-    // belong to queues.
+    // The sluice extensions belong to queues.
     let queue_only = [
         ("ingress", q.ingress),
         ("ack-filter", q.ack_filter.as_ref().map(|c| c.span)),
         ("ack-pacing", q.ack_pacing),
         ("window-clamp", q.window_clamp),
     ];
-    if let Some(at) = q.upperlimit.as_ref().map(|c| c.span) {
-        return Err(Diagnostic::error("`upperlimit` on the altq line", at)
-            .label("pfctl gives it to the root class, where it caps the whole interface")
-            .hint(
-                "write that rate as the altq's `bandwidth`, e.g. `altq on IF hfsc bandwidth 5Mb …`",
-            ));
-    }
     if let Some((word, Some(at))) = queue_only.into_iter().find(|(_, at)| at.is_some()) {
         return Err(Diagnostic::error(format!("`{word}` on the altq line"), at)
             .label("the interface's rate is its `bandwidth`; this option belongs to a queue")
             .hint(format!("write it on a queue, e.g. `queue NAME … {}(default {word} …)`; on a parent it covers the queues under it", k.name())));
     }
-    Ok(Sp::new(
-        crate::ir::RootFlags {
-            default: q.default.is_some(),
-            borrow: q.borrow,
-            red: q.red,
-            ecn: q.ecn,
-            rio: q.rio,
-            codel: q.codel.is_some(),
-            unshared: [
-                q.realtime.is_some(),
-                q.linkshare.is_some(),
-                q.buckets.is_some(),
-                q.hogs.is_some(),
-            ],
-        },
-        span,
+    Ok((
+        Sp::new(
+            crate::ir::RootFlags {
+                default: q.default.is_some(),
+                borrow: q.borrow,
+                red: q.red,
+                ecn: q.ecn,
+                rio: q.rio,
+                codel: q.codel.is_some(),
+                unshared: [
+                    q.realtime.is_some(),
+                    q.linkshare.is_some(),
+                    q.buckets.is_some(),
+                    q.hogs.is_some(),
+                ],
+                upperlimit: None,
+            },
+            span,
+        ),
+        q.upperlimit,
     ))
 }
 

@@ -175,14 +175,16 @@ impl B<'_, '_, '_> {
             pipe: None,
             line: self.cx.line(a.span),
             dialect: Dialect::Altq,
-            root_flags: a
-                .root_flags
-                .as_ref()
-                .map(|f| RootFlags {
-                    unshared: [false; 4],
-                    ..f.v
-                })
-                .unwrap_or_default(),
+            root_flags: RootFlags {
+                upperlimit: self.root_upperlimit(a, bw),
+                ..a.root_flags
+                    .as_ref()
+                    .map(|f| RootFlags {
+                        unshared: [false; 4],
+                        ..f.v
+                    })
+                    .unwrap_or_default()
+            },
         })
     }
 
@@ -515,4 +517,35 @@ pub(super) fn stray_default(altqs: &[AltqDecl], decls: &[QueueDecl], kinds: &[Ki
                 _ => false,
             }
     })
+}
+
+impl B<'_, '_, '_> {
+    /// The altq line's `upperlimit` against the interface's `bw`: pfctl
+    /// gives it to the root class, where it caps the tree; above the
+    /// interface it is refused as on any queue.
+    fn root_upperlimit(&mut self, a: &AltqDecl, bw: Rate) -> Option<ServiceCurve> {
+        let ul = a.upperlimit.as_ref()?;
+        let c = curve(&ul.v, bw);
+        if c.m2 > bw {
+            self.cx.err(
+                Diagnostic::error(
+                    format!("upperlimit {} is higher than the interface's {bw}", c.m2),
+                    ul.span,
+                )
+                .label("above the interface's bandwidth")
+                .hint(
+                    "on the altq line it caps the whole tree: give a rate at or below `bandwidth`",
+                ),
+            );
+            return None;
+        }
+        if c.m1 != c.m2 && c.d.0 > 0 {
+            self.cx.err(
+                Diagnostic::warning("the altq line's upperlimit caps at its m2", ul.span)
+                    .label(format!("the tree is served at {} throughout", c.m2))
+                    .hint("its burst (m1 for d) applies on a queue, not on the interface"),
+            );
+        }
+        Some(c)
+    }
 }
