@@ -14,6 +14,7 @@ use clap::Args as ClapArgs;
 use serde_json::{json, Value};
 use sluice_conf::{Diagnostic, Severity};
 use sluice_control::daemon::notify::for_stderr;
+use sluice_control::log::Level;
 use std::process::ExitCode;
 
 #[derive(ClapArgs)]
@@ -145,7 +146,7 @@ pub fn run(a: Args) -> ExitCode {
                 if a.json {
                     file_json.push(unreadable_json(name, &e));
                 } else {
-                    ewrite!("{}", for_stderr(3, &format!("error: {e}\n")));
+                    ewrite!("{}", for_stderr(Level::Error, &format!("error: {e}\n")));
                 }
                 ok = false;
                 push_json(&a, &mut all_json, name, file_json, None);
@@ -166,8 +167,8 @@ pub fn run(a: Args) -> ExitCode {
             if a.json {
                 file_json.push(diag_json(name, &text, d));
             } else {
-                let prio = sluice_control::daemon::notify::diag_priority(d.severity);
-                ewrite!("{}", for_stderr(prio, &d.render(name, &text)));
+                let level = sluice_control::daemon::notify::diag_level(d.severity);
+                ewrite!("{}", for_stderr(level, &d.render(name, &text)));
             }
         }
         let mut explained = None;

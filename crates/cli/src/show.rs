@@ -119,7 +119,10 @@ fn fail(msg: &str) -> ExitCode {
     if !msg.ends_with('\n') {
         msg.push('\n');
     }
-    ewrite!("{}", sluice_control::daemon::notify::for_stderr(3, &msg));
+    ewrite!(
+        "{}",
+        sluice_control::daemon::notify::for_stderr(sluice_control::log::Level::Error, &msg)
+    );
     ExitCode::FAILURE
 }
 
@@ -235,7 +238,10 @@ pub fn run_reload(a: ReloadArgs) -> ExitCode {
         Ok(Reply::Reloaded(r)) => {
             ewrite!(
                 "{}",
-                sluice_control::daemon::notify::for_stderr(4, &r.warnings)
+                sluice_control::daemon::notify::for_stderr(
+                    sluice_control::log::Level::Warn,
+                    &r.warnings
+                )
             );
             owriteln!(
                 "reloaded {}: {} packets kept, {} dropped",

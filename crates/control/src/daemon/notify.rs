@@ -159,22 +159,22 @@ pub fn stderr_is_journal() -> bool {
     )
 }
 
-/// `text` as a client command writes it to stderr: with priority `prio`
+/// `text` as a client command writes it to stderr: with `level`'s priority
 /// on every line when stderr is the journal (`check` as ExecStartPre,
 /// `reload` as ExecReload), as it is otherwise.
-pub fn for_stderr(prio: u8, text: &str) -> std::borrow::Cow<'_, str> {
+pub fn for_stderr(level: crate::log::Level, text: &str) -> std::borrow::Cow<'_, str> {
     if stderr_is_journal() {
-        with_priority(prio, text).into()
+        with_priority(level.priority(), text).into()
     } else {
         text.into()
     }
 }
 
-/// journald's priority of a configuration diagnostic.
-pub fn diag_priority(severity: sluice_conf::Severity) -> u8 {
+/// The log level a configuration diagnostic is written at.
+pub fn diag_level(severity: sluice_conf::Severity) -> crate::log::Level {
     match severity {
-        sluice_conf::Severity::Error => 3,
-        sluice_conf::Severity::Warning => 4,
+        sluice_conf::Severity::Error => crate::log::Level::Error,
+        sluice_conf::Severity::Warning => crate::log::Level::Warn,
     }
 }
 
