@@ -25,6 +25,7 @@ mod metrics;
 mod out;
 mod run;
 mod show;
+mod top;
 
 #[derive(Parser)]
 #[command(name = "sluice", version, about = "A traffic shaper that speaks pf.conf", long_about = None)]
@@ -44,6 +45,12 @@ enum Cmd {
     Run(run::Args),
     /// Show the running daemon's queues, states, rules or status (pfctl -s).
     Show(show::ShowArgs),
+    /// A live full-screen view of the running daemon, as pftop: queues,
+    /// hosts, states, autorate, the health verdict on top (h for the keys).
+    ///
+    /// When stdout is not a terminal (or with --once): every view once, as
+    /// plain text, from two polls one delay apart.
+    Top(top::Args),
     /// Load a new configuration into the running daemon, atomically (pfctl -f).
     Reload(show::ReloadArgs),
     /// Stop the running daemon cleanly.
@@ -83,6 +90,7 @@ fn main() -> ExitCode {
         Cmd::Init(a) => init::run(a),
         Cmd::Run(a) => run::run(a),
         Cmd::Show(a) => show::run_show(a),
+        Cmd::Top(a) => top::run(a),
         Cmd::Reload(a) => show::run_reload(a),
         Cmd::Stop(a) => show::run_stop(a),
         Cmd::OnExit(a) => failopen::run(a),

@@ -13,6 +13,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod format;
+/// The rate of a counter between two polls (`sluice top` shares it).
+pub(crate) use format::per_sec;
 pub use format::{
     format_health, format_info, format_queues, format_queues_measured, format_rules, format_states,
 };
@@ -114,7 +116,7 @@ fn request(path: &Path, req: &Request) -> Result<Reply, String> {
     sluice_control::request(path, req).map_err(|e| e.to_string())
 }
 
-fn fail(msg: &str) -> ExitCode {
+pub(crate) fn fail(msg: &str) -> ExitCode {
     let mut msg = msg.to_string();
     if !msg.ends_with('\n') {
         msg.push('\n');

@@ -11,6 +11,7 @@ mod xdp;
 
 pub use health::format_health;
 pub use info::format_info;
+pub(crate) use queues::per_sec;
 pub use queues::{format_queues, format_queues_measured};
 pub use rules::format_rules;
 pub use states::format_states;

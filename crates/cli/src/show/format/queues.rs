@@ -211,7 +211,7 @@ fn measured(o: &mut String, (pps, bps): (f64, f64)) {
 
 /// Rate of a counter between two snapshots `secs` apart (`None` when the
 /// counter went backwards: the queue was re-created by a reload).
-fn per_sec(now: u64, before: u64, secs: f64) -> Option<f64> {
+pub(crate) fn per_sec(now: u64, before: u64, secs: f64) -> Option<f64> {
     (now >= before && secs > 0.0).then(|| (now - before) as f64 / secs)
 }
 
