@@ -171,7 +171,8 @@ fn top_in_tmux_shows_the_daemon_live() {
     assert!(idle.lines().count() <= 24 && idle.lines().all(|l| l.chars().count() <= 80));
     let idle_rate = rate(row(&idle, "tbulk").expect("tbulk row")[2]);
 
-    // Loaded: a download through the shaper.
+    // Loaded: a download through the shaper, at half its rate so that its
+    // rate is steady and two readings over different intervals compare.
     let port = 5341;
     let srv = sluice_lab::iperf3::server(&mut lab.topo, &lab.server.clone(), port)
         .expect("iperf3 server");
@@ -189,6 +190,8 @@ fn top_in_tmux_shows_the_daemon_live() {
                 "-t",
                 "25",
                 "-R",
+                "-b",
+                "10M",
             ],
             None,
         )
@@ -275,7 +278,12 @@ fn top_in_tmux_shows_the_daemon_live() {
         .expect("sluice top, piped");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{o:?}");
-    assert!(text.starts_with("sluice top: rates over 0.5"), "{text}");
+    // The interval is the delay plus the first poll's states and health.
+    let secs: f64 = text
+        .strip_prefix("sluice top: rates over ")
+        .and_then(|t| t.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!((0.5..1.5).contains(&secs), "{text}");
     for want in [
         "QUEUE",
         "tbulk",
