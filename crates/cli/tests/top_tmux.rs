@@ -254,6 +254,28 @@ fn top_in_tmux_shows_the_daemon_live() {
     );
     assert!(screen.contains("SOURCE") && screen.contains(&format!("/:{}", data.src_port)));
 
+    // Hosts (`/` Enter: no filter; Escape is not sent, tmux would read
+    // Escape, 2 as Alt-2), then autorate's view of the shaped interface.
+    tmux.keys(&["/"]);
+    tmux.keys(&["Enter"]);
+    tmux.keys(&["2"]);
+    let shows = |want: &str| {
+        let mut last = String::new();
+        let seen = wait_for(Duration::from_secs(3), || {
+            last = tmux.screen();
+            last.contains(want)
+        });
+        assert!(seen, "{want} missing:\n{last}");
+        last
+    };
+    let hosts = shows("RECEIVED");
+    let client = row(&hosts, &data.src).unwrap_or_else(|| panic!("{}:\n{hosts}", data.src));
+    assert!(rate(client[3]) > 5e6, "the client receives:\n{hosts}");
+    tmux.keys(&["Right", "Right"]);
+    let chart = shows("lan0: shaped at 20.0Mb/s, output");
+    eprintln!("{hosts}\n{chart}");
+    assert!(chart.contains("decisions: "), "{chart}");
+
     // The help, then q: top ends, with status 0, and the session with it.
     tmux.keys(&["h"]);
     assert!(wait_for(Duration::from_secs(2), || tmux
