@@ -196,13 +196,18 @@ pub fn run(
             if app.quit {
                 return Ok(());
             }
+            // A view of the states shown first: poll now, not at the
+            // next tick (the rates need two polls with states).
+            if app.view.shows_states() && app.now.states.is_none() && !app.paused {
+                next = Instant::now();
+            }
             continue;
         }
         next = Instant::now() + delay;
         if app.paused {
             continue;
         }
-        match poll(socket, epoch) {
+        match poll(socket, epoch, app.view.shows_states()) {
             Ok(s) => app.update(s),
             Err(e) => app.error = Some(e),
         }

@@ -63,6 +63,11 @@ impl View {
         View::ALL.iter().position(|v| *v == self).unwrap_or(0)
     }
 
+    /// Whether the view's rows come from the state table.
+    pub fn shows_states(self) -> bool {
+        matches!(self, View::Hosts | View::States)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             View::Queues => "queues",
@@ -92,18 +97,21 @@ fn ask(socket: &Path, req: Request) -> Result<Reply, String> {
     }
 }
 
-/// One poll: the daemon's queues, states and health, stamped with the
-/// time the queues were answered (their counters are the rates' base).
-pub fn poll(socket: &Path, epoch: Instant) -> Result<Snapshot, String> {
+/// One poll: the daemon's queues, states (when `states`) and health,
+/// stamped with the time the queues were answered (their counters are the
+/// rates' base).
+pub fn poll(socket: &Path, epoch: Instant, states: bool) -> Result<Snapshot, String> {
     let unexpected = |r: Reply| format!("unexpected reply {r:?}");
     let queues = match ask(socket, Request::ShowQueues)? {
         Reply::Queues(q) => q,
         r => return Err(unexpected(r)),
     };
     let at = epoch.elapsed();
-    let states = match ask(socket, Request::ShowStates)? {
-        Reply::States(s) => s,
-        r => return Err(unexpected(r)),
+    let states = match states.then(|| ask(socket, Request::ShowStates)) {
+        None => None,
+        Some(Ok(Reply::States(s))) => Some(s),
+        Some(Ok(r)) => return Err(unexpected(r)),
+        Some(Err(e)) => return Err(e),
     };
     let health = match ask(socket, Request::ShowHealth)? {
         Reply::Health(h) => h,
@@ -122,13 +130,14 @@ pub fn run(a: Args) -> ExitCode {
     let socket = a.ctl.control.as_path();
     // The first poll before the screen is taken: a daemon that is not
     // there is an error message, not an empty screen.
-    let first = match poll(socket, epoch) {
+    let plain = a.once || !std::io::stdout().is_terminal();
+    let first = match poll(socket, epoch, plain || a.view.shows_states()) {
         Ok(s) => s,
         Err(m) => return crate::show::fail(&format!("error: {m}")),
     };
-    if a.once || !std::io::stdout().is_terminal() {
+    if plain {
         std::thread::sleep(a.delay);
-        let second = match poll(socket, epoch) {
+        let second = match poll(socket, epoch, true) {
             Ok(s) => s,
             Err(m) => return crate::show::fail(&format!("error: {m}")),
         };

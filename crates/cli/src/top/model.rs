@@ -11,7 +11,8 @@
 //! - Counts on screen are the reply's own fields, so they agree with
 //!   `sluice show … --json` taken at the same instant.
 //! - A state that was not in the previous snapshot was created since:
-//!   all its bytes fall within the interval.
+//!   all its bytes fall within the interval. A poll without states (the
+//!   queues and autorate views do not ask) is no base for states' rates.
 
 pub(crate) use crate::show::per_sec;
 use sluice_control::proto::*;
@@ -24,7 +25,9 @@ pub struct Snapshot {
     /// When the poll was answered, on the poller's monotonic clock.
     pub at: Duration,
     pub queues: QueuesReply,
-    pub states: StatesReply,
+    /// Asked for only by the views that show states (`show states` copies
+    /// the table under the engine's lock).
+    pub states: Option<StatesReply>,
     pub health: HealthReply,
 }
 
@@ -250,9 +253,17 @@ fn state_delta(s: &StateJson, prev: &HashMap<StateKey<'_>, &StateJson>) -> Optio
     ])
 }
 
-fn state_index(prev: Option<&Snapshot>) -> HashMap<StateKey<'_>, &StateJson> {
-    prev.map(|p| p.states.states.iter().map(|s| (state_key(s), s)).collect())
-        .unwrap_or_default()
+/// The states of `now`, and the rates' base: the previous poll's states
+/// by tuple and the seconds since, when both polls asked for states.
+type Base<'a> = Option<(HashMap<StateKey<'a>, &'a StateJson>, f64)>;
+
+fn state_polls<'a>(prev: Option<&'a Snapshot>, now: &'a Snapshot) -> (&'a [StateJson], Base<'a>) {
+    let states = now.states.as_ref().map_or(&[][..], |s| &s.states[..]);
+    let base = prev
+        .and_then(|p| Some((p.states.as_ref()?, interval(p, now))))
+        .filter(|(_, secs)| *secs > 0.0)
+        .map(|(p, secs)| (p.states.iter().map(|s| (state_key(s), s)).collect(), secs));
+    (states, base)
 }
 
 /// One state of the states view.
@@ -353,10 +364,8 @@ pub fn endpoint(addr: &str, port: u16) -> String {
 }
 
 pub fn state_rows(prev: Option<&Snapshot>, now: &Snapshot) -> Vec<StateRow> {
-    let secs = prev.map_or(0.0, |p| interval(p, now));
-    let index = state_index(prev);
-    now.states
-        .states
+    let (states, base) = state_polls(prev, now);
+    states
         .iter()
         .map(|s| StateRow {
             proto: s.proto.clone(),
@@ -365,10 +374,9 @@ pub fn state_rows(prev: Option<&Snapshot>, now: &Snapshot) -> Vec<StateRow> {
             state: short_state(&s.state),
             queue: s.queue.clone().unwrap_or_else(|| "-".into()),
             bytes: s.bytes[0] + s.bytes[1],
-            bps: prev
-                .and_then(|_| state_delta(s, &index))
-                .filter(|_| secs > 0.0)
-                .map(|d| (d[0] + d[1]) as f64 * 8.0 / secs),
+            bps: base.as_ref().and_then(|(index, secs)| {
+                state_delta(s, index).map(|d| (d[0] + d[1]) as f64 * 8.0 / secs)
+            }),
             age_ns: s.age_ns,
             rtt_ns: s.rtt_to_dst.as_ref().map(|r| r.smoothed_ns),
         })
@@ -430,11 +438,13 @@ struct HostSum {
 }
 
 pub fn host_rows(prev: Option<&Snapshot>, now: &Snapshot) -> Vec<HostRow> {
-    let secs = prev.map_or(0.0, |p| interval(p, now));
-    let index = state_index(prev);
+    let (states, base) = state_polls(prev, now);
     let mut hosts: HashMap<&str, HostSum> = HashMap::new();
-    for s in &now.states.states {
-        let d = state_delta(s, &index).unwrap_or([0, 0]);
+    for s in states {
+        let d = base
+            .as_ref()
+            .and_then(|(index, _)| state_delta(s, index))
+            .unwrap_or([0, 0]);
         // The initiator sends direction 0 and receives direction 1.
         for (addr, sent, recv, rtt) in [
             (&s.src, d[0], d[1], &s.rtt_to_src),
@@ -451,8 +461,9 @@ pub fn host_rows(prev: Option<&Snapshot>, now: &Snapshot) -> Vec<HostRow> {
     }
     let total_sent: u64 = hosts.values().map(|h| h.sent).sum();
     let total_recv: u64 = hosts.values().map(|h| h.recv).sum();
-    let rate = |n: u64| (prev.is_some() && secs > 0.0).then(|| n as f64 * 8.0 / secs);
-    let share = |n: u64, of: u64| (prev.is_some() && of > 0).then(|| n as f64 / of as f64);
+    let secs = base.as_ref().map(|b| b.1);
+    let rate = |n: u64| secs.map(|secs| n as f64 * 8.0 / secs);
+    let share = |n: u64, of: u64| (secs.is_some() && of > 0).then(|| n as f64 / of as f64);
     let mut rows: Vec<HostRow> = hosts
         .into_iter()
         .map(|(host, h)| HostRow {
@@ -508,6 +519,8 @@ fn verdict_line(d: &HealthJson) -> String {
 pub struct RatePoint {
     /// Seconds since the first poll.
     pub at: f64,
+    /// Whether autorate runs on the interface.
+    pub autorate: bool,
     /// autorate's rate (or the configured one, without autorate).
     pub rate_bps: u64,
     /// The root queue's output over the interval.
@@ -560,6 +573,7 @@ pub fn rate_points(
             iface.name.clone(),
             RatePoint {
                 at: now.at.saturating_sub(t0).as_secs_f64(),
+                autorate: a.is_some(),
                 rate_bps: a.map_or(iface.bandwidth_bps.unwrap_or(0), |a| a.rate_bps),
                 output_bps,
                 delay_ns: a.and_then(|a| a.delay_ns),

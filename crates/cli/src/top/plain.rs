@@ -23,13 +23,12 @@ pub fn report(prev: &Snapshot, now: &Snapshot) -> String {
     table(&mut o, model::host_rows(Some(prev), now));
     o.push('\n');
     table(&mut o, model::state_rows(Some(prev), now));
-    if now.states.total > now.states.states.len() as u64 {
-        let _ = writeln!(
-            o,
-            "({} of {} states shown)",
-            now.states.states.len(),
-            now.states.total
-        );
+    if let Some(st) = now
+        .states
+        .as_ref()
+        .filter(|s| s.total > s.states.len() as u64)
+    {
+        let _ = writeln!(o, "({} of {} states shown)", st.states.len(), st.total);
     }
     o.push('\n');
     for (iface, p) in model::rate_points(Some(prev), now, prev.at) {
@@ -40,15 +39,21 @@ pub fn report(prev: &Snapshot, now: &Snapshot) -> String {
 
 /// One interface's line of the autorate view.
 pub fn rate_line(iface: &str, p: &model::RatePoint) -> String {
+    let head = format!(
+        "{iface}: shaped at {}, output {}",
+        model::rate_cell(Some(p.rate_bps as f64)),
+        model::rate_cell(p.output_bps),
+    );
+    if !p.autorate {
+        return format!("{head}, no autorate");
+    }
     let decisions: Vec<String> = p
         .decisions
         .iter()
         .map(|(r, n)| format!("{r} {n}"))
         .collect();
     format!(
-        "{iface}: shaped at {}, output {}, delay {}, decisions {}",
-        model::rate_cell(Some(p.rate_bps as f64)),
-        model::rate_cell(p.output_bps),
+        "{head}, delay {}, decisions {}",
         model::ms_cell(p.delay_ns),
         if decisions.is_empty() {
             "none".into()

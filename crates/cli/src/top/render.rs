@@ -217,11 +217,11 @@ fn autorate(f: &mut Frame, area: Rect, app: &App) {
         let mut lines = Vec::new();
         if let Some(p) = points.back() {
             lines.push(Line::from(super::plain::rate_line(iface, p)));
+            if p.autorate {
+                let strip = decision_strip(points, text.width as usize);
+                lines.push(Line::from(format!("decisions: {strip}")));
+            }
         }
-        lines.push(Line::from(format!(
-            "decisions: {}",
-            decision_strip(points, text.width as usize)
-        )));
         f.render_widget(Paragraph::new(lines), text);
     }
 }

@@ -56,11 +56,11 @@ fn snap(at_ms: u64, root: (u64, u64), dl: (u64, u64), states: Vec<StateJson>) ->
                 autorate: None,
             }],
         },
-        states: StatesReply {
+        states: Some(StatesReply {
             total: states.len() as u64,
             limit: 1000,
             states,
-        },
+        }),
         health: HealthReply {
             directions: vec![HealthJson {
                 iface: "lan0".into(),
@@ -120,6 +120,25 @@ fn a_counter_reset_by_a_reload_gives_no_rate_not_a_negative_one() {
     assert_eq!(state_rows(Some(&a), &b)[0].bps, None);
     let hosts = host_rows(Some(&a), &b);
     assert!(hosts.iter().all(|h| h.sent_bps == Some(0.0)), "{hosts:?}");
+}
+
+#[test]
+fn a_poll_without_states_is_no_base_for_their_rates() {
+    let mut a = snap(0, (0, 0), (0, 0), vec![]);
+    a.states = None;
+    let b = snap(
+        1000,
+        (0, 0),
+        (0, 0),
+        vec![state("10.0.0.2", 1, "192.0.2.1", [1000, 9000], None)],
+    );
+    assert_eq!(
+        state_rows(Some(&a), &b)[0].bps,
+        None,
+        "not all its bytes in 1 s"
+    );
+    assert!(host_rows(Some(&a), &b).iter().all(|h| h.recv_bps.is_none()));
+    assert!(state_rows(Some(&b), &a).is_empty());
 }
 
 #[test]
@@ -268,7 +287,12 @@ fn autorate_points_take_the_rate_output_and_new_decisions() {
     }
     assert_eq!(h.ifaces[0].1.len(), 2, "bounded");
     assert_eq!(render::decision_strip(&h.ifaces[0].1, 80), "dd");
-    assert!(plain::rate_line("lan0", p).contains("decisions delay 2"));
+    assert!(plain::rate_line("lan0", p).ends_with("delay 5.0ms, decisions delay 2"));
+    let without = RatePoint {
+        autorate: false,
+        ..p.clone()
+    };
+    assert!(plain::rate_line("lan0", &without).ends_with("output 8.00Mb/s, no autorate"));
 }
 
 fn press(app: &mut App, code: KeyCode) {
@@ -369,7 +393,7 @@ fn the_screen_at_80_by_24() {
     press(&mut app, KeyCode::Char('4'));
     let s = text(&app);
     assert!(
-        s.contains("lan0: shaped at 10.0Mb/s, output 1.00Mb/s"),
+        s.contains("lan0: shaped at 10.0Mb/s, output 1.00Mb/s, no autorate"),
         "{s}"
     );
     press(&mut app, KeyCode::Char('h'));
