@@ -14,6 +14,7 @@ use ratatui::widgets::{
     Axis, Block, Cell, Chart, Clear, Dataset, GraphType, Paragraph, Row, Table,
 };
 use ratatui::Frame;
+use std::collections::VecDeque;
 
 pub fn draw(f: &mut Frame, app: &App) {
     let verdicts = model::verdict_lines(&app.now.health);
@@ -174,46 +175,7 @@ fn autorate(f: &mut Frame, area: Rect, app: &App) {
     for ((iface, points), part) in ifaces.iter().zip(parts.iter()) {
         let [chart, text] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(2)]).areas(*part);
-        let rate: Vec<(f64, f64)> = points.iter().map(|p| (p.at, p.rate_bps as f64)).collect();
-        let output: Vec<(f64, f64)> = points
-            .iter()
-            .filter_map(|p| Some((p.at, p.output_bps?)))
-            .collect();
-        let x0 = points.front().map_or(0.0, |p| p.at);
-        let x1 = points.back().map_or(1.0, |p| p.at).max(x0 + 1.0);
-        let top = rate
-            .iter()
-            .chain(output.iter())
-            .map(|p| p.1)
-            .fold(1.0, f64::max)
-            * 1.1;
-        let datasets = vec![
-            Dataset::default()
-                .name("shaped at")
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::new().fg(Color::Cyan))
-                .data(&rate),
-            Dataset::default()
-                .name("output")
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::new().fg(Color::Green))
-                .data(&output),
-        ];
-        let c = Chart::new(datasets)
-            .block(Block::default().title(iface.as_str()))
-            .x_axis(
-                Axis::default()
-                    .bounds([x0, x1])
-                    .labels([format!("{:.0}s", x0), format!("{:.0}s", x1)]),
-            )
-            .y_axis(
-                Axis::default()
-                    .bounds([0.0, top])
-                    .labels(["0".to_string(), model::rate_cell(Some(top))]),
-            );
-        f.render_widget(c, chart);
+        rate_chart(f, chart, iface, points);
         let mut lines = Vec::new();
         if let Some(p) = points.back() {
             lines.push(Line::from(super::plain::rate_line(iface, p)));
@@ -224,6 +186,48 @@ fn autorate(f: &mut Frame, area: Rect, app: &App) {
         }
         f.render_widget(Paragraph::new(lines), text);
     }
+}
+
+/// The shaped rate and the output of one interface against time (seconds
+/// since top started), from zero to a tenth above the highest.
+fn rate_chart(f: &mut Frame, area: Rect, iface: &str, points: &VecDeque<model::RatePoint>) {
+    let rate: Vec<(f64, f64)> = points.iter().map(|p| (p.at, p.rate_bps as f64)).collect();
+    let output: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| Some((p.at, p.output_bps?)))
+        .collect();
+    let x0 = points.front().map_or(0.0, |p| p.at);
+    let x1 = points.back().map_or(1.0, |p| p.at).max(x0 + 1.0);
+    let top = rate
+        .iter()
+        .chain(output.iter())
+        .map(|p| p.1)
+        .fold(1.0, f64::max)
+        * 1.1;
+    let line = |name: &'static str, colour: Color, data| {
+        Dataset::default()
+            .name(name)
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::new().fg(colour))
+            .data(data)
+    };
+    let c = Chart::new(vec![
+        line("shaped at", Color::Cyan, &rate),
+        line("output", Color::Green, &output),
+    ])
+    .block(Block::default().title(iface))
+    .x_axis(
+        Axis::default()
+            .bounds([x0, x1])
+            .labels([format!("{x0:.0}s"), format!("{x1:.0}s")]),
+    )
+    .y_axis(
+        Axis::default()
+            .bounds([0.0, top])
+            .labels(["0".to_string(), model::rate_cell(Some(top))]),
+    );
+    f.render_widget(c, area);
 }
 
 /// The recent polls' decisions, one character each, newest last: the

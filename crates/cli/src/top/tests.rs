@@ -400,6 +400,26 @@ fn the_screen_at_80_by_24() {
     assert!(text(&app).contains("sluice top: keys"));
 }
 
+/// A terminal too small for anything still draws every view (cut, not
+/// a panic).
+#[test]
+fn a_tiny_terminal_draws_without_panicking() {
+    let mut app = App::new(
+        snap(0, (0, 0), (0, 0), vec![]),
+        Duration::from_secs(1),
+        View::Queues,
+    );
+    app.update(snap(1000, (5, 5000), (5, 5000), vec![]));
+    for (w, h) in [(1, 1), (10, 3), (20, 5), (80, 6)] {
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+        for key in ['1', '2', '3', '4', 'h'] {
+            press(&mut app, KeyCode::Char(key));
+            t.draw(|f| render::draw(f, &app)).unwrap();
+        }
+        press(&mut app, KeyCode::Char('x'));
+    }
+}
+
 #[test]
 fn the_plain_report_has_every_view() {
     let a = snap(
