@@ -595,6 +595,13 @@ impl Qdisc for Lossy {
     }
 }
 
+/// The ids of the packets `q` sends at `now` until it gives nothing.
+pub fn ids_served(q: &mut dyn Qdisc, now: Instant, drops: &mut Drops) -> Vec<u64> {
+    std::iter::from_fn(|| q.dequeue(now, drops))
+        .map(|p| p.id)
+        .collect()
+}
+
 /// A TCP segment in an Ethernet frame, for tests of what reads packet
 /// bytes (the ACK filter, [`crate::ack_filter`]): wire's builder
 /// (`sluice_wire::build::tcp_with`) plus the two fields it leaves at zero,

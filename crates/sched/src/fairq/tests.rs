@@ -2,7 +2,7 @@ use super::*;
 use crate::codel::{self, Codel};
 use crate::fifo::{self, Fifo};
 use crate::red::{self, Red};
-use crate::testing::{check_random, OpSpace, Rng};
+use crate::testing::{check_random, ids_served, OpSpace, Rng};
 
 fn fifos(limit: u32) -> LeafFactory {
     Box::new(move || {
@@ -313,9 +313,7 @@ fn peeked_packet_is_the_one_dequeued() {
     // dequeue: it does not jump the peek.
     q.enqueue(pkt(2, 500, 2, 1), Instant(0), &mut drops);
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(300));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(1));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(2));
-    assert!(q.dequeue(Instant(0), &mut drops).is_none());
+    assert_eq!(ids_served(&mut q, Instant(0), &mut drops), [1, 2]);
 }
 
 #[test]
@@ -330,9 +328,7 @@ fn a_higher_class_arriving_after_a_peek_goes_first() {
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(1500));
     q.enqueue(pkt(2, 98, 2, 2), Instant(0), &mut drops);
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(98));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(2));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(1));
-    assert!(q.dequeue(Instant(0), &mut drops).is_none());
+    assert_eq!(ids_served(&mut q, Instant(0), &mut drops), [2, 1]);
 }
 
 #[test]
