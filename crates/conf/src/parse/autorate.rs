@@ -43,12 +43,7 @@ pub(super) fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
     if !p.eat(&Tok::LParen) {
         return Ok(a);
     }
-    // Each iteration consumes at least one token or returns.
-    while !p.eat(&Tok::RParen) {
-        if p.eat(&Tok::Comma) {
-            continue;
-        }
-        let w = p.word("min, max, dry-run, probe, reconfig or `)`")?;
+    p.options("min, max, dry-run, probe, reconfig or `)`", &mut |p, w| {
         match w.v.as_str() {
             "min" => a.min = Some(bandwidth(p)?),
             "max" => a.max = Some(bandwidth(p)?),
@@ -85,7 +80,8 @@ pub(super) fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
                 )
             }
         }
-    }
+        Ok(())
+    })?;
     a.span = start.to(p.prev_span());
     Ok(a)
 }
@@ -166,12 +162,7 @@ fn reconfig(p: &mut P, kw: Span) -> PResult<ReconfigAst> {
             .hint(RECONFIG_HINT));
     }
     let [mut every, mut at, mut lead, mut hold]: [Option<Sp<Duration>>; 4] = Default::default();
-    // Each iteration consumes at least one token or returns.
-    while !p.eat(&Tok::RParen) {
-        if p.eat(&Tok::Comma) {
-            continue;
-        }
-        let w = p.word("every, at, lead, hold or `)`")?;
+    p.options("every, at, lead, hold or `)`", &mut |p, w| {
         // The slot, the unit of the example, and the allowed range (`at`'s
         // is below `every`: sema's).
         let (slot, unit, range) = match w.v.as_str() {
@@ -230,7 +221,8 @@ fn reconfig(p: &mut P, kw: Span) -> PResult<ReconfigAst> {
             }
         }
         *slot = Some(d);
-    }
+        Ok(())
+    })?;
     let span = kw.to(p.prev_span());
     let (every, at) = match (every, at) {
         (Some(e), Some(a)) => (e, a),
