@@ -149,13 +149,7 @@ pub fn sched_options(q: &Queue) -> Vec<String> {
     if let Some(r) = q.hogs {
         opts.push(format!("hogs {r}"));
     }
-    if q.ingress {
-        opts.push("ingress".into());
-    }
-    if let Some(m) = q.ack_filter {
-        opts.push(m.name().into());
-    }
-    opts.extend(tcp_words(q.tcp).map(String::from));
+    opts.extend(flag_words(q.ingress, q.ack_filter, None, q.tcp).map(String::from));
     opts
 }
 
@@ -167,6 +161,22 @@ fn tcp_words(t: TcpControl) -> impl Iterator<Item = &'static str> {
     ]
     .into_iter()
     .filter_map(|(on, w)| on.then_some(w))
+}
+
+/// The flags a queue or pipe line ends with, in the printer's order:
+/// `ingress`, the ACK filter, the host isolation, then [`tcp_words`].
+fn flag_words(
+    ingress: bool,
+    ack_filter: Option<AckFilterMode>,
+    isolate: Option<HostIsolation>,
+    tcp: TcpControl,
+) -> impl Iterator<Item = &'static str> {
+    ingress
+        .then_some("ingress")
+        .into_iter()
+        .chain(ack_filter.map(AckFilterMode::name))
+        .chain(isolate.map(HostIsolation::name))
+        .chain(tcp_words(tcp))
 }
 
 /// Every option of a queue as one list, for `sluice show`: the scheduler
@@ -320,16 +330,7 @@ fn new_style(o: &mut String, iq: &IfaceQueueing) {
         if q.default {
             o.push_str(" default");
         }
-        if q.ingress {
-            o.push_str(" ingress");
-        }
-        if let Some(m) = q.ack_filter {
-            let _ = write!(o, " {}", m.name());
-        }
-        if let Some(m) = q.isolate {
-            let _ = write!(o, " {}", m.name());
-        }
-        for w in tcp_words(q.tcp) {
+        for w in flag_words(q.ingress, q.ack_filter, q.isolate, q.tcp) {
             let _ = write!(o, " {w}");
         }
         o.push('\n');
@@ -372,16 +373,7 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
             );
         }
     }
-    if p.ingress {
-        o.push_str(" ingress");
-    }
-    if let Some(m) = p.ack_filter {
-        let _ = write!(o, " {}", m.name());
-    }
-    if let Some(m) = p.isolate {
-        let _ = write!(o, " {}", m.name());
-    }
-    for w in tcp_words(p.tcp) {
+    for w in flag_words(p.ingress, p.ack_filter, p.isolate, p.tcp) {
         let _ = write!(o, " {w}");
     }
     o.push('\n');
@@ -397,19 +389,14 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
         if q.default {
             o.push_str(" default");
         }
-        if let Some(m) = q.ack_filter {
-            let _ = write!(o, " {}", m.name());
-        }
-        // The pipe's isolation is copied to each queue: print a queue's own.
-        if let Some(m) = q.isolate.filter(|&m| Some(m) != p.isolate) {
-            let _ = write!(o, " {}", m.name());
-        }
-        // The pipe's own is copied to each queue: print what the queue adds.
+        // The pipe's isolation and TCP control are copied to each queue:
+        // print what the queue adds.
+        let isolate = q.isolate.filter(|&m| Some(m) != p.isolate);
         let own = TcpControl {
             ack_pacing: q.tcp.ack_pacing && !p.tcp.ack_pacing,
             window_clamp: q.tcp.window_clamp && !p.tcp.window_clamp,
         };
-        for w in tcp_words(own) {
+        for w in flag_words(false, q.ack_filter, isolate, own) {
             let _ = write!(o, " {w}");
         }
         o.push('\n');
