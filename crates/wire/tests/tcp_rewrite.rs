@@ -479,15 +479,7 @@ fn handshake_then_ack(
     };
     let g = encap(&build::tcp_with(dst, src, &synack), enc);
     c.on_sender_frame(&g, &parse(&g).unwrap()).unwrap();
-    let ack = TcpSpec {
-        sport: 50000,
-        dport: 443,
-        seq: 101,
-        ack: 9001,
-        flags: ACK,
-        window: ack_window,
-        ..Default::default()
-    };
+    let ack = client_ack(ack_window);
     let mut h = encap(&build::tcp_with(src, dst, &ack), enc);
     let info = parse(&h).unwrap();
     let v = c.on_receiver_frame(&mut h, &info, Some(target)).unwrap();
@@ -537,21 +529,27 @@ fn clamp_without_scaling_and_floor() {
     assert_eq!((v, window_of(&f)), (Verdict::Keep, 1000));
 }
 
+/// The client's first ACK after a handshake (50000 → 443, ISNs 100 and
+/// 9000), advertising `window`.
+fn client_ack(window: u16) -> TcpSpec<'static> {
+    TcpSpec {
+        sport: 50000,
+        dport: 443,
+        seq: 101,
+        ack: 9001,
+        flags: ACK,
+        window,
+        ..Default::default()
+    }
+}
+
 /// Malformed options in a handshake, a flow without a handshake, and a
 /// half-open one: the frame passes byte for byte, with a reason.
 #[test]
 fn uncontrollable_flows_pass_unmodified() {
     for (src, dst) in addrs() {
         let af = if src.is_ipv4() { Af::V4 } else { Af::V6 };
-        let ack = TcpSpec {
-            sport: 50000,
-            dport: 443,
-            seq: 101,
-            ack: 9001,
-            flags: ACK,
-            window: 60000,
-            ..Default::default()
-        };
+        let ack = client_ack(60000);
         let orig = build::tcp_with(src, dst, &ack);
         let info = parse(&orig).unwrap();
 
