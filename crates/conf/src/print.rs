@@ -403,6 +403,19 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
     }
 }
 
+/// pf's one-or-two form: ` WORD a`, or ` WORD (a, b)` (`queue`, `set prio`).
+fn one_or_two<T: std::fmt::Display>(o: &mut String, word: &str, v: Option<(T, Option<T>)>) {
+    match v {
+        Some((a, Some(b))) => {
+            let _ = write!(o, " {word} ({a}, {b})");
+        }
+        Some((a, None)) => {
+            let _ = write!(o, " {word} {a}");
+        }
+        None => {}
+    }
+}
+
 fn addr(a: &AddrMatch) -> String {
     match a {
         AddrMatch::Any => "any".into(),
@@ -568,24 +581,8 @@ fn rule(o: &mut String, r: &Rule) {
             }
         }
     }
-    match &r.queue {
-        Some((a, Some(b))) => {
-            let _ = write!(o, " queue ({a}, {b})");
-        }
-        Some((a, None)) => {
-            let _ = write!(o, " queue {a}");
-        }
-        None => {}
-    }
-    match r.prio {
-        Some((a, Some(b))) => {
-            let _ = write!(o, " set prio ({a}, {b})");
-        }
-        Some((a, None)) => {
-            let _ = write!(o, " set prio {a}");
-        }
-        None => {}
-    }
+    one_or_two(o, "queue", r.queue.as_ref().map(|(a, b)| (a, b.as_ref())));
+    one_or_two(o, "set prio", r.prio);
     match r.max_mss {
         Some(MaxMss::Bytes(n)) => {
             let _ = write!(o, " scrub (max-mss {n})");
