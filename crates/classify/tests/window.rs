@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use sluice_classify::{BlockReason, Classifier, TcpSeg, Verdict};
 use sluice_conf::ir::Direction;
 use sluice_wire::tcp_flags::{ACK, FIN, RST, SYN};
+use sluice_wire::IpInfo;
 use std::collections::VecDeque;
 
 /// `pass out keep state` with pf's `flags S/SA` (or any flags), sloppy or not.
@@ -49,6 +50,18 @@ const V6: [End; 2] = [
     },
 ];
 
+/// The frame of `g` from `s` to `d` (its flags and payload length).
+fn segment(s: End, d: End, g: &TcpSeg) -> IpInfo {
+    tcp(
+        s.addr,
+        d.addr,
+        s.port,
+        d.port,
+        g.flags,
+        usize::from(g.payload_len),
+    )
+}
+
 /// Classify a segment from `ends[side]` (the initiator's go Out).
 fn send(
     c: &mut Classifier,
@@ -57,15 +70,7 @@ fn send(
     side: usize,
     g: TcpSeg,
 ) -> Verdict {
-    let (s, d) = (ends[side], ends[1 - side]);
-    let pkt = tcp(
-        s.addr,
-        d.addr,
-        s.port,
-        d.port,
-        g.flags,
-        usize::from(g.payload_len),
-    );
+    let pkt = segment(ends[side], ends[1 - side], &g);
     let dir = if side == 0 {
         Direction::Out
     } else {
@@ -386,14 +391,7 @@ fn the_second_half_of_a_bridged_connection_tracks_from_the_first() {
     let (a, b) = (V4[0], V4[1]);
     let mut go = |ifc, dir, up: bool, g: TcpSeg| {
         let (s, d) = if up { (a, b) } else { (b, a) };
-        let pkt = tcp(
-            s.addr,
-            d.addr,
-            s.port,
-            d.port,
-            g.flags,
-            g.payload_len.into(),
-        );
+        let pkt = segment(s, d, &g);
         c.classify_seg(secs(1), ifc, dir, &pkt, Some(&g))
     };
     let (i, o) = (Direction::In, Direction::Out);
