@@ -374,7 +374,7 @@ impl Qdisc for Tbr {
 mod tests {
     use super::*;
     use crate::testing::fifo_leaf;
-    use crate::testing::{check_random, OpSpace};
+    use crate::testing::{check_random, serve_at_wakeups, OpSpace};
     use sluice_time::Duration;
 
     fn pkt(id: u64, len: u32) -> Packet {
@@ -392,28 +392,17 @@ mod tests {
         let mut t = Tbr::new(Params::for_rate(rate), fifo_leaf(100_000));
         let mut drops = Vec::new();
         let lens = [1500u32, 64, 576, 1200, 40];
-        let mut now = start;
+        let now = start;
         for i in 0..n {
             t.enqueue(pkt(i, lens[(i % 5) as usize]), now, &mut drops);
         }
         let (mut last, mut bytes, mut sent) = (now, 0u64, 0u64);
-        // Bound: each iteration sends or jumps to a wake-up; 2n + 2 suffice.
-        for _ in 0..2 * n + 2 {
-            match t.dequeue(now, &mut drops) {
-                Some(p) => {
-                    sent += 1;
-                    bytes += p.cost as u64;
-                    last = now;
-                }
-                None => match t.next_wakeup() {
-                    Some(w) => {
-                        assert!(w > now, "wake-up must be in the future when throttled");
-                        now = w;
-                    }
-                    None => break,
-                },
-            }
-        }
+        // Each step sends or jumps to a wake-up: 2n + 2 suffice.
+        serve_at_wakeups(&mut t, now, 2 * n + 2, &mut drops, |p, at| {
+            sent += 1;
+            bytes += p.cost as u64;
+            last = at;
+        });
         assert!(drops.is_empty());
         (last, bytes, sent)
     }
