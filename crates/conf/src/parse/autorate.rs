@@ -51,24 +51,18 @@ pub(super) fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
             "probe" => {
                 let addr = probe_addr(p)?;
                 if let Some(first) = &a.probe {
-                    return Err(
-                        Diagnostic::error("a second probe in autorate", addr.span)
-                            .label("one probe address per interface")
-                            .note(first.span, "the first one")
-                            .hint("keep the one nearest the link: the modem or the ISP's first hop"),
-                    );
+                    return Err(second("probe", addr.span, first.span)
+                        .label("one probe address per interface")
+                        .hint("keep the one nearest the link: the modem or the ISP's first hop"));
                 }
                 a.probe = Some(addr);
             }
             "reconfig" => {
                 let r = reconfig(p, w.span)?;
                 if let Some(first) = &a.reconfig {
-                    return Err(
-                        Diagnostic::error("a second reconfig in autorate", r.span)
-                            .label("one schedule per interface")
-                            .note(first.span, "the first one")
-                            .hint("keep the one that matches the link: `reconfig starlink`, or the long form with its own times"),
-                    );
+                    return Err(second("reconfig", r.span, first.span)
+                        .label("one schedule per interface")
+                        .hint("keep the one that matches the link: `reconfig starlink`, or the long form with its own times"));
                 }
                 a.reconfig = Some(r);
             }
@@ -84,6 +78,12 @@ pub(super) fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
     })?;
     a.span = start.to(p.prev_span());
     Ok(a)
+}
+
+/// A second `what` in one `autorate (…)`, at `at`; `first` is the one
+/// written before it.
+fn second(what: &str, at: Span, first: Span) -> Diagnostic {
+    Diagnostic::error(format!("a second {what} in autorate"), at).note(first, "the first one")
 }
 
 /// The address of `probe ADDR`: one IPv4 or IPv6 literal, read as rules'
