@@ -107,6 +107,15 @@ fn net(n: &IpNet) -> String {
     }
 }
 
+/// `(a, b)` of `words` joined by `sep`, or nothing when there are none.
+fn in_parens(words: &[String], sep: &str) -> String {
+    if words.is_empty() {
+        String::new()
+    } else {
+        format!("({})", words.join(sep))
+    }
+}
+
 fn curve(c: &ServiceCurve) -> String {
     if c.m1.0 == 0 && c.d.0 == 0 {
         c.m2.to_string()
@@ -225,11 +234,7 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
         if c.ecn {
             opts.push("ecn".to_string());
         }
-        let opts = if opts.is_empty() {
-            String::new()
-        } else {
-            format!("({})", opts.join(", "))
-        };
+        let opts = in_parens(&opts, ", ");
         let _ = write!(
             o,
             "altq on {} codel{opts} bandwidth {} qlimit {qlimit}",
@@ -251,11 +256,7 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
     if let Some(c) = &iq.root_flags.upperlimit {
         flags.push(format!("upperlimit {}", curve(c)));
     }
-    let flags = if flags.is_empty() {
-        String::new()
-    } else {
-        format!("({})", flags.join(" "))
-    };
+    let flags = in_parens(&flags, " ");
     let _ = write!(
         o,
         "altq on {} {}{flags} bandwidth {}",
