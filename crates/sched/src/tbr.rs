@@ -429,6 +429,22 @@ mod tests {
         );
     }
 
+    /// A regulator of `rate` and `bucket_bytes` (over a FIFO of 10 000)
+    /// holding `n` packets of 1000 bytes since time zero.
+    fn backlogged(rate: Rate, bucket_bytes: u32, n: u64) -> (Tbr, Drops) {
+        let mut t = tbr(rate, bucket_bytes, 10_000);
+        let mut drops = Vec::new();
+        for i in 0..n {
+            t.enqueue(pkt(i, 1000), Instant::ZERO, &mut drops);
+        }
+        (t, drops)
+    }
+
+    /// `n` ms after time zero.
+    fn ms(n: u64) -> Instant {
+        Instant(n * 1_000_000)
+    }
+
     /// Serves `t` exactly at its wake-ups from `now` until `until`; returns
     /// the bytes (by cost) sent and the time of the last send.
     fn serve(t: &mut Tbr, now: &mut Instant, until: Instant, drops: &mut Drops) -> (u64, Instant) {
@@ -455,12 +471,7 @@ mod tests {
     fn a_rate_step_with_packets_queued_loses_nothing_and_paces_each_side() {
         // 1000 packets of 1000 bytes wait; 8 Mbit/s (1 ms a packet) for
         // 200 ms, then 2 Mbit/s (4 ms a packet) for 400 ms, then 16 Mbit/s.
-        let mut t = tbr(Rate::mbps(8), 1000, 10_000);
-        let mut drops = Vec::new();
-        for i in 0..1000 {
-            t.enqueue(pkt(i, 1000), Instant::ZERO, &mut drops);
-        }
-        let ms = |n: u64| Instant(n * 1_000_000);
+        let (mut t, mut drops) = backlogged(Rate::mbps(8), 1000, 1000);
         let mut now = Instant::ZERO;
         let (b1, _) = serve(&mut t, &mut now, ms(200) - Duration(1), &mut drops);
         assert!(t.set_rate(Rate::mbps(2), ms(200), &mut drops));
@@ -493,12 +504,7 @@ mod tests {
         // A hold of 50 ms at 100 ms: the bucket's credit is spent with it,
         // nothing leaves before 150 ms + one packet's time, and the rate
         // after is the rate; nothing is lost.
-        let mut t = tbr(Rate::mbps(8), 4000, 10_000);
-        let mut drops = Vec::new();
-        for i in 0..500 {
-            t.enqueue(pkt(i, 1000), Instant::ZERO, &mut drops);
-        }
-        let ms = |n: u64| Instant(n * 1_000_000);
+        let (mut t, mut drops) = backlogged(Rate::mbps(8), 4000, 500);
         let mut now = Instant::ZERO;
         let (b1, _) = serve(&mut t, &mut now, ms(100) - Duration(1), &mut drops);
         assert!(t.hold(Duration::from_millis(50), ms(100), &mut drops));
@@ -524,7 +530,6 @@ mod tests {
         // are earned: 30 + 1 + 1 ms.
         let mut t = tbr(Rate::mbps(8), 4000, 100);
         let mut drops = Vec::new();
-        let ms = |n: u64| Instant(n * 1_000_000);
         assert!(t.hold(Duration::from_millis(30), ms(0), &mut drops));
         for i in 0..10 {
             t.enqueue(pkt(i, 100), ms(5), &mut drops);
