@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use sluice_classify::{BlockReason, Classifier, StateHit, Verdict};
+use sluice_classify::{BlockReason, Classifier, IfaceId, StateHit, Verdict};
 use sluice_conf::ir::Direction;
 use sluice_wire::tcp_flags::*;
 
@@ -15,6 +15,24 @@ const OUT: Direction = Direction::Out;
 fn from_text(text: &str) -> Classifier {
     let c = sluice_conf::check("t.conf", text, &[]).unwrap_or_else(|d| panic!("{d:?}"));
     classifier(&c.config)
+}
+
+/// Both sides of a bridge pass out with state, into a table of 2 000.
+const LIMITED_BRIDGE: &str = "set limit states 2000\n\
+                              pass out on lan keep state\n\
+                              pass out on wan keep state\n";
+
+/// A LAN connection opens through the WAN side: its SYN passes and
+/// creates a state, the SYN-ACK matches it.
+fn assert_lan_connection_opens(c: &mut Classifier, wan: IfaceId) {
+    let syn = tcp("10.0.0.7", "192.0.2.1", 40000, 443, SYN, 0);
+    let d = c.classify(secs(2), wan, OUT, &syn);
+    assert_eq!((d.verdict, d.state), (Verdict::Pass, StateHit::Created));
+    let synack = tcp("192.0.2.1", "10.0.0.7", 443, 40000, SYN | ACK, 0);
+    assert_eq!(
+        c.classify(secs(2), wan, IN, &synack).state,
+        StateHit::Matched
+    );
 }
 
 /// xorshift: spoofed 5-tuples without a dependency.
@@ -42,11 +60,7 @@ impl Rng {
 /// 1 000 refused, and the LAN SYN refused with StateLimit.)
 #[test]
 fn spoofed_acks_create_no_state_and_lan_connections_still_open() {
-    let mut c = from_text(
-        "set limit states 2000\n\
-         pass out on lan keep state\n\
-         pass out on wan keep state\n",
-    );
+    let mut c = from_text(LIMITED_BRIDGE);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0x5eed);
     let mut refused = 0;
@@ -57,14 +71,7 @@ fn spoofed_acks_create_no_state_and_lan_connections_still_open() {
         assert_ne!(d.state, StateHit::Created, "an ACK created a state");
     }
     assert_eq!((c.stats().states, refused), (0, 0));
-    let syn = tcp("10.0.0.7", "192.0.2.1", 40000, 443, SYN, 0);
-    let d = c.classify(secs(2), wan, OUT, &syn);
-    assert_eq!((d.verdict, d.state), (Verdict::Pass, StateHit::Created));
-    let reply = tcp("192.0.2.1", "10.0.0.7", 443, 40000, SYN | ACK, 0);
-    assert_eq!(
-        c.classify(secs(2), wan, IN, &reply).state,
-        StateHit::Matched
-    );
+    assert_lan_connection_opens(&mut c, wan);
 }
 
 /// `flags any` opts out (pf.conf(5)): every segment may create a state, so
@@ -123,11 +130,7 @@ fn explicit_flags_are_honoured_and_udp_ignores_the_default() {
 /// (Before: the LAN SYN refused with StateLimit.)
 #[test]
 fn syn_flood_evicts_embryonic_states_never_the_established_connection() {
-    let mut c = from_text(
-        "set limit states 2000\n\
-         pass out on lan keep state\n\
-         pass out on wan keep state\n",
-    );
+    let mut c = from_text(LIMITED_BRIDGE);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0xf100d);
     let mut flood = |c: &mut Classifier, at: u64, n: u32| {
@@ -140,14 +143,7 @@ fn syn_flood_evicts_embryonic_states_never_the_established_connection() {
     };
     flood(&mut c, 1, 3000);
     assert_eq!(c.stats().states, 2000);
-    let syn = tcp("10.0.0.7", "192.0.2.1", 40000, 443, SYN, 0);
-    let d = c.classify(secs(2), wan, OUT, &syn);
-    assert_eq!((d.verdict, d.state), (Verdict::Pass, StateHit::Created));
-    let synack = tcp("192.0.2.1", "10.0.0.7", 443, 40000, SYN | ACK, 0);
-    assert_eq!(
-        c.classify(secs(2), wan, IN, &synack).state,
-        StateHit::Matched
-    );
+    assert_lan_connection_opens(&mut c, wan);
     let ack = tcp("10.0.0.7", "192.0.2.1", 40000, 443, ACK, 0);
     assert_eq!(c.classify(secs(2), wan, OUT, &ack).state, StateHit::Matched);
     let passed = flood(&mut c, 3, 20_000);
@@ -232,11 +228,7 @@ fn the_second_half_of_a_bridged_connection_gets_its_state_and_queue() {
 /// 2 000 segments and the LAN SYN was refused.)
 #[test]
 fn a_flood_of_every_flag_combination_leaves_new_connections_working() {
-    let mut c = from_text(
-        "set limit states 2000\n\
-         pass out on lan keep state\n\
-         pass out on wan keep state\n",
-    );
+    let mut c = from_text(LIMITED_BRIDGE);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0xabcdef);
     for i in 0..100_000u32 {

@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use sluice_classify::{BlockReason, Classifier, TcpSeg, Verdict};
 use sluice_conf::ir::Direction;
 use sluice_wire::tcp_flags::{ACK, FIN, RST, SYN};
+use sluice_wire::IpInfo;
 use std::collections::VecDeque;
 
 /// `pass out keep state` with pf's `flags S/SA` (or any flags), sloppy or not.
@@ -49,6 +50,18 @@ const V6: [End; 2] = [
     },
 ];
 
+/// The frame of `g` from `s` to `d` (its flags and payload length).
+fn segment(s: End, d: End, g: &TcpSeg) -> IpInfo {
+    tcp(
+        s.addr,
+        d.addr,
+        s.port,
+        d.port,
+        g.flags,
+        usize::from(g.payload_len),
+    )
+}
+
 /// Classify a segment from `ends[side]` (the initiator's go Out).
 fn send(
     c: &mut Classifier,
@@ -57,21 +70,19 @@ fn send(
     side: usize,
     g: TcpSeg,
 ) -> Verdict {
-    let (s, d) = (ends[side], ends[1 - side]);
-    let pkt = tcp(
-        s.addr,
-        d.addr,
-        s.port,
-        d.port,
-        g.flags,
-        usize::from(g.payload_len),
-    );
+    let pkt = segment(ends[side], ends[1 - side], &g);
     let dir = if side == 0 {
         Direction::Out
     } else {
         Direction::In
     };
     c.classify_seg(secs(1), e, dir, &pkt, Some(&g)).verdict
+}
+
+/// A segment from `ends[side]` passes.
+#[track_caller]
+fn passes(c: &mut Classifier, e: sluice_classify::IfaceId, ends: [End; 2], side: usize, g: TcpSeg) {
+    assert_eq!(send(c, e, ends, side, g), Verdict::Pass);
 }
 
 fn seg(seq: u32, ack: u32, flags: u8, len: u16, window: u16) -> TcpSeg {
@@ -99,16 +110,10 @@ fn out_of_window_segments_are_bad_state_in_both_families() {
         syn.wscale = Some(7);
         let mut sa = seg(9000, 101, SYN | ACK, 0, 65535);
         sa.wscale = Some(7);
-        assert_eq!(send(&mut c, e, ends, 0, syn), Verdict::Pass);
-        assert_eq!(send(&mut c, e, ends, 1, sa), Verdict::Pass);
-        assert_eq!(
-            send(&mut c, e, ends, 0, seg(101, 9001, ACK, 0, 1000)),
-            Verdict::Pass
-        );
-        assert_eq!(
-            send(&mut c, e, ends, 1, seg(9001, 101, ACK, 1448, 512)),
-            Verdict::Pass
-        );
+        passes(&mut c, e, ends, 0, syn);
+        passes(&mut c, e, ends, 1, sa);
+        passes(&mut c, e, ends, 0, seg(101, 9001, ACK, 0, 1000));
+        passes(&mut c, e, ends, 1, seg(9001, 101, ACK, 1448, 512));
         let forged = seg(101, 10_449u32.wrapping_add(0x7fff_ffff), ACK, 0, 1000);
         assert_eq!(send(&mut c, e, ends, 0, forged), BAD);
         assert_eq!(
@@ -123,10 +128,7 @@ fn out_of_window_segments_are_bad_state_in_both_families() {
             send(&mut c, e, ends, 1, seg(9001 + 50_000, 101, RST, 0, 0)),
             BAD
         );
-        assert_eq!(
-            send(&mut c, e, ends, 0, seg(101, 10_449, ACK, 0, 1000)),
-            Verdict::Pass
-        );
+        passes(&mut c, e, ends, 0, seg(101, 10_449, ACK, 0, 1000));
         assert_eq!(c.stats().bad_state, 4);
         let v = c.states().next().and_then(|s| s.windows).unwrap();
         assert_eq!(
@@ -134,28 +136,19 @@ fn out_of_window_segments_are_bad_state_in_both_families() {
             (101, Some(7), 10_449)
         );
         // The RST at the expected sequence closes it.
-        assert_eq!(
-            send(&mut c, e, ends, 1, seg(10_449, 101, RST | ACK, 0, 0)),
-            Verdict::Pass
-        );
+        passes(&mut c, e, ends, 1, seg(10_449, 101, RST | ACK, 0, 0));
     }
 }
 
 #[test]
 fn sloppy_states_pass_all() {
     let (mut c, e) = tracker(true, false);
-    assert_eq!(
-        send(&mut c, e, V4, 0, seg(100, 0, SYN, 0, 65535)),
-        Verdict::Pass
-    );
-    assert_eq!(
-        send(&mut c, e, V4, 1, seg(9000, 7, SYN | ACK, 0, 65535)),
-        Verdict::Pass
-    );
+    passes(&mut c, e, V4, 0, seg(100, 0, SYN, 0, 65535));
+    passes(&mut c, e, V4, 1, seg(9000, 7, SYN | ACK, 0, 65535));
     for ack in [0x7fff_ffffu32, 0x8000_0000, 12] {
         let g = seg(ack.wrapping_mul(3), ack, ACK, 100, 0);
-        assert_eq!(send(&mut c, e, V4, 0, g), Verdict::Pass);
-        assert_eq!(send(&mut c, e, V4, 1, g), Verdict::Pass);
+        passes(&mut c, e, V4, 0, g);
+        passes(&mut c, e, V4, 1, g);
     }
     assert_eq!(c.stats().bad_state, 0);
     assert_eq!(c.states().next().map(|s| s.windows), Some(None));
@@ -175,15 +168,9 @@ fn a_mid_stream_pickup_keeps_working() {
     }
     assert_eq!(c.states().count(), 1);
     for _ in 0..300 {
-        assert_eq!(
-            send(&mut c, e, V6, 1, seg(ss, cs, ACK, 1400, 300)),
-            Verdict::Pass
-        );
+        passes(&mut c, e, V6, 1, seg(ss, cs, ACK, 1400, 300));
         ss += 1400;
-        assert_eq!(
-            send(&mut c, e, V6, 0, seg(cs, ss, ACK, 1448, 300)),
-            Verdict::Pass
-        );
+        passes(&mut c, e, V6, 0, seg(cs, ss, ACK, 1448, 300));
         cs += 1448;
     }
     assert_eq!(c.stats().bad_state, 0);
@@ -193,18 +180,9 @@ fn a_mid_stream_pickup_keeps_working() {
 #[test]
 fn a_syn_on_a_live_state_does_not_reset_it() {
     let (mut c, e) = tracker(false, false);
-    assert_eq!(
-        send(&mut c, e, V4, 0, seg(100, 0, SYN, 0, 65535)),
-        Verdict::Pass
-    );
-    assert_eq!(
-        send(&mut c, e, V4, 1, seg(9000, 101, SYN | ACK, 0, 65535)),
-        Verdict::Pass
-    );
-    assert_eq!(
-        send(&mut c, e, V4, 0, seg(101, 9001, ACK, 0, 65535)),
-        Verdict::Pass
-    );
+    passes(&mut c, e, V4, 0, seg(100, 0, SYN, 0, 65535));
+    passes(&mut c, e, V4, 1, seg(9000, 101, SYN | ACK, 0, 65535));
+    passes(&mut c, e, V4, 0, seg(101, 9001, ACK, 0, 65535));
     let mut forged = seg(3_000_000_000, 0, SYN, 0, 65535);
     forged.wscale = Some(14);
     assert_eq!(send(&mut c, e, V4, 0, forged), BAD);
@@ -301,8 +279,8 @@ fn converse(v6: bool, isn: (u32, u32), ws: (Option<u8>, Option<u8>), ops: &[Op])
     syn.wscale = ws.0;
     let mut sa = seg(isn.1, isn.0.wrapping_add(1), SYN | ACK, 0, 20_000);
     sa.wscale = ws.1;
-    assert_eq!(send(&mut c, e, ends, 0, syn), Verdict::Pass);
-    assert_eq!(send(&mut c, e, ends, 1, sa), Verdict::Pass);
+    passes(&mut c, e, ends, 0, syn);
+    passes(&mut c, e, ends, 1, sa);
     h[0].rcv_nxt = isn.1.wrapping_add(1);
     h[1].rcv_nxt = isn.0.wrapping_add(1);
     h[0].snd_edge = h[0].snd_una.wrapping_add(20_000);
@@ -382,7 +360,7 @@ fn converse(v6: bool, isn: (u32, u32), ws: (Option<u8>, Option<u8>), ops: &[Op])
         0,
         h[0].window_field(0),
     );
-    assert_eq!(send(&mut c, e, ends, 0, fin0), Verdict::Pass);
+    passes(&mut c, e, ends, 0, fin0);
     assert_eq!(c.stats().bad_state, 0);
 }
 
@@ -413,14 +391,7 @@ fn the_second_half_of_a_bridged_connection_tracks_from_the_first() {
     let (a, b) = (V4[0], V4[1]);
     let mut go = |ifc, dir, up: bool, g: TcpSeg| {
         let (s, d) = if up { (a, b) } else { (b, a) };
-        let pkt = tcp(
-            s.addr,
-            d.addr,
-            s.port,
-            d.port,
-            g.flags,
-            g.payload_len.into(),
-        );
+        let pkt = segment(s, d, &g);
         c.classify_seg(secs(1), ifc, dir, &pkt, Some(&g))
     };
     let (i, o) = (Direction::In, Direction::Out);

@@ -107,6 +107,15 @@ fn net(n: &IpNet) -> String {
     }
 }
 
+/// `(a, b)` of `words` joined by `sep`, or nothing when there are none.
+fn in_parens(words: &[String], sep: &str) -> String {
+    if words.is_empty() {
+        String::new()
+    } else {
+        format!("({})", words.join(sep))
+    }
+}
+
 fn curve(c: &ServiceCurve) -> String {
     if c.m1.0 == 0 && c.d.0 == 0 {
         c.m2.to_string()
@@ -149,13 +158,7 @@ pub fn sched_options(q: &Queue) -> Vec<String> {
     if let Some(r) = q.hogs {
         opts.push(format!("hogs {r}"));
     }
-    if q.ingress {
-        opts.push("ingress".into());
-    }
-    if let Some(m) = q.ack_filter {
-        opts.push(m.name().into());
-    }
-    opts.extend(tcp_words(q.tcp).map(String::from));
+    opts.extend(flag_words(q.ingress, q.ack_filter, None, q.tcp).map(String::from));
     opts
 }
 
@@ -167,6 +170,22 @@ fn tcp_words(t: TcpControl) -> impl Iterator<Item = &'static str> {
     ]
     .into_iter()
     .filter_map(|(on, w)| on.then_some(w))
+}
+
+/// The flags a queue or pipe line ends with, in the printer's order:
+/// `ingress`, the ACK filter, the host isolation, then [`tcp_words`].
+fn flag_words(
+    ingress: bool,
+    ack_filter: Option<AckFilterMode>,
+    isolate: Option<HostIsolation>,
+    tcp: TcpControl,
+) -> impl Iterator<Item = &'static str> {
+    ingress
+        .then_some("ingress")
+        .into_iter()
+        .chain(ack_filter.map(AckFilterMode::name))
+        .chain(isolate.map(HostIsolation::name))
+        .chain(tcp_words(tcp))
 }
 
 /// Every option of a queue as one list, for `sluice show`: the scheduler
@@ -215,11 +234,7 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
         if c.ecn {
             opts.push("ecn".to_string());
         }
-        let opts = if opts.is_empty() {
-            String::new()
-        } else {
-            format!("({})", opts.join(", "))
-        };
+        let opts = in_parens(&opts, ", ");
         let _ = write!(
             o,
             "altq on {} codel{opts} bandwidth {} qlimit {qlimit}",
@@ -241,11 +256,7 @@ fn altq(o: &mut String, iq: &IfaceQueueing) {
     if let Some(c) = &iq.root_flags.upperlimit {
         flags.push(format!("upperlimit {}", curve(c)));
     }
-    let flags = if flags.is_empty() {
-        String::new()
-    } else {
-        format!("({})", flags.join(" "))
-    };
+    let flags = in_parens(&flags, " ");
     let _ = write!(
         o,
         "altq on {} {}{flags} bandwidth {}",
@@ -320,16 +331,7 @@ fn new_style(o: &mut String, iq: &IfaceQueueing) {
         if q.default {
             o.push_str(" default");
         }
-        if q.ingress {
-            o.push_str(" ingress");
-        }
-        if let Some(m) = q.ack_filter {
-            let _ = write!(o, " {}", m.name());
-        }
-        if let Some(m) = q.isolate {
-            let _ = write!(o, " {}", m.name());
-        }
-        for w in tcp_words(q.tcp) {
+        for w in flag_words(q.ingress, q.ack_filter, q.isolate, q.tcp) {
             let _ = write!(o, " {w}");
         }
         o.push('\n');
@@ -372,16 +374,7 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
             );
         }
     }
-    if p.ingress {
-        o.push_str(" ingress");
-    }
-    if let Some(m) = p.ack_filter {
-        let _ = write!(o, " {}", m.name());
-    }
-    if let Some(m) = p.isolate {
-        let _ = write!(o, " {}", m.name());
-    }
-    for w in tcp_words(p.tcp) {
+    for w in flag_words(p.ingress, p.ack_filter, p.isolate, p.tcp) {
         let _ = write!(o, " {w}");
     }
     o.push('\n');
@@ -397,22 +390,30 @@ fn pipe(o: &mut String, iq: &IfaceQueueing) {
         if q.default {
             o.push_str(" default");
         }
-        if let Some(m) = q.ack_filter {
-            let _ = write!(o, " {}", m.name());
-        }
-        // The pipe's isolation is copied to each queue: print a queue's own.
-        if let Some(m) = q.isolate.filter(|&m| Some(m) != p.isolate) {
-            let _ = write!(o, " {}", m.name());
-        }
-        // The pipe's own is copied to each queue: print what the queue adds.
+        // The pipe's isolation and TCP control are copied to each queue:
+        // print what the queue adds.
+        let isolate = q.isolate.filter(|&m| Some(m) != p.isolate);
         let own = TcpControl {
             ack_pacing: q.tcp.ack_pacing && !p.tcp.ack_pacing,
             window_clamp: q.tcp.window_clamp && !p.tcp.window_clamp,
         };
-        for w in tcp_words(own) {
+        for w in flag_words(false, q.ack_filter, isolate, own) {
             let _ = write!(o, " {w}");
         }
         o.push('\n');
+    }
+}
+
+/// pf's one-or-two form: ` WORD a`, or ` WORD (a, b)` (`queue`, `set prio`).
+fn one_or_two<T: std::fmt::Display>(o: &mut String, word: &str, v: Option<(T, Option<T>)>) {
+    match v {
+        Some((a, Some(b))) => {
+            let _ = write!(o, " {word} ({a}, {b})");
+        }
+        Some((a, None)) => {
+            let _ = write!(o, " {word} {a}");
+        }
+        None => {}
     }
 }
 
@@ -581,24 +582,8 @@ fn rule(o: &mut String, r: &Rule) {
             }
         }
     }
-    match &r.queue {
-        Some((a, Some(b))) => {
-            let _ = write!(o, " queue ({a}, {b})");
-        }
-        Some((a, None)) => {
-            let _ = write!(o, " queue {a}");
-        }
-        None => {}
-    }
-    match r.prio {
-        Some((a, Some(b))) => {
-            let _ = write!(o, " set prio ({a}, {b})");
-        }
-        Some((a, None)) => {
-            let _ = write!(o, " set prio {a}");
-        }
-        None => {}
-    }
+    one_or_two(o, "queue", r.queue.as_ref().map(|(a, b)| (a, b.as_ref())));
+    one_or_two(o, "set prio", r.prio);
     match r.max_mss {
         Some(MaxMss::Bytes(n)) => {
             let _ = write!(o, " scrub (max-mss {n})");

@@ -280,7 +280,11 @@ fn write_pipes(
     frame: &dyn Fn(Rate) -> u128,
     autorate: bool,
 ) {
+    // ` autorate (…)` when the rate follows the link, else nothing.
     let bounds = |line: Rate, start: Rate| {
+        if !autorate {
+            return String::new();
+        }
         // min: a quarter of the line, as autorate's own default; max: the
         // rate given, the best the line was measured to do.
         let min = Rate::kbps((line.as_bps() / 4 / 1000).max(MIN_RATE.as_bps() / 1000));
@@ -316,11 +320,7 @@ fn write_pipes(
         "pipe up   on $ext_if bandwidth {} sched fq_codel {}{iso_up} ack-pacing window-clamp{}",
         format_rate(up),
         fq_codel_opts(frame(up)),
-        if autorate {
-            bounds(k.up, up)
-        } else {
-            String::new()
-        }
+        bounds(k.up, up)
     );
     let _ = writeln!(w, "# Download: 95 % on the LAN side; ingress counts what CoDel drops as sent, since it already crossed the line.");
     let _ = writeln!(w, "# ack-pacing window-clamp: each download's data is clocked at its share from its ACKs, so it waits here, not at the ISP.");
@@ -332,7 +332,7 @@ fn write_pipes(
         "pipe down on $int_if bandwidth {} sched fq_codel {} ingress{iso_down} ack-pacing window-clamp{}",
         format_rate(down),
         fq_codel_opts(frame(down)),
-        if autorate { bounds(k.down, down) } else { String::new() }
+        bounds(k.down, down)
     );
     let _ = writeln!(w);
 }

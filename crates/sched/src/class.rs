@@ -4,7 +4,7 @@
 //! without a class, and a class's queue with its counters ([`Counted`]).
 //! HFSC, with its own tree and errors, keeps its own.
 
-use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet};
+use crate::{ClassId, DropReason, Dropped, Drops, Enqueue, Packet, QueueStats};
 use std::collections::HashMap;
 
 mod counted;
@@ -57,11 +57,13 @@ pub(crate) fn route(
     index.get(&class).copied().or(default)
 }
 
-/// Where DRR and WF2Q+ find a class: ids to slots, and the default slot.
+/// Where DRR and WF2Q+ find a class: ids to slots, the default slot, and
+/// the packets refused for want of either.
 #[derive(Default)]
 pub(crate) struct ClassIndex {
     slots: HashMap<ClassId, usize>,
     default: Option<usize>,
+    refused: QueueStats,
 }
 
 impl ClassIndex {
@@ -96,6 +98,18 @@ impl ClassIndex {
     #[inline]
     pub(crate) fn route(&self, class: ClassId) -> Option<usize> {
         route(&self.slots, self.default, class)
+    }
+
+    /// Refuses `pkt`, which [`ClassIndex::route`] found no slot for, and
+    /// counts it (there is no class to count it in).
+    pub(crate) fn refuse(&mut self, pkt: Packet, drops: &mut Drops) -> Enqueue {
+        self.refused.on_drop(&pkt, DropReason::NoClass);
+        reject_no_class(pkt, drops)
+    }
+
+    /// The packets [`ClassIndex::refuse`] refused.
+    pub(crate) fn refused(&self) -> &QueueStats {
+        &self.refused
     }
 }
 

@@ -29,13 +29,11 @@
 //! more (the usual configuration), at most two laps.
 
 use crate::qdisc::clamp;
-use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use crate::{ClassId, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::VecDeque;
 
-use crate::class::{
-    check_weight, reject_no_class, resident_from_totals, ClassIndex, Counted, Totals,
-};
+use crate::class::{check_weight, resident_from_totals, ClassIndex, Counted, Totals};
 pub use crate::class::{ClassError, MAX_WEIGHT};
 
 struct Class {
@@ -63,8 +61,6 @@ pub struct Drr {
     /// Set when a leaf is non-empty but would not release a packet (a leaf
     /// with its own shaper); the earliest of their wake-ups.
     stalled: Option<Instant>,
-    /// Refused for lack of a class (no per-class counter to put them in).
-    no_class: QueueStats,
 }
 
 impl Drr {
@@ -80,7 +76,6 @@ impl Drr {
             totals: Totals::default(),
             last: Instant::ZERO,
             stalled: None,
-            no_class: QueueStats::default(),
         }
     }
 
@@ -140,7 +135,7 @@ impl Drr {
 
     /// Packets refused for want of a class (no default set).
     pub fn unclassified(&self) -> &QueueStats {
-        &self.no_class
+        self.index.refused()
     }
 
     /// Removes the front class from the round (it emptied): no banked credit.
@@ -165,8 +160,7 @@ impl Qdisc for Drr {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last, now);
         let Some(i) = self.index.route(pkt.class) else {
-            self.no_class.on_drop(&pkt, DropReason::NoClass);
-            return reject_no_class(pkt, drops);
+            return self.index.refuse(pkt, drops);
         };
         let (r, delta) = self.classes[i].leaf.enqueue(pkt, now, drops);
         self.totals.apply(delta);
@@ -207,7 +201,9 @@ impl Qdisc for Drr {
                     self.retire_front();
                     stalled_run = 0;
                 } else {
-                    self.note_stall(i);
+                    self.classes[i]
+                        .leaf
+                        .note_stall(&mut self.stalled, self.last);
                     self.rotate_front();
                     stalled_run += 1;
                     if stalled_run >= self.active.len() {
@@ -229,7 +225,9 @@ impl Qdisc for Drr {
             self.totals.apply(delta);
             let Some(pkt) = pkt else {
                 // Peeked but not released: treat as a stall of this leaf.
-                self.note_stall(i);
+                self.classes[i]
+                    .leaf
+                    .note_stall(&mut self.stalled, self.last);
                 self.rotate_front();
                 continue;
             };
@@ -289,13 +287,6 @@ impl Qdisc for Drr {
 /// Laps of the active list one dequeue may make before giving up (see the
 /// module doc: two suffice when quanta are at least the largest packet).
 const MAX_LAPS_PER_DEQUEUE: usize = 128;
-
-impl Drr {
-    fn note_stall(&mut self, i: usize) {
-        let w = self.classes[i].leaf.q.next_wakeup().unwrap_or(self.last);
-        self.stalled = Some(self.stalled.map_or(w, |s| s.min(w)));
-    }
-}
 
 #[cfg(test)]
 mod tests;

@@ -31,7 +31,7 @@
 //! `fairq_addq`, `fairq_selectq`, `fairq_getq`) and pfctl's `parse.y`
 //! (`fairqopts_item`); written anew for sluice's `Qdisc` contract.
 
-use crate::qdisc::clamp;
+use crate::qdisc::{clamp, earliest_wakeup};
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::{Duration, Instant, Rate};
 use std::collections::VecDeque;
@@ -439,6 +439,29 @@ impl Fairq {
         }
     }
 
+    /// Offers `turn` the front bucket of the class to serve until it takes
+    /// it. Each pass serves a packet, empties a bucket or finds a child that
+    /// gives nothing now: bounded by the buckets in the rounds.
+    fn take_turns<T>(
+        &mut self,
+        now: Instant,
+        mut turn: impl FnMut(&mut Self, usize, u32) -> Option<T>,
+    ) -> Option<T> {
+        for _ in 0..=self.in_rounds() {
+            if self.len == 0 {
+                break;
+            }
+            let ci = self.choose_class(now)?;
+            let Some(b) = self.front_bucket(ci) else {
+                continue;
+            };
+            if let Some(t) = turn(self, ci, b) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
     fn serve(&mut self, ci: usize, b: u32, now: Instant, drops: &mut Drops) -> Option<Packet> {
         let pkt = self.with_bucket(ci, b, |q| q.dequeue(now, drops));
         if let Some(p) = &pkt {
@@ -491,21 +514,7 @@ impl Qdisc for Fairq {
                 }
             }
         }
-        // Each pass serves a packet, empties a bucket or finds a child
-        // that gives nothing now: bounded by the buckets in the rounds.
-        for _ in 0..=self.in_rounds() {
-            if self.len == 0 {
-                break;
-            }
-            let ci = self.choose_class(now)?;
-            let Some(b) = self.front_bucket(ci) else {
-                continue;
-            };
-            if let Some(p) = self.serve(ci, b, now, drops) {
-                return Some(p);
-            }
-        }
-        None
+        self.take_turns(now, |q, ci, b| q.serve(ci, b, now, drops))
     }
 
     /// The peeked-packet rule: the class and bucket a peek chose are the
@@ -524,25 +533,17 @@ impl Qdisc for Fairq {
             }
             self.peeked = None;
         }
-        // Same bound as `dequeue`.
-        for _ in 0..=self.in_rounds() {
-            if self.len == 0 {
-                break;
-            }
-            let ci = self.choose_class(now)?;
-            let Some(b) = self.front_bucket(ci) else {
-                continue;
-            };
-            if let Some(l) = self.with_bucket(ci, b, |q| q.peek_len(now, drops)) {
-                self.peeked = Some((ci, b));
+        self.take_turns(now, |q, ci, b| {
+            if let Some(l) = q.with_bucket(ci, b, |c| c.peek_len(now, drops)) {
+                q.peeked = Some((ci, b));
                 return Some(l);
             }
             // Its AQM emptied it, or it cannot send now: next turn.
-            if self.front_bucket(ci) == Some(b) {
-                self.classes[ci].round.rotate_left(1);
+            if q.front_bucket(ci) == Some(b) {
+                q.classes[ci].round.rotate_left(1);
             }
-        }
-        None
+            None
+        })
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
@@ -551,19 +552,11 @@ impl Qdisc for Fairq {
         }
         // The children (FIFO, RED, CoDel) never throttle: the first
         // non-empty bucket found ends the scan.
-        let mut best: Option<Instant> = None;
-        for c in &self.classes {
-            for &b in &c.round {
-                if let Some(q) = &c.buckets[b as usize].q {
-                    match q.next_wakeup() {
-                        None if !q.is_empty() => return None,
-                        Some(w) => best = Some(best.map_or(w, |x: Instant| x.min(w))),
-                        None => {}
-                    }
-                }
-            }
-        }
-        best
+        earliest_wakeup(self.classes.iter().flat_map(|c| {
+            c.round
+                .iter()
+                .filter_map(|&b| c.buckets[b as usize].q.as_deref())
+        }))
     }
 
     fn len(&self) -> usize {

@@ -68,10 +68,6 @@ impl Leaf {
         }
     }
 
-    pub(crate) fn next_wakeup(&self) -> Option<Instant> {
-        self.as_dyn().next_wakeup()
-    }
-
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         match self {

@@ -27,7 +27,7 @@
 //! PRIQ's aggregate (with `NoClass` refusals) is [`ClassId::ROOT`].
 
 use crate::leaf::Leaf;
-use crate::qdisc::clamp;
+use crate::qdisc::{clamp, earliest_wakeup};
 use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::collections::VecDeque;
@@ -463,18 +463,13 @@ impl Qdisc for Priq {
         }
         // Only meaningful when every non-empty child is throttled; classes are
         // few, so a scan over them is acceptable off the packet path.
-        let mut best: Option<Instant> = None;
-        for (leaf, m) in self.leaves.iter().zip(&self.meta) {
-            if m.active {
-                match leaf.next_wakeup() {
-                    Some(w) => best = Some(best.map_or(w, |b: Instant| b.min(w))),
-                    // This child can send now.
-                    None if !leaf.is_empty() => return None,
-                    None => {}
-                }
-            }
-        }
-        best
+        earliest_wakeup(
+            self.leaves
+                .iter()
+                .zip(&self.meta)
+                .filter(|(_, m)| m.active)
+                .map(|(leaf, _)| leaf.as_dyn()),
+        )
     }
 
     fn len(&self) -> usize {

@@ -12,6 +12,23 @@ pub(crate) fn clamp(latest: &mut Instant, now: Instant) -> Instant {
     *latest
 }
 
+/// When a parent whose children never wait on each other should next be
+/// polled: `None` as soon as one non-empty child can send now (no wake-up
+/// needed), else the earliest of the children's wake-ups.
+pub(crate) fn earliest_wakeup<'a>(
+    children: impl Iterator<Item = &'a dyn Qdisc>,
+) -> Option<Instant> {
+    let mut best: Option<Instant> = None;
+    for q in children {
+        match q.next_wakeup() {
+            None if !q.is_empty() => return None,
+            Some(w) => best = Some(best.map_or(w, |b| b.min(w))),
+            None => {}
+        }
+    }
+    best
+}
+
 /// The largest packet (by cost) a hold lets by ([`Qdisc::hold`]): a pure
 /// ACK with timestamps (66 bytes on Ethernet), an echo request (98), a DNS
 /// query, with some framing overhead.

@@ -374,7 +374,7 @@ impl Qdisc for Tbr {
 mod tests {
     use super::*;
     use crate::testing::fifo_leaf;
-    use crate::testing::{check_random, OpSpace};
+    use crate::testing::{check_random, serve_at_wakeups, OpSpace};
     use sluice_time::Duration;
 
     fn pkt(id: u64, len: u32) -> Packet {
@@ -392,28 +392,17 @@ mod tests {
         let mut t = Tbr::new(Params::for_rate(rate), fifo_leaf(100_000));
         let mut drops = Vec::new();
         let lens = [1500u32, 64, 576, 1200, 40];
-        let mut now = start;
+        let now = start;
         for i in 0..n {
             t.enqueue(pkt(i, lens[(i % 5) as usize]), now, &mut drops);
         }
         let (mut last, mut bytes, mut sent) = (now, 0u64, 0u64);
-        // Bound: each iteration sends or jumps to a wake-up; 2n + 2 suffice.
-        for _ in 0..2 * n + 2 {
-            match t.dequeue(now, &mut drops) {
-                Some(p) => {
-                    sent += 1;
-                    bytes += p.cost as u64;
-                    last = now;
-                }
-                None => match t.next_wakeup() {
-                    Some(w) => {
-                        assert!(w > now, "wake-up must be in the future when throttled");
-                        now = w;
-                    }
-                    None => break,
-                },
-            }
-        }
+        // Each step sends or jumps to a wake-up: 2n + 2 suffice.
+        serve_at_wakeups(&mut t, now, 2 * n + 2, &mut drops, |p, at| {
+            sent += 1;
+            bytes += p.cost as u64;
+            last = at;
+        });
         assert!(drops.is_empty());
         (last, bytes, sent)
     }
@@ -438,6 +427,22 @@ mod tests {
             err < 0.001,
             "rate {rate}: achieved {achieved:.1} bit/s, error {err:.5}"
         );
+    }
+
+    /// A regulator of `rate` and `bucket_bytes` (over a FIFO of 10 000)
+    /// holding `n` packets of 1000 bytes since time zero.
+    fn backlogged(rate: Rate, bucket_bytes: u32, n: u64) -> (Tbr, Drops) {
+        let mut t = tbr(rate, bucket_bytes, 10_000);
+        let mut drops = Vec::new();
+        for i in 0..n {
+            t.enqueue(pkt(i, 1000), Instant::ZERO, &mut drops);
+        }
+        (t, drops)
+    }
+
+    /// `n` ms after time zero.
+    fn ms(n: u64) -> Instant {
+        Instant(n * 1_000_000)
     }
 
     /// Serves `t` exactly at its wake-ups from `now` until `until`; returns
@@ -466,12 +471,7 @@ mod tests {
     fn a_rate_step_with_packets_queued_loses_nothing_and_paces_each_side() {
         // 1000 packets of 1000 bytes wait; 8 Mbit/s (1 ms a packet) for
         // 200 ms, then 2 Mbit/s (4 ms a packet) for 400 ms, then 16 Mbit/s.
-        let mut t = tbr(Rate::mbps(8), 1000, 10_000);
-        let mut drops = Vec::new();
-        for i in 0..1000 {
-            t.enqueue(pkt(i, 1000), Instant::ZERO, &mut drops);
-        }
-        let ms = |n: u64| Instant(n * 1_000_000);
+        let (mut t, mut drops) = backlogged(Rate::mbps(8), 1000, 1000);
         let mut now = Instant::ZERO;
         let (b1, _) = serve(&mut t, &mut now, ms(200) - Duration(1), &mut drops);
         assert!(t.set_rate(Rate::mbps(2), ms(200), &mut drops));
@@ -504,12 +504,7 @@ mod tests {
         // A hold of 50 ms at 100 ms: the bucket's credit is spent with it,
         // nothing leaves before 150 ms + one packet's time, and the rate
         // after is the rate; nothing is lost.
-        let mut t = tbr(Rate::mbps(8), 4000, 10_000);
-        let mut drops = Vec::new();
-        for i in 0..500 {
-            t.enqueue(pkt(i, 1000), Instant::ZERO, &mut drops);
-        }
-        let ms = |n: u64| Instant(n * 1_000_000);
+        let (mut t, mut drops) = backlogged(Rate::mbps(8), 4000, 500);
         let mut now = Instant::ZERO;
         let (b1, _) = serve(&mut t, &mut now, ms(100) - Duration(1), &mut drops);
         assert!(t.hold(Duration::from_millis(50), ms(100), &mut drops));
@@ -535,7 +530,6 @@ mod tests {
         // are earned: 30 + 1 + 1 ms.
         let mut t = tbr(Rate::mbps(8), 4000, 100);
         let mut drops = Vec::new();
-        let ms = |n: u64| Instant(n * 1_000_000);
         assert!(t.hold(Duration::from_millis(30), ms(0), &mut drops));
         for i in 0..10 {
             t.enqueue(pkt(i, 100), ms(5), &mut drops);

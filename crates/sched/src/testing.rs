@@ -595,6 +595,38 @@ impl Qdisc for Lossy {
     }
 }
 
+/// The ids of the packets `q` sends at `now` until it gives nothing.
+pub fn ids_served(q: &mut dyn Qdisc, now: Instant, drops: &mut Drops) -> Vec<u64> {
+    std::iter::from_fn(|| q.dequeue(now, drops))
+        .map(|p| p.id)
+        .collect()
+}
+
+/// Serves `q` from `now` at its own pace: each packet it gives goes to
+/// `sent` with the time it left; when it gives nothing, time jumps to its
+/// wake-up, which must lie ahead. Ends when it names none, or after
+/// `bound` steps (each sends or jumps).
+pub fn serve_at_wakeups(
+    q: &mut dyn Qdisc,
+    mut now: Instant,
+    bound: u64,
+    drops: &mut Drops,
+    mut sent: impl FnMut(&Packet, Instant),
+) {
+    for _ in 0..bound {
+        match q.dequeue(now, drops) {
+            Some(p) => sent(&p, now),
+            None => match q.next_wakeup() {
+                Some(w) => {
+                    assert!(w > now, "a throttled discipline wakes up later");
+                    now = w;
+                }
+                None => break,
+            },
+        }
+    }
+}
+
 /// A TCP segment in an Ethernet frame, for tests of what reads packet
 /// bytes (the ACK filter, [`crate::ack_filter`]): wire's builder
 /// (`sluice_wire::build::tcp_with`) plus the two fields it leaves at zero,

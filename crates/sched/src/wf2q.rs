@@ -29,10 +29,10 @@
 //! Leaves are expected to be work-conserving (FIFO, RED, CoDel): a leaf that
 //! holds a packet back stalls its class until the leaf's own wake-up.
 
-use crate::class::{check_weight, reject_no_class, ClassIndex};
+use crate::class::{check_weight, ClassIndex};
 use crate::class::{resident_from_totals, Counted, Totals};
 use crate::qdisc::clamp;
-use crate::{ClassId, DropReason, Drops, Enqueue, Packet, Qdisc, QueueStats};
+use crate::{ClassId, Drops, Enqueue, Packet, Qdisc, QueueStats};
 use sluice_time::Instant;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -83,7 +83,6 @@ pub struct Wf2q {
     totals: Totals,
     last: Instant,
     stalled: Option<Instant>,
-    no_class: QueueStats,
 }
 
 impl Default for Wf2q {
@@ -106,7 +105,6 @@ impl Wf2q {
             totals: Totals::default(),
             last: Instant::ZERO,
             stalled: None,
-            no_class: QueueStats::default(),
         }
     }
 
@@ -161,7 +159,7 @@ impl Wf2q {
 
     /// Packets refused for want of a class (no default set).
     pub fn unclassified(&self) -> &QueueStats {
-        &self.no_class
+        self.index.refused()
     }
 
     fn tag_len(cost: u32, weight: u64) -> u128 {
@@ -273,19 +271,13 @@ impl Wf2q {
             }
         }
     }
-
-    fn note_stall(&mut self, i: usize) {
-        let w = self.flows[i].leaf.q.next_wakeup().unwrap_or(self.last);
-        self.stalled = Some(self.stalled.map_or(w, |s| s.min(w)));
-    }
 }
 
 impl Qdisc for Wf2q {
     fn enqueue(&mut self, pkt: Packet, now: Instant, drops: &mut Drops) -> Enqueue {
         let now = clamp(&mut self.last, now);
         let Some(i) = self.index.route(pkt.class) else {
-            self.no_class.on_drop(&pkt, DropReason::NoClass);
-            return reject_no_class(pkt, drops);
+            return self.index.refuse(pkt, drops);
         };
         let cost = pkt.cost;
         let was_backlogged = matches!(self.flows[i].state, State::Eligible | State::Waiting);
@@ -321,7 +313,7 @@ impl Qdisc for Wf2q {
                     self.deactivate(i);
                     continue;
                 }
-                self.note_stall(i);
+                self.flows[i].leaf.note_stall(&mut self.stalled, self.last);
                 self.schedule(i);
                 return None;
             };
@@ -335,7 +327,7 @@ impl Qdisc for Wf2q {
                 }
                 None if self.flows[i].leaf.q.is_empty() => self.deactivate(i),
                 None => {
-                    self.note_stall(i);
+                    self.flows[i].leaf.note_stall(&mut self.stalled, self.last);
                     self.schedule(i);
                 }
             }

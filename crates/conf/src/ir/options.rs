@@ -125,65 +125,68 @@ impl Options {
     }
 }
 
-/// pf's state timeouts (pf.conf(5) "OPTIONS", `set timeout`); the
-/// defaults are pf's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timeouts {
-    pub tcp_first: Duration,
-    pub tcp_opening: Duration,
-    pub tcp_established: Duration,
-    pub tcp_closing: Duration,
-    pub tcp_finwait: Duration,
-    pub tcp_closed: Duration,
-    pub udp_first: Duration,
-    pub udp_single: Duration,
-    pub udp_multiple: Duration,
-    pub icmp_first: Duration,
-    pub icmp_error: Duration,
-    pub other_first: Duration,
-    pub other_single: Duration,
-    pub other_multiple: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        let s = Duration::from_secs;
-        Timeouts {
-            tcp_first: s(120),
-            tcp_opening: s(30),
-            tcp_established: s(86_400),
-            tcp_closing: s(900),
-            tcp_finwait: s(45),
-            tcp_closed: s(90),
-            udp_first: s(60),
-            udp_single: s(30),
-            udp_multiple: s(60),
-            icmp_first: s(20),
-            icmp_error: s(10),
-            other_first: s(60),
-            other_single: s(30),
-            other_multiple: s(60),
+/// Defines the timeout kinds once: the [`Timeouts`] field, the
+/// [`TimeoutKind`] variant, pf's name and pf's default (seconds) of each.
+macro_rules! timeouts {
+    ($($kind:ident, $field:ident, $name:literal, $secs:expr;)*) => {
+        /// pf's state timeouts (pf.conf(5) "OPTIONS", `set timeout`); the
+        /// defaults are pf's.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct Timeouts {
+            $(pub $field: Duration,)*
         }
-    }
+
+        impl Default for Timeouts {
+            fn default() -> Self {
+                Timeouts {
+                    $($field: Duration::from_secs($secs),)*
+                }
+            }
+        }
+
+        /// Which timeout currently applies to a state.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum TimeoutKind {
+            $($kind,)*
+        }
+
+        impl Timeouts {
+            pub fn get_mut(&mut self, k: TimeoutKind) -> &mut Duration {
+                match k {
+                    $(TimeoutKind::$kind => &mut self.$field,)*
+                }
+            }
+        }
+
+        impl TimeoutKind {
+            pub const ALL: [TimeoutKind; [$(TimeoutKind::$kind),*].len()] =
+                [$(TimeoutKind::$kind),*];
+
+            /// pf's name (`tcp.first`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(TimeoutKind::$kind => $name,)*
+                }
+            }
+        }
+    };
 }
 
-/// Which timeout currently applies to a state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeoutKind {
-    TcpFirst,
-    TcpOpening,
-    TcpEstablished,
-    TcpClosing,
-    TcpFinWait,
-    TcpClosed,
-    UdpFirst,
-    UdpSingle,
-    UdpMultiple,
-    IcmpFirst,
-    IcmpError,
-    OtherFirst,
-    OtherSingle,
-    OtherMultiple,
+timeouts! {
+    TcpFirst, tcp_first, "tcp.first", 120;
+    TcpOpening, tcp_opening, "tcp.opening", 30;
+    TcpEstablished, tcp_established, "tcp.established", 86_400;
+    TcpClosing, tcp_closing, "tcp.closing", 900;
+    TcpFinWait, tcp_finwait, "tcp.finwait", 45;
+    TcpClosed, tcp_closed, "tcp.closed", 90;
+    UdpFirst, udp_first, "udp.first", 60;
+    UdpSingle, udp_single, "udp.single", 30;
+    UdpMultiple, udp_multiple, "udp.multiple", 60;
+    IcmpFirst, icmp_first, "icmp.first", 20;
+    IcmpError, icmp_error, "icmp.error", 10;
+    OtherFirst, other_first, "other.first", 60;
+    OtherSingle, other_single, "other.single", 30;
+    OtherMultiple, other_multiple, "other.multiple", 60;
 }
 
 impl Timeouts {
@@ -191,70 +194,9 @@ impl Timeouts {
         let mut t = *self;
         *t.get_mut(k)
     }
-
-    pub fn get_mut(&mut self, k: TimeoutKind) -> &mut Duration {
-        use TimeoutKind::*;
-        match k {
-            TcpFirst => &mut self.tcp_first,
-            TcpOpening => &mut self.tcp_opening,
-            TcpEstablished => &mut self.tcp_established,
-            TcpClosing => &mut self.tcp_closing,
-            TcpFinWait => &mut self.tcp_finwait,
-            TcpClosed => &mut self.tcp_closed,
-            UdpFirst => &mut self.udp_first,
-            UdpSingle => &mut self.udp_single,
-            UdpMultiple => &mut self.udp_multiple,
-            IcmpFirst => &mut self.icmp_first,
-            IcmpError => &mut self.icmp_error,
-            OtherFirst => &mut self.other_first,
-            OtherSingle => &mut self.other_single,
-            OtherMultiple => &mut self.other_multiple,
-        }
-    }
 }
 
 impl TimeoutKind {
-    pub const ALL: [TimeoutKind; 14] = {
-        use TimeoutKind::*;
-        [
-            TcpFirst,
-            TcpOpening,
-            TcpEstablished,
-            TcpClosing,
-            TcpFinWait,
-            TcpClosed,
-            UdpFirst,
-            UdpSingle,
-            UdpMultiple,
-            IcmpFirst,
-            IcmpError,
-            OtherFirst,
-            OtherSingle,
-            OtherMultiple,
-        ]
-    };
-
-    /// pf's name (`tcp.first`).
-    pub fn name(self) -> &'static str {
-        use TimeoutKind::*;
-        match self {
-            TcpFirst => "tcp.first",
-            TcpOpening => "tcp.opening",
-            TcpEstablished => "tcp.established",
-            TcpClosing => "tcp.closing",
-            TcpFinWait => "tcp.finwait",
-            TcpClosed => "tcp.closed",
-            UdpFirst => "udp.first",
-            UdpSingle => "udp.single",
-            UdpMultiple => "udp.multiple",
-            IcmpFirst => "icmp.first",
-            IcmpError => "icmp.error",
-            OtherFirst => "other.first",
-            OtherSingle => "other.single",
-            OtherMultiple => "other.multiple",
-        }
-    }
-
     pub fn from_name(s: &str) -> Option<TimeoutKind> {
         TimeoutKind::ALL.into_iter().find(|k| k.name() == s)
     }

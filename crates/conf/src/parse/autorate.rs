@@ -43,12 +43,7 @@ pub(super) fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
     if !p.eat(&Tok::LParen) {
         return Ok(a);
     }
-    // Each iteration consumes at least one token or returns.
-    while !p.eat(&Tok::RParen) {
-        if p.eat(&Tok::Comma) {
-            continue;
-        }
-        let w = p.word("min, max, dry-run, probe, reconfig or `)`")?;
+    p.options("min, max, dry-run, probe, reconfig or `)`", &mut |p, w| {
         match w.v.as_str() {
             "min" => a.min = Some(bandwidth(p)?),
             "max" => a.max = Some(bandwidth(p)?),
@@ -56,24 +51,18 @@ pub(super) fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
             "probe" => {
                 let addr = probe_addr(p)?;
                 if let Some(first) = &a.probe {
-                    return Err(
-                        Diagnostic::error("a second probe in autorate", addr.span)
-                            .label("one probe address per interface")
-                            .note(first.span, "the first one")
-                            .hint("keep the one nearest the link: the modem or the ISP's first hop"),
-                    );
+                    return Err(second("probe", addr.span, first.span)
+                        .label("one probe address per interface")
+                        .hint("keep the one nearest the link: the modem or the ISP's first hop"));
                 }
                 a.probe = Some(addr);
             }
             "reconfig" => {
                 let r = reconfig(p, w.span)?;
                 if let Some(first) = &a.reconfig {
-                    return Err(
-                        Diagnostic::error("a second reconfig in autorate", r.span)
-                            .label("one schedule per interface")
-                            .note(first.span, "the first one")
-                            .hint("keep the one that matches the link: `reconfig starlink`, or the long form with its own times"),
-                    );
+                    return Err(second("reconfig", r.span, first.span)
+                        .label("one schedule per interface")
+                        .hint("keep the one that matches the link: `reconfig starlink`, or the long form with its own times"));
                 }
                 a.reconfig = Some(r);
             }
@@ -85,9 +74,16 @@ pub(super) fn autorate(p: &mut P, start: Span) -> PResult<AutorateAst> {
                 )
             }
         }
-    }
+        Ok(())
+    })?;
     a.span = start.to(p.prev_span());
     Ok(a)
+}
+
+/// A second `what` in one `autorate (…)`, at `at`; `first` is the one
+/// written before it.
+fn second(what: &str, at: Span, first: Span) -> Diagnostic {
+    Diagnostic::error(format!("a second {what} in autorate"), at).note(first, "the first one")
 }
 
 /// The address of `probe ADDR`: one IPv4 or IPv6 literal, read as rules'
@@ -166,12 +162,7 @@ fn reconfig(p: &mut P, kw: Span) -> PResult<ReconfigAst> {
             .hint(RECONFIG_HINT));
     }
     let [mut every, mut at, mut lead, mut hold]: [Option<Sp<Duration>>; 4] = Default::default();
-    // Each iteration consumes at least one token or returns.
-    while !p.eat(&Tok::RParen) {
-        if p.eat(&Tok::Comma) {
-            continue;
-        }
-        let w = p.word("every, at, lead, hold or `)`")?;
+    p.options("every, at, lead, hold or `)`", &mut |p, w| {
         // The slot, the unit of the example, and the allowed range (`at`'s
         // is below `every`: sema's).
         let (slot, unit, range) = match w.v.as_str() {
@@ -230,7 +221,8 @@ fn reconfig(p: &mut P, kw: Span) -> PResult<ReconfigAst> {
             }
         }
         *slot = Some(d);
-    }
+        Ok(())
+    })?;
     let span = kw.to(p.prev_span());
     let (every, at) = match (every, at) {
         (Some(e), Some(a)) => (e, a),

@@ -158,6 +158,24 @@ impl<'a> P<'a> {
         self.list_into(item, &mut out, 0)?;
         Ok(out)
     }
+    /// The options of a `( a 1, b 2 )` group whose `(` is eaten, up to and
+    /// with its `)`: each option's word goes to `option`, which reads the
+    /// value; commas between options are optional.
+    pub fn options(
+        &mut self,
+        what: &str,
+        option: &mut dyn FnMut(&mut P<'a>, Sp<String>) -> PResult<()>,
+    ) -> PResult<()> {
+        // Each iteration consumes at least one token or returns.
+        while !self.eat(&Tok::RParen) {
+            if self.eat(&Tok::Comma) {
+                continue;
+            }
+            let w = self.word(what)?;
+            option(self, w)?;
+        }
+        Ok(())
+    }
     fn list_into<T>(
         &mut self,
         item: &mut dyn FnMut(&mut P<'a>) -> PResult<T>,

@@ -687,21 +687,13 @@ fn codel_opts(p: &mut P) -> PResult<crate::ir::CodelParams> {
     if !p.eat(&Tok::LParen) {
         return Ok(c);
     }
-    // Each iteration consumes at least one token or returns.
-    loop {
-        if p.eat(&Tok::RParen) {
-            return Ok(c);
-        }
-        if p.eat(&Tok::Comma) {
-            continue;
-        }
-        let w = p.word("a codel option")?;
+    p.options("a codel option", &mut |p, w| {
         let slot = match w.v.as_str() {
             "target" => &mut c.target,
             "interval" => &mut c.interval,
             "ecn" => {
                 c.ecn = true;
-                continue;
+                return Ok(());
             }
             // pfSense's CODELQ writes its queue limit here, `codelq ( qlimit
             // 50 )`; FreeBSD's pfctl refuses it too (codel_opts: interval,
@@ -727,7 +719,9 @@ fn codel_opts(p: &mut P) -> PResult<crate::ir::CodelParams> {
             );
         }
         *slot = d;
-    }
+        Ok(())
+    })?;
+    Ok(c)
 }
 
 /// `fq_codel [(target 5ms, interval 100ms, quantum 1514, limit 10240, flows 1024, ecn)]`.
@@ -740,15 +734,7 @@ fn fq_codel(p: &mut P) -> PResult<FqCodelParams> {
     if !p.eat(&Tok::LParen) {
         return Ok(f);
     }
-    // Each iteration consumes at least one token or returns.
-    loop {
-        if p.eat(&Tok::RParen) {
-            return Ok(f);
-        }
-        if p.eat(&Tok::Comma) {
-            continue;
-        }
-        let w = p.word("an fq_codel option")?;
+    p.options("an fq_codel option", &mut |p, w| {
         match w.v.as_str() {
             "target" => f.target = duration(p, MS)?,
             "interval" => f.interval = duration(p, MS)?,
@@ -773,5 +759,7 @@ fn fq_codel(p: &mut P) -> PResult<FqCodelParams> {
                 )
             }
         }
-    }
+        Ok(())
+    })?;
+    Ok(f)
 }

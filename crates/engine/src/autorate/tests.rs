@@ -178,6 +178,11 @@ fn reading(ms: u64) -> Reading {
     }
 }
 
+/// `n` ms after the tests' start, one second past zero.
+fn ms(n: u64) -> Instant {
+    Instant(1_000_000_000 + n * 1_000_000)
+}
+
 /// Bytes at `mbps` over `ms`.
 fn bytes(mbps: f64, ms: u64) -> u64 {
     (mbps * 1e6 / 8.0 * ms as f64 / 1000.0) as u64
@@ -185,7 +190,6 @@ fn bytes(mbps: f64, ms: u64) -> u64 {
 
 #[test]
 fn an_uploads_cut_holds_the_shaper_for_the_queue_it_reads_and_not_twice() {
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let mut c = upload();
     let (mut sent, mut last) = (0, 0);
     assert!(c.tick(ms(0), sent, Some(0), reading(0)).is_none());
@@ -244,7 +248,6 @@ fn an_uploads_cut_holds_the_shaper_for_the_queue_it_reads_and_not_twice() {
 /// the raise's, and is cut (docs/autorate.md §3, "Draining").
 #[test]
 fn a_queue_after_the_rate_rose_again_is_not_the_cuts_drain() {
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let run = |raise_first: bool| {
         let mut c = upload();
         let (mut sent, mut t) = (0, 0);
@@ -282,7 +285,6 @@ fn a_queue_after_the_rate_rose_again_is_not_the_cuts_drain() {
 /// With `stays`, the link stays at `link` and a rate past it queues
 /// (the reading 1 ms plus that queue); else nothing is read past it.
 fn way_back(link: f64, after: u64, stays: bool) -> Vec<Rate> {
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let mut c = upload();
     let (mut sent, mut acked) = (0, 0);
     c.tick(ms(0), sent, Some(acked), reading(0));
@@ -345,7 +347,6 @@ fn a_step_taken_for_a_fade_that_ends_is_caught_by_its_queue() {
     // its end — the limit of the rule (docs/autorate.md). The resumed
     // way back (+10 % a tick) meets the queue within two ticks, and
     // the rate never passes 1.6 by more than a fifth.
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let mut c = upload();
     let (mut sent, mut acked) = (0, 0);
     c.tick(ms(0), sent, Some(acked), reading(0));
@@ -381,7 +382,6 @@ fn a_second_cut_keeps_the_link_the_first_hold_measured() {
     // ends with the queue gone and measures nothing. The way back
     // from the dip stops at the first hold's link, not at 90 % of the
     // 4 Mbit/s before the dip.
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let mut c = upload();
     let (mut sent, mut acked) = (0, 0);
     c.tick(ms(0), sent, Some(acked), reading(0));
@@ -429,7 +429,6 @@ fn a_second_cut_keeps_the_link_the_first_hold_measured() {
 /// the cut on, for the download's controller or (`way_out`) an
 /// upload's.
 fn download_way_back(way_out: bool) -> Vec<Decision> {
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let cfg = Autorate {
         min: Rate::mbps(5),
         max: Rate::mbps(25),
@@ -483,7 +482,6 @@ fn a_downloads_way_back_stops_where_its_output_stops() {
 /// memory (3 s), its output following its rate, the rate back within
 /// the band about the cut.
 fn three_seconds_after_a_cut(way_out: bool) -> (Controller, u64, u64, Rate) {
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let mut c = upload();
     c.way_out = way_out;
     c.rate = Rate::mbps(2);
@@ -506,7 +504,6 @@ fn three_seconds_after_a_cut(way_out: bool) -> (Controller, u64, u64, Rate) {
 
 #[test]
 fn past_an_old_cut_a_few_milliseconds_keep_an_uploads_raise_gentle() {
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let next = |(mut c, t, sent, r): (Controller, u64, u64, Rate), d: u64| {
         let sent = sent + bytes(r.0 as f64 / 1e6, 50);
         let step = c.tick(ms(t + 50), sent, Some(0), reading(d)).unwrap();
@@ -529,7 +526,6 @@ fn past_an_old_cut_a_few_milliseconds_keep_an_uploads_raise_gentle() {
 fn the_thresholds_allow_half_a_frames_time() {
     // At 1.6 Mbit/s a full frame takes 7.6 ms: a cut above 10 + 3.8
     // ms, a raise up to 5 + 3.8.
-    let ms = |n: u64| Instant(1_000_000_000 + n * 1_000_000);
     let first = |d: u64| {
         let mut c = upload();
         c.rate = Rate(1_600_000);

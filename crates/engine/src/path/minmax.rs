@@ -62,14 +62,7 @@ impl WindowMin {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
-    fn at(n: u64) -> Instant {
-        Instant(1_000_000_000) + ms(n)
-    }
+    use crate::path::test_time::{at, ms};
 
     #[test]
     fn the_least_value_is_kept_for_half_to_a_whole_window() {

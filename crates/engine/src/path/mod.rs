@@ -34,3 +34,18 @@ pub mod probe;
 pub mod sojourn;
 
 pub use monitor::{Monitor, PathReading, RxEvent, SideStats};
+
+/// Virtual time for the parts' tests: `ms(n)` milliseconds, and `at(n)`,
+/// `n` ms after a start one second past zero.
+#[cfg(test)]
+mod test_time {
+    use sluice_time::{Duration, Instant};
+
+    pub(super) fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    pub(super) fn at(n: u64) -> Instant {
+        Instant(1_000_000_000) + ms(n)
+    }
+}

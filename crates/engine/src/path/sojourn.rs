@@ -180,14 +180,7 @@ impl FlowSojourn {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
-    fn at(n: u64) -> Instant {
-        Instant(1_000_000_000) + ms(n)
-    }
+    use crate::path::test_time::{at, ms};
 
     #[test]
     fn each_connection_keeps_its_own_sojourn() {

@@ -37,6 +37,26 @@ pub(super) struct Round {
     turns: HashMap<IpAddr, HostTurn>,
 }
 
+/// Flow `key`, at the front of `ring`, holds nothing now: it leaves the
+/// round.
+fn leave(ring: &mut VecDeque<Key>, key: Key, flows: &mut HashMap<Key, Flow>) {
+    ring.pop_front();
+    if let Some(f) = flows.get_mut(&key) {
+        f.in_round = false;
+    }
+}
+
+/// DRR's turn rule for the front of `ring`: once its credit is spent it
+/// gets a quantum and goes to the back (true), else it goes on (false).
+fn out_of_credit<T>(deficit: &mut i64, ring: &mut VecDeque<T>) -> bool {
+    if *deficit > 0 {
+        return false;
+    }
+    *deficit += QUANTUM;
+    ring.rotate_left(1);
+    true
+}
+
 /// What the round says next.
 pub(super) enum Next {
     /// Release the oldest held ACK of this flow.
@@ -94,15 +114,10 @@ impl Round {
             return Next::Empty;
         };
         let Some(f) = flows.get_mut(&key).filter(|f| !f.held.is_empty()) else {
-            self.flows.pop_front();
-            if let Some(f) = flows.get_mut(&key) {
-                f.in_round = false;
-            }
+            leave(&mut self.flows, key, flows);
             return Next::Again;
         };
-        if f.deficit <= 0 {
-            f.deficit += QUANTUM;
-            self.flows.rotate_left(1);
+        if out_of_credit(&mut f.deficit, &mut self.flows) {
             return Next::Again;
         }
         Next::Release(key)
@@ -121,15 +136,10 @@ impl Round {
             return Next::Again;
         };
         if flows.get(&key).is_none_or(|f| f.held.is_empty()) {
-            t.flows.pop_front();
-            if let Some(f) = flows.get_mut(&key) {
-                f.in_round = false;
-            }
+            leave(&mut t.flows, key, flows);
             return Next::Again;
         }
-        if t.deficit <= 0 {
-            t.deficit += QUANTUM;
-            self.hosts.rotate_left(1);
+        if out_of_credit(&mut t.deficit, &mut self.hosts) {
             return Next::Again;
         }
         Next::Release(key)

@@ -2,7 +2,7 @@ use super::*;
 use crate::fifo::{self, Fifo};
 use crate::fq_codel::{self, FqCodel};
 use crate::red::{self, Red, Rio};
-use crate::testing::{tcp_opt_sack, tcp_opt_timestamps, TcpFrame};
+use crate::testing::{ids_served, tcp_opt_sack, tcp_opt_timestamps, TcpFrame};
 use crate::{DropReason, Drops, Ecn, Enqueue, Qdisc};
 use proptest::prelude::*;
 use sluice_time::Instant;
@@ -300,10 +300,7 @@ fn enqueue_all(q: &mut dyn Qdisc, frames: &[TcpFrame], drops: &mut Drops) -> Vec
 }
 
 fn drain(q: &mut dyn Qdisc) -> Vec<u64> {
-    let mut drops = Vec::new();
-    std::iter::from_fn(|| q.dequeue(Instant(1_000_000), &mut drops))
-        .map(|p| p.id)
-        .collect()
+    ids_served(q, Instant(1_000_000), &mut Vec::new())
 }
 
 fn stats(q: &dyn Qdisc) -> crate::QueueStats {

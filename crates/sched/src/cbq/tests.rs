@@ -79,8 +79,29 @@ fn rate_of(bytes: u64, span: Duration) -> f64 {
     bytes as f64 * 8.0 / span.as_secs_f64()
 }
 
-fn assert_near(got: f64, want: Rate, tol: f64, what: &str) {
-    let want = want.as_bps() as f64;
+/// `n` packets of 100 bytes in each of classes 10 and 11, at time 0.
+fn fill_10_and_11(q: &mut Cbq, n: u64, drops: &mut Drops) {
+    for k in 0..n {
+        q.enqueue(Packet::synthetic(k, 100, 0, ClassId(10)), Instant(0), drops);
+        q.enqueue(
+            Packet::synthetic(100 + k, 100, 1, ClassId(11)),
+            Instant(0),
+            drops,
+        );
+    }
+}
+
+/// The class of each packet `q` sends at time 0, in order.
+fn classes_served(q: &mut Cbq, drops: &mut Drops) -> Vec<u32> {
+    std::iter::from_fn(|| q.dequeue(Instant(0), drops))
+        .map(|p| p.class.0)
+        .collect()
+}
+
+/// `bytes` sent in `span` make `want` within 5 %.
+fn assert_rate(bytes: u64, span: Duration, want: Rate, what: &str) {
+    let (got, want) = (rate_of(bytes, span), want.as_bps() as f64);
+    let tol = 0.05;
     assert!(
         (got - want).abs() <= tol * want,
         "{what}: {got:.0} bit/s, want {want:.0} ± {:.0} %",
@@ -96,8 +117,8 @@ fn thirty_seventy_without_borrow_keep_their_rates() {
     ]);
     let span = Duration::from_secs(10);
     let b = run(&mut q, &[10, 11], span);
-    assert_near(rate_of(b[&10], span), LINK.percent(30), 0.05, "30 % class");
-    assert_near(rate_of(b[&11], span), LINK.percent(70), 0.05, "70 % class");
+    assert_rate(b[&10], span, LINK.percent(30), "30 % class");
+    assert_rate(b[&11], span, LINK.percent(70), "70 % class");
 }
 
 #[test]
@@ -110,8 +131,8 @@ fn rates_are_enforced_when_the_link_has_room() {
     ]);
     let span = Duration::from_secs(10);
     let b = run(&mut q, &[10, 11], span);
-    assert_near(rate_of(b[&10], span), LINK.percent(30), 0.05, "30 % class");
-    assert_near(rate_of(b[&11], span), LINK.percent(20), 0.05, "20 % class");
+    assert_rate(b[&10], span, LINK.percent(30), "30 % class");
+    assert_rate(b[&11], span, LINK.percent(20), "20 % class");
     let mut overlimits = 0;
     q.visit_stats(&mut |_, s| overlimits += s.overlimits);
     assert!(overlimits > 0, "held-back classes must count overlimits");
@@ -147,12 +168,7 @@ fn a_lone_class_without_borrow_stays_at_its_rate() {
     ]);
     let span = Duration::from_secs(5);
     let b = run(&mut q, &[10], span);
-    assert_near(
-        rate_of(b[&10], span),
-        LINK.percent(30),
-        0.05,
-        "lone 30 % class",
-    );
+    assert_rate(b[&10], span, LINK.percent(30), "lone 30 % class");
 }
 
 #[test]
@@ -178,12 +194,7 @@ fn borrowing_follows_the_chain_only_through_borrowing_classes() {
     .unwrap();
     let span = Duration::from_secs(5);
     let b = run(&mut q, &[3], span);
-    assert_near(
-        rate_of(b[&3], span),
-        LINK.percent(40),
-        0.05,
-        "leaf borrowing from agency",
-    );
+    assert_rate(b[&3], span, LINK.percent(40), "leaf borrowing from agency");
 }
 
 #[test]
@@ -192,21 +203,8 @@ fn higher_priority_goes_first_among_underlimit_classes() {
     // priority 2 sends anything.
     let mut q = tree(&[(10, LINK, 2, false), (11, LINK, 5, false)]);
     let mut drops = Vec::new();
-    for k in 0..10u64 {
-        q.enqueue(
-            Packet::synthetic(k, 100, 0, ClassId(10)),
-            Instant(0),
-            &mut drops,
-        );
-        q.enqueue(
-            Packet::synthetic(100 + k, 100, 1, ClassId(11)),
-            Instant(0),
-            &mut drops,
-        );
-    }
-    let order: Vec<u32> = std::iter::from_fn(|| q.dequeue(Instant(0), &mut drops))
-        .map(|p| p.class.0)
-        .collect();
+    fill_10_and_11(&mut q, 10, &mut drops);
+    let order = classes_served(&mut q, &mut drops);
     assert_eq!(order, [[11; 10], [10; 10]].concat());
 }
 
@@ -220,18 +218,8 @@ fn a_borrowing_high_priority_class_does_not_starve_an_underlimit_one() {
     ]);
     let span = Duration::from_secs(10);
     let b = run(&mut q, &[10, 11], span);
-    assert_near(
-        rate_of(b[&11], span),
-        LINK.percent(70),
-        0.05,
-        "underlimit low priority",
-    );
-    assert_near(
-        rate_of(b[&10], span),
-        LINK.percent(30),
-        0.05,
-        "borrowing high priority",
-    );
+    assert_rate(b[&11], span, LINK.percent(70), "underlimit low priority");
+    assert_rate(b[&10], span, LINK.percent(30), "borrowing high priority");
 }
 
 #[test]
@@ -411,42 +399,19 @@ fn under_a_token_bucket_cbq_classes_keep_their_shares() {
             None => now = t.next_wakeup().expect("backlogged"),
         }
     }
-    assert_near(
-        rate_of(bytes[0], span),
-        LINK.percent(30),
-        0.05,
-        "30 % under tbr",
-    );
-    assert_near(
-        rate_of(bytes[1], span),
-        LINK.percent(70),
-        0.05,
-        "70 % under tbr",
-    );
+    assert_rate(bytes[0], span, LINK.percent(30), "30 % under tbr");
+    assert_rate(bytes[1], span, LINK.percent(70), "70 % under tbr");
 }
 
 #[test]
 fn reconfiguring_a_class_moves_it_and_changes_its_rate() {
     let mut q = tree(&[(10, LINK, 2, false), (11, LINK, 5, false)]);
     let mut drops = Vec::new();
-    for k in 0..4u64 {
-        q.enqueue(
-            Packet::synthetic(k, 100, 0, ClassId(10)),
-            Instant(0),
-            &mut drops,
-        );
-        q.enqueue(
-            Packet::synthetic(100 + k, 100, 1, ClassId(11)),
-            Instant(0),
-            &mut drops,
-        );
-    }
+    fill_10_and_11(&mut q, 4, &mut drops);
     // Class 10 moves above class 11 while backlogged.
     q.set_class_params(ClassId(10), params(LINK, 6, false), Instant(0))
         .unwrap();
-    let order: Vec<u32> = std::iter::from_fn(|| q.dequeue(Instant(0), &mut drops))
-        .map(|p| p.class.0)
-        .collect();
+    let order = classes_served(&mut q, &mut drops);
     assert_eq!(order, [[10; 4], [11; 4]].concat());
     assert_eq!(
         q.set_class_params(ClassId(10), params(LINK, 9, false), Instant(0)),
@@ -457,12 +422,7 @@ fn reconfiguring_a_class_moves_it_and_changes_its_rate() {
         .unwrap();
     let span = Duration::from_secs(5);
     let b = run(&mut q, &[10], span);
-    assert_near(
-        rate_of(b[&10], span),
-        LINK.percent(10),
-        0.05,
-        "after reconfiguration",
-    );
+    assert_rate(b[&10], span, LINK.percent(10), "after reconfiguration");
 }
 
 #[test]

@@ -26,6 +26,14 @@ pub(crate) struct Counted {
 }
 
 impl Counted {
+    /// This leaf holds packets but gave none: `stalled`, the parent's
+    /// earliest wake-up, takes the leaf's (or `last`, the parent's latest
+    /// time, when the leaf names none).
+    pub fn note_stall(&self, stalled: &mut Option<Instant>, last: Instant) {
+        let w = self.q.next_wakeup().unwrap_or(last);
+        *stalled = Some(stalled.map_or(w, |s| s.min(w)));
+    }
+
     pub fn new(q: Box<dyn Qdisc>) -> Counted {
         Counted {
             q,

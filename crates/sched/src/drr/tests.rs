@@ -1,6 +1,7 @@
 use super::*;
 use crate::testing::fifo_leaf;
 use crate::testing::{check_random, OpSpace};
+use crate::DropReason;
 
 const SIZES: [u32; 7] = [1500, 64, 576, 1200, 40, 900, 1500];
 

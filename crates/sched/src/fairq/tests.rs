@@ -2,7 +2,7 @@ use super::*;
 use crate::codel::{self, Codel};
 use crate::fifo::{self, Fifo};
 use crate::red::{self, Red};
-use crate::testing::{check_random, OpSpace, Rng};
+use crate::testing::{check_random, ids_served, OpSpace, Rng};
 
 fn fifos(limit: u32) -> LeafFactory {
     Box::new(move || {
@@ -28,6 +28,15 @@ fn params(priority: u8) -> ClassParams {
         buckets: 16,
         ..ClassParams::default()
     }
+}
+
+/// Class 1 with `low` and class 2 with `high`, each bucket a FIFO of
+/// `limit` packets.
+fn two_classes(low: ClassParams, high: ClassParams, limit: u32) -> Fairq {
+    let mut q = Fairq::new();
+    q.add_class(ClassId(1), low, fifos(limit)).unwrap();
+    q.add_class(ClassId(2), high, fifos(limit)).unwrap();
+    q
 }
 
 #[test]
@@ -247,13 +256,11 @@ fn a_light_bucket_bursts_until_it_reaches_hogs() {
 /// Class 2 (priority 7, `bandwidth` `hi`) and class 1 (priority 1) both
 /// backlogged at 10 Mbit/s: the share of the high class.
 fn high_share(hi: Option<Rate>) -> f64 {
-    let mut q = Fairq::new();
-    q.add_class(ClassId(1), params(1), fifos(1_000)).unwrap();
-    let p = ClassParams {
+    let high = ClassParams {
         bandwidth: hi,
         ..params(7)
     };
-    q.add_class(ClassId(2), p, fifos(1_000)).unwrap();
+    let mut q = two_classes(params(1), high, 1_000);
     let sent = saturate(&mut q, &[(1, 1), (2, 2)], 1500, Rate::mbps(10), 8_000);
     sent[1] as f64 / (sent[0] + sent[1]) as f64
 }
@@ -267,13 +274,11 @@ fn a_class_over_its_bandwidth_yields_to_a_lower_one() {
     let s = high_share(Some(Rate::mbps(2)));
     eprintln!("share of the high class with bandwidth 2Mb of 10Mb: {s:.3}");
     assert!((0.17..=0.25).contains(&s), "{s}");
-    let mut q = Fairq::new();
-    q.add_class(ClassId(1), params(1), fifos(1_000)).unwrap();
-    let p = ClassParams {
+    let high = ClassParams {
         bandwidth: Some(Rate::mbps(2)),
         ..params(7)
     };
-    q.add_class(ClassId(2), p, fifos(1_000)).unwrap();
+    let mut q = two_classes(params(1), high, 1_000);
     saturate(&mut q, &[(1, 1), (2, 2)], 1500, Rate::mbps(10), 1_000);
     let mut over = 0;
     q.visit_stats(&mut |id, st| {
@@ -286,26 +291,22 @@ fn a_class_over_its_bandwidth_yields_to_a_lower_one() {
 
 #[test]
 fn an_idle_lower_class_leaves_the_link_to_the_class_over_its_bandwidth() {
-    let mut q = Fairq::new();
-    q.add_class(ClassId(1), params(1), fifos(1_000)).unwrap();
-    let p = ClassParams {
+    let high = ClassParams {
         bandwidth: Some(Rate::mbps(2)),
         ..params(7)
     };
-    q.add_class(ClassId(2), p, fifos(1_000)).unwrap();
+    let mut q = two_classes(params(1), high, 1_000);
     let sent = saturate(&mut q, &[(2, 2)], 1500, Rate::mbps(10), 500);
     assert_eq!(sent, vec![500]);
 }
 
 #[test]
 fn peeked_packet_is_the_one_dequeued() {
-    let mut q = Fairq::new();
-    let p = ClassParams {
+    let low = ClassParams {
         hogs: Some(Rate::mbps(1)),
         ..params(1)
     };
-    q.add_class(ClassId(1), p, fifos(100)).unwrap();
-    q.add_class(ClassId(2), params(7), fifos(100)).unwrap();
+    let mut q = two_classes(low, params(7), 100);
     let mut drops = Vec::new();
     q.enqueue(pkt(1, 300, 1, 1), Instant(0), &mut drops);
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(300));
@@ -313,33 +314,25 @@ fn peeked_packet_is_the_one_dequeued() {
     // dequeue: it does not jump the peek.
     q.enqueue(pkt(2, 500, 2, 1), Instant(0), &mut drops);
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(300));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(1));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(2));
-    assert!(q.dequeue(Instant(0), &mut drops).is_none());
+    assert_eq!(ids_served(&mut q, Instant(0), &mut drops), [1, 2]);
 }
 
 #[test]
 fn a_higher_class_arriving_after_a_peek_goes_first() {
     // The token bucket peeks a bulk packet and waits for its tokens; a
     // packet of a higher-priority class arriving meanwhile goes first.
-    let mut q = Fairq::new();
-    q.add_class(ClassId(1), params(1), fifos(100)).unwrap();
-    q.add_class(ClassId(2), params(7), fifos(100)).unwrap();
+    let mut q = two_classes(params(1), params(7), 100);
     let mut drops = Vec::new();
     q.enqueue(pkt(1, 1500, 1, 1), Instant(0), &mut drops);
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(1500));
     q.enqueue(pkt(2, 98, 2, 2), Instant(0), &mut drops);
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(98));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(2));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(1));
-    assert!(q.dequeue(Instant(0), &mut drops).is_none());
+    assert_eq!(ids_served(&mut q, Instant(0), &mut drops), [2, 1]);
 }
 
 #[test]
 fn counters_per_class_and_noclass() {
-    let mut q = Fairq::new();
-    q.add_class(ClassId(1), params(1), fifos(2)).unwrap();
-    q.add_class(ClassId(2), params(2), fifos(2)).unwrap();
+    let mut q = two_classes(params(1), params(2), 2);
     let mut drops = Vec::new();
     // qlimit is per bucket: three packets of one connection drop one,
     // two more of another connection drop none.

@@ -1,7 +1,7 @@
 //! FQ-CoDel's guarantees, proven in virtual time.
 
 use super::*;
-use crate::testing::check_aqm;
+use crate::testing::{check_aqm, ids_served};
 use crate::Ecn;
 use sluice_time::{Duration, Rate};
 
@@ -426,21 +426,24 @@ fn bucket_reduction_is_uniform() {
     assert!(counts.iter().all(|&c| (800..=1200).contains(&c)));
 }
 
+/// Small enough for the model checker to reach every limit.
+fn model_params(ecn: bool) -> Params {
+    Params {
+        flows: 4,
+        quantum_bytes: 300,
+        limit_packets: 25,
+        memory_limit_bytes: 20_000,
+        target: Duration::from_millis(5),
+        interval: Duration::from_millis(30),
+        ecn,
+        drop_batch: 4,
+        ..Params::default()
+    }
+}
+
 #[test]
 fn model_check() {
-    check_aqm(12, true, |ecn| {
-        Box::new(FqCodel::new(Params {
-            flows: 4,
-            quantum_bytes: 300,
-            limit_packets: 25,
-            memory_limit_bytes: 20_000,
-            target: Duration::from_millis(5),
-            interval: Duration::from_millis(30),
-            ecn,
-            drop_batch: 4,
-            ..Params::default()
-        }))
-    });
+    check_aqm(12, true, |ecn| Box::new(FqCodel::new(model_params(ecn))));
 }
 
 #[test]
@@ -773,16 +776,8 @@ fn model_check_isolating() {
     for mode in [Isolation::SrcHost, Isolation::DstHost, Isolation::Both] {
         check_aqm(12, true, |ecn| {
             Box::new(FqCodel::new(Params {
-                flows: 4,
-                quantum_bytes: 300,
-                limit_packets: 25,
-                memory_limit_bytes: 20_000,
-                target: Duration::from_millis(5),
-                interval: Duration::from_millis(30),
-                ecn,
-                drop_batch: 4,
                 isolation: mode,
-                ..Params::default()
+                ..model_params(ecn)
             }))
         });
     }
@@ -809,7 +804,7 @@ fn a_new_flow_goes_before_a_peeked_bulk_packet() {
         "the held packet is back in its flow"
     );
     assert_eq!(q.peek_len(t, &mut drops), Some(98));
-    let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(t, &mut drops).map(|p| p.id)).collect();
+    let order = ids_served(&mut q, t, &mut drops);
     assert_eq!(
         order,
         [10, 1, 2],

@@ -76,21 +76,14 @@ impl Eligible {
             c.eligible.dx = 0;
             c.eligible.dy = 0;
         }
-        c.e = c.eligible.y2x(&rt, c.cumul);
-        c.d = c
-            .deadline
-            .y2x(&rt, c.cumul.saturating_add(c.head_cost as u64));
-        self.place(c, slot, now);
+        self.update_ed(c, slot, now);
     }
 
     /// After a real-time dequeue: new eligible time and deadline.
     pub(crate) fn update_ed(&mut self, c: &mut Class, slot: u32, now: u64) {
         let Some(rt) = c.rt else { return };
         c.e = c.eligible.y2x(&rt, c.cumul);
-        c.d = c
-            .deadline
-            .y2x(&rt, c.cumul.saturating_add(c.head_cost as u64));
-        self.place(c, slot, now);
+        self.update_d(c, slot, now);
     }
 
     /// After a link-sharing dequeue: `cumul` did not move, only the head

@@ -39,7 +39,7 @@ fn off_charges_nothing_and_all_charges_every_class() {
 // ---- Shapers in ingress mode, in virtual time ----
 
 use crate::fq_codel::{self, FqCodel};
-use crate::testing::{check_random, Lossy, OpSpace, Rng};
+use crate::testing::{check_random, serve_at_wakeups, Lossy, OpSpace, Rng};
 use crate::{hfsc, pipe, priq, tbr, Qdisc};
 use sluice_time::{Instant, Rate};
 
@@ -68,24 +68,13 @@ fn saturate(q: &mut dyn Qdisc, n: u64, seed: u64) -> Run {
         );
     }
     assert!(drops.is_empty(), "the queue holds every arrival");
-    let (mut now, mut last, mut sent) = (t0, t0, 0u64);
-    // Bound: each iteration sends, or jumps to a wake-up (at most one per
-    // packet, plus the AQM's drops).
-    for _ in 0..4 * n + 4 {
-        match q.dequeue(now, &mut drops) {
-            Some(p) => {
-                sent += u64::from(p.cost);
-                last = now;
-            }
-            None => match q.next_wakeup() {
-                Some(w) => {
-                    assert!(w > now, "a throttled shaper wakes up later");
-                    now = w;
-                }
-                None => break,
-            },
-        }
-    }
+    let (mut last, mut sent) = (t0, 0u64);
+    // Each step sends, or jumps to a wake-up (at most one per packet, plus
+    // the AQM's drops).
+    serve_at_wakeups(q, t0, 4 * n + 4, &mut drops, |p, at| {
+        sent += u64::from(p.cost);
+        last = at;
+    });
     assert!(q.is_empty(), "drained");
     let dropped = drops
         .iter()

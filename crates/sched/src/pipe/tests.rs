@@ -338,34 +338,51 @@ fn model_checker_pipe_over_drr_unlimited_rate() {
     assert!(r.dropped > 0 && r.dequeued > 1000);
 }
 
-#[test]
-fn a_rate_step_with_packets_queued_loses_nothing_and_paces_each_side() {
-    // 300 packets of 1000 B wait at t0; 8 Mbit/s (1 ms each) until 100 ms,
-    // then 2 Mbit/s (4 ms each). No delay, so exits are serialisation ends.
-    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), fifo_leaf(10_000));
+/// `n` packets of 1000 B wait in `p` at `t0`; `p` is served at each of its
+/// wake-ups, and `event` acts on it once, when time reaches `at`. Returns
+/// each packet's id and exit time, and what was dropped.
+fn serve_with_event(
+    p: &mut Pipe,
+    n: u64,
+    t0: Instant,
+    at: Instant,
+    mut event: impl FnMut(&mut Pipe, &mut Drops),
+) -> (Vec<(u64, Instant)>, Drops) {
     let mut drops = Vec::new();
-    let t0 = Instant(1_000_000_000);
-    for i in 0..300 {
+    for i in 0..n {
         p.enqueue(pkt(i, 1000), t0, &mut drops);
     }
-    let step = t0 + Duration::from_millis(100);
     let mut out = Vec::new();
     let mut now = t0;
-    let mut stepped = false;
+    let mut done = false;
+    // Bound: each pass sends or moves to a later wake-up.
     for _ in 0..10_000 {
-        if !stepped && now >= step {
-            assert!(p.set_rate(Rate::mbps(2), step, &mut drops));
-            stepped = true;
+        if !done && now >= at {
+            event(p, &mut drops);
+            done = true;
         }
         while let Some(q) = p.dequeue(now, &mut drops) {
             out.push((q.id, now));
         }
         match p.next_wakeup() {
-            Some(w) if !stepped => now = w.min(step),
+            Some(w) if !done => now = w.min(at),
             Some(w) => now = w,
             None => break,
         }
     }
+    (out, drops)
+}
+
+#[test]
+fn a_rate_step_with_packets_queued_loses_nothing_and_paces_each_side() {
+    // 300 packets of 1000 B wait at t0; 8 Mbit/s (1 ms each) until 100 ms,
+    // then 2 Mbit/s (4 ms each). No delay, so exits are serialisation ends.
+    let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), fifo_leaf(10_000));
+    let t0 = Instant(1_000_000_000);
+    let step = t0 + Duration::from_millis(100);
+    let (out, drops) = serve_with_event(&mut p, 300, t0, step, |p, drops| {
+        assert!(p.set_rate(Rate::mbps(2), step, drops));
+    });
     assert!(drops.is_empty());
     assert_eq!(out.len(), 300, "nothing lost");
     assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "order kept");
@@ -389,29 +406,11 @@ fn a_hold_keeps_the_link_silent_for_its_length_and_loses_nothing() {
     // 10 ms) still goes, then the link is silent until 41 ms, and the rest
     // follows at the rate.
     let mut p = Pipe::new(params(Rate::mbps(8), Duration::ZERO), fifo_leaf(10_000));
-    let mut drops = Vec::new();
     let t0 = Instant(1_000_000_000);
-    for i in 0..100 {
-        p.enqueue(pkt(i, 1000), t0, &mut drops);
-    }
     let at = t0 + Duration::from_millis(10);
-    let mut out = Vec::new();
-    let mut now = t0;
-    let mut held = false;
-    for _ in 0..10_000 {
-        if !held && now >= at {
-            assert!(p.hold(Duration::from_millis(30), at, &mut drops));
-            held = true;
-        }
-        while let Some(q) = p.dequeue(now, &mut drops) {
-            out.push((q.id, now));
-        }
-        match p.next_wakeup() {
-            Some(w) if !held => now = w.min(at),
-            Some(w) => now = w,
-            None => break,
-        }
-    }
+    let (out, drops) = serve_with_event(&mut p, 100, t0, at, |p, drops| {
+        assert!(p.hold(Duration::from_millis(30), at, drops));
+    });
     assert!(drops.is_empty());
     assert_eq!(out.len(), 100, "nothing lost");
     assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "order kept");

@@ -1,6 +1,6 @@
 use super::*;
 use crate::fifo::{self, Fifo};
-use crate::testing::{check_random, OpSpace};
+use crate::testing::{check_random, ids_served, OpSpace};
 
 fn fifo(limit: u32) -> Box<dyn Qdisc> {
     Box::new(Fifo::new(fifo::Params {
@@ -99,9 +99,7 @@ fn fifo_inside_a_class_and_round_robin_within_priority() {
     for id in 6..9 {
         q.enqueue(pkt(id, 2), Instant(0), &mut drops);
     }
-    let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(Instant(1), &mut drops))
-        .map(|p| p.id)
-        .collect();
+    let order = ids_served(&mut q, Instant(1), &mut drops);
     assert_eq!(order, vec![0, 6, 1, 7, 2, 8, 3, 4, 5]);
 }
 
@@ -158,9 +156,7 @@ fn peeked_packet_is_the_one_dequeued() {
         &mut drops,
     );
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(300));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(1));
-    assert_eq!(q.dequeue(Instant(0), &mut drops).map(|p| p.id), Some(2));
-    assert!(q.dequeue(Instant(0), &mut drops).is_none());
+    assert_eq!(ids_served(&mut q, Instant(0), &mut drops), [1, 2]);
 }
 
 #[test]
@@ -190,9 +186,7 @@ fn a_higher_priority_arrival_goes_before_a_peeked_packet() {
         &mut drops,
     );
     assert_eq!(q.peek_len(Instant(0), &mut drops), Some(98));
-    let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(Instant(0), &mut drops))
-        .map(|p| p.id)
-        .collect();
+    let order = ids_served(&mut q, Instant(0), &mut drops);
     assert_eq!(order, vec![3, 4, 1, 2]);
     assert_eq!(q.len(), 0);
 }

@@ -1,6 +1,7 @@
 //! The delay signal's unit tests.
 
 use super::*;
+use crate::path::test_time::{at, ms};
 use std::net::Ipv4Addr;
 
 #[test]
@@ -165,10 +166,6 @@ fn a_correction_longer_than_the_round_trip_is_no_evidence() {
     assert_eq!(s.unsound, 2);
 }
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
 /// A signal that reads one far network alone (the tests of what one
 /// network's flows read; the vote is tested on its own).
 /// A stamp from the far end of a conversation the LAN host answers.
@@ -201,10 +198,6 @@ fn stamps_of_a_connection_the_lan_host_does_not_answer_count_nothing() {
     let mut unsolicited = DelaySignal::default();
     feed(&mut unsolicited, false);
     assert_eq!(unsolicited.read_in(at(6_000)).delay, None);
-}
-
-fn at(n: u64) -> Instant {
-    Instant(1_000_000_000) + ms(n)
 }
 
 fn host(i: u8) -> IpAddr {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::path::test_time::{at, ms};
 use sluice_sched::{ClassId, Ecn};
 use sluice_wire::build::{tcp_with, TcpSpec};
 use sluice_wire::tcp_flags::ACK;
@@ -11,14 +12,6 @@ const HOST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 10);
 /// The far end's direction of the connection, and the LAN host's.
 const FROM_FAR: u64 = 0xaaaa_0001_0000_0000;
 const FROM_HOST: u64 = 0xbbbb_0002_0000_0000;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn at(n: u64) -> Instant {
-    Instant(1_000_000_000) + ms(n)
-}
 
 fn pair() -> Monitor {
     let mut m = Monitor::new(vec![Some(WAN), Some(LAN)], vec![true, false], [7; 16]);

@@ -326,6 +326,15 @@ impl Default for Receiver {
 mod tests {
     use super::*;
 
+    /// A sender at time zero with its initial window sent, none of it
+    /// acknowledged yet.
+    fn window_out() -> Sender {
+        let mut s = Sender::new();
+        s.establish(Instant::ZERO, 1 << 30);
+        while s.next_new().is_some() {}
+        s
+    }
+
     #[test]
     fn slow_start_doubles_and_sack_recovery_sends_each_hole_once() {
         let now = Instant::ZERO;
@@ -337,9 +346,7 @@ mod tests {
         }
         assert_eq!(sent, 10);
         // One ACK of all ten counts two (RFC 3465); one per two, each.
-        let mut t = Sender::new();
-        t.establish(now, 1 << 30);
-        while t.next_new().is_some() {}
+        let mut t = window_out();
         t.on_ack(now, (1 + 10 * MSS) as u32, 1000, &[]);
         assert_eq!(t.cwnd, 12.0);
         for k in 1..=5 {
@@ -364,9 +371,7 @@ mod tests {
     #[test]
     fn after_a_timeout_an_ack_beyond_the_resent_is_taken() {
         let now = Instant::ZERO;
-        let mut s = Sender::new();
-        s.establish(now, 1 << 30);
-        while s.next_new().is_some() {}
+        let mut s = window_out();
         s.on_timeout(now);
         assert_eq!(s.next_new(), Some(1));
         // The receiver had all but the first: it ACKs everything.
@@ -377,9 +382,7 @@ mod tests {
     #[test]
     fn a_changed_window_is_no_duplicate() {
         let now = Instant::ZERO;
-        let mut s = Sender::new();
-        s.establish(now, 1 << 30);
-        while s.next_new().is_some() {}
+        let mut s = window_out();
         for w in [1000, 900, 800, 700] {
             assert!(s.on_ack(now, 1, w, &[]).is_empty());
         }
