@@ -51,6 +51,8 @@ fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueue
         sojourn_p50_ns: c.sojourn_p50.map(|d| d.as_nanos()),
         sojourn_p99_ns: c.sojourn_p99.map(|d| d.as_nanos()),
         sojourn_max_ns: c.sojourn_max.map(|d| d.as_nanos()),
+        sojourn_last_p50_ns: c.sojourn_last.quantile(0.5).map(|d| d.as_nanos()),
+        sojourn_last_p99_ns: c.sojourn_last.quantile(0.99).map(|d| d.as_nanos()),
         ingress_charged_packets: c.ingress_charged.map(|x| x.0),
         ingress_charged_bytes: c.ingress_charged.map(|x| x.1),
         tcp: c.tcp,
