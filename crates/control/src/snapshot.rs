@@ -10,7 +10,7 @@ use sluice_engine::{ClassReport, IfaceCounters, IfaceReport, MemoryReport};
 use sluice_time::Instant;
 
 mod health;
-pub use health::health_from;
+pub use health::{direction, health_from, health_reports, reply_of};
 
 fn queue_json(iface: &IfaceReport, c: &ClassReport, conf: Option<&ir::IfaceQueueing>) -> QueueJson {
     let name = match &c.name {
@@ -430,28 +430,66 @@ impl InfoCopy {
 }
 
 /// A metrics scrape: `show queues`, `show info`, `show health` and the
-/// RTT histograms from one copy, taken under one engine lock.
+/// histograms behind them, from one copy taken under one engine lock.
 pub struct Scrape {
     pub queues: QueuesReply,
     pub info: InfoReply,
     pub health: HealthReply,
     pub rtt: [sluice_time::Histogram; 2],
+    /// Each queue's sojourn since its creation, in `queues`' order.
+    pub sojourn: Vec<QueueHistogram>,
+    /// Each shaped direction's latency added under load since the start:
+    /// sluice's and beyond it, in `health`'s order.
+    pub added: Vec<[sluice_time::Histogram; 2]>,
+}
+
+/// One queue's histogram, named as the metrics label it.
+pub struct QueueHistogram {
+    pub iface: String,
+    pub queue: String,
+    pub histogram: sluice_time::Histogram,
 }
 
 pub fn scrape(state: &DaemonState) -> Scrape {
     let (copy, rtt, health, running) = {
         let e = lock(state);
         let rtt = e.classifier().rtt_histograms().clone();
-        let health = health_from(&e, &state.ifaces[1], (state.now)());
-        (InfoCopy::take(&e), rtt, health, state.running.get())
+        (
+            InfoCopy::take(&e),
+            rtt,
+            health_reports(&e),
+            state.running.get(),
+        )
     };
     let queues = queues_from(&copy.report, Some(&running.config));
+    let sojourn = sojourn_histograms(&copy.report, &queues);
+    let added = health
+        .iter()
+        .map(|(_, r)| [r.sluice_since_start.clone(), r.beyond_since_start.clone()])
+        .collect();
     Scrape {
         queues,
+        health: reply_of(&health, &state.ifaces[1], (state.now)()),
         info: info_from(state, copy, &running),
-        health,
         rtt,
+        sojourn,
+        added,
     }
+}
+
+/// The report's histograms under the names `queues` gave its classes.
+fn sojourn_histograms(report: &[IfaceReport], queues: &QueuesReply) -> Vec<QueueHistogram> {
+    let mut v = Vec::new();
+    for (i, qi) in report.iter().zip(&queues.ifaces) {
+        for (c, q) in i.classes.iter().zip(&qi.queues) {
+            v.push(QueueHistogram {
+                iface: qi.name.clone(),
+                queue: q.name.clone(),
+                histogram: c.sojourn.clone(),
+            });
+        }
+    }
+    v
 }
 
 fn info_from(state: &DaemonState, c: InfoCopy, running: &crate::Loaded) -> InfoReply {

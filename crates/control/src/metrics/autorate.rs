@@ -2,13 +2,13 @@
 //! each shaped interface runs at, and each controller's state, decisions
 //! and probe.
 
-use super::{secs, Out};
+use super::{bytes_per_second, secs, Out};
 use crate::proto::QueuesReply;
 
 /// The rate each shaped interface runs at, and autorate's state and
 /// decisions (docs/autorate.md).
 pub(super) fn autorate_families(o: &mut Out, q: &QueuesReply) {
-    let name = "sluice_iface_rate_bps";
+    let name = "sluice_iface_rate_bytes_per_second";
     o.family(
         name,
         "gauge",
@@ -16,7 +16,7 @@ pub(super) fn autorate_families(o: &mut Out, q: &QueuesReply) {
     );
     for i in &q.ifaces {
         if let Some(b) = i.bandwidth_bps {
-            o.sample(name, &[("iface", &i.name)], b);
+            o.sample(name, &[("iface", &i.name)], bytes_per_second(b));
         }
     }
     let with: Vec<(&str, &crate::proto::AutorateJson)> = q
@@ -29,16 +29,21 @@ pub(super) fn autorate_families(o: &mut Out, q: &QueuesReply) {
     }
     for (name, help, f) in [
         (
-            "sluice_autorate_rate_bps",
+            "sluice_autorate_rate_bytes_per_second",
             "The rate autorate chose (in dry-run: would have set).",
-            (|a| Some(a.rate_bps as f64)) as fn(&crate::proto::AutorateJson) -> Option<f64>,
+            (|a| Some(bytes_per_second(a.rate_bps)))
+                as fn(&crate::proto::AutorateJson) -> Option<f64>,
         ),
-        ("sluice_autorate_min_bps", "autorate's lower bound.", |a| {
-            Some(a.min_bps as f64)
-        }),
-        ("sluice_autorate_max_bps", "autorate's upper bound.", |a| {
-            Some(a.max_bps as f64)
-        }),
+        (
+            "sluice_autorate_min_bytes_per_second",
+            "autorate's lower bound.",
+            |a| Some(bytes_per_second(a.min_bps)),
+        ),
+        (
+            "sluice_autorate_max_bytes_per_second",
+            "autorate's upper bound.",
+            |a| Some(bytes_per_second(a.max_bps)),
+        ),
         (
             "sluice_autorate_dry_run",
             "1 when autorate only logs its decisions.",
