@@ -371,3 +371,94 @@ fn every_family_follows_the_naming_rules() {
         .expect("the upload's sojourn");
     assert_ne!(count.rsplit(' ').next(), Some("0"), "{count}");
 }
+
+/// contrib/grafana/sluice.json, the dashboard shipped for these names.
+const DASHBOARD: &str = include_str!("../../../../contrib/grafana/sluice.json");
+
+/// Every `sluice_…` metric name in the PromQL of a dashboard: its
+/// panels' `expr`s and its variables' queries.
+fn queried_names(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("expr" | "definition" | "query", serde_json::Value::String(q)) => {
+                        out.extend(promql_names(q));
+                    }
+                    _ => queried_names(v, out),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| queried_names(v, out)),
+        _ => {}
+    }
+}
+
+/// The metric names (`sluice_` and name characters) in one query.
+fn promql_names(q: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = q;
+    while let Some(at) = rest.find("sluice_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        names.push(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    names
+}
+
+/// The names of a dashboard's queries that the exposition `text` has no
+/// sample of.
+fn missing_from(dashboard: &str, text: &str) -> Vec<String> {
+    let d: serde_json::Value = serde_json::from_str(dashboard).expect("the dashboard is JSON");
+    let mut names = Vec::new();
+    queried_names(&d, &mut names);
+    assert!(!names.is_empty(), "no query names a sluice metric");
+    // A sample's name, or a family's whose samples come and go (the
+    // suggested rate: only while not in control).
+    let known: std::collections::HashSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ").or(Some(l)))
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    names.retain(|n| !known.contains(n.as_str()));
+    names
+}
+
+/// Every metric the Grafana dashboard queries is one the daemon exports
+/// in a full snapshot (a renamed family breaks the test).
+#[test]
+fn the_grafana_dashboard_queries_exported_metrics() {
+    let text = render_scrape(&full_scrape());
+    assert_eq!(missing_from(DASHBOARD, &text), Vec::<String>::new());
+    let d: serde_json::Value = serde_json::from_str(DASHBOARD).unwrap();
+    let mut names = Vec::new();
+    queried_names(&d, &mut names);
+    for wanted in [
+        "sluice_health_verdict",
+        "sluice_iface_tx_bytes_total",
+        "sluice_iface_rate_bytes_per_second",
+        "sluice_queue_sojourn_seconds_bucket",
+        "sluice_health_added_latency_seconds_bucket",
+        "sluice_queue_dropped_packets_total",
+        "sluice_queue_ecn_marks_total",
+        "sluice_autorate_rate_bytes_per_second",
+    ] {
+        assert!(names.iter().any(|n| n == wanted), "{wanted} not graphed");
+    }
+    // A misspelt name is caught.
+    let typo = DASHBOARD.replace(
+        "sluice_queue_sojourn_seconds_bucket",
+        "sluice_queue_sojurn_seconds_bucket",
+    );
+    assert_eq!(
+        missing_from(&typo, &text),
+        [
+            "sluice_queue_sojurn_seconds_bucket",
+            "sluice_queue_sojurn_seconds_bucket"
+        ]
+    );
+}
