@@ -720,24 +720,7 @@ pass out on wan0 proto udp to port 53 queue bulk
         let q = tcp_controlled();
         let wan = &q.ifaces[1];
         let bulk = wan.queues.iter().find(|q| q.name == "bulk").unwrap();
-        assert_eq!(
-            bulk.tcp,
-            Some(TcpControlReport {
-                flows: 12,
-                acks_passed: 3400,
-                acks_held: 900,
-                held_now: 14,
-                acks_paced: 880,
-                acks_flushed: 6,
-                acks_capped: 1,
-                windows_clamped: 4100,
-                windows_untouched: 2,
-                acks_unsent: 7,
-                syns_ignored: 5,
-                pace_bps: 4_600_000,
-                path_queue: Some(sluice_time::Duration::from_millis(3)),
-            })
-        );
+        assert_eq!(bulk.tcp, Some(TCP));
         let others: Vec<_> = q
             .ifaces
             .iter()
