@@ -236,6 +236,7 @@ impl Engine {
         if now >= self.next_health {
             self.health_tick(now);
         }
+        // Before any dequeue at `now`, so an interval's copy is exact.
         for t in self.ifaces.iter_mut().filter_map(|i| i.tree.as_mut()) {
             t.sojourn_marks.tick(now, t.root.as_ref());
         }
