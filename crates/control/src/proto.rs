@@ -168,9 +168,17 @@ pub struct QueueJson {
     pub overlimits: u64,
     pub qlength: u64,
     pub backlog_bytes: u64,
+    /// Time forwarded packets waited in the queue since it was created.
     pub sojourn_p50_ns: Option<u64>,
     pub sojourn_p99_ns: Option<u64>,
     pub sojourn_max_ns: Option<u64>,
+    /// The same over the last interval only: the previous
+    /// `sluice_engine::SOJOURN_INTERVAL` (10 s) and the current one so far;
+    /// none when no packet left the queue in that time.
+    #[serde(default)]
+    pub sojourn_last_p50_ns: Option<u64>,
+    #[serde(default)]
+    pub sojourn_last_p99_ns: Option<u64>,
     /// Ingress mode: packets and bytes (with link overhead) of this queue's
     /// drops the interface's shaper charged as if sent (the root: the
     /// interface's total); none when the queue is not in ingress mode.

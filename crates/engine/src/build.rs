@@ -64,6 +64,8 @@ pub struct Tree {
     /// A leaf isolates hosts: packets need their hosts in the flow key
     /// ([`sluice_sched::Packet::flow_key`]).
     pub isolating: bool,
+    /// Its classes' sojourn at the last interval starts (`show queues -v`).
+    pub sojourn_marks: crate::report::SojournMarks,
 }
 
 /// The scheduler's host isolation for the configuration's.
@@ -369,6 +371,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 kind: q.sched,
                 bandwidth: bw,
                 isolating,
+                sojourn_marks: Default::default(),
             });
         }
     };
@@ -388,6 +391,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
         kind: q.sched,
         bandwidth: bw,
         isolating,
+        sojourn_marks: Default::default(),
     })
 }
 

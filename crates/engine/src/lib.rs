@@ -36,4 +36,7 @@ pub use engine::{
     DropCause, DroppedFrame, Engine, IfaceCounters, MemoryReport, Options, ReloadReport, Rx,
     DEFAULT_MEMORY_LIMIT,
 };
-pub use report::{AutorateReport, ClassReport, IfaceReport, ProbeReport, TcpControlReport};
+pub use report::{
+    AutorateReport, ClassReport, IfaceReport, ProbeReport, SojournMarks, TcpControlReport,
+    SOJOURN_INTERVAL,
+};

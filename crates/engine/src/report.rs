@@ -4,7 +4,10 @@ use crate::build::ClassInfo;
 use crate::IfaceCounters;
 use sluice_conf::ir::SchedKind;
 use sluice_sched::{ClassId, DropReason, QueueStats};
-use sluice_time::{Duration, Rate};
+use sluice_time::{Duration, Histogram, Rate};
+
+mod marks;
+pub use marks::{SojournMarks, SOJOURN_INTERVAL};
 
 /// One class (queue) of an interface tree.
 #[derive(Clone, Debug)]
@@ -29,6 +32,12 @@ pub struct ClassReport {
     pub sojourn_p50: Option<Duration>,
     pub sojourn_p99: Option<Duration>,
     pub sojourn_max: Option<Duration>,
+    /// Every forwarded packet's wait since the class was created (the
+    /// metrics' histogram), and the last interval's alone
+    /// ([`SojournMarks::last`]): what `show queues -v` reads its p50 and p99
+    /// from.
+    pub sojourn: Histogram,
+    pub sojourn_last: Histogram,
     /// Ingress mode: packets and bytes (cost) of this class's drops the
     /// interface's shaper charged as if sent; `None` when not in ingress
     /// mode. The root reports the interface's total.
@@ -162,6 +171,8 @@ impl ClassReport {
             sojourn_p50: st.sojourn.quantile(0.5),
             sojourn_p99: st.sojourn.quantile(0.99),
             sojourn_max: has.then(|| st.sojourn.max()),
+            sojourn: st.sojourn.clone(),
+            sojourn_last: st.sojourn.clone(),
             ingress_charged: None,
             tcp: None,
         }

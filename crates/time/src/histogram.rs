@@ -10,7 +10,7 @@ const OCTAVES: usize = 28; // 2^28 us ~ 268 s: anything longer lands in the last
 const BUCKETS: usize = SUB * OCTAVES;
 
 /// Sojourn-time histogram with microsecond resolution.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Histogram {
     counts: Box<[u64; BUCKETS]>,
     total: u64,
@@ -122,6 +122,24 @@ impl Histogram {
         self.sum_ns = 0;
     }
 
+    /// What was recorded after `earlier`, a copy of this histogram taken
+    /// before: the bucket-wise difference. `None` when `earlier` is not
+    /// one (a bucket holds more there: the counts were restarted). Its max
+    /// is not known, only bounded: the upper edge of its highest bucket.
+    pub fn since(&self, earlier: &Histogram) -> Option<Histogram> {
+        let mut out = Histogram::new();
+        for (i, (a, b)) in self.counts.iter().zip(earlier.counts.iter()).enumerate() {
+            out.counts[i] = a.checked_sub(*b)?;
+        }
+        out.total = self.total.checked_sub(earlier.total)?;
+        out.sum_ns = self.sum_ns.saturating_sub(earlier.sum_ns);
+        if let Some(top) = out.counts.iter().rposition(|&c| c > 0) {
+            let edge = bucket_upper_us(top).saturating_mul(1_000);
+            out.max_ns = edge.min(self.max_ns);
+        }
+        Some(out)
+    }
+
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += b;
@@ -164,6 +182,32 @@ mod tests {
             assert!(c + near >= truth, "le {ms} ms: {c} + {near} < {truth}");
         }
         assert_eq!(h.count_at_most(Duration::from_secs(1)), 9);
+    }
+
+    /// The difference of two copies holds only what came between them:
+    /// its quantiles are the later values', not the whole history's.
+    #[test]
+    fn since_an_earlier_copy_is_what_came_after() {
+        let mut h = Histogram::new();
+        for _ in 0..1000 {
+            h.record(Duration::from_millis(100));
+        }
+        let mark = h.clone();
+        for ms in 1..=10 {
+            h.record(Duration::from_millis(ms));
+        }
+        let d = h.since(&mark).expect("a later copy");
+        assert_eq!(d.count(), 10);
+        assert_eq!(d.sum(), Duration::from_millis(55));
+        let p99 = d.quantile(0.99).unwrap().as_millis_f64();
+        assert!((10.0..=10.0 * 1.125).contains(&p99), "p99 {p99}");
+        let p50 = d.quantile(0.5).unwrap().as_millis_f64();
+        assert!((5.0..=5.0 * 1.125).contains(&p50), "p50 {p50}");
+        // The whole history's p50 is the 100 ms of before.
+        assert_eq!(h.quantile(0.5), Some(Duration::from_millis(100)));
+        assert_eq!(h.since(&h).map(|e| e.quantile(0.5)), Some(None));
+        // Counts restarted (a new queue): not a difference.
+        assert_eq!(Histogram::new().since(&mark), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The I/O layer's counters by name, for `show info` and the metrics.
-pub(super) fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
+pub(crate) fn io_counters(names: &[String; 2], stats: &IoStats) -> Vec<(String, u64)> {
     let mut v = Vec::new();
     for (name, s) in names.iter().zip(&stats.ifaces) {
         for (what, c) in [

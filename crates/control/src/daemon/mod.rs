@@ -17,7 +17,7 @@
 pub mod attach;
 pub mod autorate_log;
 mod health_log;
-mod io_stats;
+pub(crate) mod io_stats;
 pub mod notify;
 pub mod on_exit;
 mod privs;

@@ -2,13 +2,65 @@
 //! each shaped interface runs at, and each controller's state, decisions
 //! and probe.
 
-use super::{secs, Out};
-use crate::proto::QueuesReply;
+use super::{bytes_per_second, secs, Out};
+use crate::proto::{AutorateJson, QueuesReply};
+
+/// A family of one value per interface with autorate: the name after
+/// `sluice_autorate_`, its type, its value (none: not known) and its help.
+type PerAutorate = (
+    &'static str,
+    &'static str,
+    fn(&AutorateJson) -> Option<f64>,
+    &'static str,
+);
+
+const PER_AUTORATE: [PerAutorate; 10] = [
+    (
+        "rate_bytes_per_second",
+        "gauge",
+        |a| Some(bytes_per_second(a.rate_bps)),
+        "The rate autorate chose (in dry-run: would have set).",
+    ),
+    ("min_bytes_per_second", "gauge", |a| Some(bytes_per_second(a.min_bps)), "autorate's lower bound."),
+    ("max_bytes_per_second", "gauge", |a| Some(bytes_per_second(a.max_bps)), "autorate's upper bound."),
+    ("dry_run", "gauge", |a| Some(f64::from(u8::from(a.dry_run))), "1 when autorate only logs its decisions."),
+    (
+        "delay_seconds",
+        "gauge",
+        |a| a.delay_ns.map(secs),
+        "Median delay beyond sluice over fresh flows, as last acted on (absent: no signal).",
+    ),
+    ("flows", "gauge", |a| Some(f64::from(a.flows)), "Flows the delay signal is the median of."),
+    (
+        "samples_total",
+        "counter",
+        |a| Some(a.samples as f64),
+        "Delay-signal samples autorate's reading was taken from (the WAN side's, both directions).",
+    ),
+    (
+        "samples_unsound_total",
+        "counter",
+        |a| Some(a.samples_unsound as f64),
+        "Delay-signal samples left out: sluice's own wait to correct them by was longer than the round trip.",
+    ),
+    (
+        "holds_total",
+        "counter",
+        |a| Some(a.holds as f64),
+        "Holds autorate made: an upload's cut keeps its shaper silent while the modem's queue drains.",
+    ),
+    (
+        "held_seconds_total",
+        "counter",
+        |a| Some(secs(a.held_ns)),
+        "Time autorate's holds kept the shaper silent, in all.",
+    ),
+];
 
 /// The rate each shaped interface runs at, and autorate's state and
 /// decisions (docs/autorate.md).
 pub(super) fn autorate_families(o: &mut Out, q: &QueuesReply) {
-    let name = "sluice_iface_rate_bps";
+    let name = "sluice_iface_rate_bytes_per_second";
     o.family(
         name,
         "gauge",
@@ -16,10 +68,10 @@ pub(super) fn autorate_families(o: &mut Out, q: &QueuesReply) {
     );
     for i in &q.ifaces {
         if let Some(b) = i.bandwidth_bps {
-            o.sample(name, &[("iface", &i.name)], b);
+            o.sample(name, &[("iface", &i.name)], bytes_per_second(b));
         }
     }
-    let with: Vec<(&str, &crate::proto::AutorateJson)> = q
+    let with: Vec<(&str, &AutorateJson)> = q
         .ifaces
         .iter()
         .filter_map(|i| i.autorate.as_ref().map(|a| (i.name.as_str(), a)))
@@ -27,71 +79,14 @@ pub(super) fn autorate_families(o: &mut Out, q: &QueuesReply) {
     if with.is_empty() {
         return;
     }
-    for (name, help, f) in [
-        (
-            "sluice_autorate_rate_bps",
-            "The rate autorate chose (in dry-run: would have set).",
-            (|a| Some(a.rate_bps as f64)) as fn(&crate::proto::AutorateJson) -> Option<f64>,
-        ),
-        ("sluice_autorate_min_bps", "autorate's lower bound.", |a| {
-            Some(a.min_bps as f64)
-        }),
-        ("sluice_autorate_max_bps", "autorate's upper bound.", |a| {
-            Some(a.max_bps as f64)
-        }),
-        (
-            "sluice_autorate_dry_run",
-            "1 when autorate only logs its decisions.",
-            |a| Some(f64::from(u8::from(a.dry_run))),
-        ),
-        (
-            "sluice_autorate_delay_seconds",
-            "Median delay beyond sluice over fresh flows, as last acted on (absent: no signal).",
-            |a| a.delay_ns.map(secs),
-        ),
-        (
-            "sluice_autorate_flows",
-            "Flows the delay signal is the median of.",
-            |a| Some(f64::from(a.flows)),
-        ),
-    ] {
-        o.family(name, "gauge", help);
+    for (suffix, kind, get, help) in PER_AUTORATE {
+        let name = format!("sluice_autorate_{suffix}");
+        o.family(&name, kind, help);
         for (iface, a) in &with {
-            if let Some(v) = f(a) {
-                o.sample(name, &[("iface", iface)], v);
+            if let Some(v) = get(a) {
+                o.sample(&name, &[("iface", iface)], v);
             }
         }
-    }
-    for (name, help, f) in [
-        (
-            "sluice_autorate_samples_total",
-            "Delay-signal samples autorate's reading was taken from (the WAN side's, both directions).",
-            (|a| a.samples) as fn(&crate::proto::AutorateJson) -> u64,
-        ),
-        (
-            "sluice_autorate_samples_unsound_total",
-            "Delay-signal samples left out: sluice's own wait to correct them by was longer than the round trip.",
-            |a| a.samples_unsound,
-        ),
-        (
-            "sluice_autorate_holds_total",
-            "Holds autorate made: an upload's cut keeps its shaper silent while the modem's queue drains.",
-            |a| a.holds,
-        ),
-    ] {
-        o.family(name, "counter", help);
-        for (iface, a) in &with {
-            o.sample(name, &[("iface", iface)], f(a));
-        }
-    }
-    let name = "sluice_autorate_held_seconds_total";
-    o.family(
-        name,
-        "counter",
-        "Time autorate's holds kept the shaper silent, in all.",
-    );
-    for (iface, a) in &with {
-        o.sample(name, &[("iface", iface)], a.held_ns as f64 / 1e9);
     }
     let probes: Vec<(&str, &crate::proto::ProbeJson)> = with
         .iter()

@@ -1,10 +1,12 @@
 //! The health families (docs/control.md, "health"): per shaped direction,
 //! the verdict as a state set, how loaded the link was, the latency added
-//! under load by sluice and beyond it over the last minute, and the
-//! modem's queue episodes. Base units, `iface` and `direction` as labels.
+//! under load by sluice and beyond it (a histogram since the start, any
+//! window's quantiles by `rate()`), and the modem's queue episodes. Base
+//! units, `iface` and `direction` as labels.
 
-use super::{secs, Out};
+use super::{histogram, secs, Out};
 use crate::proto::{HealthJson, HealthReply};
+use sluice_time::Histogram;
 
 /// Every verdict a direction can have: the state set's members.
 const VERDICTS: [&str; 3] = ["not-enough-traffic", "in-control", "not-in-control"];
@@ -12,7 +14,9 @@ const VERDICTS: [&str; 3] = ["not-enough-traffic", "in-control", "not-in-control
 /// A family: its name, its help and its value for one direction.
 type Family<T> = (&'static str, &'static str, fn(&HealthJson) -> T);
 
-pub(super) fn health_families(o: &mut Out, h: &HealthReply) {
+/// `added`: each direction's latency since the start, sluice's and
+/// beyond, in `h`'s order.
+pub(super) fn health_families(o: &mut Out, h: &HealthReply, added: &[[Histogram; 2]]) {
     if h.directions.is_empty() {
         return;
     }
@@ -44,7 +48,7 @@ pub(super) fn health_families(o: &mut Out, h: &HealthReply) {
         (
             "sluice_health_suggested_rate_bytes_per_second",
             "Not in control: the rate to configure (the link's delivery rate x 0.95).",
-            |d| d.suggested_bps.map(|b| b as f64 / 8.0),
+            |d| d.suggested_bps.map(super::bytes_per_second),
         ),
         (
             "sluice_health_added_latency_mean_seconds",
@@ -61,38 +65,27 @@ pub(super) fn health_families(o: &mut Out, h: &HealthReply) {
             }
         }
     }
-    latency_families(o, h);
+    latency_families(o, h, added);
     episode_families(o, h);
 }
 
-/// p50 and p99 of the last minute's loaded ticks, as gauges of their own:
-/// a quantile over a window the exporter chose, not a summary.
-fn latency_families(o: &mut Out, h: &HealthReply) {
-    for (q, help) in [("p50", "Median"), ("p99", "99th percentile of the")] {
-        let name = format!("sluice_health_added_latency_{q}_seconds");
-        o.family(
-            &name,
-            "gauge",
-            &format!(
-                "{help} latency added under load over the last minute, by sluice or beyond it."
-            ),
-        );
-        for d in &h.directions {
-            for (at, w) in [("sluice", &d.sluice), ("beyond", &d.beyond)] {
-                let v = if q == "p50" {
-                    w.minute.p50_ns
-                } else {
-                    w.minute.p99_ns
-                };
-                if let Some(v) = v {
-                    let l = [
-                        ("iface", d.iface.as_str()),
-                        ("direction", &d.direction),
-                        ("where", at),
-                    ];
-                    o.sample(&name, &l, secs(v));
-                }
-            }
+/// Latency added under load, by sluice (its queue) or beyond it (the
+/// link's), one sample per loaded control tick.
+fn latency_families(o: &mut Out, h: &HealthReply, added: &[[Histogram; 2]]) {
+    let name = "sluice_health_added_latency_seconds";
+    o.family(
+        name,
+        "histogram",
+        "Latency added under load, by sluice or beyond it: one sample per loaded 100 ms tick since the start.",
+    );
+    for (d, [own, beyond]) in h.directions.iter().zip(added) {
+        for (at, w) in [("sluice", own), ("beyond", beyond)] {
+            let l = [
+                ("iface", d.iface.as_str()),
+                ("direction", &d.direction),
+                ("where", at),
+            ];
+            histogram(o, name, &l, w);
         }
     }
 }
@@ -172,14 +165,21 @@ mod tests {
             evidence_ns: 20_000_000_000,
             ..Default::default()
         };
-        let mut o = Out {
-            text: String::new(),
-        };
+        let mut own = Histogram::new();
+        let mut beyond = Histogram::new();
+        for ms in [1, 2, 2, 2, 5] {
+            own.record(sluice_time::Duration::from_millis(ms));
+        }
+        for ms in [30, 40, 40, 80] {
+            beyond.record(sluice_time::Duration::from_millis(ms));
+        }
+        let mut o = Out::default();
         health_families(
             &mut o,
             &HealthReply {
                 directions: vec![up, down],
             },
+            &[[own, beyond], Default::default()],
         );
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/metrics/health_golden.txt");
@@ -191,10 +191,8 @@ mod tests {
 
     #[test]
     fn no_shaped_direction_no_families() {
-        let mut o = Out {
-            text: String::new(),
-        };
-        health_families(&mut o, &HealthReply::default());
+        let mut o = Out::default();
+        health_families(&mut o, &HealthReply::default(), &[]);
         assert_eq!(o.text, "");
     }
 }

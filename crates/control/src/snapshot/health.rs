@@ -9,16 +9,36 @@ use sluice_time::Instant;
 /// Every shaped interface's report as of `now`; the one named `wan`
 /// carries the upload.
 pub fn health_from(e: &Engine, wan: &str, now: Instant) -> HealthReply {
-    let directions = (0..e.iface_count())
-        .filter_map(|i| {
-            let name = e.iface_name(i)?;
-            Some(health_json(name, name == wan, &e.health(i)?, now))
-        })
+    reply_of(&health_reports(e), wan, now)
+}
+
+/// Each shaped interface's name and engine report, as the engine has them
+/// now (copied under its lock).
+pub fn health_reports(e: &Engine) -> Vec<(String, HealthReport)> {
+    (0..e.iface_count())
+        .filter_map(|i| Some((e.iface_name(i)?.to_string(), e.health(i)?)))
+        .collect()
+}
+
+/// `show health`'s reply of `reports`; the one named `wan` is the upload.
+pub fn reply_of(reports: &[(String, HealthReport)], wan: &str, now: Instant) -> HealthReply {
+    let directions = reports
+        .iter()
+        .map(|(name, r)| health_json(name, direction(name, wan), r, now))
         .collect();
     HealthReply { directions }
 }
 
-fn health_json(iface: &str, upload: bool, r: &HealthReport, now: Instant) -> HealthJson {
+/// What the protocol calls the direction leaving by `iface`.
+pub fn direction(iface: &str, wan: &str) -> &'static str {
+    if iface == wan {
+        "upload"
+    } else {
+        "download"
+    }
+}
+
+fn health_json(iface: &str, direction: &str, r: &HealthReport, now: Instant) -> HealthJson {
     let (verdict, suggested) = match r.verdict {
         Verdict::NotEnoughTraffic => ("not-enough-traffic", None),
         Verdict::InControl => ("in-control", None),
@@ -27,7 +47,7 @@ fn health_json(iface: &str, upload: bool, r: &HealthReport, now: Instant) -> Hea
     let ep = &r.episodes;
     HealthJson {
         iface: iface.to_string(),
-        direction: if upload { "upload" } else { "download" }.into(),
+        direction: direction.into(),
         verdict: verdict.into(),
         suggested_bps: suggested.map(|s| s.as_bps()),
         text: r.verdict.to_string(),

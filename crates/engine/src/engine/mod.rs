@@ -236,6 +236,10 @@ impl Engine {
         if now >= self.next_health {
             self.health_tick(now);
         }
+        // Before any dequeue at `now`, so an interval's copy is exact.
+        for t in self.ifaces.iter_mut().filter_map(|i| i.tree.as_mut()) {
+            t.sojourn_marks.tick(now, t.root.as_ref());
+        }
         if now >= self.next_housekeeping {
             self.classifier.expire(now, EXPIRE_BUDGET);
             self.classifier.expire_iface_addrs(now);
@@ -335,6 +339,7 @@ impl Engine {
                     t.root.visit_stats(&mut |id, st| {
                         let info = t.classes.iter().find(|c| c.id == id);
                         let mut c = ClassReport::new(id, info, st);
+                        c.sojourn_last = t.sojourn_marks.last(id, &st.sojourn, self.last_now);
                         c.ingress_charged = crate::build::ingress_charged(t.root.as_ref(), id);
                         c.tcp = self.tcp.report(idx, id);
                         classes.push(c);

@@ -38,7 +38,7 @@
 
 pub mod window;
 
-use sluice_time::{Duration, Instant, Rate};
+use sluice_time::{Duration, Histogram, Instant, Rate};
 use std::fmt;
 pub use window::{ByWindow, Latency};
 use window::{Window, Windows};
@@ -171,6 +171,11 @@ pub struct HealthReport {
     /// (`None`: no loaded tick in it), and that mean.
     pub grade: Option<&'static str>,
     pub added: Option<Duration>,
+    /// Sluice's wait and the delay beyond on every loaded tick since the
+    /// start, never forgotten: the metrics' histograms, whose `rate()`
+    /// gives any window's quantiles.
+    pub sluice_since_start: Histogram,
+    pub beyond_since_start: Histogram,
 }
 
 /// One second of evidence.
@@ -236,9 +241,11 @@ impl Health {
         self.episode(now, dt, loaded && grew);
         if loaded {
             self.sluice.record(now, s.own);
+            self.report.sluice_since_start.record(s.own);
             let beyond = s.beyond.unwrap_or(Duration::ZERO);
             if s.beyond.is_some() {
                 self.beyond.record(now, beyond);
+                self.report.beyond_since_start.record(beyond);
             }
             self.added
                 .record(now, Duration(s.own.0.saturating_add(beyond.0)));

@@ -141,11 +141,15 @@ fn counters(o: &mut String, q: &QueueJson) {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // The quantiles of the last interval (a day-old queue's since-creation
+    // p99 barely moves); the max and the drops since creation.
+    let last = sluice_engine::SOJOURN_INTERVAL.as_nanos() / 1_000_000_000;
     let _ = writeln!(
         o,
-        "  [ sojourn p50: {}  p99: {}  max: {}  drops: {} ]",
-        ms(q.sojourn_p50_ns),
-        ms(q.sojourn_p99_ns),
+        "  [ sojourn p50: {}  p99: {} (last {last}-{} s)  max: {}  drops: {} ]",
+        ms(q.sojourn_last_p50_ns),
+        ms(q.sojourn_last_p99_ns),
+        2 * last,
         ms(q.sojourn_max_ns),
         drops
     );

@@ -39,6 +39,8 @@ fn queue(id: u32, name: &str) -> QueueJson {
         sojourn_p50_ns: None,
         sojourn_p99_ns: None,
         sojourn_max_ns: None,
+        sojourn_last_p50_ns: None,
+        sojourn_last_p99_ns: None,
         ingress_charged_packets: None,
         ingress_charged_bytes: None,
         tcp: None,
@@ -139,11 +141,20 @@ fn queues_golden() {
         sojourn_p50_ns: Some(48_000_000),
         sojourn_p99_ns: Some(96_100_000),
         sojourn_max_ns: Some(120_000_000),
+        sojourn_last_p50_ns: Some(2_100_000),
+        sojourn_last_p99_ns: Some(4_200_000),
         ..queue(2, "q_def")
     };
+    // Busy once, idle in the last interval: its quantiles since creation
+    // are not shown as if they were recent.
     let pri = QueueJson {
         priority: Some(7),
         qlimit: Some(50),
+        packets: 10,
+        bytes: 600,
+        sojourn_p50_ns: Some(30_000_000),
+        sojourn_p99_ns: Some(30_000_000),
+        sojourn_max_ns: Some(30_000_000),
         ..queue(1, "q_pri")
     };
     let r = QueuesReply {
@@ -165,6 +176,14 @@ fn queues_golden() {
         ],
     };
     golden("queues", &format_queues(&r));
+    // `show queues -v` a second later: the measured rates join.
+    let mut before = r.clone();
+    let q = &mut before.ifaces[1].queues[2];
+    (q.packets, q.bytes) = (1134, 1_650_000);
+    golden(
+        "queues-v",
+        &format_queues_measured(&r, Some((&before, 1.0))),
+    );
 }
 
 #[test]
