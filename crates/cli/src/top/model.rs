@@ -36,10 +36,10 @@ pub fn interval(prev: &Snapshot, now: &Snapshot) -> f64 {
     now.at.saturating_sub(prev.at).as_secs_f64()
 }
 
-/// The sojourn column's source: one function, so a switch to another
-/// field of the queue report is one line.
+/// The sojourn column: the last interval's p50/p99 (10–20 s, as `show
+/// queues -v`), not since the queue was created, so it moves with the load.
 pub fn sojourn(q: &QueueJson) -> (Option<u64>, Option<u64>) {
-    (q.sojourn_p50_ns, q.sojourn_p99_ns)
+    (q.sojourn_last_p50_ns, q.sojourn_last_p99_ns)
 }
 
 /// A value to sort on: numbers sort largest first, text A to Z.
