@@ -29,6 +29,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 mod autorate;
+pub mod dashboard;
 mod health;
 mod serve;
 use autorate::autorate_families;
