@@ -20,7 +20,9 @@ set -euo pipefail
 # flent and python3-matplotlib (its plots; a Recommends, which --no-install-recommends
 # leaves out) read the lab's SCENARIO.flent.gz in tests/lab_flent.rs.
 # tmux: the terminal `sluice top` is read through (tests/top_tmux.rs).
-PKGS=(build-essential git pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd dnsmasq-base busybox dhcpcd-base flent python3-matplotlib tmux)
+# chromium loads the metrics server's dashboard headless
+# (tests/dashboard_chromium.rs).
+PKGS=(build-essential git pkg-config iproute2 ethtool iperf3 irtt iputils-ping procps python3 fonts-dejavu-core bpftool nftables lintian man-db systemd dnsmasq-base busybox dhcpcd-base flent python3-matplotlib tmux chromium)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -38,6 +38,7 @@ use sluice_time::{Duration, Histogram};
 use std::fmt::Write as _;
 
 mod autorate;
+pub mod dashboard;
 mod health;
 mod queues;
 mod serve;

@@ -1,5 +1,6 @@
-//! The metrics endpoint's HTTP/1.0 server: accept, serve each scrape on
-//! a thread of its own up to [`MAX_CLIENTS`], refuse beyond it.
+//! The metrics endpoint's HTTP/1.0 server: accept, serve each request
+//! (a scrape, the dashboard or its JSON: [`super::dashboard`]) on a thread
+//! of its own up to [`MAX_CLIENTS`], refuse beyond it.
 //!
 //! # Principles
 //! - A request head is read up to [`MAX_HEAD_BYTES`] within
@@ -9,7 +10,7 @@
 //!   503 without blocking, and its connection is drained between accepts
 //!   (bounded in number and time) so that the close does not reset it.
 
-use super::render;
+use super::dashboard::{answer, Answer};
 use crate::conn::Deadlined;
 use crate::DaemonState;
 use std::io::{self, Read, Write};
@@ -33,7 +34,8 @@ pub const MAX_CLIENTS: usize = 8;
 /// How often the idle server looks at `stop` (see the socket server).
 const STOP_POLL: Duration = Duration::from_millis(50);
 
-/// Serves `GET /metrics` on `addr` until `state.stop` is set.
+/// Serves `GET /metrics` and the dashboard on `addr` until `state.stop`
+/// is set.
 pub fn spawn_metrics(addr: SocketAddr, state: Arc<DaemonState>) -> io::Result<JoinHandle<()>> {
     let listener = TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
@@ -80,7 +82,6 @@ impl Refused {
             respond(
                 &mut s,
                 "503 Service Unavailable",
-                "text/plain",
                 "busy: too many scrapes at once\n",
             )
         });
@@ -121,12 +122,7 @@ fn scrape(s: TcpStream, state: &DaemonState) -> io::Result<()> {
     // Bounded by MAX_HEAD_BYTES (each read adds at least one byte or ends).
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
         if head.len() > MAX_HEAD_BYTES {
-            respond(
-                &mut s,
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                "",
-            )?;
+            respond(&mut s, "431 Request Header Fields Too Large", "")?;
             // Closing with unread input would reset the connection before
             // the client reads the answer: send FIN, then drain (bounded).
             s.stream.shutdown(std::net::Shutdown::Write)?;
@@ -145,32 +141,9 @@ fn scrape(s: TcpStream, state: &DaemonState) -> io::Result<()> {
     let mut words = first.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
-    match (method, path) {
-        ("GET", "/metrics") => {
-            let body = render(state);
-            respond(
-                &mut s,
-                "200 OK",
-                "text/plain; version=0.0.4; charset=utf-8",
-                &body,
-            )
-        }
-        ("GET", "/") => respond(
-            &mut s,
-            "200 OK",
-            "text/plain; charset=utf-8",
-            "sluice: metrics at /metrics\n",
-        ),
-        ("GET", _) => respond(&mut s, "404 Not Found", "text/plain", "not found\n"),
-        _ => respond(&mut s, "405 Method Not Allowed", "text/plain", "GET only\n"),
-    }
+    answer(method, path, state).write(&mut s, method == "HEAD")
 }
 
-fn respond(s: &mut impl Write, status: &str, ctype: &str, body: &str) -> io::Result<()> {
-    let head = format!(
-        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes())?;
-    s.write_all(body.as_bytes())
+fn respond(s: &mut impl Write, status: &'static str, body: &'static str) -> io::Result<()> {
+    Answer::text(status, body).write(s, false)
 }
