@@ -12,10 +12,11 @@ use sluice_wire::tcp_flags::*;
 const IN: Direction = Direction::In;
 const OUT: Direction = Direction::Out;
 
-fn from_text(text: &str) -> Classifier {
-    let c = sluice_conf::check("t.conf", text, &[]).unwrap_or_else(|d| panic!("{d:?}"));
-    classifier(&c.config)
-}
+/// Stateful rules on both sides and a table of 2 000 states: the
+/// incident's configuration.
+const STATEFUL_2000: &str = "set limit states 2000\n\
+                             pass out on lan keep state\n\
+                             pass out on wan keep state\n";
 
 /// xorshift: spoofed 5-tuples without a dependency.
 struct Rng(u64);
@@ -42,11 +43,7 @@ impl Rng {
 /// 1 000 refused, and the LAN SYN refused with StateLimit.)
 #[test]
 fn spoofed_acks_create_no_state_and_lan_connections_still_open() {
-    let mut c = from_text(
-        "set limit states 2000\n\
-         pass out on lan keep state\n\
-         pass out on wan keep state\n",
-    );
+    let mut c = from_text(STATEFUL_2000);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0x5eed);
     let mut refused = 0;
@@ -123,11 +120,7 @@ fn explicit_flags_are_honoured_and_udp_ignores_the_default() {
 /// (Before: the LAN SYN refused with StateLimit.)
 #[test]
 fn syn_flood_evicts_embryonic_states_never_the_established_connection() {
-    let mut c = from_text(
-        "set limit states 2000\n\
-         pass out on lan keep state\n\
-         pass out on wan keep state\n",
-    );
+    let mut c = from_text(STATEFUL_2000);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0xf100d);
     let mut flood = |c: &mut Classifier, at: u64, n: u32| {
@@ -232,11 +225,7 @@ fn the_second_half_of_a_bridged_connection_gets_its_state_and_queue() {
 /// 2 000 segments and the LAN SYN was refused.)
 #[test]
 fn a_flood_of_every_flag_combination_leaves_new_connections_working() {
-    let mut c = from_text(
-        "set limit states 2000\n\
-         pass out on lan keep state\n\
-         pass out on wan keep state\n",
-    );
+    let mut c = from_text(STATEFUL_2000);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0xabcdef);
     for i in 0..100_000u32 {

@@ -3,9 +3,10 @@
 mod common;
 use common::*;
 use proptest::prelude::*;
-use sluice_classify::{BlockReason, Classifier, Options, StateHit, Timeouts, Verdict};
+use sluice_classify::{BlockReason, Classifier, IfaceId, Options, StateHit, Timeouts, Verdict};
 use sluice_conf::ir::Direction;
 use sluice_time::{Duration, Instant};
+use sluice_wire::IpInfo;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -17,6 +18,19 @@ impl Rng {
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Each of `flows` (UDP from 192.168.1.2:4000+i to 9.9.9.9:53) out on `e`
+/// at `t`, the first finding `out`, and its reply in, matching that state.
+fn both_ways(c: &mut Classifier, e: IfaceId, t: Instant, flows: &[IpInfo], out: StateHit) {
+    for (i, f) in flows.iter().enumerate() {
+        assert_eq!(c.classify(t, e, Direction::Out, f).state, out);
+        let reply = udp("9.9.9.9", "192.168.1.2", 53, 4000 + i as u16);
+        assert_eq!(
+            c.classify(t, e, Direction::In, &reply).state,
+            StateHit::Matched
+        );
     }
 }
 
@@ -39,17 +53,7 @@ fn flood_beyond_the_limit() {
     let flows: Vec<_> = (0..10u16)
         .map(|i| udp("192.168.1.2", "9.9.9.9", 4000 + i, 53))
         .collect();
-    for (i, f) in flows.iter().enumerate() {
-        assert_eq!(
-            c.classify(t0, e, Direction::Out, f).state,
-            StateHit::Created
-        );
-        let reply = udp("9.9.9.9", "192.168.1.2", 53, 4000 + i as u16);
-        assert_eq!(
-            c.classify(t0, e, Direction::In, &reply).state,
-            StateHit::Matched
-        );
-    }
+    both_ways(&mut c, e, t0, &flows, StateHit::Created);
     let mut rng = Rng(0x5eed);
     let mut blocked = 0u64;
     for i in 0..FLOOD {
@@ -84,17 +88,7 @@ fn flood_beyond_the_limit() {
     );
     assert!(blocked * 100 < FLOOD as u64, "blocked {blocked}");
     // Existing flows keep working, both ways.
-    for (i, f) in flows.iter().enumerate() {
-        assert_eq!(
-            c.classify(t0, e, Direction::Out, f).state,
-            StateHit::Matched
-        );
-        let reply = udp("9.9.9.9", "192.168.1.2", 53, 4000 + i as u16);
-        assert_eq!(
-            c.classify(t0, e, Direction::In, &reply).state,
-            StateHit::Matched
-        );
-    }
+    both_ways(&mut c, e, t0, &flows, StateHit::Matched);
     // Once the flood's states expire (udp.first = 60 s) and are purged, new ones fit.
     let later = t0 + Duration::from_secs(61);
     assert_eq!(c.expire(later, LIMIT as usize), LIMIT as usize);
