@@ -39,6 +39,7 @@ fn tcp(
         cport: 40000 + c as u16,
         server: SERVERS[c],
         sport: 5201,
+        window: 65535,
     };
     let (iface, len) = if from_lan { (LAN, 1400) } else { (WAN, 0) };
     e.handle_rx(
@@ -545,6 +546,7 @@ fn liars_download(honest: usize, liars: usize, lying: bool) -> Vec<Rate> {
         cport: 40000,
         server,
         sport: port,
+        window: 65535,
     };
     let t0 = Instant(1_000_000_000);
     // Handshakes, the client's SYN echoed by the server's SYN-ACK.
@@ -650,6 +652,7 @@ fn unsolicited_segments_with_stamps_steer_nothing() {
                 cport: 40000,
                 server: Ipv4Addr::new(198, 51, 100 + h, 1),
                 sport: 443,
+                window: 65535,
             };
             let opts = stamp(((1_000 + t - lag) as u32, 0));
             let seq = 9001 + (t as u32) * 1400;

@@ -11,10 +11,23 @@ use sluice_time::{Duration, Instant};
 use sluice_wire::tcp_flags::{ACK, SYN};
 use std::net::Ipv4Addr;
 
-/// A segment of the connection to `server` (port 5201 from the client's
-/// 40000), from the LAN side or the WAN side, stamped `ts`; forwarded.
 #[allow(clippy::too_many_arguments)]
 fn seg(
+    e: &mut Engine,
+    now: Instant,
+    from_lan: bool,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    ts: (u32, u32),
+    len: usize,
+) {
+    seg_to(e, now, SERVER, from_lan, seq, ack, flags, ts, len);
+}
+
+/// [`seg`] of the connection to `server`.
+#[allow(clippy::too_many_arguments)]
+fn seg_to(
     e: &mut Engine,
     now: Instant,
     server: Ipv4Addr,
@@ -30,6 +43,7 @@ fn seg(
         cport: 40000,
         server,
         sport: 5201,
+        window: 65535,
     };
     let (iface, out) = if from_lan { (LAN, WAN) } else { (WAN, LAN) };
     let f = conn.seg(from_lan, seq, ack, flags, &stamp(ts), len);
@@ -50,11 +64,11 @@ fn a_queue_beyond_the_wan_side_reads_on_the_wan_signal_only() {
         Ipv4Addr::new(198, 51, 102, 1),
     ];
     for s in servers {
-        seg(&mut e, now, s, true, 1000, 0, SYN, (1, 0), 0);
+        seg_to(&mut e, now, s, true, 1000, 0, SYN, (1, 0), 0);
     }
     now += ms(30);
     for s in servers {
-        seg(&mut e, now, s, false, 9000, 1001, SYN | ACK, (500, 1), 0);
+        seg_to(&mut e, now, s, false, 9000, 1001, SYN | ACK, (500, 1), 0);
     }
     now += ms(1);
     let (mut cseq, mut cts, mut sts) = (1001u32, 2u32, 501u32);
@@ -63,12 +77,12 @@ fn a_queue_beyond_the_wan_side_reads_on_the_wan_signal_only() {
     // 40 ms of queue in the modem.
     let mut exchange = |e: &mut Engine, now: &mut Instant, queue: u64| {
         for s in servers {
-            seg(e, *now, s, true, cseq, 9001, ACK, (cts, sts - 1), 1400);
+            seg_to(e, *now, s, true, cseq, 9001, ACK, (cts, sts - 1), 1400);
         }
         cseq = cseq.wrapping_add(1400);
         *now += ms(30 + queue);
         for s in servers {
-            seg(e, *now, s, false, 9001, cseq, ACK, (sts, cts), 0);
+            seg_to(e, *now, s, false, 9001, cseq, ACK, (sts, cts), 0);
         }
         cts += 1;
         sts += 1;
@@ -107,37 +121,17 @@ fn the_trace_gives_each_samples_parts() {
     let mut now = Instant(1_000_000_000);
     assert!(e.poll_signal_trace().0.is_empty(), "off by default");
     e.set_autorate_trace(true);
-    seg(&mut e, now, SERVER, true, 1000, 0, SYN, (1, 0), 0);
+    seg(&mut e, now, true, 1000, 0, SYN, (1, 0), 0);
     now += ms(30);
-    seg(
-        &mut e,
-        now,
-        SERVER,
-        false,
-        9000,
-        1001,
-        SYN | ACK,
-        (500, 1),
-        0,
-    );
+    seg(&mut e, now, false, 9000, 1001, SYN | ACK, (500, 1), 0);
     now += ms(1);
     let (mut cseq, mut cts, mut sts) = (1001u32, 2u32, 501u32);
     for i in 0..20u64 {
         let queue = if i < 10 { 0 } else { 40 };
-        seg(
-            &mut e,
-            now,
-            SERVER,
-            true,
-            cseq,
-            9001,
-            ACK,
-            (cts, sts - 1),
-            1400,
-        );
+        seg(&mut e, now, true, cseq, 9001, ACK, (cts, sts - 1), 1400);
         cseq = cseq.wrapping_add(1400);
         now += ms(30 + queue);
-        seg(&mut e, now, SERVER, false, 9001, cseq, ACK, (sts, cts), 0);
+        seg(&mut e, now, false, 9001, cseq, ACK, (sts, cts), 0);
         cts += 1;
         sts += 1;
         now += ms(1);
@@ -164,28 +158,8 @@ fn the_trace_gives_each_samples_parts() {
     assert_eq!(last.out, ms(40), "no way in read: all of it out");
     assert!(e.poll_signal_trace().0.is_empty(), "drained");
     e.set_autorate_trace(false);
-    seg(
-        &mut e,
-        now,
-        SERVER,
-        true,
-        cseq,
-        9001,
-        ACK,
-        (cts, sts - 1),
-        1400,
-    );
+    seg(&mut e, now, true, cseq, 9001, ACK, (cts, sts - 1), 1400);
     now += ms(30);
-    seg(
-        &mut e,
-        now,
-        SERVER,
-        false,
-        9001,
-        cseq + 1400,
-        ACK,
-        (sts, cts),
-        0,
-    );
+    seg(&mut e, now, false, 9001, cseq + 1400, ACK, (sts, cts), 0);
     assert!(e.poll_signal_trace().0.is_empty(), "off again");
 }

@@ -67,18 +67,19 @@ pub fn udp_frame(sport: u16, payload: usize) -> Vec<u8> {
 }
 
 /// One TCP connection as frames: `client:cport` on the LAN side,
-/// `server:sport` on the WAN side.
+/// `server:sport` on the WAN side, each segment's window field `window`.
 #[derive(Clone, Copy, Debug)]
 pub struct Conn {
     pub client: Ipv4Addr,
     pub cport: u16,
     pub server: Ipv4Addr,
     pub sport: u16,
+    pub window: u16,
 }
 
 impl Conn {
-    /// A segment from the client (`from_client`) or from the server, with a
-    /// receive window of 65535 and `len` bytes of data.
+    /// A segment from the client (`from_client`) or from the server, with
+    /// `len` bytes of data.
     pub fn seg(
         &self,
         from_client: bool,
@@ -88,28 +89,13 @@ impl Conn {
         opts: &[u8],
         len: usize,
     ) -> Vec<u8> {
-        self.seg_window(from_client, seq, ack, flags, 65535, opts, len)
-    }
-
-    /// [`seg`](Self::seg) with the window field `window`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn seg_window(
-        &self,
-        from_client: bool,
-        seq: u32,
-        ack: u32,
-        flags: u8,
-        window: u16,
-        opts: &[u8],
-        len: usize,
-    ) -> Vec<u8> {
         let spec = |sport, dport| TcpSpec {
             sport,
             dport,
             seq,
             ack,
             flags,
-            window,
+            window: self.window,
             options: opts,
             payload_len: len,
         };

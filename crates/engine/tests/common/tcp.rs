@@ -74,6 +74,7 @@ pub fn conn(i: usize) -> Conn {
         cport: 40_000 + i as u16,
         server: SERVER,
         sport: 443,
+        window: 65535,
     }
 }
 
@@ -88,7 +89,7 @@ pub fn seg(
     opts: &[u8],
     len: usize,
 ) -> Vec<u8> {
-    conn(i).seg_window(from_client, seq, ack, flags, window, opts, len)
+    Conn { window, ..conn(i) }.seg(from_client, seq, ack, flags, opts, len)
 }
 
 pub fn syn_opts() -> Vec<u8> {
