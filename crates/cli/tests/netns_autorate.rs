@@ -18,6 +18,9 @@ fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
 }
 
+/// What the modem and the downloads need.
+const TOOLS: &[&str] = &["ip", "tc", "ping", "iperf3", "ss"];
+
 /// The connections need states (their passive RTT is the signal): the
 /// client's SYN passes out on `$ext_if` with `keep state`.
 const CONF: &str = "queue down on $int_if bandwidth 40M autorate (min 5M, max 50M)\n\
@@ -73,7 +76,7 @@ fn time_at_most(csv: &str, bps: f64) -> f64 {
 
 #[test]
 fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
-    let Some((_serial, mut lab)) = bridge_lab("ar", &["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("ar", TOOLS) else {
         return;
     };
     let b = bin();
@@ -131,7 +134,7 @@ fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
 /// sluice's queue too: its sojourn must not be read as the link's.
 #[test]
 fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
-    let Some((_serial, mut lab)) = bridge_lab("au", &["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("au", TOOLS) else {
         return;
     };
     let b = bin();
@@ -240,7 +243,7 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
 /// stay in sluice.
 #[test]
 fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
-    let Some((_serial, mut lab)) = bridge_lab("ap", &["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("ap", TOOLS) else {
         return;
     };
     let b = bin();
@@ -304,7 +307,7 @@ fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
 /// so.
 #[test]
 fn a_scheduled_drop_comes_on_the_wall_clocks_time() {
-    let Some((_serial, mut lab)) = bridge_lab("as", &["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("as", TOOLS) else {
         return;
     };
     let b = bin();

@@ -11,7 +11,7 @@
 //! SKIP, or a failure under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
 use sluice_lab::BridgeLab;
-use sluice_testkit::{listen, require_io, require_netns, Sluice};
+use sluice_testkit::{listen, require_netns, start_on_io, Sluice};
 use std::time::Duration;
 
 const PORT: &str = "5002";
@@ -33,9 +33,7 @@ fn tcp_from_hosts_with_tx_checksum_offload_crosses_with_complete_checksums() {
     let b = bin();
     for io in ["ring", "mmsg", "xdp"] {
         let mut lab = BridgeLab::new("cs").expect("namespaces");
-        lab.start_sluice(&b, "pass all\n", &["--io", io])
-            .unwrap_or_else(|e| panic!("--io {io}: {e}"));
-        if !require_io(&lab, &b, io) {
+        if start_on_io(&mut lab, &b, "pass all\n", io, &[]).is_none() {
             continue;
         }
         listen(&mut lab, PORT, Some("30"));

@@ -11,7 +11,7 @@
 //! or fails under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
 use sluice_lab::BridgeLab;
-use sluice_testkit::{bridge_lab, require_io, wait_for, Sluice};
+use sluice_testkit::{bridge_lab, start_on_io, wait_for, Sluice};
 use std::time::Duration;
 
 /// Pings (1 s timeout each) allowed for forwarding to resume.
@@ -61,9 +61,7 @@ fn a_detached_xdp_program_is_attached_again_and_counted() {
         return;
     };
     let b = bin();
-    lab.start_sluice(&b, "pass all\n", &["--io", "xdp", "-v"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    if !require_io(&lab, &b, "xdp") {
+    if start_on_io(&mut lab, &b, "pass all\n", "xdp", &["-v"]).is_none() {
         return;
     }
     let link =
@@ -136,12 +134,9 @@ fn a_program_that_cannot_be_attached_again_ends_the_run_naming_the_interface() {
         return;
     };
     let b = bin();
-    let id = lab
-        .start_sluice(&b, "pass all\n", &["--io", "xdp"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    if !require_io(&lab, &b, "xdp") {
+    let Some(id) = start_on_io(&mut lab, &b, "pass all\n", "xdp", &[]) else {
         return;
-    }
+    };
     let link =
         xdp_link_id(&lab, "lan0").unwrap_or_else(|| panic!("no XDP link on lan0\n{}", lab.log()));
     let script = lab.dir.join("intruder.py");
@@ -185,9 +180,7 @@ fn a_second_run_on_the_same_interfaces_is_refused() {
         return;
     };
     let b = bin();
-    lab.start_sluice(&b, "pass all\n", &["--io", "xdp"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    if !require_io(&lab, &b, "xdp") {
+    if start_on_io(&mut lab, &b, "pass all\n", "xdp", &[]).is_none() {
         return;
     }
     // Another control socket, as after the first one's was removed.
@@ -256,9 +249,7 @@ fn privileges_are_dropped_after_set_up_and_reload_and_stop_still_work() {
         return;
     };
     let b = bin();
-    lab.start_sluice(&b, "pass all\n", &["--io", "xdp", "-v"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    if !require_io(&lab, &b, "xdp") {
+    if start_on_io(&mut lab, &b, "pass all\n", "xdp", &["-v"]).is_none() {
         return;
     }
     let pid = lab.sluice_pid().unwrap();

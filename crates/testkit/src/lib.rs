@@ -376,6 +376,23 @@ pub fn require_io(lab: &BridgeLab, bin: &str, io: &str) -> bool {
     }
 }
 
+/// Starts sluice in `lab` with `conf`, `--io io` and `args` (waiting until
+/// a ping crosses it; a panic with the reason if none does), then
+/// [`require_io`]: its id, or `None` when the kernel refused the method.
+pub fn start_on_io(
+    lab: &mut BridgeLab,
+    bin: &str,
+    conf: &str,
+    io: &str,
+    args: &[&str],
+) -> Option<ProcId> {
+    let argv: Vec<&str> = ["--io", io].iter().chain(args).copied().collect();
+    let id = lab
+        .start_sluice(bin, conf, &argv)
+        .unwrap_or_else(|e| panic!("--io {io}: {e}"));
+    require_io(lab, bin, io).then_some(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
