@@ -10,9 +10,11 @@
 //! Needs root, `ip`, `tc`, `ping`, `iperf3`, `ss` (scripts/setup.sh);
 //! otherwise SKIP, or FAIL under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
+use sluice_control::proto::IfaceQueues;
 use sluice_lab::iperf3::ClientOptions;
 use sluice_lab::{BridgeLab, SERVER_IP};
 use sluice_testkit::{bridge_lab, iperf3, Sluice};
+use std::process::Output;
 
 fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
@@ -41,6 +43,17 @@ fn modem_on_wan0(lab: &BridgeLab) {
 
 fn modem_on(lab: &BridgeLab, ns: &sluice_lab::Netns, dev: &str) {
     sluice_testkit::modem(lab, ns, dev, "10mbit", 151_400);
+}
+
+/// The end of a run: `iface` in `show queues --json` and the text of
+/// `show queues`, then sluice stopped, then its `autorate.csv`.
+fn finish(lab: &mut BridgeLab, b: &str, iface: &str) -> (IfaceQueues, Output, String) {
+    let q = lab.queues(b).unwrap_or_else(|e| panic!("{e}"));
+    let shown = lab.ctl(b, &["show", "queues"]).expect("show queues");
+    lab.stop_sluice().expect("stop");
+    let i = q.ifaces.into_iter().find(|i| i.name == iface).expect(iface);
+    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    (i, shown, csv)
 }
 
 /// The share of the time from the first cut to the last decision in
@@ -88,12 +101,8 @@ fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
     o.parallel = 4;
     o.seconds = 12;
     let r = iperf3(&mut lab, "downloads", &o);
-    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
-    let metrics = lab.ctl(&b, &["show", "queues"]).expect("show queues");
-    lab.stop_sluice().expect("stop");
-    let lan = q.ifaces.iter().find(|i| i.name == "lan0").expect("lan0");
+    let (lan, metrics, csv) = finish(&mut lab, &b, "lan0");
     let a = lan.autorate.clone().expect("autorate on lan0");
-    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
     let cuts = csv.lines().filter(|l| l.contains(",delay,")).count();
     eprintln!(
         "netns_autorate: goodput {:.2} Mbit/s; rate {:.2} Mbit/s (bandwidth_bps {:?}); decisions {:?}; {cuts} cuts in autorate.csv\n{}",
@@ -149,11 +158,8 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
     o.parallel = 4;
     o.seconds = 12;
     let r = iperf3(&mut lab, "uploads", &o);
-    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
-    lab.stop_sluice().expect("stop");
-    let wan = q.ifaces.iter().find(|i| i.name == "wan0").expect("wan0");
-    let a = wan.autorate.clone().expect("autorate on wan0");
-    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    let (wan, _, csv) = finish(&mut lab, &b, "wan0");
+    let a = wan.autorate.expect("autorate on wan0");
     eprintln!(
         "netns_autorate upload: goodput {:.2} Mbit/s; rate {:.2} Mbit/s; decisions {:?}",
         r.goodput_bps / 1e6,
@@ -260,13 +266,9 @@ fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
     o.udp_rate = Some("30M".into());
     o.seconds = 10;
     let r = iperf3(&mut lab, "udp upload", &o);
-    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
-    let shown = lab.ctl(&b, &["show", "queues"]).expect("show queues");
-    lab.stop_sluice().expect("stop");
-    let wan = q.ifaces.iter().find(|i| i.name == "wan0").expect("wan0");
-    let a = wan.autorate.clone().expect("autorate on wan0");
+    let (wan, shown, csv) = finish(&mut lab, &b, "wan0");
+    let a = wan.autorate.expect("autorate on wan0");
     let p = a.probe.clone().expect("the probe is reported");
-    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
     let shown = String::from_utf8_lossy(&shown.stdout).to_string();
     eprintln!(
         "netns_autorate probe: received {:.2} Mbit/s; rate {:.2} Mbit/s; decisions {:?}; probe {p:?}\n{}",
