@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use sluice_classify::{BlockReason, Classifier, StateHit, Verdict};
+use sluice_classify::{BlockReason, Classifier, IfaceId, StateHit, Verdict};
 use sluice_conf::ir::Direction;
 use sluice_wire::tcp_flags::*;
 
@@ -17,6 +17,20 @@ const OUT: Direction = Direction::Out;
 const STATEFUL_2000: &str = "set limit states 2000\n\
                              pass out on lan keep state\n\
                              pass out on wan keep state\n";
+
+/// A new LAN connection (10.0.0.7:40000 to 192.0.2.1:443) at 2 s: its SYN
+/// passes and creates the state, seen Out on `wan`; the SYN-ACK, In on
+/// `wan`, matches it.
+fn lan_connection_opens(c: &mut Classifier, wan: IfaceId) {
+    let syn = tcp("10.0.0.7", "192.0.2.1", 40000, 443, SYN, 0);
+    let d = c.classify(secs(2), wan, OUT, &syn);
+    assert_eq!((d.verdict, d.state), (Verdict::Pass, StateHit::Created));
+    let synack = tcp("192.0.2.1", "10.0.0.7", 443, 40000, SYN | ACK, 0);
+    assert_eq!(
+        c.classify(secs(2), wan, IN, &synack).state,
+        StateHit::Matched
+    );
+}
 
 /// xorshift: spoofed 5-tuples without a dependency.
 struct Rng(u64);
@@ -54,14 +68,7 @@ fn spoofed_acks_create_no_state_and_lan_connections_still_open() {
         assert_ne!(d.state, StateHit::Created, "an ACK created a state");
     }
     assert_eq!((c.stats().states, refused), (0, 0));
-    let syn = tcp("10.0.0.7", "192.0.2.1", 40000, 443, SYN, 0);
-    let d = c.classify(secs(2), wan, OUT, &syn);
-    assert_eq!((d.verdict, d.state), (Verdict::Pass, StateHit::Created));
-    let reply = tcp("192.0.2.1", "10.0.0.7", 443, 40000, SYN | ACK, 0);
-    assert_eq!(
-        c.classify(secs(2), wan, IN, &reply).state,
-        StateHit::Matched
-    );
+    lan_connection_opens(&mut c, wan);
 }
 
 /// `flags any` opts out (pf.conf(5)): every segment may create a state, so
@@ -133,14 +140,7 @@ fn syn_flood_evicts_embryonic_states_never_the_established_connection() {
     };
     flood(&mut c, 1, 3000);
     assert_eq!(c.stats().states, 2000);
-    let syn = tcp("10.0.0.7", "192.0.2.1", 40000, 443, SYN, 0);
-    let d = c.classify(secs(2), wan, OUT, &syn);
-    assert_eq!((d.verdict, d.state), (Verdict::Pass, StateHit::Created));
-    let synack = tcp("192.0.2.1", "10.0.0.7", 443, 40000, SYN | ACK, 0);
-    assert_eq!(
-        c.classify(secs(2), wan, IN, &synack).state,
-        StateHit::Matched
-    );
+    lan_connection_opens(&mut c, wan);
     let ack = tcp("10.0.0.7", "192.0.2.1", 40000, 443, ACK, 0);
     assert_eq!(c.classify(secs(2), wan, OUT, &ack).state, StateHit::Matched);
     let passed = flood(&mut c, 3, 20_000);
