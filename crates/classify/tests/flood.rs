@@ -12,19 +12,16 @@ use sluice_wire::tcp_flags::*;
 const IN: Direction = Direction::In;
 const OUT: Direction = Direction::Out;
 
-fn from_text(text: &str) -> Classifier {
-    let c = sluice_conf::check("t.conf", text, &[]).unwrap_or_else(|d| panic!("{d:?}"));
-    classifier(&c.config)
-}
+/// Stateful rules on both sides and a table of 2 000 states: the
+/// incident's configuration.
+const STATEFUL_2000: &str = "set limit states 2000\n\
+                             pass out on lan keep state\n\
+                             pass out on wan keep state\n";
 
-/// Both sides of a bridge pass out with state, into a table of 2 000.
-const LIMITED_BRIDGE: &str = "set limit states 2000\n\
-                              pass out on lan keep state\n\
-                              pass out on wan keep state\n";
-
-/// A LAN connection opens through the WAN side: its SYN passes and
-/// creates a state, the SYN-ACK matches it.
-fn assert_lan_connection_opens(c: &mut Classifier, wan: IfaceId) {
+/// A new LAN connection (10.0.0.7:40000 to 192.0.2.1:443) at 2 s: its SYN
+/// passes and creates the state, seen Out on `wan`; the SYN-ACK, In on
+/// `wan`, matches it.
+fn lan_connection_opens(c: &mut Classifier, wan: IfaceId) {
     let syn = tcp("10.0.0.7", "192.0.2.1", 40000, 443, SYN, 0);
     let d = c.classify(secs(2), wan, OUT, &syn);
     assert_eq!((d.verdict, d.state), (Verdict::Pass, StateHit::Created));
@@ -60,7 +57,7 @@ impl Rng {
 /// 1 000 refused, and the LAN SYN refused with StateLimit.)
 #[test]
 fn spoofed_acks_create_no_state_and_lan_connections_still_open() {
-    let mut c = from_text(LIMITED_BRIDGE);
+    let mut c = from_text(STATEFUL_2000);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0x5eed);
     let mut refused = 0;
@@ -71,7 +68,7 @@ fn spoofed_acks_create_no_state_and_lan_connections_still_open() {
         assert_ne!(d.state, StateHit::Created, "an ACK created a state");
     }
     assert_eq!((c.stats().states, refused), (0, 0));
-    assert_lan_connection_opens(&mut c, wan);
+    lan_connection_opens(&mut c, wan);
 }
 
 /// `flags any` opts out (pf.conf(5)): every segment may create a state, so
@@ -130,7 +127,7 @@ fn explicit_flags_are_honoured_and_udp_ignores_the_default() {
 /// (Before: the LAN SYN refused with StateLimit.)
 #[test]
 fn syn_flood_evicts_embryonic_states_never_the_established_connection() {
-    let mut c = from_text(LIMITED_BRIDGE);
+    let mut c = from_text(STATEFUL_2000);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0xf100d);
     let mut flood = |c: &mut Classifier, at: u64, n: u32| {
@@ -143,7 +140,7 @@ fn syn_flood_evicts_embryonic_states_never_the_established_connection() {
     };
     flood(&mut c, 1, 3000);
     assert_eq!(c.stats().states, 2000);
-    assert_lan_connection_opens(&mut c, wan);
+    lan_connection_opens(&mut c, wan);
     let ack = tcp("10.0.0.7", "192.0.2.1", 40000, 443, ACK, 0);
     assert_eq!(c.classify(secs(2), wan, OUT, &ack).state, StateHit::Matched);
     let passed = flood(&mut c, 3, 20_000);
@@ -228,7 +225,7 @@ fn the_second_half_of_a_bridged_connection_gets_its_state_and_queue() {
 /// 2 000 segments and the LAN SYN was refused.)
 #[test]
 fn a_flood_of_every_flag_combination_leaves_new_connections_working() {
-    let mut c = from_text(LIMITED_BRIDGE);
+    let mut c = from_text(STATEFUL_2000);
     let (lan, wan) = (c.iface("lan"), c.iface("wan"));
     let mut rng = Rng(0xabcdef);
     for i in 0..100_000u32 {

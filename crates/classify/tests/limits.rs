@@ -21,14 +21,14 @@ impl Rng {
     }
 }
 
-/// Each of `flows` (192.168.1.2:4000+i to 9.9.9.9:53) goes out and finds
-/// `out` in the table; each one's answer matches its state.
-fn exchange(c: &mut Classifier, e: IfaceId, at: Instant, flows: &[IpInfo], out: StateHit) {
+/// Each of `flows` (UDP from 192.168.1.2:4000+i to 9.9.9.9:53) out on `e`
+/// at `t`, the first finding `out`, and its reply in, matching that state.
+fn both_ways(c: &mut Classifier, e: IfaceId, t: Instant, flows: &[IpInfo], out: StateHit) {
     for (i, f) in flows.iter().enumerate() {
-        assert_eq!(c.classify(at, e, Direction::Out, f).state, out);
+        assert_eq!(c.classify(t, e, Direction::Out, f).state, out);
         let reply = udp("9.9.9.9", "192.168.1.2", 53, 4000 + i as u16);
         assert_eq!(
-            c.classify(at, e, Direction::In, &reply).state,
+            c.classify(t, e, Direction::In, &reply).state,
             StateHit::Matched
         );
     }
@@ -53,7 +53,7 @@ fn flood_beyond_the_limit() {
     let flows: Vec<_> = (0..10u16)
         .map(|i| udp("192.168.1.2", "9.9.9.9", 4000 + i, 53))
         .collect();
-    exchange(&mut c, e, t0, &flows, StateHit::Created);
+    both_ways(&mut c, e, t0, &flows, StateHit::Created);
     let mut rng = Rng(0x5eed);
     let mut blocked = 0u64;
     for i in 0..FLOOD {
@@ -88,7 +88,7 @@ fn flood_beyond_the_limit() {
     );
     assert!(blocked * 100 < FLOOD as u64, "blocked {blocked}");
     // Existing flows keep working, both ways.
-    exchange(&mut c, e, t0, &flows, StateHit::Matched);
+    both_ways(&mut c, e, t0, &flows, StateHit::Matched);
     // Once the flood's states expire (udp.first = 60 s) and are purged, new ones fit.
     let later = t0 + Duration::from_secs(61);
     assert_eq!(c.expire(later, LIMIT as usize), LIMIT as usize);

@@ -11,11 +11,6 @@ use sluice_wire::tcp_flags::*;
 const IN: Direction = Direction::In;
 const OUT: Direction = Direction::Out;
 
-fn from_text(text: &str) -> Classifier {
-    let c = sluice_conf::check("t.conf", text, &[]).unwrap_or_else(|d| panic!("{d:?}"));
-    classifier(&c.config)
-}
-
 /// A full handshake on `sport`; the state is then ESTABLISHED:ESTABLISHED.
 fn handshake(c: &mut Classifier, at: u64, sport: u16) {
     let e = c.iface("ext");

@@ -1,30 +1,17 @@
 //! `sluice check` as a user runs it: exit codes, diagnostics on stderr,
 //! canonical form on stdout that checks clean again.
 
+use sluice_testkit::output_with_stdin;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn sluice(args: &[&str], stdin: Option<&str>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
     c.args(args);
-    if let Some(input) = stdin {
-        use std::io::Write;
-        use std::process::Stdio;
-        let mut child = c
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn sluice");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        return child.wait_with_output().expect("wait");
+    match stdin {
+        Some(input) => output_with_stdin(&mut c, input.as_bytes()),
+        None => c.output().expect("run sluice"),
     }
-    c.output().expect("run sluice")
 }
 
 /// `sluice ARGS` refused with exit status 1; its stderr.
@@ -133,17 +120,7 @@ fn only_regular_files_of_bounded_size_are_read() {
 
 /// Bytes on standard input (for what is not text).
 fn sluice_bytes(args: &[&str], input: &[u8]) -> Output {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sluice");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().expect("wait")
+    output_with_stdin(Command::new(env!("CARGO_BIN_EXE_sluice")).args(args), input)
 }
 
 const VALID: &str = "queue std on em0 bandwidth 10M default\n";

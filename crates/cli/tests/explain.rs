@@ -2,6 +2,7 @@
 //! (`golden/explain/*.txt`; `UPDATE_GOLDEN=1` rewrites them), its JSON, and
 //! explanations that only running packets through the rules can give.
 
+use sluice_testkit::output_with_stdin;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -10,24 +11,9 @@ fn root() -> PathBuf {
 }
 
 fn sluice(args: &[&str], stdin: Option<&str>) -> Output {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sluice");
-    let input = stdin.unwrap_or("");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().expect("wait")
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    c.args(args).current_dir(root());
+    output_with_stdin(&mut c, stdin.unwrap_or("").as_bytes())
 }
 
 fn explain(args: &[&str], stdin: Option<&str>) -> String {

@@ -23,9 +23,10 @@
 //! SKIP line and returns, or fails under `SLUICE_REQUIRE_NETNS=1`.
 
 use sluice_lab::iperf3::{self, ClientOptions, Iperf3Result};
-use sluice_lab::netns::ProcId;
-use sluice_testkit::router::{NetState, RouterLab, LAN_IF, ROUTER_LAN_IP, SERVER_IP, WAN_IF};
-use sluice_testkit::{require_netns, wait_for, Sluice};
+use sluice_testkit::router::{
+    NetState, RouterLab, LAN_IF, ROUTER_LAN_IP, SERVER_IP, SHAPER, WAN_IF,
+};
+use sluice_testkit::{require_netns, Sluice};
 use std::time::Duration;
 
 const TOOLS: &[&str] = &["tc", "nft", "bridge"];
@@ -36,17 +37,7 @@ const RATE_BPS: f64 = 8e6;
 const PAYLOAD_PER_FRAME: f64 = 1448.0 / 1514.0;
 /// The light host's least share with host isolation (of two hosts).
 const LIGHT_SHARE: f64 = 0.45;
-const START_WAIT: Duration = Duration::from_secs(10);
 const DAD_WAIT: Duration = Duration::from_secs(5);
-
-fn conf() -> String {
-    "queue up on $ext_if bandwidth 8M max 8M\n\
-     queue up_q parent up flows 1024 bandwidth 8M default dual-srchost\n\
-     queue dn on $int_if bandwidth 8M max 8M\n\
-     queue dn_q parent dn flows 1024 bandwidth 8M default dual-dsthost\n\
-     pass all\n"
-        .into()
-}
 
 fn new_lab(tag: &str) -> RouterLab {
     RouterLab::new(tag, "20mbit").expect("building the router's namespaces")
@@ -55,23 +46,6 @@ fn new_lab(tag: &str) -> RouterLab {
 fn state(lab: &RouterLab) -> NetState {
     lab.state(DAD_WAIT)
         .expect("reading the router's configuration")
-}
-
-/// Starts sluice with `args` and waits until it answers on its control
-/// socket; panics with its log if it exits first.
-fn start(lab: &mut RouterLab, bin: &str, args: &[&str]) -> ProcId {
-    let id = lab.spawn_sluice(bin, &conf(), args).expect("spawn sluice");
-    let mut exited = None;
-    let up = wait_for(START_WAIT, || {
-        exited = lab.topo.try_status(id).ok().flatten();
-        exited.is_some() || lab.answers(bin)
-    });
-    assert!(
-        up && exited.is_none(),
-        "sluice {args:?} did not come up ({exited:?}):\n{}",
-        lab.log()
-    );
-    id
 }
 
 /// Everything that must hold once the router is itself again.
@@ -150,7 +124,7 @@ fn attach_dry_run_prints_the_plan_and_changes_nothing() {
     let b = bin();
     let lab = new_lab("atd");
     let before = state(&lab);
-    let conf = lab.write_conf(&conf()).unwrap();
+    let conf = lab.write_conf(SHAPER).unwrap();
     let out = lab
         .sluice_cmd(&b, &["run", "-f", &conf, "--attach", LAN_IF, "--dry-run"])
         .unwrap();
@@ -195,7 +169,7 @@ fn attach_failure_half_way_is_rolled_back() {
     let b = bin();
     let lab = new_lab("atf");
     let before = state(&lab);
-    let conf = lab.write_conf(&conf()).unwrap();
+    let conf = lab.write_conf(SHAPER).unwrap();
     let ctl = lab.control_path();
     for (ifname, side) in [(LAN_IF, "lan"), (WAN_IF, "wan")] {
         let n = plan_len(&lab, &b, &conf, ifname);
@@ -244,7 +218,7 @@ fn attach_restored_by_a_clean_stop_and_wan_nat_keeps_working() {
     let mut lab = new_lab("atw");
     let before = state(&lab);
     // WAN: the masquerade rule names wan0, which the host end now is.
-    let id = start(&mut lab, &b, &["--attach", WAN_IF, "--attach-side", "wan"]);
+    let id = lab.start_sluice(&b, SHAPER, &["--attach", WAN_IF, "--attach-side", "wan"]);
     let attached = state(&lab);
     assert_ne!(attached.links, before.links, "nothing was attached");
     assert!(
@@ -256,12 +230,11 @@ fn attach_restored_by_a_clean_stop_and_wan_nat_keeps_working() {
         attached.neighs
     );
     assert_forwards(&lab);
-    let st = lab.topo.stop(id, "TERM").unwrap();
-    assert!(st.is_some_and(|s| s.success()), "{st:?}\n{}", lab.log());
+    lab.stop_sluice(id);
     assert_eq!(lab.attach_state(WAN_IF), None);
     assert_restored(&lab, &before, "a clean stop (WAN)");
     // LAN, stopped by `sluice stop`.
-    let id = start(&mut lab, &b, &["--attach", LAN_IF]);
+    let id = lab.start_sluice(&b, SHAPER, &["--attach", LAN_IF]);
     assert_forwards(&lab);
     let ctl = lab.control_path();
     let out = lab.sluice_cmd(&b, &["stop", "--control", &ctl]).unwrap();
@@ -279,7 +252,7 @@ fn attach_restored_after_sigkill_by_the_next_run_and_by_on_exit() {
     let b = bin();
     let mut lab = new_lab("atk");
     let before = state(&lab);
-    let id = start(&mut lab, &b, &["--attach", LAN_IF]);
+    let id = lab.start_sluice(&b, SHAPER, &["--attach", LAN_IF]);
     assert_forwards(&lab);
     lab.topo.stop(id, "KILL").unwrap();
     assert!(
@@ -292,7 +265,7 @@ fn attach_restored_after_sigkill_by_the_next_run_and_by_on_exit() {
         "a killed sluice restores nothing"
     );
     // A dry run refuses to plan over a left attachment, changing nothing.
-    let conf = lab.write_conf(&conf()).unwrap();
+    let conf = lab.write_conf(SHAPER).unwrap();
     let out = lab
         .sluice_cmd(&b, &["run", "-f", &conf, "--attach", LAN_IF, "--dry-run"])
         .unwrap();
@@ -307,7 +280,7 @@ fn attach_restored_after_sigkill_by_the_next_run_and_by_on_exit() {
         "--dry-run changed something"
     );
     // The next run gives IF back first, then attaches it again.
-    let id = start(&mut lab, &b, &["--attach", LAN_IF, "-v"]);
+    let id = lab.start_sluice(&b, SHAPER, &["--attach", LAN_IF, "-v"]);
     assert!(
         lab.log()
             .contains("left attached by an earlier sluice: given back"),
@@ -376,7 +349,7 @@ fn attach_lan_shapes_both_ways_and_isolates_hosts() {
     let b = sluice.path;
     let mut lab = new_lab("ats");
     let before = state(&lab);
-    let id = start(&mut lab, &b, &["--attach", LAN_IF]);
+    let id = lab.start_sluice(&b, SHAPER, &["--attach", LAN_IF]);
     assert_forwards(&lab);
     let expected = RATE_BPS * PAYLOAD_PER_FRAME;
     let mut failures = Vec::new();
@@ -416,8 +389,7 @@ fn attach_lan_shapes_both_ways_and_isolates_hosts() {
         lab.reaches(&lab.clients[0], ROUTER_LAN_IP, 3),
         "the router's LAN address under load"
     );
-    let st = lab.topo.stop(id, "TERM").unwrap();
-    assert!(st.is_some_and(|s| s.success()), "{st:?}\n{}", lab.log());
+    lab.stop_sluice(id);
     assert_restored(&lab, &before, "a clean stop after load");
     assert!(failures.is_empty(), "{failures:#?}\n{}", lab.log());
 }
@@ -439,7 +411,7 @@ fn attach_wan_with_nat_isolates_masqueraded_hosts() {
     let before = state(&lab);
     // Without --nat the light host measured 0.06 (per-flow fairness).
     let args = ["--attach", WAN_IF, "--attach-side", "wan", "--nat", "-v"];
-    let id = start(&mut lab, &b, &args);
+    let id = lab.start_sluice(&b, SHAPER, &args);
     assert_forwards(&lab);
     let mut failures = Vec::new();
     for (dir, reverse, port) in [("upload", false, 5401u16), ("download", true, 5501)] {
@@ -456,8 +428,7 @@ fn attach_wan_with_nat_isolates_masqueraded_hosts() {
         }
     }
     assert!(!lab.log().contains("no conntrack"), "{}", lab.log());
-    let st = lab.topo.stop(id, "TERM").unwrap();
-    assert!(st.is_some_and(|s| s.success()), "{st:?}\n{}", lab.log());
+    lab.stop_sluice(id);
     assert_restored(&lab, &before, "a clean stop after NAT load");
     assert!(failures.is_empty(), "{failures:#?}\n{}", lab.log());
 }

@@ -29,13 +29,12 @@
 //! (scripts/setup.sh); otherwise each test prints a SKIP line and
 //! returns, or fails under `SLUICE_REQUIRE_NETNS=1`.
 
-use sluice_lab::netns::{Netns, ProcId};
-use sluice_testkit::router::{RouterLab, LAN_IF, ROUTER_LAN_IP, SERVER_IP, WAN_IF};
+use sluice_lab::netns::Netns;
+use sluice_testkit::router::{RouterLab, LAN_IF, ROUTER_LAN_IP, SERVER_IP, SHAPER, WAN_IF};
 use sluice_testkit::{require_netns, wait_for, Sluice};
 use std::time::Duration;
 
 const TOOLS: &[&str] = &["tc", "nft", "bridge", "dnsmasq", "busybox"];
-const START_WAIT: Duration = Duration::from_secs(10);
 const DAEMON_WAIT: Duration = Duration::from_secs(5);
 const DAD_WAIT: Duration = Duration::from_secs(5);
 /// The LAN's DHCP range and the name dnsmasq answers for itself.
@@ -46,45 +45,8 @@ const LOCAL_ADDR: &str = "10.81.1.77";
 const WAN_ADDR: &str = "10.81.2.1";
 const MODEM_IP: &str = "10.81.2.2";
 
-fn conf() -> String {
-    "queue up on $ext_if bandwidth 8M max 8M\n\
-     queue up_q parent up flows 1024 bandwidth 8M default dual-srchost\n\
-     queue dn on $int_if bandwidth 8M max 8M\n\
-     queue dn_q parent dn flows 1024 bandwidth 8M default dual-dsthost\n\
-     pass all\n"
-        .into()
-}
-
 fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
-}
-
-/// Starts sluice with `args` and waits until it answers on its control
-/// socket; panics with its log if it exits first.
-fn start(lab: &mut RouterLab, bin: &str, args: &[&str]) -> ProcId {
-    let id = lab.spawn_sluice(bin, &conf(), args).expect("spawn sluice");
-    let mut exited = None;
-    let up = wait_for(START_WAIT, || {
-        exited = lab.topo.try_status(id).ok().flatten();
-        exited.is_some() || lab.answers(bin)
-    });
-    assert!(
-        up && exited.is_none(),
-        "sluice {args:?} did not come up ({exited:?}):\n{}",
-        lab.log()
-    );
-    id
-}
-
-/// SIGTERM, and the exit within sluice's grace.
-fn stop(lab: &mut RouterLab, id: ProcId) {
-    let st = lab.topo.stop(id, "TERM").expect("stopping sluice");
-    assert!(
-        st.is_some_and(|s| s.success()),
-        "sluice did not stop cleanly ({st:?}):\n{}",
-        lab.log()
-    );
-    lab.sluice = None;
 }
 
 /// One lease for the first client: `busybox udhcpc` in the foreground,
@@ -173,7 +135,7 @@ fn dnsmasq_through_attach(tag: &str, direct: bool, iface: &str, mode: Option<&st
     let first = lan_lease(&lab, "before sluice");
     assert_resolves(&lab, "before sluice");
 
-    let id = start(&mut lab, &b, &["--attach", LAN_IF]);
+    let id = lab.start_sluice(&b, SHAPER, &["--attach", LAN_IF]);
     assert_eq!(
         lan_lease(&lab, "while attached"),
         first,
@@ -184,7 +146,7 @@ fn dnsmasq_through_attach(tag: &str, direct: bool, iface: &str, mode: Option<&st
         lab.reaches(&lab.clients[0], SERVER_IP, 5),
         "the LAN reaches the server while attached"
     );
-    stop(&mut lab, id);
+    lab.stop_sluice(id);
 
     assert_eq!(lan_lease(&lab, "after sluice stopped"), first);
     assert_resolves(&lab, "after sluice stopped");
@@ -300,9 +262,9 @@ fn udhcpc_keeps_the_wan_lease_through_attach() {
     await_wan(&lab, "bound", 1, 0, "at boot");
     assert_lan_reaches_server(&lab, "before sluice");
 
-    let id = start(
-        &mut lab,
+    let id = lab.start_sluice(
         &b,
+        SHAPER,
         &["--attach", WAN_IF, "--attach-side", "wan", "--nat"],
     );
     assert_lan_reaches_server(&lab, "while attached");
@@ -322,7 +284,7 @@ fn udhcpc_keeps_the_wan_lease_through_attach() {
     lab.topo.signal(udhcpc, "USR1").unwrap();
     await_wan(&lab, "bound", bnd + 1, a, "discovered again while attached");
     assert_lan_reaches_server(&lab, "after a new lease while attached");
-    stop(&mut lab, id);
+    lab.stop_sluice(id);
 
     let (a, r) = (acks(&lab), events(&lab, "renew"));
     lab.topo.signal(udhcpc, "USR1").unwrap();
@@ -379,9 +341,9 @@ fn a_dhcpcd_style_lease_moves_and_comes_back() {
     }
     let before = lab.state(DAD_WAIT).unwrap();
     assert_lan_reaches_server(&lab, "before sluice");
-    let id = start(&mut lab, &b, &["--attach", WAN_IF, "--attach-side", "wan"]);
+    let id = lab.start_sluice(&b, SHAPER, &["--attach", WAN_IF, "--attach-side", "wan"]);
     assert_lan_reaches_server(&lab, "while attached");
-    stop(&mut lab, id);
+    lab.stop_sluice(id);
     let after = lab.state(DAD_WAIT).unwrap();
     assert_eq!(before.links, after.links, "ip -j addr");
     assert_eq!(before.routes, after.routes, "ip -j route");
@@ -445,14 +407,14 @@ fn dhcpcd_restarted_after_attach_and_after_stop_keeps_the_wan() {
     await_dhcpcd(&lab, 0, "at boot");
     assert_lan_reaches_server(&lab, "before sluice");
 
-    let id = start(&mut lab, &b, &["--attach", WAN_IF, "--attach-side", "wan"]);
+    let id = lab.start_sluice(&b, SHAPER, &["--attach", WAN_IF, "--attach-side", "wan"]);
     lab.topo.stop(dhcpcd, "TERM").unwrap();
     let a = acks(&lab);
     dhcpcd = lab.spawn_dhcpcd(WAN_IF).unwrap();
     await_dhcpcd(&lab, a, "restarted while attached");
     assert_lan_reaches_server(&lab, "while attached");
 
-    stop(&mut lab, id);
+    lab.stop_sluice(id);
     lab.topo.stop(dhcpcd, "TERM").unwrap();
     let a = acks(&lab);
     lab.spawn_dhcpcd(WAN_IF).unwrap();

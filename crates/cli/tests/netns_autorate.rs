@@ -10,13 +10,18 @@
 //! Needs root, `ip`, `tc`, `ping`, `iperf3`, `ss` (scripts/setup.sh);
 //! otherwise SKIP, or FAIL under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
-use sluice_lab::iperf3::{self, ClientOptions};
+use sluice_control::proto::IfaceQueues;
+use sluice_lab::iperf3::ClientOptions;
 use sluice_lab::{BridgeLab, SERVER_IP};
-use sluice_testkit::{require_netns, Sluice};
+use sluice_testkit::{bridge_lab, iperf3, Sluice};
+use std::process::Output;
 
 fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
 }
+
+/// What the modem and the downloads need.
+const TOOLS: &[&str] = &["ip", "tc", "ping", "iperf3", "ss"];
 
 /// The connections need states (their passive RTT is the signal): the
 /// client's SYN passes out on `$ext_if` with `keep state`.
@@ -37,16 +42,18 @@ fn modem_on_wan0(lab: &BridgeLab) {
 }
 
 fn modem_on(lab: &BridgeLab, ns: &sluice_lab::Netns, dev: &str) {
-    for cmd in [
-        format!("tc qdisc add dev {dev} root handle 1: htb default 1"),
-        format!("tc class add dev {dev} parent 1: classid 1:1 htb rate 10mbit ceil 10mbit"),
-        format!("tc qdisc add dev {dev} parent 1:1 handle 10: bfifo limit 151400"),
-    ] {
-        let args: Vec<&str> = cmd.split(' ').collect();
-        lab.topo
-            .exec(ns, &args)
-            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    }
+    sluice_testkit::modem(lab, ns, dev, "10mbit", 151_400);
+}
+
+/// The end of a run: `iface` in `show queues --json` and the text of
+/// `show queues`, then sluice stopped, then its `autorate.csv`.
+fn finish(lab: &mut BridgeLab, b: &str, iface: &str) -> (IfaceQueues, Output, String) {
+    let q = lab.queues(b).unwrap_or_else(|e| panic!("{e}"));
+    let shown = lab.ctl(b, &["show", "queues"]).expect("show queues");
+    lab.stop_sluice().expect("stop");
+    let i = q.ifaces.into_iter().find(|i| i.name == iface).expect(iface);
+    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    (i, shown, csv)
 }
 
 /// The share of the time from the first cut to the last decision in
@@ -82,29 +89,20 @@ fn time_at_most(csv: &str, bps: f64) -> f64 {
 
 #[test]
 fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
-    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("ar", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("ar").expect("namespaces");
     let b = bin();
     modem(&lab);
     lab.start_sluice(&b, CONF, &["-v"])
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = lab.server.clone();
-    let srv = iperf3::server(&mut lab.topo, &server, 5321).expect("iperf3 server");
     let mut o = ClientOptions::new(SERVER_IP, 5321);
     o.reverse = true;
     o.parallel = 4;
     o.seconds = 12;
-    let r = iperf3::client(&lab.topo, &lab.client, &o)
-        .unwrap_or_else(|e| panic!("downloads: {e}\n{}", lab.log()));
-    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
-    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
-    let metrics = lab.ctl(&b, &["show", "queues"]).expect("show queues");
-    lab.stop_sluice().expect("stop");
-    let lan = q.ifaces.iter().find(|i| i.name == "lan0").expect("lan0");
+    let r = iperf3(&mut lab, "downloads", &o);
+    let (lan, metrics, csv) = finish(&mut lab, &b, "lan0");
     let a = lan.autorate.clone().expect("autorate on lan0");
-    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
     let cuts = csv.lines().filter(|l| l.contains(",delay,")).count();
     eprintln!(
         "netns_autorate: goodput {:.2} Mbit/s; rate {:.2} Mbit/s (bandwidth_bps {:?}); decisions {:?}; {cuts} cuts in autorate.csv\n{}",
@@ -145,10 +143,9 @@ fn downloads_behind_a_slower_modem_bring_the_rate_below_it() {
 /// sluice's queue too: its sojourn must not be read as the link's.
 #[test]
 fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
-    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("au", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("au").expect("namespaces");
     let b = bin();
     modem_on_wan0(&lab);
     let conf = "queue up on $ext_if bandwidth 40M autorate (min 5M, max 50M)\n\
@@ -157,19 +154,12 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
     // With the trace: every decision, and every delay sample's parts.
     lab.start_sluice(&b, conf, &["-v", "--io", "mmsg", "--autorate-trace"])
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = lab.server.clone();
-    let srv = iperf3::server(&mut lab.topo, &server, 5322).expect("iperf3 server");
     let mut o = ClientOptions::new(SERVER_IP, 5322);
     o.parallel = 4;
     o.seconds = 12;
-    let r = iperf3::client(&lab.topo, &lab.client, &o)
-        .unwrap_or_else(|e| panic!("uploads: {e}\n{}", lab.log()));
-    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
-    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
-    lab.stop_sluice().expect("stop");
-    let wan = q.ifaces.iter().find(|i| i.name == "wan0").expect("wan0");
-    let a = wan.autorate.clone().expect("autorate on wan0");
-    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
+    let r = iperf3(&mut lab, "uploads", &o);
+    let (wan, _, csv) = finish(&mut lab, &b, "wan0");
+    let a = wan.autorate.expect("autorate on wan0");
     eprintln!(
         "netns_autorate upload: goodput {:.2} Mbit/s; rate {:.2} Mbit/s; decisions {:?}",
         r.goodput_bps / 1e6,
@@ -259,10 +249,9 @@ fn an_upload_behind_a_slower_modem_brings_the_rate_below_it() {
 /// stay in sluice.
 #[test]
 fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
-    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("ap", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("ap").expect("namespaces");
     let b = bin();
     modem_on_wan0(&lab);
     let conf = format!(
@@ -272,22 +261,14 @@ fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
     );
     lab.start_sluice(&b, &conf, &["-v", "--io", "mmsg"])
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = lab.server.clone();
-    let srv = iperf3::server(&mut lab.topo, &server, 5323).expect("iperf3 server");
     let mut o = ClientOptions::new(SERVER_IP, 5323);
     o.udp_len = Some(1400);
     o.udp_rate = Some("30M".into());
     o.seconds = 10;
-    let r = iperf3::client(&lab.topo, &lab.client, &o)
-        .unwrap_or_else(|e| panic!("udp upload: {e}\n{}", lab.log()));
-    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
-    let q = lab.queues(&b).unwrap_or_else(|e| panic!("{e}"));
-    let shown = lab.ctl(&b, &["show", "queues"]).expect("show queues");
-    lab.stop_sluice().expect("stop");
-    let wan = q.ifaces.iter().find(|i| i.name == "wan0").expect("wan0");
-    let a = wan.autorate.clone().expect("autorate on wan0");
+    let r = iperf3(&mut lab, "udp upload", &o);
+    let (wan, shown, csv) = finish(&mut lab, &b, "wan0");
+    let a = wan.autorate.expect("autorate on wan0");
     let p = a.probe.clone().expect("the probe is reported");
-    let csv = std::fs::read_to_string(lab.dir.join("autorate.csv")).unwrap_or_default();
     let shown = String::from_utf8_lossy(&shown.stdout).to_string();
     eprintln!(
         "netns_autorate probe: received {:.2} Mbit/s; rate {:.2} Mbit/s; decisions {:?}; probe {p:?}\n{}",
@@ -328,10 +309,9 @@ fn with_no_tcp_the_probe_brings_an_upload_below_the_modem() {
 /// so.
 #[test]
 fn a_scheduled_drop_comes_on_the_wall_clocks_time() {
-    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("as", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("as").expect("namespaces");
     let b = bin();
     let conf = CONF.replace(
         "max 50M)",

@@ -10,9 +10,8 @@
 //! Needs root, `ip`, `ethtool`, `python3` (scripts/setup.sh); otherwise
 //! SKIP, or a failure under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
-use sluice_lab::bridge::SERVER_IP;
 use sluice_lab::BridgeLab;
-use sluice_testkit::{require_io, require_netns, Sluice, INJECT};
+use sluice_testkit::{listen, require_netns, start_on_io, Sluice};
 use std::time::Duration;
 
 const PORT: &str = "5002";
@@ -23,15 +22,7 @@ fn bin() -> String {
 
 /// Three TCP exchanges client → server: the injector's report and success.
 fn connect(lab: &BridgeLab) -> (String, bool) {
-    let out = lab
-        .topo
-        .exec_unchecked(
-            &lab.client,
-            &["python3", INJECT, "connect", SERVER_IP, PORT, "3", "3"],
-        )
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (text, out.status.success())
+    sluice_testkit::connect(lab, PORT, 3, "3")
 }
 
 #[test]
@@ -42,20 +33,10 @@ fn tcp_from_hosts_with_tx_checksum_offload_crosses_with_complete_checksums() {
     let b = bin();
     for io in ["ring", "mmsg", "xdp"] {
         let mut lab = BridgeLab::new("cs").expect("namespaces");
-        lab.start_sluice(&b, "pass all\n", &["--io", io])
-            .unwrap_or_else(|e| panic!("--io {io}: {e}"));
-        if !require_io(&lab, &b, io) {
+        if start_on_io(&mut lab, &b, "pass all\n", io, &[]).is_none() {
             continue;
         }
-        let server = lab.server.clone();
-        let log = lab.dir.join("listen.log");
-        lab.topo
-            .spawn(
-                &server,
-                &["python3", INJECT, "listen", PORT, "30"],
-                Some(&log),
-            )
-            .expect("listener");
+        listen(&mut lab, PORT, Some("30"));
         std::thread::sleep(Duration::from_millis(300));
         let completed = |name: &str| lab.io_counter(&b, name).unwrap_or(0);
         // The lab's own tx off: whole checksums, none taken for partial.

@@ -11,7 +11,8 @@ use sluice_control::proto::QueuesReply;
 use sluice_lab::iperf3::{self, ClientOptions, Iperf3Result};
 use sluice_lab::{BridgeLab, CLIENT_IP, SERVER_IP};
 use sluice_testkit::{
-    inject, inject_count, proc_status, require_io, require_netns, Serial, Sluice, INJECT,
+    bridge_lab, inject, inject_count, proc_status, require_io, require_netns, Serial, Sluice,
+    INJECT,
 };
 use std::time::Duration;
 
@@ -20,8 +21,10 @@ fn bin() -> String {
 }
 
 /// Root and every tool of this file, else SKIP (a failure under CI).
+const TOOLS: &[&str] = &["iperf3", "ss", "python3"];
+
 fn netns() -> Option<Serial> {
-    require_netns(&["iperf3", "ss", "python3"])
+    require_netns(TOOLS)
 }
 
 /// The classic configuration of issue #2 on a 512 kbit/s upload, with a
@@ -130,10 +133,9 @@ const HFSC_10M: &str = "altq on $ext_if hfsc bandwidth 10Mb queue { up }\n\
 
 #[test]
 fn reload_under_load_refuses_bad_files_and_keeps_flows_alive() {
-    let Some(_serial) = netns() else {
+    let Some((_serial, mut lab)) = bridge_lab("rld", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("rld").expect("namespaces");
     let b = bin();
     lab.start_sluice(&b, HFSC_10M, &[])
         .unwrap_or_else(|e| panic!("{e}"));
@@ -196,10 +198,9 @@ fn reload_under_load_refuses_bad_files_and_keeps_flows_alive() {
 
 #[test]
 fn bad_input_is_counted_and_forwarding_goes_on() {
-    let Some(_serial) = netns() else {
+    let Some((_serial, mut lab)) = bridge_lab("bad", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("bad").expect("namespaces");
     let b = bin();
     // UDP creates states (the flood fills the table); ICMP passes without
     // one, so the ping below checks forwarding, not the state limit.
@@ -392,10 +393,9 @@ fn encap_case(io: &str) {
 /// static neighbours, a ping between two ULAs inside the lab proves it.
 #[test]
 fn ipv6_neighbour_discovery_and_ping_cross_sluice() {
-    let Some(_serial) = netns() else {
+    let Some((_serial, mut lab)) = bridge_lab("v6", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("v6").expect("namespaces");
     let b = bin();
     lab.start_sluice(&b, "pass keep state\n", &[])
         .unwrap_or_else(|e| panic!("{e}"));

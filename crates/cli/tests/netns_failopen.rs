@@ -12,7 +12,7 @@
 
 use sluice_lab::netns::ProcId;
 use sluice_lab::BridgeLab;
-use sluice_testkit::{require_netns, wait_for, Sluice};
+use sluice_testkit::{bridge_lab, wait_for, Sluice};
 use std::time::Duration;
 
 const CONF: &str = "pass all\n";
@@ -97,11 +97,10 @@ fn start_and_check_it_forwards(lab: &mut BridgeLab, b: &str, extra: &[&str]) -> 
 
 #[test]
 fn on_exit_bridge_keeps_the_lan_online_and_run_takes_it_back() {
-    let Some(_serial) = require_netns(&[]) else {
+    let Some((_serial, mut lab)) = bridge_lab("fo", &[]) else {
         return;
     };
     let b = bin();
-    let mut lab = BridgeLab::new("fo").expect("namespaces");
 
     // 1. A clean stop (`sluice stop`) hands the interfaces to a bridge.
     let id = lab
@@ -193,11 +192,10 @@ fn on_exit_bridge_keeps_the_lan_online_and_run_takes_it_back() {
 
 #[test]
 fn a_bridge_sluice_did_not_make_is_left_alone() {
-    let Some(_serial) = require_netns(&[]) else {
+    let Some((_serial, mut lab)) = bridge_lab("fn", &[]) else {
         return;
     };
     let b = bin();
-    let mut lab = BridgeLab::new("fn").expect("namespaces");
     let ip = |args: &[&str]| {
         lab.topo
             .ip(&lab.shaper, args)

@@ -9,9 +9,8 @@
 //! Needs root, `ip`, `ping`, `python3` (scripts/setup.sh); otherwise SKIP,
 //! or FAIL under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
-use sluice_lab::bridge::SERVER_IP;
 use sluice_lab::BridgeLab;
-use sluice_testkit::{proc_status, require_netns, Sluice, INJECT};
+use sluice_testkit::{bridge_lab, connect, listen, proc_status, Sluice, INJECT};
 use std::time::{Duration, Instant};
 
 /// Segments per side.
@@ -28,25 +27,16 @@ fn bin() -> String {
 
 /// `connect` rounds of the injector from the client: (ok, failed).
 fn connects(lab: &BridgeLab, count: u32, timeout_s: &str) -> (u32, u32) {
-    let n = count.to_string();
-    let out = lab
-        .topo
-        .exec_unchecked(
-            &lab.client,
-            &["python3", INJECT, "connect", SERVER_IP, PORT, &n, timeout_s],
-        )
-        .expect("connect");
-    let s = String::from_utf8_lossy(&out.stdout);
+    let (s, _) = connect(lab, PORT, count, timeout_s);
     let mut it = s.split_whitespace().map(|x| x.parse::<u32>().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(count))
 }
 
 #[test]
 fn spoofed_flood_from_both_sides_leaves_new_connections_working() {
-    let Some(_serial) = require_netns(&["ip", "ping", "python3"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("fl", &["ip", "ping", "python3"]) else {
         return;
     };
-    let mut lab = BridgeLab::new("fl").expect("namespaces");
     let b = bin();
     // The README's ACK priority, for both directions, with a tenth of the
     // default state limit; the flood's SYNs (a quarter of the flag
@@ -60,11 +50,7 @@ fn spoofed_flood_from_both_sides_leaves_new_connections_working() {
     lab.start_sluice(&b, conf, &[])
         .unwrap_or_else(|e| panic!("{e}"));
     let pid = lab.sluice_pid().unwrap();
-    let server = lab.server.clone();
-    let listener = lab
-        .topo
-        .spawn(&server, &["python3", INJECT, "listen", PORT], None)
-        .expect("listener");
+    let listener = listen(&mut lab, PORT, None);
     std::thread::sleep(Duration::from_millis(300));
     let (ok, failed) = connects(&lab, 5, "2");
     assert_eq!(

@@ -10,16 +10,14 @@
 //! build of sluice (e.g. main's, for the figure before).
 
 use sluice_lab::{BridgeLab, CLIENT_IP};
-use sluice_testkit::{inject_count, proc_status, require_netns, Serial, Sluice};
+use sluice_testkit::{bridge_lab, inject_count, proc_status, Sluice};
 use std::time::Duration;
 
 fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
 }
 
-fn netns() -> Option<Serial> {
-    require_netns(&["python3"])
-}
+const TOOLS: &[&str] = &["python3"];
 
 /// 64 kbit/s: 133 sixty-byte frames a second leave, so nearly every frame
 /// sent stays queued while the test looks; qlimit at its maximum so the
@@ -65,10 +63,9 @@ fn fill(lab: &BridgeLab, b: &str, count: u32) -> u64 {
 /// pool's share, a few hundred bytes.
 #[test]
 fn queued_small_frames_cost_what_they_are() {
-    let Some(_serial) = netns() else {
+    let Some((_serial, mut lab)) = bridge_lab("mem", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("mem").expect("namespaces");
     let b = bin();
     lab.start_sluice(&b, SLOW, &[])
         .unwrap_or_else(|e| panic!("{e}"));
@@ -104,10 +101,9 @@ fn queued_small_frames_cost_what_they_are() {
 /// says so.
 #[test]
 fn the_memory_cap_holds_and_is_shown() {
-    let Some(_serial) = netns() else {
+    let Some((_serial, mut lab)) = bridge_lab("mcap", TOOLS) else {
         return;
     };
-    let mut lab = BridgeLab::new("mcap").expect("namespaces");
     let b = bin();
     lab.start_sluice(&b, SLOW, &["--memory-limit", "1MiB"])
         .unwrap_or_else(|e| panic!("{e}"));

@@ -10,9 +10,9 @@
 //! otherwise SKIP, or FAIL under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
 use sluice_control::proto::QueueJson;
-use sluice_lab::iperf3::{self, ClientOptions};
+use sluice_lab::iperf3::ClientOptions;
 use sluice_lab::{BridgeLab, SERVER_IP};
-use sluice_testkit::{require_netns, Sluice};
+use sluice_testkit::{bridge_lab, iperf3, Sluice};
 
 const FLOWS: u32 = 24;
 /// The FIFO in bytes (100 full frames): a packet count would count the
@@ -35,17 +35,7 @@ fn conf(control: &str) -> String {
 
 /// (fresh) modem on the server's link: 10 Mbit/s, a `FIFO_BYTES` queue.
 fn modem(lab: &BridgeLab) {
-    let s = &lab.server;
-    let t = &lab.topo;
-    let _ = t.exec_unchecked(s, &["tc", "qdisc", "del", "dev", "v0", "root"]);
-    for cmd in [
-        "tc qdisc add dev v0 root handle 1: htb default 1".to_string(),
-        "tc class add dev v0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit".to_string(),
-        format!("tc qdisc add dev v0 parent 1:1 handle 10: bfifo limit {FIFO_BYTES}"),
-    ] {
-        let args: Vec<&str> = cmd.split(' ').collect();
-        t.exec(s, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    }
+    sluice_testkit::modem(lab, &lab.server, "v0", "10mbit", FIFO_BYTES);
 }
 
 /// Packets the modem's FIFO dropped.
@@ -76,15 +66,11 @@ fn run(lab: &mut BridgeLab, b: &str, control: &str, port: u16) -> Run {
     modem(lab);
     lab.start_sluice(b, &conf(control), &[])
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = lab.server.clone();
-    let srv = iperf3::server(&mut lab.topo, &server, port).expect("iperf3 server");
     let mut o = ClientOptions::new(SERVER_IP, port);
     o.reverse = true;
     o.parallel = FLOWS;
     o.seconds = 6;
-    let r = iperf3::client(&lab.topo, &lab.client, &o)
-        .unwrap_or_else(|e| panic!("downloads: {e}\n{}", lab.log()));
-    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
+    let r = iperf3(lab, "downloads", &o);
     let q = lab.queues(b).unwrap_or_else(|e| panic!("{e}"));
     let dl = q
         .ifaces
@@ -104,10 +90,9 @@ fn run(lab: &mut BridgeLab, b: &str, control: &str, port: u16) -> Run {
 
 #[test]
 fn many_downloads_starting_together_leave_the_modem_fifo_short() {
-    let Some(_serial) = require_netns(&["ip", "tc", "ping", "iperf3", "ss"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("pc", &["ip", "tc", "ping", "iperf3", "ss"]) else {
         return;
     };
-    let mut lab = BridgeLab::new("pc").expect("namespaces");
     let b = bin();
     let free = run(&mut lab, &b, "", 5311);
     let ctl = run(&mut lab, &b, "ack-pacing window-clamp", 5312);

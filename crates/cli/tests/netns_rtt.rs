@@ -8,9 +8,9 @@
 //! otherwise SKIP, or FAIL under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
 use sluice_control::proto::{Reply, StateJson};
-use sluice_lab::iperf3::{self, ClientOptions};
-use sluice_lab::{BridgeLab, SERVER_IP};
-use sluice_testkit::{require_netns, Sluice};
+use sluice_lab::iperf3::ClientOptions;
+use sluice_lab::SERVER_IP;
+use sluice_testkit::{bridge_lab, iperf3, Sluice};
 
 const METRICS: &str = "127.0.0.1:9189";
 
@@ -24,26 +24,22 @@ fn ms(ns: u64) -> f64 {
 
 #[test]
 fn a_shaped_upload_shows_its_queue_in_the_rtt_toward_the_server() {
-    let Some(_serial) = require_netns(&["ip", "ping", "iperf3", "ss", "python3"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("rt", &["ip", "ping", "iperf3", "ss", "python3"])
+    else {
         return;
     };
-    let mut lab = BridgeLab::new("rt").expect("namespaces");
     let b = bin();
     let conf = "altq on $ext_if hfsc bandwidth 2Mb queue { up }\n\
         queue up bandwidth 100% qlimit 100 hfsc(default)\n\
         pass out on $ext_if proto tcp keep state\n";
     lab.start_sluice(&b, conf, &["--metrics", METRICS])
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = lab.server.clone();
-    let srv = iperf3::server(&mut lab.topo, &server, 5301).expect("iperf3 server");
     let mut o = ClientOptions::new(SERVER_IP, 5301);
     // One measurement in flight per direction: at ~250 ms of queue, 6 s
     // gives ~24 samples toward the server.
     o.seconds = 6;
     // The states outlive the transfer (tcp.closed): read them afterwards.
-    let up = iperf3::client(&lab.topo, &lab.client, &o)
-        .unwrap_or_else(|e| panic!("upload: {e}\n{}", lab.log()));
-    let _ = lab.topo.wait(srv, std::time::Duration::from_secs(5));
+    let up = iperf3(&mut lab, "upload", &o);
     let Reply::States(st) = lab.show(&b, "states").unwrap_or_else(|e| panic!("{e}")) else {
         panic!("show states answered something else");
     };

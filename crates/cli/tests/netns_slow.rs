@@ -8,8 +8,7 @@
 //! or FAIL under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
 use sluice_control::proto::Reply;
-use sluice_lab::BridgeLab;
-use sluice_testkit::{require_netns, Sluice, INJECT};
+use sluice_testkit::{bridge_lab, Sluice, INJECT};
 use std::time::{Duration, Instant};
 
 const METRICS: &str = "127.0.0.1:9188";
@@ -24,10 +23,9 @@ fn bin() -> String {
 
 #[test]
 fn slow_clients_neither_block_control_nor_metrics_nor_forwarding() {
-    let Some(_serial) = require_netns(&["ip", "ping", "python3"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("sc", &["ip", "ping", "python3"]) else {
         return;
     };
-    let mut lab = BridgeLab::new("sc").expect("namespaces");
     let b = bin();
     let conf = "altq on $ext_if hfsc bandwidth 10Mb queue { up }\n\
         queue up bandwidth 100% hfsc(default)\n";

@@ -12,9 +12,9 @@
 //! Needs root, `ip`, `python3` (scripts/setup.sh); otherwise SKIP, or a
 //! failure under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
-use sluice_lab::bridge::{CLIENT_IP, SERVER_IP};
+use sluice_lab::bridge::CLIENT_IP;
 use sluice_lab::BridgeLab;
-use sluice_testkit::{require_netns, Sluice, INJECT};
+use sluice_testkit::{bridge_lab, listen, Sluice, INJECT};
 use std::time::Duration;
 
 const LIMIT: u64 = 2000;
@@ -59,31 +59,14 @@ fn flood(lab: &BridgeLab, flags: &str, seed: u32) {
 /// One real TCP exchange client → server: the injector's report ("OK
 /// FAILED SECONDS") and success.
 fn connect(lab: &BridgeLab) -> (String, bool) {
-    let out = lab
-        .topo
-        .exec_unchecked(
-            &lab.client,
-            &[
-                "python3",
-                INJECT,
-                "connect",
-                SERVER_IP,
-                PORT,
-                "1",
-                CONNECT_TIMEOUT_S,
-            ],
-        )
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (text, out.status.success())
+    sluice_testkit::connect(lab, PORT, 1, CONNECT_TIMEOUT_S)
 }
 
 #[test]
 fn spoofed_wan_floods_leave_new_lan_connections_working() {
-    let Some(_serial) = require_netns(&["python3"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("st", &["python3"]) else {
         return;
     };
-    let mut lab = BridgeLab::new("st").expect("namespaces");
     let b = bin();
     let conf = format!(
         "set limit states {LIMIT}\n\
@@ -92,15 +75,7 @@ fn spoofed_wan_floods_leave_new_lan_connections_working() {
     );
     lab.start_sluice(&b, &conf, &[])
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = lab.server.clone();
-    let log = lab.dir.join("listen.log");
-    lab.topo
-        .spawn(
-            &server,
-            &["python3", INJECT, "listen", PORT, "60"],
-            Some(&log),
-        )
-        .expect("listener");
+    listen(&mut lab, PORT, Some("60"));
     // The listener is up once a connection succeeds (before any flood).
     let ready = (0..20).any(|_| {
         std::thread::sleep(Duration::from_millis(100));

@@ -9,7 +9,7 @@
 
 use sluice_io::caps;
 use sluice_lab::BridgeLab;
-use sluice_testkit::{require_io, require_netns, unavailable, Sluice};
+use sluice_testkit::{bridge_lab, require_io, require_netns, unavailable, Sluice};
 
 fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
@@ -137,10 +137,9 @@ fn run_as(lab: &BridgeLab, user: &str) -> (Option<i32>, String) {
 #[test]
 fn an_unknown_user_or_someone_else_s_directory_is_refused_before_set_up() {
     use std::os::unix::fs::MetadataExt;
-    let Some(_serial) = require_netns(&[]) else {
+    let Some((_serial, lab)) = bridge_lab("un", &[]) else {
         return;
     };
-    let lab = BridgeLab::new("un").expect("namespaces");
     let ctl = lab.control_path();
     let (code, err) = run_as(&lab, "no-such-user-sluice");
     assert_eq!(code, Some(1), "{err}");

@@ -9,8 +9,8 @@
 
 use sluice_control::proto::Reply;
 use sluice_lab::iperf3::{self, ClientOptions};
-use sluice_lab::{BridgeLab, SERVER_IP};
-use sluice_testkit::{require_netns, Sluice};
+use sluice_lab::SERVER_IP;
+use sluice_testkit::{bridge_lab, Sluice};
 
 fn bin() -> String {
     Sluice::locate(env!("CARGO_BIN_EXE_sluice")).path
@@ -28,10 +28,9 @@ pass keep state
 
 #[test]
 fn honest_tcp_never_meets_a_bad_state() {
-    let Some(_serial) = require_netns(&["iperf3", "python3"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("win", &["iperf3", "python3"]) else {
         return;
     };
-    let mut lab = BridgeLab::new("win").expect("namespaces");
     let b = bin();
     lab.start_sluice(&b, CONF, &[])
         .unwrap_or_else(|e| panic!("{e}"));

@@ -11,7 +11,7 @@
 //! or fails under `SLUICE_REQUIRE_NETNS=1` (sluice-testkit).
 
 use sluice_lab::BridgeLab;
-use sluice_testkit::{require_io, require_netns, wait_for, Sluice};
+use sluice_testkit::{bridge_lab, start_on_io, wait_for, Sluice};
 use std::time::Duration;
 
 /// Pings (1 s timeout each) allowed for forwarding to resume.
@@ -57,14 +57,11 @@ fn xdp_link_id(lab: &BridgeLab, dev: &str) -> Option<u64> {
 
 #[test]
 fn a_detached_xdp_program_is_attached_again_and_counted() {
-    let Some(_serial) = require_netns(&["bpftool"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("xd", &["bpftool"]) else {
         return;
     };
-    let mut lab = BridgeLab::new("xd").expect("namespaces");
     let b = bin();
-    lab.start_sluice(&b, "pass all\n", &["--io", "xdp", "-v"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    if !require_io(&lab, &b, "xdp") {
+    if start_on_io(&mut lab, &b, "pass all\n", "xdp", &["-v"]).is_none() {
         return;
     }
     let link =
@@ -133,17 +130,13 @@ time.sleep(60)
 
 #[test]
 fn a_program_that_cannot_be_attached_again_ends_the_run_naming_the_interface() {
-    let Some(_serial) = require_netns(&["bpftool", "python3"]) else {
+    let Some((_serial, mut lab)) = bridge_lab("xt", &["bpftool", "python3"]) else {
         return;
     };
-    let mut lab = BridgeLab::new("xt").expect("namespaces");
     let b = bin();
-    let id = lab
-        .start_sluice(&b, "pass all\n", &["--io", "xdp"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    if !require_io(&lab, &b, "xdp") {
+    let Some(id) = start_on_io(&mut lab, &b, "pass all\n", "xdp", &[]) else {
         return;
-    }
+    };
     let link =
         xdp_link_id(&lab, "lan0").unwrap_or_else(|| panic!("no XDP link on lan0\n{}", lab.log()));
     let script = lab.dir.join("intruder.py");
@@ -183,14 +176,11 @@ fn a_program_that_cannot_be_attached_again_ends_the_run_naming_the_interface() {
 
 #[test]
 fn a_second_run_on_the_same_interfaces_is_refused() {
-    let Some(_serial) = require_netns(&[]) else {
+    let Some((_serial, mut lab)) = bridge_lab("x2", &[]) else {
         return;
     };
-    let mut lab = BridgeLab::new("x2").expect("namespaces");
     let b = bin();
-    lab.start_sluice(&b, "pass all\n", &["--io", "xdp"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    if !require_io(&lab, &b, "xdp") {
+    if start_on_io(&mut lab, &b, "pass all\n", "xdp", &[]).is_none() {
         return;
     }
     // Another control socket, as after the first one's was removed.
@@ -255,14 +245,11 @@ fn caps(status: &str, key: &str) -> u64 {
 
 #[test]
 fn privileges_are_dropped_after_set_up_and_reload_and_stop_still_work() {
-    let Some(_serial) = require_netns(&[]) else {
+    let Some((_serial, mut lab)) = bridge_lab("xp", &[]) else {
         return;
     };
-    let mut lab = BridgeLab::new("xp").expect("namespaces");
     let b = bin();
-    lab.start_sluice(&b, "pass all\n", &["--io", "xdp", "-v"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    if !require_io(&lab, &b, "xdp") {
+    if start_on_io(&mut lab, &b, "pass all\n", "xdp", &["-v"]).is_none() {
         return;
     }
     let pid = lab.sluice_pid().unwrap();

@@ -5,12 +5,11 @@
 
 mod common;
 
-use common::{bridge, CLIENT, LAN, SERVER, WAN};
+use common::{bridge, config, stamp, Conn, CLIENT, LAN, SERVER, WAN};
 use sluice_engine::autorate::Reason;
 use sluice_engine::Engine;
 use sluice_time::{Duration, Instant, Rate};
-use sluice_wire::build::{tcp_with, udp_v4, TcpSpec};
-use sluice_wire::tcp::TcpOption;
+use sluice_wire::build::udp_v4;
 use sluice_wire::tcp_flags::{ACK, SYN};
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -35,30 +34,19 @@ fn tcp(
     flags: u8,
     ts: (u32, u32),
 ) {
-    let mut opts = Vec::new();
-    TcpOption::Timestamps {
-        tsval: ts.0,
-        tsecr: ts.1,
-    }
-    .encode(&mut opts);
-    let (server, cport) = (SERVERS[c], 40000 + c as u16);
-    let (src, dst, sport, dport, iface) = if from_lan {
-        (CLIENT, server, cport, 5201, LAN)
-    } else {
-        (server, CLIENT, 5201, cport, WAN)
-    };
-    let len = if from_lan { 1400 } else { 0 };
-    let spec = TcpSpec {
-        sport,
-        dport,
-        seq,
-        ack,
-        flags,
+    let conn = Conn {
+        client: CLIENT,
+        cport: 40000 + c as u16,
+        server: SERVERS[c],
+        sport: 5201,
         window: 65535,
-        options: &opts,
-        payload_len: len,
     };
-    e.handle_rx(now, iface, tcp_with(src, dst, &spec));
+    let (iface, len) = if from_lan { (LAN, 1400) } else { (WAN, 0) };
+    e.handle_rx(
+        now,
+        iface,
+        conn.seg(from_lan, seq, ack, flags, &stamp(ts), len),
+    );
 }
 
 /// Each upload connection's next sequence number, its next TSval and its
@@ -216,13 +204,6 @@ fn dry_run_logs_the_cut_and_leaves_the_shaper() {
     let rep = e.report();
     let a = rep[1].autorate.as_ref().unwrap();
     assert!(a.dry_run && a.rate < Rate::mbps(20));
-}
-
-fn config(text: &str) -> sluice_conf::ir::Config {
-    let defines = [("ext_if", "wan0"), ("int_if", "lan0")].map(|(k, v)| (k.into(), v.into()));
-    sluice_conf::check("t.conf", text, &defines)
-        .expect("valid")
-        .config
 }
 
 #[test]
@@ -560,54 +541,19 @@ fn liars_download(honest: usize, liars: usize, lying: bool) -> Vec<Rate> {
             seen: Default::default(),
         })
         .collect();
-    let stamp = |ts: (u32, u32)| {
-        let mut o = Vec::new();
-        TcpOption::Timestamps {
-            tsval: ts.0,
-            tsecr: ts.1,
-        }
-        .encode(&mut o);
-        o
-    };
-    let frame = |src, dst, sport, dport, seq, ack, flags, opts: &[u8], len| {
-        let spec = TcpSpec {
-            sport,
-            dport,
-            seq,
-            ack,
-            flags,
-            window: 65535,
-            options: opts,
-            payload_len: len,
-        };
-        tcp_with(src, dst, &spec)
+    let conn = |server, port| Conn {
+        client: CLIENT,
+        cport: 40000,
+        server,
+        sport: port,
+        window: 65535,
     };
     let t0 = Instant(1_000_000_000);
     // Handshakes, the client's SYN echoed by the server's SYN-ACK.
     for c in &conns {
-        let f = frame(
-            CLIENT,
-            c.server,
-            40000,
-            c.port,
-            1000,
-            0,
-            SYN,
-            &stamp((1, 0)),
-            0,
-        );
+        let f = conn(c.server, c.port).seg(true, 1000, 0, SYN, &stamp((1, 0)), 0);
         e.handle_rx(t0, LAN, f);
-        let f = frame(
-            c.server,
-            CLIENT,
-            c.port,
-            40000,
-            9000,
-            1001,
-            SYN | ACK,
-            &stamp((1_000, 1)),
-            0,
-        );
+        let f = conn(c.server, c.port).seg(false, 9000, 1001, SYN | ACK, &stamp((1_000, 1)), 0);
         e.handle_rx(t0, WAN, f);
     }
     let mut rates = Vec::new();
@@ -620,17 +566,8 @@ fn liars_download(honest: usize, liars: usize, lying: bool) -> Vec<Rate> {
                 _ => (0, 0),
             };
             for _ in 0..n {
-                let f = frame(
-                    c.server,
-                    CLIENT,
-                    c.port,
-                    40000,
-                    c.seq,
-                    1001,
-                    ACK,
-                    &stamp(c.stamps(t)),
-                    len,
-                );
+                let f =
+                    conn(c.server, c.port).seg(false, c.seq, 1001, ACK, &stamp(c.stamps(t)), len);
                 c.seq = c.seq.wrapping_add(len as u32);
                 e.handle_rx(now, WAN, f);
             }
@@ -650,17 +587,7 @@ fn liars_download(honest: usize, liars: usize, lying: bool) -> Vec<Rate> {
             };
             let ts = (t as u32 + 2, c.stamps(t).0);
             let IpAddr::V4(server) = ip.src else { continue };
-            let f = frame(
-                CLIENT,
-                server,
-                40000,
-                sport,
-                1001,
-                c.seq,
-                ACK,
-                &stamp(ts),
-                0,
-            );
+            let f = conn(server, sport).seg(true, 1001, c.seq, ACK, &stamp(ts), 0);
             e.handle_rx(now, LAN, f);
             c.echo = ts.0;
             c.seen.push_back((t, ts.0));
@@ -720,24 +647,16 @@ fn unsolicited_segments_with_stamps_steer_nothing() {
         let now = t0 + Duration::from_millis(t);
         let lag = t.saturating_sub(3_000) * 2 / 5;
         for h in 0..3u8 {
-            let mut opts = Vec::new();
-            TcpOption::Timestamps {
-                tsval: (1_000 + t - lag) as u32,
-                tsecr: 0,
-            }
-            .encode(&mut opts);
-            let spec = TcpSpec {
+            let conn = Conn {
+                client: CLIENT,
+                cport: 40000,
+                server: Ipv4Addr::new(198, 51, 100 + h, 1),
                 sport: 443,
-                dport: 40000,
-                seq: 9001 + (t as u32) * 1400,
-                ack: 1,
-                flags: ACK,
                 window: 65535,
-                options: &opts,
-                payload_len: 1400,
             };
-            let server = Ipv4Addr::new(198, 51, 100 + h, 1);
-            e.handle_rx(now, WAN, tcp_with(server, CLIENT, &spec));
+            let opts = stamp(((1_000 + t - lag) as u32, 0));
+            let seq = 9001 + (t as u32) * 1400;
+            e.handle_rx(now, WAN, conn.seg(false, seq, 1, ACK, &opts, 1400));
         }
         e.handle_timeout(now);
         while e.poll_tx(now, LAN).is_some() {}

@@ -5,11 +5,9 @@
 
 mod common;
 
-use common::{bridge, CLIENT, LAN, SERVER, WAN};
+use common::{bridge, stamp, Conn, CLIENT, LAN, SERVER, WAN};
 use sluice_engine::Engine;
 use sluice_time::{Duration, Instant};
-use sluice_wire::build::{tcp_with, TcpSpec};
-use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
 use std::net::Ipv4Addr;
 
@@ -40,28 +38,16 @@ fn seg_to(
     ts: (u32, u32),
     len: usize,
 ) {
-    let mut opts = Vec::new();
-    TcpOption::Timestamps {
-        tsval: ts.0,
-        tsecr: ts.1,
-    }
-    .encode(&mut opts);
-    let (src, dst, sport, dport, iface, out) = if from_lan {
-        (CLIENT, server, 40000, 5201, LAN, WAN)
-    } else {
-        (server, CLIENT, 5201, 40000, WAN, LAN)
-    };
-    let spec = TcpSpec {
-        sport,
-        dport,
-        seq,
-        ack,
-        flags,
+    let conn = Conn {
+        client: CLIENT,
+        cport: 40000,
+        server,
+        sport: 5201,
         window: 65535,
-        options: &opts,
-        payload_len: len,
     };
-    e.handle_rx(now, iface, tcp_with(src, dst, &spec));
+    let (iface, out) = if from_lan { (LAN, WAN) } else { (WAN, LAN) };
+    let f = conn.seg(from_lan, seq, ack, flags, &stamp(ts), len);
+    e.handle_rx(now, iface, f);
     while e.poll_tx(now, out).is_some() {}
 }
 

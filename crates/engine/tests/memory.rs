@@ -2,23 +2,18 @@
 //! capacity plus a fixed overhead), right-sized when a small frame waits in
 //! a big receive buffer, and capped with a counted drop cause.
 
-use sluice_engine::{DropCause, Engine, Options, Rx, DEFAULT_MEMORY_LIMIT};
+mod common;
+
+use common::{bridge_keyed, config, udp_frame, LAN, WAN};
+use sluice_engine::{DropCause, Engine, Rx, DEFAULT_MEMORY_LIMIT};
 use sluice_sched::PACKET_OVERHEAD;
 use sluice_time::{Duration, Instant};
-use std::net::Ipv4Addr;
-
-const LAN: usize = 0;
-const WAN: usize = 1;
 /// What the I/O layer's pool hands over: a receive buffer sized for a
 /// full frame, whatever arrived in it.
 const POOL_BUFFER: usize = 2048;
 
 fn engine(text: &str) -> Engine {
-    let d = vec![("ext_if".to_string(), "wan0".to_string())];
-    let cfg = sluice_conf::check("t.conf", text, &d)
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
-        .config;
-    Engine::new(&cfg, Options::bridge("lan0", "wan0", [1; 16])).unwrap()
+    bridge_keyed(text, [1; 16])
 }
 
 /// A slow queue with room for every frame these tests send: nothing leaves
@@ -30,13 +25,7 @@ queue q priority 1 qlimit 65535 priq(default)
 
 /// A 60-byte UDP frame (the size of a bare TCP ACK) in a pool-sized buffer.
 fn small_frame(i: u32) -> Vec<u8> {
-    let f = sluice_wire::build::udp_v4(
-        Ipv4Addr::new(10, 0, 0, 2),
-        Ipv4Addr::new(192, 0, 2, 1),
-        1024 + (i % 60_000) as u16,
-        53,
-        18,
-    );
+    let f = udp_frame(1024 + (i % 60_000) as u16, 18);
     assert_eq!(f.len(), 60);
     let mut v = Vec::with_capacity(POOL_BUFFER);
     v.extend_from_slice(&f);
@@ -107,15 +96,7 @@ fn queued_small_frames_hold_their_size_not_the_pool_buffer() {
 fn the_memory_cap_refuses_with_a_counted_cause_and_frees_as_frames_leave() {
     let mut e = engine(SLOW);
     assert_eq!(e.memory().limit_bytes, DEFAULT_MEMORY_LIMIT);
-    let frame = |i: u16| {
-        sluice_wire::build::udp_v4(
-            Ipv4Addr::new(10, 0, 0, 2),
-            Ipv4Addr::new(192, 0, 2, 1),
-            2000 + i,
-            53,
-            1458,
-        )
-    };
+    let frame = |i: u16| udp_frame(2000 + i, 1458);
     // Room for 100 queued full-size frames, which are never right-sized.
     let full = frame(0).capacity() as u64 + PACKET_OVERHEAD;
     let limit = 100 * full;
@@ -189,14 +170,13 @@ fn a_reload_keeps_the_books() {
     }
     let before = e.memory().held_bytes;
     // Same queue name: every frame kept, still held.
-    let d = vec![("ext_if".to_string(), "wan0".to_string())];
     let keep = "altq on $ext_if priq bandwidth 1Mb queue { q }\nqueue q priority 2 qlimit 1000 priq(default)\n";
-    let cfg = sluice_conf::check("t.conf", keep, &d).unwrap().config;
+    let cfg = config(keep);
     assert_eq!(e.reload(&cfg).unwrap().kept, 100);
     assert_eq!(e.memory().held_bytes, before);
     // The queue vanishes: every frame dropped, nothing held.
     let gone = "altq on $ext_if priq bandwidth 1Mb queue { x }\nqueue x priority 1 priq(default)\n";
-    let cfg = sluice_conf::check("t.conf", gone, &d).unwrap().config;
+    let cfg = config(gone);
     assert_eq!(e.reload(&cfg).unwrap().dropped, 100);
     assert_eq!(e.memory().held_bytes, 0);
 }

@@ -3,33 +3,14 @@
 //! each side of the step at its own rate, and the reports show the rate
 //! that runs.
 
-use sluice_engine::{Engine, Options};
-use sluice_time::{Duration, Instant, Rate};
-use std::net::Ipv4Addr;
+mod common;
 
-const LAN: usize = 0;
-const WAN: usize = 1;
+use common::{bridge_keyed, udp_burst, LAN, WAN};
+use sluice_engine::Engine;
+use sluice_time::{Duration, Instant, Rate};
 
 fn engine(text: &str) -> Engine {
-    let d = vec![("ext_if".to_string(), "wan0".to_string())];
-    let c = sluice_conf::check("t.conf", text, &d)
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
-        .config;
-    Engine::new(&c, Options::bridge("lan0", "wan0", [1; 16])).unwrap()
-}
-
-/// Queues `n` UDP frames of 1000 bytes of payload (1042 on the wire) at `now`.
-fn fill(e: &mut Engine, now: Instant, n: u16) {
-    for i in 0..n {
-        let f = sluice_wire::build::udp_v4(
-            Ipv4Addr::new(10, 0, 0, 2),
-            Ipv4Addr::new(192, 0, 2, 1),
-            5000 + i,
-            53,
-            1000,
-        );
-        e.handle_rx(now, LAN, f);
-    }
+    bridge_keyed(text, [1; 16])
 }
 
 /// Drains WAN every 50 µs from `*now` up to `until` (excluded); returns
@@ -50,7 +31,8 @@ fn drain(e: &mut Engine, now: &mut Instant, until: Instant, ports: &mut Vec<u16>
 fn step_with_packets_queued(conf: &str) {
     let mut e = engine(conf);
     let t0 = Instant(1_000_000_000);
-    fill(&mut e, t0, 1000);
+    // 1000 bytes of payload, 1042 on the wire.
+    udp_burst(&mut e, t0, 5000, 1000, 1000);
     assert_eq!(e.queued(WAN), 1000);
     let (mut now, mut ports) = (t0, Vec::new());
     let ms = |n: u64| t0 + Duration::from_millis(n);

@@ -1,21 +1,13 @@
 //! Reload: all or nothing; queues that keep their name keep their packets.
 
-use sluice_engine::{DropCause, Engine, Options};
+mod common;
+
+use common::{bridge_keyed, config as cfg, udp_burst, WAN};
+use sluice_engine::{DropCause, Engine};
 use sluice_time::{Duration, Instant};
-use std::net::Ipv4Addr;
-
-const LAN: usize = 0;
-const WAN: usize = 1;
-
-fn cfg(text: &str) -> sluice_conf::ir::Config {
-    let d = vec![("ext_if".to_string(), "wan0".to_string())];
-    sluice_conf::check("t.conf", text, &d)
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
-        .config
-}
 
 fn engine(text: &str) -> Engine {
-    Engine::new(&cfg(text), Options::bridge("lan0", "wan0", [1; 16])).unwrap()
+    bridge_keyed(text, [1; 16])
 }
 
 const OLD: &str = "
@@ -26,17 +18,7 @@ pass out on $ext_if proto udp queue (q_def, q_pri)
 ";
 
 fn fill(e: &mut Engine, n: u16) {
-    let now = Instant(1_000_000_000);
-    for i in 0..n {
-        let f = sluice_wire::build::udp_v4(
-            Ipv4Addr::new(10, 0, 0, 2),
-            Ipv4Addr::new(192, 0, 2, 1),
-            5000 + i,
-            53,
-            1000,
-        );
-        e.handle_rx(now, LAN, f);
-    }
+    udp_burst(e, Instant(1_000_000_000), 5000, n, 1000);
 }
 
 #[test]

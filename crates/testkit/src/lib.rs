@@ -22,6 +22,10 @@
 //!   floods, slow and counting TCP clients; [`inject`] runs it on the
 //!   client of a [`BridgeLab`]. One reader of `/proc/PID/status`
 //!   ([`proc_status`]).
+//! - One copy of each set-up the tests repeat: [`bridge_lab`] (the lock
+//!   and the namespaces), [`iperf3()`] (one run across the lab), [`modem`]
+//!   (an htb bottleneck with a byte FIFO), [`listen`] and [`connect`] (the
+//!   injector's TCP ends); the router's in [`router`].
 //!
 //! # Variables
 //! - `SLUICE_REQUIRE_NETNS`: `1` (any value but empty or `0`) turns every
@@ -33,8 +37,11 @@
 
 pub mod router;
 
+use sluice_lab::iperf3::{self, ClientOptions, Iperf3Result};
+use sluice_lab::netns::{Netns, ProcId};
 use sluice_lab::{have_tools, BridgeLab};
 use std::io::Write;
+use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -106,6 +113,15 @@ pub fn require_netns(tools: &[&str]) -> Option<Serial> {
     let guard = serial();
     let all: Vec<&str> = LAB_TOOLS.iter().chain(tools).copied().collect();
     require_root(&all).then_some(guard)
+}
+
+/// The start of a test on a [`BridgeLab`]: [`require_netns`] for `tools`,
+/// then the lab's namespaces, named after `tag`. `None` when the test
+/// cannot run (after [`unavailable`]); the guard holds the serial lock,
+/// so keep it for the whole test.
+pub fn bridge_lab(tag: &str, tools: &[&str]) -> Option<(Serial, BridgeLab)> {
+    let serial = require_netns(tools)?;
+    Some((serial, BridgeLab::new(tag).expect("namespaces")))
 }
 
 /// Root and `tools` (and `ip`) for a test that needs no namespace and
@@ -222,6 +238,85 @@ pub fn inject_count(lab: &BridgeLab, mode: &str, src: &str, count: u32) -> u64 {
         .unwrap_or_else(|| panic!("inject {mode}: no count in {text:?}"))
 }
 
+/// One iperf3 run across `lab`: a one-shot server on its server host at
+/// `o.port`, the client `o` on its client host (`o.reverse` for a
+/// download); the client's result, or a panic naming `what` with sluice's
+/// log. The server is waited for (at most 5 s) so that its port is free.
+pub fn iperf3(lab: &mut BridgeLab, what: &str, o: &ClientOptions) -> Iperf3Result {
+    let server = lab.server.clone();
+    let srv = iperf3::server(&mut lab.topo, &server, o.port).expect("iperf3 server");
+    let r = iperf3::client(&lab.topo, &lab.client, o)
+        .unwrap_or_else(|e| panic!("{what}: {e}\n{}", lab.log()));
+    let _ = lab.topo.wait(srv, Duration::from_secs(5));
+    r
+}
+
+/// A modem on `dev` in `ns` of `lab`: htb at `rate` (tc's words:
+/// `10mbit`) with a FIFO of `fifo_bytes` behind it, in place of whatever
+/// root qdisc was there.
+pub fn modem(lab: &BridgeLab, ns: &Netns, dev: &str, rate: &str, fifo_bytes: u32) {
+    let t = &lab.topo;
+    let _ = t.exec_unchecked(ns, &["tc", "qdisc", "del", "dev", dev, "root"]);
+    for cmd in [
+        format!("tc qdisc add dev {dev} root handle 1: htb default 1"),
+        format!("tc class add dev {dev} parent 1: classid 1:1 htb rate {rate} ceil {rate}"),
+        format!("tc qdisc add dev {dev} parent 1:1 handle 10: bfifo limit {fifo_bytes}"),
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        t.exec(ns, &args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    }
+}
+
+/// Starts `inject.py listen PORT [SECS]` on the server of `lab`, its output
+/// in the lab's `listen.log`: the TCP listener [`inject`]'s connecting
+/// modes talk to (it quits after `secs`, when given).
+pub fn listen(lab: &mut BridgeLab, port: &str, secs: Option<&str>) -> ProcId {
+    let server = lab.server.clone();
+    let log = lab.dir.join("listen.log");
+    let mut argv = vec!["python3", INJECT, "listen", port];
+    argv.extend(secs);
+    lab.topo
+        .spawn(&server, &argv, Some(&log))
+        .expect("listener")
+}
+
+/// Runs `inject.py connect` on the client of `lab`: `count` TCP exchanges
+/// with [`listen`]'s listener on `port`, each given `timeout_s` seconds.
+/// The injector's report (`OK FAILED SECONDS`) and whether all succeeded.
+pub fn connect(lab: &BridgeLab, port: &str, count: u32, timeout_s: &str) -> (String, bool) {
+    let n = count.to_string();
+    let argv = [
+        "python3",
+        INJECT,
+        "connect",
+        sluice_lab::SERVER_IP,
+        port,
+        &n,
+        timeout_s,
+    ];
+    let out = lab
+        .topo
+        .exec_unchecked(&lab.client, &argv)
+        .expect("inject connect");
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (text, out.status.success())
+}
+
+/// Runs `cmd` with `input` on its standard input (closed after it) and
+/// collects its output.
+pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin piped");
+    stdin.write_all(input).expect("write stdin");
+    drop(stdin);
+    child.wait_with_output().expect("wait")
+}
+
 /// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`), or 0 if the
 /// process or the field is gone.
 pub fn proc_status(pid: u32, field: &str) -> u64 {
@@ -281,6 +376,23 @@ pub fn require_io(lab: &BridgeLab, bin: &str, io: &str) -> bool {
     }
 }
 
+/// Starts sluice in `lab` with `conf`, `--io io` and `args` (waiting until
+/// a ping crosses it; a panic with the reason if none does), then
+/// [`require_io`]: its id, or `None` when the kernel refused the method.
+pub fn start_on_io(
+    lab: &mut BridgeLab,
+    bin: &str,
+    conf: &str,
+    io: &str,
+    args: &[&str],
+) -> Option<ProcId> {
+    let argv: Vec<&str> = ["--io", io].iter().chain(args).copied().collect();
+    let id = lab
+        .start_sluice(bin, conf, &argv)
+        .unwrap_or_else(|e| panic!("--io {io}: {e}"));
+    require_io(lab, bin, io).then_some(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,6 +423,14 @@ mod tests {
         assert!(proc_status(me, "VmHWM") >= proc_status(me, "VmRSS") / 2);
         assert_eq!(proc_status(me, "NoSuchField"), 0);
         assert_eq!(proc_status(me, "VmRS"), 0, "a prefix is not the field");
+    }
+
+    #[test]
+    fn output_with_stdin_feeds_and_closes_stdin() {
+        // `cat` ends only once its input is closed.
+        let out = output_with_stdin(&mut Command::new("cat"), b"pf.conf\n");
+        assert!(out.status.success());
+        assert_eq!(out.stdout, b"pf.conf\n");
     }
 
     #[test]

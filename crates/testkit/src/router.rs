@@ -38,6 +38,15 @@ pub const WAN_IF: &str = "wan0";
 pub const ROUTER_LAN_IP: &str = "10.81.1.1";
 pub const CLIENT_IPS: [&str; 2] = ["10.81.1.11", "10.81.1.12"];
 pub const SERVER_IP: &str = "10.81.3.2";
+/// The shaper the router tests run: 8 Mbit/s each way (under the modem),
+/// each direction's flows isolated per LAN host.
+pub const SHAPER: &str = "queue up on $ext_if bandwidth 8M max 8M\n\
+    queue up_q parent up flows 1024 bandwidth 8M default dual-srchost\n\
+    queue dn on $int_if bandwidth 8M max 8M\n\
+    queue dn_q parent dn flows 1024 bandwidth 8M default dual-dsthost\n\
+    pass all\n";
+/// How long a started sluice has to answer on its control socket.
+pub const START_WAIT: Duration = Duration::from_secs(10);
 /// sluice's runtime directory (`sluice_control::RUNTIME_DIR`).
 const RUNTIME_DIR: &str = "/run/sluice";
 
@@ -202,6 +211,36 @@ impl RouterLab {
         let id = self.topo.spawn(&rt, &cmd, Some(&log))?;
         self.sluice = Some(id);
         Ok(id)
+    }
+
+    /// [`spawn_sluice`](Self::spawn_sluice), then waits (at most
+    /// [`START_WAIT`]) until it answers on its control socket; panics with
+    /// its log if it exits first or never answers.
+    pub fn start_sluice(&mut self, bin: &str, conf: &str, args: &[&str]) -> ProcId {
+        let id = self.spawn_sluice(bin, conf, args).expect("spawn sluice");
+        let mut exited = None;
+        let up = crate::wait_for(START_WAIT, || {
+            exited = self.topo.try_status(id).ok().flatten();
+            exited.is_some() || self.answers(bin)
+        });
+        assert!(
+            up && exited.is_none(),
+            "sluice {args:?} did not come up ({exited:?}):\n{}",
+            self.log()
+        );
+        id
+    }
+
+    /// SIGTERM to the sluice `id`; panics with its log unless it exits
+    /// cleanly within its grace.
+    pub fn stop_sluice(&mut self, id: ProcId) {
+        let st = self.topo.stop(id, "TERM").expect("stopping sluice");
+        assert!(
+            st.is_some_and(|s| s.success()),
+            "sluice did not stop cleanly ({st:?}):\n{}",
+            self.log()
+        );
+        self.sluice = None;
     }
 
     /// `bin ARGS…` in the router, to completion.

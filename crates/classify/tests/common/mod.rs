@@ -132,6 +132,13 @@ pub fn classifier(cfg: &Config) -> Classifier {
     )
 }
 
+/// The classifier of pf.conf `text` (no macros), through `sluice-conf`'s
+/// checks and defaults.
+pub fn from_text(text: &str) -> Classifier {
+    let c = sluice_conf::check("t.conf", text, &[]).unwrap_or_else(|d| panic!("{d:?}"));
+    classifier(&c.config)
+}
+
 pub fn info(frame: &[u8]) -> IpInfo {
     parse(frame).unwrap().ip.unwrap()
 }

@@ -5,12 +5,11 @@
 use sluice_conf::ir::TcpControl;
 use sluice_engine::{Engine, Options, TcpControlReport};
 use sluice_time::Instant;
-use sluice_wire::build::{tcp_with, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
 use std::net::Ipv4Addr;
 
-pub use super::{LAN, SERVER, WAN};
+pub use super::{Conn, LAN, SERVER, WAN};
 
 pub const MSS: u32 = 1448;
 pub const WS: u8 = 7;
@@ -56,9 +55,7 @@ pub fn engine_with(text: &str, tcp: TcpControl) -> Engine {
 /// The engine of `text`, queue `queue` of interface `iface` under control
 /// as `tcp` says.
 pub fn engine_ctl(text: &str, iface: &str, queue: &str, tcp: TcpControl) -> Engine {
-    let mut cfg = sluice_conf::check("t.conf", text, &[])
-        .unwrap_or_else(|e| panic!("{}", e[0].render("t.conf", text)))
-        .config;
+    let mut cfg = super::config(text);
     let tree = cfg
         .interfaces
         .iter_mut()
@@ -68,6 +65,17 @@ pub fn engine_ctl(text: &str, iface: &str, queue: &str, tcp: TcpControl) -> Engi
         q.tcp = tcp;
     }
     Engine::new(&cfg, Options::bridge("lan0", "wan0", [7; 16])).unwrap()
+}
+
+/// Flow `i`: its client's port 40000 + `i` to the server's 443.
+pub fn conn(i: usize) -> Conn {
+    Conn {
+        client: client(i),
+        cport: 40_000 + i as u16,
+        server: SERVER,
+        sport: 443,
+        window: 65535,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -81,22 +89,7 @@ pub fn seg(
     opts: &[u8],
     len: usize,
 ) -> Vec<u8> {
-    let (sport, dport) = (40_000 + i as u16, 443);
-    let spec = |sport, dport| TcpSpec {
-        sport,
-        dport,
-        seq,
-        ack,
-        flags,
-        window,
-        options: opts,
-        payload_len: len,
-    };
-    if from_client {
-        tcp_with(client(i), SERVER, &spec(sport, dport))
-    } else {
-        tcp_with(SERVER, client(i), &spec(dport, sport))
-    }
+    Conn { window, ..conn(i) }.seg(from_client, seq, ack, flags, opts, len)
 }
 
 pub fn syn_opts() -> Vec<u8> {

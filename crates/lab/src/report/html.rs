@@ -235,40 +235,43 @@ fn phase_table(out: &mut String, s: &Summary) {
 
 /// The per-host table of a multi-host block (nothing with one host).
 fn host_table(out: &mut String, groups: &[Vec<Vec<String>>]) {
-    if groups.is_empty() {
-        return;
-    }
-    let _ = writeln!(out, "<h2>Hosts</h2>\n<p>{}</p>\n<table>", esc(HOST_TITLE));
-    header_row(out, &HOST_HEADER);
-    for group in groups {
-        for (j, row) in group.iter().enumerate() {
-            let mut row = row.clone();
-            if j > 0 {
-                row[0] = String::new();
-            }
-            table_row(out, &row, 3, if j == 0 { "first" } else { "" });
-        }
-    }
-    out.push_str("</table>\n");
+    grouped_table(out, "Hosts", HOST_TITLE, &HOST_HEADER, groups, 3);
 }
 
 fn step_table(out: &mut String, groups: &[Vec<Vec<String>>]) {
+    grouped_table(
+        out,
+        "Following the link",
+        STEP_TITLE,
+        &STEP_HEADER,
+        groups,
+        2,
+    );
+}
+
+/// `groups` under the heading `h2` and its explanation `title`: the first
+/// cell once per group, each group's first row marked `first`. Nothing
+/// when there are no groups.
+fn grouped_table(
+    out: &mut String,
+    h2: &str,
+    title: &str,
+    header: &[&str],
+    groups: &[Vec<Vec<String>>],
+    left: usize,
+) {
     if groups.is_empty() {
         return;
     }
-    let _ = writeln!(
-        out,
-        "<h2>Following the link</h2>\n<p>{}</p>\n<table>",
-        esc(STEP_TITLE)
-    );
-    header_row(out, &STEP_HEADER);
+    let _ = writeln!(out, "<h2>{h2}</h2>\n<p>{}</p>\n<table>", esc(title));
+    header_row(out, header);
     for group in groups {
         for (j, row) in group.iter().enumerate() {
             let mut row = row.clone();
             if j > 0 {
                 row[0] = String::new();
             }
-            table_row(out, &row, 2, if j == 0 { "first" } else { "" });
+            table_row(out, &row, left, if j == 0 { "first" } else { "" });
         }
     }
     out.push_str("</table>\n");
@@ -444,5 +447,24 @@ mod tests {
             esc("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
+    }
+
+    #[test]
+    fn a_grouped_table_names_each_group_once_and_marks_its_first_row() {
+        let row = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+        let groups = vec![
+            vec![row("step 1", "x"), row("step 1", "y")],
+            vec![row("step 2", "z")],
+        ];
+        let mut out = String::new();
+        grouped_table(&mut out, "H", "t<", &["a", "b"], &groups, 1);
+        let want = "<h2>H</h2>\n<p>t&lt;</p>\n<table>\n<tr><th>a</th><th>b</th></tr>\n\
+            <tr class=\"first\"><td class=\"l\">step 1</td><td>x</td></tr>\n\
+            <tr class=\"\"><td class=\"l\"></td><td>y</td></tr>\n\
+            <tr class=\"first\"><td class=\"l\">step 2</td><td>z</td></tr>\n</table>\n";
+        assert_eq!(out, want);
+        let mut none = String::new();
+        grouped_table(&mut none, "H", "t", &["a"], &[], 1);
+        assert_eq!(none, "");
     }
 }

@@ -75,57 +75,19 @@ pub fn table(summaries: &[&Summary]) -> String {
         }
         out.push_str(&b.title);
         out.push('\n');
-        let mut rows: Vec<Vec<String>> = vec![PHASE_HEADER.iter().map(|s| s.to_string()).collect()];
-        for group in &b.phase_groups {
-            for (j, row) in group.iter().enumerate() {
-                let mut row = row.clone();
-                // The phase's name once per group: the group reads as one unit.
-                if j > 0 {
-                    row[0] = String::new();
-                }
-                rows.push(row);
-            }
-        }
-        render(&mut out, &rows, PHASE_LEFT);
+        render(
+            &mut out,
+            &grouped(&PHASE_HEADER, &b.phase_groups, 1),
+            PHASE_LEFT,
+        );
         out.push('\n');
         if !b.host_groups.is_empty() {
-            out.push_str("  ");
-            out.push_str(HOST_TITLE);
-            out.push('\n');
-            let mut rows: Vec<Vec<String>> =
-                vec![HOST_HEADER.iter().map(|s| s.to_string()).collect()];
-            for group in &b.host_groups {
-                for (j, row) in group.iter().enumerate() {
-                    let mut row = row.clone();
-                    if j > 0 {
-                        row[0] = String::new();
-                        if row[1] == group[j - 1][1] {
-                            row[1] = String::new();
-                        }
-                    }
-                    rows.push(row);
-                }
-            }
-            render(&mut out, &rows, HOST_LEFT);
-            out.push('\n');
+            let rows = grouped(&HOST_HEADER, &b.host_groups, 2);
+            titled(&mut out, HOST_TITLE, &rows, HOST_LEFT);
         }
         if !b.step_groups.is_empty() {
-            out.push_str("  ");
-            out.push_str(STEP_TITLE);
-            out.push('\n');
-            let mut rows: Vec<Vec<String>> =
-                vec![STEP_HEADER.iter().map(|s| s.to_string()).collect()];
-            for group in &b.step_groups {
-                for (j, row) in group.iter().enumerate() {
-                    let mut row = row.clone();
-                    if j > 0 {
-                        row[0] = String::new();
-                    }
-                    rows.push(row);
-                }
-            }
-            render(&mut out, &rows, 2);
-            out.push('\n');
+            let rows = grouped(&STEP_HEADER, &b.step_groups, 1);
+            titled(&mut out, STEP_TITLE, &rows, 2);
         }
         let mut header: Vec<String> = SHAPER_HEADER.iter().map(|s| s.to_string()).collect();
         if b.has_voip {
@@ -141,6 +103,34 @@ pub fn table(summaries: &[&Summary]) -> String {
         }
     }
     out
+}
+
+/// `header` over `groups`' rows, each group read as one unit: after its
+/// first row, the first `lead` cells are left blank while they repeat the
+/// row above (the phase; with `lead` 2 also the host).
+fn grouped(header: &[&str], groups: &[Vec<Vec<String>>], lead: usize) -> Vec<Vec<String>> {
+    let mut rows = vec![header.iter().map(|s| s.to_string()).collect()];
+    for group in groups {
+        for (j, row) in group.iter().enumerate() {
+            let mut row = row.clone();
+            for c in 0..lead.min(row.len()) {
+                if j > 0 && (c == 0 || row[c] == group[j - 1][c]) {
+                    row[c] = String::new();
+                }
+            }
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// A sub-table: its title, indented, then `rows`.
+fn titled(out: &mut String, title: &str, rows: &[Vec<String>], left: usize) {
+    out.push_str("  ");
+    out.push_str(title);
+    out.push('\n');
+    render(out, rows, left);
+    out.push('\n');
 }
 
 /// Groups `summaries` by scenario and link, in order of first appearance.
