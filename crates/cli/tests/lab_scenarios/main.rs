@@ -15,12 +15,14 @@
 //!   but `rrul_heavy` moves at most 35 Mbit/s through a few iperf3
 //!   streams: a run of rrul used 1.5–2.6 s of CPU (user + system, the lab
 //!   and its children) in 13–16 s, host_fair's 66 streams 4.5 s in 19 s,
-//!   so four at once take well under one of the two cores, and the
+//!   so a few at once take well under one of the two cores, and the
 //!   verdicts are about rates and queues of seconds or tens of ms. Such
 //!   [`Load::Light`] tests run beside each other (libtest's threads), and a
 //!   test's unshaped and shaped runs run at once ([`pair`]).
-//!   [`Load::Heavy`] tests (200 streams) hold the machine alone: they wait
-//!   for the light tests running to end, and none starts meanwhile. This
+//!   [`Load::Heavy`] tests hold the machine alone (rrul_heavy's 200
+//!   streams; rrul, whose shaped run must fill 75 % of 30 Mbit/s, beside
+//!   its unshaped run only): they wait for the light tests running to end,
+//!   and none starts meanwhile. This
 //!   replaces sluice-testkit's serial lock in this binary only; the other
 //!   netns binaries still run one test at a time.
 //! - Each lab run is its own process with its own namespaces (named after

@@ -1,6 +1,6 @@
 //! The physics of issue #4: each scenario with and without its shaper.
 
-use crate::{both, compare, example, netns, p50, pair, phase, run, within, within_link, Load};
+use crate::{compare, example, netns, p50, pair, phase, run, within, within_link, Load};
 use sluice_lab::model::Summary;
 
 #[test]
@@ -106,7 +106,11 @@ fn ack_priority_keeps_the_download_during_an_upload() {
 
 #[test]
 fn rrul_and_voip_are_better_with_fq_codel() {
-    let Some(_lane) = netns(Load::Light) else {
+    // Alone (its pair of runs at once is all): the shaped rrul's 75 % is
+    // the tightest bound here. On the shared machine (load 15, nice 19) it
+    // read 57 % and 65 % with voip's and ack_priority's runs beside it,
+    // 88-89 % alone or beside its unshaped run only.
+    let Some(_lane) = netns(Load::Heavy) else {
         return;
     };
     // rrul's four downloads lose about a second of the line to their
@@ -115,10 +119,8 @@ fn rrul_and_voip_are_better_with_fq_codel() {
     // latest changes (three runs each), against the 75 % bound; over 10 s
     // it is a tenth of the phase (86 % typical, but one run of a full
     // suite read 70 %; 60 s phases: 94 %): 15 s.
-    // The two scenarios at once, each with and without its shaper: four
-    // runs of at most 35 Mbit/s (crate's Principles).
-    let (rrul, voip) = both(|| compare("rrul", 15), || compare("voip", 5));
-    for (name, runs) in [("rrul", rrul), ("voip", voip)] {
+    for (name, secs) in [("rrul", 15), ("voip", 5)] {
+        let runs = compare(name, secs);
         let [none, fq] = &runs;
         for s in &runs {
             let p = &s.phases[1];
