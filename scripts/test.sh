@@ -4,22 +4,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR=never
+# Each step's start in seconds since the script began: where the time goes
+# (docs/testing.md has the table).
+step() { echo "== $1 (${SECONDS} s)"; }
 
-echo "== build"
+step build
 cargo build --workspace --all-targets --locked
-echo "== fmt"
+step fmt
 cargo fmt --all -- --check
-echo "== clippy"
+step clippy
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== fuzz targets"
+step "fuzz targets"
 # Built on stable (cargo-fuzz is not needed to compile them), so a library
 # change cannot silently break a target; fuzz/Cargo.lock pins their deps.
 cargo build --manifest-path fuzz/Cargo.toml --bins --locked
-echo "== examples"
+step examples
+# The binary the build step made. `cargo run --bin sluice` would resolve
+# the features of sluice's own dependencies only (serde without the
+# `alloc` a dev-dependency turns on) and build serde and every crate above
+# it again, in debug, for nothing.
 for f in examples/*.conf; do
-    cargo run -q --locked --bin sluice -- check -D ext_if=wan0 -D int_if=lan0 "$f"
+    target/debug/sluice check -D ext_if=wan0 -D int_if=lan0 "$f"
 done
-echo "== tests"
+step "release builds"
 # The end-to-end tests drive an optimised sluice: a debug build cannot
 # forward 100 Mbit/s on two cores (netns_rate skips that case without it).
 # First the router package's daemon, without the lab, for tests/package.rs:
@@ -41,6 +48,7 @@ if [ -z "${SLUICE_REQUIRE_NETNS+set}" ] && { [ -n "${CI:-}" ] || [ "$(id -u)" -e
     export SLUICE_REQUIRE_NETNS=1
 fi
 echo "SLUICE_REQUIRE_NETNS=${SLUICE_REQUIRE_NETNS:-unset}"
+step tests
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"
@@ -50,3 +58,4 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 # printed SKIP and returned as passed: it is counted as skipped instead.
 awk '/^test result:/ { p += $4; f += $6 } /^SKIP / { s++ }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p - s, f, s }' "$log"
+step done

@@ -14,7 +14,8 @@
 //! otherwise each test prints a SKIP line and returns, or fails under
 //! `SLUICE_REQUIRE_NETNS=1`. Uses the release binary when SLUICE_BIN names
 //! it, as CI does. Each test is one `lab compare` or `lab run` of a few
-//! seconds a phase (under 60 s).
+//! seconds a phase (under 60 s); the forged ACK and the SYN flood share
+//! one, with one calm run for both.
 
 use sluice_lab::model::Summary;
 use sluice_testkit::{require_netns, Serial, Sluice};
@@ -73,27 +74,44 @@ fn download_p99(s: &Summary) -> f64 {
         .map_or(f64::INFINITY, |l| l.p99)
 }
 
-/// `tcp_1down` with its paced, window-clamped shaper, without and with
-/// `attack`; asserts #36's goal and returns what it measured.
+/// The attacks #36's goodput and ping goal is asserted under.
+const VICTIM_ATTACKS: [&str; 2] = ["forged-ack", "syn-flood"];
+
+/// `tcp_1down` with its paced, window-clamped shaper without an attack,
+/// then under each of [`VICTIM_ATTACKS`]: one `lab compare`, made by the
+/// first test that asks and read by each, so the attacks share the calm
+/// run they are measured against (a run less per attack).
+fn victim_runs() -> &'static [Summary] {
+    static RUNS: std::sync::OnceLock<Vec<Summary>> = std::sync::OnceLock::new();
+    RUNS.get_or_init(|| {
+        let conf = example("examples/lab/tcp1down-paced.conf");
+        let attacks = format!("none,{}", VICTIM_ATTACKS.join(","));
+        let args = [
+            "compare",
+            "tcp_1down",
+            "--duration",
+            PHASE_S,
+            "--shaper",
+            &conf,
+            "--attack",
+            &attacks,
+        ];
+        let (v, dir) = lab(&args, "victim");
+        let _ = std::fs::remove_dir_all(&dir);
+        let runs: Vec<Summary> = serde_json::from_value(v).expect("the summaries");
+        assert_eq!(runs.len(), 1 + VICTIM_ATTACKS.len(), "one run per attack");
+        runs
+    })
+}
+
+/// Asserts #36's goal for `attack` against the calm run of [`victim_runs`].
 fn victim_keeps_its_download(attack: &str) {
-    let conf = example("examples/lab/tcp1down-paced.conf");
-    let attacks = format!("none,{attack}");
-    let args = [
-        "compare",
-        "tcp_1down",
-        "--duration",
-        PHASE_S,
-        "--shaper",
-        &conf,
-        "--attack",
-        &attacks,
-    ];
-    let (v, dir) = lab(&args, attack);
-    let _ = std::fs::remove_dir_all(&dir);
-    let runs: Vec<Summary> = serde_json::from_value(v).expect("two summaries");
-    let [calm, hit] = runs.as_slice() else {
-        panic!("{} runs, not 2", runs.len())
-    };
+    let runs = victim_runs();
+    let calm = &runs[0];
+    let hit = runs
+        .iter()
+        .find(|s| s.shaper.ends_with(&format!("+ {attack}")))
+        .unwrap_or_else(|| panic!("no run under {attack}"));
     assert!(calm.attack.is_none());
     let rec = hit.attack.as_ref().expect("the attack's record");
     assert!(
