@@ -114,8 +114,10 @@ fn above_the_modem(line: Line, conf: Conf, dir: Dir) {
         panic!("{:?}: {r:#?}", r.verdict);
     };
     // Once, within 20 s of the load (it starts at 1 s; the goal is 30 s,
-    // the rule takes 5 s of load and the 5 s hold), already with a
-    // suggestion within 10 % of the modem's rate; it does not flap.
+    // the rule takes 5 s of load and the 5 s hold); it does not flap. By
+    // the end (30 s) the suggestion is within 10 % of the modem's rate.
+    // The first may still be none (enable autorate): an upload's modem
+    // fills at sluice's full rate before TCP backs off to the modem's.
     let m = modem(line, dir).as_bps() as f64;
     let near = |s: Rate| (s.as_bps() as f64 / m - 1.0).abs() <= 0.10;
     let [(_, first)] = &o.health_changes[..] else {
@@ -125,13 +127,15 @@ fn above_the_modem(line: Line, conf: Conf, dir: Dir) {
         first.at <= Instant::ZERO + Duration::from_secs(1 + 20),
         "{first:?}"
     );
-    let Verdict::NotInControl {
-        suggested: Some(s0),
-    } = first.to
-    else {
-        panic!("{first:?}");
-    };
-    assert!(near(s0), "first suggested {s0} for a modem at {m}");
+    match first.to {
+        Verdict::NotInControl { suggested: None } => {}
+        Verdict::NotInControl {
+            suggested: Some(s0),
+        } => {
+            assert!(near(s0), "first suggested {s0} for a modem at {m}")
+        }
+        v => panic!("{v:?}"),
+    }
     assert!(near(s), "suggested {s} for a modem at {m}");
 }
 

@@ -9,7 +9,9 @@
 //!   beyond sluice (crate::path). Nothing here reads a clock.
 //! - **Loaded.** A tick is *loaded* when the shaper's output reached
 //!   [`LOADED_SHARE`] of its rate, or sluice holds a standing queue (its
-//!   own wait ≥ [`STANDING`]), or the link beyond holds one (the delay
+//!   own wait ≥ [`STANDING`], or ≥ [`BURST_FRAMES`] full frames at the
+//!   rate when longer: at 250 kbit/s a 200-byte packet of a call alone
+//!   waits 6 ms), or the link beyond holds one (the delay
 //!   beyond ≥ [`GREW`]) while the output is at least [`BUSY_SHARE`] of
 //!   the rate: a link slower than the rate never lets the shaper reach
 //!   it. Latency is counted only on loaded ticks: idle, nothing queues
@@ -290,7 +292,7 @@ impl Health {
         let output = per_second(sent, dt);
         let grew = s.beyond.is_some_and(|b| b >= grew_at(s.rate));
         let loaded = output >= s.rate.percent(LOADED_SHARE)
-            || s.own >= STANDING
+            || s.own >= STANDING.max(frames_at(s.rate))
             || (grew && output >= s.rate.percent(BUSY_SHARE));
         self.episode(now, dt, loaded && grew);
         if loaded {

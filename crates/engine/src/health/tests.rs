@@ -83,6 +83,18 @@ fn the_loaded_rule() {
 }
 
 #[test]
+fn a_slow_link_stands_a_queue_only_past_two_frames() {
+    // 250 kbit/s: two full frames take 97 ms. A call's packets waiting
+    // 6 ms at 30 % of the rate are no standing queue; 100 ms is one.
+    let mut f = Feed::at(Rate::kbps(250));
+    f.run(30, 30, 6, Some(1));
+    assert!(!f.h.report(f.now).loaded);
+    assert_eq!(f.verdict(), Verdict::NotEnoughTraffic);
+    f.run(1, 30, 100, Some(1));
+    assert!(f.h.report(f.now).loaded);
+}
+
+#[test]
 fn a_shaper_holding_the_queue_is_in_control_graded_by_added_latency() {
     let mut f = Feed::new();
     f.run(30, 95, 3, Some(1));
