@@ -2,8 +2,10 @@
 //! engine in virtual time, bulk TCP through a modem with a deep FIFO, as
 //! a user's line (issue #40's goals). A shaper 20 % above the modem's rate
 //! is not in control and suggests a rate within 10 % of the modem's; at
-//! 95 % it is, graded A or A+; a trickle is not enough traffic. Each at
-//! two lines (10/2 and 1/0.25 Mbit/s), each direction.
+//! 95 % it is, graded A or A+ at 10/2 Mbit/s and within a grade of its
+//! pinger at 1/0.25 (where one frame takes 12-48 ms); a trickle is not
+//! enough traffic. Each at two lines, each direction (the simulator loads
+//! one direction at a time).
 
 use sluice_conf::recipe::{self, Knobs};
 use sluice_engine::health::{HealthReport, Verdict};
