@@ -6,6 +6,7 @@ const RATE: Rate = Rate::mbps(10);
 /// [`RATE`], with sluice's wait `own` and the delay beyond `beyond`.
 struct Feed {
     h: Health,
+    rate: Rate,
     now: Instant,
     sent: u64,
     changes: Vec<HealthChange>,
@@ -13,10 +14,16 @@ struct Feed {
 
 impl Feed {
     fn new() -> Feed {
+        Feed::at(RATE)
+    }
+
+    /// A direction shaped at `rate`.
+    fn at(rate: Rate) -> Feed {
         let mut h = Health::new();
         assert_eq!(h.tick(Instant::ZERO, Sample::default()), None);
         Feed {
             h,
+            rate,
             now: Instant::ZERO,
             sent: 0,
             changes: Vec::new(),
@@ -26,10 +33,10 @@ impl Feed {
     fn run(&mut self, secs: u64, share: u64, own_ms: u64, beyond_ms: Option<u64>) {
         for _ in 0..secs * 10 {
             self.now += TICK;
-            self.sent += RATE.percent(share).bytes_in(TICK);
+            self.sent += self.rate.percent(share).bytes_in(TICK);
             let s = Sample {
                 sent: self.sent,
-                rate: RATE,
+                rate: self.rate,
                 own: Duration::from_millis(own_ms),
                 beyond: beyond_ms.map(Duration::from_millis),
             };
@@ -73,6 +80,18 @@ fn the_loaded_rule() {
     assert!(f.h.report(f.now).loaded);
     f.run(1, 49, 0, Some(15));
     assert!(!f.h.report(f.now).loaded);
+}
+
+#[test]
+fn a_slow_link_stands_a_queue_only_past_two_frames() {
+    // 250 kbit/s: two full frames take 97 ms. A call's packets waiting
+    // 6 ms at 30 % of the rate are no standing queue; 100 ms is one.
+    let mut f = Feed::at(Rate::kbps(250));
+    f.run(30, 30, 6, Some(1));
+    assert!(!f.h.report(f.now).loaded);
+    assert_eq!(f.verdict(), Verdict::NotEnoughTraffic);
+    f.run(1, 30, 100, Some(1));
+    assert!(f.h.report(f.now).loaded);
 }
 
 #[test]
@@ -121,6 +140,91 @@ fn a_link_slower_than_the_rate_is_not_in_control_with_a_suggestion() {
     };
     let want = RATE.percent(60).percent(MARGIN).as_bps() as f64;
     assert!((s.as_bps() as f64 / want - 1.0).abs() < 0.01, "{s}");
+}
+
+#[test]
+fn a_link_that_sets_the_pace_is_not_in_control_with_a_short_queue() {
+    // The link at 83 % of the rate, its queue held to 5 ms (TCP control's
+    // window clamp), none in sluice: the link sets the pace.
+    let mut f = Feed::new();
+    f.run(30, 83, 1, Some(5));
+    let Verdict::NotInControl { suggested: Some(s) } = f.verdict() else {
+        panic!("{:?}", f.verdict());
+    };
+    let want = RATE.percent(83).percent(MARGIN).as_bps() as f64;
+    assert!((s.as_bps() as f64 / want - 1.0).abs() < 0.01, "{s}");
+    assert_eq!(f.h.report(f.now).episodes.count, 0);
+    // At 90 % it is the shaper's pace.
+    let mut f = Feed::new();
+    f.run(30, 90, 1, Some(5));
+    assert_eq!(f.verdict(), Verdict::InControl);
+    // A standing queue in sluice at 83 % (a class capped below the rate,
+    // TCP control pacing uploads): sluice holds the queue, in control.
+    let mut f = Feed::new();
+    f.run(30, 83, 8, Some(1));
+    assert_eq!(f.verdict(), Verdict::InControl);
+}
+
+#[test]
+fn two_frames_of_queue_at_a_slow_rate_are_the_ack_clock_not_growth() {
+    // 950 kbit/s: two full frames take 25.5 ms; at 10 Mbit/s, 2.4 ms.
+    let slow = Rate::kbps(950);
+    assert_eq!(grew_at(slow), Duration::from_nanos(25_498_948));
+    assert_eq!(grew_at(RATE), GREW);
+    assert_eq!(grew_at(Rate::ZERO), GREW);
+    // 20 ms beyond at 950 kbit/s, under two frames: in control, and no
+    // episode; at 10 Mbit/s the same 20 ms is a grown queue.
+    let mut f = Feed::at(slow);
+    f.run(30, 95, 15, Some(20));
+    assert_eq!(f.verdict(), Verdict::InControl);
+    assert_eq!(f.h.report(f.now).episodes.count, 0);
+    let mut f = Feed::new();
+    f.run(30, 95, 15, Some(20));
+    assert!(matches!(f.verdict(), Verdict::NotInControl { .. }));
+    // Past two frames the slow link's queue grew: not in control.
+    let mut f = Feed::at(slow);
+    f.run(30, 95, 15, Some(26));
+    assert!(matches!(f.verdict(), Verdict::NotInControl { .. }));
+    assert_eq!(f.h.report(f.now).episodes.count, 1);
+}
+
+#[test]
+fn the_grade_leaves_out_the_start_of_each_load() {
+    // Slow start fills the modem for 3 s, then sluice holds 3 ms and the
+    // link 1: A+, as the steady load is; the minute's p99 still shows it.
+    let mut f = Feed::new();
+    f.run(3, 95, 0, Some(300));
+    f.run(27, 95, 3, Some(1));
+    let r = f.h.report(f.now);
+    assert_eq!(r.grade, Some("A+"), "{r:?}");
+    assert!(r.beyond.minute.p99.unwrap() >= Duration::from_millis(250));
+    // A load shorter than the settling time: no grade yet.
+    let mut f = Feed::new();
+    f.run(4, 95, 3, Some(1));
+    assert_eq!(f.h.report(f.now).grade, None);
+    // Idle for a second, then a new load: its start is left out too.
+    let mut f = Feed::new();
+    f.run(10, 95, 3, Some(1));
+    f.run(1, 0, 0, None);
+    f.run(4, 95, 0, Some(300));
+    f.run(1, 95, 3, Some(1));
+    assert_eq!(f.h.report(f.now).grade, Some("A+"));
+    // A pause under a second is the same load: 300 ms is graded.
+    let mut f = Feed::new();
+    f.run(10, 95, 3, Some(1));
+    for _ in 0..9 {
+        f.h.tick(
+            f.now + TICK,
+            Sample {
+                sent: f.sent,
+                rate: RATE,
+                ..Sample::default()
+            },
+        );
+        f.now += TICK;
+    }
+    f.run(4, 95, 0, Some(300));
+    assert_ne!(f.h.report(f.now).grade, Some("A+"));
 }
 
 #[test]
