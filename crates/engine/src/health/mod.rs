@@ -286,8 +286,13 @@ impl Health {
     /// The control tick at `now` with the direction's sample `s`; a
     /// change of verdict, if one took effect.
     pub fn tick(&mut self, now: Instant, s: Sample) -> Option<HealthChange> {
-        let prev = self.last.replace((now, s));
-        let (t0, p) = prev?;
+        let Some((t0, p)) = self.last.replace((now, s)) else {
+            // The first verdict holds from the first tick, not from the
+            // clock's zero (`show health` would say "for" the uptime).
+            self.report.since = now;
+            self.candidate.1 = now;
+            return None;
+        };
         let dt = now.saturating_since(t0);
         if dt == Duration::ZERO {
             self.last = Some((t0, p));

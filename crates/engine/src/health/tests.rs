@@ -62,6 +62,23 @@ fn idle_or_a_trickle_is_not_enough_traffic() {
     assert!(f.changes.is_empty());
 }
 
+/// An engine started long after the clock's zero (a monotonic clock counts
+/// from boot): the first verdict holds since the first tick.
+#[test]
+fn the_first_verdict_holds_from_the_first_tick() {
+    let mut h = Health::new();
+    let idle = Sample {
+        rate: RATE,
+        ..Sample::default()
+    };
+    let start = Instant::ZERO + Duration::from_secs(37_000);
+    assert_eq!(h.tick(start, idle), None);
+    let later = start + Duration::from_secs(30);
+    assert_eq!(h.tick(later, idle), None);
+    let r = h.report(later);
+    assert_eq!((r.verdict, r.since), (Verdict::NotEnoughTraffic, start));
+}
+
 #[test]
 fn the_loaded_rule() {
     // At 80 % of the rate, loaded; at 79 %, not.
