@@ -51,7 +51,9 @@ echo "SLUICE_REQUIRE_NETNS=${SLUICE_REQUIRE_NETNS:-unset}"
 step tests
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test --workspace --locked 2>&1 | tee "$log"
+# --no-fail-fast: one failing test binary does not hide the rest of the
+# suite's results (the exit status still fails).
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 # One closing line for the whole suite (cargo's last line is a doc-test run
 # that may well have 0 tests, which says nothing about the suite), in the
 # plain "N passed, N failed, N skipped" form. cargo counts a test that
