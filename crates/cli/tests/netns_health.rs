@@ -81,9 +81,13 @@ fn both(lab: &BridgeLab, b: &str) -> (HealthJson, HealthJson) {
 
 fn line(d: &HealthJson) -> String {
     format!(
-        "{} {}{} loaded {:.1} s, output {:.2} Mbit/s, beyond p50 {:?}, grade {:?}",
+        "{} {}{}{} loaded {:.1} s, output {:.2} Mbit/s, beyond p50 {:?}, grade {:?}",
         d.direction,
         d.verdict,
+        d.held_back_by
+            .as_ref()
+            .map(|b| format!(" (held back by {b})"))
+            .unwrap_or_default(),
         d.suggested_bps
             .map(|s| format!(" ({:.2})", s as f64 / 1e6))
             .unwrap_or_default(),
@@ -176,15 +180,21 @@ fn a_shaper_above_the_modem_is_not_in_control() {
     // not be loaded: without a delay line its ACKs wait in the upload
     // modem's queue (~37 ms) and the downloads reach 5-6 Mbit/s of the
     // 10 (the lab's rrul, with 20 ms of round trip, reaches the modem's
-    // rate and reads "not in control" there). It never reads "in control".
+    // rate and reads "not in control" there). It never reads "in control";
+    // without a verdict of its own it is held back by the upload.
     let nic = |d: &HealthJson| d.verdict == "not-in-control" && d.suggested_bps.is_some();
-    let ((_, up), seen, took) = under_load(&mut lab, &b, (5331, true), |_, u| nic(u));
+    let ((down_both, up), seen, took) = under_load(&mut lab, &b, (5331, true), |_, u| nic(u));
     let mut seen = seen.join("\n");
     eprintln!(
         "netns_health 120 %, both ways: after {:.1} s\n{seen}",
         took.as_secs_f64()
     );
     assert!(!seen.contains("download in-control"), "{seen}");
+    // Without a verdict of its own, the download names what holds it back.
+    assert!(
+        down_both.verdict == "not-in-control" || down_both.held_back_by.as_deref() == Some("wan0"),
+        "{down_both:?}\n{seen}"
+    );
     // Downloads alone: the download is not in control either.
     let ((down, _), more, took) = under_load(&mut lab, &b, (5333, false), |d, _| nic(d));
     let more = more.join("\n");

@@ -440,7 +440,13 @@ pub struct HealthJson {
     /// 0.95); none there means "enable autorate".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_bps: Option<u64>,
-    /// The verdict as a sentence (the daemon's log line says the same).
+    /// Not enough traffic, yet traffic, while the other direction (this
+    /// interface) is not in control: its ACKs wait in that link's queue,
+    /// which is to be fixed first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back_by: Option<String>,
+    /// The verdict as a sentence (the daemon's log line says the same,
+    /// without the held-back clause).
     pub text: String,
     /// How long the verdict has held.
     pub since_ns: u64,

@@ -502,7 +502,10 @@ fn verdict_line(d: &HealthJson) -> String {
             });
             format!("NOT in control{grade}: {fix}")
         }
-        _ => "not enough traffic to say".into(),
+        _ => match &d.held_back_by {
+            Some(by) => format!("held back by {by} (not in control): fix it first"),
+            None => "not enough traffic to say".into(),
+        },
     };
     format!(
         "{} {}: {what}; sending {} of {}",

@@ -456,3 +456,29 @@ fn the_plain_report_has_every_view() {
     );
     assert!(!r.contains('\x1b'), "no terminal codes");
 }
+
+/// The header names the direction that holds a verdictless one back, and
+/// says "not enough traffic" only where nothing does.
+#[test]
+fn the_verdict_line_names_what_holds_a_direction_back() {
+    let d = |held: Option<&str>| HealthJson {
+        iface: "lan0".into(),
+        direction: "download".into(),
+        verdict: "not-enough-traffic".into(),
+        held_back_by: held.map(Into::into),
+        output_bps: 480_000,
+        rate_bps: 1_200_000,
+        ..HealthJson::default()
+    };
+    let lines = verdict_lines(&HealthReply {
+        directions: vec![d(Some("wan0")), d(None)],
+    });
+    assert!(
+        lines[0].contains("download lan0: held back by wan0 (not in control): fix it first"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].contains("download lan0: not enough traffic to say"),
+        "{lines:?}"
+    );
+}

@@ -2,7 +2,7 @@
 //! mapped to the protocol's units.
 
 use crate::proto::{EpisodesJson, HealthJson, HealthReply, LatencyJson, LatencyWindowsJson};
-use sluice_engine::health::{ByWindow, HealthReport, Latency, Verdict, EVIDENCE};
+use sluice_engine::health::{held_back, ByWindow, HealthReport, Latency, Verdict, EVIDENCE};
 use sluice_engine::Engine;
 use sluice_time::Instant;
 
@@ -24,7 +24,21 @@ pub fn health_reports(e: &Engine) -> Vec<(String, HealthReport)> {
 pub fn reply_of(reports: &[(String, HealthReport)], wan: &str, now: Instant) -> HealthReply {
     let directions = reports
         .iter()
-        .map(|(name, r)| health_json(name, direction(name, wan), r, now))
+        .map(|(name, r)| {
+            let mut j = health_json(name, direction(name, wan), r, now);
+            let by = reports
+                .iter()
+                .find(|(other, o)| other != name && held_back(r, o));
+            if let Some((other, _)) = by {
+                j.text = format!(
+                    "{}: held back by the {} ({other}), not in control — fix that first",
+                    j.text,
+                    direction(other, wan)
+                );
+                j.held_back_by = Some(other.clone());
+            }
+            j
+        })
         .collect();
     HealthReply { directions }
 }
@@ -50,6 +64,7 @@ fn health_json(iface: &str, direction: &str, r: &HealthReport, now: Instant) -> 
         direction: direction.into(),
         verdict: verdict.into(),
         suggested_bps: suggested.map(|s| s.as_bps()),
+        held_back_by: None,
         text: r.verdict.to_string(),
         since_ns: now.saturating_since(r.since).as_nanos(),
         loaded: r.loaded,
@@ -91,7 +106,7 @@ fn latency(l: &Latency) -> LatencyJson {
 mod tests {
     use super::*;
     use sluice_engine::Options;
-    use sluice_time::Duration;
+    use sluice_time::{Duration, Rate};
 
     /// A shaped WAN side and an unshaped LAN side: one direction, the
     /// upload, idle, with the rate its ticks read.
@@ -119,5 +134,45 @@ mod tests {
         // Read as the LAN side's name, the same interface is the download.
         let r = health_from(&e, "lan0", now);
         assert_eq!(r.directions[0].direction, "download");
+    }
+
+    /// A download with traffic but no verdict behind an upload not in
+    /// control says so; the upload, and a download behind an upload in
+    /// control, do not.
+    #[test]
+    fn a_download_behind_an_upload_not_in_control_is_held_back() {
+        let up = HealthReport {
+            verdict: Verdict::NotInControl {
+                suggested: Some(Rate::kbps(238)),
+            },
+            rate: Rate::kbps(300),
+            output_recent: Rate::kbps(290),
+            ..HealthReport::default()
+        };
+        let down = HealthReport {
+            rate: Rate::kbps(1200),
+            output_recent: Rate::kbps(480),
+            ..HealthReport::default()
+        };
+        let reports = [("lan0".to_string(), down.clone()), ("wan0".to_string(), up)];
+        let r = reply_of(&reports, "wan0", Instant(0));
+        let (d, u) = (&r.directions[0], &r.directions[1]);
+        assert_eq!(d.held_back_by.as_deref(), Some("wan0"));
+        assert_eq!(
+            d.text,
+            "not enough traffic to say: held back by the upload (wan0), not in control — fix that first"
+        );
+        assert_eq!(u.held_back_by, None);
+        assert!(u.text.starts_with("not in control"), "{}", u.text);
+
+        let calm = HealthReport {
+            verdict: Verdict::InControl,
+            rate: Rate::kbps(300),
+            ..HealthReport::default()
+        };
+        let reports = [("lan0".to_string(), down), ("wan0".to_string(), calm)];
+        let r = reply_of(&reports, "wan0", Instant(0));
+        assert_eq!(r.directions[0].held_back_by, None);
+        assert_eq!(r.directions[0].text, "not enough traffic to say");
     }
 }

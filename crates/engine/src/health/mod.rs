@@ -2,66 +2,35 @@
 //! forwards: the speed test users run, without the test (issue #40).
 //!
 //! # Principles
-//! - **One direction, one tick.** A [`Health`] stands for the traffic
-//!   leaving by one shaped interface. The engine feeds it once per control
-//!   tick ([`TICK`]) with what it already measures: the bytes the
-//!   interface sent, the shaped rate, sluice's own wait and the delay
-//!   beyond sluice (crate::path). Nothing here reads a clock.
-//! - **Loaded.** A tick is *loaded* when the shaper's output reached
-//!   [`LOADED_SHARE`] of its rate, or sluice holds a standing queue (its
-//!   own wait ≥ [`STANDING`], or ≥ [`BURST_FRAMES`] full frames at the
-//!   rate when longer: at 250 kbit/s a 200-byte packet of a call alone
-//!   waits 6 ms), or the link beyond holds one (the delay
-//!   beyond ≥ [`GREW`]) while the output is at least [`BUSY_SHARE`] of
-//!   the rate: a link slower than the rate never lets the shaper reach
-//!   it. Latency is counted only on loaded ticks: idle, nothing queues
-//!   anywhere and every grade would be A+.
-//! - **The modem's queue grew** while the delay beyond is ≥ [`GREW`] on
-//!   loaded ticks, or ≥ [`BURST_FRAMES`] full frames at the rate when
-//!   that is longer ([`grew_at`]): each such run is an episode (counted,
-//!   total, longest). Below it lies the queue TCP's ACK clock leaves at
-//!   any bottleneck, a link sluice keeps in control included: a delayed
-//!   ACK (RFC 1122 §4.2.3.2, one per two segments) releases two
-//!   back-to-back segments, and the second waits a frame behind the
-//!   first. At 10 Mbit/s that is 2.4 ms, at 1 Mbit/s 24 ms: over
-//!   [`GREW`], though no queue grows (the simulator's modem at a 1 Mbit/s
-//!   download shaped at 95 % waits 15 ms on average, 23 ms at most).
-//! - **The verdict**, from the last [`EVIDENCE`] seconds: with less than
-//!   [`MIN_LOADED`] of loaded time, `NotEnoughTraffic`; with the modem's
-//!   queue grown for at least half the loaded time, `NotInControl` — the
-//!   link is slower than the rate, and the rate it drained sluice's
-//!   output at while its queue stood × [`MARGIN`] is the suggestion, or
-//!   none (enable autorate) when that output was not below [`FULL`] of
-//!   the rate. Likewise `NotInControl` when sluice's output over the
-//!   loaded time fell short of [`SHORT`] of the rate, counting the ticks
-//!   at [`BUSY_SHARE`] or more without a standing queue in sluice, and
-//!   those most of the loaded time (a queue in sluice is sluice's: a
-//!   class capped below the rate, TCP control pacing uploads): the
-//!   queue did not
-//!   grow because something else held it — TCP control's window clamp
-//!   keeps a download's modem queue to a few ms at 120 % of its rate (the
-//!   simulator: 6 ms at 10 Mbit/s, output 83 %) — yet the link, not the
-//!   shaper, sets the pace, and traffic TCP control does not steer (QUIC,
-//!   UDP) fills the modem. The suggestion is that output × [`MARGIN`].
-//!   A shaper in control sends at its rate whenever loaded (the lab, 95 %
-//!   of a 10 Mbit/s modem under rrul: 94 %). Otherwise `InControl`.
-//!   Sluice's output, not the bytes an
-//!   upload's far ends acknowledge: those count payload only, some 4 %
-//!   under the frames the rate is counted in.
-//!   A new verdict takes effect once it has held for [`HOLD`], so a
-//!   single burst does not flip it; each change is an event.
-//! - **The grade** is DSLReports' (sluice_time::grade) of the mean latency
-//!   added under load over the last minute: sluice's wait plus the delay
-//!   beyond. Sluice's wait is the bulk traffic's; a ping in its own FQ
-//!   flow skips most of it, so this may read a grade worse than a speed
-//!   test's. It counts the steady load only: the first [`SETTLE`] of a
-//!   load (loaded ticks after [`RESTART`] without one) are TCP's slow
-//!   start, which fills the modem before any AQM can answer (iperf3's
-//!   `--omit` leaves out the same seconds). The latency windows, the
-//!   episodes and the verdict count them.
-//! - Bounded memory: three windows of histograms for sluice's wait and
-//!   for the delay beyond ([`window`]), a minute for their sum, and a
-//!   ring of [`EVIDENCE`] one-second slots: 90 histograms of 1.8 KB.
+//! (The rules with their figures: docs/engine.md, "Health".)
+//! - **One direction, one tick.** A [`Health`] is the traffic leaving by
+//!   one shaped interface, fed every [`TICK`] with what the engine already
+//!   measures: bytes sent, the rate, sluice's own wait, the delay beyond
+//!   (crate::path). Nothing here reads a clock.
+//! - **Loaded**: output ≥ [`LOADED_SHARE`] of the rate, or a standing
+//!   queue in sluice, or the modem's queue grown with output ≥
+//!   [`BUSY_SHARE`] (a slower link never lets the shaper reach its rate).
+//!   Latency counts only on loaded ticks: idle, every grade is A+.
+//! - **Grown**: delay beyond ≥ [`grew_at`] — [`GREW`], or two full frames
+//!   when longer: a delayed ACK (RFC 1122 §4.2.3.2) releases two
+//!   back-to-back segments at any bottleneck, a controlled one included.
+//! - **The verdict** reads the last [`EVIDENCE`] s: under [`MIN_LOADED`]
+//!   loaded, not enough traffic; grown for half the loaded time, not in
+//!   control, suggesting the rate the link drained at × [`MARGIN`]; or
+//!   mostly busy without a queue in sluice yet short of [`SHORT`] of the
+//!   rate (TCP control keeps the modem's queue short, the link still sets
+//!   the pace), suggesting that output × [`MARGIN`]. Else in control. A
+//!   new verdict holds [`HOLD`] before it takes effect; each change is an
+//!   event.
+//! - **Held back** ([`held_back`]): traffic, too little load to judge,
+//!   and the other direction not in control: its ACKs wait in that link's
+//!   queue (RFC 3449 §1.1), which sets this one's pace. Fix that first.
+//! - **The grade**: DSLReports' (sluice_time::grade) of the last minute's
+//!   mean added latency (sluice's wait + beyond) under steady load, the
+//!   first [`SETTLE`] of each load left out as iperf3's `--omit` does.
+//!   Sluice's wait is the bulk traffic's: a sparse flow skips most of it.
+//! - Bounded memory: three windows of histograms per quantity
+//!   ([`window`]) and a ring of [`EVIDENCE`] one-second slots.
 
 pub mod window;
 
@@ -97,6 +66,10 @@ pub const FULL: u64 = 97;
 /// the link, not the shaper, sets the pace: a link 12 % or more below the
 /// rate (at 120 % the output is 83 %).
 pub const SHORT: u64 = 88;
+/// The mean output over [`EVIDENCE`] (percent of the rate) that is
+/// traffic wanting more, not a trickle: an upload's ACKs alone are ~2 %
+/// of a download's rate.
+pub const TRAFFIC_SHARE: u64 = 10;
 /// Time with the modem's queue grown the suggestion needs.
 const MIN_MEASURED: Duration = Duration::from_secs(2);
 /// Full frames of queue at the rate that are TCP's ACK clock, not growth.
@@ -215,8 +188,10 @@ pub struct HealthReport {
     pub loaded: bool,
     pub output: Rate,
     pub rate: Rate,
-    /// Loaded time within the last [`EVIDENCE`] seconds.
+    /// Loaded time within the last [`EVIDENCE`] seconds, and the mean
+    /// output over them.
     pub loaded_recent: Duration,
+    pub output_recent: Rate,
     /// Latency added by sluice (its wait) and beyond it, while loaded.
     pub sluice: ByWindow,
     pub beyond: ByWindow,
@@ -236,6 +211,8 @@ pub struct HealthReport {
 #[derive(Clone, Copy, Debug, Default)]
 struct Second {
     epoch: Option<u64>,
+    /// Bytes sent in it, loaded or not.
+    sent: u64,
     loaded: Duration,
     /// Loaded time with the output at [`BUSY_SHARE`] of the rate or more
     /// and no standing queue in sluice, and the bytes sent meanwhile.
@@ -261,6 +238,8 @@ pub struct Health {
     added: Window,
     /// Since when the current load lasts, and its last loaded tick.
     load: Option<(Instant, Instant)>,
+    /// The first tick.
+    started: Instant,
 }
 
 impl Default for Health {
@@ -280,6 +259,7 @@ impl Health {
             beyond: Windows::default(),
             added: Window::minute(),
             load: None,
+            started: Instant::ZERO,
         }
     }
 
@@ -291,6 +271,7 @@ impl Health {
             // clock's zero (`show health` would say "for" the uptime).
             self.report.since = now;
             self.candidate.1 = now;
+            self.started = now;
             return None;
         };
         let dt = now.saturating_since(t0);
@@ -319,6 +300,7 @@ impl Health {
             }
         }
         let sec = self.second(now);
+        sec.sent = sec.sent.saturating_add(sent);
         if loaded {
             sec.loaded = sec.loaded + dt;
             if output >= s.rate.percent(BUSY_SHARE) && s.own < STANDING {
@@ -377,15 +359,16 @@ impl Health {
     }
 
     /// What the last [`EVIDENCE`] seconds say at `now`.
-    fn evidence(&self, now: Instant, rate: Rate) -> (Verdict, Duration) {
+    fn evidence(&self, now: Instant, rate: Rate) -> (Verdict, Duration, u64) {
         let e = now.0 / 1_000_000_000;
         let recent = self
             .evidence
             .iter()
             .filter(|s| s.epoch.is_some_and(|x| x + EVIDENCE as u64 > e));
         let (mut loaded, mut grew, mut bytes) = (Duration::ZERO, Duration::ZERO, 0u64);
-        let (mut busy, mut busy_bytes) = (Duration::ZERO, 0u64);
+        let (mut busy, mut busy_bytes, mut sent) = (Duration::ZERO, 0u64, 0u64);
         for s in recent {
+            sent = sent.saturating_add(s.sent);
             loaded = loaded + s.loaded;
             busy = busy + s.busy;
             busy_bytes = busy_bytes.saturating_add(s.busy_bytes);
@@ -412,13 +395,17 @@ impl Health {
         } else {
             Verdict::InControl
         };
-        (v, loaded)
+        (v, loaded, sent)
     }
 
     /// The verdict at `now`, with hysteresis: a new one after [`HOLD`].
     fn decide(&mut self, now: Instant, rate: Rate) -> Option<HealthChange> {
-        let (v, loaded) = self.evidence(now, rate);
+        let (v, loaded, sent) = self.evidence(now, rate);
         self.report.loaded_recent = loaded;
+        // The slots cover the seconds before this one and this one so far.
+        let span = Duration((EVIDENCE as u64 - 1) * 1_000_000_000 + now.0 % 1_000_000_000);
+        let span = span.min(now.saturating_since(self.started));
+        self.report.output_recent = per_second(sent, span);
         if v.kind() != self.candidate.0.kind() {
             self.candidate.1 = now;
         }
@@ -453,6 +440,16 @@ impl Health {
             .map(|m| sluice_time::grade::grade(m.as_millis_f64()));
         r
     }
+}
+
+/// Whether `this` direction is held back by the `other` (see the module
+/// docs): too little load to judge, yet traffic, while the other is not
+/// in control.
+pub fn held_back(this: &HealthReport, other: &HealthReport) -> bool {
+    this.verdict == Verdict::NotEnoughTraffic
+        && this.output_recent >= this.rate.percent(TRAFFIC_SHARE)
+        && this.rate > Rate::ZERO
+        && matches!(other.verdict, Verdict::NotInControl { .. })
 }
 
 /// `r` rounded down to three significant figures: a rate to write in

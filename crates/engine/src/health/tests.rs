@@ -335,3 +335,37 @@ fn a_suggestion_is_a_rate_to_write_down() {
     assert_eq!(three_figures(Rate(0)), Rate(0));
     assert_eq!(three_figures(Rate(u64::MAX)).0 / 10u64.pow(17), 184);
 }
+
+/// A download whose ACKs wait in a bloated upload (the lab at 1/0.25
+/// Mbit/s, both ways 20 % above the modem): bursts at 40 % of its rate,
+/// never loaded for long; the upload not in control. The download is held
+/// back by the upload; a trickle, or an upload in control, is not.
+#[test]
+fn a_direction_with_traffic_behind_a_link_not_in_control_is_held_back() {
+    let mut up = Feed::at(Rate::kbps(300));
+    up.run(30, 98, 16, Some(700));
+    let up_r = up.h.report(up.now);
+    assert!(matches!(up_r.verdict, Verdict::NotInControl { .. }));
+
+    let mut down = Feed::at(Rate::kbps(1200));
+    down.run(30, 40, 4, Some(60));
+    let down_r = down.h.report(down.now);
+    assert_eq!(down_r.verdict, Verdict::NotEnoughTraffic);
+    let mean = down_r.output_recent.as_bps() / 1000;
+    assert!((470..=490).contains(&mean), "{mean} kbit/s");
+    assert!(held_back(&down_r, &up_r));
+    // The other way round: the upload has a verdict of its own.
+    assert!(!held_back(&up_r, &down_r));
+
+    // A trickle (the upload's own ACKs) is not held back: nothing to say.
+    let mut trickle = Feed::at(Rate::kbps(1200));
+    trickle.run(30, 3, 0, None);
+    assert!(!held_back(&trickle.h.report(trickle.now), &up_r));
+
+    // Behind an upload in control, too little load is just that.
+    let mut calm = Feed::at(Rate::kbps(300));
+    calm.run(30, 95, 3, Some(5));
+    let calm_r = calm.h.report(calm.now);
+    assert_eq!(calm_r.verdict, Verdict::InControl);
+    assert!(!held_back(&down_r, &calm_r));
+}

@@ -85,11 +85,20 @@ fn verdict(d: &HealthJson) -> String {
             };
             format!("not in control{grade}: the link is slower than the {rate} configured; {fix}")
         }
-        _ => format!(
-            "not enough traffic to say (loaded {:.1} s of the last {:.0} s)",
-            d.loaded_ns as f64 / 1e9,
-            d.evidence_ns as f64 / 1e9
-        ),
+        _ => {
+            let mut t = format!(
+                "not enough traffic to say (loaded {:.1} s of the last {:.0} s)",
+                d.loaded_ns as f64 / 1e9,
+                d.evidence_ns as f64 / 1e9
+            );
+            if let Some(by) = &d.held_back_by {
+                let _ = write!(
+                    t,
+                    "; held back by {by}, not in control: its ACKs wait in that queue, fix it first"
+                );
+            }
+            t
+        }
     }
 }
 

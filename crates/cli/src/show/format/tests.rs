@@ -482,6 +482,7 @@ fn health_golden() {
         direction: "download".into(),
         verdict: "not-in-control".into(),
         suggested_bps: Some(25_000_000),
+        held_back_by: None,
         text: "not in control".into(),
         since_ns: 9 * s,
         loaded: true,
@@ -518,8 +519,21 @@ fn health_golden() {
         evidence_ns: 20 * s,
         ..Default::default()
     };
+    // Bursts of a download whose ACKs wait behind a bloated upload.
+    let held = HealthJson {
+        iface: "lan1".into(),
+        direction: "download".into(),
+        verdict: "not-enough-traffic".into(),
+        held_back_by: Some("wan1".into()),
+        since_ns: 40 * s,
+        output_bps: 480_000,
+        rate_bps: 1_200_000,
+        loaded_ns: 1_500_000_000,
+        evidence_ns: 20 * s,
+        ..Default::default()
+    };
     let r = HealthReply {
-        directions: vec![up, down, idle],
+        directions: vec![up, down, idle, held],
     };
     golden("health", &format_health(&r));
     assert_eq!(
