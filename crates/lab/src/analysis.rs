@@ -321,6 +321,7 @@ pub fn summarize(
             load_up,
             down_util_pct: load_down.then_some(down_util),
             up_util_pct: load_up.then_some(up_util),
+            verdicts: crate::verdict::of_phase(&series.health, start, end),
         });
     }
 

@@ -29,6 +29,7 @@ pub mod scenario;
 pub mod shaper;
 pub mod topo;
 pub mod trace;
+pub mod verdict;
 
 pub use bridge::{BridgeLab, Wiring, CLIENT_IP, SERVER_IP};
 pub use iperf3::{ClientOptions, Iperf3Result, UdpCounts};

@@ -434,6 +434,9 @@ pub struct Series {
     /// until the next of its direction. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shaper_rate: Vec<ShaperRateSample>,
+    /// A sluice shaper's `show health`, once a second (crate::verdict).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health: Vec<crate::verdict::HealthSample>,
 }
 
 /// The shaper's rate in direction `dir` from `t_s` on (an autorate
@@ -515,6 +518,9 @@ pub struct PhaseSummary {
     pub down_util_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub up_util_pct: Option<f64>,
+    /// A sluice shaper's own verdict per direction at the phase's end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<crate::verdict::PhaseVerdict>,
 }
 
 /// The VoIP estimate from the irtt stream during load.

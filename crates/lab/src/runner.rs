@@ -109,8 +109,8 @@ pub fn run(
         last_phase: None,
     };
     let mut lab = setup::Lab::start(scenario, shaper, o, &mut bar)?;
-    let host_rate = play::play(&mut lab, scenario, o, &mut bar)?;
-    collect::collect(lab, host_rate, scenario, shaper, o)
+    let played = play::play(&mut lab, scenario, o, &mut bar)?;
+    collect::collect(lab, played, scenario, shaper, o)
 }
 
 /// Seconds since `t0`.

@@ -13,7 +13,7 @@
 use crate::model::ShaperSpec;
 use crate::netns::ProcId;
 use crate::topo::{bridge, LabNet, LAN_IF, WAN_IF};
-use sluice_control::proto::{QueuesReply, Reply};
+use sluice_control::proto::{HealthReply, QueuesReply, Reply};
 use std::path::{Path, PathBuf};
 
 /// A started shaper.
@@ -157,6 +157,22 @@ impl Shaper {
 
     /// `sluice show queues --json` of the running shaper, if it is sluice.
     pub fn queues(&self, net: &LabNet, sluice_bin: &Path) -> Option<QueuesReply> {
+        match self.show(net, sluice_bin, "queues")? {
+            Reply::Queues(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// `sluice show health --json` of the running shaper, if it is sluice.
+    pub fn health(&self, net: &LabNet, sluice_bin: &Path) -> Option<HealthReply> {
+        match self.show(net, sluice_bin, "health")? {
+            Reply::Health(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// `sluice show WHAT --json` of the running shaper, if it is sluice.
+    fn show(&self, net: &LabNet, sluice_bin: &Path, what: &str) -> Option<Reply> {
         self.proc_id?;
         let (bin, ctl) = (
             sluice_bin.to_string_lossy().into_owned(),
@@ -166,16 +182,13 @@ impl Shaper {
             .topo
             .exec_unchecked(
                 &net.shaper,
-                &[&bin, "show", "queues", "--json", "--control", &ctl],
+                &[&bin, "show", what, "--json", "--control", &ctl],
             )
             .ok()?;
         if !out.status.success() {
             return None;
         }
-        match serde_json::from_slice(&out.stdout).ok()? {
-            Reply::Queues(q) => Some(q),
-            _ => None,
-        }
+        serde_json::from_slice(&out.stdout).ok()
     }
 
     /// Stops sluice with SIGTERM (its counters go to the log).

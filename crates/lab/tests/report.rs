@@ -437,6 +437,7 @@ fn phase(
         load_up: name == "upload",
         down_util_pct: None,
         up_util_pct: (name == "upload").then_some(90.0),
+        verdicts: Vec::new(),
     }
 }
 
@@ -653,6 +654,7 @@ fn degenerate_runs_do_not_panic_and_still_report() {
         flows: Vec::new(),
         shaper_rate: Vec::new(),
         host_rate: Vec::new(),
+        health: Vec::new(),
     };
     degenerate(
         "single",

@@ -1,7 +1,7 @@
 //! The physics of issue #4: each scenario with and without its shaper.
 
 use crate::{compare, example, netns, p50, pair, phase, run, within, within_link, Load};
-use sluice_lab::model::Summary;
+use sluice_lab::model::{Dir, Summary};
 
 #[test]
 fn tcp_1up_bloats_without_a_shaper_and_not_with_hfsc() {
@@ -42,6 +42,15 @@ fn tcp_1up_bloats_without_a_shaper_and_not_with_hfsc() {
     assert!(
         loaded <= idle + 150.0,
         "hfsc: upload p50 {loaded} ms > idle {idle} + 150 ms"
+    );
+    // sluice's own verdict, read during the run: idle, nothing to judge
+    // yet; `none` is no sluice and says nothing.
+    assert!(phase(none, "idle").verdicts.is_empty());
+    let v = &phase(hfsc, "idle").verdicts;
+    assert!(
+        v.iter()
+            .any(|v| v.last.dir == Dir::Up && v.last.verdict == "not-enough-traffic"),
+        "{v:?}"
     );
 }
 

@@ -29,8 +29,9 @@ pub(super) fn write_summaries(dir: &Path, summaries: &[&Summary]) -> io::Result<
     Ok(path)
 }
 
-/// `rate.csv`, `ping.csv`, `flows.csv`, `irtt.csv` when irtt ran and
-/// `hosts.csv` when the run had several LAN hosts.
+/// `rate.csv`, `ping.csv`, `flows.csv`, `irtt.csv` when irtt ran,
+/// `hosts.csv` when the run had several LAN hosts and `health.csv` when a
+/// sluice shaper was read.
 pub(super) fn write_series(dir: &Path, series: &Series) -> io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut put = |name: &str, text: String| -> io::Result<()> {
@@ -48,6 +49,9 @@ pub(super) fn write_series(dir: &Path, series: &Series) -> io::Result<Vec<PathBu
     if !series.host_rate.is_empty() {
         put("hosts.csv", hosts_csv(series))?;
     }
+    if !series.health.is_empty() {
+        put("health.csv", health_csv(series))?;
+    }
     Ok(out)
 }
 
@@ -55,6 +59,30 @@ fn rate_csv(series: &Series) -> String {
     let mut s = String::from("t_s,down_bps,up_bps\n");
     for r in &series.rate {
         let _ = writeln!(s, "{},{},{}", num(r.t_s), num(r.down_bps), num(r.up_bps));
+    }
+    s
+}
+
+/// One row per reading and direction of sluice's `show health`.
+fn health_csv(series: &Series) -> String {
+    let mut s = String::from("t_s,dir,verdict,suggested_bps,held_back,grade\n");
+    for r in &series.health {
+        for d in &r.directions {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{}",
+                num(r.t_s),
+                if d.dir == crate::model::Dir::Up {
+                    "up"
+                } else {
+                    "down"
+                },
+                d.verdict,
+                d.suggested_bps.map(|b| b.to_string()).unwrap_or_default(),
+                d.held_back,
+                d.grade.as_deref().unwrap_or(""),
+            );
+        }
     }
     s
 }

@@ -62,9 +62,16 @@ pub(super) struct Block {
     /// Moving links: one group per step of the capacity, one row per run
     /// (`STEP_HEADER` cells). Empty without a trace.
     pub step_groups: Vec<Vec<Vec<String>>>,
+    /// `shaper  phase: verdicts`, for each phase a sluice shaper judged
+    /// (crate::verdict).
+    pub verdicts: Vec<String>,
     /// `shaper: warning`, for every warning of every run.
     pub warnings: Vec<String>,
 }
+
+/// The title line of the verdicts.
+pub(super) const VERDICT_TITLE: &str =
+    "sluice's own verdict at each phase's end (show health), held since:";
 
 /// The terminal table of `summaries` (1 for a run, 2–4 for a comparison).
 pub fn table(summaries: &[&Summary]) -> String {
@@ -96,6 +103,15 @@ pub fn table(summaries: &[&Summary]) -> String {
         let mut rows = vec![header];
         rows.extend(b.shaper_rows.iter().cloned());
         render(&mut out, &rows, 1);
+        if !b.verdicts.is_empty() {
+            out.push_str(VERDICT_TITLE);
+            out.push('\n');
+            for v in &b.verdicts {
+                out.push_str("  ");
+                out.push_str(v);
+                out.push('\n');
+            }
+        }
         for w in &b.warnings {
             out.push_str("  warning: ");
             out.push_str(w);
@@ -310,6 +326,18 @@ fn block(title: String, runs: &[&Summary]) -> Block {
         .iter()
         .flat_map(|s| s.warnings.iter().map(move |w| format!("{}: {w}", s.shaper)))
         .collect();
+    let verdicts = runs
+        .iter()
+        .flat_map(|s| {
+            s.phases
+                .iter()
+                .filter(|p| !p.verdicts.is_empty())
+                .map(move |p| {
+                    let line = crate::verdict::line(&p.verdicts);
+                    format!("{}  {}: {line}", short_label(&s.shaper), p.name)
+                })
+        })
+        .collect();
     Block {
         title,
         phase_groups,
@@ -317,6 +345,7 @@ fn block(title: String, runs: &[&Summary]) -> Block {
         has_voip,
         host_groups,
         step_groups,
+        verdicts,
         warnings,
     }
 }
@@ -434,6 +463,51 @@ mod tests {
         };
         assert_eq!(cell("12 s upload"), "not within 4.0 s");
         assert_eq!(cell("16 s upload"), "not followed");
+    }
+
+    /// A sluice shaper's verdicts, read during the run, close the block:
+    /// per phase, the last one with how long into the phase it held.
+    #[test]
+    fn the_shapers_own_verdicts_are_listed_per_phase() {
+        use crate::model::Dir;
+        use crate::verdict::{DirVerdict, HealthSample};
+        let s = crate::scenario::tcp_1up();
+        let mut series = crate::model::Series::default();
+        let up = |t_s: f64, verdict: &str, suggested_bps| HealthSample {
+            t_s,
+            directions: vec![DirVerdict {
+                dir: Dir::Up,
+                verdict: verdict.into(),
+                suggested_bps,
+                held_back: false,
+                grade: Some("C".into()),
+            }],
+        };
+        series.health = vec![
+            up(5.0, "not-enough-traffic", None),
+            up(15.0, "not-enough-traffic", None),
+            up(24.0, "not-in-control", Some(950_000)),
+            up(30.0, "not-in-control", Some(949_000)),
+        ];
+        let sum = crate::analysis::summarize(&s, "f.conf", &series, "t".into(), Vec::new());
+        let text = table(&[&sum]);
+        assert!(text.contains(VERDICT_TITLE), "{text}");
+        let (idle, load) = (&sum.phases[0], &sum.phases[1]);
+        let want = [
+            format!("f.conf  {}: up not enough traffic from 5 s", idle.name),
+            format!(
+                "f.conf  {}: up not in control, try 949Kb, grade C from {:.0} s",
+                load.name,
+                24.0 - load.start_s
+            ),
+        ];
+        for w in want {
+            assert!(text.contains(&w), "no {w:?} in\n{text}");
+        }
+        // Without readings (a kernel shaper, `none`): no such lines.
+        let bare = crate::model::Series::default();
+        let sum = crate::analysis::summarize(&s, "none", &bare, "t".into(), Vec::new());
+        assert!(!table(&[&sum]).contains(VERDICT_TITLE));
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! Collect: stop the probes, keep what the shaper and the modem saw, read
 //! the run's files into [`Series`] and summarise them.
 
+use super::play::Played;
 use super::setup::{Flow, Lab};
 use super::{keep, rfc3339, since, LabError, RunOptions};
 use crate::analysis;
 use crate::iperf3;
 use crate::model::{
-    FlowRecord, HostRateSample, IrttSample, PingSample, RunResult, Scenario, Series,
-    ShaperRateSample, ShaperSpec, RATE_PERIOD,
+    FlowRecord, IrttSample, PingSample, RunResult, Scenario, Series, ShaperRateSample, ShaperSpec,
+    RATE_PERIOD,
 };
 use crate::probes;
 use crate::topo::LabNet;
@@ -16,7 +17,7 @@ use std::path::Path;
 /// Stops what still runs, reads every probe and returns the run's result.
 pub(super) fn collect(
     mut lab: Lab,
-    host_rate: Vec<HostRateSample>,
+    played: Played,
     s: &Scenario,
     shaper: &ShaperSpec,
     o: &RunOptions,
@@ -40,8 +41,9 @@ pub(super) fn collect(
         ping,
         irtt,
         flows,
-        host_rate,
+        host_rate: played.host_rate,
         shaper_rate,
+        health: played.health,
     };
     if let Some(e) = attack.as_ref().and_then(|a| a.error.as_ref()) {
         lab.warnings

@@ -1,7 +1,7 @@
 //! Play: the scenario's phases in wall-clock time, every [`TICK`] — flows
 //! and the irtt stream started and stopped on time, the trace's rate
-//! steps, per-host goodput, the hosts' TCP state — then the linger for
-//! late replies.
+//! steps, per-host goodput, the hosts' TCP state, a sluice shaper's own
+//! verdict — then the linger for late replies.
 
 use super::progress::Bar;
 use super::setup::{Flow, Irtt, Lab, IRTT_PORT};
@@ -9,6 +9,7 @@ use super::{append, keep, since, span, LabError, RunOptions, FLOW_GRACE_S, LINGE
 use crate::model::{Dir, HostRateSample, Scenario, FULL_FRAME_BYTES};
 use crate::probes::{self, HostMeter};
 use crate::topo::{host_ip, LabNet, SERVER_IP};
+use crate::verdict::{self, HealthSample};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,6 +18,8 @@ const TICK: Duration = Duration::from_millis(50);
 /// Per-host goodput sampling period (multi-host scenarios): each sample
 /// runs `ss` in the server namespace, so fewer than the rate's.
 const HOST_RATE_PERIOD_S: f64 = 0.5;
+/// How often a sluice shaper's `show health` is read.
+const HEALTH_PERIOD_S: f64 = 1.0;
 /// How often the worst RTT so far is re-read from ping's output.
 const WORST_RTT_EVERY_S: f64 = 1.0;
 /// After SIGINT, how long a flow gets to print its JSON before SIGKILL.
@@ -30,15 +33,22 @@ const LINGER_MIN_S: f64 = 1.0;
 /// (3×) outlasts the runner's linger behind a bloated FIFO.
 const IRTT_WAIT_RTTS: u32 = 2;
 
-/// Plays the scenario to its end and lingers; returns the per-host
-/// goodput samples (several hosts only).
+/// What playing recorded besides the probes' own files.
+pub(super) struct Played {
+    /// Per-host goodput (several hosts only).
+    pub host_rate: Vec<HostRateSample>,
+    /// A sluice shaper's `show health`, once a second.
+    pub health: Vec<HealthSample>,
+}
+
+/// Plays the scenario to its end and lingers.
 pub(super) fn play(
     lab: &mut Lab,
     s: &Scenario,
     o: &RunOptions,
     bar: &mut Bar,
-) -> Result<Vec<HostRateSample>, LabError> {
-    let mut ticker = Ticker::new(lab, s, &o.dir);
+) -> Result<Played, LabError> {
+    let mut ticker = Ticker::new(lab, s, o);
     loop {
         if o.stopped() {
             bar.done();
@@ -54,7 +64,10 @@ pub(super) fn play(
     }
     linger(lab, s, o, bar, ticker.drain_s)?;
     bar.done();
-    Ok(ticker.host_rate)
+    Ok(Played {
+        host_rate: ticker.host_rate,
+        health: ticker.health,
+    })
 }
 
 /// The main loop's state between ticks.
@@ -78,10 +91,15 @@ struct Ticker {
     /// direction), each logged with when it took effect.
     next_step: usize,
     trace_csv: PathBuf,
+    /// A sluice shaper's verdicts, and when they were last read.
+    sluice_bin: PathBuf,
+    health: Vec<HealthSample>,
+    health_at: f64,
 }
 
 impl Ticker {
-    fn new(lab: &mut Lab, s: &Scenario, dir: &Path) -> Ticker {
+    fn new(lab: &mut Lab, s: &Scenario, o: &RunOptions) -> Ticker {
+        let dir = &o.dir;
         let l = &s.link;
         let drain_s = (f64::from(l.buffer_pkts) * (FULL_FRAME_BYTES * 8) as f64
             / l.up_bps.min(l.down_bps).max(1) as f64)
@@ -105,6 +123,9 @@ impl Ticker {
             host_rate: Vec::new(),
             next_step: 1,
             trace_csv,
+            sluice_bin: o.sluice_bin.clone(),
+            health: Vec::new(),
+            health_at: f64::NEG_INFINITY,
         }
     }
 
@@ -133,6 +154,12 @@ impl Ticker {
                 .exec_unchecked(&server_ns, &["ss", "-tinH", "state", "established"])?;
             let text = String::from_utf8_lossy(&out.stdout);
             self.host_rate.extend(m.sample(since(lab.t0), &text));
+        }
+        if t >= self.health_at + HEALTH_PERIOD_S {
+            self.health_at = t;
+            if let Some(h) = lab.sh.health(&lab.net, &self.sluice_bin) {
+                self.health.push(verdict::sample(t, &h));
+            }
         }
         if let Some(i) = snapshot_due(s, &self.snapped, t) {
             self.snapped[i] = true;
