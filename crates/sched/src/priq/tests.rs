@@ -278,3 +278,20 @@ fn model_check_every_leaf_kind_as_child() {
     );
     assert!(r.dequeued > 0 && r.dropped > 0 && r.marks > 0, "{r:?}");
 }
+
+#[test]
+fn a_classful_childs_packets_count_once_in_the_root() {
+    // A PRIQ under a PRIQ's class 1 (both sort by the packet's class):
+    // the inner one reports its root and its classes; the outer root
+    // takes the inner root's figures alone, not its class 1's again.
+    let mut outer = Priq::new();
+    outer.add_class(ClassId(1), 1, Box::new(three())).unwrap();
+    outer.add_class(ClassId(2), 2, fifo(10)).unwrap();
+    let mut drops = Vec::new();
+    for (id, class) in [(0, 1), (1, 1), (2, 2)] {
+        outer.enqueue(pkt(id, class), Instant::ZERO, &mut drops);
+    }
+    assert_eq!(outer.class(ClassId(1)).unwrap().root_stats().enq_packets, 2);
+    assert_eq!(outer.root_stats().enq_packets, 3);
+    assert_eq!(outer.stats().enq_packets, 3);
+}
