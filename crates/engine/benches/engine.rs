@@ -25,7 +25,6 @@ const LAN: usize = 0;
 const WAN: usize = 1;
 const FLOWS: usize = 64;
 const MSS: u32 = 1448;
-const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
 
 const PASS: &str = "pass\n";
 const FQ_CODEL: &str = "\
@@ -58,13 +57,7 @@ fn client(i: usize) -> Ipv4Addr {
 
 /// Flow `i`: a client on the LAN side, the server on the WAN side.
 fn conn(i: usize) -> Conn {
-    Conn {
-        client: client(i),
-        cport: 40_000 + i as u16,
-        server: SERVER,
-        sport: 443,
-        window: 65535,
-    }
+    Conn::to_server(client(i), 40_000 + i as u16)
 }
 
 fn engine(text: &str) -> Engine {

@@ -16,6 +16,19 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// A connection from `client:cport` to the tests' server (the
+    /// simulator's, [`super::netsim::SERVER`]) on port 443, each segment
+    /// offering a 64 KiB window.
+    pub fn to_server(client: Ipv4Addr, cport: u16) -> Conn {
+        Conn {
+            client,
+            cport,
+            server: super::netsim::SERVER,
+            sport: 443,
+            window: 65535,
+        }
+    }
+
     /// A segment from the client (`from_client`) or from the server, with
     /// `len` bytes of data.
     pub fn seg(
