@@ -271,6 +271,16 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
         .collect();
     let default = class_id(q.default_queue);
     let rate_of = |qu: &ir::Queue| qu.bandwidth.unwrap_or(bw);
+    // The tree, whichever root the pipe or the token bucket makes.
+    let tree = move |root: Box<dyn Qdisc>| Tree {
+        root,
+        classes,
+        default,
+        kind: q.sched,
+        bandwidth: bw,
+        isolating,
+        sojourn_marks: Default::default(),
+    };
 
     let inner: Box<dyn Qdisc> = match q.sched {
         SchedKind::Priq => classes_in_order(
@@ -376,15 +386,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 // Every queue of the pipe, by class, so each reports its own.
                 link.set_ingress(Ingress::classes((0..q.queues.len()).map(class_id)));
             }
-            return Ok(Tree {
-                root: Box::new(link),
-                classes,
-                default,
-                kind: q.sched,
-                bandwidth: bw,
-                isolating,
-                sojourn_marks: Default::default(),
-            });
+            return Ok(tree(Box::new(link)));
         }
     };
     let mut t = tbr::Params::for_rate(bw);
@@ -396,15 +398,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
     if !charged.is_empty() {
         root.set_ingress(Ingress::classes(charged));
     }
-    Ok(Tree {
-        root: Box::new(root),
-        classes,
-        default,
-        kind: q.sched,
-        bandwidth: bw,
-        isolating,
-        sojourn_marks: Default::default(),
-    })
+    Ok(tree(Box::new(root)))
 }
 
 /// The leaf classes in ingress mode: those with `ingress`, or under a
