@@ -64,9 +64,22 @@ pub struct BridgeLab {
 
 /// A lab's scratch directory, where its sluice runs: the control socket,
 /// the log and the `pf.conf` it reads, named alike in every lab (this
-/// one, the test kit's router lab).
+/// one, the test kit's router lab). It reads as the path it is.
 #[derive(Clone, Debug)]
 pub struct RunDir(PathBuf);
+
+impl std::ops::Deref for RunDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for RunDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
 
 impl RunDir {
     /// `name` under the system's temporary directory, made if missing.
@@ -74,15 +87,6 @@ impl RunDir {
         let dir = std::env::temp_dir().join(name);
         std::fs::create_dir_all(&dir)?;
         Ok(RunDir(dir))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// The path of `file` in the directory.
-    pub fn join(&self, file: impl AsRef<Path>) -> PathBuf {
-        self.0.join(file)
     }
 
     pub fn control_path(&self) -> String {
