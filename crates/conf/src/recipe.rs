@@ -103,6 +103,23 @@ pub struct Knobs {
     pub lan: String,
 }
 
+impl Knobs {
+    /// The knobs of a line at `down`/`up` over `link` with every flag of
+    /// `sluice init` at its default: no `--autorate`, no `--hosts`, the
+    /// interfaces `wan0` and `lan0`.
+    pub fn new(down: Rate, up: Rate, link: Link) -> Knobs {
+        Knobs {
+            down,
+            up,
+            link,
+            autorate: false,
+            hosts: false,
+            wan: "wan0".into(),
+            lan: "lan0".into(),
+        }
+    }
+}
+
 /// The slowest line the recipe shapes: below it one frame takes longer
 /// than a call can wait, whatever the shaper does.
 pub const MIN_RATE: Rate = Rate::kbps(64);
@@ -377,15 +394,8 @@ mod tests {
     use super::*;
 
     fn knobs(down: &str, up: &str, link: Link) -> Knobs {
-        Knobs {
-            down: line_rate("--down", down).unwrap(),
-            up: line_rate("--up", up).unwrap(),
-            link,
-            autorate: false,
-            hosts: false,
-            wan: "wan0".into(),
-            lan: "lan0".into(),
-        }
+        let rate = |flag, s| line_rate(flag, s).unwrap();
+        Knobs::new(rate("--down", down), rate("--up", up), link)
     }
 
     #[test]

@@ -15,35 +15,16 @@
 
 mod common;
 
+use common::{conf_files, defines};
+
 use sluice_conf::{CheckOptions, Severity};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn corpus() -> Vec<(PathBuf, String, String)> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut v: Vec<PathBuf> = fs::read_dir(&d)
-        .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "conf"))
-        .collect();
-    v.sort();
+    let v = conf_files("tests/corpus");
     assert!(v.len() >= 21, "the corpus lost files: {v:?}");
-    v.into_iter()
-        .map(|f| {
-            let name = f.file_name().unwrap().to_string_lossy().to_string();
-            let text = fs::read_to_string(&f).unwrap();
-            (f, name, text)
-        })
-        .collect()
-}
-
-/// The `#-D name=value` lines of the header.
-fn defines(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("#-D "))
-        .filter_map(|d| d.trim().split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    v
 }
 
 /// Every file has a header that names where it comes from.

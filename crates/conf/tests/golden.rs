@@ -8,37 +8,18 @@
 
 mod common;
 
+use common::{conf_files, defines};
+
 use sluice_conf::{print, CheckOptions, Checked, Diagnostic, FileLoader};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The `.conf` files of `dir`, sorted, each with its file name and text.
+/// The `.conf` files of `tests/golden/DIR`, sorted, each with its file
+/// name and text.
 fn files(dir: &str) -> Vec<(PathBuf, String, String)> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(dir);
-    let mut v: Vec<PathBuf> = fs::read_dir(&d)
-        .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "conf"))
-        .collect();
-    v.sort();
-    assert!(!v.is_empty(), "no golden files in {}", d.display());
-    v.into_iter()
-        .map(|f| {
-            let name = f.file_name().unwrap().to_string_lossy().to_string();
-            let text = fs::read_to_string(&f).unwrap();
-            (f, name, text)
-        })
-        .collect()
-}
-
-fn defines(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("#-D "))
-        .filter_map(|d| d.trim().split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    let v = conf_files(&format!("tests/golden/{dir}"));
+    assert!(!v.is_empty(), "no golden files in tests/golden/{dir}");
+    v
 }
 
 /// Table files of the golden tests: under `tests/golden/tables/`, which

@@ -6,15 +6,8 @@ use sluice_conf::recipe::{line_rate, recipe, Knobs, Link};
 use std::path::Path;
 
 fn knobs(down: &str, up: &str, link: Link) -> Knobs {
-    Knobs {
-        down: line_rate("--down", down).unwrap(),
-        up: line_rate("--up", up).unwrap(),
-        link,
-        autorate: false,
-        hosts: false,
-        wan: "wan0".into(),
-        lan: "lan0".into(),
-    }
+    let rate = |flag, s| line_rate(flag, s).unwrap();
+    Knobs::new(rate("--down", down), rate("--up", up), link)
 }
 
 /// Each golden: its file name and knobs.

@@ -40,18 +40,32 @@ fn trickle<S: Read + Write + Send + 'static>(mut w: S, mut r: S, first: &[u8]) -
     took
 }
 
+/// Starts [`trickle`] on `w`/`r` on a thread, lets the server take it up
+/// first, then times `ask`: what `ask` returned, how long it waited, and
+/// the trickler's thread.
+fn behind_a_trickler<S: Read + Write + Send + 'static, T>(
+    w: S,
+    r: S,
+    first: &'static [u8],
+    ask: impl FnOnce() -> T,
+) -> (T, Duration, std::thread::JoinHandle<Duration>) {
+    let slow = std::thread::spawn(move || trickle(w, r, first));
+    // Let the server start on the slow client first.
+    std::thread::sleep(Duration::from_millis(700));
+    let t = Instant::now();
+    let got = ask();
+    (got, t.elapsed(), slow)
+}
+
 #[test]
 fn a_trickling_control_client_neither_delays_others_nor_outlives_its_deadline() {
     let d = example_daemon("trickle-ctl");
     let s = UnixStream::connect(&d.sock).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let r = s.try_clone().unwrap();
-    let slow = std::thread::spawn(move || trickle(s, r, b"{\"cmd\":"));
-    // Let the server start on the slow client first.
-    std::thread::sleep(Duration::from_millis(700));
-    let t = Instant::now();
-    let reply = request(&d.sock, &Request::ShowInfo).unwrap();
-    let waited = t.elapsed();
+    let (reply, waited, slow) = behind_a_trickler(s, r, b"{\"cmd\":", || {
+        request(&d.sock, &Request::ShowInfo).unwrap()
+    });
     assert!(matches!(reply, Reply::Info(_)), "{reply:?}");
     assert!(
         waited < Duration::from_secs(1),
@@ -80,12 +94,7 @@ fn metrics_daemon(name: &str) -> (sluice_control::testing::TestDaemon, SocketAdd
 }
 
 fn scrape(addr: SocketAddr) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut r = String::new();
-    s.read_to_string(&mut r).unwrap();
-    r
+    scrape_within(addr, Duration::from_secs(10))
 }
 
 #[test]
@@ -94,11 +103,8 @@ fn a_trickling_scraper_neither_delays_others_nor_outlives_its_deadline() {
     let s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let r = s.try_clone().unwrap();
-    let slow = std::thread::spawn(move || trickle(s, r, b"GET /metrics HTTP/1.0\r\n"));
-    std::thread::sleep(Duration::from_millis(700));
-    let t = Instant::now();
-    let answer = scrape(addr);
-    let waited = t.elapsed();
+    let prefix = b"GET /metrics HTTP/1.0\r\n";
+    let (answer, waited, slow) = behind_a_trickler(s, r, prefix, || scrape(addr));
     assert!(answer.starts_with("HTTP/1.0 200 OK\r\n"), "{answer}");
     assert!(
         waited < Duration::from_secs(1),
@@ -160,23 +166,34 @@ fn control_clients_over_the_cap_are_refused_at_once_and_counted() {
     assert!(matches!(reply, Reply::Info(_)), "{reply:?}");
 }
 
+/// The metrics endpoint at `addr` with every client slot taken by an
+/// idle connection (returned: they hold their slots until dropped).
+fn metrics_at_cap(addr: SocketAddr, slots: &sluice_control::conn::Slots) -> Vec<TcpStream> {
+    let cap = sluice_control::metrics::MAX_CLIENTS;
+    let idle = (0..cap)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    wait_busy(|| slots.busy(), cap);
+    idle
+}
+
+/// One scrape's whole answer, which must come within `limit`.
+fn scrape_within(addr: SocketAddr, limit: Duration) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(limit)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).expect("an answer in time");
+    r
+}
+
 #[test]
 fn scrapes_over_the_cap_are_refused_at_once_and_counted() {
     let (d, addr) = metrics_daemon("cap-metrics");
-    let cap = sluice_control::metrics::MAX_CLIENTS;
-    let idle: Vec<TcpStream> = (0..cap)
-        .map(|_| TcpStream::connect(addr).unwrap())
-        .collect();
     let slots = &d.state.clients.metrics;
-    wait_busy(|| slots.busy(), cap);
+    let idle = metrics_at_cap(addr, slots);
     let t = Instant::now();
-    let mut extra = TcpStream::connect(addr).unwrap();
-    extra
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
-    extra.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut r = String::new();
-    extra.read_to_string(&mut r).expect("refused at once");
+    let r = scrape_within(addr, Duration::from_secs(1));
     assert!(
         t.elapsed() < Duration::from_millis(500),
         "{:?}",
@@ -200,23 +217,11 @@ fn scrapes_over_the_cap_are_refused_at_once_and_counted() {
 #[test]
 fn silent_clients_over_the_cap_do_not_hold_up_the_accept_thread() {
     let (d, addr) = metrics_daemon("cap-silent");
-    let cap = sluice_control::metrics::MAX_CLIENTS;
-    let idle: Vec<TcpStream> = (0..cap)
-        .map(|_| TcpStream::connect(addr).unwrap())
-        .collect();
     let slots = &d.state.clients.metrics;
-    wait_busy(|| slots.busy(), cap);
+    let idle = metrics_at_cap(addr, slots);
     let t = Instant::now();
     let silent: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(addr).unwrap()).collect();
-    let mut extra = TcpStream::connect(addr).unwrap();
-    extra
-        .set_read_timeout(Some(Duration::from_secs(3)))
-        .unwrap();
-    extra.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut r = String::new();
-    extra
-        .read_to_string(&mut r)
-        .expect("refused with an answer");
+    let r = scrape_within(addr, Duration::from_secs(3));
     let took = t.elapsed();
     assert!(r.starts_with("HTTP/1.0 503 "), "{r}");
     // Each silent client held the accept thread for 100 ms before.

@@ -13,9 +13,9 @@
 //! (docs/benchmarks.md has the figures and the command).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use sluice_engine::testing::Conn;
 use sluice_engine::{Engine, Options};
 use sluice_time::{Duration, Instant};
-use sluice_wire::build::{tcp_with, TcpSpec};
 use sluice_wire::checksum_update16;
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
@@ -25,7 +25,6 @@ const LAN: usize = 0;
 const WAN: usize = 1;
 const FLOWS: usize = 64;
 const MSS: u32 = 1448;
-const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
 
 const PASS: &str = "pass\n";
 const FQ_CODEL: &str = "\
@@ -56,32 +55,9 @@ fn client(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(192, 168, 1, 10 + i as u8)
 }
 
-/// A segment of flow `i`, from the client (LAN side) or the server.
-fn seg(
-    i: usize,
-    from_client: bool,
-    seq: u32,
-    ack: u32,
-    flags: u8,
-    opts: &[u8],
-    len: usize,
-) -> Vec<u8> {
-    let port = 40_000 + i as u16;
-    let spec = |sport, dport| TcpSpec {
-        sport,
-        dport,
-        seq,
-        ack,
-        flags,
-        window: 65535,
-        options: opts,
-        payload_len: len,
-    };
-    if from_client {
-        tcp_with(client(i), SERVER, &spec(port, 443))
-    } else {
-        tcp_with(SERVER, client(i), &spec(443, port))
-    }
+/// Flow `i`: a client on the LAN side, the server on the WAN side.
+fn conn(i: usize) -> Conn {
+    Conn::to_server(client(i), 40_000 + i as u16)
 }
 
 fn engine(text: &str) -> Engine {
@@ -105,9 +81,9 @@ fn handshakes(e: &mut Engine, now: Instant) {
     TcpOption::Mss(MSS as u16).encode(&mut o);
     TcpOption::WindowScale(7).encode(&mut o);
     for i in 0..FLOWS {
-        e.handle_rx(now, LAN, seg(i, true, 0, 0, SYN, &o, 0));
-        e.handle_rx(now, WAN, seg(i, false, 0, 1, SYN | ACK, &o, 0));
-        e.handle_rx(now, LAN, seg(i, true, 1, 1, ACK, &[], 0));
+        e.handle_rx(now, LAN, conn(i).seg(true, 0, 0, SYN, &o, 0));
+        e.handle_rx(now, WAN, conn(i).seg(false, 0, 1, SYN | ACK, &o, 0));
+        e.handle_rx(now, LAN, conn(i).seg(true, 1, 1, ACK, &[], 0));
     }
     drain(e, now);
 }
@@ -134,10 +110,10 @@ impl Rig {
             e,
             now,
             data: (0..FLOWS)
-                .map(|i| seg(i, false, 1, 1, ACK, &[], MSS as usize))
+                .map(|i| conn(i).seg(false, 1, 1, ACK, &[], MSS as usize))
                 .collect(),
             acks: (0..FLOWS)
-                .map(|i| seg(i, true, 1, 1 + MSS, ACK, &[], 0))
+                .map(|i| conn(i).seg(true, 1, 1 + MSS, ACK, &[], 0))
                 .collect(),
             sent: [0; FLOWS],
             k: 0,

@@ -16,9 +16,14 @@
 //! - **The queues never outgrow the map for long.** A key removed by
 //!   [`Bounded::retain`] leaves its queue at the same time (housekeeping,
 //!   not the packet path); one evicted leaves it as the hand takes it.
+//! - **One lookup per use.** [`Bounded::entry`] hashes its key once while
+//!   the map has room (a second time only to make room in a full one);
+//!   keys that are keyed hashes already (a connection's SipHash under the
+//!   engine's secret) are not hashed again ([`PreHashed`]).
 
+use std::collections::hash_map::{Entry, RandomState};
 use std::collections::{HashMap, VecDeque};
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash, Hasher};
 
 #[derive(Clone)]
 struct Slot<V> {
@@ -29,8 +34,8 @@ struct Slot<V> {
 
 /// A map of at most `cap` entries (see the module's Principles).
 #[derive(Clone)]
-pub struct Bounded<K, V> {
-    map: HashMap<K, Slot<V>>,
+pub struct Bounded<K, V, S = RandomState> {
+    map: HashMap<K, Slot<V>, S>,
     fresh: VecDeque<K>,
     hand: VecDeque<K>,
     cap: usize,
@@ -39,7 +44,7 @@ pub struct Bounded<K, V> {
     pops: u64,
 }
 
-impl<K: std::fmt::Debug, V> std::fmt::Debug for Bounded<K, V> {
+impl<K: std::fmt::Debug, V, S> std::fmt::Debug for Bounded<K, V, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bounded")
             .field("len", &self.map.len())
@@ -48,10 +53,10 @@ impl<K: std::fmt::Debug, V> std::fmt::Debug for Bounded<K, V> {
     }
 }
 
-impl<K: Copy + Eq + Hash, V> Bounded<K, V> {
+impl<K: Copy + Eq + Hash, V, S: BuildHasher + Default> Bounded<K, V, S> {
     pub fn new(cap: usize) -> Self {
         Bounded {
-            map: HashMap::new(),
+            map: HashMap::default(),
             fresh: VecDeque::new(),
             hand: VecDeque::new(),
             cap: cap.max(1),
@@ -80,21 +85,20 @@ impl<K: Copy + Eq + Hash, V> Bounded<K, V> {
         make: impl FnOnce() -> V,
         settled: impl Fn(&V) -> bool,
     ) -> &mut V {
-        if !self.map.contains_key(&k) {
-            if self.map.len() >= self.cap {
-                self.evict(&settled);
-            }
-            self.map.insert(
-                k,
-                Slot {
+        if self.map.len() >= self.cap && !self.map.contains_key(&k) {
+            self.evict(&settled);
+        }
+        let s = match self.map.entry(k) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                self.fresh.push_back(k);
+                v.insert(Slot {
                     value: make(),
                     used: false,
                     settled: false,
-                },
-            );
-            self.fresh.push_back(k);
-        }
-        let s = self.map.get_mut(&k).expect("present or just inserted");
+                })
+            }
+        };
         s.used = true;
         &mut s.value
     }
@@ -135,6 +139,41 @@ impl<K: Copy + Eq + Hash, V> Bounded<K, V> {
             s.used = false;
             self.hand.push_back(k);
         }
+    }
+}
+
+/// The hasher of keys that are uniform keyed hashes already (a
+/// connection's flow hash, SipHash-1-3 under the engine's secret,
+/// `sluice_classify`): the key is its own hash. Not for keys a sender
+/// chooses (an address, a prefix): those keep `std`'s SipHash.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PreHashed;
+
+impl BuildHasher for PreHashed {
+    type Hasher = KeyAsHash;
+    fn build_hasher(&self) -> KeyAsHash {
+        KeyAsHash(0)
+    }
+}
+
+/// [`PreHashed`]'s hasher: a `u64` key is the hash.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyAsHash(u64);
+
+impl Hasher for KeyAsHash {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached by `u64` keys; any other key still spreads.
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -189,6 +228,41 @@ mod tests {
         }
         assert!(b.pops <= 3 * 100_000 + 2 * 1024, "{} steps", b.pops);
         assert_eq!(b.len(), 1024);
+    }
+
+    thread_local! {
+        static HASHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// [`PreHashed`], counting the hashes it makes.
+    #[derive(Clone, Default)]
+    struct Counting;
+
+    impl BuildHasher for Counting {
+        type Hasher = KeyAsHash;
+        fn build_hasher(&self) -> KeyAsHash {
+            HASHES.with(|h| h.set(h.get() + 1));
+            KeyAsHash(0)
+        }
+    }
+
+    #[test]
+    fn a_use_hashes_its_key_once_while_there_is_room() {
+        let hashes = || HASHES.with(|h| h.get());
+        let mut b: Bounded<u64, u64, Counting> = Bounded::new(8);
+        b.entry(1, || 0, |_| true);
+        let before = hashes();
+        for _ in 0..10 {
+            *b.entry(1, || 0, |_| true) += 1;
+        }
+        assert_eq!(hashes() - before, 10);
+        assert_eq!(b.get(&1), Some(&10));
+    }
+
+    #[test]
+    fn a_flow_hash_is_its_own_hash() {
+        let k = 0x9e37_79b9_7f4a_7c15u64;
+        assert_eq!(PreHashed.hash_one(k), k);
     }
 
     #[test]

@@ -98,6 +98,22 @@ fn class_id(idx: usize) -> ClassId {
     ClassId(idx as u32 + 1)
 }
 
+/// A scheduler whose classes are the interface's queues, in order (no
+/// tree: PRIQ, FAIRQ, a pipe's DRR or WF²Q+), `add` putting each in, and
+/// the default queue's class its default.
+fn classes_in_order<S: Qdisc + 'static, E: fmt::Debug, F: fmt::Debug>(
+    q: &IfaceQueueing,
+    mut s: S,
+    mut add: impl FnMut(&mut S, ClassId, &ir::Queue) -> Result<(), E>,
+    set_default: impl FnOnce(&mut S, ClassId) -> Result<(), F>,
+) -> Result<Box<dyn Qdisc>, BuildError> {
+    for (i, qu) in q.queues.iter().enumerate() {
+        add(&mut s, class_id(i), qu).map_err(|e| err(q, e))?;
+    }
+    set_default(&mut s, class_id(q.default_queue)).map_err(|e| err(q, e))?;
+    Ok(Box::new(s))
+}
+
 fn err(q: &IfaceQueueing, e: impl fmt::Debug) -> BuildError {
     BuildError {
         iface: q.ifname.clone(),
@@ -255,20 +271,28 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
         .collect();
     let default = class_id(q.default_queue);
     let rate_of = |qu: &ir::Queue| qu.bandwidth.unwrap_or(bw);
+    // The tree, whichever root the pipe or the token bucket makes.
+    let tree = move |root: Box<dyn Qdisc>| Tree {
+        root,
+        classes,
+        default,
+        kind: q.sched,
+        bandwidth: bw,
+        isolating,
+        sojourn_marks: Default::default(),
+    };
 
     let inner: Box<dyn Qdisc> = match q.sched {
-        SchedKind::Priq => {
-            let mut s = priq::Priq::new();
-            for (i, qu) in q.queues.iter().enumerate() {
-                s.add_class(class_id(i), qu.priority, leaf(qu, rate_of(qu)))
-                    .map_err(|e| err(q, e))?;
-            }
-            s.set_default(default).map_err(|e| err(q, e))?;
-            Box::new(s)
-        }
-        SchedKind::Fairq => {
-            let mut s = fairq::Fairq::new();
-            for (i, qu) in q.queues.iter().enumerate() {
+        SchedKind::Priq => classes_in_order(
+            q,
+            priq::Priq::new(),
+            |s, id, qu| s.add_class(id, qu.priority, leaf(qu, rate_of(qu))),
+            priq::Priq::set_default,
+        )?,
+        SchedKind::Fairq => classes_in_order(
+            q,
+            fairq::Fairq::new(),
+            |s, id, qu| {
                 let params = fairq::ClassParams {
                     priority: qu.priority,
                     buckets: qu.buckets.unwrap_or(fairq::DEFAULT_BUCKETS),
@@ -279,12 +303,10 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 // per bucket, as ALTQ's fairq).
                 let own = qu.clone();
                 let make: fairq::LeafFactory = Box::new(move || leaf(&own, bw));
-                s.add_class(class_id(i), params, make)
-                    .map_err(|e| err(q, e))?;
-            }
-            s.set_default(default).map_err(|e| err(q, e))?;
-            Box::new(s)
-        }
+                s.add_class(id, params, make)
+            },
+            fairq::Fairq::set_default,
+        )?,
         SchedKind::Hfsc => {
             let mut s = hfsc::Hfsc::new(bw);
             for (i, qu) in q.queues.iter().enumerate() {
@@ -364,15 +386,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
                 // Every queue of the pipe, by class, so each reports its own.
                 link.set_ingress(Ingress::classes((0..q.queues.len()).map(class_id)));
             }
-            return Ok(Tree {
-                root: Box::new(link),
-                classes,
-                default,
-                kind: q.sched,
-                bandwidth: bw,
-                isolating,
-                sojourn_marks: Default::default(),
-            });
+            return Ok(tree(Box::new(link)));
         }
     };
     let mut t = tbr::Params::for_rate(bw);
@@ -384,15 +398,7 @@ pub fn build_tree(q: &IfaceQueueing) -> Result<Tree, BuildError> {
     if !charged.is_empty() {
         root.set_ingress(Ingress::classes(charged));
     }
-    Ok(Tree {
-        root: Box::new(root),
-        classes,
-        default,
-        kind: q.sched,
-        bandwidth: bw,
-        isolating,
-        sojourn_marks: Default::default(),
-    })
+    Ok(tree(Box::new(root)))
 }
 
 /// The leaf classes in ingress mode: those with `ingress`, or under a
@@ -456,24 +462,18 @@ fn pipe_sched(q: &IfaceQueueing, p: &ir::Pipe) -> Result<Box<dyn Qdisc>, BuildEr
             })
             .with_ack_filter(ack_filter(p.ack_filter)),
         ),
-        PipeSched::Drr => {
-            let mut s = drr::Drr::new(1514);
-            for (i, qu) in q.queues.iter().enumerate() {
-                s.add_class(class_id(i), weight(qu), fifo_of(qu))
-                    .map_err(|e| err(q, e))?;
-            }
-            s.set_default(default).map_err(|e| err(q, e))?;
-            Box::new(s)
-        }
-        PipeSched::Wf2q => {
-            let mut s = wf2q::Wf2q::new();
-            for (i, qu) in q.queues.iter().enumerate() {
-                s.add_class(class_id(i), weight(qu), fifo_of(qu))
-                    .map_err(|e| err(q, e))?;
-            }
-            s.set_default(default).map_err(|e| err(q, e))?;
-            Box::new(s)
-        }
+        PipeSched::Drr => classes_in_order(
+            q,
+            drr::Drr::new(1514),
+            |s, id, qu| s.add_class(id, weight(qu), fifo_of(qu)),
+            drr::Drr::set_default,
+        )?,
+        PipeSched::Wf2q => classes_in_order(
+            q,
+            wf2q::Wf2q::new(),
+            |s, id, qu| s.add_class(id, weight(qu), fifo_of(qu)),
+            wf2q::Wf2q::set_default,
+        )?,
         PipeSched::FqCodel(fp) => {
             let make = |filter: AckFilter, isolate: Option<ir::HostIsolation>| -> Box<dyn Qdisc> {
                 Box::new(fq_codel::FqCodel::new(fq_codel::Params {

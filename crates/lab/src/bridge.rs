@@ -58,8 +58,61 @@ pub struct BridgeLab {
     pub server: Netns,
     pub wiring: Wiring,
     /// Scratch directory of this lab (removed on drop).
-    pub dir: PathBuf,
+    pub dir: RunDir,
     sluice: Option<ProcId>,
+}
+
+/// A lab's scratch directory, where its sluice runs: the control socket,
+/// the log and the `pf.conf` it reads, named alike in every lab (this
+/// one, the test kit's router lab). It reads as the path it is.
+#[derive(Clone, Debug)]
+pub struct RunDir(PathBuf);
+
+impl std::ops::Deref for RunDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for RunDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl RunDir {
+    /// `name` under the system's temporary directory, made if missing.
+    pub fn create(name: &str) -> io::Result<RunDir> {
+        let dir = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&dir)?;
+        Ok(RunDir(dir))
+    }
+
+    pub fn control_path(&self) -> String {
+        self.join("ctl.sock").to_string_lossy().into_owned()
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.join("sluice.log")
+    }
+
+    /// What sluice has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Writes `conf` to the directory's `pf.conf` (returns its path).
+    pub fn write_conf(&self, conf: &str) -> io::Result<String> {
+        let p = self.join("pf.conf");
+        std::fs::write(&p, conf)?;
+        Ok(p.to_string_lossy().into_owned())
+    }
+
+    /// Removes the directory and all in it (a lab's last act).
+    pub fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl BridgeLab {
@@ -94,8 +147,7 @@ impl BridgeLab {
             topo.neigh(&client, "c0", SERVER_IP, &smac)?;
             topo.neigh(&server, "v0", CLIENT_IP, &cmac)?;
         }
-        let dir = std::env::temp_dir().join(client.name());
-        std::fs::create_dir_all(&dir)?;
+        let dir = RunDir::create(client.name())?;
         Ok(BridgeLab {
             topo,
             client,
@@ -107,24 +159,18 @@ impl BridgeLab {
         })
     }
 
+    /// The lab's [`RunDir`]'s, as every test calls them.
     pub fn control_path(&self) -> String {
-        self.dir.join("ctl.sock").to_string_lossy().into_owned()
+        self.dir.control_path()
     }
-
     pub fn log_path(&self) -> PathBuf {
-        self.dir.join("sluice.log")
+        self.dir.log_path()
     }
-
-    /// What sluice has logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+        self.dir.log()
     }
-
-    /// Writes `conf` to the lab's `pf.conf` (returns its path).
     pub fn write_conf(&self, conf: &str) -> io::Result<String> {
-        let p = self.dir.join("pf.conf");
-        std::fs::write(&p, conf)?;
-        Ok(p.to_string_lossy().into_owned())
+        self.dir.write_conf(conf)
     }
 
     /// Starts `bin run -f pf.conf --bridge LAN,WAN --control …` in the
@@ -294,6 +340,6 @@ impl BridgeLab {
 
 impl Drop for BridgeLab {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.dir.remove();
     }
 }

@@ -349,11 +349,7 @@ impl Fairq {
             ..QueueStats::default()
         };
         for q in c.buckets.iter().filter_map(|b| b.q.as_ref()) {
-            q.visit_stats(&mut |cid, st| {
-                if cid == ClassId::ROOT {
-                    s.add(st);
-                }
-            });
+            s.add(&q.root_stats());
         }
         s
     }

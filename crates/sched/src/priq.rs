@@ -202,13 +202,7 @@ impl Priq {
     pub fn stats(&self) -> QueueStats {
         let mut total = self.own.clone();
         for leaf in &self.leaves {
-            leaf.visit_stats(&mut |cid, st| {
-                // A classful child reports its own aggregate as its root;
-                // its inner classes are already in that.
-                if cid == ClassId::ROOT {
-                    total.add(st);
-                }
-            });
+            total.add(&leaf.as_dyn().root_stats());
         }
         total
     }

@@ -149,6 +149,19 @@ pub trait Qdisc: Send + std::any::Any {
     /// A single-queue discipline reports itself as [`ClassId::ROOT`].
     fn visit_stats(&self, f: &mut dyn FnMut(ClassId, &QueueStats));
 
+    /// What the discipline reports as [`ClassId::ROOT`]: its aggregate (a
+    /// classful one's inner classes are in it already), as a parent sums
+    /// its children's.
+    fn root_stats(&self) -> QueueStats {
+        let mut s = QueueStats::default();
+        self.visit_stats(&mut |cid, st| {
+            if cid == ClassId::ROOT {
+                s.add(st);
+            }
+        });
+        s
+    }
+
     /// The ingress mode of a shaper (the token bucket, the pipe) and what
     /// it charged ([`crate::ingress`]); `None` for every other discipline.
     fn ingress(&self) -> Option<&crate::ingress::Ingress> {

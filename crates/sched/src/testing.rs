@@ -410,6 +410,29 @@ pub fn fifo_leaf(limit_packets: usize) -> Box<dyn Qdisc> {
     }))
 }
 
+/// CoDel that acts within a short test: a 20 ms interval, marking ECN
+/// (the AQM leaf of the classful disciplines' model checks).
+pub fn quick_codel() -> crate::codel::Params {
+    crate::codel::Params {
+        interval: Duration::from_millis(20),
+        ecn: true,
+        ..crate::codel::Params::default()
+    }
+}
+
+/// RED that acts within a few packets: at most 10, early drops (marks)
+/// between 2 and 6, the average following each packet.
+pub fn quick_red() -> crate::red::Params {
+    crate::red::Params {
+        limit_packets: 10,
+        min_th: 2,
+        max_th: 6,
+        weight: 1,
+        ecn: true,
+        ..crate::red::Params::default()
+    }
+}
+
 /// A bare drop-tail leaf for tests and benches of the classful disciplines.
 ///
 /// Unlike [`crate::fifo::Fifo`], a parent cannot store it inline, so a bench

@@ -26,6 +26,7 @@
 //!   router for them: the LAN address on `lan0` itself (a Debian box, no
 //!   bridge), the WAN address left to a DHCP client.
 
+use sluice_lab::bridge::RunDir;
 use sluice_lab::netns::{Netns, ProcId, Topology};
 use std::io;
 use std::path::PathBuf;
@@ -59,7 +60,7 @@ pub struct RouterLab {
     pub modem: Netns,
     pub server: Netns,
     pub sluice: Option<ProcId>,
-    pub dir: PathBuf,
+    pub dir: RunDir,
 }
 
 /// The router's configuration as data.
@@ -82,12 +83,8 @@ impl RouterLab {
         let clients = [topo.add_ns("c1")?, topo.add_ns("c2")?];
         let modem = topo.add_ns("mdm")?;
         let server = topo.add_ns("srv")?;
-        let dir = std::env::temp_dir().join(format!(
-            "{}-{}",
-            router.name(),
-            LABS.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir)?;
+        let n = LABS.fetch_add(1, Ordering::Relaxed);
+        let dir = RunDir::create(&format!("{}-{n}", router.name()))?;
         let lab = RouterLab {
             topo,
             router,
@@ -181,23 +178,18 @@ impl RouterLab {
         (0..tries).any(|_| self.ping(from, to))
     }
 
+    /// The lab's [`RunDir`]'s, as every test calls them.
     pub fn control_path(&self) -> String {
-        self.dir.join("ctl.sock").display().to_string()
+        self.dir.control_path()
     }
-
     pub fn log_path(&self) -> PathBuf {
-        self.dir.join("sluice.log")
+        self.dir.log_path()
     }
-
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+        self.dir.log()
     }
-
-    /// Writes `conf` to the lab's `pf.conf`; its path.
     pub fn write_conf(&self, conf: &str) -> io::Result<String> {
-        let p = self.dir.join("pf.conf");
-        std::fs::write(&p, conf)?;
-        Ok(p.display().to_string())
+        self.dir.write_conf(conf)
     }
 
     /// `bin run -f CONF --control CTL ARGS…` in the router, output to the
@@ -486,6 +478,6 @@ impl Drop for RouterLab {
                 let _ = std::fs::remove_file(p);
             }
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.dir.remove();
     }
 }

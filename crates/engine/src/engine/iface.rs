@@ -92,24 +92,17 @@ impl Engine {
     /// them alive. A plain source address is never learned: anyone can write
     /// one, and 256 of them used to push every real host out for good.
     /// Never from the WAN side: remote addresses are not ours.
-    pub(super) fn learn(
-        &mut self,
-        now: Instant,
-        ingress: usize,
-        egress: usize,
-        frame: &[u8],
-        info: &sluice_wire::PacketInfo,
-    ) {
-        let claim = sluice_wire::neighbor_claim(frame, info);
-        for i in [ingress, egress] {
+    pub(super) fn learn(&mut self, now: Instant, t: &crate::path::Transit<'_>) {
+        let claim = sluice_wire::neighbor_claim(t.frame, t.info);
+        for i in [t.iface, t.egress] {
             if !self.ifaces[i].learn_addrs {
                 continue;
             }
             let cid = self.ifaces[i].cid;
-            match (claim, &info.ip) {
+            match (claim, &t.info.ip) {
                 (Some(c), _) => {
                     // The claim counts against its frame's source MAC.
-                    let mac = frame.get(6..12).and_then(|m| m.try_into().ok());
+                    let mac = t.frame.get(6..12).and_then(|m| m.try_into().ok());
                     self.classifier
                         .learn_iface_addr(cid, c.addr, mac.unwrap_or_default(), now);
                 }

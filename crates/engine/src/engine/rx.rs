@@ -14,6 +14,7 @@
 //! hands the frame back with it ([`Engine::refuse`]).
 
 use super::*;
+use crate::path::Transit;
 use sluice_classify::Decision;
 use sluice_wire::tcp::Segment;
 use sluice_wire::PacketInfo;
@@ -77,7 +78,13 @@ impl Engine {
             Ok(a) => a,
             Err(cause) => return self.refuse(iface, frame, cause),
         };
-        if let Err(cause) = self.observe(now, iface, egress, &frame, &info) {
+        let t = Transit {
+            iface,
+            egress,
+            frame: &frame,
+            info: &info,
+        };
+        if let Err(cause) = self.observe(now, &t) {
             return self.refuse(iface, frame, cause);
         }
         // One walk of a TCP header and its options, for the classifier's
@@ -85,7 +92,7 @@ impl Engine {
         // segment (fragments, bad offsets), which neither reads.
         let mut tcp = TcpHeader::in_frame(&frame, &info).ok().map(|h| h.segment());
         let seg = tcp.as_ref().map(TcpSeg::of);
-        let c = match self.classify(now, iface, egress, &frame, &info, seg.as_ref()) {
+        let c = match self.classify(now, &t, seg.as_ref()) {
             Ok(c) => c,
             Err(cause) => return self.refuse(iface, frame, cause),
         };
@@ -112,17 +119,10 @@ impl Engine {
     /// What sluice learns from the frame before the rules: the LAN side's
     /// addresses (bridge mode), and on the WAN side who answers the probe;
     /// a reply to the probe itself is sluice's own and goes no further.
-    fn observe(
-        &mut self,
-        now: Instant,
-        iface: usize,
-        egress: usize,
-        frame: &[u8],
-        info: &PacketInfo,
-    ) -> Result<(), DropCause> {
-        if self.ifaces[iface].lan_side {
-            self.learn(now, iface, egress, frame, info);
-        } else if self.path.on_arrival(now, iface, frame, info) {
+    fn observe(&mut self, now: Instant, t: &Transit<'_>) -> Result<(), DropCause> {
+        if self.ifaces[t.iface].lan_side {
+            self.learn(now, t);
+        } else if self.path.on_arrival(now, t) {
             return Err(DropCause::ProbeReply);
         }
         Ok(())
@@ -133,12 +133,10 @@ impl Engine {
     fn classify(
         &mut self,
         now: Instant,
-        iface: usize,
-        egress: usize,
-        frame: &[u8],
-        info: &PacketInfo,
+        t: &Transit<'_>,
         seg: Option<&TcpSeg>,
     ) -> Result<Classified, DropCause> {
+        let (iface, egress, info) = (t.iface, t.egress, t.info);
         let default = self.ifaces[egress].tree.as_ref().map(|t| t.default);
         let Some(ip) = &info.ip else {
             self.ifaces[iface].counters.non_ip += 1;
@@ -156,7 +154,7 @@ impl Engine {
         let dout = c.classify_seg(now, ecid, Direction::Out, ip, seg);
         direction_pass(&dout).map_or(Ok(()), Err)?;
         // Only a frame the rules passed lends the probe its name.
-        self.path.on_passed(now, iface, egress, frame, info);
+        self.path.on_passed(now, t);
         let queue = dout.queue.or(din.queue);
         let class = queue.and_then(|q| self.ifaces[egress].classes.get(&q).copied());
         Ok(Classified {

@@ -76,7 +76,7 @@
 use super::minmax::WindowMin;
 use super::owd::Owd;
 pub use super::sojourn::{FlowSojourn, Own, Sojourn};
-use crate::bounded::Bounded;
+use crate::bounded::{Bounded, PreHashed};
 use crate::votes::{network, tally, Voter, MIN_VOTERS};
 use sluice_time::{Duration, Instant};
 use std::net::IpAddr;
@@ -159,16 +159,17 @@ pub const TRACE_CAP: usize = 1 << 16;
 pub struct DelaySignal {
     params: Params,
     bases: Bounded<Voter, WindowMin>,
-    flows: Bounded<u64, FlowDelay>,
+    /// Per connection, by its flow hash (a keyed hash already).
+    flows: Bounded<u64, FlowDelay, PreHashed>,
     /// The same for samples a pure ACK completed (see [`DelaySignal::add_ack`]).
     ack_bases: Bounded<Voter, WindowMin>,
-    ack_flows: Bounded<u64, FlowDelay>,
+    ack_flows: Bounded<u64, FlowDelay, PreHashed>,
     /// Each flow's one-way delay on the way in (see
     /// [`DelaySignal::add_inbound`]).
-    inbound: Bounded<u64, Inbound>,
+    inbound: Bounded<u64, Inbound, PreHashed>,
     /// Connections (by the far end's flow hash) the LAN host acknowledged
     /// lately: only their stamps count ([`DelaySignal::add_inbound`]).
-    answered: Bounded<u64, Instant>,
+    answered: Bounded<u64, Instant, PreHashed>,
     newest: Option<Instant>,
     /// Samples taken (counter).
     pub samples: u64,
@@ -283,7 +284,10 @@ impl DelaySignal {
     }
 
     fn take(
-        (bases, flows): (&mut Bounded<Voter, WindowMin>, &mut Bounded<u64, FlowDelay>),
+        (bases, flows): (
+            &mut Bounded<Voter, WindowMin>,
+            &mut Bounded<u64, FlowDelay, PreHashed>,
+        ),
         (now, far, flow, rtt, own): (Instant, IpAddr, u64, Duration, Own),
         inbound: Option<Duration>,
         p: Params,
@@ -357,7 +361,7 @@ impl DelaySignal {
 
     fn read_by(&self, now: Instant, value: impl Fn(&FlowDelay) -> Duration) -> Reading {
         let fresh = self.params.fresh;
-        let values = |m: &Bounded<u64, FlowDelay>| -> Vec<(Voter, Duration)> {
+        let values = |m: &Bounded<u64, FlowDelay, PreHashed>| -> Vec<(Voter, Duration)> {
             m.values()
                 .filter(|f| now.saturating_since(f.rtt.last()) <= fresh)
                 .map(|f| (f.voter, value(f)))

@@ -33,7 +33,7 @@ pub mod owd;
 pub mod probe;
 pub mod sojourn;
 
-pub use monitor::{Monitor, PathReading, RxEvent, SideStats};
+pub use monitor::{Monitor, PathReading, RxEvent, SideStats, Transit};
 
 /// Virtual time for the parts' tests: `ms(n)` milliseconds, and `at(n)`,
 /// `n` ms after a start one second past zero.

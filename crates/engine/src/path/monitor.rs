@@ -53,6 +53,17 @@ pub struct SideStats {
     pub probe: Option<(IpAddr, ProbeStats)>,
 }
 
+/// A frame on its way through the engine: the interface it came in by,
+/// the one it leaves by, its bytes and their parse (what the receive
+/// stages before the rules, and the monitor's looks at them, read).
+#[derive(Clone, Copy, Debug)]
+pub struct Transit<'a> {
+    pub iface: usize,
+    pub egress: usize,
+    pub frame: &'a [u8],
+    pub info: &'a PacketInfo,
+}
+
 /// A packet the rules passed, as the measure stage sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct RxEvent<'a> {
@@ -128,48 +139,37 @@ impl Monitor {
         }
     }
 
-    /// A frame from the far side arrived on `iface` at `now`, before the
+    /// A frame from the far side arrived on `t.iface` at `now`, before the
     /// rules: who answers there (the probe's template); `true` when it is
     /// a reply to the probe, sluice's own, to be taken out of the traffic.
-    pub fn on_arrival(
-        &mut self,
-        now: Instant,
-        iface: usize,
-        frame: &[u8],
-        info: &PacketInfo,
-    ) -> bool {
-        if self.lan[iface] {
+    #[inline]
+    pub fn on_arrival(&mut self, now: Instant, t: &Transit<'_>) -> bool {
+        if self.lan[t.iface] {
             return false;
         }
-        let Some(p) = self.sides[iface].probe.as_mut() else {
+        let Some(p) = self.sides[t.iface].probe.as_mut() else {
             return false;
         };
-        p.heard(now, frame, info);
+        p.heard(now, t.frame, t.info);
         let icmp = matches!(
-            info.ip,
+            t.info.ip,
             Some(IpInfo {
                 l4: L4::Icmp { .. },
                 ..
             })
         );
-        icmp && p.on_reply(now, frame, info)
+        icmp && p.on_reply(now, t.frame, t.info)
     }
 
-    /// The rules passed a frame from `iface` to `egress` at `now`: one
-    /// from the LAN side may lend the probe its name.
-    pub fn on_passed(
-        &mut self,
-        now: Instant,
-        iface: usize,
-        egress: usize,
-        frame: &[u8],
-        info: &PacketInfo,
-    ) {
-        if !self.lan[iface] {
+    /// The rules passed a frame at `now`: one from the LAN side may lend
+    /// the probe its name.
+    #[inline]
+    pub fn on_passed(&mut self, now: Instant, t: &Transit<'_>) {
+        if !self.lan[t.iface] {
             return;
         }
-        if let Some(p) = self.sides[egress].probe.as_mut() {
-            p.learn(now, frame, info);
+        if let Some(p) = self.sides[t.egress].probe.as_mut() {
+            p.learn(now, t.frame, t.info);
         }
     }
 

@@ -23,7 +23,10 @@
 //!   future" impossible to honour. Backward steps are offered and must be
 //!   clamped.
 
+mod conn;
 pub mod netsim;
+
+pub use conn::Conn;
 
 use crate::{DropCause, Engine, Options, Rx};
 use sluice_conf::ir;

@@ -8,7 +8,6 @@ pub mod tcp;
 use sluice_conf::ir::Config;
 use sluice_engine::{Engine, Options};
 use sluice_time::Instant;
-use sluice_wire::build::{tcp_with, TcpSpec};
 use sluice_wire::tcp::TcpOption;
 use std::net::Ipv4Addr;
 
@@ -66,46 +65,7 @@ pub fn udp_frame(sport: u16, payload: usize) -> Vec<u8> {
     )
 }
 
-/// One TCP connection as frames: `client:cport` on the LAN side,
-/// `server:sport` on the WAN side, each segment's window field `window`.
-#[derive(Clone, Copy, Debug)]
-pub struct Conn {
-    pub client: Ipv4Addr,
-    pub cport: u16,
-    pub server: Ipv4Addr,
-    pub sport: u16,
-    pub window: u16,
-}
-
-impl Conn {
-    /// A segment from the client (`from_client`) or from the server, with
-    /// `len` bytes of data.
-    pub fn seg(
-        &self,
-        from_client: bool,
-        seq: u32,
-        ack: u32,
-        flags: u8,
-        opts: &[u8],
-        len: usize,
-    ) -> Vec<u8> {
-        let spec = |sport, dport| TcpSpec {
-            sport,
-            dport,
-            seq,
-            ack,
-            flags,
-            window: self.window,
-            options: opts,
-            payload_len: len,
-        };
-        if from_client {
-            tcp_with(self.client, self.server, &spec(self.cport, self.sport))
-        } else {
-            tcp_with(self.server, self.client, &spec(self.sport, self.cport))
-        }
-    }
-}
+pub use sluice_engine::testing::Conn;
 
 /// The options of a segment stamped `(tsval, tsecr)`.
 pub fn stamp(ts: (u32, u32)) -> Vec<u8> {

@@ -1,16 +1,10 @@
 use super::*;
-use crate::codel::{self, Codel};
-use crate::fifo::{self, Fifo};
-use crate::red::{self, Red};
-use crate::testing::{check_random, ids_served, OpSpace, Rng};
+use crate::codel::Codel;
+use crate::red::Red;
+use crate::testing::{check_random, fifo_leaf, ids_served, quick_codel, quick_red, OpSpace, Rng};
 
 fn fifos(limit: u32) -> LeafFactory {
-    Box::new(move || {
-        Box::new(Fifo::new(fifo::Params {
-            limit_packets: limit,
-            limit_bytes: None,
-        })) as Box<dyn Qdisc>
-    })
+    Box::new(move || fifo_leaf(limit as usize))
 }
 
 /// The flow key of connection `c` (its bucket is `c % buckets`).
@@ -406,11 +400,7 @@ fn model_check_aqm_buckets() {
     let r = check_random(
         || {
             let mut q = Fairq::new();
-            let aqm = codel::Params {
-                interval: Duration::from_millis(20),
-                ecn: true,
-                ..codel::Params::default()
-            };
+            let aqm = quick_codel();
             let p = ClassParams {
                 hogs: Some(Rate::mbps(1)),
                 buckets: 8,
@@ -422,14 +412,7 @@ fn model_check_aqm_buckets() {
                 Box::new(move || Box::new(Codel::new(aqm, 6))),
             )
             .unwrap();
-            let red = red::Params {
-                limit_packets: 10,
-                min_th: 2,
-                max_th: 6,
-                weight: 1,
-                ecn: true,
-                ..red::Params::default()
-            };
+            let red = quick_red();
             q.add_class(
                 ClassId(2),
                 params(5),

@@ -1,12 +1,8 @@
 use super::*;
-use crate::fifo::{self, Fifo};
-use crate::testing::{check_random, ids_served, OpSpace};
+use crate::testing::{check_random, fifo_leaf, ids_served, quick_codel, quick_red, OpSpace};
 
 fn fifo(limit: u32) -> Box<dyn Qdisc> {
-    Box::new(Fifo::new(fifo::Params {
-        limit_packets: limit,
-        limit_bytes: None,
-    }))
+    fifo_leaf(limit as usize)
 }
 
 fn pkt(id: u64, class: u32) -> Packet {
@@ -232,18 +228,14 @@ fn model_check_default_routing() {
 
 #[test]
 fn model_check_every_leaf_kind_as_child() {
-    use crate::codel::{self, Codel};
+    use crate::codel::Codel;
     use crate::fq_codel::{self, FqCodel};
     use crate::red::{self, Red, Rio};
     use sluice_time::Duration;
     let space = OpSpace::default().with_classes(1..=5).with_flows(20);
     let r = check_random(
         || {
-            let aqm = codel::Params {
-                interval: Duration::from_millis(20),
-                ecn: true,
-                ..codel::Params::default()
-            };
+            let aqm = quick_codel();
             let mut q = Priq::new();
             q.add_class(ClassId(1), 2, fifo(6)).unwrap();
             q.add_class(ClassId(2), 9, Box::new(Codel::new(aqm, 8)))
@@ -255,14 +247,7 @@ fn model_check_every_leaf_kind_as_child() {
                 ..fq_codel::Params::default()
             });
             q.add_class(ClassId(3), 9, Box::new(fq)).unwrap();
-            let red = Red::new(red::Params {
-                limit_packets: 10,
-                min_th: 2,
-                max_th: 6,
-                weight: 1,
-                ecn: true,
-                ..red::Params::default()
-            });
+            let red = Red::new(quick_red());
             q.add_class(ClassId(4), 15, Box::new(red)).unwrap();
             let rio = Rio::new(red::RioParams {
                 limit_packets: 10,
@@ -277,4 +262,21 @@ fn model_check_every_leaf_kind_as_child() {
         400,
     );
     assert!(r.dequeued > 0 && r.dropped > 0 && r.marks > 0, "{r:?}");
+}
+
+#[test]
+fn a_classful_childs_packets_count_once_in_the_root() {
+    // A PRIQ under a PRIQ's class 1 (both sort by the packet's class):
+    // the inner one reports its root and its classes; the outer root
+    // takes the inner root's figures alone, not its class 1's again.
+    let mut outer = Priq::new();
+    outer.add_class(ClassId(1), 1, Box::new(three())).unwrap();
+    outer.add_class(ClassId(2), 2, fifo(10)).unwrap();
+    let mut drops = Vec::new();
+    for (id, class) in [(0, 1), (1, 1), (2, 2)] {
+        outer.enqueue(pkt(id, class), Instant::ZERO, &mut drops);
+    }
+    assert_eq!(outer.class(ClassId(1)).unwrap().root_stats().enq_packets, 2);
+    assert_eq!(outer.root_stats().enq_packets, 3);
+    assert_eq!(outer.stats().enq_packets, 3);
 }

@@ -17,6 +17,22 @@ fn golden(name: &str, got: &str) {
     assert_eq!(got, want, "{} differs", path.display());
 }
 
+/// An interface's queues as `show queues` receives them (no autorate).
+fn iface(name: &str, sched: Option<&str>, bps: Option<u64>, queues: Vec<QueueJson>) -> IfaceQueues {
+    IfaceQueues {
+        autorate: None,
+        name: name.into(),
+        sched: sched.map(Into::into),
+        bandwidth_bps: bps,
+        queues,
+    }
+}
+
+/// The reply of one interface.
+fn one(i: IfaceQueues) -> QueuesReply {
+    QueuesReply { ifaces: vec![i] }
+}
+
 fn queue(id: u32, name: &str) -> QueueJson {
     QueueJson {
         id,
@@ -63,15 +79,7 @@ fn an_ingress_queue_shows_what_its_drops_were_charged() {
         ingress_charged_bytes: Some(4_542),
         ..queue(1, "dl")
     };
-    let r = QueuesReply {
-        ifaces: vec![IfaceQueues {
-            autorate: None,
-            name: "lan0".into(),
-            sched: Some("hfsc".into()),
-            bandwidth_bps: Some(4_850_000),
-            queues: vec![q],
-        }],
-    };
+    let r = one(iface("lan0", Some("hfsc"), Some(4_850_000), vec![q]));
     golden("ingress", &format_queues(&r));
 }
 
@@ -110,15 +118,12 @@ fn a_tcp_controlled_queue_shows_its_acks_and_windows() {
         }),
         ..queue(1, "dl")
     };
-    let r = QueuesReply {
-        ifaces: vec![IfaceQueues {
-            autorate: None,
-            name: "lan0".into(),
-            sched: Some("hfsc".into()),
-            bandwidth_bps: Some(4_850_000),
-            queues: vec![q, queue(2, "other")],
-        }],
-    };
+    let r = one(iface(
+        "lan0",
+        Some("hfsc"),
+        Some(4_850_000),
+        vec![q, queue(2, "other")],
+    ));
     golden("tcp-control", &format_queues(&r));
 }
 
@@ -159,20 +164,13 @@ fn queues_golden() {
     };
     let r = QueuesReply {
         ifaces: vec![
-            IfaceQueues {
-                autorate: None,
-                name: "lan0".into(),
-                sched: None,
-                bandwidth_bps: None,
-                queues: vec![],
-            },
-            IfaceQueues {
-                autorate: None,
-                name: "wan0".into(),
-                sched: Some("priq".into()),
-                bandwidth_bps: Some(100_000),
-                queues: vec![queue(0, "root_wan0"), pri, def],
-            },
+            iface("lan0", None, None, vec![]),
+            iface(
+                "wan0",
+                Some("priq"),
+                Some(100_000),
+                vec![queue(0, "root_wan0"), pri, def],
+            ),
         ],
     };
     golden("queues", &format_queues(&r));
@@ -188,18 +186,17 @@ fn queues_golden() {
 
 #[test]
 fn measured_rates_between_two_snapshots() {
-    let snap = |packets, bytes| QueuesReply {
-        ifaces: vec![IfaceQueues {
-            autorate: None,
-            name: "wan0".into(),
-            sched: Some("priq".into()),
-            bandwidth_bps: Some(1_000_000),
-            queues: vec![QueueJson {
+    let snap = |packets, bytes| {
+        one(iface(
+            "wan0",
+            Some("priq"),
+            Some(1_000_000),
+            vec![QueueJson {
                 packets,
                 bytes,
                 ..queue(1, "q")
             }],
-        }],
+        ))
     };
     let (a, b) = (snap(100, 150_000), snap(300, 400_000));
     // 200 packets and 250 kB in 2 s: 100 packets/s, 1 Mb/s.
@@ -222,15 +219,12 @@ fn hfsc_children_follow_parents() {
     let mut b = queue(2, "kid");
     b.parent = Some("parent".into());
     b.options = vec!["realtime (2Mb 10 1Mb)".into()];
-    let r = QueuesReply {
-        ifaces: vec![IfaceQueues {
-            autorate: None,
-            name: "wan0".into(),
-            sched: Some("hfsc".into()),
-            bandwidth_bps: Some(10_000_000),
-            queues: vec![queue(0, "root_wan0"), a, b],
-        }],
-    };
+    let r = one(iface(
+        "wan0",
+        Some("hfsc"),
+        Some(10_000_000),
+        vec![queue(0, "root_wan0"), a, b],
+    ));
     let out = format_queues(&r);
     let heads: Vec<&str> = out.lines().filter(|l| l.starts_with("queue")).collect();
     assert_eq!(

@@ -180,9 +180,21 @@ fn the_probe_goes_out_at_a_hundredth_of_the_pairs_slower_rate_as_it_moves() {
     back[..6].copy_from_slice(&src);
     back[6..12].copy_from_slice(&dst);
     let (back, back_info) = framed(back);
-    assert!(!m.on_arrival(at(0), WAN, &back, &back_info));
+    let back = Transit {
+        iface: WAN,
+        egress: LAN,
+        frame: &back,
+        info: &back_info,
+    };
+    assert!(!m.on_arrival(at(0), &back));
     let (out, out_info) = framed(sluice_wire::build::udp_v4(router, far, 4000, 443, 1200));
-    m.on_passed(at(0), LAN, WAN, &out, &out_info);
+    let out = Transit {
+        iface: LAN,
+        egress: WAN,
+        frame: &out,
+        info: &out_info,
+    };
+    m.on_passed(at(0), &out);
     assert_eq!(m.next_probe(at(0)), Some(Instant::ZERO));
     assert!(m.poll_probe(at(0), WAN).is_some());
     assert!(

@@ -31,7 +31,7 @@ pub mod tcp;
 use crate::Engine;
 pub use net::{Arrival, Net, LAN, WAN};
 use sluice_time::{Duration, Instant, Rate};
-use sluice_wire::build::{echo_reply_to, icmp_v4_echo, tcp_with, TcpSpec};
+use sluice_wire::build::{echo_reply_to, icmp_v4_echo};
 use sluice_wire::tcp::TcpOption;
 use sluice_wire::tcp_flags::{ACK, SYN};
 use std::collections::BTreeMap;
@@ -395,7 +395,7 @@ impl Sim {
         let mut o = vec![1, 1];
         TcpOption::Timestamps { tsval, tsecr }.encode(&mut o);
         o.extend_from_slice(opts);
-        segment(i, from_client, seq, ack, flags, &o, len)
+        conn(i).seg(from_client, seq, ack, flags, &o, len)
     }
 
     fn server_rx(&mut self, f: Vec<u8>) {
@@ -481,31 +481,14 @@ fn read_opts(mut opts: &[u8]) -> (Vec<Block>, Option<(u32, u32)>) {
     (out, ts)
 }
 
-/// A segment of flow `i`, from its client or to it.
-fn segment(
-    i: usize,
-    from_client: bool,
-    seq: u32,
-    ack: u32,
-    flags: u8,
-    opts: &[u8],
-    len: usize,
-) -> Vec<u8> {
-    let cport = 40_000 + i as u16;
-    let spec = |sport, dport| TcpSpec {
-        sport,
-        dport,
-        seq,
-        ack,
-        flags,
+/// Flow `i`: its client on the LAN side, the server on the WAN side.
+fn conn(i: usize) -> super::Conn {
+    super::Conn {
+        client: client(i),
+        cport: 40_000 + i as u16,
+        server: SERVER,
+        sport: SERVER_PORT,
         window: RWND_FIELD,
-        options: opts,
-        payload_len: len,
-    };
-    if from_client {
-        tcp_with(client(i), SERVER, &spec(cport, SERVER_PORT))
-    } else {
-        tcp_with(SERVER, client(i), &spec(SERVER_PORT, cport))
     }
 }
 
