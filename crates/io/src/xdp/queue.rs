@@ -187,7 +187,8 @@ impl RxQueue {
     /// Passes up to `max_frames` received frames to `f`, returning their
     /// chunks to the fill ring. Returns the number taken.
     pub(super) fn recv(&mut self, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
-        let n = self.rx.cons_ready().min(max_frames as u32);
+        let max = u32::try_from(max_frames).unwrap_or(u32::MAX);
+        let n = self.rx.cons_ready(max).min(max);
         if n == 0 {
             return 0;
         }

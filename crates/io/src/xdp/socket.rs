@@ -367,7 +367,7 @@ impl Tx {
 
     /// Takes completed TX chunks back into the free list.
     fn reclaim(&mut self) {
-        let n = self.comp.cons_ready();
+        let n = self.comp.cons_ready(u32::MAX);
         for i in 0..n {
             // SAFETY: a completion entry between our consumer index and the
             // kernel's producer index.
