@@ -22,13 +22,27 @@ pub(super) const RX_FRAMES_MIN: u32 = 1024;
 /// on every UMEM owner; it is never mapped.
 const COMP_UNUSED: u32 = 64;
 
+/// RX chunks of all the queues of one interface together, at most: four
+/// queues' worth of the single-queue depth (64 MiB of 2 KiB chunks).
+pub(super) const RX_FRAMES_IFACE: u32 = 4 * RX_FRAMES;
+
 /// RX chunks (and fill/RX ring slots) of each of `queues` queues: the
-/// single-queue budget `RX_FRAMES` shared out (so memory does not grow
-/// with the queue count up to 8 queues), a power of two as the rings
-/// want, never below `RX_FRAMES_MIN` (a flow stays on one queue under RSS,
-/// so one queue must still absorb one flow's burst).
+/// single-queue depth `RX_FRAMES` for up to four queues, then
+/// `RX_FRAMES_IFACE` shared out, a power of two as the rings want, never
+/// below `RX_FRAMES_MIN`.
+///
+/// Why each queue gets the whole single-queue depth rather than a share
+/// of it: the traffic is not spread evenly. RSS puts a flow on one queue,
+/// a few heavy flows can all hash to the same one, and a sender with one
+/// TX queue (veth) fills one queue only, so one queue must absorb what
+/// the single ring absorbs. Measured on veth (`scripts/mq-cost.sh`, all
+/// traffic on queue 0 of 4): with a quarter of the depth the ring
+/// overflowed where the single one did not, and the hosts' TCP recovery
+/// ran inside sluice's transmit calls (0.60–0.66 host transmits per
+/// forwarded frame against 0.12–0.22, system time +20–40 % per frame);
+/// with the full depth both were at 0.29–0.32.
 pub(super) fn rx_frames_per_queue(queues: u32) -> u32 {
-    let share = RX_FRAMES / queues.max(1);
+    let share = RX_FRAMES_IFACE / queues.max(1);
     // The largest power of two not above the share.
     let pow2 = 1u32 << (31 - share.max(1).leading_zeros());
     pow2.clamp(RX_FRAMES_MIN, RX_FRAMES)
@@ -329,12 +343,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn queues_share_the_single_queue_budget_in_powers_of_two() {
-        assert_eq!(rx_frames_per_queue(1), RX_FRAMES);
-        assert_eq!(rx_frames_per_queue(2), RX_FRAMES / 2);
-        assert_eq!(rx_frames_per_queue(4), RX_FRAMES / 4);
-        // 3 queues: 2730 each rounds down to 2048, never above the budget.
-        assert_eq!(rx_frames_per_queue(3), 2048);
+    fn each_of_up_to_four_queues_is_as_deep_as_a_single_ring() {
+        // One queue can carry all the traffic: up to four queues, each has
+        // the single-queue depth.
+        for q in 1..=4 {
+            assert_eq!(rx_frames_per_queue(q), RX_FRAMES, "{q}");
+        }
+        // Beyond, the interface's budget shared out in powers of two.
+        assert_eq!(rx_frames_per_queue(5), RX_FRAMES / 2);
+        assert_eq!(rx_frames_per_queue(8), RX_FRAMES / 2);
+        assert_eq!(rx_frames_per_queue(16), RX_FRAMES / 4);
         // Many queues: each keeps the floor.
         assert_eq!(rx_frames_per_queue(64), RX_FRAMES_MIN);
         // Nonsense in, the single-queue size out.
@@ -342,7 +360,7 @@ mod tests {
         for q in 1..=256 {
             let n = rx_frames_per_queue(q);
             assert!(n.is_power_of_two(), "{q}: {n}");
-            assert!(q * n <= RX_FRAMES || n == RX_FRAMES_MIN, "{q}: {n}");
+            assert!(q * n <= RX_FRAMES_IFACE || n == RX_FRAMES_MIN, "{q}: {n}");
         }
     }
 
