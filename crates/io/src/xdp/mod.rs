@@ -27,8 +27,11 @@
 //!   queues, at the price of fill and completion rings fed from one free
 //!   list. Per queue, the socket, its rings and its chunks are one struct
 //!   ([`queue::RxQueue`]) that nothing else writes: the one data-plane
-//!   thread serves them in turn today, and a thread per queue can own one
-//!   tomorrow.
+//!   thread serves them today, and a thread per queue can own one
+//!   tomorrow. Every receive batch visits every queue and shares the
+//!   port's batch equally among those holding frames
+//!   ([`queue::split_batch`]): with one flow per queue, every flow is
+//!   served every turn, as a single ring serves them.
 //! - Each queue is as deep as the single-queue ring (`RX_FRAMES` chunks,
 //!   all in its fill ring) for up to four queues, then shares a per-
 //!   interface budget, never below `RX_FRAMES_MIN` (`rx_frames_per_queue`
