@@ -7,9 +7,12 @@
 # Every veth end gets Q RX and TX queues. A 4-stream iperf3 upload runs for
 # SECS + 4 s; over SECS seconds in its middle the script counts, for the
 # sluice process: frames received (lan0 + wan0, `show info`), CPU time
-# (utime / stime of /proc/PID/stat) and syscalls by name (perf stat on the
-# syscalls tracepoints, low overhead unlike strace), and prints them per
-# received frame.
+# (utime / stime of /proc/PID/stat), syscalls by name and kernel events in
+# its context (perf stat on tracepoints, low overhead unlike strace), and
+# prints them per received frame, with the ring drops of the whole run.
+#   EVENTS (env): other tracepoints than the default list.
+#   HOSTQ (env): queues of the hosts' ends (c0, v0) instead of QUEUES, to
+#   tell the hosts' queue count from sluice's.
 #
 # usage (root): crates/io/scripts/mq-cost.sh SLUICE_BIN [SECS] [QUEUES...]
 #   RECORD=FILE (env): record a call-graph profile to FILE.qN instead.
@@ -20,7 +23,7 @@ SL=$1
 SECS=${2:-6}
 shift 2 2>/dev/null || shift $#
 QS=${*:-"1 4"}
-CALLS="sendto recvfrom epoll_wait timerfd_settime read write getsockopt ioctl"
+CALLS="sendto recvfrom epoll_pwait timerfd_settime getsockopt"
 
 one() {
 	local Q=$1 p=mqc$$q$1 C S V SPID=
@@ -33,9 +36,10 @@ one() {
 	}
 	trap cleanup RETURN
 	for n in $C $S $V; do ip netns add "$n" && ip -n "$n" link set lo up; done
-	ip link add c0 netns "$C" numtxqueues "$Q" numrxqueues "$Q" type veth \
+	local H=${HOSTQ:-$Q}
+	ip link add c0 netns "$C" numtxqueues "$H" numrxqueues "$H" type veth \
 		peer name lan0 netns "$S" numtxqueues "$Q" numrxqueues "$Q"
-	ip link add v0 netns "$V" numtxqueues "$Q" numrxqueues "$Q" type veth \
+	ip link add v0 netns "$V" numtxqueues "$H" numrxqueues "$H" type veth \
 		peer name wan0 netns "$S" numtxqueues "$Q" numrxqueues "$Q"
 	ip -n "$C" addr add 10.9.0.1/24 dev c0
 	ip -n "$V" addr add 10.9.0.2/24 dev v0
@@ -56,12 +60,15 @@ one() {
 	ip netns exec "$C" iperf3 -c 10.9.0.2 -p 5401 -t $((SECS + 4)) -P 4 -C cubic -J >"$OUT" &
 	local IP=$!
 	sleep 2
-	frames() {
+	# frames: received on both ports; drops: frames the kernel dropped for
+	# a full RX ring or an empty fill ring, both ports.
+	counter() {
 		ip netns exec "$S" "$SL" show info --json --control "$CTL" | python3 -c '
 import json, sys
 io = dict(json.load(sys.stdin)["io"])
-print(io["lan0_rx_frames"] + io["wan0_rx_frames"])'
+print(io["lan0_'$1'"] + io["wan0_'$1'"])'
 	}
+	frames() { counter rx_frames; }
 	local f0 s0 f1 s1
 	f0=$(frames)
 	s0=$(awk '{print $14, $15}' /proc/$SPID/stat)
@@ -80,9 +87,13 @@ print(io["lan0_rx_frames"] + io["wan0_rx_frames"])'
 	f1=$(frames)
 	s1=$(awk '{print $14, $15}' /proc/$SPID/stat)
 	wait $IP
-	python3 - "$Q" "$f0" "$f1" "$s0" "$s1" "$PS" "$OUT" <<'EOF'
+	sleep 1.2 # the drop counters are collected once a second
+	local drops
+	drops=$(counter ring_drops)
+	python3 - "$Q" "$f0" "$f1" "$s0" "$s1" "$PS" "$OUT" "$drops" "$H" <<'EOF'
 import json, sys
 q, f0, f1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+drops = int(sys.argv[8])
 u0, k0 = map(int, sys.argv[4].split()); u1, k1 = map(int, sys.argv[5].split())
 frames = max(f1 - f0, 1)
 calls = {}
@@ -95,7 +106,8 @@ for line in open(sys.argv[6]):
 up = json.load(open(sys.argv[7]))["end"]["sum_received"]["bits_per_second"]
 ns = lambda t: t * 1e7 / frames  # USER_HZ ticks -> ns per frame
 per = " ".join(f"{k}={v / frames:.4f}" for k, v in calls.items() if v)
-print(f"q={q} up={up / 1e9:.2f} Gbit/s frames={frames} user={ns(u1 - u0):.0f} "
+print(f"q={q} hostq={sys.argv[9]} up={up / 1e9:.2f} Gbit/s ring drops (whole run)={drops} "
+      f"frames={frames} user={ns(u1 - u0):.0f} "
       f"sys={ns(k1 - k0):.0f} ns/frame; events/frame: {per}")
 EOF
 }
