@@ -27,12 +27,17 @@
 //!   queues, at the price of fill and completion rings fed from one free
 //!   list. Per queue, the socket, its rings and its chunks are one struct
 //!   ([`queue::RxQueue`]) that nothing else writes: the one data-plane
-//!   thread serves them in turn today, and a thread per queue can own one
-//!   tomorrow. Each queue has `RX_FRAMES` shared out by the queue count (a
-//!   power of two, at least `RX_FRAMES_MIN`: one flow stays on one queue
-//!   and its bursts with it), all in its fill ring; a received frame's
-//!   chunk goes straight back, so the fill ring never runs dry because of
-//!   us.
+//!   thread serves them today, and a thread per queue can own one
+//!   tomorrow. Every receive batch visits every queue and shares the
+//!   port's batch equally among those holding frames
+//!   ([`queue::split_batch`]): with one flow per queue, every flow is
+//!   served every turn, as a single ring serves them.
+//! - Each queue is as deep as the single-queue ring (`RX_FRAMES` chunks,
+//!   all in its fill ring) for up to four queues, then shares a per-
+//!   interface budget, never below `RX_FRAMES_MIN` (`rx_frames_per_queue`
+//!   has the measurement): RSS keeps a flow on one queue, and all the
+//!   traffic can land on one. A received frame's chunk goes straight
+//!   back, so the fill ring never runs dry because of us.
 //! - One transmitting socket per interface, on queue 0, sharing queue 0's
 //!   UMEM (its `TX_FRAMES` chunks are a free list, back through the
 //!   completion ring) and kept out of epoll. One is enough: the shaper

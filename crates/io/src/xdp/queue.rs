@@ -22,16 +22,66 @@ pub(super) const RX_FRAMES_MIN: u32 = 1024;
 /// on every UMEM owner; it is never mapped.
 const COMP_UNUSED: u32 = 64;
 
+/// RX chunks of all the queues of one interface together, at most: four
+/// queues' worth of the single-queue depth (64 MiB of 2 KiB chunks).
+pub(super) const RX_FRAMES_IFACE: u32 = 4 * RX_FRAMES;
+
 /// RX chunks (and fill/RX ring slots) of each of `queues` queues: the
-/// single-queue budget `RX_FRAMES` shared out (so memory does not grow
-/// with the queue count up to 8 queues), a power of two as the rings
-/// want, never below `RX_FRAMES_MIN` (a flow stays on one queue under RSS,
-/// so one queue must still absorb one flow's burst).
+/// single-queue depth `RX_FRAMES` for up to four queues, then
+/// `RX_FRAMES_IFACE` shared out, a power of two as the rings want, never
+/// below `RX_FRAMES_MIN`.
+///
+/// Why each queue gets the whole single-queue depth rather than a share
+/// of it: the traffic is not spread evenly. RSS puts a flow on one queue,
+/// a few heavy flows can all hash to the same one, and a sender with one
+/// TX queue (veth) fills one queue only, so one queue must absorb what
+/// the single ring absorbs. Measured on veth (`scripts/mq-cost.sh`, all
+/// traffic on queue 0 of 4): with a quarter of the depth the ring
+/// overflowed where the single one did not, and the hosts' TCP recovery
+/// ran inside sluice's transmit calls (0.60–0.66 host transmits per
+/// forwarded frame against 0.12–0.22, system time +20–40 % per frame);
+/// with the full depth both were at 0.29–0.32.
 pub(super) fn rx_frames_per_queue(queues: u32) -> u32 {
-    let share = RX_FRAMES / queues.max(1);
+    let share = RX_FRAMES_IFACE / queues.max(1);
     // The largest power of two not above the share.
     let pow2 = 1u32 << (31 - share.max(1).leading_zeros());
     pow2.clamp(RX_FRAMES_MIN, RX_FRAMES)
+}
+
+/// Shares a port's receive batch of `budget` frames among its queues,
+/// which hold `ready[k]` frames each, into `take`: every queue with frames
+/// gets an equal share, one that holds less leaves the rest to the others
+/// (water-filling), and what does not divide evenly goes a frame each to
+/// the queues from `start` on (the caller turns it round). The sum is
+/// `min(budget, Σ ready)`, as one ring would give.
+///
+/// Why not drain one queue after another: with one flow per queue (RSS,
+/// or veth's per-sender-queue delivery), a queue holding a whole batch
+/// would take the turn and the other flows' frames would wait turns
+/// behind it (and overflow their rings), where one ring serves every flow
+/// every turn.
+pub(super) fn split_batch(ready: &[u32], budget: u32, start: usize, take: &mut [u32]) {
+    take.fill(0);
+    let n = ready.len().min(take.len());
+    let mut left = budget;
+    // Each pass satisfies a queue or hands out all but fewer than
+    // `hungry` frames, so it ends within n + 1 passes.
+    while left > 0 {
+        let hungry = (0..n).filter(|&k| ready[k] > take[k]).count() as u32;
+        if hungry == 0 {
+            break;
+        }
+        let share = (left / hungry).max(1);
+        for i in 0..n {
+            let k = (start + i) % n;
+            let more = (ready[k] - take[k]).min(share).min(left);
+            take[k] += more;
+            left -= more;
+            if left == 0 {
+                break;
+            }
+        }
+    }
 }
 
 /// What to ask of `bind` for one queue.
@@ -184,10 +234,16 @@ impl RxQueue {
         self.drops
     }
 
+    /// Frames waiting in the RX ring now (reads the kernel's index).
+    pub(super) fn ready(&mut self) -> u32 {
+        self.rx.cons_ready(u32::MAX)
+    }
+
     /// Passes up to `max_frames` received frames to `f`, returning their
     /// chunks to the fill ring. Returns the number taken.
     pub(super) fn recv(&mut self, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
-        let n = self.rx.cons_ready().min(max_frames as u32);
+        let max = u32::try_from(max_frames).unwrap_or(u32::MAX);
+        let n = self.rx.cons_ready(max).min(max);
         if n == 0 {
             return 0;
         }
@@ -328,12 +384,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn queues_share_the_single_queue_budget_in_powers_of_two() {
-        assert_eq!(rx_frames_per_queue(1), RX_FRAMES);
-        assert_eq!(rx_frames_per_queue(2), RX_FRAMES / 2);
-        assert_eq!(rx_frames_per_queue(4), RX_FRAMES / 4);
-        // 3 queues: 2730 each rounds down to 2048, never above the budget.
-        assert_eq!(rx_frames_per_queue(3), 2048);
+    fn each_of_up_to_four_queues_is_as_deep_as_a_single_ring() {
+        // One queue can carry all the traffic: up to four queues, each has
+        // the single-queue depth.
+        for q in 1..=4 {
+            assert_eq!(rx_frames_per_queue(q), RX_FRAMES, "{q}");
+        }
+        // Beyond, the interface's budget shared out in powers of two.
+        assert_eq!(rx_frames_per_queue(5), RX_FRAMES / 2);
+        assert_eq!(rx_frames_per_queue(8), RX_FRAMES / 2);
+        assert_eq!(rx_frames_per_queue(16), RX_FRAMES / 4);
         // Many queues: each keeps the floor.
         assert_eq!(rx_frames_per_queue(64), RX_FRAMES_MIN);
         // Nonsense in, the single-queue size out.
@@ -341,7 +401,66 @@ mod tests {
         for q in 1..=256 {
             let n = rx_frames_per_queue(q);
             assert!(n.is_power_of_two(), "{q}: {n}");
-            assert!(q * n <= RX_FRAMES || n == RX_FRAMES_MIN, "{q}: {n}");
+            assert!(q * n <= RX_FRAMES_IFACE || n == RX_FRAMES_MIN, "{q}: {n}");
+        }
+    }
+
+    fn split(ready: &[u32], budget: u32, start: usize) -> Vec<u32> {
+        let mut take = vec![0; ready.len()];
+        split_batch(ready, budget, start, &mut take);
+        take
+    }
+
+    #[test]
+    fn a_batch_is_shared_by_every_queue_holding_frames() {
+        // Four busy queues: a quarter each, not the whole batch to one.
+        assert_eq!(split(&[1000; 4], 256, 0), [64; 4]);
+        // A light queue takes what it has; the busy ones share the rest.
+        assert_eq!(split(&[1000, 10, 0, 1000], 256, 0), [123, 10, 0, 123]);
+        // The remainder goes from `start` on.
+        assert_eq!(split(&[1000; 3], 256, 1), [85, 86, 85]);
+        assert_eq!(split(&[1000; 3], 256, 2), [85, 85, 86]);
+        // Less waiting than the budget: everything.
+        assert_eq!(split(&[5, 0, 7, 0], 256, 3), [5, 0, 7, 0]);
+        // One queue: the single ring's batch.
+        assert_eq!(split(&[1000], 256, 0), [256]);
+        assert_eq!(split(&[1000; 4], 0, 0), [0; 4]);
+        assert!(split(&[], 256, 0).is_empty());
+        // A budget smaller than the busy queues: a frame each from `start`.
+        assert_eq!(split(&[9; 4], 2, 3), [1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn a_shared_batch_sums_as_one_ring_and_is_level() {
+        // Deterministic pseudo-random cases (xorshift).
+        let mut x = 0x9e37_79b9_u32;
+        let mut rnd = |m: u32| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x % m
+        };
+        for _ in 0..2000 {
+            let n = 1 + rnd(8) as usize;
+            let ready: Vec<u32> = (0..n).map(|_| rnd(400)).collect();
+            let budget = rnd(600);
+            let take = split(&ready, budget, rnd(8) as usize);
+            let sum: u32 = take.iter().sum();
+            assert_eq!(sum, budget.min(ready.iter().sum()), "{ready:?} {budget}");
+            assert!(take.iter().zip(&ready).all(|(t, r)| t <= r));
+            // Queues left wanting differ by at most one frame, and a
+            // satisfied queue got no more than one above them.
+            let wanting: Vec<u32> = (0..n)
+                .filter(|&k| take[k] < ready[k])
+                .map(|k| take[k])
+                .collect();
+            if let (Some(lo), Some(hi)) = (wanting.iter().min(), wanting.iter().max()) {
+                assert!(hi - lo <= 1, "{ready:?} {budget} {take:?}");
+                assert!(
+                    take.iter().all(|&t| t <= hi + 1),
+                    "{ready:?} {budget} {take:?}"
+                );
+            }
         }
     }
 

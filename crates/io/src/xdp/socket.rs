@@ -2,7 +2,7 @@
 //! queue, transmit on one (see `xdp/mod.rs` for the principles).
 
 use super::program::{self, XdpMode};
-use super::queue::{rx_frames_per_queue, xdp_socket, QueueSpec, RxQueue};
+use super::queue::{rx_frames_per_queue, split_batch, xdp_socket, QueueSpec, RxQueue};
 use super::umem::*;
 use crate::ring::Csum;
 use crate::sock::RxFrame;
@@ -70,8 +70,8 @@ pub struct XdpSocket {
     _map: OwnedFd,
     /// Queue `k` is RX queue `k`; queue `TX_QUEUE` also owns the TX chunks.
     queues: Vec<RxQueue>,
-    /// The queue `recv` serves first; turns round so none waits behind
-    /// another that stays full.
+    /// The queue first in line for the frame a batch's share leaves over;
+    /// turns round so no queue is always last.
     next: usize,
     mode: XdpMode,
     ifindex: u32,
@@ -265,17 +265,26 @@ impl XdpSocket {
             .collect()
     }
 
-    /// Passes up to about `max_frames` received frames, from every queue in
-    /// turn, to `f`. Returns the number taken.
+    /// Passes up to `max_frames` received frames to `f`, shared among the
+    /// queues holding frames ([`split_batch`]). Returns the number taken.
     pub fn recv(&mut self, max_frames: usize, f: &mut dyn FnMut(RxFrame<'_>)) -> usize {
-        let n = self.queues.len();
+        // count_queues keeps the count within QUEUES_MAX.
+        let n = self.queues.len().min(QUEUES_MAX as usize);
+        if n == 1 {
+            return self.queues[0].recv(max_frames, f);
+        }
+        let mut ready = [0u32; QUEUES_MAX as usize];
+        let mut take = [0u32; QUEUES_MAX as usize];
+        for (r, q) in ready.iter_mut().zip(self.queues.iter_mut()) {
+            *r = q.ready();
+        }
+        let budget = u32::try_from(max_frames).unwrap_or(u32::MAX);
+        split_batch(&ready[..n], budget, self.next, &mut take[..n]);
         let mut taken = 0;
-        for k in 0..n {
-            if taken >= max_frames {
-                break;
+        for (q, &t) in self.queues.iter_mut().zip(&take[..n]) {
+            if t > 0 {
+                taken += q.recv(t as usize, f);
             }
-            let q = (self.next + k) % n;
-            taken += self.queues[q].recv(max_frames - taken, f);
         }
         self.next = (self.next + 1) % n.max(1);
         taken
@@ -367,7 +376,7 @@ impl Tx {
 
     /// Takes completed TX chunks back into the free list.
     fn reclaim(&mut self) {
-        let n = self.comp.cons_ready();
+        let n = self.comp.cons_ready(u32::MAX);
         for i in 0..n {
             // SAFETY: a completion entry between our consumer index and the
             // kernel's producer index.

@@ -108,10 +108,13 @@ impl Ring {
         self.producer().store(self.local, Ordering::Release);
     }
 
-    /// Consumer side: entries ready to read.
-    pub(super) fn cons_ready(&mut self) -> u32 {
+    /// Consumer side: entries ready to read, up to `want` of them known
+    /// without reading the kernel's index again. The index is read again
+    /// whenever the cached one holds fewer than `want`: a batch is not cut
+    /// short by a stale count (and then taken for an empty ring).
+    pub(super) fn cons_ready(&mut self, want: u32) -> u32 {
         let ready = self.idx.ready(self.cached, self.local);
-        if ready > 0 {
+        if ready >= want {
             return ready;
         }
         self.cached = self.producer().load(Ordering::Acquire);
@@ -285,6 +288,51 @@ mod tests {
         // A corrupt index never yields more than the ring holds.
         assert_eq!(r.ready(1000, 0), 8);
         assert_eq!(r.free(1000, 0), 0);
+    }
+
+    /// A ring over anonymous memory laid out as the kernel's (producer,
+    /// consumer, flags, then descriptors), the test playing the kernel.
+    fn anon_ring(size: u32) -> Ring {
+        let map_len = 64 + size as usize * std::mem::size_of::<libc::xdp_desc>();
+        // The ring's Drop unmaps it, not the Umem's.
+        let umem = std::mem::ManuallyDrop::new(Umem::new(map_len).unwrap());
+        let map = umem.base;
+        // SAFETY: the offsets lie inside the fresh mapping, u32-aligned.
+        let (producer, consumer, flags, descs) = unsafe {
+            (
+                map.cast::<AtomicU32>(),
+                map.add(4).cast::<AtomicU32>(),
+                map.add(8).cast::<AtomicU32>(),
+                map.add(64),
+            )
+        };
+        Ring {
+            map,
+            map_len,
+            producer,
+            consumer,
+            flags,
+            descs,
+            idx: RingIdx { size },
+            local: 0,
+            cached: 0,
+        }
+    }
+
+    #[test]
+    fn a_consumer_reads_the_kernels_index_again_when_its_count_is_short() {
+        let mut rx = anon_ring(1024);
+        rx.producer().store(300, Ordering::Release);
+        assert_eq!(rx.cons_ready(256), 300);
+        rx.cons_release(256);
+        // The kernel wrote 200 more meanwhile: a batch of 256 sees all 244,
+        // not the 44 left of the cached count.
+        rx.producer().store(500, Ordering::Release);
+        assert_eq!(rx.cons_ready(256), 244);
+        // A smaller want is answered from the cache, without reading.
+        rx.producer().store(600, Ordering::Release);
+        assert_eq!(rx.cons_ready(200), 244);
+        assert_eq!(rx.cons_ready(245), 344);
     }
 
     #[test]
