@@ -53,6 +53,14 @@ pub fn parse_method(s: &str) -> Result<Method, String> {
     }
 }
 
+/// `--xdp-frames N`: AF_XDP receive chunks per RX queue.
+pub fn parse_xdp_frames(s: &str) -> Result<u32, String> {
+    let n: u32 = s
+        .parse()
+        .map_err(|_| format!("expected a number of chunks (e.g. 2048), got `{s}`"))?;
+    sluice_io::check_rx_frames(n)
+}
+
 pub fn parse_iface_addr(s: &str) -> Result<(String, IpNet), String> {
     let hint = "expected IF=ADDR[/LEN], e.g. wan0=203.0.113.2/24 or wan0=2001:db8::2";
     let Some((name, net)) = s.split_once('=').filter(|(n, _)| !n.is_empty()) else {
@@ -98,6 +106,19 @@ mod tests {
             ("wan0=::1/129", "0 to 128"),
         ] {
             let e = parse_iface_addr(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn xdp_frames_values() {
+        assert_eq!(parse_xdp_frames("2048"), Ok(2048));
+        for (bad, says) in [
+            ("2k", "expected a number of chunks"),
+            ("1000", "a power of two from 256 to 32768"),
+            ("65536", "a power of two from 256 to 32768"),
+        ] {
+            let e = parse_xdp_frames(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -6,7 +6,10 @@
 //! Here: the log's verbosity, `--attach --dry-run`'s plan on stdout, and
 //! the exit status: 0 on a clean stop, 1 otherwise.
 
-use crate::args::{parse_bridge, parse_define, parse_iface_addr, parse_memory_limit, parse_method};
+use crate::args::{
+    parse_bridge, parse_define, parse_iface_addr, parse_memory_limit, parse_method,
+    parse_xdp_frames,
+};
 use crate::attach::Side;
 use crate::out::error;
 use clap::Args as ClapArgs;
@@ -63,6 +66,11 @@ pub struct Args {
     /// from (64 blocks per interface).
     #[arg(long, value_name = "KIB", default_value_t = 256)]
     ring_block_kib: u32,
+    /// --io xdp: receive chunks per RX queue, a power of two from 256 to
+    /// 32768 (2 KiB each). Default 8192 for up to 4 queues (16 MiB each),
+    /// then 32768 shared out; lower it on a router short of memory.
+    #[arg(long, value_name = "N", value_parser = parse_xdp_frames)]
+    xdp_frames: Option<u32>,
     /// Leave NIC offloads (GRO/GSO/TSO/LRO/rxvlan) as they are.
     #[arg(long)]
     keep_offloads: bool,
@@ -161,6 +169,7 @@ fn config(a: Args) -> Result<Config, String> {
             spin_ns: a.spin_us.saturating_mul(1000),
             ring_block_bytes: a.ring_block_kib.saturating_mul(1024),
             ring_blocks: (16384 / a.ring_block_kib.max(4)).max(8),
+            xdp_rx_frames: a.xdp_frames,
         },
         fail_open: a.on_exit == crate::failopen::Mode::Bridge,
         iface_addrs: a.iface_addr,

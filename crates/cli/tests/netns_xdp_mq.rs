@@ -116,7 +116,7 @@ fn every_rx_queue_of_a_four_queue_veth_runs_af_xdp_and_carries_traffic() {
     let text = lab.ctl(&b.path, &["show", "info"]).expect("show info");
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        text.contains("lan0 (generic XDP, 4 RX queues, transmits on queue 0)"),
+        text.contains("lan0 (generic XDP, 4 RX queues of 8192 chunks, transmits on queue 0)"),
         "{text}"
     );
 
@@ -169,11 +169,24 @@ fn an_rx_queue_added_while_running_is_logged_once() {
             .unwrap_or_else(|e| panic!("ethtool -L lan0 rx {n}: {e}"));
     };
     channels(&lab, "2");
-    lab.start_sluice(&b.path, "pass all\n", &["--io", "xdp"])
-        .unwrap_or_else(|e| panic!("{e}"));
+    // A router short of memory asks for shallower rings.
+    lab.start_sluice(
+        &b.path,
+        "pass all\n",
+        &["--io", "xdp", "--xdp-frames", "1024"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let info = lab.info(&b.path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(xdp_of(&info, "lan0").queues.len(), 2, "{:?}", info.xdp);
     assert_eq!(xdp_of(&info, "wan0").queues.len(), QUEUES as usize);
+    for iface in ["lan0", "wan0"] {
+        let depths: Vec<u32> = xdp_of(&info, iface)
+            .queues
+            .iter()
+            .map(|q| q.chunks)
+            .collect();
+        assert!(depths.iter().all(|&d| d == 1024), "{iface}: {depths:?}");
+    }
     channels(&lab, "4");
     let line = "lan0 has 4 RX queues now, sluice serves 2";
     let logged = wait_for(COUNTERS_WAIT, || lab.log().contains(line));

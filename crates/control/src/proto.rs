@@ -362,6 +362,10 @@ pub struct XdpQueueJson {
     pub rx_frames: u64,
     /// Frames the kernel dropped on this queue (no fill chunk, ring full).
     pub ring_drops: u64,
+    /// Receive chunks of this queue (`--xdp-frames`; 0 from a daemon
+    /// before it was reported).
+    #[serde(default)]
+    pub chunks: u32,
 }
 
 /// One server's clients (`control`, `metrics`).
@@ -589,6 +593,7 @@ mod tests {
                     copy_reason: Some("generic XDP".into()),
                     rx_frames: 5,
                     ring_drops: 0,
+                    chunks: 8192,
                 },
                 XdpQueueJson {
                     queue: 1,
@@ -596,13 +601,14 @@ mod tests {
                     copy_reason: None,
                     rx_frames: 7,
                     ring_drops: 1,
+                    chunks: 8192,
                 },
             ],
         };
         let text = serde_json::to_string(&q).unwrap();
         assert_eq!(
             text,
-            r#"{"iface":"lan0","attach":"generic","tx_queue":0,"queues":[{"queue":0,"mode":"copy","copy_reason":"generic XDP","rx_frames":5,"ring_drops":0},{"queue":1,"mode":"zerocopy","rx_frames":7,"ring_drops":1}]}"#
+            r#"{"iface":"lan0","attach":"generic","tx_queue":0,"queues":[{"queue":0,"mode":"copy","copy_reason":"generic XDP","rx_frames":5,"ring_drops":0,"chunks":8192},{"queue":1,"mode":"zerocopy","rx_frames":7,"ring_drops":1,"chunks":8192}]}"#
         );
         assert_eq!(serde_json::from_str::<XdpIfaceJson>(&text).unwrap(), q);
     }

@@ -83,4 +83,4 @@ pub use port::{IoOptions, Method, XdpQueues};
 pub use reactor::{Log, Waker};
 pub use signals::{Signal, Signals};
 pub use sys::{now, random_key};
-pub use xdp::QueueInfo;
+pub use xdp::{check_rx_frames, QueueInfo, RX_FRAMES_ASK};

@@ -107,6 +107,8 @@ pub struct IoOptions {
     /// A deadline closer than this is busy-waited instead of slept on, as
     /// timer wake-up latency would overshoot it.
     pub spin_ns: u64,
+    /// AF_XDP receive chunks per RX queue (`None`: the default depth).
+    pub xdp_rx_frames: Option<u32>,
 }
 
 impl Default for IoOptions {
@@ -117,6 +119,7 @@ impl Default for IoOptions {
             ring_block_bytes: 1 << 18,
             ring_blocks: 64,
             spin_ns: 50_000,
+            xdp_rx_frames: None,
         }
     }
 }
@@ -333,10 +336,10 @@ fn open_xdp(
     names: [&str; 2],
     ctl: [RawFd; 2],
     mtu: [usize; 2],
-    generic: bool,
+    (generic, rx_frames): (bool, Option<u32>),
 ) -> Result<[Port; 2], XdpRefused> {
     let one = |k: usize| {
-        XdpSocket::open(names[k], mtu[k], ctl[k], generic)
+        XdpSocket::open(names[k], mtu[k], ctl[k], generic, rx_frames)
             .map(|x| Port::Xdp(Box::new(x)))
             .map_err(|e| {
                 let why = format!("{}: {e}", names[k]);
@@ -370,7 +373,8 @@ pub fn open_pair(names: [&str; 2], o: &IoOptions) -> io::Result<Opened> {
     let xdp = match o.method {
         Method::Xdp | Method::XdpGeneric => {
             let ctl = [tx[0].fd(), tx[1].fd()];
-            match open_xdp(names, ctl, mtu, o.method == Method::XdpGeneric) {
+            let how = (o.method == Method::XdpGeneric, o.xdp_rx_frames);
+            match open_xdp(names, ctl, mtu, how) {
                 Ok(p) => Some(p),
                 Err(XdpRefused::Busy(why)) => {
                     return Err(io::Error::new(

@@ -56,6 +56,7 @@ pub(super) fn xdp_queues_json(
                 copy_reason: q.copy_why,
                 rx_frames: q.rx_frames,
                 ring_drops: q.ring_drops,
+                chunks: q.chunks,
             });
             v.push(XdpIfaceJson {
                 iface: name.clone(),

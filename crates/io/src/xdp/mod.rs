@@ -62,4 +62,5 @@ mod queue;
 mod socket;
 mod umem;
 
+pub use queue::{check_rx_frames, RX_FRAMES_ASK};
 pub use socket::{QueueInfo, XdpSocket, TX_QUEUE};

@@ -48,6 +48,29 @@ pub(super) fn rx_frames_per_queue(queues: u32) -> u32 {
     pow2.clamp(RX_FRAMES_MIN, RX_FRAMES)
 }
 
+/// Fewest and most RX chunks per queue an operator may ask for
+/// (`--xdp-frames`): a power of two in between.
+pub const RX_FRAMES_ASK: (u32, u32) = (256, 32_768);
+
+/// `n` as an operator's RX chunks per queue, or why not (the rings want
+/// a power of two; fewer than 256 drop a burst of one batch's size).
+pub fn check_rx_frames(n: u32) -> Result<u32, String> {
+    let (lo, hi) = RX_FRAMES_ASK;
+    if n.is_power_of_two() && (lo..=hi).contains(&n) {
+        return Ok(n);
+    }
+    Err(format!(
+        "{n} receive chunks per queue: a power of two from {lo} to {hi} \
+         (each 2 KiB, 4 KiB above MTU 1774; default {RX_FRAMES} for up to 4 queues)"
+    ))
+}
+
+/// RX chunks per queue: `want` (checked by [`check_rx_frames`]) or the
+/// default depth for `queues` queues.
+pub(super) fn rx_frames_for(queues: u32, want: Option<u32>) -> u32 {
+    want.unwrap_or_else(|| rx_frames_per_queue(queues))
+}
+
 /// Shares a port's receive batch of `budget` frames among its queues,
 /// which hold `ready[k]` frames each, into `take`: every queue with frames
 /// gets an equal share, one that holds less leaves the rest to the others
@@ -398,6 +421,18 @@ mod tests {
         assert_eq!(rx_frames_per_queue(64), RX_FRAMES_MIN);
         // Nonsense in, the single-queue size out.
         assert_eq!(rx_frames_per_queue(0), RX_FRAMES);
+        for ok in [256, 1024, 8192, 32_768] {
+            assert_eq!(check_rx_frames(ok), Ok(ok));
+        }
+        for bad in [0, 128, 1000, 65_536] {
+            let e = check_rx_frames(bad).unwrap_err();
+            assert!(e.contains("a power of two from 256 to 32768"), "{e}");
+        }
+        // An operator's depth replaces the policy, however many queues.
+        for q in [1, 4, 64] {
+            assert_eq!(rx_frames_for(q, Some(1024)), 1024, "{q}");
+            assert_eq!(rx_frames_for(q, None), rx_frames_per_queue(q));
+        }
         for q in 1..=256 {
             let n = rx_frames_per_queue(q);
             assert!(n.is_power_of_two(), "{q}: {n}");

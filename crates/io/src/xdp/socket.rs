@@ -2,7 +2,7 @@
 //! queue, transmit on one (see `xdp/mod.rs` for the principles).
 
 use super::program::{self, XdpMode};
-use super::queue::{rx_frames_per_queue, split_batch, xdp_socket, QueueSpec, RxQueue};
+use super::queue::{rx_frames_for, split_batch, xdp_socket, QueueSpec, RxQueue};
 use super::umem::*;
 use crate::ring::Csum;
 use crate::sock::RxFrame;
@@ -39,6 +39,8 @@ pub struct QueueInfo {
     pub rx_frames: u64,
     /// Frames the kernel dropped on the queue (no fill chunk, RX ring full).
     pub ring_drops: u64,
+    /// Receive chunks (and fill / RX ring slots) of the queue.
+    pub chunks: u32,
 }
 
 /// The transmit-only socket: a TX ring on the UMEM of the `TX_QUEUE`
@@ -155,27 +157,29 @@ impl XdpSocket {
     /// its RX queues and puts it into the map, then the transmit socket on
     /// queue 0. `ioctl_fd`: any socket for ethtool queries (an AF_XDP
     /// socket does not take them). `generic_only` skips the native attempt.
+    /// `rx_frames`: RX chunks per queue (`None`: the default depth).
     pub fn open(
         name: &str,
         mtu: usize,
         ioctl_fd: RawFd,
         generic_only: bool,
+        rx_frames: Option<u32>,
     ) -> io::Result<XdpSocket> {
-        XdpSocket::open_in(name, mtu, ioctl_fd, generic_only, None)
+        XdpSocket::open_in(name, mtu, ioctl_fd, (generic_only, rx_frames), None)
     }
 
     /// As [`XdpSocket::open`] in native mode only, whatever the driver
     /// (tests: veth's native mode, where zero-copy is refused).
     #[cfg(test)]
     pub fn open_native(name: &str, mtu: usize, ioctl_fd: RawFd) -> io::Result<XdpSocket> {
-        XdpSocket::open_in(name, mtu, ioctl_fd, false, Some(&[XdpMode::Native]))
+        XdpSocket::open_in(name, mtu, ioctl_fd, (false, None), Some(&[XdpMode::Native]))
     }
 
     fn open_in(
         name: &str,
         mtu: usize,
         ioctl_fd: RawFd,
-        generic_only: bool,
+        (generic_only, want_frames): (bool, Option<u32>),
         modes: Option<&'static [XdpMode]>,
     ) -> io::Result<XdpSocket> {
         let ifindex = crate::sockopt::ifindex(name)? as u32;
@@ -192,7 +196,7 @@ impl XdpSocket {
         let (order, csum) = driver_plan(&driver, generic_only);
         let order = modes.unwrap_or(order);
         let (link, mode) = program::attach_first(&prog, ifindex, order)?;
-        let rx_frames = rx_frames_per_queue(nqueues);
+        let rx_frames = rx_frames_for(nqueues, want_frames);
         let mut queues = Vec::with_capacity(nqueues as usize);
         for queue in 0..nqueues {
             let spec = QueueSpec {
@@ -261,6 +265,7 @@ impl XdpSocket {
                 copy_why: q.copy_why().map(str::to_string),
                 rx_frames: q.frames(),
                 ring_drops: q.drops(),
+                chunks: q.spec.rx_frames,
             })
             .collect()
     }

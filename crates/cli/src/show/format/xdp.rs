@@ -16,9 +16,14 @@ pub(super) fn format_xdp(o: &mut String, ifaces: &[XdpIfaceJson]) {
         "AF_XDP queues", "mode", "rx frames", "drops"
     );
     for x in ifaces {
+        // Every queue of an interface has the same depth.
+        let depth = match x.queues.first().map(|q| q.chunks) {
+            Some(n) if n > 0 => format!(" of {n} chunks"),
+            _ => String::new(),
+        };
         let _ = writeln!(
             o,
-            "  {} ({} XDP, {} RX queues, transmits on queue {})",
+            "  {} ({} XDP, {} RX queues{depth}, transmits on queue {})",
             x.iface,
             x.attach,
             x.queues.len(),
@@ -54,6 +59,7 @@ mod tests {
             copy_reason: (!zc).then(|| "zero-copy refused by the driver: EOPNOTSUPP".into()),
             rx_frames: rx,
             ring_drops: queue as u64,
+            chunks: 4096,
         };
         let ifaces = [XdpIfaceJson {
             iface: "eth0".into(),
@@ -65,11 +71,17 @@ mod tests {
         format_xdp(&mut o, &ifaces);
         let want = "\
 AF_XDP queues                   mode       rx frames     drops
-  eth0 (native XDP, 2 RX queues, transmits on queue 0)
+  eth0 (native XDP, 2 RX queues of 4096 chunks, transmits on queue 0)
     queue 0                 zerocopy            1200         0
     queue 1                     copy              34         1  zero-copy refused by the driver: EOPNOTSUPP
 ";
         assert_eq!(o, want);
+        // A daemon that did not report the depth: none shown.
+        let mut old = ifaces.clone();
+        old[0].queues.iter_mut().for_each(|q| q.chunks = 0);
+        let mut o = String::new();
+        format_xdp(&mut o, &old);
+        assert!(o.contains("(native XDP, 2 RX queues, transmits"), "{o}");
         let mut none = String::new();
         format_xdp(&mut none, &[]);
         assert_eq!(none, "", "AF_PACKET prints no block");
