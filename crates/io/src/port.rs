@@ -336,7 +336,8 @@ fn open_xdp(
     names: [&str; 2],
     ctl: [RawFd; 2],
     mtu: [usize; 2],
-    (generic, rx_frames): (bool, Option<u32>),
+    generic: bool,
+    rx_frames: Option<u32>,
 ) -> Result<[Port; 2], XdpRefused> {
     let one = |k: usize| {
         XdpSocket::open(names[k], mtu[k], ctl[k], generic, rx_frames)
@@ -373,8 +374,8 @@ pub fn open_pair(names: [&str; 2], o: &IoOptions) -> io::Result<Opened> {
     let xdp = match o.method {
         Method::Xdp | Method::XdpGeneric => {
             let ctl = [tx[0].fd(), tx[1].fd()];
-            let how = (o.method == Method::XdpGeneric, o.xdp_rx_frames);
-            match open_xdp(names, ctl, mtu, how) {
+            let generic = o.method == Method::XdpGeneric;
+            match open_xdp(names, ctl, mtu, generic, o.xdp_rx_frames) {
                 Ok(p) => Some(p),
                 Err(XdpRefused::Busy(why)) => {
                     return Err(io::Error::new(

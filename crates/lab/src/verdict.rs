@@ -47,7 +47,7 @@ pub struct PhaseVerdict {
     pub since_s: f64,
 }
 
-/// `reply` read at `t_s`; `wan` is the interface the upload leaves by.
+/// `reply` read at run time `t_s`.
 pub fn sample(t_s: f64, reply: &HealthReply) -> HealthSample {
     let directions = reply
         .directions

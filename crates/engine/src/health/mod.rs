@@ -447,8 +447,8 @@ impl Health {
 /// in control.
 pub fn held_back(this: &HealthReport, other: &HealthReport) -> bool {
     this.verdict == Verdict::NotEnoughTraffic
-        && this.output_recent >= this.rate.percent(TRAFFIC_SHARE)
         && this.rate > Rate::ZERO
+        && this.output_recent >= this.rate.percent(TRAFFIC_SHARE)
         && matches!(other.verdict, Verdict::NotInControl { .. })
 }
 

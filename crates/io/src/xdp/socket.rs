@@ -165,21 +165,22 @@ impl XdpSocket {
         generic_only: bool,
         rx_frames: Option<u32>,
     ) -> io::Result<XdpSocket> {
-        XdpSocket::open_in(name, mtu, ioctl_fd, (generic_only, rx_frames), None)
+        XdpSocket::open_in(name, mtu, ioctl_fd, generic_only, rx_frames, None)
     }
 
     /// As [`XdpSocket::open`] in native mode only, whatever the driver
     /// (tests: veth's native mode, where zero-copy is refused).
     #[cfg(test)]
     pub fn open_native(name: &str, mtu: usize, ioctl_fd: RawFd) -> io::Result<XdpSocket> {
-        XdpSocket::open_in(name, mtu, ioctl_fd, (false, None), Some(&[XdpMode::Native]))
+        XdpSocket::open_in(name, mtu, ioctl_fd, false, None, Some(&[XdpMode::Native]))
     }
 
     fn open_in(
         name: &str,
         mtu: usize,
         ioctl_fd: RawFd,
-        (generic_only, want_frames): (bool, Option<u32>),
+        generic_only: bool,
+        want_frames: Option<u32>,
         modes: Option<&'static [XdpMode]>,
     ) -> io::Result<XdpSocket> {
         let ifindex = crate::sockopt::ifindex(name)? as u32;
